@@ -1,0 +1,272 @@
+"""Combinators that build bigger lenses: fan-out, vectors, batches, chains, copy and add.
+
+``vec_lens`` and ``batch_n`` accept a ``PreLens`` (and return one) or a
+``TriLens`` (and return one built exactly as in the blog, from
+:func:`tri_tensor`). ``branch`` is the pre-lens fan-out, ``branch_t`` the
+blog's TriLens. Lists of the wrong length are an error, never truncated.
+"""
+
+from __future__ import annotations
+
+from typing import Any, overload
+
+from . import _errors as E
+from ._iso import second
+from ._lens import AnyLens, PreLens
+from ._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s, tri_tensor
+from ._tree import tree_add, tree_sum
+
+
+def _check_len(lens: str, what: str, xs: Any, n: int) -> None:
+    if not isinstance(xs, list) or len(xs) != n:
+        if not isinstance(xs, list):
+            raise E.lens_structure_error(lens, what, f"must be a list of length {n}, got {E.describe(xs)}")
+        raise E.list_length_error(lens, what, n, len(xs))
+
+
+def branch(n: int) -> AnyLens:
+    """Fan-out: one input to a list of ``n`` copies; the backward pass sums pointwise.
+
+    Haskell: ``branch :: Int -> TriLens [s] [s] () () () () s s`` (the original
+    concatenates the deltas with ``mconcat``; prelens sums them, see the docs).
+
+    >>> import numpy as np
+    >>> b = branch(2)
+    >>> b.fwd((), np.array([1.0]))
+    ((), [array([1.]), array([1.])])
+    >>> b.bwd((), [np.array([1.0]), np.array([2.0])])
+    ((), array([3.]))
+    """
+    _check_n("branch", n)
+    name = f"branch({n})"
+
+    def fwd(p: tuple[()], s: Any) -> tuple[tuple[()], list[Any]]:
+        return (), [s] * n
+
+    def bwd(dm: tuple[()], da: list[Any]) -> tuple[tuple[()], Any]:
+        _check_len(name, "output delta", da, n)
+        return (), tree_sum(da)
+
+    return PreLens(fwd, bwd, name)
+
+
+def branch_t(n: int) -> AnyTriLens:
+    """The blog's fan-out TriLens, built from dimaps (backward sums pointwise).
+
+    Haskell: ``branch n = dimapM unLunit lunit . dimapP runit unRunit . dimapS (replicate n) mconcat``
+
+    >>> from prelens import from_tamb
+    >>> from_tamb(branch_t(3)).fwd((), 1.0)
+    ((), [1.0, 1.0, 1.0])
+    """
+    _check_n("branch_t", n)
+    name = f"branch_t({n})"
+
+    def replicate(s: Any) -> list[Any]:
+        return [s] * n
+
+    def accumulate(ds: list[Any]) -> Any:
+        _check_len(name, "output delta", ds, n)
+        return tree_sum(ds)
+
+    def run(t: Any) -> Any:
+        return dimap_m(
+            lambda m1: ((), m1),
+            lambda dm: dm[1],
+            dimap_p(lambda p: p[0], lambda dp1: (dp1, ()), dimap_s(replicate, accumulate, t)),
+        )
+
+    return TriLens(run, name)
+
+
+@overload
+def vec_lens(n: int, lens: AnyLens) -> AnyLens: ...
+@overload
+def vec_lens(n: int, lens: AnyTriLens) -> AnyTriLens: ...
+def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
+    """``n`` copies of ``lens`` in parallel; every slot becomes a list of length ``n``.
+
+    Haskell: ``vecLens :: Int -> TriLens a da m dm p dp s ds -> TriLens [a] [da] [m] [dm] [p] [dp] [s] [ds]``
+
+    On a TriLens it is the blog's ``consLens``/``nilLens`` recursion (nested
+    ``n`` deep: meant for teaching-sized ``n``).
+
+    >>> from prelens import id_pre_lens
+    >>> vec_lens(2, id_pre_lens).fwd([(), ()], [1, 2])
+    ([(), ()], [1, 2])
+    """
+    _check_n("vec_lens", n, zero_ok=True)
+    if isinstance(lens, TriLens):
+        return _vec_lens_t(n, lens)
+    name = f"vec_lens({n}, {lens!r})"
+    fwd1, bwd1, init1 = lens.fwd, lens.bwd, lens.init_fn
+
+    def fwd(ps: list[Any], ss: list[Any]) -> tuple[list[Any], list[Any]]:
+        _check_len(name, "parameters", ps, n)
+        _check_len(name, "input", ss, n)
+        outs = [fwd1(p, s) for p, s in zip(ps, ss)]
+        return [m for m, _ in outs], [a for _, a in outs]
+
+    def bwd(dms: list[Any], das: list[Any]) -> tuple[list[Any], list[Any]]:
+        _check_len(name, "residue delta", dms, n)
+        _check_len(name, "output delta", das, n)
+        outs = [bwd1(dm, da) for dm, da in zip(dms, das)]
+        return [dp for dp, _ in outs], [ds for _, ds in outs]
+
+    init = None if init1 is None else (lambda rng: [init1(rng) for _ in range(n)])
+    return PreLens(fwd, bwd, name, init, "", (lens,))
+
+
+def _cons(x: tuple[Any, list[Any]]) -> list[Any]:
+    return [x[0], *x[1]]
+
+
+def _vec_lens_t(n: int, lens: AnyTriLens) -> AnyTriLens:
+    name = f"vec_lens({n}, {lens!r})"
+
+    def uncons(xs: list[Any]) -> tuple[Any, list[Any]]:
+        if not isinstance(xs, list) or not xs:
+            raise E.lens_structure_error(name, "list", f"is shorter than {n}: got {E.describe(xs)}")
+        return xs[0], xs[1:]
+
+    def nil(xs: list[Any]) -> list[Any]:
+        if xs != []:
+            raise E.lens_structure_error(name, "list", f"is longer than {n}: {len(xs)} left over")
+        return []
+
+    def nil_lens(t: Any) -> Any:
+        return dimap_m(
+            lambda m1: ([], m1),
+            lambda dm: dm[1],
+            dimap_p(lambda p: p[0], lambda dp1: (dp1, []), dimap_s(nil, lambda ds: [], t)),
+        )
+
+    def cons_lens(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
+        both = tri_tensor(l1, l2)
+
+        def run(t: Any) -> Any:
+            t = both(dimap_s(_cons, uncons, t))
+            t = dimap_s(uncons, _cons, t)
+            t = dimap_m(lambda m: (_cons(m[0]), m[1]), lambda dm: (uncons(dm[0]), dm[1]), t)
+            return dimap_p(second(uncons), second(_cons), t)
+
+        return TriLens(run)
+
+    out: AnyTriLens = TriLens(nil_lens)
+    for _ in range(n):
+        out = cons_lens(lens, out)
+    return TriLens(out.run, name)
+
+
+@overload
+def batch_n(n: int, lens: AnyLens) -> AnyLens: ...
+@overload
+def batch_n(n: int, lens: AnyTriLens) -> AnyTriLens: ...
+def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
+    """``n`` copies of ``lens`` sharing one parameter; parameter deltas are summed.
+
+    Haskell::
+
+        batchN :: VSpace dp => Int -> TriLens a da m dm p dp s ds
+               -> TriLens [a] [da] [m] [dm] p dp [s] [ds]
+
+    >>> from prelens import PreLens
+    >>> add_p = PreLens(lambda p, s: ((), p + s), lambda dm, da: (da, da), name="add_p")
+    >>> batch_n(3, add_p).bwd([(), (), ()], [1.0, 2.0, 3.0])
+    (6.0, [1.0, 2.0, 3.0])
+    """
+    _check_n("batch_n", n)
+    if isinstance(lens, TriLens):
+        name = f"batch_n({n}, {lens!r})"
+        vec = _vec_lens_t(n, lens)
+        return TriLens(lambda t: dimap_p(second(lambda p: [p] * n), second(tree_sum), vec(t)), name)
+    name = f"batch_n({n}, {lens!r})"
+    fwd1, bwd1 = lens.fwd, lens.bwd
+
+    def fwd(p: Any, ss: list[Any]) -> tuple[list[Any], list[Any]]:
+        _check_len(name, "input", ss, n)
+        outs = [fwd1(p, s) for s in ss]
+        return [m for m, _ in outs], [a for _, a in outs]
+
+    def bwd(dms: list[Any], das: list[Any]) -> tuple[Any, list[Any]]:
+        _check_len(name, "residue delta", dms, n)
+        _check_len(name, "output delta", das, n)
+        outs = [bwd1(dm, da) for dm, da in zip(dms, das)]
+        return tree_sum([dp for dp, _ in outs]), [ds for _, ds in outs]
+
+    return PreLens(fwd, bwd, name, lens.init_fn, "", (lens,))
+
+
+def chain(*lenses: AnyLens) -> AnyLens:
+    """n-ary sequential composition; parameters and residues are lists in data-flow order.
+
+    ``chain(f, g, h)`` equals ``f >> g >> h`` up to re-nesting: parameters
+    ``[p_f, p_g, p_h]`` instead of ``(p_h, (p_g, p_f))``. It is the ergonomic
+    form of the blog's ``makeMlp``.
+
+    >>> inc = PreLens(lambda p, s: ((), s + p), lambda dm, da: (da, da), name="inc")
+    >>> c = chain(inc, inc, inc)
+    >>> c
+    chain(inc, inc, inc)
+    >>> c.fwd([1.0, 10.0, 100.0], 0.0)
+    ([(), (), ()], 111.0)
+    """
+    if not lenses:
+        raise E.PrelensError("chain: needs at least one lens")
+    n = len(lenses)
+    name = f"chain({', '.join(map(repr, lenses))})"
+    fwds = [lens.fwd for lens in lenses]
+    bwds = [lens.bwd for lens in lenses]
+    inits = [lens.init_fn for lens in lenses]
+
+    def fwd(ps: list[Any], s: Any) -> tuple[list[Any], Any]:
+        if len(ps) != n:
+            _check_len(name, "parameters", ps, n)
+        ms = []
+        for f, p in zip(fwds, ps):
+            m, s = f(p, s)
+            ms.append(m)
+        return ms, s
+
+    def bwd(dms: list[Any], da: Any) -> tuple[list[Any], Any]:
+        if len(dms) != n:
+            _check_len(name, "residue delta", dms, n)
+        dps: list[Any] = [None] * n
+        for i in range(n - 1, -1, -1):
+            dps[i], da = bwds[i](dms[i], da)
+        return dps, da
+
+    init = None
+    if all(i is not None for i in inits):
+        init = lambda rng: [i(rng) for i in inits]  # type: ignore[misc]
+    return PreLens(fwd, bwd, name, init, "chain", tuple(lenses))
+
+
+def _copy_fwd(p: tuple[()], s: Any) -> tuple[tuple[()], tuple[Any, Any]]:
+    return (), (s, s)
+
+
+def _copy_bwd(dm: tuple[()], da: tuple[Any, Any]) -> tuple[tuple[()], Any]:
+    return (), tree_add(da[0], da[1])
+
+
+#: Copy the input into a pair; the backward pass adds the two deltas (the
+#: diagonal ``s -> (s, s)``, the two-way tuple form of ``branch``).
+copy_l: AnyLens = PreLens(_copy_fwd, _copy_bwd, "copy_l")
+
+
+def _add_fwd(p: tuple[()], s: tuple[Any, Any]) -> tuple[tuple[()], Any]:
+    return (), tree_add(s[0], s[1])
+
+
+def _add_bwd(dm: tuple[()], da: Any) -> tuple[tuple[()], tuple[Any, Any]]:
+    return (), (da, da)
+
+
+#: Add a pair of same-shaped inputs; the backward pass hands the delta to both.
+add_l: AnyLens = PreLens(_add_fwd, _add_bwd, "add_l")
+
+
+def _check_n(lens: str, n: int, zero_ok: bool = False) -> None:
+    if not isinstance(n, int) or n < (0 if zero_ok else 1):
+        raise E.PrelensError(f"{lens}: n must be an int >= {0 if zero_ok else 1}, got {n!r}")

@@ -1,0 +1,152 @@
+"""The structural isomorphisms of the monoidal product, as functions and as lenses.
+
+Each function rearranges a nest of pairs; each ``*_l`` lens does the same to its
+input on the forward pass and the inverse to the delta on the backward pass. The
+lenses have parameters ``()`` and residue ``()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from typing_extensions import TypeVar
+
+from ._lens import AnyLens, PreLens
+
+X = TypeVar("X")
+Y = TypeVar("Y")
+Z = TypeVar("Z")
+
+
+def lunit(x: tuple[tuple[()], X]) -> X:
+    """Haskell: ``lunit :: ((), a) -> a``.
+
+    >>> lunit(((), 1))
+    1
+    """
+    return x[1]
+
+
+def unlunit(x: X) -> tuple[tuple[()], X]:
+    """Haskell: ``unLunit :: a -> ((), a)``.
+
+    >>> unlunit(1)
+    ((), 1)
+    """
+    return (), x
+
+
+def runit(x: tuple[X, tuple[()]]) -> X:
+    """Haskell: ``runit :: (a, ()) -> a``.
+
+    >>> runit((1, ()))
+    1
+    """
+    return x[0]
+
+
+def unrunit(x: X) -> tuple[X, tuple[()]]:
+    """Haskell: ``unRunit :: a -> (a, ())``.
+
+    >>> unrunit(1)
+    (1, ())
+    """
+    return x, ()
+
+
+def assoc(x: tuple[tuple[X, Y], Z]) -> tuple[X, tuple[Y, Z]]:
+    """Haskell: ``assoc :: ((a, b), c) -> (a, (b, c))``.
+
+    >>> assoc(((1, 2), 3))
+    (1, (2, 3))
+    """
+    (a, b), c = x
+    return a, (b, c)
+
+
+def unassoc(x: tuple[X, tuple[Y, Z]]) -> tuple[tuple[X, Y], Z]:
+    """Haskell: ``unAssoc :: (a, (b, c)) -> ((a, b), c)``.
+
+    >>> unassoc((1, (2, 3)))
+    ((1, 2), 3)
+    """
+    a, (b, c) = x
+    return (a, b), c
+
+
+def sym(x: tuple[X, Y]) -> tuple[Y, X]:
+    """Haskell: ``sym :: (a, b) -> (b, a)``.
+
+    >>> sym((1, 2))
+    (2, 1)
+    """
+    a, b = x
+    return b, a
+
+
+def skip_right(x: tuple[X, tuple[Y, Z]]) -> tuple[Y, tuple[X, Z]]:
+    """Haskell: ``skipRight :: (x, (b, c)) -> (b, (x, c))`` (its own inverse).
+
+    >>> skip_right((1, (2, 3)))
+    (2, (1, 3))
+    """
+    a, (b, c) = x
+    return b, (a, c)
+
+
+def skip_left(x: tuple[tuple[X, Y], Z]) -> tuple[tuple[X, Z], Y]:
+    """Haskell: ``skipLeft :: ((a, b), x) -> ((a, x), b)`` (its own inverse).
+
+    >>> skip_left(((1, 2), 3))
+    ((1, 3), 2)
+    """
+    (a, b), c = x
+    return (a, c), b
+
+
+def first(f: Callable[[X], Y]) -> Callable[[tuple[X, Z]], tuple[Y, Z]]:
+    """Haskell: ``first f (a, b) = (f a, b)`` (from ``Data.Bifunctor``).
+
+    >>> first(str)((1, 2))
+    ('1', 2)
+    """
+    return lambda x: (f(x[0]), x[1])
+
+
+def second(f: Callable[[Y], Z]) -> Callable[[tuple[X, Y]], tuple[X, Z]]:
+    """Haskell: ``second f (a, b) = (a, f b)`` (from ``Data.Bifunctor``).
+
+    >>> second(str)((1, 2))
+    (1, '2')
+    """
+    return lambda x: (x[0], f(x[1]))
+
+
+def iso_lens(name: str, to: Callable[[Any], Any], back: Callable[[Any], Any]) -> AnyLens:
+    """The lens of an isomorphism: ``to`` on values forward, ``back`` on deltas backward.
+
+    Haskell: ``PreLens (\\((), s) -> ((), to s)) (\\((), da) -> ((), back da))``
+
+    >>> iso_lens("sym", sym, sym).fwd((), (1, 2))
+    ((), (2, 1))
+    """
+
+    def fwd(p: tuple[()], s: Any) -> tuple[tuple[()], Any]:
+        return (), to(s)
+
+    def bwd(dm: tuple[()], da: Any) -> tuple[tuple[()], Any]:
+        return (), back(da)
+
+    return PreLens(fwd, bwd, name)
+
+
+lunit_l = iso_lens("lunit_l", lunit, unlunit)
+unlunit_l = iso_lens("unlunit_l", unlunit, lunit)
+runit_l = iso_lens("runit_l", runit, unrunit)
+unrunit_l = iso_lens("unrunit_l", unrunit, runit)
+assoc_l = iso_lens("assoc_l", assoc, unassoc)
+unassoc_l = iso_lens("unassoc_l", unassoc, assoc)
+sym_l = iso_lens("sym_l", sym, sym)
+skip_right_l = iso_lens("skip_right_l", skip_right, skip_right)
+skip_left_l = iso_lens("skip_left_l", skip_left, skip_left)

@@ -1,0 +1,260 @@
+"""The profunctor (triple Tambara) encoding of pre-lenses.
+
+A *TriProfunctor* ``t m dm p dp s ds`` can be re-mapped in three pairs of
+slots; a *Trimbara* module can also thread an extra residue (``alpha``) and an
+extra parameter (``beta``). ``PreLens`` is one. A *TriLens* is a function from
+Trimbara modules to Trimbara modules, running against the data flow::
+
+    type TriLens a da m dm p dp s ds = forall t. Trimbara t =>
+        t m1 dm1 p1 dp1 a da -> t (m, m1) (dm, dm1) (p1, p) (dp1, dp) s ds
+
+TriLenses compose by plain function composition, modulo associators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, Self, runtime_checkable
+
+from ._iso import assoc, first, lunit, runit, second, skip_left, skip_right, unassoc, unlunit, unrunit
+from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, S, id_pre_lens
+
+Fn = Callable[[Any], Any]
+
+
+@runtime_checkable
+class TriProfunctor(Protocol):
+    """Haskell's ``class TriProFunctor t``: re-map the ``s``, ``p`` and ``m`` slots.
+
+    ``dimap_s(f, g)`` and ``dimap_p(f, g)`` are contravariant in the value and
+    covariant in the delta; ``dimap_m(f, g)`` is covariant in ``m`` and
+    contravariant in ``dm``.
+    """
+
+    def dimap_s(self, f: Fn, g: Fn) -> Self: ...
+
+    def dimap_p(self, f: Fn, g: Fn) -> Self: ...
+
+    def dimap_m(self, f: Fn, g: Fn) -> Self: ...
+
+
+@runtime_checkable
+class Trimbara(TriProfunctor, Protocol):
+    """Haskell's ``class TriProFunctor t => Trimbara t``.
+
+    ``alpha :: t m dm p dp s ds -> t (m1, m) (dm1, dm) p dp (m1, s) (dm1, ds)``
+    ``beta  :: t m dm p dp (p1, s) (dp1, ds) -> t m dm (p, p1) (dp, dp1) s ds``
+    """
+
+    def alpha(self) -> Self: ...
+
+    def beta(self) -> Self: ...
+
+
+def dimap_s(f: Fn, g: Fn, t: Any) -> Any:
+    """``dimapS f g t`` for any TriProfunctor ``t`` (see ``PreLens.dimap_s``).
+
+    >>> dimap_s(lambda s: s * 10, lambda ds: ds, id_pre_lens).fwd((), 2)
+    ((), 20)
+    """
+    return t.dimap_s(f, g)
+
+
+def dimap_p(f: Fn, g: Fn, t: Any) -> Any:
+    """``dimapP f g t`` for any TriProfunctor ``t`` (see ``PreLens.dimap_p``).
+
+    >>> dimap_p(lambda q: (), lambda dp: "dq", id_pre_lens).bwd((), 1)
+    ('dq', 1)
+    """
+    return t.dimap_p(f, g)
+
+
+def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
+    """``dimapM f g t`` for any TriProfunctor ``t`` (see ``PreLens.dimap_m``).
+
+    >>> dimap_m(lambda m: "m", lambda dm: (), id_pre_lens).fwd((), 1)
+    ('m', 1)
+    """
+    return t.dimap_m(f, g)
+
+
+def alpha(t: Any) -> Any:
+    """``alpha t`` for any Trimbara module ``t`` (see ``PreLens.alpha``).
+
+    >>> alpha(id_pre_lens).fwd((), ("m1", 1))
+    (('m1', ()), 1)
+    """
+    return t.alpha()
+
+
+def beta(t: Any) -> Any:
+    """``beta t`` for any Trimbara module ``t`` (see ``PreLens.beta``).
+
+    >>> beta(id_pre_lens).fwd(((), "p1"), 1)
+    ((), ('p1', 1))
+    """
+    return t.beta()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class TriLens(Generic[A, DA, M, DM, P, DP, S, DS]):
+    """A pre-lens in profunctor form: a function on Trimbara modules.
+
+    Haskell: ``type TriLens a da m dm p dp s ds = forall t. Trimbara t =>
+    t m1 dm1 p1 dp1 a da -> t (m, m1) (dm, dm1) (p1, p) (dp1, dp) s ds``.
+
+    Call it on a Trimbara module; ``>>`` is :func:`tri_compose` and ``@`` is
+    :func:`tri_tensor`.
+
+    >>> from prelens import id_pre_lens
+    >>> to_tamb(id_pre_lens) >> to_tamb(id_pre_lens)
+    to_tamb(id_pre_lens) >> to_tamb(id_pre_lens)
+    """
+
+    run: Callable[[Any], Any]
+    name: str = "trilens"
+
+    def __call__(self, t: Any) -> Any:
+        return self.run(t)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __rshift__(self, other: TriLens[Any, Any, Any, Any, Any, Any, Any, Any]) -> AnyTriLens:
+        return tri_compose(self, other)
+
+    def __matmul__(self, other: TriLens[Any, Any, Any, Any, Any, Any, Any, Any]) -> AnyTriLens:
+        return tri_tensor(self, other)
+
+
+AnyTriLens = TriLens[Any, Any, Any, Any, Any, Any, Any, Any]
+
+
+def _paren(name: str) -> str:
+    return f"({name})" if " " in name else name
+
+
+def to_tamb(lens: AnyLens) -> AnyTriLens:
+    """A pre-lens as a TriLens: lift its passes between the two Tambara structure maps.
+
+    Haskell: ``toTamb (PreLens fw bw) = beta . dimapS fw bw . alpha``
+
+    >>> to_tamb(id_pre_lens)(id_pre_lens).fwd(((), ()), 1)
+    (((), ()), 1)
+    """
+    fw, bw = lens.fwd, lens.bwd
+
+    def fw_(ps: Any) -> Any:
+        return fw(ps[0], ps[1])
+
+    def bw_(dm_da: Any) -> Any:
+        return bw(dm_da[0], dm_da[1])
+
+    return TriLens(lambda t: beta(dimap_s(fw_, bw_, alpha(t))), f"to_tamb({lens!r})")
+
+
+def from_tamb(tri: AnyTriLens) -> AnyLens:
+    """A TriLens as a pre-lens: apply it to the identity pre-lens and strip the units.
+
+    Haskell: ``fromTamb f = dimapM runit unRunit $ dimapP unLunit lunit $ f idPreLens``
+
+    >>> from_tamb(to_tamb(id_pre_lens)).fwd((), 7)
+    ((), 7)
+    """
+    lens: AnyLens = dimap_m(runit, unrunit, dimap_p(unlunit, lunit, tri(id_pre_lens)))
+    return lens.named(f"from_tamb({tri!r})")
+
+
+def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:
+    """Sequential composition of TriLenses: ``f`` runs first (as in ``f >> g``).
+
+    Haskell::
+
+        triCompose :: TriLens b db m dm p dp s ds -> TriLens a da n dn q dq b db
+                   -> TriLens a da (m, n) (dm, dn) (q, p) (dq, dp) s ds
+        triCompose f g = dimapP unAssoc assoc . dimapM unAssoc assoc . f . g
+
+    >>> l = from_tamb(tri_compose(to_tamb(id_pre_lens), to_tamb(id_pre_lens)))
+    >>> l.fwd(((), ()), 1)
+    (((), ()), 1)
+    """
+
+    def run(t: Any) -> Any:
+        return dimap_p(unassoc, assoc, dimap_m(unassoc, assoc, f(g(t))))
+
+    return TriLens(run, f"{f!r} >> {_paren(repr(g))}")
+
+
+# ------------------------------------------------------- parallel composition
+
+
+@dataclass(frozen=True, eq=False)
+class PLeft:
+    """A module of pairs seen through its left components (Haskell's ``PLeft``).
+
+    Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
+    Trimbara module in ``m dm p dp s ds``.
+    """
+
+    t: Any
+
+    def dimap_s(self, f: Fn, g: Fn) -> PLeft:
+        return PLeft(dimap_s(first(f), first(g), self.t))
+
+    def dimap_p(self, f: Fn, g: Fn) -> PLeft:
+        return PLeft(dimap_p(first(f), first(g), self.t))
+
+    def dimap_m(self, f: Fn, g: Fn) -> PLeft:
+        return PLeft(dimap_m(first(f), first(g), self.t))
+
+    def alpha(self) -> PLeft:
+        return PLeft(dimap_s(assoc, unassoc, dimap_m(unassoc, assoc, alpha(self.t))))
+
+    def beta(self) -> PLeft:
+        return PLeft(dimap_p(skip_left, skip_left, beta(dimap_s(unassoc, assoc, self.t))))
+
+
+@dataclass(frozen=True, eq=False)
+class PRight:
+    """A module of pairs seen through its right components (Haskell's ``PRight``)."""
+
+    t: Any
+
+    def dimap_s(self, f: Fn, g: Fn) -> PRight:
+        return PRight(dimap_s(second(f), second(g), self.t))
+
+    def dimap_p(self, f: Fn, g: Fn) -> PRight:
+        return PRight(dimap_p(second(f), second(g), self.t))
+
+    def dimap_m(self, f: Fn, g: Fn) -> PRight:
+        return PRight(dimap_m(second(f), second(g), self.t))
+
+    def alpha(self) -> PRight:
+        return PRight(dimap_s(skip_right, skip_right, dimap_m(skip_right, skip_right, alpha(self.t))))
+
+    def beta(self) -> PRight:
+        return PRight(dimap_p(unassoc, assoc, beta(dimap_s(skip_right, skip_right, self.t))))
+
+
+def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
+    """Parallel composition of TriLenses (Haskell's ``prodLensT``), as ``l1 @ l2``.
+
+    Runs ``l1`` on the left halves through :class:`PLeft` and ``l2`` on the
+    right halves through :class:`PRight`, then re-associates::
+
+        TriLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')
+
+    >>> l = from_tamb(tri_tensor(to_tamb(id_pre_lens), to_tamb(id_pre_lens)))
+    >>> l.fwd(((), ()), (1, 2))
+    (((), ()), (1, 2))
+    """
+
+    def run(t: Any) -> Any:
+        t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
+        t = l1(PLeft(t)).t
+        t = l2(PRight(t)).t
+        t = dimap_p(second(unlunit), second(lunit), dimap_m(first(runit), first(unrunit), t))
+        return dimap_p(unassoc, assoc, dimap_m(unassoc, assoc, t))
+
+    return TriLens(run, f"{_paren(repr(l1))} @ {_paren(repr(l2))}")

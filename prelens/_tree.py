@@ -1,0 +1,249 @@
+"""Parameter and residue trees: one small toolkit used everywhere.
+
+A tree is a nest of tuples (including named tuples such as ``Para``), lists and
+dicts, with arrays or numbers at the leaves. ``()`` and ``None`` are empty trees
+(the unit of the monoidal product). Every function here walks two trees in
+lock step and reports the *path* of the first place they disagree, e.g.
+``[1][0].weight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from . import _errors as E
+
+Tree = Any
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def _kind(x: Any) -> str:
+    """``'tuple'``, ``'list'``, ``'dict'``, ``'none'`` or ``'leaf'``."""
+    if isinstance(x, tuple):
+        return "tuple"
+    if isinstance(x, list):
+        return "list"
+    if isinstance(x, dict):
+        return "dict"
+    if x is None:
+        return "none"
+    return "leaf"
+
+
+def _items(x: Any) -> list[tuple[str, Any]]:
+    """Children of a node with their path segments."""
+    if _is_namedtuple(x):
+        return [(f".{f}", v) for f, v in zip(x._fields, x)]
+    if isinstance(x, (tuple, list)):
+        return [(f"[{i}]", v) for i, v in enumerate(x)]
+    if isinstance(x, dict):
+        return [(f"[{k!r}]", v) for k, v in x.items()]
+    return []
+
+
+def _rebuild(like: Any, children: list[Any]) -> Any:
+    if _is_namedtuple(like):
+        return type(like)(*children)
+    if isinstance(like, tuple):
+        return tuple(children)
+    if isinstance(like, list):
+        return children
+    if isinstance(like, dict):
+        return dict(zip(like.keys(), children))
+    return like
+
+
+def _node_desc(x: Any) -> str:
+    return E.describe(x)
+
+
+def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = "") -> str | None:
+    """The first place where ``b`` does not have the structure of ``a``, or None.
+
+    Returns ``"at <path>: expected <a's node>, got <b's node>"``. With
+    ``shapes=True`` leaves must also agree in shape.
+
+    >>> structure_mismatch((1.0, [2.0, 3.0]), (1.0, [2.0]))
+    'at [1]: expected list of 2, got list of 1'
+    >>> structure_mismatch((1.0, 2.0), (4.0, 5.0)) is None
+    True
+    """
+    ka, kb = _kind(a), _kind(b)
+    if (
+        ka != kb
+        or (ka == "tuple" and _is_namedtuple(a) != _is_namedtuple(b))
+        or (_is_namedtuple(a) and type(a) is not type(b))
+    ):
+        return f"at {E.path_str(path)}: expected {_node_desc(a)}, got {_node_desc(b)}"
+    if ka == "leaf":
+        if shapes and np.shape(a) != np.shape(b):
+            return f"at {E.path_str(path)}: expected shape {np.shape(a)}, got shape {np.shape(b)}"
+        return None
+    if ka == "dict" and list(a.keys()) != list(b.keys()):
+        return f"at {E.path_str(path)}: expected keys {list(a)}, got keys {list(b)}"
+    if ka in ("tuple", "list") and len(a) != len(b):
+        return f"at {E.path_str(path)}: expected {_node_desc(a)}, got {_node_desc(b)}"
+    for (seg, ca), (_, cb) in zip(_items(a), _items(b)):
+        found = structure_mismatch(ca, cb, shapes=shapes, path=path + seg)
+        if found:
+            return found
+    return None
+
+
+def check_structure(expected: Tree, got: Tree, *, what: str = "tree", shapes: bool = False) -> None:
+    """Raise :class:`StructureError` naming ``what`` and the path of the first mismatch.
+
+    >>> check_structure((0.0, 0.0), (1.0,), what="params of f >> g")
+    Traceback (most recent call last):
+    ...
+    prelens._errors.StructureError: params of f >> g: at <root>: expected tuple of 2, got tuple of 1
+    """
+    found = structure_mismatch(expected, got, shapes=shapes)
+    if found:
+        raise E.StructureError(f"{what}: {found}")
+
+
+def tree_zip_map(f: Callable[..., Any], tree: Tree, *others: Tree) -> Tree:
+    """Apply ``f`` leaf-wise to ``tree`` and ``others`` (which must share its structure).
+
+    Haskell: ``zipWith`` lifted to trees.
+
+    >>> tree_zip_map(lambda x, y: x * y, (2.0, [3.0]), (10.0, [100.0]))
+    (20.0, [300.0])
+    """
+    for other in others:
+        check_structure(tree, other, what="tree_zip_map")
+    return _zip_map(f, tree, others)
+
+
+def _zip_map(f: Callable[..., Any], tree: Tree, others: tuple[Tree, ...]) -> Tree:
+    kind = _kind(tree)
+    if kind == "leaf":
+        return f(tree, *others)
+    if kind == "none":
+        return None
+    children = [
+        _zip_map(f, c, tuple(_items(o)[i][1] for o in others)) for i, (_, c) in enumerate(_items(tree))
+    ]
+    return _rebuild(tree, children)
+
+
+def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
+    """Apply ``f`` to every leaf, keeping the structure (Haskell: ``fmap``).
+
+    >>> tree_map(lambda x: x + 1, ((), [1, 2]))
+    ((), [2, 3])
+    """
+    return _zip_map(f, tree, ())
+
+
+def tree_leaves(tree: Tree) -> list[Any]:
+    """The leaves in depth-first order.
+
+    >>> tree_leaves(((1, 2), [3], (), {"a": 4}))
+    [1, 2, 3, 4]
+    """
+    return [leaf for _, leaf in tree_paths(tree)]
+
+
+def tree_paths(tree: Tree, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, leaf)`` pairs in depth-first order.
+
+    >>> list(tree_paths((1.0, [2.0])))
+    [('[0]', 1.0), ('[1][0]', 2.0)]
+    """
+    kind = _kind(tree)
+    if kind == "leaf":
+        yield path, tree
+    else:
+        for seg, child in _items(tree):
+            yield from tree_paths(child, path + seg)
+
+
+def tree_add(a: Tree, b: Tree) -> Tree:
+    """Leaf-wise sum (the vector space of deltas). ``tree_add((1.0, [2.0]), (1.0, [3.0]))``."""
+    return tree_zip_map(_add, a, b)
+
+
+def _add(x: Any, y: Any) -> Any:
+    return x + y
+
+
+def tree_sum(trees: list[Tree]) -> Tree:
+    """Leaf-wise sum of a non-empty list of trees of one structure (``accumulate``).
+
+    >>> tree_sum([(1.0, 2.0), (10.0, 20.0), (100.0, 200.0)])
+    (111.0, 222.0)
+    """
+    if not trees:
+        raise E.StructureError("tree_sum: cannot sum an empty list of trees")
+    return tree_zip_map(lambda *xs: sum(xs[1:], start=xs[0]), trees[0], *trees[1:])
+
+
+def tree_scale(c: float, tree: Tree) -> Tree:
+    """Multiply every leaf by ``c``.
+
+    >>> tree_scale(2.0, (1.0, [3.0]))
+    (2.0, [6.0])
+    """
+    return tree_map(lambda x: x * c, tree)
+
+
+def tree_zeros_like(tree: Tree) -> Tree:
+    """A tree of zeros of the same structure, shapes and dtypes.
+
+    >>> tree_zeros_like((1.5, [np.ones(2)]))
+    (0.0, [array([0., 0.])])
+    """
+    return tree_map(_zeros_like, tree)
+
+
+def _zeros_like(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
+    return type(x)(0)
+
+
+def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:
+    """True when the trees share a structure and all leaves are close.
+
+    >>> tree_allclose((1.0, [2.0]), (1.0, [2.0 + 1e-12]))
+    True
+    """
+    return tree_first_difference(a, b, rtol=rtol, atol=atol) is None
+
+
+def tree_first_difference(
+    a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0
+) -> tuple[str, Any, Any] | None:
+    """``(path, left, right)`` of the first leaf (or node) where the trees differ.
+
+    >>> tree_first_difference((1.0, [2.0]), (1.0, [2.5]))
+    ('[1][0]', 2.0, 2.5)
+    """
+    found = structure_mismatch(a, b, shapes=True)
+    if found:
+        return (found, a, b)
+    for (path, x), (_, y) in zip(tree_paths(a), tree_paths(b)):
+        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=False):
+            return path, x, y
+    return None
+
+
+def tree_first_nonfinite(tree: Tree) -> str | None:
+    """The path of the first leaf holding NaN or infinity, or None.
+
+    >>> tree_first_nonfinite((1.0, [np.array([0.0, np.nan])]))
+    '[1][0]'
+    """
+    for path, x in tree_paths(tree):
+        arr = np.asarray(x)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            return E.path_str(path)
+    return None

@@ -1,0 +1,460 @@
+"""Executable laws: extensional equality of lenses up to re-nesting isomorphisms.
+
+Every checker runs both sides on the given parameters and inputs, and on
+random residue and output deltas, and raises :class:`LawError` naming the law
+and the first differing leaf (with its tree path) when they disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import _errors as E
+from .._combinators import batch_n, branch, branch_t, vec_lens
+from .._iso import assoc, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
+from .._lens import AnyLens, id_pre_lens
+from .._tambara import alpha, beta, dimap_m, dimap_p, dimap_s, from_tamb, to_tamb, tri_compose, tri_tensor
+from .._tree import tree_first_difference
+from ._random import random_affine, random_like
+
+Fn = Callable[[Any], Any]
+Rng = np.random.Generator | int | None
+
+
+def _ident(x: Any) -> Any:
+    return x
+
+
+def check_lens_equal(
+    law: str,
+    lhs: AnyLens,
+    rhs: AnyLens,
+    p: Any,
+    s: Any,
+    *,
+    p_iso: Fn = _ident,
+    m_iso: Fn = _ident,
+    s_iso: Fn = _ident,
+    a_iso: Fn = _ident,
+    rng: Rng = 0,
+    rtol: float = 1e-7,
+    atol: float = 1e-10,
+) -> None:
+    """Check that ``rhs`` behaves as ``lhs`` seen through the given isomorphisms.
+
+    ``rhs`` runs on ``(p_iso(p), s_iso(s))`` and must give residue ``m_iso(m)``
+    and output ``a_iso(a)``; on random deltas ``(dm, da)`` (float leaves of the
+    shape of ``lhs``'s residue and output) ``rhs.bwd(m_iso(dm), a_iso(da))``
+    must give ``(p_iso(dp), s_iso(ds))``. The isos act on deltas too.
+
+    >>> from prelens import id_pre_lens, runit
+    >>> check_lens_equal("right unit", id_pre_lens >> id_pre_lens, id_pre_lens, ((), ()), 1.0,
+    ...                  p_iso=runit, m_iso=runit)
+    """
+    gen = np.random.default_rng(rng)
+    m1, a1 = _run(law, "left side, forward", lambda: lhs.fwd(p, s))
+    m2, a2 = _run(law, "right side, forward", lambda: rhs.fwd(p_iso(p), s_iso(s)))
+    _same(law, "forward outputs", _run(law, "output iso", lambda: a_iso(a1)), a2, rtol, atol)
+    _same(law, "residues", _run(law, "residue iso", lambda: m_iso(m1)), m2, rtol, atol)
+    dm, da = random_like(m1, gen), random_like(a1, gen)
+    dp1, ds1 = _run(law, "left side, backward", lambda: lhs.bwd(dm, da))
+    dp2, ds2 = _run(law, "right side, backward", lambda: rhs.bwd(m_iso(dm), a_iso(da)))
+    _same(law, "parameter deltas", _run(law, "parameter iso", lambda: p_iso(dp1)), dp2, rtol, atol)
+    _same(law, "input deltas", _run(law, "input iso", lambda: s_iso(ds1)), ds2, rtol, atol)
+
+
+def _run(law: str, where: str, thunk: Callable[[], Any]) -> Any:
+    """Run one side of a law; a crash is a failed law (a structure the law does not expect)."""
+    try:
+        return thunk()
+    except E.LawError:
+        raise
+    except Exception as exc:
+        raise E.LawError(f"law '{law}' fails: {where} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float) -> None:
+    found = tree_first_difference(left, right, rtol=rtol, atol=atol)
+    if found is not None:
+        path, x, y = found
+        raise E.law_violation(law, where, path, x, y)
+
+
+# --------------------------------------------------------------- the category
+
+
+def check_assoc(f: AnyLens, g: AnyLens, h: AnyLens, pf: Any, pg: Any, ph: Any, s: Any, **kw: Any) -> None:
+    """``(f >> g) >> h ≅ f >> (g >> h)`` up to the associator on parameters and residues.
+
+    >>> from prelens import id_pre_lens as i
+    >>> check_assoc(i, i, i, (), (), (), 1.0)
+    """
+    check_lens_equal(
+        "associativity of >>",
+        (f >> g) >> h,
+        f >> (g >> h),
+        (ph, (pg, pf)),
+        s,
+        p_iso=unassoc,
+        m_iso=assoc,
+        **kw,
+    )
+
+
+def check_left_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``id_pre_lens >> f ≅ f`` up to the unitors.
+
+    >>> from prelens import id_pre_lens
+    >>> check_left_unit(id_pre_lens, (), 1.0)
+    """
+    check_lens_equal("left unit of >>", id_pre_lens >> f, f, (p, ()), s, p_iso=runit, m_iso=lunit, **kw)
+
+
+def check_right_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``f >> id_pre_lens ≅ f`` up to the unitors.
+
+    >>> from prelens import id_pre_lens
+    >>> check_right_unit(id_pre_lens, (), 1.0)
+    """
+    check_lens_equal("right unit of >>", f >> id_pre_lens, f, ((), p), s, p_iso=lunit, m_iso=runit, **kw)
+
+
+def _middle_four(x: Any) -> Any:
+    (a, b), (c, d) = x
+    return (a, c), (b, d)
+
+
+def check_interchange(
+    f: AnyLens,
+    g: AnyLens,
+    h: AnyLens,
+    k: AnyLens,
+    pf: Any,
+    pg: Any,
+    ph: Any,
+    pk: Any,
+    s1: Any,
+    s2: Any,
+    **kw: Any,
+) -> None:
+    """``(f @ g) >> (h @ k) ≅ (f >> h) @ (g >> k)``: ``@`` is a bifunctor.
+
+    >>> from prelens import id_pre_lens as i
+    >>> check_interchange(i, i, i, i, (), (), (), (), 1.0, 2.0)
+    """
+    check_lens_equal(
+        "interchange of @ and >>",
+        (f @ g) >> (h @ k),
+        (f >> h) @ (g >> k),
+        ((ph, pk), (pf, pg)),
+        (s1, s2),
+        p_iso=_middle_four,
+        m_iso=_middle_four,
+        **kw,
+    )
+
+
+def check_tensor_assoc(
+    f: AnyLens, g: AnyLens, h: AnyLens, pf: Any, pg: Any, ph: Any, s1: Any, s2: Any, s3: Any, **kw: Any
+) -> None:
+    """``(f @ g) @ h ≅ f @ (g @ h)`` up to the associator on every slot.
+
+    >>> from prelens import id_pre_lens as i
+    >>> check_tensor_assoc(i, i, i, (), (), (), 1.0, 2.0, 3.0)
+    """
+    check_lens_equal(
+        "associativity of @",
+        (f @ g) @ h,
+        f @ (g @ h),
+        ((pf, pg), ph),
+        ((s1, s2), s3),
+        p_iso=assoc,
+        m_iso=assoc,
+        s_iso=assoc,
+        a_iso=assoc,
+        **kw,
+    )
+
+
+def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
+    """``(f @ g) >> sym_l ≅ sym_l >> (g @ f)``: the symmetry is natural.
+
+    >>> from prelens import id_pre_lens as i
+    >>> check_sym_natural(i, i, (), (), 1.0, 2.0)
+    """
+    check_lens_equal(
+        "naturality of sym",
+        (f @ g) >> sym_l,
+        sym_l >> (g @ f),
+        ((), (pf, pg)),
+        (s1, s2),
+        p_iso=lambda q: (sym(q[1]), ()),
+        m_iso=lambda m: ((), sym(m[0])),
+        **kw,
+    )
+
+
+# ------------------------------------------------------------- TriProfunctor
+
+
+def check_dimap_identity(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``dimap_x(id, id, t) == t`` for ``x`` in ``s``, ``p``, ``m``.
+
+    >>> from prelens import id_pre_lens
+    >>> check_dimap_identity(id_pre_lens, (), 1.0)
+    """
+    for name, dimap in (("s", dimap_s), ("p", dimap_p), ("m", dimap_m)):
+        check_lens_equal(f"dimap_{name} preserves identity", t, dimap(_ident, _ident, t), p, s, **kw)
+
+
+def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
+    """Each dimap preserves composition, with the right variance in each slot.
+
+    ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise
+    ``dimap_p``), and, covariant in ``m`` and contravariant in ``dm``,
+    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``. The maps are
+    random leaf-wise affine maps, which do not commute.
+
+    >>> import numpy as np
+    >>> from prelens import id_pre_lens
+    >>> check_dimap_composition(id_pre_lens, (), np.ones(2))
+    """
+    gen = np.random.default_rng(rng)
+    f, f2, g, g2 = (random_affine(gen) for _ in range(4))
+    for name, dimap in (("s", dimap_s), ("p", dimap_p)):
+        check_lens_equal(
+            f"dimap_{name} preserves composition",
+            dimap(lambda x: f(f2(x)), lambda x: g2(g(x)), t),
+            dimap(f2, g2, dimap(f, g, t)),
+            p,
+            s,
+            rng=gen,
+            **kw,
+        )
+    check_lens_equal(
+        "dimap_m preserves composition (covariant in m, contravariant in dm)",
+        dimap_m(lambda x: f2(f(x)), lambda x: g(g2(x)), t),
+        dimap_m(f2, g2, dimap_m(f, g, t)),
+        p,
+        s,
+        rng=gen,
+        **kw,
+    )
+
+
+# ------------------------------------------------------------------- Trimbara
+
+
+def check_alpha_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``alpha`` with a unit residue is the identity, up to the left unitor.
+
+    ``dimap_m(lunit, unlunit, dimap_s(unlunit, lunit, alpha(t))) == t``
+
+    >>> from prelens import id_pre_lens
+    >>> check_alpha_unit(id_pre_lens, (), 1.0)
+    """
+    check_lens_equal("alpha unit", t, dimap_m(lunit, unlunit, dimap_s(unlunit, lunit, alpha(t))), p, s, **kw)
+
+
+def check_alpha_composition(t: AnyLens, p: Any, s: Any, n1: Any, n2: Any, **kw: Any) -> None:
+    """``alpha ∘ alpha == alpha`` on a paired residue, up to the associator.
+
+    ``dimap_m(unassoc, assoc, dimap_s(assoc, unassoc, alpha(alpha(t)))) == alpha(t)``,
+    run on the input ``((n2, n1), s)``.
+
+    >>> from prelens import id_pre_lens
+    >>> check_alpha_composition(id_pre_lens, (), 1.0, 2.0, 3.0)
+    """
+    check_lens_equal(
+        "alpha composition",
+        alpha(t),
+        dimap_m(unassoc, assoc, dimap_s(assoc, unassoc, alpha(alpha(t)))),
+        p,
+        ((n2, n1), s),
+        **kw,
+    )
+
+
+def check_beta_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``beta`` with a unit parameter is the identity, up to the unitors.
+
+    ``beta(dimap_s(lunit, unlunit, t)) == dimap_p(runit, unrunit, t)``
+
+    >>> from prelens import id_pre_lens
+    >>> check_beta_unit(id_pre_lens, (), 1.0)
+    """
+    check_lens_equal(
+        "beta unit", beta(dimap_s(lunit, unlunit, t)), dimap_p(runit, unrunit, t), (p, ()), s, **kw
+    )
+
+
+def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``beta ∘ beta == beta`` on a paired parameter, up to the associator.
+
+    ``t`` takes inputs ``s = (p2, (p1, s0))``; the law is
+    ``beta(beta(t)) == dimap_p(assoc, unassoc, beta(dimap_s(assoc, unassoc, t)))``
+    on parameters ``((p, p2), p1)`` and input ``s0``.
+
+    >>> from prelens import id_pre_lens
+    >>> check_beta_composition(id_pre_lens, (), (1.0, (2.0, 3.0)))
+    """
+    p2, (p1, s0) = s
+    check_lens_equal(
+        "beta composition",
+        beta(beta(t)),
+        dimap_p(assoc, unassoc, beta(dimap_s(assoc, unassoc, t))),
+        ((p, p2), p1),
+        s0,
+        **kw,
+    )
+
+
+def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any) -> None:
+    """``alpha`` and ``beta`` commute with the dimaps of the slots they do not touch.
+
+    ``alpha(dimap_p(f, g, t)) == dimap_p(f, g, alpha(t))``,
+    ``alpha(dimap_s(f, g, t)) == dimap_s(second(f), second(g), alpha(t))`` and,
+    when ``s = (p1, s0)``, ``beta(dimap_m(f, g, t)) == dimap_m(f, g, beta(t))``.
+    ``n`` is the extra residue threaded by ``alpha``.
+
+    >>> from prelens import id_pre_lens
+    >>> check_naturality(id_pre_lens, (), (1.0, 2.0), 3.0)
+    """
+    gen = np.random.default_rng(rng)
+    f, g = random_affine(gen), random_affine(gen)
+    check_lens_equal(
+        "naturality of alpha in p", alpha(dimap_p(f, g, t)), dimap_p(f, g, alpha(t)), p, (n, s), rng=gen, **kw
+    )
+    check_lens_equal(
+        "naturality of alpha in s",
+        alpha(dimap_s(f, g, t)),
+        dimap_s(lambda x: (x[0], f(x[1])), lambda x: (x[0], g(x[1])), alpha(t)),
+        p,
+        (n, s),
+        rng=gen,
+        **kw,
+    )
+    if isinstance(s, tuple) and len(s) == 2:
+        check_lens_equal(
+            "naturality of beta in m",
+            beta(dimap_m(f, g, t)),
+            dimap_m(f, g, beta(t)),
+            (p, s[0]),
+            s[1],
+            rng=gen,
+            **kw,
+        )
+
+
+def check_coherence(t: AnyLens, p: Any, s: Any, n: Any, **kw: Any) -> None:
+    """``alpha ∘ beta == beta ∘ dimap_s(skip_right, skip_right) ∘ alpha``.
+
+    ``t`` takes inputs ``s = (p1, s0)``; both sides run on parameters
+    ``(p, p1)`` and input ``(n, s0)``.
+
+    >>> from prelens import id_pre_lens
+    >>> check_coherence(id_pre_lens, (), (1.0, 2.0), 3.0)
+    """
+    p1, s0 = s
+    check_lens_equal(
+        "coherence of alpha and beta",
+        alpha(beta(t)),
+        beta(dimap_s(skip_right, skip_right, alpha(t))),
+        (p, p1),
+        (n, s0),
+        **kw,
+    )
+
+
+# ---------------------------------------------------------- TriLens encoding
+
+
+def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+    """``from_tamb(to_tamb(l)) == l``, parameters and residues exactly as they were.
+
+    >>> from prelens import id_pre_lens
+    >>> check_tamb_roundtrip(id_pre_lens, (), 1.0)
+    """
+    check_lens_equal("from_tamb . to_tamb = id", l, from_tamb(to_tamb(l)), p, s, **kw)
+
+
+def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: Any) -> None:
+    """``from_tamb(tri_compose(to_tamb(f), to_tamb(g))) == f >> g``.
+
+    >>> from prelens import id_pre_lens as i
+    >>> check_tri_compose(i, i, (), (), 1.0)
+    """
+    check_lens_equal(
+        "tri_compose agrees with >>",
+        f >> g,
+        from_tamb(tri_compose(to_tamb(f), to_tamb(g))),
+        (pg, pf),
+        s,
+        **kw,
+    )
+
+
+def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
+    """``from_tamb(tri_tensor(to_tamb(f), to_tamb(g))) == f @ g``.
+
+    >>> from prelens import id_pre_lens as i
+    >>> check_tri_tensor(i, i, (), (), 1.0, 2.0)
+    """
+    check_lens_equal(
+        "tri_tensor agrees with @",
+        f @ g,
+        from_tamb(tri_tensor(to_tamb(f), to_tamb(g))),
+        (pf, pg),
+        (s1, s2),
+        **kw,
+    )
+
+
+def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None:
+    """The blog's TriLens ``vec_lens``, ``batch_n`` and ``branch_t`` agree with the pre-lens ones.
+
+    >>> from prelens import id_pre_lens
+    >>> check_combinators(id_pre_lens, (), 1.0)
+    """
+    t = to_tamb(l)
+    check_lens_equal(
+        "vec_lens on TriLens agrees with vec_lens",
+        vec_lens(n, l),
+        from_tamb(vec_lens(n, t)),
+        [p] * n,
+        [s] * n,
+        **kw,
+    )
+    check_lens_equal(
+        "batch_n on TriLens agrees with batch_n", batch_n(n, l), from_tamb(batch_n(n, t)), p, [s] * n, **kw
+    )
+    check_lens_equal("branch_t agrees with branch", branch(n), from_tamb(branch_t(n)), (), s, **kw)
+
+
+def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = True, **kw: Any) -> None:
+    """Every single-lens law at once: units, dimaps, alpha, the encoding, the combinators
+    and (with ``vjp=True``) :func:`check_vjp`.
+
+    >>> import numpy as np
+    >>> from prelens import id_pre_lens
+    >>> check_lens_laws(id_pre_lens, (), np.ones(3))
+    """
+    from ._vjp import check_vjp
+
+    gen = np.random.default_rng(rng)
+    n = random_like(s, gen)
+    check_left_unit(l, p, s, **kw)
+    check_right_unit(l, p, s, **kw)
+    check_dimap_identity(l, p, s, **kw)
+    check_dimap_composition(l, p, s, rng=gen, **kw)
+    check_alpha_unit(l, p, s, **kw)
+    check_alpha_composition(l, p, s, n, n, **kw)
+    check_beta_unit(l, p, s, **kw)
+    check_naturality(l, p, s, n, rng=gen, **kw)
+    check_tamb_roundtrip(l, p, s, **kw)
+    check_combinators(l, p, s, **kw)
+    if vjp:
+        check_vjp(l, p, s, rng=gen)

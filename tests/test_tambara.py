@@ -1,0 +1,114 @@
+"""The profunctor encoding and the combinators: exact nesting, lengths, repr."""
+
+import numpy as np
+import pytest
+
+from prelens import (
+    PreLens,
+    StructureError,
+    TriLens,
+    Trimbara,
+    TriProfunctor,
+    batch_n,
+    branch,
+    branch_t,
+    from_tamb,
+    id_pre_lens,
+    to_tamb,
+    tri_compose,
+    tri_tensor,
+    vec_lens,
+)
+from tests.test_lens import f, g, tagged
+
+
+def test_prelens_implements_the_protocols():
+    assert isinstance(id_pre_lens, TriProfunctor)
+    assert isinstance(id_pre_lens, Trimbara)
+
+
+def test_to_tamb_nesting():
+    t = to_tamb(f)(id_pre_lens)  # t (m, ()) ((), p) s
+    m, a = t.fwd(((), "pf"), "s")
+    assert m == ("m_f", ()) and a == "s>f[pf]"
+    dp, ds = t.bwd(("dm", ()), "da")
+    assert dp == ((), "dp_f(dm,da)") and ds == "ds_f(da)"
+
+
+def test_from_tamb_strips_units():
+    l = from_tamb(to_tamb(f))
+    assert l.fwd("pf", "s") == ("m_f", "s>f[pf]")
+    assert l.bwd("dm", "da") == ("dp_f(dm,da)", "ds_f(da)")
+
+
+def test_tri_compose_nesting_matches_precompose():
+    l = from_tamb(tri_compose(to_tamb(f), to_tamb(g)))
+    assert l.fwd(("pg", "pf"), "s") == (f >> g).fwd(("pg", "pf"), "s")
+    assert l.bwd(("a", "b"), "da") == (f >> g).bwd(("a", "b"), "da")
+
+
+def test_tri_tensor_nesting_matches_prodlens():
+    l = from_tamb(tri_tensor(to_tamb(f), to_tamb(g)))
+    assert l.fwd(("pf", "pg"), ("s", "t")) == (("m_f", "m_g"), ("s>f[pf]", "t>g[pg]"))
+    assert l.bwd(("x", "y"), ("d1", "d2")) == (f @ g).bwd(("x", "y"), ("d1", "d2"))
+
+
+def test_trilens_operators_and_repr():
+    tf, tg = to_tamb(f), to_tamb(g)
+    assert isinstance(tf >> tg, TriLens) and isinstance(tf @ tg, TriLens)
+    assert repr(tf >> tg) == "to_tamb(f) >> to_tamb(g)"
+    assert repr(tf @ tg) == "to_tamb(f) @ to_tamb(g)"
+
+
+@pytest.mark.parametrize("make", [lambda l: l, to_tamb], ids=["prelens", "trilens"])
+def test_vec_lens_nesting(make):
+    l = vec_lens(2, make(f))
+    l = from_tamb(l) if isinstance(l, TriLens) else l
+    assert l.fwd(["p1", "p2"], ["s1", "s2"]) == (["m_f", "m_f"], ["s1>f[p1]", "s2>f[p2]"])
+    assert l.bwd(["a", "b"], ["x", "y"]) == (["dp_f(a,x)", "dp_f(b,y)"], ["ds_f(x)", "ds_f(y)"])
+
+
+def add_p():
+    return PreLens(lambda p, s: ((), p + s), lambda dm, da: (da, 2 * da), name="add_p")
+
+
+@pytest.mark.parametrize("make", [lambda l: l, to_tamb], ids=["prelens", "trilens"])
+def test_batch_n_shares_params_and_sums_deltas(make):
+    l = batch_n(3, make(add_p()))
+    l = from_tamb(l) if isinstance(l, TriLens) else l
+    assert l.fwd(10.0, [1.0, 2.0, 3.0]) == ([(), (), ()], [11.0, 12.0, 13.0])
+    assert l.bwd([(), (), ()], [1.0, 2.0, 4.0]) == (7.0, [2.0, 4.0, 8.0])
+
+
+@pytest.mark.parametrize("lens", [branch(3), from_tamb(branch_t(3))], ids=["branch", "branch_t"])
+def test_branch_sums_pointwise(lens):
+    m, a = lens.fwd((), np.array([1.0, 2.0]))
+    assert m == () and len(a) == 3
+    _, ds = lens.bwd((), [np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 1.0])])
+    np.testing.assert_array_equal(ds, [2.0, 2.0])
+
+
+@pytest.mark.parametrize("make", [lambda l: l, to_tamb], ids=["prelens", "trilens"])
+@pytest.mark.parametrize("length", [1, 3])
+def test_wrong_list_lengths_are_errors(make, length):
+    l = vec_lens(2, make(add_p()))
+    l = from_tamb(l) if isinstance(l, TriLens) else l
+    with pytest.raises(StructureError, match=r"vec_lens\(2"):
+        l.fwd([1.0] * length, [1.0] * length)
+
+
+@pytest.mark.parametrize("lens", [branch(2), from_tamb(branch_t(2))], ids=["branch", "branch_t"])
+def test_branch_rejects_wrong_delta_length(lens):
+    with pytest.raises(
+        StructureError, match=r"branch(_t)?\(2\): output delta must be a list of length 2, got length 3"
+    ):
+        lens.bwd((), [1.0, 2.0, 3.0])
+
+
+def test_batch_n_rejects_wrong_batch():
+    with pytest.raises(StructureError, match=r"batch_n\(2, add_p\): input must be a list of length 2"):
+        batch_n(2, add_p()).fwd(0.0, [1.0])
+
+
+def test_tagged_helpers_are_consistent():
+    assert tagged("x").init(0) == "p_x"
