@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, overload
 
+import numpy as np
+
 from . import _errors as E
 from ._iso import second
 from ._lens import AnyLens, PreLens
@@ -17,10 +19,15 @@ from ._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s, tri_tensor
 from ._tree import tree_add, tree_sum
 
 
+def _is_seq(xs: Any) -> bool:
+    """Lists, and 1-D arrays (a vector of scalars is the blog's ``V = [D]``)."""
+    return isinstance(xs, list) or (isinstance(xs, np.ndarray) and xs.ndim == 1)
+
+
 def _check_len(lens: str, what: str, xs: Any, n: int) -> None:
-    if not isinstance(xs, list) or len(xs) != n:
-        if not isinstance(xs, list):
-            raise E.lens_structure_error(lens, what, f"must be a list of length {n}, got {E.describe(xs)}")
+    if not _is_seq(xs):
+        raise E.lens_structure_error(lens, what, f"must be a list of length {n}, got {E.describe(xs)}")
+    if len(xs) != n:
         raise E.list_length_error(lens, what, n, len(xs))
 
 
@@ -125,12 +132,12 @@ def _vec_lens_t(n: int, lens: AnyTriLens) -> AnyTriLens:
     name = f"vec_lens({n}, {lens!r})"
 
     def uncons(xs: list[Any]) -> tuple[Any, list[Any]]:
-        if not isinstance(xs, list) or not xs:
+        if not _is_seq(xs) or len(xs) == 0:
             raise E.lens_structure_error(name, "list", f"is shorter than {n}: got {E.describe(xs)}")
-        return xs[0], xs[1:]
+        return xs[0], list(xs[1:])
 
     def nil(xs: list[Any]) -> list[Any]:
-        if xs != []:
+        if not _is_seq(xs) or len(xs) != 0:
             raise E.lens_structure_error(name, "list", f"is longer than {n}: {len(xs)} left over")
         return []
 
