@@ -247,3 +247,12 @@ def tree_first_nonfinite(tree: Tree) -> str | None:
         if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
             return E.path_str(path)
     return None
+
+
+def tree_shapes(tree: Tree) -> Tree:
+    """Each leaf replaced by its short description: ``f64[784,256]``, ``float 0.5``.
+
+    >>> tree_shapes((np.zeros((2, 3), np.float32), [np.arange(4)]))
+    ('f32[2,3]', ['i64[4]'])
+    """
+    return tree_map(E.describe, tree)
