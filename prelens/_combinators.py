@@ -230,8 +230,12 @@ def chain(*lenses: AnyLens) -> AnyLens:
         if len(ps) != n:
             _check_len(name, "parameters", ps, n)
         ms = []
-        for f, p in zip(fwds, ps):
-            m, s = f(p, s)
+        for i, (f, p) in enumerate(zip(fwds, ps)):
+            try:
+                m, s = f(p, s)
+            except Exception as exc:
+                origin = f"the output of {lenses[i - 1]!r}" if i else ""
+                raise E.in_part(exc, name, repr(lenses[i]), "the forward pass", s, origin) from None
             ms.append(m)
         return ms, s
 
@@ -240,7 +244,10 @@ def chain(*lenses: AnyLens) -> AnyLens:
             _check_len(name, "residue delta", dms, n)
         dps: list[Any] = [None] * n
         for i in range(n - 1, -1, -1):
-            dps[i], da = bwds[i](dms[i], da)
+            try:
+                dps[i], da = bwds[i](dms[i], da)
+            except Exception as exc:
+                raise E.in_part(exc, name, repr(lenses[i]), "the backward pass", da) from None
         return dps, da
 
     init = None

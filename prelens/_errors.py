@@ -64,6 +64,26 @@ def dtype_name(dtype: Any) -> str:
     return f"{dt.kind}{dt.itemsize * 8}"
 
 
+def describe_tree(x: Any, limit: int = 160) -> str:
+    """A compact picture of a tree of values: ``(f64[32,4], [f64[4], ()])``."""
+    text = _describe_tree(x, depth=0)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe_tree(x: Any, depth: int) -> str:
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        if depth > 4:
+            return "(…)"
+        inner = ", ".join(_describe_tree(c, depth + 1) for c in x)
+        return f"({inner}{',' if len(x) == 1 else ''})"
+    if isinstance(x, list):
+        if depth > 4:
+            return "[…]"
+        head = ", ".join(_describe_tree(c, depth + 1) for c in x[:3])
+        return f"[{head}{', …' if len(x) > 3 else ''}] (length {len(x)})" if len(x) > 3 else f"[{head}]"
+    return describe(x)
+
+
 def path_str(path: str) -> str:
     """A tree path as shown in messages; the root is ``<root>``."""
     return path or "<root>"
@@ -104,6 +124,39 @@ def no_init_error(lens: str, part: str) -> PrelensError:
     )
 
 
+def in_part(
+    exc: Exception, composite: str, part: str, what: str, value: Any, origin: str = ""
+) -> Exception:
+    """The error ``exc`` raised inside ``part`` of ``composite``, with where and on what.
+
+    Only the innermost composite adds its context (the one that knows both
+    neighbours); errors that are not prelens's own become :class:`StructureError`.
+    """
+    if getattr(exc, "_prelens_where", False):
+        return exc
+    cls = type(exc) if isinstance(exc, PrelensError) else StructureError
+    detail = str(exc) if isinstance(exc, PrelensError) else f"{type(exc).__name__}: {exc}"
+    where = f"in {composite}: {what} of {part} failed on {describe_tree(value)}"
+    if origin:
+        where += f" ({origin})"
+    new: Exception
+    try:
+        new = cls(f"{detail}\n  {where}")
+    except TypeError:  # an error class with a richer constructor: keep it, add a note
+        exc.add_note(where)
+        new = exc
+    new._prelens_where = True  # type: ignore[attr-defined]
+    if new is not exc:
+        new.__cause__ = exc
+    return new
+
+
+def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
+    err = StructureError(f"{lens}: {what} must be a pair {layout}, got {describe_tree(got)}")
+    err._prelens_where = True  # type: ignore[attr-defined]
+    return err
+
+
 def law_violation(law: str, where: str, path: str, left: Any, right: Any) -> LawError:
     return LawError(
         f"law '{law}' fails: {where} differ at {path_str(path)}:\n"
@@ -129,3 +182,38 @@ def _short(x: Any) -> str:
         with np.printoptions(precision=6, threshold=8, edgeitems=2):
             return f"{describe(x)} {x!s}".replace("\n", " ")
     return repr(x)
+
+
+# ------------------------------------------------- training, optimisers, checkpoints
+
+
+class ArgumentError(PrelensError, ValueError):
+    """A function was given an invalid setting (a learning rate, a fraction, a size)."""
+
+
+def bad_argument(where: str, name: str, value: Any, expected: str) -> ArgumentError:
+    return ArgumentError(f"{where}: {name} must be {expected}, got {value!r}")
+
+
+def optim_leaf_dtype(opt: str, path: str, got: str) -> DTypeError:
+    return DTypeError(f"{opt}: cannot update the parameter at {path_str(path)}: expected floats, got {got}")
+
+
+def training_non_finite(what: str, epoch: int, batch: int, path: str) -> NonFiniteError:
+    return NonFiniteError(
+        f"{what} became non-finite at epoch {epoch}, batch {batch}, first at {path_str(path)}; "
+        "the last good parameters and the history are attached to this error "
+        "(.params, .opt_state, .history)"
+    )
+
+
+def checkpoint_unreadable(path: str, detail: str) -> CheckpointError:
+    return CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
+
+
+def checkpoint_mismatch(path: str, detail: str) -> CheckpointError:
+    return CheckpointError(f"checkpoint {path} does not fit the model: {detail}")
+
+
+def checkpoint_unsupported(where: str, detail: str) -> CheckpointError:
+    return CheckpointError(f"cannot save a checkpoint: at {path_str(where)}: {detail}")

@@ -273,17 +273,36 @@ def pre_compose(
     (((), ()), 11.0)
     """
     f_fwd, f_bwd, g_fwd, g_bwd = f.fwd, f.bwd, g.fwd, g.bwd
+    name = f"{_wrap(f, '>>', 'left')} >> {_wrap(g, '>>', 'right')}"
 
     def fwd(p: tuple[Q, P], s: S) -> tuple[tuple[M, N], A]:
-        p_g, p_f = p
-        m_f, b = f_fwd(p_f, s)
-        m_g, a = g_fwd(p_g, b)
+        try:
+            p_g, p_f = p
+        except (TypeError, ValueError):
+            raise E.not_a_pair(name, "parameters", "(p_g, p_f), the later lens first", p) from None
+        try:
+            m_f, b = f_fwd(p_f, s)
+        except Exception as exc:
+            raise E.in_part(exc, name, f.name, "the forward pass", s) from None
+        try:
+            m_g, a = g_fwd(p_g, b)
+        except Exception as exc:
+            raise E.in_part(exc, name, g.name, "the forward pass", b, f"the output of {f.name}") from None
         return (m_f, m_g), a
 
     def bwd(dm: tuple[DM, DN], da: DA) -> tuple[tuple[DQ, DP], DS]:
-        dm_f, dm_g = dm
-        dp_g, db = g_bwd(dm_g, da)
-        dp_f, ds = f_bwd(dm_f, db)
+        try:
+            dm_f, dm_g = dm
+        except (TypeError, ValueError):
+            raise E.not_a_pair(name, "residue deltas", "(dm_f, dm_g)", dm) from None
+        try:
+            dp_g, db = g_bwd(dm_g, da)
+        except Exception as exc:
+            raise E.in_part(exc, name, g.name, "the backward pass", da) from None
+        try:
+            dp_f, ds = f_bwd(dm_f, db)
+        except Exception as exc:
+            raise E.in_part(exc, name, f.name, "the backward pass", db, f"the delta from {g.name}") from None
         return (dp_g, dp_f), ds
 
     f_init, g_init = f.init_fn, g.init_fn
@@ -294,7 +313,6 @@ def pre_compose(
             p_f = f_init(rng)  # data-flow order, so seeds do not depend on nesting
             return g_init(rng), p_f
 
-    name = f"{_wrap(f, '>>', 'left')} >> {_wrap(g, '>>', 'right')}"
     return PreLens(fwd, bwd, name, init, ">>", (f, g))
 
 
@@ -323,14 +341,38 @@ def prod_lens(
     """
     f_fwd, f_bwd, g_fwd, g_bwd = f.fwd, f.bwd, g.fwd, g.bwd
 
+    name = f"{_wrap(f, '@', 'left')} @ {_wrap(g, '@', 'right')}"
+
     def fwd(p: tuple[P, P2], s: tuple[S, S2]) -> tuple[tuple[M, M2], tuple[A, A2]]:
-        m1, a1 = f_fwd(p[0], s[0])
-        m2, a2 = g_fwd(p[1], s[1])
+        try:
+            p1, p2 = p
+            s1, s2 = s
+        except (TypeError, ValueError):
+            raise E.not_a_pair(name, "parameters and inputs", "(left, right)", (p, s)) from None
+        try:
+            m1, a1 = f_fwd(p1, s1)
+        except Exception as exc:
+            raise E.in_part(exc, name, f.name, "the forward pass", s1) from None
+        try:
+            m2, a2 = g_fwd(p2, s2)
+        except Exception as exc:
+            raise E.in_part(exc, name, g.name, "the forward pass", s2) from None
         return (m1, m2), (a1, a2)
 
     def bwd(dm: tuple[DM, DM2], da: tuple[DA, DA2]) -> tuple[tuple[DP, DP2], tuple[DS, DS2]]:
-        dp1, ds1 = f_bwd(dm[0], da[0])
-        dp2, ds2 = g_bwd(dm[1], da[1])
+        try:
+            dm1, dm2 = dm
+            da1, da2 = da
+        except (TypeError, ValueError):
+            raise E.not_a_pair(name, "residue and output deltas", "(left, right)", (dm, da)) from None
+        try:
+            dp1, ds1 = f_bwd(dm1, da1)
+        except Exception as exc:
+            raise E.in_part(exc, name, f.name, "the backward pass", da1) from None
+        try:
+            dp2, ds2 = g_bwd(dm2, da2)
+        except Exception as exc:
+            raise E.in_part(exc, name, g.name, "the backward pass", da2) from None
         return (dp1, dp2), (ds1, ds2)
 
     f_init, g_init = f.init_fn, g.init_fn
@@ -340,7 +382,6 @@ def prod_lens(
         def init(rng: np.random.Generator) -> tuple[P, P2]:
             return f_init(rng), g_init(rng)
 
-    name = f"{_wrap(f, '@', 'left')} @ {_wrap(g, '@', 'right')}"
     return PreLens(fwd, bwd, name, init, "@", (f, g))
 
 
