@@ -38,6 +38,7 @@ from ._iso import (
     unrunit_l,
 )
 from ._lens import PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
+from ._summary import Stage, Summary, summary
 from ._tambara import (
     PLeft,
     PRight,
@@ -84,7 +85,9 @@ __all__ = [
     "PreLens",
     "PrelensError",
     "ShapeError",
+    "Stage",
     "StructureError",
+    "Summary",
     "TriLens",
     "TriProfunctor",
     "Trimbara",
@@ -121,6 +124,7 @@ __all__ = [
     "skip_right",
     "skip_right_l",
     "structure_mismatch",
+    "summary",
     "sym",
     "sym_l",
     "to_tamb",
@@ -131,7 +135,8 @@ __all__ = [
     "tree_leaves",
     "tree_map",
     "tree_paths",
-    "tree_scale", "tree_shapes",
+    "tree_scale",
+    "tree_shapes",
     "tree_sum",
     "tree_zeros_like",
     "tree_zip_map",

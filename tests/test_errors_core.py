@@ -11,25 +11,35 @@ V3 = np.ones(3)
 
 def test_sequential_mismatch_names_both_lenses_and_the_value():
     l = linear_vec(3, 2) >> linear_vec(3, 2)
-    with pytest.raises(StructureError, match=r"forward pass of linear_vec\(3→2\) failed on f64\[2\] \(the output of linear_vec\(3→2\)\)"):
+    with pytest.raises(
+        StructureError,
+        match=r"forward pass of linear_vec\(3→2\) failed on f64\[2\] \(the output of linear_vec\(3→2\)\)",
+    ):
         l.fwd(l.init(0), V3)
 
 
 def test_chain_mismatch_names_both_lenses():
     c = chain(linear_vec(3, 2), tanh_vec, linear_vec(3, 2))
-    with pytest.raises(StructureError, match=r"in chain\(.*\): the forward pass of linear_vec\(3→2\) failed on f64\[2\] \(the output of tanh_vec\)"):
+    with pytest.raises(
+        StructureError,
+        match=r"in chain\(.*\): the forward pass of linear_vec\(3→2\) failed on f64\[2\] \(the output of tanh_vec\)",
+    ):
         c.fwd(c.init(0), V3)
 
 
 def test_parameters_of_the_wrong_shape_are_named():
     l = linear_vec(3, 2) >> tanh_vec
-    with pytest.raises(StructureError, match=r"linear_vec\(3→2\) >> tanh_vec: parameters must be a pair \(p_g, p_f\)"):
+    with pytest.raises(
+        StructureError, match=r"linear_vec\(3→2\) >> tanh_vec: parameters must be a pair \(p_g, p_f\)"
+    ):
         l.fwd([np.ones((2, 3))], V3)
 
 
 def test_parallel_needs_pairs():
     l = tanh_vec @ tanh_vec
-    with pytest.raises(StructureError, match=r"tanh_vec @ tanh_vec: parameters and inputs must be a pair \(left, right\)"):
+    with pytest.raises(
+        StructureError, match=r"tanh_vec @ tanh_vec: parameters and inputs must be a pair \(left, right\)"
+    ):
         l.fwd(((), ()), V3)
 
 
