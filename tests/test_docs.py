@@ -1,0 +1,35 @@
+"""Every code block of the README and docs/ runs: ``pycon`` blocks as doctests, ``python`` blocks as scripts."""
+
+import doctest
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+
+
+def blocks(page: Path, lang: str) -> list[str]:
+    return [body for kind, body in FENCE.findall(page.read_text()) if kind == lang]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_code_blocks_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # blocks that write files write them here
+    namespace: dict = {"__name__": "__docs__"}
+    for body in blocks(page, "python"):
+        exec(compile(body, str(page), "exec"), namespace)
+    text = "\n".join(blocks(page, "pycon"))
+    if text:
+        parser = doctest.DocTestParser()
+        test = parser.get_doctest(text, namespace, page.name, str(page), 0)
+        flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.IGNORE_EXCEPTION_DETAIL
+        runner = doctest.DocTestRunner(optionflags=flags)
+        runner.run(test)
+        assert runner.failures == 0, f"{runner.failures} doctest failures in {page.name} (see output above)"
+
+
+def test_every_page_has_code():
+    assert all(blocks(p, "python") or blocks(p, "pycon") or p.name in {"index.md", "dependencies.md"} for p in PAGES)
