@@ -1,0 +1,480 @@
+"""Milewski's neural network, faithfully: neuron, layer and MLP as pre-lenses and TriLenses.
+
+The pieces of "Neural Networks, Pre-lenses, and Triple Tambara Modules", one
+neuron at a time, with the post's types, tuple conventions and names
+(snake_case). Haskell's ``D = Double`` is a Python float; ``V = [D]`` is a
+1-D float64 array on the way in (a list of floats is accepted too) and a
+Python list of floats where a layer puts its neurons' outputs side by side.
+Every delta of a ``V`` is a 1-D float64 array.
+
+Each piece exists twice: as a pre-lens (``linear_l``, ``neuron_l``, ...) and
+as a TriLens built from those with :func:`~prelens.to_tamb` and
+:func:`~prelens.tri_compose` (``linear_t``, ``neuron_t``, ...), as the post
+builds ``neuronT``. The tests prove each pair equal.
+
+One deliberate deviation from the original code: a layer fans its input out
+with :func:`~prelens.branch_t`, whose backward pass *sums* the deltas of the
+``n`` copies. The original concatenates them (``mconcat``), which silently
+drops the gradient through every neuron but the first of the next layer.
+See ``docs/faithful.md``.
+
+``bias_l`` and ``activ_l`` have no size to choose, so they are plain values:
+
+>>> bias_l.fwd(0.5, 2.0), bias_l.bwd((), 3.0)
+(((), 2.5), (3.0, 3.0))
+>>> m, a = activ_l.fwd((), 1.0)
+>>> m, round(a, 6), round(activ_l.bwd(m, 1.0)[1], 6)
+(1.0, 0.761594, 0.419974)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._combinators import branch, branch_t, chain, vec_lens
+from .._iso import first, lunit, runit, second, unlunit, unrunit
+from .._lens import AnyLens, PreLens
+from .._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
+from ._faithful_loss import loss_l  # re-exported here, so prelens.nn needs one import line
+from ._faithful_train import TOY_XS, TOY_YS, batch_loss_l, predict, train, train_step
+
+D = float
+Vec = npt.NDArray[np.float64]
+VecLike = Vec | Sequence[float]
+
+
+class Para(NamedTuple):
+    """A neuron's parameters (Haskell: ``data Para = Para { bias :: D, weight :: V }``).
+
+    A named tuple, so the tree toolkit (``tree_add``, ``tree_scale``,
+    ``tree_zeros_like``, ...) handles it: its leaves are ``bias`` (a float)
+    and ``weight`` (a 1-D float64 array).
+
+    >>> from prelens import tree_add
+    >>> tree_add(Para(0.5, np.array([1.0, 2.0])), Para(0.25, np.array([1.0, 1.0])))
+    Para(bias=0.75, weight=array([2., 3.]))
+    """
+
+    bias: float
+    weight: Vec
+
+
+def mk_para(bw: tuple[float, VecLike]) -> Para:
+    """Pack ``(bias, weight)`` into a :class:`Para` (Haskell: ``mkPara (b, v) = Para b v``).
+
+    The bias becomes a Python float and the weight a float64 array.
+
+    >>> mk_para((0.1, [1.0, -1.0]))
+    Para(bias=0.1, weight=array([ 1., -1.]))
+    """
+    b, w = bw
+    return Para(float(b), np.asarray(w, dtype=np.float64))
+
+
+def un_para(p: Para) -> tuple[float, Vec]:
+    """Unpack a :class:`Para` into ``(bias, weight)`` (Haskell: ``unPara p = (bias p, weight p)``).
+
+    >>> un_para(Para(0.1, np.array([1.0, -1.0])))
+    (0.1, array([ 1., -1.]))
+    """
+    if not isinstance(p, Para):
+        raise E.lens_structure_error("neuron", "parameters", f"must be Para(bias, weight), got {E.describe(p)}")
+    return p.bias, p.weight
+
+
+def init_para(m_in: int, rng: np.random.Generator) -> Para:
+    """Random parameters of a neuron with ``m_in`` inputs: LeCun normal.
+
+    ``weight ~ N(0, 1/m_in)`` elementwise and ``bias = 0``: the pre-activation
+    of a neuron fed unit-variance inputs then has unit variance, the usual
+    choice for ``tanh`` (LeCun et al., "Efficient BackProp", 1998).
+
+    >>> init_para(2, np.random.default_rng(0)).weight.shape
+    (2,)
+    """
+    _check_size("init_para", "m_in", m_in)
+    return Para(0.0, rng.standard_normal(m_in) / np.sqrt(m_in))
+
+
+def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[list[Para]]:
+    """Random parameters for ``make_mlp(m_in, sizes)``: one list of :class:`Para` per layer.
+
+    Layers first to last, neurons in order, each drawn with :func:`init_para`
+    from the one generator ``rng`` (so ``make_mlp_l(m_in, sizes).init(rng)``
+    draws the same numbers).
+
+    >>> ps = init_mlp(3, [4, 1], np.random.default_rng(0))
+    >>> [len(layer) for layer in ps], ps[1][0].weight.shape
+    ([4, 1], (4,))
+    """
+    return [[init_para(m, rng) for _ in range(n)] for m, n in _layer_shapes("init_mlp", m_in, sizes)]
+
+
+# ---------------------------------------------------------------- pre-lenses
+
+
+def _vector(lens: str, what: str, x: Any, n: int) -> Vec:
+    """``x`` as a float64 vector of length ``n``, or an error naming the lens."""
+    v = np.asarray(x, dtype=np.float64)
+    if v.shape != (n,):
+        raise E.lens_shape_error(lens, what, f"a vector of length {n}", E.describe(v))
+    return v
+
+
+def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec, VecLike, Vec]:
+    """The scalar product of the weights and the input: ``a = Σ pᵢ sᵢ``.
+
+    Haskell: ``linearL :: Int -> PreLens D D (V, V) (V, V) V V V V``
+
+    Forward ``(p, s) -> ((s, p), a)``; backward ``((s, p), da) -> (da·s, da·p)``.
+    Shapes: ``p`` and ``s`` of length ``n``; the residue keeps both.
+
+    >>> m, a = linear_l(2).fwd(np.array([-0.1, 0.1]), [2.0, 30.0])
+    >>> round(a, 10)
+    2.8
+    >>> linear_l(2).bwd(m, 2.0)
+    (array([ 4., 60.]), array([-0.2,  0.2]))
+    """
+    _check_size("linear_l", "n", n)
+    name = f"linear_l({n})"
+
+    def fwd(p: Vec, s: VecLike) -> tuple[tuple[Vec, Vec], D]:
+        s_, p_ = _vector(name, "input", s, n), _vector(name, "weights", p, n)
+        return (s_, p_), float(p_ @ s_)
+
+    def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:
+        s, p = m
+        return da * s, da * p
+
+    return PreLens(fwd, bwd, name, lambda rng: init_para(n, rng).weight)
+
+
+def _bias_fwd(p: D, s: D) -> tuple[tuple[()], D]:
+    return (), p + s
+
+
+def _bias_bwd(dm: tuple[()], da: D) -> tuple[D, D]:
+    return da, da  # da/dp = 1, da/ds = 1
+
+
+#: Add the bias: ``a = p + s``, no residue.
+#: Haskell: ``biasL :: PreLens D D () () D D D D``.
+#: Its ``init`` gives the bias ``0.0`` (see :func:`init_para`).
+bias_l: PreLens[D, D, tuple[()], tuple[()], D, D, D, D] = PreLens(_bias_fwd, _bias_bwd, "bias_l", lambda rng: 0.0)
+
+
+def _activ_fwd(p: tuple[()], s: D) -> tuple[D, D]:
+    return s, float(np.tanh(s))
+
+
+def _activ_bwd(s: D, da: D) -> tuple[tuple[()], D]:
+    return (), da * (1.0 - float(np.tanh(s)) ** 2)  # d tanh(s)/ds = 1 - tanh(s)²
+
+
+#: The activation ``a = tanh s``; the residue is the pre-activation ``s``.
+#: Haskell: ``activL :: PreLens D D D D () () D D``.
+activ_l: PreLens[D, D, D, D, tuple[()], tuple[()], D, D] = PreLens(_activ_fwd, _activ_bwd, "activ_l")
+
+
+def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], VecLike, Vec]:
+    """``linear_l(n) >> bias_l``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
+
+    Haskell: ``preCompose (linearL n) biasL :: PreLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V``
+
+    >>> round(affine_l(2).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
+    2.81
+    """
+    return (linear_l(n) >> bias_l).named(f"affine_l({n})")
+
+
+def _para_to_blog(p: Para) -> tuple[tuple[()], tuple[D, Vec]]:
+    """``unLunit . unPara``: a neuron's ``Para`` as the composite's ``((), (bias, weight))``."""
+    return unlunit(un_para(p))
+
+
+def _blog_to_para(dp: tuple[tuple[()], tuple[D, Vec]]) -> Para:
+    """``mkPara . lunit``: the composite's ``((), (db, dw))`` as a ``Para``."""
+    return mk_para(lunit(dp))
+
+
+NeuronResidue = tuple[tuple[Vec, Vec], D]
+
+
+def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Para, VecLike, Vec]:
+    """A neuron with ``m_in`` inputs: ``tanh(bias + Σ wᵢ sᵢ)``.
+
+    Haskell: ``neuronL :: Int -> PreLens D D ((V, V), D) ((V, V), D) Para Para V V``
+
+    Built as the post builds it: ``(linear_l >> bias_l) >> activ_l`` has
+    parameters ``((), (bias, weight))`` and residue ``(((s, w), ()), z)``;
+    re-packed (the post's ``f'``/``b'``) to parameters :class:`Para` and
+    residue ``((s, w), z)``, ``z`` the pre-activation.
+
+    >>> neuron = neuron_l(2)
+    >>> m, a = neuron.fwd(Para(0.5, np.array([0.5, -0.5])), [1.0, 0.0])
+    >>> round(a, 6), m
+    (0.761594, ((array([1., 0.]), array([ 0.5, -0.5])), 1.0))
+    >>> dp, ds = neuron.bwd(m, 1.0)
+    >>> dp.weight.round(6), ds.round(6)
+    (array([0.419974, 0.      ]), array([ 0.209987, -0.209987]))
+    """
+    composite = (linear_l(m_in) >> bias_l) >> activ_l
+    neuron = composite.dimap_m(first(runit), first(unrunit)).dimap_p(_para_to_blog, _blog_to_para)
+    return replace(neuron.named(f"neuron_l({m_in})"), init_fn=lambda rng: init_para(m_in, rng))
+
+
+def layer_l(m_in: int, n_out: int) -> AnyLens:
+    """A layer of ``n_out`` neurons with ``m_in`` inputs each, as a pre-lens.
+
+    Haskell (pre-lens form of ``layer``):
+    ``PreLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V``
+
+    ``branch(n_out) >> vec_lens(n_out, neuron_l(m_in))`` with the units of
+    ``branch`` stripped. Output: a list of ``n_out`` floats.
+
+    >>> ps = [Para(0.0, np.array([1.0, 0.0])), Para(0.0, np.array([0.0, 1.0]))]
+    >>> [round(a, 6) for a in layer_l(2, 2).fwd(ps, [0.5, -0.5])[1]]
+    [0.462117, -0.462117]
+    """
+    body = branch(n_out) >> vec_lens(n_out, neuron_l(m_in))
+    lens = body.dimap_m(lunit, unlunit).dimap_p(unrunit, runit)
+    return replace(lens.named(f"layer_l({m_in}, {n_out})"), init_fn=lambda rng: init_mlp(m_in, [n_out], rng)[0])
+
+
+def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
+    """A multi-layer perceptron as a pre-lens: ``chain`` of :func:`layer_l`.
+
+    Haskell (pre-lens form of ``makeMlp``):
+    ``PreLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V``
+
+    Parameters and residues are lists in layer order, first layer first;
+    ``init`` draws what :func:`init_mlp` draws.
+
+    >>> mlp = make_mlp_l(3, [4, 1])
+    >>> len(mlp.fwd(mlp.init(0), [1.0, 2.0, 3.0])[1])
+    1
+    """
+    shapes = _layer_shapes("make_mlp_l", m_in, sizes)
+    return chain(*(layer_l(m, n) for m, n in shapes)).named(f"make_mlp_l({m_in}, {list(sizes)})")
+
+
+# ---------------------------------------------------------------- TriLenses
+
+
+def _after(tri: AnyTriLens, step: Callable[[Any], Any], name: str) -> AnyTriLens:
+    """``step . tri``: the post's ``dimapX f g . tri``, a dimap applied to what ``tri`` returns."""
+    return TriLens(lambda t: step(tri(t)), name)
+
+
+def linear_t(n: int) -> AnyTriLens:
+    """``to_tamb(linear_l(n))``.
+
+    Haskell: ``linearT :: Int -> TriLens D D (V, V) (V, V) V V V V``
+
+    >>> from prelens import from_tamb
+    >>> round(from_tamb(linear_t(2)).fwd(np.array([-0.1, 0.1]), [2.0, 30.0])[1], 10)
+    2.8
+    """
+    return TriLens(to_tamb(linear_l(n)).run, f"linear_t({n})")
+
+
+#: ``to_tamb(bias_l)``. Haskell: ``biasT :: TriLens D D () () D D D D``.
+bias_t: AnyTriLens = TriLens(to_tamb(bias_l).run, "bias_t")
+
+#: ``to_tamb(activ_l)``. Haskell: ``activT :: TriLens D D D D () () D D``.
+activ_t: AnyTriLens = TriLens(to_tamb(activ_l).run, "activ_t")
+
+
+def affine_t(n: int) -> AnyTriLens:
+    """``tri_compose(linear_t(n), bias_t)``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
+
+    Haskell: ``triCompose (linearT n) biasT :: TriLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V``
+
+    >>> from prelens import from_tamb
+    >>> round(from_tamb(affine_t(2)).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
+    2.81
+    """
+    return TriLens(tri_compose(linear_t(n), bias_t).run, f"affine_t({n})")
+
+
+def neuron_t(m_in: int) -> AnyTriLens:
+    """A neuron with ``m_in`` inputs as a TriLens, composed from its three parts.
+
+    Haskell::
+
+        neuronT :: Int -> TriLens D D ((V, V), D) ((V, V), D) Para Para V V
+        neuronT mIn = dimapP (second (unLunit . unPara)) (second (mkPara . lunit))
+                    . triCompose (dimapM (first runit) (first unRunit)
+                                  . triCompose (linearT mIn) biasT) activT
+
+    >>> from prelens import forward
+    >>> round(forward(neuron_t(2), Para(0.01, np.array([-0.1, 0.1])), [2.0, 30.0]), 11)
+    0.99277689893
+    """
+    affine = _after(affine_t(m_in), lambda t: dimap_m(first(runit), first(unrunit), t), "affine")
+    body = tri_compose(affine, activ_t)
+    return _after(body, lambda t: dimap_p(second(_para_to_blog), second(_blog_to_para), t), f"neuron_t({m_in})")
+
+
+def layer(m_in: int, n_out: int) -> AnyTriLens:
+    """A layer: the input fanned out to ``n_out`` neurons of ``m_in`` inputs each.
+
+    Haskell::
+
+        layer :: Int -> Int -> TriLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
+        layer mIn nOut = dimapP (second unRunit) (second runit)
+                       . dimapM (first lunit) (first unLunit)
+                       . triCompose (branch nOut) (vecLens nOut (neuronT mIn))
+
+    Output: a list of ``n_out`` floats. ``branch_t`` sums the deltas of the
+    copies (the original concatenates them; see ``docs/faithful.md``).
+
+    >>> from prelens import forward
+    >>> ps = [Para(0.0, np.array([1.0, 0.0])), Para(0.0, np.array([0.0, 1.0]))]
+    >>> [round(a, 6) for a in forward(layer(2, 2), ps, [0.5, -0.5])]
+    [0.462117, -0.462117]
+    """
+    _check_size("layer", "m_in", m_in)
+    body = tri_compose(branch_t(n_out), vec_lens(n_out, neuron_t(m_in)))
+
+    def strip_units(t: Any) -> Any:
+        return dimap_p(second(unrunit), second(runit), dimap_m(first(lunit), first(unlunit), t))
+
+    return _after(body, strip_units, f"layer({m_in}, {n_out})")
+
+
+def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
+    """A multi-layer perceptron: layers of widths ``sizes`` composed in series.
+
+    Haskell::
+
+        makeMlp :: Int -> [Int] -> TriLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
+        makeMlp mIn [n] = dimapP (second head) (second pure)
+                        . dimapM (first pure) (first head)
+                        . layer mIn n
+        makeMlp mIn (n : ns) = dimapP (second (\\(p : ps) -> (ps, p))) (second (\\(ps, p) -> p : ps))
+                             . dimapM (first (uncurry (:))) (first (\\(m : ms) -> (m, ms)))
+                             . triCompose (layer mIn n) (makeMlp n ns)
+
+    ``m_in`` is the number of inputs of each neuron in the first layer; layer
+    ``k`` has ``sizes[k]`` neurons, each with ``sizes[k-1]`` inputs.
+    Parameters and residues are lists in layer order, first layer first
+    (make them with :func:`init_mlp`). Output: a list of ``sizes[-1]`` floats.
+
+    >>> from prelens import forward
+    >>> params = init_mlp(3, [4, 4, 1], np.random.default_rng(0))
+    >>> out = forward(make_mlp(3, [4, 4, 1]), params, [2.0, 3.0, -1.0])
+    >>> len(out), -1.0 < out[0] < 1.0
+    (1, True)
+    """
+    shapes = _layer_shapes("make_mlp", m_in, sizes)
+    name = f"make_mlp({m_in}, {list(sizes)})"
+    k = len(shapes)
+
+    def check_params(ps: Any) -> Any:
+        if not isinstance(ps, list) or len(ps) != k:
+            got = f"length {len(ps)}" if isinstance(ps, list) else E.describe(ps)
+            raise E.lens_structure_error(name, "parameters", f"must be a list of {k} layers, got {got}")
+        return ps
+
+    return _after(_mlp(shapes), lambda t: dimap_p(second(check_params), second(_same), t), name)
+
+
+def _mlp(shapes: list[tuple[int, int]]) -> AnyTriLens:
+    """``makeMlp`` by recursion on the layers (see :func:`make_mlp`)."""
+    (m, n), *rest = shapes
+    if not rest:
+        return _after(layer(m, n), _as_singletons, f"layer({m}, {n})")
+    return _after(tri_compose(layer(m, n), _mlp(rest)), _cons_layers, "mlp")
+
+
+def _as_singletons(t: Any) -> Any:
+    """Residue ``m -> [m]`` and parameters ``[p] -> p`` (with the inverse maps on deltas)."""
+    t = dimap_m(first(_singleton), first(_head), t)
+    return dimap_p(second(_head), second(_singleton), t)
+
+
+def _cons_layers(t: Any) -> Any:
+    """``triCompose``'s ``(m, ms)`` and ``(ps, p)`` as the lists ``[m, *ms]`` and ``[p, *ps]``."""
+    t = dimap_m(first(_cons), first(_uncons), t)
+    return dimap_p(second(_uncons_flip), second(_cons_flip), t)
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+def _singleton(x: Any) -> list[Any]:
+    return [x]
+
+
+def _head(xs: list[Any]) -> Any:
+    return xs[0]
+
+
+def _cons(x: tuple[Any, list[Any]]) -> list[Any]:
+    return [x[0], *x[1]]
+
+
+def _uncons(xs: list[Any]) -> tuple[Any, list[Any]]:
+    return xs[0], list(xs[1:])
+
+
+def _cons_flip(x: tuple[list[Any], Any]) -> list[Any]:
+    return [x[1], *x[0]]
+
+
+def _uncons_flip(xs: list[Any]) -> tuple[list[Any], Any]:
+    return list(xs[1:]), xs[0]
+
+
+def _check_size(fn: str, what: str, n: Any) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise E.PrelensError(f"{fn}: {what} must be an int >= 1, got {n!r}")
+
+
+def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
+    """``[(inputs, neurons)]`` per layer, checked: ``m_in`` then each size feeds the next layer."""
+    _check_size(fn, "m_in", m_in)
+    if len(sizes) == 0:
+        raise E.PrelensError(f"{fn}: sizes must list at least one layer, got {list(sizes)!r}")
+    for n in sizes:
+        _check_size(fn, "every size", n)
+    ins = [m_in, *sizes[:-1]]
+    return list(zip(ins, sizes))
+
+
+__all__ = [
+    "TOY_XS",
+    "TOY_YS",
+    "Para",
+    "activ_l",
+    "activ_t",
+    "affine_l",
+    "affine_t",
+    "batch_loss_l",
+    "bias_l",
+    "bias_t",
+    "init_mlp",
+    "init_para",
+    "layer",
+    "layer_l",
+    "linear_l",
+    "linear_t",
+    "loss_l",
+    "make_mlp",
+    "make_mlp_l",
+    "mk_para",
+    "neuron_l",
+    "neuron_t",
+    "predict",
+    "train",
+    "train_step",
+    "un_para",
+]

@@ -1,0 +1,78 @@
+"""The post's loss lens: squared distance, with the ground truth as its parameter.
+
+Haskell::
+
+    lossL :: PreLens D D ([V], [V]) ([V], [V]) [V] [V] [V] [V]
+
+The loss is ``L = ½ Σ_b Σ_i (s_bi − g_bi)²`` over the batch ``b`` and the
+outputs ``i``. The post's code has no ``½``, so its backward pass (``da·(s − g)``)
+is half the true gradient of its forward pass; with the ``½`` the same backward
+pass is exact.
+
+Forward ``(g, s) -> ((g, s), ½ Σ (s − g)²)``; backward ``((g, s), da) -> (−ds, ds)``
+with ``ds = da·(s − g)``. ``g`` (the ground truth, the lens's parameter) and
+``s`` (the network's outputs) are lists of vectors, one per sample (lists of
+floats or 1-D arrays; the rows of a 2-D array also do); the deltas are lists
+of 1-D float64 arrays. There is no learning rate here: the optimiser seeds
+``da = 1`` and scales the gradient itself.
+
+>>> m, loss = loss_l.fwd([[1.0], [-1.0]], [[0.5], [0.0]])
+>>> loss
+0.625
+>>> dg, ds = loss_l.bwd(m, 1.0)
+>>> ds, dg
+([array([-0.5]), array([1.])], [array([0.5]), array([-1.])])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._lens import PreLens
+
+Vec = npt.NDArray[np.float64]
+Batch = list[Vec]
+LossResidue = tuple[Batch, Batch]
+
+_NAME = "loss_l"
+
+
+def _batch(what: str, xs: Any) -> Batch:
+    """A batch of vectors (a list of them, or the rows of a 2-D array) as a list of float64 arrays."""
+    if isinstance(xs, np.ndarray) and xs.ndim == 2:
+        return list(xs.astype(np.float64))
+    if not isinstance(xs, (list, tuple)):
+        raise E.lens_structure_error(_NAME, what, f"must be a list of vectors, got {E.describe(xs)}")
+    batch = [np.asarray(x, dtype=np.float64) for x in xs]
+    for i, v in enumerate(batch):
+        if v.ndim != 1:
+            raise E.lens_shape_error(_NAME, f"{what} {i}", "a vector", E.describe(v))
+    return batch
+
+
+def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
+    truth, out = _batch("ground truth", g), _batch("output", s)
+    if len(out) != len(truth):
+        raise E.list_length_error(_NAME, "output", len(truth), len(out))
+    for i, (si, gi) in enumerate(zip(out, truth)):
+        if si.shape != gi.shape:
+            raise E.lens_shape_error(_NAME, f"output {i}", f"length {len(gi)} like its ground truth", E.describe(si))
+    loss = 0.5 * sum(float(np.sum((si - gi) ** 2)) for si, gi in zip(out, truth))
+    return (truth, out), loss
+
+
+def _loss_bwd(m: LossResidue, da: float) -> tuple[Batch, Batch]:
+    truth, out = m
+    delta = [da * (si - gi) for si, gi in zip(out, truth)]  # ds = da·(s − g)
+    return [-d for d in delta], delta  # dg = −ds
+
+
+#: Squared distance to the ground truth (the parameter) of a batch of outputs; see the module doc.
+loss_l: PreLens[float, float, LossResidue, LossResidue, Sequence[Any], Batch, Sequence[Any], Batch] = PreLens(
+    _loss_fwd, _loss_bwd, _NAME, init_fn=None
+)

@@ -1,0 +1,163 @@
+"""The trace step: the post's network trained on a batch, one plain-gradient step at a time.
+
+The algebra of one step::
+
+    net        = batch_n(n, from_tamb(mlp)) >> loss_l    # parameters (ground truth, θ)
+    loss, pull = vjp(net, (ys, θ), xs)                   # forward once, keep the residues
+    (_, dθ), _ = pull(1.0)                               # backward from da = 1
+    θ'         = θ + (−rate)·dθ                          # tree_add, tree_scale
+
+``batch_n`` shares ``θ`` between the ``n`` copies of the network and sums
+their parameter deltas, so ``dθ`` is the plain gradient of the loss summed
+over the batch. No lens sees the learning rate: it enters in the update only.
+
+``batch_n`` is applied to the pre-lens ``from_tamb(mlp)``, which equals
+``from_tamb(batch_n(n, mlp))`` (the law kit's ``check_combinators`` checks
+this, and the tests check it on the MLP). The TriLens form nests ``n``
+copies of the whole network in one chain of closures, so its call depth
+grows with ``n`` × the number of neurons and soon passes Python's recursion
+limit (``from_tamb(batch_n(4, make_mlp(3, [4, 4, 1])))`` needs about 3,300
+frames); the pre-lens form runs the one network ``n`` times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._combinators import batch_n
+from .._lens import AnyLens
+from .._tambara import AnyTriLens, TriLens, from_tamb
+from .._trace import forward, vjp
+from .._tree import tree_add, tree_scale
+from ._faithful_loss import loss_l
+
+Vec = npt.NDArray[np.float64]
+Params = Any  # [[Para]] for make_mlp; any parameter tree for another network
+
+
+def _read_only(rows: list[list[float]]) -> npt.NDArray[np.float64]:
+    arr = np.array(rows, dtype=np.float64)
+    arr.setflags(write=False)
+    return arr
+
+
+#: micrograd's toy inputs (the post trains on them): 4 samples of 3 features, shape ``(4, 3)``.
+TOY_XS: npt.NDArray[np.float64] = _read_only([[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]])
+
+#: micrograd's toy targets ``[1, -1, -1, 1]``, one 1-vector per sample: shape ``(4, 1)``.
+TOY_YS: npt.NDArray[np.float64] = _read_only([[1.0], [-1.0], [-1.0], [1.0]])
+
+
+def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
+    """A batch (a 2-D array or a list of vectors) as a list of 1-D float64 arrays."""
+    if isinstance(xs, np.ndarray):
+        if xs.ndim != 2:
+            raise E.lens_shape_error(fn, what, "a 2-D array (batch, features)", E.describe(xs))
+        return [np.array(x, dtype=np.float64) for x in xs]
+    if not isinstance(xs, (list, tuple)) or len(xs) == 0:
+        raise E.lens_structure_error(fn, what, f"must be a non-empty list of vectors, got {E.describe(xs)}")
+    return [np.array(x, dtype=np.float64) for x in xs]
+
+
+def _as_prelens(mlp: AnyTriLens | AnyLens) -> AnyLens:
+    return from_tamb(mlp) if isinstance(mlp, TriLens) else mlp
+
+
+def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
+    """The network on a batch of ``n`` samples, capped by the loss lens.
+
+    ``batch_n(n, from_tamb(mlp)) >> loss_l`` (a pre-lens ``mlp`` is batched as
+    it is), equal to ``from_tamb(batch_n(n, mlp)) >> loss_l``. Parameters
+    ``(ground_truth, θ)`` (the later lens first), input a list of ``n``
+    vectors, output the loss ``½ Σ (s − g)²``.
+
+    Haskell: ``PreLens D D ([m], ([V], [V])) ([m], ([V], [V])) ([V], p) ([V], p) [V] [V]``
+
+    >>> import numpy as np
+    >>> from prelens.nn import make_mlp, init_mlp
+    >>> params = init_mlp(3, [1], np.random.default_rng(0))
+    >>> net = batch_loss_l(make_mlp(3, [1]), 2)
+    >>> _, loss = net.fwd(([[0.0], [0.0]], params), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    >>> loss > 0
+    True
+    """
+    return batch_n(n, _as_prelens(mlp)) >> loss_l
+
+
+def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float) -> tuple[Params, float]:
+    """One step of gradient descent on a batch; returns ``(new_params, loss)``.
+
+    ``loss`` is the batch loss ``½ Σ (s − g)²`` at ``params`` (before the
+    update); ``new_params = params − rate·dθ`` with ``dθ`` the gradient of that
+    loss, summed over the batch. Pure: ``params`` is not modified.
+
+    Shapes: ``xs`` is ``(batch, m_in)``, ``ys`` is ``(batch, n_out)`` (2-D
+    arrays or lists of vectors); ``params`` as :func:`init_mlp` makes them.
+
+    >>> import numpy as np
+    >>> from prelens.nn import make_mlp, init_mlp, TOY_XS, TOY_YS
+    >>> mlp, params = make_mlp(3, [4, 4, 1]), init_mlp(3, [4, 4, 1], np.random.default_rng(0))
+    >>> new_params, loss = train_step(mlp, params, TOY_XS, TOY_YS, rate=0.5)
+    >>> round(loss, 4), params[0][0].bias, new_params[0][0].bias != 0.0
+    (1.8572, 0.0, True)
+    """
+    xs_, ys_ = _rows("train_step", "inputs", xs), _rows("train_step", "targets", ys)
+    if len(xs_) != len(ys_):
+        raise E.list_length_error("train_step", "targets", len(xs_), len(ys_))
+    return _step(batch_loss_l(mlp, len(xs_)), params, xs_, ys_, rate)
+
+
+def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
+    loss, pullback = vjp(net, (ys, params), xs)  # forward once; the residues stay in the pullback
+    (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
+    if not np.isfinite(loss):
+        raise E.non_finite("train_step: loss", "")
+    return tree_add(params, tree_scale(-rate, d_params)), loss  # θ ← θ − rate·dθ
+
+
+def train(
+    mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float, steps: int
+) -> tuple[Params, list[float]]:
+    """``steps`` calls of :func:`train_step` on one batch; returns ``(params, losses)``.
+
+    ``losses[k]`` is the loss before step ``k``. The batched network is built
+    once and reused. Pure: the ``params`` passed in are not modified.
+
+    >>> import numpy as np
+    >>> from prelens.nn import make_mlp, init_mlp, TOY_XS, TOY_YS
+    >>> mlp, params = make_mlp(3, [4, 4, 1]), init_mlp(3, [4, 4, 1], np.random.default_rng(0))
+    >>> params, losses = train(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=20)
+    >>> len(losses), losses[-1] < 0.01
+    (20, True)
+    """
+    if not isinstance(steps, int) or steps < 0:
+        raise E.PrelensError(f"train: steps must be an int >= 0, got {steps!r}")
+    xs_, ys_ = _rows("train", "inputs", xs), _rows("train", "targets", ys)
+    if len(xs_) != len(ys_):
+        raise E.list_length_error("train", "targets", len(xs_), len(ys_))
+    net = batch_loss_l(mlp, len(xs_))
+    losses: list[float] = []
+    for _ in range(steps):
+        params, loss = _step(net, params, xs_, ys_, rate)
+        losses.append(loss)
+    return params, losses
+
+
+def predict(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
+    """The network's outputs on a batch: ``forward(batch_n(n, from_tamb(mlp)), params, xs)``.
+
+    For :func:`make_mlp` each output is a list of ``sizes[-1]`` floats.
+
+    >>> import numpy as np
+    >>> from prelens.nn import Para, make_mlp
+    >>> params = [[Para(0.0, np.array([1.0, 0.0, 0.0]))]]
+    >>> [[round(a, 4) for a in out] for out in predict(make_mlp(3, [1]), params, [[1.0, 5.0, 5.0]])]
+    [[0.7616]]
+    """
+    xs_ = _rows("predict", "inputs", xs)
+    out: list[Any] = forward(batch_n(len(xs_), _as_prelens(mlp)), params, xs_)
+    return out
