@@ -124,9 +124,7 @@ def no_init_error(lens: str, part: str) -> PrelensError:
     )
 
 
-def in_part(
-    exc: Exception, composite: str, part: str, what: str, value: Any, origin: str = ""
-) -> Exception:
+def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, origin: str = "") -> Exception:
     """The error ``exc`` raised inside ``part`` of ``composite``, with where and on what.
 
     Only the innermost composite adds its context (the one that knows both
@@ -159,8 +157,7 @@ def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
 
 def law_violation(law: str, where: str, path: str, left: Any, right: Any) -> LawError:
     return LawError(
-        f"law '{law}' fails: {where} differ at {path_str(path)}:\n"
-        f"  left:  {_short(left)}\n  right: {_short(right)}"
+        f"law '{law}' fails: {where} differ at {path_str(path)}:\n  left:  {_short(left)}\n  right: {_short(right)}"
     )
 
 
@@ -199,11 +196,30 @@ def optim_leaf_dtype(opt: str, path: str, got: str) -> DTypeError:
     return DTypeError(f"{opt}: cannot update the parameter at {path_str(path)}: expected floats, got {got}")
 
 
-def training_non_finite(what: str, epoch: int, batch: int, path: str) -> NonFiniteError:
-    return NonFiniteError(
-        f"{what} became non-finite at epoch {epoch}, batch {batch}, first at {path_str(path)}; "
-        "the last good parameters and the history are attached to this error "
-        "(.params, .opt_state, .history)"
+class TrainingNonFiniteError(NonFiniteError):
+    """Training met a non-finite loss or gradient; the last good state rides along.
+
+    ``params`` and ``opt_state`` are the last finite parameters and optimiser
+    state, ``history`` the training history up to the failing step.
+    """
+
+    def __init__(self, message: str, params: Any, opt_state: Any, history: Any) -> None:
+        super().__init__(message)
+        self.params = params
+        self.opt_state = opt_state
+        self.history = history
+
+
+def training_non_finite(
+    what: str, where: str, detail: str, params: Any, opt_state: Any, history: Any
+) -> TrainingNonFiniteError:
+    return TrainingNonFiniteError(
+        f"training stopped: {what} became non-finite at {where} ({detail}); "
+        "the last good parameters, optimiser state and history are attached to this error "
+        "as .params, .opt_state and .history",
+        params,
+        opt_state,
+        history,
     )
 
 
@@ -217,3 +233,14 @@ def checkpoint_mismatch(path: str, detail: str) -> CheckpointError:
 
 def checkpoint_unsupported(where: str, detail: str) -> CheckpointError:
     return CheckpointError(f"cannot save a checkpoint: at {path_str(where)}: {detail}")
+
+
+def checkpoint_write_failed(path: str, detail: str) -> CheckpointError:
+    return CheckpointError(f"cannot write checkpoint {path}: {detail}; the file there (if any) is unchanged")
+
+
+def checkpoint_unknown_namedtuple(path: str, where: str, name: str) -> CheckpointError:
+    return CheckpointError(
+        f"checkpoint {path}: at {path_str(where)}: named tuple {name} is not registered; "
+        "pass like=<a tree of the model's parameters> or prelens.checkpoint.register_namedtuple(cls)"
+    )

@@ -1,0 +1,49 @@
+"""Small datasets shipped with prelens: no network access at run time.
+
+* :func:`load_iris`: Fisher's Iris data (CSV in ``prelens/datasets/data``),
+  split train/test by species with a seed.
+* :data:`TOY_XS`, :data:`TOY_YS`: micrograd's four-point toy set.
+* :func:`make_moons`, :func:`make_spirals`: seeded 2-D problems for pictures.
+* :func:`load_dataset`: any of ``iris``, ``moons``, ``spirals`` by name, as a
+  :class:`Split`; :func:`stratified_split`, :func:`stratified_folds` and
+  :func:`standardize` helpers.
+* :mod:`prelens.datasets.sequences`: sequence tasks and texts for the
+  transformer.
+
+>>> from prelens.datasets import load_iris
+>>> load_iris().class_names
+('setosa', 'versicolor', 'virginica')
+"""
+
+# One import line per dataset module.
+from ._catalog import DATASETS, load_dataset
+from ._split import Split, standardize, stratified_folds, stratified_split
+from .iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays, load_iris
+from .sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
+from .synthetic import make_moons, make_spirals
+from .toy import TOY_XS, TOY_YS, load_toy
+
+__all__ = [
+    "DATASETS",
+    "IRIS_CLASSES",
+    "IRIS_FEATURES",
+    "TASKS",
+    "TEXTS",
+    "TOY_XS",
+    "TOY_YS",
+    "CharVocab",
+    "SequenceTask",
+    "Split",
+    "iris_arrays",
+    "load_dataset",
+    "load_iris",
+    "load_text",
+    "load_toy",
+    "make_moons",
+    "make_sequences",
+    "make_spirals",
+    "standardize",
+    "stratified_folds",
+    "stratified_split",
+    "text_windows",
+]

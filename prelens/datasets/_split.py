@@ -1,0 +1,129 @@
+"""Train/test splits: the :class:`Split` record, a stratified split and standardisation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+
+Floats = npt.NDArray[np.floating]
+Labels = npt.NDArray[np.int64]
+Seed = np.random.Generator | int | None
+
+__all__ = ["Split", "standardize", "stratified_folds", "stratified_split"]
+
+
+@dataclass(frozen=True, repr=False)
+class Split:
+    """A classification dataset split into a training and a held-out test part.
+
+    Shapes: ``x_train (n_train, n_features)``, ``y_train (n_train,)`` (int64
+    class indices), ``x_test (n_test, n_features)``, ``y_test (n_test,)``.
+    ``class_names[k]`` names class ``k``; ``feature_names[j]`` column ``j``.
+
+    >>> from prelens.datasets import load_iris
+    >>> load_iris(test_fraction=0.2, rng=0)
+    Split(iris: 120 train + 30 test, 4 features, 3 classes)
+    """
+
+    name: str
+    x_train: Floats
+    y_train: Labels
+    x_test: Floats
+    y_test: Labels
+    class_names: tuple[str, ...]
+    feature_names: tuple[str, ...]
+
+    @property
+    def n_classes(self) -> int:
+        """The number of classes."""
+        return len(self.class_names)
+
+    @property
+    def n_features(self) -> int:
+        """The number of input features (columns of ``x_train``)."""
+        return int(self.x_train.shape[1])
+
+    def __repr__(self) -> str:
+        return (
+            f"Split({self.name}: {len(self.y_train)} train + {len(self.y_test)} test, "
+            f"{self.n_features} features, {self.n_classes} classes)"
+        )
+
+
+def stratified_split(
+    labels: npt.ArrayLike, test_fraction: float, rng: Seed = None
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Indices ``(train, test)`` holding out ``test_fraction`` of every class.
+
+    Each class contributes ``round(test_fraction · n_class)`` random rows to the
+    test part (so class proportions are kept); both index arrays come back in
+    random order. ``rng`` is a ``numpy.random.Generator`` or a seed.
+
+    >>> train, test = stratified_split([0, 0, 0, 0, 1, 1, 1, 1], 0.25, rng=0)
+    >>> len(train), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[test].tolist())
+    (6, 2, [0, 1])
+    """
+    if not (isinstance(test_fraction, (int, float)) and 0.0 <= test_fraction < 1.0):
+        raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
+    ys = np.asarray(labels)
+    if ys.ndim != 1:
+        raise E.bad_argument("stratified_split", "labels", E.describe(ys), "a 1-D array of class labels")
+    gen = np.random.default_rng(rng)
+    train: list[npt.NDArray[np.intp]] = []
+    test: list[npt.NDArray[np.intp]] = []
+    for cls in np.unique(ys):
+        rows = gen.permutation(np.flatnonzero(ys == cls))
+        k = round(test_fraction * len(rows))
+        test.append(rows[:k])
+        train.append(rows[k:])
+    empty = np.empty(0, dtype=np.intp)
+    return gen.permutation(np.concatenate(train or [empty])), gen.permutation(np.concatenate(test or [empty]))
+
+
+def stratified_folds(labels: npt.ArrayLike, k: int, rng: Seed = None) -> list[npt.NDArray[np.intp]]:
+    """``k`` disjoint index arrays covering every row, each with every class in proportion.
+
+    For ``k``-fold cross-validation: fold ``i`` is the test part of round
+    ``i``, the other folds its training part. Each class's rows are shuffled
+    with ``rng`` and dealt to the folds in turn, so fold sizes differ by at
+    most one per class.
+
+    >>> folds = stratified_folds([0] * 6 + [1] * 4, 2, rng=0)
+    >>> [sorted(np.array([0] * 6 + [1] * 4)[f].tolist()) for f in folds]
+    [[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]]
+    """
+    if not isinstance(k, int) or k < 2:
+        raise E.bad_argument("stratified_folds", "k", k, "an int >= 2")
+    ys = np.asarray(labels)
+    if ys.ndim != 1 or len(ys) < k:
+        raise E.bad_argument("stratified_folds", "labels", E.describe(ys), f"a 1-D array of at least {k} labels")
+    gen = np.random.default_rng(rng)
+    folds: list[list[npt.NDArray[np.intp]]] = [[] for _ in range(k)]
+    start = 0
+    for cls in np.unique(ys):
+        rows = gen.permutation(np.flatnonzero(ys == cls))
+        for i in range(k):
+            folds[(start + i) % k].append(rows[i::k])
+        start += len(rows) % k  # the next class fills the folds this one left short first
+    return [gen.permutation(np.concatenate(f)) for f in folds]
+
+
+def standardize(train: Floats, *others: Floats) -> tuple[Floats, ...]:
+    """Shift and scale every column to mean 0 and standard deviation 1 *on* ``train``.
+
+    The same statistics (from ``train`` only, so no test information leaks
+    into training) are applied to ``others``. Constant columns are only
+    shifted. Returns new arrays ``(train, *others)``; shapes ``(n, n_features)``.
+
+    >>> a, b = standardize(np.array([[1.0], [3.0]]), np.array([[5.0]]))
+    >>> a.ravel().tolist(), b.ravel().tolist()
+    ([-1.0, 1.0], [3.0])
+    """
+    mean = train.mean(axis=0)
+    scale = train.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0).astype(train.dtype)
+    return tuple((x - mean) / scale for x in (train, *others))

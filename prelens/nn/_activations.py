@@ -1,0 +1,270 @@
+"""Activations as parameter-free array lenses: ``tanh``, ``relu``, ``sigmoid``, ``gelu``, ``softmax``.
+
+Haskell (the post's activation, applied to every entry of an array)::
+
+    activL :: PreLens D D D D () () D D
+    activL = PreLens fw bw where fw (_, s) = (s, tanh s)
+                                 bw (s, da) = ((), da * (1 - (tanh s)^2))
+
+The pointwise ones (:class:`Activation`) keep the post's residue, the input
+``s`` itself (no copy), and recompute ``f'(s)`` in the backward pass; that
+costs one cheap elementwise pass and makes the fast lenses residue-for-residue
+twins of the faithful ones. They take any shape and keep the dtype.
+``softmax`` (over the last axis) keeps its output instead.
+
+>>> import numpy as np
+>>> tanh
+tanh
+>>> m, a = tanh.fwd((), np.array([0.0, 1.0]))
+>>> a.round(6), tanh.bwd(m, np.ones(2))[1].round(6)
+(array([0.      , 0.761594]), array([1.      , 0.419974]))
+>>> softmax.fwd((), np.array([[0.0, np.log(3.0)]]))[1]
+array([[0.25, 0.75]])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _errors as E
+from .._lens import PreLens
+from ._fastcheck import Array, float_input_error
+
+__all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", "softmax", "tanh"]
+
+
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array, Array]):
+    """A pointwise activation: the parameter-free lens ``s -> f(s)`` that :func:`dense` fuses.
+
+    Haskell: ``PreLens A A A A () () A A`` for arrays ``A`` of any shape.
+    Forward ``((), s) -> (s, f(s))``; backward ``(s, da) -> ((), da ⊙ f'(s))``.
+
+    Besides being a lens it carries its two array functions, so that a dense
+    layer can apply them inside its own passes: ``apply(z)`` returns ``f(z)``
+    and ``grad(z, da)`` returns ``da ⊙ f'(z)``, each in a fresh array, never
+    writing into ``z`` or ``da``. ``init_scheme`` (``"glorot"``, ``"he"`` or
+    ``"lecun"``, see :func:`init_weight`) is the weight initialisation that suits it.
+
+    >>> relu.grad(np.array([-1.0, 2.0]), np.array([5.0, 5.0]))
+    array([0., 5.])
+    """
+
+    apply: Callable[[Array], Array]
+    grad: Callable[[Array, Array], Array]
+    init_scheme: str
+
+
+def pointwise(
+    name: str, apply: Callable[[Array], Array], grad: Callable[[Array, Array], Array], init_scheme: str = "glorot"
+) -> Activation:
+    """Make a pointwise activation from ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)``.
+
+    Haskell: ``String -> (A -> A) -> (A -> A -> A) -> PreLens A A A A () () A A``. Both
+    functions must return a fresh array and write into neither argument;
+    :func:`dense` can then fuse the activation. Check a new one with
+    :func:`prelens.testing.check_vjp`.
+
+    >>> softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
+    >>> from prelens.testing import check_vjp
+    >>> check_vjp(softplus, (), np.array([-1.0, 0.5]))
+    >>> from prelens.nn import dense
+    >>> dense(2, 3, softplus)
+    dense(2→3, softplus)
+    """
+
+    def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
+        if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
+            raise float_input_error(name, s)
+        return s, apply(s)
+
+    def bwd(s: Array, da: Array) -> tuple[tuple[()], Array]:
+        return (), grad(s, da)
+
+    return Activation(fwd, bwd, name, apply=apply, grad=grad, init_scheme=init_scheme)
+
+
+# ------------------------------------------------------------------- tanh
+
+
+def _tanh_grad(z: Array, da: Array) -> Array:
+    """``da ⊙ (1 − tanh(z)²)``, one fresh array.
+
+    >>> _tanh_grad(np.array([0.0]), np.array([2.0]))
+    array([2.])
+    """
+    t = np.tanh(z)
+    np.multiply(t, t, out=t)
+    np.subtract(1, t, out=t)
+    t *= da
+    return t
+
+
+#: ``tanh`` on every entry (the post's activation); Glorot initialisation suits it.
+tanh: Activation = pointwise("tanh", np.tanh, _tanh_grad, "glorot")
+
+
+# ------------------------------------------------------------------- relu
+
+
+def _relu_apply(z: Array) -> Array:
+    """``max(z, 0)``.
+
+    >>> _relu_apply(np.array([-1.0, 2.0]))
+    array([0., 2.])
+    """
+    return np.maximum(z, 0)
+
+
+def _relu_grad(z: Array, da: Array) -> Array:
+    """``da`` where ``z > 0``, else ``0`` (the derivative at ``0`` is taken as ``0``).
+
+    >>> _relu_grad(np.array([-1.0, 0.0, 2.0]), np.array([3.0, 3.0, 3.0]))
+    array([0., 0., 3.])
+    """
+    return np.multiply(da, z > 0)
+
+
+#: ``max(s, 0)`` on every entry; He initialisation suits it.
+relu: Activation = pointwise("relu", _relu_apply, _relu_grad, "he")
+
+
+# ---------------------------------------------------------------- sigmoid
+
+
+def _sigmoid_apply(z: Array) -> Array:
+    """``1 / (1 + e^−z)``, computed as ``½ (1 + tanh(z/2))`` (no overflow for large ``|z|``).
+
+    >>> _sigmoid_apply(np.array([0.0, -1000.0, 1000.0]))
+    array([0.5, 0. , 1. ])
+    """
+    y = np.multiply(z, 0.5)
+    np.tanh(y, out=y)
+    y += 1
+    y *= 0.5
+    return y
+
+
+def _sigmoid_grad(z: Array, da: Array) -> Array:
+    """``da ⊙ σ(z) (1 − σ(z))``.
+
+    >>> _sigmoid_grad(np.array([0.0]), np.array([1.0]))
+    array([0.25])
+    """
+    y = _sigmoid_apply(z)
+    g = np.subtract(1, y)
+    g *= y
+    g *= da
+    return g
+
+
+#: The logistic function ``1 / (1 + e^−s)`` on every entry; Glorot initialisation suits it.
+sigmoid: Activation = pointwise("sigmoid", _sigmoid_apply, _sigmoid_grad, "glorot")
+
+
+# ------------------------------------------------------------------- gelu
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_K = 0.044715
+
+
+def _gelu_apply(z: Array) -> Array:
+    """``½ z (1 + tanh(√(2/π) (z + 0.044715 z³)))``, the tanh form of GELU (as in GPT-2).
+
+    >>> _gelu_apply(np.array([0.0, 1.0])).round(6)
+    array([0.      , 0.841192])
+    """
+    u = np.multiply(z, z)
+    u *= _GELU_K
+    u += 1
+    u *= z
+    u *= _GELU_C
+    np.tanh(u, out=u)
+    u += 1
+    u *= z
+    u *= 0.5
+    return u
+
+
+def _gelu_grad(z: Array, da: Array) -> Array:
+    """``da ⊙ gelu'(z)``: with ``t = tanh(c (z + k z³))``,
+    ``gelu'(z) = ½ (1 + t) + ½ z (1 − t²) c (1 + 3k z²)``.
+
+    >>> _gelu_grad(np.array([0.0]), np.array([1.0]))
+    array([0.5])
+    """
+    z2 = np.multiply(z, z)
+    t = np.multiply(z2, _GELU_K)
+    t += 1
+    t *= z
+    t *= _GELU_C
+    np.tanh(t, out=t)
+    q = np.multiply(z2, 3 * _GELU_K, out=z2)
+    q += 1
+    q *= _GELU_C
+    q *= z  # q = c z (1 + 3k z²)
+    g = np.multiply(t, t)
+    np.subtract(1, g, out=g)
+    g *= q
+    g += t
+    g += 1
+    g *= 0.5
+    g *= da
+    return g
+
+
+#: GELU in its tanh form (GPT-2's; numpy has no ``erf``); He initialisation suits it.
+gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
+
+
+# ---------------------------------------------------------------- softmax
+
+
+def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
+    if not isinstance(s, np.ndarray) or s.dtype.kind != "f" or s.ndim == 0:
+        raise float_input_error("softmax", s)
+    y = np.subtract(s, s.max(axis=-1, keepdims=True))  # shift: exp never overflows
+    np.exp(y, out=y)
+    y /= y.sum(axis=-1, keepdims=True)
+    return y, y
+
+
+def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
+    ds = np.multiply(da, y)
+    ds = np.subtract(da, ds.sum(axis=-1, keepdims=True), out=ds)
+    ds *= y
+    return (), ds  # ds = y ⊙ (da − Σ da·y)
+
+
+#: ``softmax`` over the last axis: ``y = e^s / Σ e^s``, shifted by the row maximum so
+#: that large logits do not overflow. Residue: the output ``y``; backward
+#: ``ds = y ⊙ (da − ⟨da, y⟩)``. Not pointwise, so :func:`dense` does not take it: put
+#: it after a dense layer without activation, or give the logits to
+#: :func:`softmax_cross_entropy`, which is stabler.
+softmax: PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array, Array] = PreLens(
+    _softmax_fwd, _softmax_bwd, "softmax"
+)
+
+#: The pointwise activations by name (for command lines and configuration files).
+ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (tanh, relu, sigmoid, gelu)}
+
+
+def resolve_activation(fn: str, activation: Activation | str | None) -> Activation | None:
+    """An :class:`Activation` from itself, its name, or ``None`` (no activation).
+
+    >>> resolve_activation("dense", "relu")
+    relu
+    >>> resolve_activation("dense", None) is None
+    True
+    """
+    if activation is None or isinstance(activation, Activation):
+        return activation
+    if isinstance(activation, str) and activation in ACTIVATIONS:
+        return ACTIVATIONS[activation]
+    is_softmax = getattr(activation, "name", None) == "softmax"
+    hint = " (softmax is not pointwise: put it after the layer)" if is_softmax else ""
+    raise E.lens_value_error(fn, f"activation must be one of {sorted(ACTIVATIONS)} or None, got {activation!r}{hint}")

@@ -1,0 +1,103 @@
+"""Between the two levels: a layer's list of :class:`~prelens.nn.Para` ↔ a weight matrix and a bias.
+
+The faithful ``layer(m_in, n_out)`` has parameters ``[Para(bias_j, weight_j)]``
+for its ``n_out`` neurons; the fast :func:`~prelens.nn.dense` has
+``DenseParams(W, b)`` with ``W[:, j] = weight_j`` (shape ``(m_in, n_out)``) and
+``b[j] = bias_j``. The same holds layer by layer for ``make_mlp`` and
+:func:`~prelens.nn.mlp`. The maps are inverse to each other and act on
+parameter deltas alike (the deltas have the parameters' types), which is how
+the twin proofs compare the two levels.
+
+>>> import numpy as np
+>>> paras = [Para(0.5, np.array([1.0, 2.0])), Para(-1.0, np.array([3.0, 4.0]))]
+>>> p = dense_from_paras(paras)
+>>> p.weight
+array([[1., 3.],
+       [2., 4.]])
+>>> [(q.bias, q.weight.tolist()) for q in dense_to_paras(p)]
+[(0.5, [1.0, 2.0]), (-1.0, [3.0, 4.0])]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from ._faithful import Para
+from ._fastcheck import float_dtype
+from ._linear import DenseParams
+
+__all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras"]
+
+
+def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64) -> DenseParams:
+    """A faithful layer's ``[Para]`` as the fast layer's ``DenseParams(W, b)``.
+
+    Haskell: ``[Para] -> DenseParams``; ``n_out`` neurons with weights of
+    length ``m_in`` give ``W (m_in, n_out)`` (neuron ``j`` in column ``j``) and
+    ``b (n_out,)``. Fresh arrays of ``dtype``.
+
+    >>> dense_from_paras([Para(0.0, np.ones(3))] * 2).weight.shape
+    (3, 2)
+    """
+    dt = float_dtype("dense_from_paras", dtype)
+    if not isinstance(paras, Sequence) or len(paras) == 0:
+        raise E.lens_structure_error(
+            "dense_from_paras", "parameters", f"must be a non-empty list of Para, got {E.describe(paras)}"
+        )
+    for j, p in enumerate(paras):
+        if not isinstance(p, Para):
+            raise E.lens_structure_error("dense_from_paras", f"neuron {j}", f"must be a Para, got {E.describe(p)}")
+    weights = [np.asarray(p.weight) for p in paras]
+    m_in = weights[0].shape
+    for j, w in enumerate(weights):
+        if w.ndim != 1 or w.shape != m_in:
+            raise E.lens_shape_error(
+                "dense_from_paras",
+                f"neuron {j}'s weight",
+                f"a vector of shape {m_in} like neuron 0's",
+                E.describe(w),
+            )
+    return DenseParams(np.stack(weights, axis=1).astype(dt), np.array([p.bias for p in paras], dtype=dt))
+
+
+def dense_to_paras(p: DenseParams) -> list[Para]:
+    """The fast layer's ``DenseParams(W, b)`` as the faithful layer's ``[Para]``, one per column.
+
+    Haskell: ``DenseParams -> [Para]``. Biases become Python floats and
+    weights fresh float64 vectors, as :class:`Para` holds them.
+
+    >>> dense_to_paras(DenseParams(np.ones((3, 2)), np.zeros(2)))[1]
+    Para(bias=0.0, weight=array([1., 1., 1.]))
+    """
+    w, b = p
+    if not (isinstance(w, np.ndarray) and isinstance(b, np.ndarray) and w.ndim == 2 and b.shape == w.shape[1:]):
+        raise E.lens_shape_error(
+            "dense_to_paras",
+            "parameters",
+            "DenseParams(weight (m_in, n_out), bias (n_out,))",
+            f"DenseParams({E.describe(w)}, {E.describe(b)})",
+        )
+    return [Para(float(b[j]), w[:, j].astype(np.float64)) for j in range(w.shape[1])]
+
+
+def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = np.float64) -> list[DenseParams]:
+    """``make_mlp``'s ``[[Para]]`` as :func:`~prelens.nn.mlp`'s ``[DenseParams]``, layer by layer.
+
+    >>> from prelens.nn._faithful import init_mlp
+    >>> [p.weight.shape for p in mlp_from_paras(init_mlp(3, [4, 2], np.random.default_rng(0)))]
+    [(3, 4), (4, 2)]
+    """
+    return [dense_from_paras(layer, dtype=dtype) for layer in layers]
+
+
+def mlp_to_paras(params: Sequence[DenseParams]) -> list[list[Para]]:
+    """:func:`~prelens.nn.mlp`'s ``[DenseParams]`` as ``make_mlp``'s ``[[Para]]``, layer by layer.
+
+    >>> [len(layer) for layer in mlp_to_paras([DenseParams(np.ones((3, 4)), np.zeros(4))])]
+    [4]
+    """
+    return [dense_to_paras(p) for p in params]

@@ -1,0 +1,327 @@
+"""Whole-array layers: ``linear``, ``bias`` and the fused ``dense`` (``tanh(x W + b)``).
+
+These are the fast twins of the post's ``linearL``, ``biasL`` and ``layer``: a
+layer of ``n_out`` neurons is one matrix ``W`` of shape ``(n_in, n_out)``
+(column ``j`` is neuron ``j``'s weight vector) and one bias vector. Inputs
+have any number of leading axes, ``(..., n_in)``: a batch is a leading axis,
+and the parameter deltas are summed over every leading axis, exactly as
+:func:`~prelens.batch_n` sums them. ``float64`` by default, ``float32`` with
+``dtype=np.float32``; nothing is ever up-cast (an input of another dtype is a
+:class:`~prelens.DTypeError`, of another width a :class:`~prelens.ShapeError`).
+
+``bwd`` allocates exactly the arrays it returns (plus, in ``dense``, one for
+``da ⊙ f'(z)``) and never writes into its arguments, the residue or the
+parameters.
+
+>>> import numpy as np
+>>> layer = dense(3, 2, tanh)
+>>> layer
+dense(3→2, tanh)
+>>> from prelens import tree_shapes
+>>> tree_shapes(layer.init(0))
+DenseParams(weight='f64[3,2]', bias='f64[2]')
+>>> m, y = layer.fwd(layer.init(0), np.ones((5, 3)))
+>>> y.shape
+(5, 2)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._lens import PreLens
+from ._activations import Activation, resolve_activation, tanh
+from ._fastcheck import (
+    Array,
+    check_size,
+    dtype_suffix,
+    features,
+    float_dtype,
+    input_error,
+    param_error,
+    shape_str,
+)
+
+__all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linear"]
+
+
+class DenseParams(NamedTuple):
+    """The parameters of :func:`dense`: ``weight`` of shape ``(n_in, n_out)``, ``bias`` of ``(n_out,)``.
+
+    A named tuple, so the tree toolkit and the optimisers handle it, and tree
+    paths read ``[0].weight``. Its deltas have the same type.
+
+    >>> DenseParams(np.zeros((2, 3)), np.zeros(3)).bias.shape
+    (3,)
+    """
+
+    weight: Array
+    bias: Array
+
+
+#: The residue of :func:`dense`: the input ``x``, the weight ``W`` and the pre-activation ``z``.
+DenseResidue = tuple[Array, Array, Array]
+
+#: Weight initialisations by name; see :func:`init_weight`.
+INIT_SCHEMES = ("glorot", "he", "lecun")
+
+
+def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: np.random.Generator) -> Array:
+    """A random ``(n_in, n_out)`` weight matrix.
+
+    ``"glorot"`` (Glorot & Bengio 2010, for tanh and sigmoid): uniform on
+    ``±√(6 / (n_in + n_out))``; ``"he"`` (He et al. 2015, for relu and gelu):
+    normal with standard deviation ``√(2 / n_in)``; ``"lecun"``: normal with
+    ``√(1 / n_in)`` (the faithful network's choice). Drawn in float64 and then
+    rounded to ``dtype``, so a float32 network starts as its float64 twin rounded.
+
+    >>> w = init_weight("glorot", 784, 256, np.float32, np.random.default_rng(0))
+    >>> w.dtype, w.shape, bool(abs(w).max() <= np.sqrt(6 / (784 + 256)))
+    (dtype('float32'), (784, 256), True)
+    """
+    if scheme == "glorot":
+        limit = math.sqrt(6.0 / (n_in + n_out))
+        w = rng.uniform(-limit, limit, (n_in, n_out))
+    elif scheme == "he":
+        w = rng.standard_normal((n_in, n_out)) * math.sqrt(2.0 / n_in)
+    elif scheme == "lecun":
+        w = rng.standard_normal((n_in, n_out)) * math.sqrt(1.0 / n_in)
+    else:
+        raise E.lens_value_error("init_weight", f"scheme must be one of {INIT_SCHEMES}, got {scheme!r}")
+    return w.astype(dtype, copy=False)
+
+
+def _check_scheme(fn: str, scheme: str) -> str:
+    if scheme not in INIT_SCHEMES:
+        raise E.lens_value_error(fn, f"init must be one of {INIT_SCHEMES} or None, got {scheme!r}")
+    return scheme
+
+
+def _times_transpose(da: Array, w: Array) -> Array:
+    """``da Wᵀ`` (the input delta); BLAS reads ``Wᵀ`` in place, nothing is copied.
+
+    ``np.dot`` on 1-D and 2-D arrays (less call overhead than ``@`` on small
+    ones), ``@`` beyond.
+    """
+    return np.dot(da, w.T) if da.ndim <= 2 else da @ w.T
+
+
+def _delta_error(lens: str, da: object, z: Array) -> E.PrelensError:
+    return input_error(lens, "output delta", da, shape_str(z.dtype, z.shape), z.dtype)
+
+
+# ------------------------------------------------------------------ linear
+
+
+def linear(
+    n_in: int,
+    n_out: int,
+    *,
+    dtype: npt.DTypeLike = np.float64,
+    init: str = "glorot",
+    input_delta: bool = True,
+) -> PreLens[Array, Array, tuple[Array, Array], tuple[Array, Array], Array, Array, Array, Any]:
+    """The linear map ``x ↦ x W`` on inputs ``(..., n_in)``, with ``W`` of shape ``(n_in, n_out)``.
+
+    Haskell (``n_out`` copies of the post's ``linearL`` sharing their input)::
+
+        linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
+        linear  :: Int -> Int -> PreLens A A (A, W) (A, W) W W A A
+
+    Forward ``(W, x) -> ((x, W), x W)``; backward
+    ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed over every leading
+    axis. Shapes: ``x (..., n_in) -> (..., n_out)``; works on ``(batch, time,
+    d)`` as well as ``(batch, d)`` or a single ``(d,)``.
+
+    ``input_delta=False`` treats the input as data, not a variable: ``bwd``
+    returns ``None`` for ``ds`` and skips the ``da Wᵀ`` product (one of the
+    backward pass's two matrix products). Use it only on a first layer fed
+    with data: nothing before it can receive a delta.
+
+    >>> lin = linear(2, 3)
+    >>> lin
+    linear(2→3)
+    >>> w = np.arange(6.0).reshape(2, 3)
+    >>> m, a = lin.fwd(w, np.ones((4, 7, 2)))
+    >>> a.shape, lin.bwd(m, np.ones((4, 7, 3)))[0]
+    ((4, 7, 3), array([[28., 28., 28.],
+           [28., 28., 28.]]))
+    """
+    n_in, n_out = check_size("linear", "n_in", n_in), check_size("linear", "n_out", n_out)
+    dt = float_dtype("linear", dtype)
+    scheme = _check_scheme("linear", init)
+    name = f"linear({n_in}→{n_out}{dtype_suffix(dt)}{'' if input_delta else ', input_delta=False'})"
+    tail, out_tail, w_shape = (n_in,), (n_out,), (n_in, n_out)
+    expect_x, expect_w = features(dt, n_in), f"{E.dtype_name(dt)}[{n_in},{n_out}]"
+
+    def fwd(w: Array, x: Array) -> tuple[tuple[Array, Array], Array]:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+            raise input_error(name, "input", x, expect_x, dt)
+        if not isinstance(w, np.ndarray) or w.dtype != dt or w.shape != w_shape:
+            raise param_error(name, "weight", w, expect_w, dt)
+        return (x, w), (np.dot(x, w) if x.ndim <= 2 else x @ w)
+
+    def bwd(m: tuple[Array, Array], da: Array) -> tuple[Array, Array | None]:
+        x, w = m
+        if (
+            not isinstance(da, np.ndarray)
+            or da.dtype != dt
+            or da.shape[-1:] != out_tail
+            or da.shape[:-1] != x.shape[:-1]
+        ):
+            raise input_error(name, "output delta", da, shape_str(dt, (*x.shape[:-1], n_out)), dt)
+        if da.ndim == 2:
+            dw = np.dot(x.T, da)
+        else:
+            dw = np.dot(x.reshape(-1, n_in).T, da.reshape(-1, n_out))
+        return dw, (_times_transpose(da, w) if input_delta else None)
+
+    return PreLens(fwd, bwd, name, lambda rng: init_weight(scheme, n_in, n_out, dt, rng))
+
+
+# -------------------------------------------------------------------- bias
+
+
+def bias(
+    n: int, *, dtype: npt.DTypeLike = np.float64
+) -> PreLens[Array, Array, tuple[()], tuple[()], Array, Array, Array, Array]:
+    """Add a bias vector of shape ``(n,)`` to inputs ``(..., n)``; initialised to zeros.
+
+    Haskell (``n`` copies of the post's ``biasL``)::
+
+        biasL :: PreLens D D () () D D D D
+        bias  :: Int -> PreLens A A () () V V A A
+
+    Forward ``(b, x) -> ((), x + b)``; backward ``((), da) -> (Σ da, da)``,
+    the bias delta summed over every leading axis.
+
+    >>> b = bias(2)
+    >>> b, b.init(0)
+    (bias(2), array([0., 0.]))
+    >>> b.bwd((), np.ones((3, 2)))[0]
+    array([3., 3.])
+    """
+    n = check_size("bias", "n", n)
+    dt = float_dtype("bias", dtype)
+    name = f"bias({n}{dtype_suffix(dt)})"
+    tail = (n,)
+    expect = features(dt, n)
+
+    def fwd(b: Array, x: Array) -> tuple[tuple[()], Array]:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+            raise input_error(name, "input", x, expect, dt)
+        if not isinstance(b, np.ndarray) or b.dtype != dt or b.shape != tail:
+            raise param_error(name, "bias", b, f"{E.dtype_name(dt)}[{n}]", dt)
+        return (), x + b
+
+    def bwd(m: tuple[()], da: Array) -> tuple[Array, Array]:
+        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape[-1:] != tail:
+            raise input_error(name, "output delta", da, expect, dt)
+        return da.reshape(-1, n).sum(axis=0), da
+
+    return PreLens(fwd, bwd, name, lambda rng: np.zeros(n, dt))
+
+
+# ------------------------------------------------------------------- dense
+
+
+def dense(
+    n_in: int,
+    n_out: int,
+    activation: Activation | str | None = tanh,
+    *,
+    dtype: npt.DTypeLike = np.float64,
+    init: str | None = None,
+    input_delta: bool = True,
+) -> PreLens[Array, Array, DenseResidue, DenseResidue, DenseParams, DenseParams, Array, Any]:
+    """A layer of ``n_out`` neurons: ``y = f(x W + b)`` on inputs ``(..., n_in)``, in one lens.
+
+    Haskell: the array form of the post's ``layer``::
+
+        layer :: Int -> Int -> TriLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
+        dense :: Int -> Int -> PreLens A A (A, W, A) (A, W, A) DenseParams DenseParams A A
+
+    It equals ``chain(linear(n_in, n_out), bias(n_out), activation)`` with
+    parameters :class:`DenseParams` ``(W, b)`` and residue ``(x, W, z)``
+    (``z = x W + b``, the pre-activation), fused into one Python call per
+    pass; and on a single vector it equals the faithful ``layer`` (see
+    :mod:`prelens.nn._convert`). Shapes: ``W (n_in, n_out)``, ``b (n_out,)``,
+    ``x (..., n_in) -> y (..., n_out)``; parameter deltas are summed over every
+    leading axis.
+
+    ``activation`` is a pointwise activation (``tanh``, ``relu``, ``sigmoid``,
+    ``gelu``), its name, or ``None`` for logits. ``init`` is a weight scheme of
+    :func:`init_weight`; by default the one that suits the activation (Glorot
+    for tanh, sigmoid and none, He for relu and gelu). The bias starts at zero.
+    ``input_delta=False``: see :func:`linear`.
+
+    >>> layer = dense(784, 256, "relu", dtype=np.float32)
+    >>> layer
+    dense(784→256, relu, f32)
+    >>> layer.fwd(layer.init(0), np.zeros((8, 100), np.float32))
+    Traceback (most recent call last):
+    ...
+    prelens._errors.ShapeError: dense(784→256, relu, f32): input: expected f32[...,784], got f32[8,100]
+    """
+    n_in, n_out = check_size("dense", "n_in", n_in), check_size("dense", "n_out", n_out)
+    dt = float_dtype("dense", dtype)
+    act = resolve_activation(f"dense({n_in}→{n_out})", activation)
+    scheme = _check_scheme("dense", init) if init is not None else (act.init_scheme if act else "glorot")
+    name = (
+        f"dense({n_in}→{n_out}{', ' + act.name if act else ''}{dtype_suffix(dt)}"
+        f"{'' if input_delta else ', input_delta=False'})"
+    )
+    apply = act.apply if act is not None else None
+    grad = act.grad if act is not None else None
+    tail, w_shape, b_shape = (n_in,), (n_in, n_out), (n_out,)
+    expect_x = features(dt, n_in)
+
+    def fwd(p: DenseParams, x: Array) -> tuple[DenseResidue, Array]:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+            raise input_error(name, "input", x, expect_x, dt)
+        try:
+            w, b = p
+            ok = w.shape == w_shape and b.shape == b_shape and w.dtype == dt and b.dtype == dt
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise _dense_params_error(name, p, n_in, n_out, dt)
+        z = np.dot(x, w) if x.ndim <= 2 else x @ w
+        z += b  # z is ours: add the bias in place
+        return (x, w, z), (z if apply is None else apply(z))
+
+    def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
+        x, w, z = m
+        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != z.shape:
+            raise _delta_error(name, da, z)
+        dz = da if grad is None else grad(z, da)
+        if dz.ndim == 2:
+            dw, db = np.dot(x.T, dz), dz.sum(axis=0)
+        else:
+            dz2 = dz.reshape(-1, n_out)
+            dw, db = np.dot(x.reshape(-1, n_in).T, dz2), dz2.sum(axis=0)
+        return DenseParams(dw, db), (_times_transpose(dz, w) if input_delta else None)
+
+    def init_params(rng: np.random.Generator) -> DenseParams:
+        return DenseParams(init_weight(scheme, n_in, n_out, dt, rng), np.zeros(n_out, dt))
+
+    return PreLens(fwd, bwd, name, init_params)
+
+
+def _dense_params_error(lens: str, p: object, n_in: int, n_out: int, dt: np.dtype[Any]) -> E.PrelensError:
+    dn = E.dtype_name(dt)
+    if not isinstance(p, tuple) or len(p) != 2:
+        return E.lens_structure_error(
+            lens,
+            "parameters",
+            f"must be DenseParams(weight {dn}[{n_in},{n_out}], bias {dn}[{n_out}]), got {E.describe(p)}",
+        )
+    w, b = p
+    if not (isinstance(w, np.ndarray) and w.dtype == dt and w.shape == (n_in, n_out)):
+        return param_error(lens, "weight", w, f"{dn}[{n_in},{n_out}]", dt)
+    return param_error(lens, "bias", b, f"{dn}[{n_out}]", dt)

@@ -1,0 +1,91 @@
+"""The fast multi-layer perceptron: dense layers chained, parameters a list in data-flow order.
+
+The array twin of the post's ``makeMlp``. With the default arguments it is the
+post's network (``tanh`` on every layer) and equals the faithful
+:func:`~prelens.nn.make_mlp` on the same weights (see :mod:`prelens.nn._convert`).
+
+>>> import numpy as np
+>>> net = mlp(784, [256, 128, 10])
+>>> net
+mlp(784→256→128→10, tanh)
+>>> from prelens import tree_shapes
+>>> [p.weight for p in tree_shapes(net.init(0))]
+['f64[784,256]', 'f64[256,128]', 'f64[128,10]']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._combinators import chain
+from .._lens import PreLens
+from ._activations import Activation, resolve_activation, tanh
+from ._fastcheck import Array, check_size, dtype_suffix, float_dtype
+from ._linear import DenseParams, DenseResidue, dense
+
+__all__ = ["mlp"]
+
+
+def mlp(
+    n_in: int,
+    sizes: Sequence[int],
+    activation: Activation | str | None = tanh,
+    *,
+    last_activation: Activation | str | None = "same",
+    dtype: npt.DTypeLike = np.float64,
+    init: str | None = None,
+    input_delta: bool = True,
+) -> PreLens[Array, Array, list[DenseResidue], list[DenseResidue], list[DenseParams], list[DenseParams], Array, Any]:
+    """``chain`` of :func:`dense` layers ``n_in → sizes[0] → … → sizes[-1]``.
+
+    Haskell::
+
+        makeMlp :: Int -> [Int] -> TriLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
+        mlp     :: Int -> [Int] -> PreLens A A [(A, W, A)] [(A, W, A)] [DenseParams] [DenseParams] A A
+
+    Parameters: a list of :class:`DenseParams` (first layer first); residues:
+    a list of the layers' ``(x, W, z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``.
+
+    ``activation`` goes on every layer; ``last_activation`` (``"same"`` by
+    default, as in the post) replaces it on the last one: pass ``None`` for a
+    classifier whose logits go into :func:`softmax_cross_entropy`.
+    ``dtype``, ``init``: as in :func:`dense`. ``input_delta=False`` treats the
+    network's input as data (the first layer returns ``ds = None`` and skips its
+    input-delta product): the cheaper choice for training.
+
+    >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
+    >>> clf
+    mlp(4→8→8→3, relu, last=None, f32)
+    >>> y = clf.fwd(clf.init(0), np.zeros((16, 4), np.float32))[1]
+    >>> y.shape, y.dtype
+    ((16, 3), dtype('float32'))
+    """
+    n_in = check_size("mlp", "n_in", n_in)
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) == 0:
+        raise E.lens_value_error("mlp", f"sizes must be a non-empty list of layer widths, got {sizes!r}")
+    widths = [check_size("mlp", f"sizes[{i}]", n) for i, n in enumerate(sizes)]
+    dt = float_dtype("mlp", dtype)
+    act = resolve_activation("mlp", activation)
+    last = (
+        act
+        if isinstance(last_activation, str) and last_activation == "same"
+        else (resolve_activation("mlp", last_activation))
+    )
+    ins = [n_in, *widths[:-1]]
+    layers = [
+        dense(m, n, act if i < len(widths) - 1 else last, dtype=dt, init=init, input_delta=input_delta or i > 0)
+        for i, (m, n) in enumerate(zip(ins, widths))
+    ]
+    name = (
+        f"mlp({'→'.join(map(str, [n_in, *widths]))}, {act.name if act else 'None'}"
+        f"{'' if last is act else ', last=' + (last.name if last else 'None')}{dtype_suffix(dt)}"
+        f"{'' if input_delta else ', input_delta=False'})"
+    )
+    # Keep chain's op and parts (summaries open it up); only the name is the MLP's.
+    return replace(chain(*layers), name=name)

@@ -1,0 +1,82 @@
+"""Evaluation: the model's outputs, classification accuracy, the loss on a data set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._lens import AnyLens
+from .._trace import forward
+
+Tree = Any
+
+__all__ = ["accuracy", "evaluate", "predict"]
+
+
+def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
+    """The model's outputs on ``xs`` (leading batch axis), in chunks of ``batch_size`` rows.
+
+    ``batch_size=None`` runs all rows at once; chunks bound the memory the
+    residues take. Shapes: ``(n, ...) -> (n, ...)``.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear
+    >>> model = linear(3, 2)
+    >>> predict(model, model.init(0), np.ones((5, 3)), batch_size=2).shape
+    (5, 2)
+    """
+    if batch_size is None:
+        return forward(model, params, xs)
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise E.bad_argument("predict", "batch_size", batch_size, "an int >= 1 or None")
+    n = len(xs)
+    parts = [forward(model, params, xs[i : i + batch_size]) for i in range(0, n, batch_size)]
+    return np.concatenate(parts) if parts else forward(model, params, xs)
+
+
+def _classes(values: npt.NDArray[Any], like_outputs: bool) -> npt.NDArray[Any]:
+    """Class indices from scores ``(n, k)`` (argmax), or from one column / 1-D (positive = 1)."""
+    if values.ndim >= 2 and values.shape[-1] > 1:
+        return np.asarray(np.argmax(values, axis=-1))
+    flat = values.reshape(len(values), -1)[:, 0] if values.ndim >= 2 else values
+    if like_outputs or flat.dtype.kind == "f":
+        return (flat > 0).astype(np.int64)
+    return np.asarray(flat)
+
+
+def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int | None = None) -> float:
+    """The fraction of rows of ``xs`` that ``model`` classifies as ``labels`` say.
+
+    Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or
+    probabilities): the prediction is the argmax. A single output column
+    (or 1-D outputs) is a binary score: class 1 when positive (a tanh
+    output against ±1 targets, or a logit). ``labels`` are class indices
+    ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 / 0-1 values.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear
+    >>> xs = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0]])
+    >>> accuracy(linear(2, 2), np.eye(2), xs, np.array([0, 1, 0]))
+    0.6666666666666666
+    """
+    outputs = np.asarray(predict(model, params, xs, batch_size))
+    truth = np.asarray(labels)
+    if len(outputs) != len(truth):
+        raise E.bad_argument("accuracy", "labels", E.describe(truth), f"one label per row of xs ({len(outputs)})")
+    if len(truth) == 0:
+        return float("nan")
+    return float(np.mean(_classes(outputs, True) == _classes(truth, False)))
+
+
+def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any) -> float:
+    """The loss of ``model`` on the whole of ``(xs, targets)``: ``forward(model >> loss, (targets, params), xs)``.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear, mse
+    >>> evaluate(linear(2, 1), mse, np.zeros((2, 1)), np.ones((3, 2)), np.ones((3, 1)))
+    1.0
+    """
+    return float(forward(model >> loss, (targets, params), xs))

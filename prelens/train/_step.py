@@ -1,0 +1,67 @@
+"""One training step: forward, the trace with ``da = 1``, and an optimiser update.
+
+The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss
+lens takes the ground truth as its *parameter*, so the composite's parameters
+are ``(targets, model_params)`` (the later lens first) and its input is the
+batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns
+a pullback; seeding it with ``da = 1`` gives ``((d_targets, d_params), d_xs)``,
+of which the optimiser takes ``d_params`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._lens import AnyLens
+from .._trace import vjp
+from ..optim import Optimizer
+
+Tree = Any
+Batch = tuple[Any, Any]
+
+__all__ = ["step", "value_and_grad"]
+
+
+def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
+    """The loss of ``model`` on ``batch = (xs, targets)`` and its gradient in ``params``.
+
+    ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its
+    parameter (e.g. integer labels for ``softmax_cross_entropy``). The gradient
+    is a tree shaped like ``params``.
+
+    >>> import numpy as np
+    >>> from prelens import PreLens
+    >>> scale = PreLens(lambda w, x: ((w, x), w * x), lambda m, da: ((da * m[1]).sum(), da * m[0]))
+    >>> half_sq = PreLens(lambda g, s: (s - g, 0.5 * ((s - g) ** 2).sum()), lambda d, da: (-da * d, da * d))
+    >>> loss, grad = value_and_grad(scale, half_sq, 2.0, (np.array([1.0, 2.0]), np.array([1.0, 1.0])))
+    >>> loss, float(grad)
+    (5.0, 7.0)
+    """
+    xs, targets = batch
+    value, pullback = vjp(model >> loss, (targets, params), xs)
+    (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
+    return float(value), grads
+
+
+def step(
+    model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, optimizer: Optimizer[Any], state: Any
+) -> tuple[Tree, Any, float]:
+    """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
+
+    ``loss_value`` is the loss at ``params`` (before the update). Pure: the
+    arguments are not modified.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear, mse
+    >>> from prelens.optim import sgd
+    >>> model = linear(2, 1)
+    >>> opt = sgd(0.1)
+    >>> params = model.init(0)
+    >>> batch = (np.ones((4, 2)), np.zeros((4, 1)))
+    >>> new, state, before = step(model, mse, params, batch, opt, opt.init(params))
+    >>> value_and_grad(model, mse, new, batch)[0] < before
+    True
+    """
+    value, grads = value_and_grad(model, loss, params, batch)
+    new_params, new_state = optimizer.update(grads, state, params)
+    return new_params, new_state, value

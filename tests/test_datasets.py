@@ -1,0 +1,196 @@
+"""Shipped data: Iris, the toy set, moons and spirals, splits and standardisation."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from prelens._errors import ArgumentError
+from prelens.datasets import (
+    DATASETS,
+    IRIS_CLASSES,
+    TOY_XS,
+    TOY_YS,
+    iris_arrays,
+    load_dataset,
+    load_iris,
+    load_toy,
+    make_moons,
+    make_spirals,
+    standardize,
+    stratified_folds,
+    stratified_split,
+)
+
+# ---------------------------------------------------------------------- iris
+
+
+def test_iris_is_fishers_data():
+    xs, ys = iris_arrays()
+    assert xs.shape == (150, 4) and xs.dtype == np.float64 and ys.dtype == np.int64
+    assert np.bincount(ys).tolist() == [50, 50, 50]
+    # the well-known column means and a few rows of the classic table
+    np.testing.assert_allclose(xs.mean(axis=0), [5.843333, 3.057333, 3.758, 1.199333], atol=1e-6)
+    assert xs[0].tolist() == [5.1, 3.5, 1.4, 0.2] and ys[0] == 0
+    assert xs[50].tolist() == [7.0, 3.2, 4.7, 1.4] and ys[50] == 1
+    assert xs[149].tolist() == [5.9, 3.0, 5.1, 1.8] and ys[149] == 2
+
+
+def test_iris_csv_has_a_header_and_is_shipped_in_the_package():
+    text = resources.files("prelens.datasets").joinpath("data", "iris.csv").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "sepal_length_cm,sepal_width_cm,petal_length_cm,petal_width_cm,species"
+    assert len(lines) == 151 and lines[1] == "5.1,3.5,1.4,0.2,setosa"
+
+
+def test_iris_arrays_are_copies():
+    xs, _ = iris_arrays()
+    xs[0, 0] = 100.0
+    assert iris_arrays()[0][0, 0] == 5.1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_iris_split_is_stratified_disjoint_and_seeded(seed: int):
+    split = load_iris(test_fraction=0.2, rng=seed)
+    assert split.x_train.shape == (120, 4) and split.x_test.shape == (30, 4)
+    assert np.bincount(split.y_test).tolist() == [10, 10, 10]
+    assert split.class_names == IRIS_CLASSES and split.n_classes == 3 and split.n_features == 4
+    rows = sorted(map(tuple, np.concatenate([split.x_train, split.x_test])))
+    assert rows == sorted(map(tuple, iris_arrays()[0]))  # every flower exactly once
+    again = load_iris(test_fraction=0.2, rng=seed)
+    np.testing.assert_array_equal(again.x_test, split.x_test)
+    other = load_iris(test_fraction=0.2, rng=seed + 10)
+    assert not np.array_equal(other.x_test, split.x_test)
+
+
+def test_iris_standardisation_uses_training_statistics_only():
+    raw = load_iris(0.3, rng=5)
+    std = load_iris(0.3, rng=5, standardize_features=True)
+    np.testing.assert_allclose(std.x_train.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(std.x_train.std(axis=0), 1.0, rtol=1e-12)
+    mean, scale = raw.x_train.mean(axis=0), raw.x_train.std(axis=0)
+    np.testing.assert_allclose(std.x_test, (raw.x_test - mean) / scale, rtol=1e-12)
+
+
+def test_iris_float32():
+    split = load_iris(rng=0, dtype=np.float32, standardize_features=True)
+    assert split.x_train.dtype == np.float32 and split.x_test.dtype == np.float32
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def test_stratified_split_keeps_proportions():
+    labels = np.array([0] * 30 + [1] * 10 + [2] * 20)
+    train, test = stratified_split(labels, 0.5, rng=0)
+    assert np.bincount(labels[test]).tolist() == [15, 5, 10]
+    assert sorted([*train, *test]) == list(range(60))
+    train, test = stratified_split(labels, 0.0, rng=0)
+    assert len(test) == 0 and len(train) == 60
+
+
+@pytest.mark.parametrize("fraction", [1.0, -0.1, "0.2"])
+def test_stratified_split_rejects_bad_fractions(fraction: object):
+    with pytest.raises(ArgumentError, match=r"stratified_split: test_fraction must be a number in \[0, 1\)"):
+        stratified_split([0, 1], fraction, 0)  # type: ignore[arg-type]
+
+
+def test_stratified_folds_partition_and_balance():
+    labels = np.array([0] * 7 + [1] * 5 + [2] * 3)
+    folds = stratified_folds(labels, 3, rng=1)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(15))
+    assert [len(f) for f in folds] == [5, 5, 5]
+    for f in folds:
+        counts = np.bincount(labels[f], minlength=3)
+        assert counts[0] in (2, 3) and counts[1] in (1, 2) and counts[2] == 1
+    with pytest.raises(ArgumentError, match=r"stratified_folds: k must be an int >= 2, got 1"):
+        stratified_folds(labels, 1)
+
+
+def test_standardize_constant_columns_and_dtype():
+    train = np.array([[1.0, 5.0], [3.0, 5.0]], np.float32)
+    a, b = standardize(train, np.array([[2.0, 6.0]], np.float32))
+    assert a.dtype == np.float32 and a.tolist() == [[-1.0, 0.0], [1.0, 0.0]]
+    assert b.tolist() == [[0.0, 1.0]]
+    assert train.tolist() == [[1.0, 5.0], [3.0, 5.0]]  # inputs untouched
+
+
+# ----------------------------------------------------------------------- toy
+
+
+def test_toy_set_is_micrograds():
+    assert TOY_XS.tolist() == [[2, 3, -1], [3, -1, 0.5], [0.5, 1, 1], [1, 1, -1]]
+    assert TOY_YS.ravel().tolist() == [1, -1, -1, 1] and TOY_YS.shape == (4, 1)
+    with pytest.raises(ValueError, match="read-only"):
+        TOY_XS[0, 0] = 0.0
+    xs, ys = load_toy()
+    xs[0, 0] = 0.0
+    assert TOY_XS[0, 0] == 2.0 and ys.flags.writeable
+
+
+def test_toy_set_agrees_with_the_faithful_module():
+    from prelens import nn
+
+    np.testing.assert_array_equal(nn.TOY_XS, TOY_XS)
+    np.testing.assert_array_equal(nn.TOY_YS, TOY_YS)
+
+
+# ----------------------------------------------------------- moons, spirals
+
+
+def test_moons_geometry_and_seeding():
+    xs, ys = make_moons(101, noise=0.0, rng=0)
+    assert xs.shape == (101, 2) and np.bincount(ys).tolist() == [50, 51]
+    upper, lower = xs[ys == 0], xs[ys == 1]
+    np.testing.assert_allclose(np.hypot(upper[:, 0], upper[:, 1]), 1.0)
+    np.testing.assert_allclose(np.hypot(lower[:, 0] - 1.0, lower[:, 1] - 0.5), 1.0)
+    a, b = make_moons(50, rng=3), make_moons(50, rng=3)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(make_moons(50, rng=4)[0], a[0])
+
+
+def test_spirals_geometry_and_seeding():
+    xs, ys = make_spirals(100, classes=3, noise=0.0, rng=0)
+    assert np.bincount(ys).tolist() == [34, 33, 33]
+    radius = np.hypot(xs[:, 0], xs[:, 1])
+    assert radius.max() == pytest.approx(1.0) and radius.min() == pytest.approx(0.0)
+    # noiseless arm k: angle = 2π (k/3 + r), so every point sits on its own arm
+    for k in range(3):
+        arm = xs[ys == k]
+        r = np.hypot(arm[:, 0], arm[:, 1])
+        angle = 2 * np.pi * (k / 3 + r)
+        np.testing.assert_allclose(arm, np.column_stack([r * np.cos(angle), r * np.sin(angle)]), atol=1e-12)
+    np.testing.assert_array_equal(make_spirals(30, rng=1)[0], make_spirals(30, rng=1)[0])
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: make_moons(1), r"make_moons: n must be an int >= 2, got 1"),
+        (lambda: make_moons(10, noise=-1), r"make_moons: noise must be a number >= 0"),
+        (lambda: make_spirals(10, classes=1), r"make_spirals: classes must be an int >= 2, got 1"),
+        (lambda: make_spirals(10, turns=0), r"make_spirals: turns must be a number > 0"),
+        (lambda: load_dataset("mnist"), r"load_dataset: name must be one of \['iris', 'moons', 'spirals'\]"),
+    ],
+)
+def test_generator_argument_errors(call: object, match: str):
+    with pytest.raises(ArgumentError, match=match):
+        call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_load_dataset_by_name(name: str):
+    split = load_dataset(name, 0.25, rng=0, standardize_features=True)
+    assert split.name == name
+    assert len(split.y_train) + len(split.y_test) == {"iris": 150, "moons": 200, "spirals": 300}[name]
+    assert split.x_train.shape[1] == split.n_features == len(split.feature_names)
+    assert set(np.unique(split.y_test)) == set(range(split.n_classes))
+    np.testing.assert_allclose(split.x_train.mean(axis=0), 0.0, atol=1e-12)
+    same = load_dataset(name, 0.25, rng=0, standardize_features=True)
+    np.testing.assert_array_equal(same.x_test, split.x_test)
+
+
+def test_load_dataset_iris_matches_load_iris():
+    np.testing.assert_array_equal(load_dataset("iris", 0.2, rng=4).x_test, load_iris(0.2, rng=4).x_test)

@@ -1,0 +1,435 @@
+"""Training: the step, the fit loop, evaluation, and never losing work."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+from prelens import NonFiniteError, PreLens, tree_allclose
+from prelens._errors import ArgumentError, CheckpointError, TrainingNonFiniteError
+from prelens.checkpoint import load, load_metadata
+from prelens.datasets import load_iris
+from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
+from prelens.optim import adam, momentum, sgd
+from prelens.train import Progress, accuracy, evaluate, fit, predict, step, value_and_grad
+
+
+class Affine(NamedTuple):
+    weight: np.ndarray
+    bias: np.ndarray
+
+
+def affine_lens(on_call: Any = None) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """``x W + b`` built from PreLens directly; ``on_call(k, p, a) -> a`` can sabotage call ``k``."""
+    calls = [0]
+
+    def fwd(p: Affine, x: np.ndarray) -> tuple[Any, np.ndarray]:
+        calls[0] += 1
+        a = x @ p.weight + p.bias
+        if on_call is not None:
+            a = on_call(calls[0], p, a)
+        return (x, p.weight), a
+
+    def bwd(m: tuple[np.ndarray, np.ndarray], da: np.ndarray) -> tuple[Affine, np.ndarray]:
+        x, w = m
+        return Affine(x.T @ da, da.sum(axis=0)), da @ w.T
+
+    def init(rng: np.random.Generator) -> Affine:
+        return Affine(rng.standard_normal((3, 2)), np.zeros(2))
+
+    return PreLens(fwd, bwd, "affine", init)
+
+
+def half_squares() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """The post's loss: ground truth as the parameter, ½ Σ (s − g)²."""
+    return PreLens(lambda g, s: (s - g, 0.5 * float(np.sum((s - g) ** 2))), lambda d, da: (-da * d, da * d), "half_sq")
+
+
+RNG = np.random.default_rng(0)
+XS = RNG.standard_normal((12, 3))
+YS = XS @ np.array([[1.0, -1.0], [0.5, 0.0], [0.0, 2.0]]) + np.array([0.1, -0.2])
+
+
+def frozen(tree: Any) -> Any:
+    return copy.deepcopy(tree)
+
+
+# -------------------------------------------------------------------- step
+
+
+def test_value_and_grad_is_the_analytic_gradient():
+    lens, params = affine_lens(), affine_lens().init(0)
+    value, grads = value_and_grad(lens, half_squares(), params, (XS, YS))
+    residual = XS @ params.weight + params.bias - YS
+    assert value == pytest.approx(0.5 * np.sum(residual**2))
+    assert isinstance(grads, Affine)
+    np.testing.assert_allclose(grads.weight, XS.T @ residual)
+    np.testing.assert_allclose(grads.bias, residual.sum(axis=0))
+
+
+def test_step_is_forward_trace_update_and_pure():
+    lens, params = affine_lens(), affine_lens().init(0)
+    opt = momentum(0.01)
+    state = opt.init(params)
+    before = frozen((params, state))
+    new, new_state, value = step(lens, half_squares(), params, (XS, YS), opt, state)
+    assert tree_allclose((params, state), before, rtol=0)
+    _, grads = value_and_grad(lens, half_squares(), params, (XS, YS))
+    want, want_state = opt.update(grads, state, params)
+    assert tree_allclose(new, want) and tree_allclose(new_state, want_state)
+    assert value == value_and_grad(lens, half_squares(), params, (XS, YS))[0]
+    assert value_and_grad(lens, half_squares(), new, (XS, YS))[0] < value
+
+
+def test_step_with_the_real_lenses_keeps_float32():
+    model = mlp(3, [5, 2], last_activation=None, dtype=np.float32)
+    params = model.init(0)
+    opt = adam(0.01)
+    xs, labels = XS.astype(np.float32), (YS[:, 0] > 0).astype(np.int64)
+    new, _, value = step(model, softmax_cross_entropy, params, (xs, labels), opt, opt.init(params))
+    assert all(p.weight.dtype == np.float32 for p in new)
+    assert np.isfinite(value)
+
+
+# --------------------------------------------------------------------- fit
+
+
+def test_fit_learns_and_records_a_history():
+    lens = affine_lens()
+    result = fit(lens, half_squares(), (XS, YS), 40, 4, sgd(0.1), rng=0, progress=False)
+    params, state, history = result
+    assert result.history is history and state == ()
+    assert history.epochs == 40 and len(history.seconds) == 40
+    assert history.steps == 40 * 3 and not history.interrupted and history.stopped is None
+    assert history.loss[-1] < 1e-3 * history.loss[0]
+    np.testing.assert_allclose(params.bias, [0.1, -0.2], atol=1e-2)
+
+
+def test_fit_is_reproducible_and_never_touches_the_callers_params():
+    lens = affine_lens()
+    start = lens.init(1)
+    before = frozen(start)
+    a = fit(lens, half_squares(), (XS, YS), 3, 5, adam(0.1), rng=7, params=start, progress=False)
+    b = fit(lens, half_squares(), (XS, YS), 3, 5, adam(0.1), rng=7, params=start, progress=False)
+    c = fit(lens, half_squares(), (XS, YS), 3, 5, adam(0.1), rng=8, params=start, progress=False)
+    assert tree_allclose(start, before, rtol=0)
+    assert tree_allclose(a.params, b.params, rtol=0)
+    assert not tree_allclose(a.params, c.params)  # the shuffling depends on rng
+
+
+def recorder(seen: list[np.ndarray]) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """A parameter-free identity lens that records every input batch it sees."""
+
+    def fwd(p: tuple[()], x: np.ndarray) -> tuple[tuple[()], np.ndarray]:
+        seen.append(x.copy())
+        return (), x
+
+    return PreLens(fwd, lambda m, da: ((), da), "recorder")
+
+
+def test_fit_visits_every_row_once_per_epoch_with_a_short_last_batch():
+    seen: list[np.ndarray] = []
+    fit(recorder(seen) >> affine_lens(), half_squares(), (XS, YS), 2, 5, sgd(0.01), rng=0, progress=False)
+    assert [len(x) for x in seen] == [5, 5, 2, 5, 5, 2]
+    for epoch in (seen[:3], seen[3:]):
+        rows = np.concatenate(epoch)
+        assert sorted(map(tuple, rows)) == sorted(map(tuple, XS))
+    assert not np.array_equal(np.concatenate(seen[:3]), XS)  # shuffled
+    assert not np.array_equal(np.concatenate(seen[:3]), np.concatenate(seen[3:]))  # reshuffled each epoch
+
+
+def test_fit_without_shuffling_takes_rows_in_order():
+    seen: list[np.ndarray] = []
+    fit(recorder(seen) >> affine_lens(), half_squares(), (XS, YS), 1, 5, sgd(0.01), 0, shuffle=False, progress=False)
+    np.testing.assert_array_equal(np.concatenate(seen), XS)
+
+
+def test_fit_validation_metrics():
+    iris = load_iris(rng=0, standardize_features=True)
+    model = mlp(4, [8, 3], last_activation=None, input_delta=False)
+    _, _, history = fit(
+        model,
+        softmax_cross_entropy,
+        (iris.x_train, iris.y_train),
+        5,
+        16,
+        adam(0.02),
+        rng=0,
+        validation=(iris.x_test, iris.y_test),
+        metrics={"accuracy": accuracy},
+        progress=False,
+    )
+    assert set(history.metrics) == {"val_loss", "val_accuracy"}
+    assert len(history.metrics["val_accuracy"]) == 5
+    assert history.metrics["val_loss"][-1] < history.metrics["val_loss"][0]
+    assert all(0.0 <= a <= 1.0 for a in history.metrics["val_accuracy"])
+
+
+def test_fit_trains_a_real_mlp_on_iris():
+    iris = load_iris(rng=1, standardize_features=True)
+    model = mlp(4, [16, 3], last_activation=None, input_delta=False)
+    params, _, _ = fit(
+        model, softmax_cross_entropy, (iris.x_train, iris.y_train), 60, 16, adam(0.01), 0, progress=False
+    )
+    assert accuracy(model, params, iris.x_test, iris.y_test) >= 0.9
+    assert accuracy(model, params, iris.x_train, iris.y_train) >= 0.95
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epochs": -1}, r"fit: epochs must be an int >= 0, got -1"),
+        ({"batch_size": 0}, r"fit: batch_size must be an int >= 1, got 0"),
+        ({"checkpoint_every": 2}, r"fit: checkpoint_path must be a file path when checkpoint_every is given"),
+        ({"data": (XS, YS[:5])}, r"fit: data must be \(xs, targets\) of one length, got 'leading lengths \[5, 12\]'"),
+    ],
+)
+def test_fit_argument_errors(kwargs: dict[str, Any], match: str):
+    args: dict[str, Any] = {"data": (XS, YS), "epochs": 1, "batch_size": 4, "progress": False}
+    args.update(kwargs)
+    with pytest.raises(ArgumentError, match=match):
+        fit(affine_lens(), half_squares(), optimizer=sgd(0.1), **args)
+
+
+# ------------------------------------------------------- never lose work
+
+
+def nan_on_call(k: int) -> Any:
+    """Sabotage the forward pass of call ``k``: its output (hence the loss) becomes NaN."""
+    seen: dict[int, Any] = {}
+
+    def on_call(call: int, p: Affine, a: np.ndarray) -> np.ndarray:
+        seen[call] = p
+        if call == k:
+            a = a.copy()
+            a[0, 0] = np.nan
+        return a
+
+    return on_call, seen
+
+
+def test_nan_loss_stops_with_the_step_and_the_last_good_params():
+    on_call, seen = nan_on_call(7)  # 3 batches per epoch: call 7 is epoch 3, batch 1
+    lens = affine_lens(on_call)
+    start = lens.init(0)
+    before = frozen(start)
+    with pytest.raises(
+        NonFiniteError,
+        match=r"the loss became non-finite at epoch 3/5, batch 1/3 \(loss = nan; first non-finite gradient leaf: grads\.weight\)",
+    ) as info:
+        fit(lens, half_squares(), (XS, YS), 5, 4, sgd(0.01), rng=0, params=start, progress=False)
+    err = info.value
+    assert isinstance(err, TrainingNonFiniteError)
+    assert tree_allclose(err.params, seen[7], rtol=0)  # the params the failing step started from
+    assert err.history.steps == 6 and err.history.epochs == 2 and len(err.history.loss) == 2
+    assert "non-finite" in err.history.stopped
+    assert tree_allclose(start, before, rtol=0)  # the caller's params were never overwritten
+
+
+def test_nan_gradient_is_named_by_its_tree_path():
+    model = affine_lens()
+
+    def bwd_with_nan(m: Any, da: Any) -> Any:
+        dp, ds = model.bwd(m, da)
+        calls.append(1)
+        if len(calls) == 4:
+            dp = Affine(dp.weight, np.array([0.0, np.inf]))
+        return dp, ds
+
+    calls: list[int] = []
+    sabotaged = PreLens(model.fwd, bwd_with_nan, "affine", model.init_fn)
+    with pytest.raises(
+        NonFiniteError,
+        match=r"the gradient became non-finite at epoch 2/2, batch 1/3 \(first non-finite leaf: grads\.bias\)",
+    ) as info:
+        fit(sabotaged, half_squares(), (XS, YS), 2, 4, adam(0.01), rng=0, progress=False)
+    assert np.all(np.isfinite(info.value.params.weight)) and info.value.history.steps == 3
+    assert info.value.opt_state.step == 3
+
+
+def test_parameters_that_overflow_are_not_handed_back():
+    # Finite gradients, but a step so large that the new float32 parameters overflow to ±inf.
+    model = linear(3, 2, dtype=np.float32)
+    xs, ys = np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    start = model.init(0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(
+            NonFiniteError,
+            match=r"the parameters became non-finite at epoch 2/3, batch 1/1 \(first non-finite leaf: params\)",
+        ) as info:
+            fit(model, mse, (xs, ys), 3, 4, sgd(1e39), rng=0, params=start, progress=False)
+    assert tree_allclose(info.value.params, start, rtol=0)  # the last finite parameters
+    assert info.value.history.steps == 1
+
+
+def test_huge_but_finite_gradients_are_not_mistaken_for_non_finite():
+    # |g|² overflows float32 (the quick check), yet every entry is finite: training goes on.
+    huge = PreLens(
+        lambda w, x: ((), x + w.sum()),
+        lambda m, da: (np.full(3, 1e30, np.float32), da),
+        "huge",
+        lambda rng: np.zeros(3, np.float32),
+    )
+    xs = np.zeros((4, 2), np.float32)
+    out = fit(huge, mse, (xs, xs), 2, 4, sgd(1e-32), rng=0, progress=False)
+    assert out.history.steps == 2 and np.all(np.isfinite(out.params))
+
+
+def test_keyboard_interrupt_returns_the_work_so_far(tmp_path: Path):
+    def interrupt(call: int, p: Affine, a: np.ndarray) -> np.ndarray:
+        if call == 7:
+            raise KeyboardInterrupt
+        return a
+
+    path = str(tmp_path / "ck.npz")
+    out = fit(
+        affine_lens(interrupt), half_squares(), (XS, YS), 10, 4, adam(0.01), rng=3, progress=False, checkpoint_path=path
+    )
+    assert out.history.interrupted and out.history.steps == 6 and out.history.epochs == 2
+    assert "interrupted after 6 steps (2 complete epochs)" in out.history.stopped
+    # exactly what two uninterrupted epochs give
+    two = fit(affine_lens(), half_squares(), (XS, YS), 2, 4, adam(0.01), rng=3, progress=False)
+    assert tree_allclose(out.params, two.params, rtol=0) and out.opt_state.step == 6
+    assert out.history.loss == two.history.loss
+    # and it was saved on the way out
+    saved = load(path, like={"params": two.params, "opt_state": two.opt_state})
+    assert tree_allclose(saved["params"], two.params, rtol=0)
+    assert load_metadata(path)["history"]["interrupted"] is True
+
+
+def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import prelens.checkpoint as ck
+
+    saves: list[int] = []
+    real = ck.save
+
+    def counting_save(path: Any, tree: Any, *, metadata: Any = None) -> None:
+        saves.append(metadata["epoch"])
+        real(path, tree, metadata=metadata)
+
+    monkeypatch.setattr(ck, "save", counting_save)
+    path = tmp_path / "run.npz"
+    params, state, history = fit(
+        affine_lens(), half_squares(), (XS, YS), 5, 4, adam(0.01), 0, progress=False,
+        checkpoint_every=2, checkpoint_path=str(path),
+    )  # fmt: skip
+    assert saves == [2, 4, 5]
+    saved = load(path, like={"params": params, "opt_state": state})
+    assert tree_allclose(saved["params"], params, rtol=0) and saved["opt_state"].step == 15
+    assert load_metadata(path)["history"]["loss"] == history.loss
+
+
+def test_a_failing_checkpoint_warns_and_training_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import prelens.checkpoint as ck
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise CheckpointError("disk full")
+
+    monkeypatch.setattr(ck, "save", broken)
+    with pytest.warns(RuntimeWarning, match=r"fit: checkpoint not saved: disk full"):
+        out = fit(
+            affine_lens(), half_squares(), (XS, YS), 3, 4, sgd(0.01), 0, progress=False,
+            checkpoint_every=1, checkpoint_path=str(tmp_path / "x.npz"),
+        )  # fmt: skip
+    assert out.history.epochs == 3
+
+
+# ---------------------------------------------------------------- progress
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_off_when_not_a_terminal_and_on_request():
+    quiet = io.StringIO()
+    fit(affine_lens(), half_squares(), (XS, YS), 2, 4, sgd(0.01), 0, stream=quiet)
+    assert quiet.getvalue() == ""
+    term = FakeTerminal()
+    fit(affine_lens(), half_squares(), (XS, YS), 2, 4, sgd(0.01), 0, stream=term, progress=False)
+    assert term.getvalue() == ""
+
+
+def test_progress_on_a_terminal_redraws_one_line():
+    term = FakeTerminal()
+    iris = load_iris(rng=0)
+    model = dense(4, 3, None)
+    fit(model, softmax_cross_entropy, (iris.x_train, iris.y_train), 3, 40, sgd(0.01), 0, stream=term,
+        validation=(iris.x_test, iris.y_test))  # fmt: skip
+    text = term.getvalue()
+    assert text.count("\n") == 1 and text.endswith("\n")
+    last = text.rstrip("\n").split("\r")[-1]
+    assert last.startswith("epoch 3/3 [############] 3/3  loss ")
+    assert "samples/s  eta 0:00  val_loss " in last
+
+
+def test_forced_progress_on_a_file_prints_a_line_per_epoch():
+    log = io.StringIO()
+    fit(affine_lens(), half_squares(), (XS, YS), 3, 4, sgd(0.01), 0, stream=log, progress=True)
+    lines = log.getvalue().splitlines()
+    assert [line.split("  ")[0] for line in lines] == ["epoch 1/3", "epoch 2/3", "epoch 3/3"]
+    assert "\r" not in log.getvalue()
+
+
+def test_progress_full_batch_bar_counts_steps():
+    term = FakeTerminal()
+    bar = Progress(4, 1, term, label="step", interval=0.0)
+    for k in range(1, 5):
+        bar.epoch_end(k, 0.5, {})
+    bar.close("done")
+    frames = term.getvalue().split("\r")[1:]
+    assert [f.split("  ")[0] for f in frames] == [
+        "step 1/4 [###---------]",
+        "step 2/4 [######------]",
+        "step 3/4 [#########---]",
+        "step 4/4 [############]",
+    ]
+    assert "loss 0.5000" in frames[-1] and "eta 0:00" in frames[-1]
+    assert term.getvalue().endswith("\ndone\n")
+
+
+# -------------------------------------------------------------- evaluation
+
+
+def test_predict_in_chunks_equals_all_at_once():
+    model = mlp(3, [4, 2])
+    params = model.init(0)
+    np.testing.assert_allclose(predict(model, params, XS, batch_size=5), predict(model, params, XS), rtol=1e-12)
+    with pytest.raises(ArgumentError, match=r"predict: batch_size must be an int >= 1 or None, got 0"):
+        predict(model, params, XS, batch_size=0)
+
+
+def test_accuracy_reads_scores_one_hot_and_binary_outputs():
+    ident = linear(2, 2)
+    xs = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0], [5.0, 1.0]])
+    w = np.eye(2)
+    assert accuracy(ident, w, xs, np.array([0, 1, 1, 1])) == 0.75
+    assert accuracy(ident, w, xs, np.eye(2)[[0, 1, 1, 1]]) == 0.75  # one-hot labels
+    col = linear(2, 1)
+    w1 = np.array([[1.0], [-1.0]])  # score x0 - x1: positive means class 1
+    assert accuracy(col, w1, xs, np.array([[1.0], [-1.0], [-1.0], [-1.0]])) == 0.75  # ±1 targets
+    assert accuracy(col, w1, xs, np.array([1, 0, 0, 1])) == 1.0  # 0/1 labels
+    with pytest.raises(ArgumentError, match=r"accuracy: labels must be one label per row of xs \(4\)"):
+        accuracy(ident, w, xs, np.array([0, 1]))
+
+
+def test_evaluate_is_the_loss_of_the_composite():
+    lens, params = affine_lens(), affine_lens().init(0)
+    assert evaluate(lens, half_squares(), params, XS, YS) == value_and_grad(lens, half_squares(), params, (XS, YS))[0]
+    assert evaluate(linear(3, 2), mse, np.zeros((3, 2)), XS, YS) == pytest.approx(np.mean(YS**2))
+
+
+def test_history_as_dict_is_json_ready():
+    _, _, history = fit(affine_lens(), half_squares(), (XS, YS), 2, 6, sgd(0.01), 0, progress=False)
+    d = history.as_dict()
+    assert d["loss"] == history.loss and d["steps"] == 4 and d["interrupted"] is False
+    history.loss.append(float("nan"))
+    assert history.as_dict()["loss"][-1] is None
+    assert json.loads(json.dumps(history.as_dict(), allow_nan=False))["loss"][-1] is None
