@@ -399,9 +399,7 @@ id_pre_lens: PreLens[Any, Any, tuple[()], tuple[()], tuple[()], tuple[()], Any, 
 )
 
 
-def parameter_free(
-    name: str, fwd: Callable[[Any], tuple[Any, Any]], bwd: Callable[[Any, Any], Any]
-) -> AnyLens:
+def parameter_free(name: str, fwd: Callable[[Any], tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> AnyLens:
     """A lens with parameters ``()`` from ``fwd(s) -> (m, a)`` and ``bwd(dm, da) -> ds``.
 
     >>> sq = parameter_free("square", lambda s: (s, s * s), lambda s, da: 2 * s * da)

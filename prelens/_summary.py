@@ -57,9 +57,7 @@ class Summary:
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [f"{self.lens}", f"input: {self.input}"]
         for k, r in enumerate(rows):
-            lines.append(
-                f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}"
-            )
+            lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}")
             if k == 0:
                 lines.append("-" * len(lines[-1]))
         lines.append(f"total parameters: {self.total_params:,}")

@@ -128,9 +128,7 @@ def _zip_map(f: Callable[..., Any], tree: Tree, others: tuple[Tree, ...]) -> Tre
         return f(tree, *others)
     if kind == "none":
         return None
-    children = [
-        _zip_map(f, c, tuple(_items(o)[i][1] for o in others)) for i, (_, c) in enumerate(_items(tree))
-    ]
+    children = [_zip_map(f, c, tuple(_items(o)[i][1] for o in others)) for i, (_, c) in enumerate(_items(tree))]
     return _rebuild(tree, children)
 
 
@@ -219,9 +217,7 @@ def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) ->
     return tree_first_difference(a, b, rtol=rtol, atol=atol) is None
 
 
-def tree_first_difference(
-    a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0
-) -> tuple[str, Any, Any] | None:
+def tree_first_difference(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> tuple[str, Any, Any] | None:
     """``(path, left, right)`` of the first leaf (or node) where the trees differ.
 
     >>> tree_first_difference((1.0, [2.0]), (1.0, [2.5]))

@@ -45,9 +45,7 @@ def _build(stages: list[Stage]) -> _Node:
     return root
 
 
-def _draw(
-    ax: Any, node: _Node, x: float, y: float
-) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+def _draw(ax: Any, node: _Node, x: float, y: float) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     """Draw ``node`` with its top-left corner at ``(x, y)``; return its input and output ports."""
     w, h = node.size()
     if not node.children:
@@ -56,13 +54,9 @@ def _draw(
         ax.text(cx + BOX_W / 2, cy, node.stage.name, ha="center", va="center", fontsize=8, wrap=True)
         if node.stage.has_params:
             ax.plot([cx + BOX_W / 2] * 2, [cy + BOX_H / 2, cy + BOX_H / 2 + 0.4], color="tab:blue", lw=1.5)
-            ax.text(
-                cx + BOX_W / 2 + 0.05, cy + BOX_H / 2 + 0.3, node.stage.params, fontsize=6, color="tab:blue"
-            )
+            ax.text(cx + BOX_W / 2 + 0.05, cy + BOX_H / 2 + 0.3, node.stage.params, fontsize=6, color="tab:blue")
         if node.stage.has_residue:
-            ax.plot(
-                [cx + BOX_W / 2] * 2, [cy - BOX_H / 2, cy - BOX_H / 2 - 0.4], color="tab:red", lw=1.5, ls="--"
-            )
+            ax.plot([cx + BOX_W / 2] * 2, [cy - BOX_H / 2, cy - BOX_H / 2 - 0.4], color="tab:red", lw=1.5, ls="--")
         return [(cx, cy)], [(cx + BOX_W, cy)]
     ins: list[tuple[float, float]] = []
     outs: list[tuple[float, float]] = []

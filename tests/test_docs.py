@@ -2,6 +2,8 @@
 
 import doctest
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,3 +35,15 @@ def test_code_blocks_run(page, tmp_path, monkeypatch):
 
 def test_every_page_has_code():
     assert all(blocks(p, "python") or blocks(p, "pycon") or p.name in {"index.md", "dependencies.md"} for p in PAGES)
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
+def test_examples_run(script):
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = next(line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv"))
+    assert "pytest" in command and command in readme

@@ -29,9 +29,7 @@ def test_chain_mismatch_names_both_lenses():
 
 def test_parameters_of_the_wrong_shape_are_named():
     l = linear_vec(3, 2) >> tanh_vec
-    with pytest.raises(
-        StructureError, match=r"linear_vec\(3→2\) >> tanh_vec: parameters must be a pair \(p_g, p_f\)"
-    ):
+    with pytest.raises(StructureError, match=r"linear_vec\(3→2\) >> tanh_vec: parameters must be a pair \(p_g, p_f\)"):
         l.fwd([np.ones((2, 3))], V3)
 
 

@@ -286,9 +286,7 @@ def check_beta_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_beta_unit(id_pre_lens, (), 1.0)
     """
-    check_lens_equal(
-        "beta unit", beta(dimap_s(lunit, unlunit, t)), dimap_p(runit, unrunit, t), (p, ()), s, **kw
-    )
+    check_lens_equal("beta unit", beta(dimap_s(lunit, unlunit, t)), dimap_p(runit, unrunit, t), (p, ()), s, **kw)
 
 
 def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:

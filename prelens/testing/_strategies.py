@@ -84,9 +84,7 @@ def scale_vec(n: int) -> AnyLens:
 
 
 #: ``tanh`` elementwise; residue the output.
-tanh_vec: AnyLens = parameter_free(
-    "tanh_vec", lambda s: (np.tanh(s), np.tanh(s)), lambda a, da: da * (1 - a * a)
-)
+tanh_vec: AnyLens = parameter_free("tanh_vec", lambda s: (np.tanh(s), np.tanh(s)), lambda a, da: da * (1 - a * a))
 
 
 @st.composite
@@ -98,9 +96,7 @@ def value_types(draw: st.DrawFn, max_depth: int = 1, max_dim: int = 3) -> ValueT
 
 
 @st.composite
-def lenses(
-    draw: st.DrawFn, in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 3
-) -> GeneratedLens:
+def lenses(draw: st.DrawFn, in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 3) -> GeneratedLens:
     """A random differentiable pre-lens from ``in_type`` (drawn if not given)."""
     if in_type is None:
         in_type = draw(value_types(1, max_dim))
@@ -145,9 +141,7 @@ def _primitive(draw: st.DrawFn, in_type: ValueType, max_dim: int) -> GeneratedLe
 
 
 @st.composite
-def chains(
-    draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1
-) -> list[GeneratedLens]:
+def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1) -> list[GeneratedLens]:
     """``n`` generated lenses where each one's output type is the next one's input type."""
     out: list[GeneratedLens] = []
     t = in_type if in_type is not None else draw(value_types(1))

@@ -68,9 +68,7 @@ def check_vjp(
         )
 
 
-def _both_sides(
-    lens: AnyLens, p: Any, s: Any, da: Any, grads: Any, direction: Any, eps: float
-) -> tuple[float, float]:
+def _both_sides(lens: AnyLens, p: Any, s: Any, da: Any, grads: Any, direction: Any, eps: float) -> tuple[float, float]:
     plus = axpy(eps, direction, (p, s))
     minus = axpy(-eps, direction, (p, s))
     a_plus = lens.fwd(*plus)[1]
@@ -80,9 +78,7 @@ def _both_sides(
 
 
 def _close(lhs: float, rhs: float, rtol: float, atol: float) -> bool:
-    return bool(np.isfinite(lhs) and np.isfinite(rhs)) and abs(lhs - rhs) <= atol + rtol * max(
-        abs(lhs), abs(rhs)
-    )
+    return bool(np.isfinite(lhs) and np.isfinite(rhs)) and abs(lhs - rhs) <= atol + rtol * max(abs(lhs), abs(rhs))
 
 
 def _first_wrong_leaf(

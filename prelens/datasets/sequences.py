@@ -1,0 +1,221 @@
+"""Synthetic sequence tasks and a small shipped text, for training transformers.
+
+Sequence tasks (seeded, generated on the fly): a prompt of ``length`` random
+symbols and the answer the model must write after it, laid out as::
+
+    [BOS] x1 .. xn [SEP] y1 .. yn
+
+``copy`` (``y = x``), ``reverse`` (``y = x`` backwards) and ``sort``
+(``y = sorted(x)``). A language model reads all but the last token and
+predicts the next one at every position; only the answer positions count
+(the others are labelled ``-1``, the ``ignore_index`` of
+:func:`prelens.nn.token_cross_entropy`).
+
+Text: :func:`load_text` reads a public-domain text shipped in
+``prelens/datasets/data`` (``"sonnets"``: eight of Shakespeare's sonnets,
+1609); :class:`CharVocab` maps characters to ids; :func:`text_windows` cuts
+random training windows.
+
+>>> task = SequenceTask("reverse", length=3, n_symbols=5)
+>>> inputs, labels = make_sequences(task, 1, rng=0)
+>>> task.vocab_size, inputs.shape
+(7, (1, 7))
+>>> x = inputs[0, 1:4]
+>>> bool(inputs[0, 0] == task.bos and inputs[0, 4] == task.sep)
+True
+>>> labels[0].tolist()[:4], bool((labels[0, 4:] == x[::-1]).all())
+([-1, -1, -1, -1], True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+
+__all__ = [
+    "TASKS",
+    "TEXTS",
+    "CharVocab",
+    "SequenceTask",
+    "load_text",
+    "make_sequences",
+    "text_windows",
+]
+
+#: The sequence tasks: name -> what the answer is.
+TASKS: dict[str, str] = {
+    "copy": "the prompt repeated",
+    "reverse": "the prompt backwards",
+    "sort": "the prompt's symbols in ascending order",
+}
+
+#: The shipped texts: name -> provenance.
+TEXTS: dict[str, str] = {
+    "sonnets": (
+        "William Shakespeare, Sonnets 18, 29, 30, 55, 60, 73, 116 and 130 (first printed 1609; public "
+        "domain), typed from memory in the modernised spelling of common editions"
+    ),
+}
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class SequenceTask:
+    """A sequence task: its name, the prompt ``length`` and the number of symbols.
+
+    Token ids: symbols ``0 .. n_symbols-1``, then ``bos`` and ``sep``.
+    ``seq_len`` is the model's input length ``2·length + 1`` (the full
+    sequence without its last token); the answer is predicted at positions
+    ``answer_start .. seq_len-1``.
+    """
+
+    name: str
+    length: int = 8
+    n_symbols: int = 10
+
+    def __post_init__(self) -> None:
+        if self.name not in TASKS:
+            raise E.lens_value_error("SequenceTask", f"task must be one of {sorted(TASKS)}, got {self.name!r}")
+        for what, value in (("length", self.length), ("n_symbols", self.n_symbols)):
+            if not isinstance(value, int) or value < 1:
+                raise E.lens_value_error("SequenceTask", f"{what} must be a positive int, got {value!r}")
+
+    @property
+    def bos(self) -> int:
+        """The id that begins every sequence."""
+        return self.n_symbols
+
+    @property
+    def sep(self) -> int:
+        """The id between the prompt and the answer."""
+        return self.n_symbols + 1
+
+    @property
+    def vocab_size(self) -> int:
+        """Symbols, ``bos`` and ``sep``."""
+        return self.n_symbols + 2
+
+    @property
+    def seq_len(self) -> int:
+        """The model's input length: ``[BOS] x1..xn [SEP] y1..y(n-1)``."""
+        return 2 * self.length + 1
+
+    @property
+    def answer_start(self) -> int:
+        """The first position whose next-token target is part of the answer (where ``SEP`` is read)."""
+        return self.length + 1
+
+    def answer(self, x: IntArray) -> IntArray:
+        """The answers to prompts ``x (n, length)``.
+
+        >>> SequenceTask("sort", 3).answer(np.array([[2, 0, 1]])).tolist()
+        [[0, 1, 2]]
+        """
+        if self.name == "copy":
+            return x.copy()
+        if self.name == "reverse":
+            return x[:, ::-1].copy()
+        return np.sort(x, axis=1)
+
+    def prompts(self, x: IntArray) -> IntArray:
+        """``[BOS] x [SEP]`` for prompts ``x (n, length)``: what generation starts from."""
+        n = x.shape[0]
+        return np.concatenate([np.full((n, 1), self.bos), x, np.full((n, 1), self.sep)], axis=1).astype(np.int64)
+
+
+def make_sequences(
+    task: SequenceTask | str, n: int, *, rng: np.random.Generator | int | None = None
+) -> tuple[IntArray, IntArray]:
+    """``n`` random examples of ``task``: ``(inputs, labels)``, each ``(n, task.seq_len)`` int64.
+
+    ``inputs[:, t]`` is token ``t`` of ``[BOS] x [SEP] y``; ``labels[:, t]``
+    is token ``t + 1`` where it belongs to the answer, ``-1`` elsewhere.
+    A task given by name uses the default length and symbols.
+
+    >>> inputs, labels = make_sequences("copy", 4, rng=1)
+    >>> inputs.shape, int((labels >= 0).sum(axis=1)[0])
+    ((4, 17), 8)
+    """
+    t = task if isinstance(task, SequenceTask) else SequenceTask(task)
+    if not isinstance(n, int) or n < 1:
+        raise E.lens_value_error("make_sequences", f"n must be a positive int, got {n!r}")
+    gen = np.random.default_rng(rng)
+    x = gen.integers(0, t.n_symbols, (n, t.length))
+    full = np.concatenate([t.prompts(x), t.answer(x)], axis=1)
+    inputs = full[:, :-1].copy()
+    labels = full[:, 1:].copy()
+    labels[:, : t.answer_start] = -1  # the prompt and the separator do not count
+    return inputs, labels
+
+
+# ---------------------------------------------------------------------- text
+
+
+def load_text(name: str = "sonnets") -> str:
+    """A shipped public-domain text by name (see :data:`TEXTS`).
+
+    >>> load_text()[:34]
+    "Shall I compare thee to a summer's"
+    """
+    if name not in TEXTS:
+        raise E.lens_value_error("load_text", f"text must be one of {sorted(TEXTS)}, got {name!r}")
+    return resources.files("prelens.datasets").joinpath("data", f"{name}.txt").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class CharVocab:
+    """Characters <-> ids, ids in sorted character order.
+
+    >>> v = CharVocab.from_text("hello")
+    >>> v.size, v.encode("hole").tolist(), v.decode([3, 0])
+    (4, [1, 3, 2, 0], 'oe')
+    """
+
+    chars: str
+
+    @classmethod
+    def from_text(cls, text: str) -> CharVocab:
+        """The vocabulary of the characters that occur in ``text``."""
+        return cls("".join(sorted(set(text))))
+
+    @property
+    def size(self) -> int:
+        """The number of characters."""
+        return len(self.chars)
+
+    def encode(self, text: str) -> IntArray:
+        """Ids of the characters of ``text`` (every one must be in the vocabulary)."""
+        index = {c: i for i, c in enumerate(self.chars)}
+        try:
+            return np.array([index[c] for c in text], dtype=np.int64)
+        except KeyError as exc:
+            raise E.lens_value_error("CharVocab.encode", f"character {exc.args[0]!r} is not in the vocabulary") from exc
+
+    def decode(self, ids: Any) -> str:
+        """The text of a sequence of ids."""
+        return "".join(self.chars[int(i)] for i in np.asarray(ids).ravel())
+
+
+def text_windows(
+    ids: IntArray, block: int, n: int, *, rng: np.random.Generator | int | None = None
+) -> tuple[IntArray, IntArray]:
+    """``n`` random windows of a token stream: ``inputs = ids[i:i+block]``, ``labels = ids[i+1:i+block+1]``.
+
+    >>> x, y = text_windows(np.arange(10), 4, 2, rng=0)
+    >>> x.shape, bool((y == x + 1).all())
+    ((2, 4), True)
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    if block < 1 or len(ids) < block + 1:
+        raise E.lens_value_error("text_windows", f"need block >= 1 and at least block+1 tokens, got block={block}")
+    gen = np.random.default_rng(rng)
+    starts = gen.integers(0, len(ids) - block, n)
+    offsets = starts[:, None] + np.arange(block)
+    return ids[offsets], ids[offsets + 1]

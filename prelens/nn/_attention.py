@@ -1,0 +1,549 @@
+"""Attention, every step a lens: projections, scores, mask, softmax, weighted sum, heads.
+
+One head of attention, as the seeds describe it, is a pipeline of small lenses
+on a batch of sequences ``x (B, T, d_model)`` (batch axis leading)::
+
+    x ─copy─> (x, x, x) ─W_Q ⊗ W_K ⊗ W_V─> (Q, K, V)
+      ─scores ⊗ id─> (Q Kᵀ/√d_k, V) ─mask ⊗ id─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
+
+(``⊗`` is the parallel product ``@`` of lenses, not matmul). For
+cross-attention the queries come from one sequence and the keys and values
+from another: the input is a pair ``(x, context)``.
+
+Two layouts of multi-head attention, proven equal by the tests:
+
+* :func:`multi_head_attention_faithful` — the structure is the point:
+  :func:`~prelens.branch` to ``h`` copies, ``h`` heads side by side with
+  :func:`~prelens.vec_lens`, :func:`concat_heads`, then the output projection
+  ``W_O``. Parameters :class:`FaithfulAttentionParams`.
+* :func:`multi_head_attention` / :func:`cross_attention` — the fast path: the
+  same pipeline once, on wide projections ``(d_model, d_model)`` with the
+  heads on an array axis (:func:`split_heads`, :func:`merge_heads`).
+  Parameters :class:`AttentionParams`; :func:`stack_heads` and
+  :func:`unstack_heads` are the isomorphism between the two layouts.
+
+After a forward pass, :func:`~prelens.nn.attention_weights` reads the
+attention matrices ``(B, heads, T_q, T_k)`` out of the residue.
+
+>>> import numpy as np
+>>> mha = multi_head_attention(8, 2, causal=True)
+>>> mha
+multi_head_attention(8, heads=2, causal)
+>>> m, y = mha.fwd(mha.init(0), np.ones((3, 5, 8)))
+>>> y.shape
+(3, 5, 8)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._combinators import branch, chain, copy_l, vec_lens
+from .._iso import unassoc_l
+from .._lens import AnyLens, PreLens, id_pre_lens
+from ._activations import softmax
+from ._fastcheck import Array, check_size, dtype_suffix, float_dtype
+from ._linear import linear
+from ._transformer_wiring import reparam, with_probes
+
+__all__ = [
+    "AttentionParams",
+    "FaithfulAttentionParams",
+    "HeadParams",
+    "attention_head",
+    "attention_scores",
+    "causal_mask",
+    "concat_heads",
+    "cross_attention",
+    "merge_heads",
+    "multi_head_attention",
+    "multi_head_attention_faithful",
+    "split_heads",
+    "stack_heads",
+    "unstack_heads",
+    "weighted_sum",
+]
+
+
+class AttentionParams(NamedTuple):
+    """Parameters of the fast multi-head attention: four ``(d_model, d_model)`` matrices.
+
+    Head ``i`` uses columns ``i·d_k : (i+1)·d_k`` of ``W_Q``, ``W_K`` and
+    ``W_V`` (``d_k = d_model / heads``); ``W_O`` maps the concatenated heads
+    back to ``d_model``. Deltas have the same type.
+    """
+
+    W_Q: Array
+    W_K: Array
+    W_V: Array
+    W_O: Array
+
+
+class HeadParams(NamedTuple):
+    """Parameters of one head: ``W_Q``, ``W_K``, ``W_V`` of shape ``(d_model, d_k)``."""
+
+    W_Q: Array
+    W_K: Array
+    W_V: Array
+
+
+class FaithfulAttentionParams(NamedTuple):
+    """Parameters of the faithful multi-head attention: a list of heads and ``W_O (d_model, d_model)``."""
+
+    heads: list[HeadParams]
+    W_O: Array
+
+
+# ----------------------------------------------------------------- the pieces
+
+
+#: The "minus infinity" of the mask: finite in float32 and float64 (so a row with every key
+#: masked stays finite), far below any real score (so its ``exp`` underflows to exactly 0).
+MASKED = -1e30
+
+
+def attention_scores(d_k: int) -> AnyLens:
+    """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
+
+    Shapes: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)`` (same leading axes,
+    e.g. ``(B, heads)``) ``-> (..., T_q, T_k)``. Parameter-free; residue
+    ``(Q, K)``; backward ``dQ = dS K / √d_k``, ``dK = dSᵀ Q / √d_k``.
+
+    >>> s = attention_scores(4)
+    >>> s.fwd((), (np.ones((1, 2, 4)), np.ones((1, 3, 4))))[1]
+    array([[[2., 2., 2.],
+            [2., 2., 2.]]])
+    """
+    dk = check_size("attention_scores", "d_k", d_k)
+    name = f"attention_scores(d_k={dk})"
+    scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
+
+    def fwd(p: tuple[()], qk: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
+        q, k = _pair(name, qk)
+        if q.shape[-1] != dk or k.shape[-1] != dk or q.shape[:-2] != k.shape[:-2] or q.dtype != k.dtype:
+            raise E.lens_shape_error(
+                name,
+                "input (Q, K)",
+                f"Q (..., T_q, {dk}) and K (..., T_k, {dk}) of one float dtype",
+                f"({E.describe(q)}, {E.describe(k)})",
+            )
+        s = q @ k.swapaxes(-1, -2)
+        s *= scale
+        return (q, k), s
+
+    def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
+        q, k = m
+        dq = ds @ k
+        dq *= scale
+        dk_ = ds.swapaxes(-1, -2) @ q
+        dk_ *= scale
+        return (), (dq, dk_)
+
+    return PreLens(fwd, bwd, name)
+
+
+def _pair(name: str, x: Any) -> tuple[Array, Array]:
+    if (
+        isinstance(x, tuple)
+        and len(x) == 2
+        and isinstance(x[0], np.ndarray)
+        and isinstance(x[1], np.ndarray)
+        and x[0].ndim >= 2
+        and x[0].ndim == x[1].ndim
+        and x[0].dtype.kind == "f"
+    ):
+        return x[0], x[1]
+    raise E.lens_structure_error(name, "input", f"must be a pair of float arrays (..., T, d), got {_desc(x)}")
+
+
+def _desc(x: Any) -> str:
+    if isinstance(x, tuple):
+        return "(" + ", ".join(map(E.describe, x)) + ")"
+    return E.describe(x)
+
+
+def causal_mask() -> AnyLens:
+    """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
+    :data:`MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
+
+    After :data:`~prelens.nn.softmax` those weights are exactly ``0``, so a
+    future position never influences a past one. The value is finite, so a
+    row with every key masked gives uniform weights, never NaN. The dtype is
+    kept. Parameter-free; residue: the boolean ``keep`` matrix; backward
+    zeroes the delta at masked entries.
+
+    >>> m, s = causal_mask().fwd((), np.zeros((2, 2)))
+    >>> float(s[0, 1]), m
+    (-1e+30, array([[ True, False],
+           [ True,  True]]))
+    """
+    name = "causal_mask"
+    keeps: dict[tuple[int, int], Array] = {}
+
+    def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
+        if not isinstance(s, np.ndarray) or s.ndim < 2 or s.dtype.kind != "f":
+            raise E.lens_structure_error(name, "input", f"must be float scores (..., T_q, T_k), got {_desc(s)}")
+        tq, tk = s.shape[-2:]
+        keep = keeps.get((tq, tk))
+        if keep is None:
+            keep = keeps[tq, tk] = np.tri(tq, tk, tk - tq, dtype=bool)
+            keep.flags.writeable = False
+        return keep, np.where(keep, s, MASKED)
+
+    def bwd(keep: Array, da: Array) -> tuple[tuple[()], Array]:
+        return (), np.where(keep, da, 0.0)
+
+    return PreLens(fwd, bwd, name)
+
+
+def weighted_sum() -> AnyLens:
+    """Each query's output is the attention-weighted sum of the values: ``(A, V) -> A V``.
+
+    Shapes: ``A (..., T_q, T_k)``, ``V (..., T_k, d_v) -> (..., T_q, d_v)``.
+    Parameter-free; residue ``(A, V)``; backward ``dA = dO Vᵀ``, ``dV = Aᵀ dO``.
+
+    >>> weighted_sum().fwd((), (np.array([[0.25, 0.75]]), np.array([[4.0], [8.0]])))[1]
+    array([[7.]])
+    """
+    name = "weighted_sum"
+
+    def fwd(p: tuple[()], av: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
+        a, v = _pair(name, av)
+        if a.shape[-1] != v.shape[-2] or a.shape[:-2] != v.shape[:-2] or a.dtype != v.dtype:
+            raise E.lens_shape_error(
+                name, "input (A, V)", "A (..., T_q, T_k) and V (..., T_k, d_v) of one dtype", _desc(av)
+            )
+        return (a, v), a @ v
+
+    def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
+        a, v = m
+        return (), (do @ v.swapaxes(-1, -2), a.swapaxes(-1, -2) @ do)
+
+    return PreLens(fwd, bwd, name)
+
+
+def split_heads(n_heads: int) -> AnyLens:
+    """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
+    features ``i·d_k : (i+1)·d_k``). Parameter-free, residue ``()``; the backward pass
+    is :func:`merge_heads`'s forward pass.
+
+    >>> split_heads(2).fwd((), np.arange(4.0).reshape(1, 1, 4))[1]
+    array([[[[0., 1.]],
+    <BLANKLINE>
+            [[2., 3.]]]])
+    """
+    h = check_size("split_heads", "n_heads", n_heads)
+    name = f"split_heads({h})"
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[()], Array]:
+        return (), _split(name, h, x)
+
+    def bwd(m: tuple[()], da: Array) -> tuple[tuple[()], Array]:
+        return (), _merge(name, h, da)
+
+    return PreLens(fwd, bwd, name)
+
+
+def merge_heads(n_heads: int) -> AnyLens:
+    """Concatenate the heads along the features: ``(..., h, T, d_k) -> (..., T, h·d_k)``.
+
+    The inverse of :func:`split_heads`; parameter-free, residue ``()``.
+
+    >>> merge_heads(2).fwd((), np.arange(4.0).reshape(1, 2, 1, 2))[1]
+    array([[[0., 1., 2., 3.]]])
+    """
+    h = check_size("merge_heads", "n_heads", n_heads)
+    name = f"merge_heads({h})"
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[()], Array]:
+        return (), _merge(name, h, x)
+
+    def bwd(m: tuple[()], da: Array) -> tuple[tuple[()], Array]:
+        return (), _split(name, h, da)
+
+    return PreLens(fwd, bwd, name)
+
+
+def _split(name: str, h: int, x: Array) -> Array:
+    if not isinstance(x, np.ndarray) or x.ndim < 2 or x.shape[-1] % h:
+        raise E.lens_shape_error(name, "input", f"(..., T, d) with d divisible by {h}", E.describe(x))
+    *lead, t, d = x.shape
+    # one copy into the head-major layout: the matmuls that follow run on contiguous blocks
+    return np.ascontiguousarray(x.reshape(*lead, t, h, d // h).swapaxes(-2, -3))
+
+
+def _merge(name: str, h: int, x: Array) -> Array:
+    if not isinstance(x, np.ndarray) or x.ndim < 3 or x.shape[-3] != h:
+        raise E.lens_shape_error(name, "input", f"(..., {h}, T, d_k)", E.describe(x))
+    *lead, _, t, dk = x.shape
+    return x.swapaxes(-3, -2).reshape(*lead, t, h * dk)
+
+
+def concat_heads(n_heads: int) -> AnyLens:
+    """The faithful concatenation: a list of ``h`` head outputs ``(..., T, d_i)`` -> ``(..., T, Σ d_i)``.
+
+    Parameter-free; residue: the offsets where each head's features start
+    (after the first); the backward pass cuts the delta there.
+
+    >>> concat_heads(2).fwd((), [np.zeros((1, 2)), np.ones((1, 1))])
+    ((2,), array([[0., 0., 1.]]))
+    """
+    h = check_size("concat_heads", "n_heads", n_heads)
+    name = f"concat_heads({h})"
+
+    def fwd(p: tuple[()], xs: list[Array]) -> tuple[tuple[int, ...], Array]:
+        if not isinstance(xs, list) or len(xs) != h:
+            raise E.list_length_error(name, "input", h, len(xs) if isinstance(xs, list) else -1)
+        offsets = tuple(np.cumsum([x.shape[-1] for x in xs[:-1]]).tolist())
+        return offsets, np.concatenate(xs, axis=-1)
+
+    def bwd(offsets: tuple[int, ...], da: Array) -> tuple[tuple[()], list[Array]]:
+        return (), np.split(da, list(offsets), axis=-1)
+
+    return PreLens(fwd, bwd, name)
+
+
+# -------------------------------------------------------------- one head, many
+
+
+def _check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
+    d = check_size(fn, "d_model", d_model)
+    h = check_size(fn, "n_heads", n_heads)
+    if d % h:
+        raise E.lens_value_error(fn, f"d_model must be divisible by the number of heads: d_model={d}, n_heads={h}")
+    return d, h
+
+
+def _wiring(cross: bool) -> list[AnyLens]:
+    """``x -> ((x, x), x)`` (self-attention) or ``(x, c) -> ((x, c), c)`` (cross-attention)."""
+    if cross:
+        return [id_pre_lens @ copy_l, unassoc_l]
+    return [copy_l, copy_l @ id_pre_lens]
+
+
+def _attend(d_k: int, causal: bool) -> list[AnyLens]:
+    """``((Q, K), V) -> A V``: scores, mask, softmax, weighted sum (heads on any leading axes)."""
+    stages = [attention_scores(d_k) @ id_pre_lens]
+    if causal:
+        stages.append(causal_mask() @ id_pre_lens)
+    return [*stages, softmax @ id_pre_lens, weighted_sum()]
+
+
+_UNITS2 = ((), ())
+
+
+def _wiring_params(cross: bool) -> list[Any]:
+    """The (unit) parameters of :func:`_wiring`'s two stages."""
+    return [_UNITS2, ()] if cross else [(), _UNITS2]
+
+
+def _attend_params(causal: bool) -> list[Any]:
+    """The (unit) parameters of :func:`_attend`'s stages."""
+    return [*([_UNITS2] * (3 if causal else 2)), ()]
+
+
+def _softmax_index(causal: bool) -> int:
+    """Where the softmax sits in the stage list built from ``_wiring + projections + _attend``."""
+    return 3 + (2 if causal else 1)
+
+
+def _label(kind: str, d: int, h: int, causal: bool, dt: np.dtype[Any], cross: bool = False) -> str:
+    flags = (", causal" if causal else "") + (", cross" if cross else "")
+    return f"{kind}({d}, heads={h}{flags}{dtype_suffix(dt)})"
+
+
+def attention_head(
+    d_model: int, d_k: int, *, causal: bool = False, cross: bool = False, dtype: npt.DTypeLike = np.float64
+) -> AnyLens:
+    """One head of attention: projections ≫ scores ≫ (mask) ≫ softmax ≫ weighted sum.
+
+    Self-attention: ``x (B, T, d_model) -> (B, T, d_k)``, with the queries, keys
+    and values all projected from a copy of ``x``. ``cross=True``: input
+    ``(x (B, T, d_model), context (B, S, d_model))``, queries from ``x``, keys
+    and values from ``context``. Parameters :class:`HeadParams` (three
+    ``(d_model, d_k)`` matrices). Built as::
+
+        chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
+              (linear @ linear) @ linear,                  # ((Q, K), V)
+              attention_scores(d_k) @ id, [causal_mask() @ id,]
+              softmax @ id, weighted_sum())
+
+    >>> head = attention_head(4, 2)
+    >>> head, head.fwd(head.init(0), np.ones((1, 3, 4)))[1].shape
+    (attention_head(4→2), (1, 3, 2))
+    """
+    d = check_size("attention_head", "d_model", d_model)
+    dk = check_size("attention_head", "d_k", d_k)
+    dt = float_dtype("attention_head", dtype)
+    name = f"attention_head({d}→{dk}{', causal' if causal else ''}{', cross' if cross else ''}{dtype_suffix(dt)})"
+    proj = (linear(d, dk, dtype=dt) @ linear(d, dk, dtype=dt)) @ linear(d, dk, dtype=dt)
+    body = chain(*_wiring(cross), proj, *_attend(dk, causal))
+    before, after = _wiring_params(cross), _attend_params(causal)
+
+    def p_to(hp: HeadParams) -> list[Any]:
+        return [*before, ((hp.W_Q, hp.W_K), hp.W_V), *after]
+
+    def p_from(dps: list[Any]) -> HeadParams:
+        (dq, dk_), dv = dps[2]
+        return HeadParams(dq, dk_, dv)
+
+    head = reparam(body, name, p_to=p_to, p_from=p_from)
+    index = _softmax_index(causal)
+    return with_probes(head, {"": lambda m: np.expand_dims(m[index][0], -3)})
+
+
+def multi_head_attention_faithful(
+    d_model: int,
+    n_heads: int,
+    *,
+    causal: bool = False,
+    cross: bool = False,
+    dtype: npt.DTypeLike = np.float64,
+) -> AnyLens:
+    """Multi-head attention as the structure says: ``branch`` to ``h`` heads in parallel, concatenate, ``W_O``.
+
+    ``chain(branch(h), vec_lens(h, attention_head(d_model, d_k)), concat_heads(h), linear(d_model, d_model))``
+    with ``d_k = d_model / h``. Shapes as :func:`multi_head_attention` (or,
+    with ``cross=True``, as :func:`cross_attention`). Parameters
+    :class:`FaithfulAttentionParams`; :func:`stack_heads` turns them into the
+    fast layout. ``d_model`` not divisible by ``n_heads`` is an error.
+
+    >>> mha = multi_head_attention_faithful(4, 2)
+    >>> mha
+    multi_head_attention_faithful(4, heads=2)
+    >>> [w.shape for w in mha.init(0).heads[0]]
+    [(4, 2), (4, 2), (4, 2)]
+    """
+    kind = "multi_head_attention_faithful"
+    d, h = _check_heads(kind, d_model, n_heads)
+    dt = float_dtype(kind, dtype)
+    name = _label(kind, d, h, causal, dt, cross)
+    head = attention_head(d, d // h, causal=causal, cross=cross, dtype=dt)
+    body = chain(branch(h), vec_lens(h, head), concat_heads(h), linear(d, d, dtype=dt))
+
+    def p_to(fp: FaithfulAttentionParams) -> list[Any]:
+        return [(), list(fp.heads), (), fp.W_O]
+
+    def p_from(dps: list[Any]) -> FaithfulAttentionParams:
+        return FaithfulAttentionParams(list(dps[1]), dps[3])
+
+    mha = reparam(body, name, p_to=p_to, p_from=p_from)
+    index = _softmax_index(causal)
+    return with_probes(mha, {"": lambda m: np.stack([hm[index][0] for hm in m[1]], axis=-3)})
+
+
+def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtype: npt.DTypeLike) -> AnyLens:
+    d, h = _check_heads(kind, d_model, n_heads)
+    dt = float_dtype(kind, dtype)
+    name = _label(kind, d, h, causal, dt)
+
+    def lin() -> AnyLens:
+        return linear(d, d, dtype=dt)
+
+    split = split_heads(h)
+    body = chain(
+        *_wiring(cross),
+        (lin() @ lin()) @ lin(),
+        (split @ split) @ split,
+        *_attend(d // h, causal),
+        merge_heads(h),
+        lin(),
+    )
+    before, after = _wiring_params(cross), _attend_params(causal)
+    split_units = (_UNITS2, ())
+
+    def p_to(ap: AttentionParams) -> list[Any]:
+        return [*before, ((ap.W_Q, ap.W_K), ap.W_V), split_units, *after, (), ap.W_O]
+
+    def p_from(dps: list[Any]) -> AttentionParams:
+        (dq, dk), dv = dps[2]
+        return AttentionParams(dq, dk, dv, dps[-1])
+
+    mha = reparam(body, name, p_to=p_to, p_from=p_from)
+    index = _softmax_index(causal) + 1  # the split stage comes before the scores
+    return with_probes(mha, {"": lambda m: m[index][0]})
+
+
+def multi_head_attention(
+    d_model: int, n_heads: int, *, causal: bool = False, dtype: npt.DTypeLike = np.float64
+) -> AnyLens:
+    """Fast multi-head self-attention, heads on an array axis: ``(B, T, d_model) -> (B, T, d_model)``.
+
+    Built as::
+
+        chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
+              (linear @ linear) @ linear,                  # ((Q, K), V), each (B, T, d_model)
+              (split_heads @ split_heads) @ split_heads,   # each (B, h, T, d_k)
+              attention_scores(d_k) @ id,                  # (S (B, h, T, T), V)
+              [causal_mask() @ id,] softmax @ id,          # (A, V)
+              weighted_sum(), merge_heads(h), linear)      # A V -> (B, T, d_model) -> W_O
+
+    Parameters :class:`AttentionParams` ``(W_Q, W_K, W_V, W_O)``, each
+    ``(d_model, d_model)``; ``d_k = d_model / n_heads`` (not divisible: an
+    error). Equal to :func:`multi_head_attention_faithful` through
+    :func:`stack_heads`. ``causal=True`` masks the future.
+
+    >>> mha = multi_head_attention(6, 4)
+    Traceback (most recent call last):
+    ...
+    prelens._errors.StructureError: multi_head_attention: d_model must be divisible by the number of heads: ...
+    """
+    return _fast("multi_head_attention", d_model, n_heads, causal, False, dtype)
+
+
+def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
+
+    Queries are projected from ``x``, keys and values from ``context`` (an
+    encoder's output, say): the pipeline of :func:`multi_head_attention`
+    behind the wiring ``(x, c) -> (x, (c, c)) -> ((x, c), c)``. Parameters
+    :class:`AttentionParams`; attention weights ``(B, h, T, S)``.
+
+    >>> ca = cross_attention(4, 2)
+    >>> ca.fwd(ca.init(0), (np.ones((2, 3, 4)), np.ones((2, 7, 4))))[1].shape
+    (2, 3, 4)
+    """
+    return _fast("cross_attention", d_model, n_heads, False, True, dtype)
+
+
+# ------------------------------------------------------- the two layouts' iso
+
+
+def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
+    """The faithful layout to the fast one: head matrices side by side, ``(d, d_k)·h -> (d, d)``.
+
+    Linear, so it maps parameter deltas the same way.
+
+    >>> fp = multi_head_attention_faithful(4, 2).init(0)
+    >>> ap = stack_heads(fp)
+    >>> ap.W_Q.shape, bool(np.all(ap.W_Q[:, 2:] == fp.heads[1].W_Q))
+    ((4, 4), True)
+    """
+    heads = list(fp.heads)
+    return AttentionParams(
+        np.concatenate([hp.W_Q for hp in heads], axis=-1),
+        np.concatenate([hp.W_K for hp in heads], axis=-1),
+        np.concatenate([hp.W_V for hp in heads], axis=-1),
+        fp.W_O,
+    )
+
+
+def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
+    """The fast layout to the faithful one (the inverse of :func:`stack_heads`).
+
+    >>> ap = multi_head_attention(4, 2).init(0)
+    >>> stack_heads(unstack_heads(ap, 2)).W_V.shape
+    (4, 4)
+    """
+    d = ap.W_Q.shape[-1]
+    if n_heads < 1 or d % n_heads:
+        raise E.lens_value_error(
+            "unstack_heads", f"d_model must be divisible by the number of heads: d_model={d}, n_heads={n_heads}"
+        )
+    parts = [np.split(w, n_heads, axis=-1) for w in (ap.W_Q, ap.W_K, ap.W_V)]
+    return FaithfulAttentionParams([HeadParams(q.copy(), k.copy(), v.copy()) for q, k, v in zip(*parts)], ap.W_O)

@@ -1,0 +1,114 @@
+"""Layer normalisation: each feature vector centred, scaled to unit variance, then a learned gain and bias.
+
+``y = g ⊙ (x − μ) / √(σ² + ε) + b`` over the last axis of ``x (..., d)``;
+``μ`` and ``σ²`` are the mean and the (biased) variance of that vector.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._lens import AnyLens, PreLens
+from ._fastcheck import Array, check_size, dtype_suffix, features, float_dtype, input_error, param_error
+
+__all__ = ["LayerNormParams", "layer_norm"]
+
+
+class LayerNormParams(NamedTuple):
+    """The learned affine map after normalising: ``gain`` and ``bias``, each of shape ``(d,)``."""
+
+    gain: Array
+    bias: Array
+
+
+#: The residue of :func:`layer_norm`: the normalised input ``x̂``, ``1/√(σ² + ε)`` per row, the gain.
+LayerNormResidue = tuple[Array, Array, Array]
+
+
+def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """Layer norm over the last axis: ``(..., d) -> (..., d)``, parameters :class:`LayerNormParams`.
+
+    Initialised to ``gain = 1``, ``bias = 0``. Residue ``(x̂, r, gain)`` with
+    ``r = 1/√(σ² + ε)`` per row; backward (``ĝ = da ⊙ gain``)::
+
+        dgain = Σ da ⊙ x̂,   dbias = Σ da   (summed over the leading axes)
+        dx    = r ⊙ (ĝ − mean(ĝ) − x̂ ⊙ mean(ĝ ⊙ x̂))
+
+    ``eps`` keeps a constant row finite: its output is ``bias`` and its
+    gradient finite.
+
+    >>> ln = layer_norm(4)
+    >>> ln
+    layer_norm(4)
+    >>> m, y = ln.fwd(ln.init(0), np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0]]))
+    >>> y.round(4)
+    array([[-1.3416, -0.4472,  0.4472,  1.3416],
+           [ 0.    ,  0.    ,  0.    ,  0.    ]])
+    """
+    n = check_size("layer_norm", "d", d)
+    dt = float_dtype("layer_norm", dtype)
+    if not eps > 0:
+        raise E.lens_value_error("layer_norm", f"eps must be positive, got {eps!r}")
+    eps_ = float(eps)  # a Python float never up-casts float32
+    name = f"layer_norm({n}{'' if eps_ == 1e-5 else f', eps={eps_:g}'}{dtype_suffix(dt)})"
+    tail = (n,)
+    expect = features(dt, n)
+    vec = f"{E.dtype_name(dt)}[{n}]"
+    inv_n = 1.0 / n  # Python floats never up-cast float32
+
+    def fwd(p: LayerNormParams, x: Array) -> tuple[LayerNormResidue, Array]:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+            raise input_error(name, "input", x, expect, dt)
+        gain, bias = _params(name, p, tail, dt, vec)
+        mean = np.add.reduce(x, axis=-1, keepdims=True)
+        mean *= inv_n
+        xhat = np.subtract(x, mean)
+        r = np.einsum("...i,...i->...", xhat, xhat)[..., None]  # Σ (x − μ)², no temporary
+        r *= inv_n
+        r += eps_
+        np.sqrt(r, out=r)
+        np.reciprocal(r, out=r)
+        xhat *= r
+        y = np.multiply(xhat, gain)
+        y += bias
+        return (xhat, r, gain), y
+
+    def bwd(m: LayerNormResidue, da: Array) -> tuple[LayerNormParams, Array]:
+        xhat, r, gain = m
+        da2 = da.reshape(-1, n)
+        dgain = np.einsum("ij,ij->j", da2, xhat.reshape(-1, n))
+        dbias = da2.sum(axis=0)
+        g = np.multiply(da, gain)
+        mean_g = np.add.reduce(g, axis=-1, keepdims=True)
+        mean_g *= inv_n
+        mean_gx = np.einsum("...i,...i->...", g, xhat)[..., None]
+        mean_gx *= inv_n
+        g -= mean_g
+        g -= xhat * mean_gx
+        g *= r
+        return LayerNormParams(dgain, dbias), g
+
+    def init(rng: np.random.Generator) -> LayerNormParams:
+        return LayerNormParams(np.ones(n, dt), np.zeros(n, dt))
+
+    return PreLens(fwd, bwd, name, init)
+
+
+def _params(name: str, p: Any, tail: tuple[int], dt: np.dtype[Any], vec: str) -> tuple[Array, Array]:
+    try:
+        gain, bias = p
+        ok = gain.shape == tail and bias.shape == tail and gain.dtype == dt and bias.dtype == dt
+    except (TypeError, ValueError, AttributeError):
+        ok = False
+    if ok:
+        return gain, bias
+    if not isinstance(p, tuple) or len(p) != 2:
+        raise E.lens_structure_error(
+            name, "parameters", f"must be LayerNormParams(gain {vec}, bias {vec}), got {E.describe(p)}"
+        )
+    bad, what = (p[0], "gain") if not (isinstance(p[0], np.ndarray) and p[0].shape == tail) else (p[1], "bias")
+    raise param_error(name, what, bad, vec, dt)

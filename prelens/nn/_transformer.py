@@ -1,0 +1,679 @@
+"""Transformer blocks and models, composed from the attention, norm, residual and dense lenses.
+
+* :func:`feed_forward` — ``dense ≫ relu ≫ dense``, position by position (fused;
+  :func:`feed_forward_composed` is the composition, proven equal).
+* :func:`encoder_block` — ``x = LN(x + MHA(x)); x = LN(x + FFN(x))`` (post-LN,
+  as in "Attention Is All You Need"), or with ``norm="pre"``
+  ``x = x + MHA(LN(x)); x = x + FFN(LN(x))``. With ``causal=True`` it is the
+  block of a decoder-only (GPT-style) language model.
+* :func:`decoder_block` — causal self-attention, cross-attention to an
+  encoder's output, feed-forward; it maps ``(y, memory) -> (y', memory)`` so
+  that blocks chain and every block sees the memory.
+* :func:`encoder_decoder` — ``(source ids, target ids) -> target logits``.
+* :func:`decoder_lm` — ``ids (B, T) -> logits (B, T, vocab)``: embedding,
+  positions, ``N`` causal blocks, a final linear map to the vocabulary.
+* :func:`token_cross_entropy` — softmax cross-entropy averaged over the
+  positions that count, labels (the lens's parameter) ``ignore_index``
+  elsewhere; :func:`generate` samples from a language model.
+
+Every model keeps its composition's residue, so
+:func:`~prelens.nn.attention_weights` reads every attention matrix from it.
+
+>>> import numpy as np
+>>> from prelens.nn import attention_weights
+>>> lm = decoder_lm(vocab_size=10, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=6)
+>>> p = lm.init(0)
+>>> m, logits = lm.fwd(p, np.array([[1, 2, 3]]))
+>>> logits.shape, sorted(attention_weights(lm, m))
+((1, 3, 10), ['block0.self', 'block1.self'])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._combinators import chain, copy_l
+from .._iso import sym_l, unassoc_l
+from .._lens import AnyLens, PreLens, id_pre_lens
+from ._activations import relu
+from ._attention import AttentionParams, cross_attention, multi_head_attention
+from ._embedding import positional_embedding, sinusoidal_encoding, token_embedding
+from ._fastcheck import Array, check_size, dtype_suffix, features, float_dtype, input_error
+from ._linear import DenseParams, dense
+from ._norm import LayerNormParams, layer_norm
+from ._residual import residual
+from ._transformer_wiring import join, probes_of, reparam, with_probes
+
+__all__ = [
+    "DecoderBlockParams",
+    "EncoderBlockParams",
+    "EncoderDecoderParams",
+    "FeedForwardParams",
+    "LMParams",
+    "decoder_block",
+    "decoder_lm",
+    "encoder_block",
+    "encoder_decoder",
+    "feed_forward",
+    "feed_forward_composed",
+    "generate",
+    "token_cross_entropy",
+]
+
+Norm = Literal["post", "pre"]
+Positional = Literal["learned", "sinusoidal"]
+
+
+class FeedForwardParams(NamedTuple):
+    """The two dense layers of :func:`feed_forward`: ``hidden (d_model→d_ff)``, ``output (d_ff→d_model)``."""
+
+    hidden: DenseParams
+    output: DenseParams
+
+
+class EncoderBlockParams(NamedTuple):
+    """Parameters of :func:`encoder_block` (``norm1`` goes with attention, ``norm2`` with the FFN)."""
+
+    attention: AttentionParams
+    norm1: LayerNormParams
+    feed_forward: FeedForwardParams
+    norm2: LayerNormParams
+
+
+class DecoderBlockParams(NamedTuple):
+    """Parameters of :func:`decoder_block`."""
+
+    self_attention: AttentionParams
+    norm1: LayerNormParams
+    cross_attention: AttentionParams
+    norm2: LayerNormParams
+    feed_forward: FeedForwardParams
+    norm3: LayerNormParams
+
+
+class LMParams(NamedTuple):
+    """Parameters of :func:`decoder_lm`.
+
+    ``embedding (vocab, d_model)``; ``positions (max_len, d_model)`` (``()``
+    with sinusoidal positions); one :class:`EncoderBlockParams` per block;
+    ``norm``, the final layer norm (``()`` for post-LN models, which end
+    normalised); ``unembedding``, the final ``dense(d_model→vocab)``.
+    """
+
+    embedding: Array
+    positions: Array | tuple[()]
+    blocks: list[EncoderBlockParams]
+    norm: LayerNormParams | tuple[()]
+    unembedding: DenseParams
+
+
+class EncoderDecoderParams(NamedTuple):
+    """Parameters of :func:`encoder_decoder` (``*_norm`` are ``()`` for post-LN models)."""
+
+    source_embedding: Array
+    source_positions: Array | tuple[()]
+    target_embedding: Array
+    target_positions: Array | tuple[()]
+    encoder: list[EncoderBlockParams]
+    encoder_norm: LayerNormParams | tuple[()]
+    decoder: list[DecoderBlockParams]
+    decoder_norm: LayerNormParams | tuple[()]
+    unembedding: DenseParams
+
+
+# ---------------------------------------------------------------------- pieces
+
+
+def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """The feed-forward network as the composition it is: ``chain(dense(d→d_ff), relu, dense(d_ff→d))``.
+
+    Shapes ``(..., d_model) -> (..., d_model)``; parameters
+    :class:`FeedForwardParams`. The readable twin of :func:`feed_forward`
+    (the tests prove them equal).
+
+    >>> feed_forward_composed(4, 16)
+    feed_forward_composed(4→16→4)
+    """
+    d = check_size("feed_forward_composed", "d_model", d_model)
+    f = check_size("feed_forward_composed", "d_ff", d_ff)
+    dt = float_dtype("feed_forward_composed", dtype)
+    body = chain(dense(d, f, None, dtype=dt, init="he"), relu, dense(f, d, None, dtype=dt))
+    return reparam(
+        body,
+        f"feed_forward_composed({d}→{f}→{d}{dtype_suffix(dt)})",
+        p_to=lambda p: [p.hidden, (), p.output],
+        p_from=lambda dp: FeedForwardParams(dp[0], dp[2]),
+    )
+
+
+#: The residue of :func:`feed_forward`: the input rows ``x (N, d)``, the hidden activations
+#: ``h = relu(x W₁ + b₁) (N, d_ff)``, the two weight matrices, and the input's shape.
+FeedForwardResidue = tuple[Array, Array, Array, Array, tuple[int, ...]]
+
+
+def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """Position-wise feed-forward network ``(..., d_model) -> (..., d_model)``: dense ≫ ReLU ≫ dense, fused.
+
+    ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
+    :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
+    initialisation, ``output``: ``d_ff→d_model``). The same lens as
+    :func:`feed_forward_composed` (proven equal in the tests) in one Python
+    call per pass: the matmuls run on ``(batch·time, d)`` matrices, the ReLU
+    is applied in place to the hidden layer it owns, and its derivative is
+    read off the stored activations (``h > 0`` exactly where ``x W₁ + b₁ > 0``),
+    so the residue keeps ``h`` and not the pre-activation.
+
+    >>> ffn = feed_forward(4, 16)
+    >>> ffn, ffn.init(0).hidden.weight.shape
+    (feed_forward(4→16→4), (4, 16))
+    >>> ffn.fwd(ffn.init(0), np.ones((2, 3, 4)))[1].shape
+    (2, 3, 4)
+    """
+    d = check_size("feed_forward", "d_model", d_model)
+    f = check_size("feed_forward", "d_ff", d_ff)
+    dt = float_dtype("feed_forward", dtype)
+    name = f"feed_forward({d}→{f}→{d}{dtype_suffix(dt)})"
+    hidden, output = dense(d, f, None, dtype=dt, init="he"), dense(f, d, None, dtype=dt)
+    shapes = ((d, f), (f,), (f, d), (d,))
+    tail = (d,)
+
+    def fwd(p: FeedForwardParams, x: Array) -> tuple[FeedForwardResidue, Array]:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+            raise input_error(name, "input", x, features(dt, d), dt)
+        try:
+            (w1, b1), (w2, b2) = p
+            ok = all(a.shape == s and a.dtype == dt for a, s in zip((w1, b1, w2, b2), shapes))
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise E.lens_structure_error(
+                name, "parameters", f"must be FeedForwardParams({hidden!r} params, {output!r} params) of {dt}"
+            )
+        x2 = x.reshape(-1, d)
+        h = x2 @ w1
+        h += b1
+        np.maximum(h, 0, out=h)  # h is ours: the ReLU in place
+        y = h @ w2
+        y += b2
+        return (x2, h, w1, w2, x.shape), y.reshape(x.shape)
+
+    def bwd(m: FeedForwardResidue, da: Array) -> tuple[FeedForwardParams, Array]:
+        x2, h, w1, w2, shape = m
+        da2 = da.reshape(-1, d)
+        d_output = DenseParams(h.T @ da2, da2.sum(axis=0))
+        dh = da2 @ w2.T
+        dh *= h > 0  # dh is ours: the ReLU's derivative in place
+        d_hidden = DenseParams(x2.T @ dh, dh.sum(axis=0))
+        return FeedForwardParams(d_hidden, d_output), (dh @ w1.T).reshape(shape)
+
+    def init(rng: np.random.Generator) -> FeedForwardParams:
+        return FeedForwardParams(hidden.init(rng), output.init(rng))
+
+    return PreLens(fwd, bwd, name, init, "", (hidden, relu, output))
+
+
+def _check_norm(fn: str, norm: str) -> Norm:
+    if norm not in ("post", "pre"):
+        raise E.lens_value_error(fn, f"norm must be 'post' or 'pre', got {norm!r}")
+    return "post" if norm == "post" else "pre"
+
+
+def _named(lens: AnyLens, prefix: str) -> AnyLens:
+    """``lens`` with its attention probes renamed under ``prefix`` (the lens itself is returned)."""
+    return with_probes(lens, {join(prefix, k): g for k, g in probes_of(lens).items()})
+
+
+def _block_label(kind: str, d: int, h: int, f: int, causal: bool, norm: str, dt: np.dtype[Any]) -> str:
+    flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
+    return f"{kind}({d}, heads={h}, d_ff={f}{flags}{dtype_suffix(dt)})"
+
+
+def encoder_block(
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    *,
+    causal: bool = False,
+    norm: Norm = "post",
+    eps: float = 1e-5,
+    dtype: npt.DTypeLike = np.float64,
+) -> AnyLens:
+    """One encoder block ``(B, T, d_model) -> (B, T, d_model)``; parameters :class:`EncoderBlockParams`.
+
+    ``norm="post"`` (the paper)::
+
+        chain(residual(multi_head_attention), layer_norm, residual(feed_forward), layer_norm)
+
+    ``norm="pre"``::
+
+        chain(residual(layer_norm >> multi_head_attention), residual(layer_norm >> feed_forward))
+
+    ``causal=True`` masks the future (the block of :func:`decoder_lm`). The
+    attention weights are probed as ``"self"``.
+
+    >>> blk = encoder_block(8, 2, 16)
+    >>> blk
+    encoder_block(8, heads=2, d_ff=16)
+    >>> blk.fwd(blk.init(0), np.ones((2, 3, 8)))[1].shape
+    (2, 3, 8)
+    """
+    fn = "encoder_block"
+    d = check_size(fn, "d_model", d_model)
+    f = check_size(fn, "d_ff", d_ff)
+    dt = float_dtype(fn, dtype)
+    norm_ = _check_norm(fn, norm)
+    mha = _named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self")
+    ln1, ln2 = layer_norm(d, eps=eps, dtype=dt), layer_norm(d, eps=eps, dtype=dt)
+    ffn = feed_forward(d, f, dtype=dt)
+    name = _block_label(fn, d, n_heads, f, causal, norm_, dt)
+    if norm_ == "post":
+        body = chain(residual(mha), ln1, residual(ffn), ln2)
+        lens = reparam(
+            body,
+            name,
+            p_to=lambda p: [p.attention, p.norm1, p.feed_forward, p.norm2],
+            p_from=lambda dp: EncoderBlockParams(*dp),
+        )
+    else:
+        body = chain(residual(ln1 >> mha), residual(ln2 >> ffn))
+        lens = reparam(
+            body,
+            name,
+            p_to=lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)],
+            p_from=lambda dp: EncoderBlockParams(dp[0][0], dp[0][1], dp[1][0], dp[1][1]),
+        )
+    return with_probes(lens, probes_of(body))
+
+
+def _drop_second() -> AnyLens:
+    """``(y, c) -> y``; the backward pass gives ``c`` a zero delta (residue: ``c``, for its shape)."""
+
+    def fwd(p: tuple[()], yc: tuple[Any, Array]) -> tuple[Array, Any]:
+        return yc[1], yc[0]
+
+    def bwd(c: Array, dy: Any) -> tuple[tuple[()], tuple[Any, Array]]:
+        return (), (dy, np.zeros_like(c))
+
+    return PreLens(fwd, bwd, "drop_memory")
+
+
+def decoder_block(
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    *,
+    norm: Norm = "post",
+    eps: float = 1e-5,
+    dtype: npt.DTypeLike = np.float64,
+) -> AnyLens:
+    """One decoder block ``(y (B, T, d), memory (B, S, d)) -> (y' (B, T, d), memory)``.
+
+    Causal self-attention on ``y``, cross-attention from ``y`` to ``memory``
+    (the encoder's output), feed-forward; each a residual sub-layer with its
+    layer norm (post-LN as in the paper, or ``norm="pre"``). The memory is
+    passed on unchanged, so blocks chain; its delta sums the deltas of every
+    block's cross-attention. Post-LN::
+
+        chain((residual(causal_mha) >> layer_norm) @ id,
+              id @ copy_l, unassoc_l,                            # ((y, memory), memory)
+              (residual(cross_attention, context=True) >> layer_norm) @ id,
+              (residual(feed_forward) >> layer_norm) @ id)
+
+    Parameters :class:`DecoderBlockParams`; attention probes ``"self"`` and ``"cross"``.
+
+    >>> blk = decoder_block(8, 2, 16)
+    >>> y, mem = blk.fwd(blk.init(0), (np.ones((2, 3, 8)), np.ones((2, 5, 8))))[1]
+    >>> y.shape, mem.shape
+    ((2, 3, 8), (2, 5, 8))
+    """
+    fn = "decoder_block"
+    d = check_size(fn, "d_model", d_model)
+    f = check_size(fn, "d_ff", d_ff)
+    dt = float_dtype(fn, dtype)
+    norm_ = _check_norm(fn, norm)
+    mha = _named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self")
+    cross = _named(cross_attention(d, n_heads, dtype=dt), "cross")
+    ln1, ln2, ln3 = (layer_norm(d, eps=eps, dtype=dt) for _ in range(3))
+    ffn = feed_forward(d, f, dtype=dt)
+    name = _block_label(fn, d, n_heads, f, False, norm_, dt)
+    fan = [id_pre_lens @ copy_l, unassoc_l]
+    if norm_ == "post":
+        body = chain(
+            (residual(mha) >> ln1) @ id_pre_lens,
+            *fan,
+            (residual(cross, context=True) >> ln2) @ id_pre_lens,
+            (residual(ffn) >> ln3) @ id_pre_lens,
+        )
+        lens = reparam(
+            body,
+            name,
+            p_to=lambda p: [
+                ((p.norm1, p.self_attention), ()),
+                ((), ()),
+                (),
+                ((p.norm2, p.cross_attention), ()),
+                ((p.norm3, p.feed_forward), ()),
+            ],
+            p_from=lambda dp: DecoderBlockParams(
+                dp[0][0][1], dp[0][0][0], dp[3][0][1], dp[3][0][0], dp[4][0][1], dp[4][0][0]
+            ),
+        )
+    else:
+        body = chain(
+            residual(ln1 >> mha) @ id_pre_lens,
+            *fan,
+            residual((ln2 @ id_pre_lens) >> cross, context=True) @ id_pre_lens,
+            residual(ln3 >> ffn) @ id_pre_lens,
+        )
+        lens = reparam(
+            body,
+            name,
+            p_to=lambda p: [
+                ((p.self_attention, p.norm1), ()),
+                ((), ()),
+                (),
+                ((p.cross_attention, (p.norm2, ())), ()),
+                ((p.feed_forward, p.norm3), ()),
+            ],
+            p_from=lambda dp: DecoderBlockParams(
+                dp[0][0][0], dp[0][0][1], dp[3][0][0], dp[3][0][1][0], dp[4][0][0], dp[4][0][1]
+            ),
+        )
+    return with_probes(lens, probes_of(body))
+
+
+# ---------------------------------------------------------------------- models
+
+
+def _embed(fn: str, vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
+    if positional not in ("learned", "sinusoidal"):
+        raise E.lens_value_error(fn, f"positional must be 'learned' or 'sinusoidal', got {positional!r}")
+    emb = token_embedding(vocab, d, dtype=dt)
+    pos = positional_embedding(max_len, d, dtype=dt) if positional == "learned" else sinusoidal_encoding(d, max_len)
+    return emb, pos
+
+
+def decoder_lm(
+    vocab_size: int,
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    n_layers: int,
+    max_len: int,
+    *,
+    norm: Norm = "post",
+    positional: Positional = "learned",
+    eps: float = 1e-5,
+    dtype: npt.DTypeLike = np.float64,
+) -> AnyLens:
+    """A decoder-only language model: token ids ``(B, T)`` -> next-token logits ``(B, T, vocab)``.
+
+    ::
+
+        chain(token_embedding(vocab, d), positional_embedding(max_len, d),   # or sinusoidal_encoding
+              encoder_block(..., causal=True) × n_layers,
+              [layer_norm(d),]                                             # pre-LN only
+              dense(d→vocab))
+
+    Parameters :class:`LMParams`; residue: the chain's list, in data-flow
+    order. Position ``t``'s logits depend on ids ``0..t`` only. Compose with
+    :func:`token_cross_entropy` for the loss. Attention probes
+    ``"block0.self"``, ``"block1.self"``, ...
+
+    >>> lm = decoder_lm(16, 8, 2, 32, 1, 10)
+    >>> lm
+    decoder_lm(vocab=16, d_model=8, heads=2, d_ff=32, layers=1, max_len=10)
+    >>> p = lm.init(0)
+    >>> p.embedding.shape, p.positions.shape, len(p.blocks), p.norm
+    ((16, 8), (10, 8), 1, ())
+    """
+    fn = "decoder_lm"
+    v = check_size(fn, "vocab_size", vocab_size)
+    d = check_size(fn, "d_model", d_model)
+    n = check_size(fn, "n_layers", n_layers)
+    t = check_size(fn, "max_len", max_len)
+    f = check_size(fn, "d_ff", d_ff)
+    dt = float_dtype(fn, dtype)
+    norm_ = _check_norm(fn, norm)
+    emb, pos = _embed(fn, v, d, t, positional, dt)
+    blocks = [
+        _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt), f"block{i}") for i in range(n)
+    ]
+    final = [layer_norm(d, eps=eps, dtype=dt)] if norm_ == "pre" else []
+    body = chain(emb, pos, *blocks, *final, dense(d, v, None, dtype=dt))
+    flags = (", pre-LN" if norm_ == "pre" else "") + (", sinusoidal" if positional == "sinusoidal" else "")
+    name = (
+        f"decoder_lm(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
+        f"max_len={t}{flags}{dtype_suffix(dt)})"
+    )
+    pre = norm_ == "pre"
+
+    def p_to(p: LMParams) -> list[Any]:
+        return [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
+
+    def p_from(dp: list[Any]) -> LMParams:
+        return LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
+
+    lm = reparam(body, name, p_to=p_to, p_from=p_from)
+    return with_probes(lm, probes_of(body))
+
+
+def encoder_decoder(
+    source_vocab: int,
+    target_vocab: int,
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    n_layers: int,
+    max_len: int,
+    *,
+    norm: Norm = "post",
+    positional: Positional = "learned",
+    eps: float = 1e-5,
+    dtype: npt.DTypeLike = np.float64,
+) -> AnyLens:
+    """The encoder-decoder transformer: ``(source ids (B, S), target ids (B, T)) -> logits (B, T, target_vocab)``.
+
+    ::
+
+        chain((embed_src >> pos_src) @ (embed_tgt >> pos_tgt),   # (x, y)
+              chain(encoder_block × n_layers, [layer_norm]) @ id,  # (memory, y)
+              sym_l,                                           # (y, memory)
+              decoder_block × n_layers,                        # (y, memory)
+              drop_memory, [layer_norm,] dense(d→target_vocab))
+
+    Parameters :class:`EncoderDecoderParams`; attention probes
+    ``"encoder0.self"``, ``"decoder0.self"``, ``"decoder0.cross"``, ...
+
+    >>> from prelens.nn import attention_weights
+    >>> ed = encoder_decoder(5, 7, 8, 2, 16, 1, 6)
+    >>> m, logits = ed.fwd(ed.init(0), (np.array([[1, 2, 3, 4]]), np.array([[0, 6]])))
+    >>> logits.shape, sorted(attention_weights(ed, m))
+    ((1, 2, 7), ['decoder0.cross', 'decoder0.self', 'encoder0.self'])
+    """
+    fn = "encoder_decoder"
+    vs = check_size(fn, "source_vocab", source_vocab)
+    vt = check_size(fn, "target_vocab", target_vocab)
+    d = check_size(fn, "d_model", d_model)
+    n = check_size(fn, "n_layers", n_layers)
+    t = check_size(fn, "max_len", max_len)
+    f = check_size(fn, "d_ff", d_ff)
+    dt = float_dtype(fn, dtype)
+    norm_ = _check_norm(fn, norm)
+    pre = norm_ == "pre"
+    src_emb, src_pos = _embed(fn, vs, d, t, positional, dt)
+    tgt_emb, tgt_pos = _embed(fn, vt, d, t, positional, dt)
+    enc = [_named(encoder_block(d, n_heads, f, norm=norm_, eps=eps, dtype=dt), f"encoder{i}") for i in range(n)]
+    dec = [_named(decoder_block(d, n_heads, f, norm=norm_, eps=eps, dtype=dt), f"decoder{i}") for i in range(n)]
+    enc_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
+    dec_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
+    body = chain(
+        (src_emb >> src_pos) @ (tgt_emb >> tgt_pos),
+        chain(*enc, *enc_norm) @ id_pre_lens,
+        sym_l,
+        *dec,
+        _drop_second(),
+        *dec_norm,
+        dense(d, vt, None, dtype=dt),
+    )
+    flags = ", pre-LN" if pre else ""
+    name = (
+        f"encoder_decoder(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
+        f"max_len={t}{flags}{dtype_suffix(dt)})"
+    )
+
+    def p_to(p: EncoderDecoderParams) -> list[Any]:
+        return [
+            ((p.source_positions, p.source_embedding), (p.target_positions, p.target_embedding)),
+            ([*p.encoder, *([p.encoder_norm] if pre else [])], ()),
+            (),
+            *p.decoder,
+            (),
+            *([p.decoder_norm] if pre else []),
+            p.unembedding,
+        ]
+
+    def p_from(dp: list[Any]) -> EncoderDecoderParams:
+        (sp, se), (tp, te) = dp[0]
+        encs = dp[1][0]
+        return EncoderDecoderParams(
+            se,
+            sp,
+            te,
+            tp,
+            list(encs[:n]),
+            encs[n] if pre else (),
+            list(dp[3 : 3 + n]),
+            dp[4 + n] if pre else (),
+            dp[-1],
+        )
+
+    model = reparam(body, name, p_to=p_to, p_from=p_from)
+    return with_probes(model, probes_of(body))
+
+
+# ------------------------------------------------------------------------ loss
+
+
+#: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``-1`` where
+#: ignored), the 0/1 weight of each position (in the logits' dtype), and the number counted.
+CrossEntropyResidue = tuple[Array, Array, Array, int]
+
+
+def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
+    """Softmax cross-entropy of next-token logits, averaged over the positions that count.
+
+    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
+    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
+    position does not count (a prompt, say). Output: a numpy scalar of the
+    logits' dtype, ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if
+    nothing counts). Residue :data:`CrossEntropyResidue`; backward
+    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
+    elsewhere; the labels' delta is an array of integer zeros (they are data).
+
+    >>> ce = token_cross_entropy()
+    >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))
+    >>> float(ce.fwd(np.array([[-1, 0]]), logits)[1].round(6))
+    0.105361
+    """
+    ignore = int(ignore_index)
+    name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
+
+    def fwd(labels: Array, s: Array) -> tuple[CrossEntropyResidue, Any]:
+        if (
+            not isinstance(s, np.ndarray)
+            or not isinstance(labels, np.ndarray)
+            or s.dtype.kind != "f"
+            or labels.dtype.kind not in "iu"
+            or labels.shape != s.shape[:-1]
+        ):
+            raise _ce_input_error(name, labels, s)
+        v = s.shape[-1]
+        counted = labels != ignore
+        safe = np.where(counted, labels, 0)
+        if safe.size and (safe.min() < 0 or safe.max() >= v):
+            bad = safe[(safe < 0) | (safe >= v)][0]
+            raise E.lens_value_error(name, f"labels must lie in [0, {v}) or equal ignore_index={ignore}, got {bad}")
+        probs = np.subtract(s, s.max(axis=-1, keepdims=True))
+        picked = np.take_along_axis(probs, safe[..., None], axis=-1)[..., 0]
+        np.exp(probs, out=probs)
+        total = probs.sum(axis=-1)
+        per = np.log(total)
+        per -= picked
+        per *= counted
+        probs /= total[..., None]
+        weight = counted.astype(s.dtype)
+        count = int(counted.sum())
+        loss = per.sum() / max(count, 1)
+        return (probs, np.where(counted, labels, -1), weight, count), loss
+
+    def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
+        probs, labels, weight, count = m
+        ds = probs.copy()
+        rows = ds.reshape(-1, ds.shape[-1])
+        flat = labels.reshape(-1)
+        hit = flat >= 0
+        rows[np.flatnonzero(hit), flat[hit]] -= 1
+        w = weight * (float(da) / max(count, 1))
+        ds *= w[..., None]
+        return np.zeros(labels.shape, labels.dtype), ds
+
+    return PreLens(fwd, bwd, name, None)
+
+
+def _ce_input_error(name: str, labels: Any, s: Any) -> E.PrelensError:
+    if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
+        if isinstance(s, np.ndarray):
+            return E.lens_dtype_error(name, "logits", "a float array (..., T, vocab)", E.describe(s))
+        return E.lens_structure_error(name, "logits", f"must be a numpy float array, got {E.describe(s)}")
+    want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
+    if not isinstance(labels, np.ndarray):
+        return E.lens_structure_error(name, "labels", f"must be an integer array {want}, got {E.describe(labels)}")
+    if labels.dtype.kind not in "iu":
+        return E.lens_dtype_error(name, "labels", f"integer token ids {want}", E.describe(labels))
+    return E.lens_shape_error(name, "labels", f"{want} (the logits' shape without the last axis)", E.describe(labels))
+
+
+# ------------------------------------------------------------------ generation
+
+
+def generate(
+    lm: AnyLens,
+    params: Any,
+    prompt: npt.ArrayLike,
+    steps: int,
+    *,
+    max_len: int | None = None,
+    temperature: float = 0.0,
+    rng: np.random.Generator | int | None = None,
+) -> Array:
+    """Extend ``prompt (B, T0)`` by ``steps`` tokens with a language model ``ids -> logits``.
+
+    Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
+    ``None``) and picks the next token from the last position's logits:
+    greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
+    Returns ``(B, T0 + steps)`` ids.
+
+    >>> lm = decoder_lm(5, 8, 2, 16, 1, 8)
+    >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape
+    (1, 5)
+    """
+    ids = np.array(prompt, dtype=np.int64, ndmin=2)
+    gen = np.random.default_rng(rng)
+    for _ in range(int(steps)):
+        window = ids if max_len is None else ids[:, -max_len:]
+        logits = lm.fwd(params, window)[1][:, -1].astype(np.float64)
+        if temperature <= 0:
+            nxt = logits.argmax(axis=-1)
+        else:
+            z = logits / temperature
+            z -= z.max(axis=-1, keepdims=True)
+            pr = np.exp(z)
+            pr /= pr.sum(axis=-1, keepdims=True)
+            nxt = np.array([gen.choice(pr.shape[-1], p=row) for row in pr])
+        ids = np.concatenate([ids, nxt[:, None].astype(np.int64)], axis=1)
+    return ids

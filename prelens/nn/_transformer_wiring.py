@@ -1,0 +1,189 @@
+"""Wiring shared by the transformer lenses: re-parametrisation, rematerialisation, attention probes.
+
+Composites built from ``>>``, ``@`` and :func:`~prelens.chain` have parameters
+and residues nested the way they were built (``(p_later, p_earlier)``, units
+``()`` for every wire). :func:`reparam` shows such a composite through a pair
+of isomorphisms (``dimap_p`` and ``dimap_m``), so that users see a named tuple
+such as ``AttentionParams(W_Q, W_K, W_V, W_O)`` while the composite runs
+unchanged underneath.
+
+:func:`rematerialize` keeps only ``(p, s)`` in the residue and recomputes the
+rest in the backward pass (gradient checkpointing; the tests use it to compare
+lenses whose residues differ).
+
+Attention probes say where, in a model's residue, each attention matrix lies:
+:func:`attention_weights` reads them out after a forward pass, without
+recomputing anything.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import _errors as E
+from .._lens import AnyLens, PreLens
+from ._fastcheck import Array
+
+Fn = Callable[[Any], Any]
+#: name -> function from the lens's residue to an attention array ``(batch, heads, Tq, Tk)``.
+Probes = dict[str, Callable[[Any], Array]]
+
+_PROBES: weakref.WeakKeyDictionary[AnyLens, Probes] = weakref.WeakKeyDictionary()
+
+
+def reparam(
+    lens: AnyLens,
+    name: str,
+    *,
+    p_to: Fn,
+    p_from: Fn,
+    m_to: Fn | None = None,
+    m_from: Fn | None = None,
+) -> AnyLens:
+    """``lens`` seen through a parameter isomorphism (and optionally a residue one).
+
+    ``p_to`` maps the new parameters to ``lens``'s, ``p_from`` maps ``lens``'s
+    parameter deltas (and parameters: the isos here only rearrange) back;
+    ``m_to``/``m_from`` do the same for the residue. Built from
+    :meth:`~prelens.PreLens.dimap_p` and :meth:`~prelens.PreLens.dimap_m`; the
+    initializer is ``p_from ∘ lens.init``.
+
+    >>> from prelens import id_pre_lens
+    >>> wire = reparam(id_pre_lens >> id_pre_lens, "wire", p_to=lambda p: ((), ()), p_from=lambda dp: ())
+    >>> wire, wire.init(0), wire.fwd((), 3.0)
+    (wire, (), (((), ()), 3.0))
+    """
+    out = lens.dimap_p(p_to, p_from)
+    if m_to is not None and m_from is not None:
+        out = out.dimap_m(m_to, m_from)
+    inner_init = lens.init_fn
+    init = None if inner_init is None else (lambda rng: p_from(inner_init(rng)))
+    return PreLens(out.fwd, out.bwd, name, init, "", (lens,))
+
+
+def rematerialize(lens: AnyLens) -> AnyLens:
+    """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd``.
+
+    Gradient checkpointing: the residue of a deep model can be much larger
+    than its parameters and input; this trades one more forward pass for
+    that memory. Same outputs, same ``(dp, ds)``. It also makes two lenses
+    that compute one function with different residues comparable by
+    :func:`~prelens.testing.check_lens_equal`: their residues ``(p, s)`` are
+    then related by the parameter and input isomorphisms.
+
+    >>> from prelens import PreLens
+    >>> square = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square")
+    >>> r = rematerialize(square)
+    >>> r, r.fwd((), 3.0), r.bwd(((), 3.0), 1.0)
+    (rematerialize(square), (((), 3.0), 9.0), ((), 6.0))
+    """
+    fwd, bwd = lens.fwd, lens.bwd
+
+    def fwd_(p: Any, s: Any) -> tuple[tuple[Any, Any], Any]:
+        return (p, s), fwd(p, s)[1]
+
+    def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:
+        p, s = m
+        return bwd(fwd(p, s)[0], da)
+
+    return PreLens(fwd_, bwd_, f"rematerialize({lens!r})", lens.init_fn, "", (lens,))
+
+
+def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:
+    """Record, for ``lens``, where its attention matrices lie in its residue; returns ``lens``."""
+    _PROBES[lens] = dict(probes)
+    return lens
+
+
+def probes_of(lens: AnyLens) -> Probes:
+    """The probes of ``lens``: its own, or found through ``>>``, ``@`` and ``chain``.
+
+    Keys are the probe names (``"block0.self"``); ``""`` is a bare attention
+    lens. Lenses built elsewhere have none.
+    """
+    own = _PROBES.get(lens)
+    if own is not None:
+        return own
+    if lens.op in (">>", "@", "chain"):
+        found: Probes = {}
+        for i, part in enumerate(lens.parts):
+            for key, get in probes_of(part).items():
+                found[_unique(found, key)] = _through(get, i)
+        return found
+    return {}
+
+
+def lift_probes(inner: AnyLens, prefix: str, get: Callable[[Any], Any]) -> Probes:
+    """``inner``'s probes renamed under ``prefix`` and read through ``get`` (outer residue -> inner).
+
+    >>> lift_probes(PreLens(lambda p, s: ((), s), lambda m, d: ((), d)), "x", lambda m: m)
+    {}
+    """
+    return {join(prefix, key): _compose(g, get) for key, g in probes_of(inner).items()}
+
+
+def join(prefix: str, key: str) -> str:
+    """``"block0" + "self" -> "block0.self"``; the empty key is the prefix itself.
+
+    >>> join("block0", ""), join("block0", "self")
+    ('block0', 'block0.self')
+    """
+    if not key:
+        return prefix
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _compose(g: Callable[[Any], Array], get: Callable[[Any], Any]) -> Callable[[Any], Array]:
+    return lambda m: g(get(m))
+
+
+def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
+    return lambda m: g(m[i])
+
+
+def _unique(found: Probes, key: str) -> str:
+    if key not in found:
+        return key
+    k = 2
+    while f"{key}#{k}" in found:
+        k += 1
+    return f"{key}#{k}"
+
+
+def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
+    """The attention matrices of every attention lens in ``model``, read from a residue.
+
+    ``residue`` is what ``model.fwd(p, s)`` returned as its residue (or what
+    :func:`prelens.vjp` closed over); nothing is recomputed. Keys name the
+    attention lens: ``"attention"`` for a bare one, ``"block0.self"``,
+    ``"decoder1.cross"``, ... for models. Each value has shape
+    ``(batch, heads, T_query, T_key)`` and rows that sum to 1. Lenses composed
+    with ``>>``, ``@`` and :func:`~prelens.chain` are searched.
+
+    >>> import numpy as np
+    >>> from prelens.nn import multi_head_attention
+    >>> mha = multi_head_attention(8, 2, causal=True)
+    >>> m, y = mha.fwd(mha.init(0), np.ones((3, 5, 8)))
+    >>> {k: v.shape for k, v in attention_weights(mha, m).items()}
+    {'attention': (3, 2, 5, 5)}
+    """
+    probes = probes_of(model)
+    if not probes:
+        raise E.lens_value_error(
+            repr(model),
+            "has no attention lenses to read weights from (build it with prelens.nn's "
+            "attention constructors, composed with >>, @ or chain)",
+        )
+    out: dict[str, Array] = {}
+    for key, get in probes.items():
+        try:
+            out[key or "attention"] = np.asarray(get(residue))
+        except (IndexError, KeyError, TypeError, ValueError) as exc:
+            raise E.lens_structure_error(
+                repr(model), "residue", f"is not a residue of this model ({type(exc).__name__}: {exc})"
+            ) from exc
+    return out
