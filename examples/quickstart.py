@@ -5,8 +5,12 @@ import numpy as np
 from prelens import PreLens, from_tamb, to_tamb, tri_compose, vjp
 from prelens.testing import check_lens_laws, check_vjp
 
-linear = PreLens(lambda w, s: ((w, s), w @ s), lambda m, da: (da * m[1], da * m[0]), name="linear",
-                 init_fn=lambda rng: rng.standard_normal(3))
+linear = PreLens(
+    lambda w, s: ((w, s), w @ s),
+    lambda m, da: (da * m[1], da * m[0]),
+    name="linear",
+    init_fn=lambda rng: rng.standard_normal(3),
+)
 bias = PreLens(lambda b, s: ((), s + b), lambda m, da: (da, da), name="bias", init_fn=lambda rng: 0.0)
 activ = PreLens(lambda p, s: (s, np.tanh(s)), lambda z, da: ((), da * (1 - np.tanh(z) ** 2)), name="activ")
 
