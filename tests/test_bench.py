@@ -5,9 +5,10 @@ import argparse
 import numpy as np
 import pytest
 
-import prelens.bench as bench
+import prelens.bench.mlp as bench
 from prelens import LawError
 from prelens.bench import CASES, MlpCase, check_gradients, numpy_mlp_grads, run_benchmarks
+from prelens.bench._timing import time_interleaved
 from prelens.cli import bench as cli_bench
 from prelens.nn import DenseParams, mlp, mse
 
@@ -80,5 +81,5 @@ def test_a_wrong_reference_stops_the_benchmark_before_any_timing(monkeypatch, ca
 
 def test_interleaving_rotates_which_implementation_goes_first():
     calls = []
-    bench.time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=4, inner=2)
+    time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=4, inner=2)
     assert calls == ["a", "a", "b", "b", "b", "b", "a", "a"] * 2

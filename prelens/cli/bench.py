@@ -1,12 +1,16 @@
-"""Time a training step of the fast lens MLP against the same step in hand-written numpy.
+"""Time lens-built training steps against the same steps in hand-written numpy, in one run.
 
-Forward, backward (da = 1) and a plain SGD update of a tanh MLP with mean
-squared error, on 784-256-128-10 (batch 128) and 4-8-8-3 (batch 16), in
-float64 and float32; the two sides start from the same weights, their
-gradients are checked equal before any timing, and they run interleaved in one
-process. The report gives median µs per step, the ratio, minor page faults per
-step and peak memory; then one forward and backward pass through chains of n
-identity lenses, n = 2 ... 64. The machine is noisy: compare ratios, not times,
+1. Forward, backward (da = 1) and a plain SGD update of a tanh MLP with mean
+   squared error, on 784-256-128-10 (batch 128) and 4-8-8-3 (batch 16), in
+   float64 and float32. The report gives median µs per step, the ratio, minor
+   page faults per step and peak memory; then one forward and backward pass
+   through chains of n identity lenses, n = 2 ... 64.
+2. Forward and backward of the decoder-only language model (vocab 64,
+   sequence 32, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16).
+
+The two sides of each comparison start from the same weights, their gradients
+are checked equal before any timing, and they run interleaved in one process.
+The machine is noisy: compare ratios, not times,
 and set OPENBLAS_NUM_THREADS=1 for steadier numbers, e.g.
 "OPENBLAS_NUM_THREADS=1 python -m prelens bench" (or "... bench --quick" for a
 smoke test).
@@ -18,7 +22,7 @@ import argparse
 import sys
 
 from .. import _errors as E
-from ..bench import CASES, run_benchmarks
+from ..bench import CASES, run_benchmarks, run_lm_benchmark
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--case",
-        choices=("big", "small", "all"),
+        choices=("big", "small", "lm", "all"),
         default="all",
-        help="big: 784-256-128-10 at batch 128; small: 4-8-8-3 at batch 16",
+        help="big: 784-256-128-10 at batch 128; small: 4-8-8-3 at batch 16; lm: the decoder-only language model",
     )
     parser.add_argument("--no-chain", action="store_true", help="skip the chain-length timings")
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the batch")
@@ -54,16 +58,14 @@ def run(args: argparse.Namespace) -> int:
         for c in CASES
         if args.dtype in ("both", c.dtype) and args.case in ("all", "big" if c.sizes[0] == 784 else "small")
     ]
+    dtypes = ("float64", "float32") if args.dtype == "both" else (args.dtype,)
     try:
-        report = run_benchmarks(
-            quick=args.quick,
-            cases=cases,
-            repeats=repeats,
-            chain_sizes=() if args.no_chain else (2, 4, 8, 16, 32, 64),
-            seed=args.seed,
-        )
+        if args.case != "lm":
+            chains = () if args.no_chain or args.case != "all" else (2, 4, 8, 16, 32, 64)
+            print(run_benchmarks(quick=args.quick, cases=cases, repeats=repeats, chain_sizes=chains, seed=args.seed))
+        if args.case in ("lm", "all"):
+            print(f"\n{run_lm_benchmark(args.quick, repeats=repeats, dtypes=dtypes, seed=args.seed)}")
     except E.LawError as exc:
-        print(f"prelens bench: the gradient check failed, nothing was timed:\n{exc}", file=sys.stderr)
+        print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
         return 1
-    print(report)
     return 0

@@ -6,7 +6,12 @@
 2. A fast MLP (``mlp(4, [16, 3])``, whole-array lenses) trained with Adam on a
    seeded 80/20 split of Fisher's Iris data, then 5-fold cross-validated
    (every flower held out once), which measures held-out accuracy with far
-   less luck of the split than 30 test flowers can.
+   less luck of the split than 30 test flowers can (one flower is 3.3%).
+
+The features go in raw (centimetres) by default: 5-fold cross-validation
+with seeds 0, 1 and 2 gave 145/150 right on raw features and 142-144/150 on
+standardized ones (``--standardize``), which stretch the noisy sepal width
+as far as the telling petal measures.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=100, help="epochs of the Iris MLP")
     parser.add_argument("--batch-size", type=int, default=16, help="mini-batch size of the Iris MLP")
     parser.add_argument("--lr", type=float, default=0.01, help="Adam's learning rate for the Iris MLP")
+    parser.add_argument("--standardize", action="store_true", help="standardize the Iris features (train statistics)")
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds on Iris (0 to skip)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress lines (hidden anyway when piped)")
 
@@ -66,7 +72,7 @@ def _toy(args: argparse.Namespace, out: TextIO, show: bool) -> None:
 
 def _iris(args: argparse.Namespace, out: TextIO, show: bool) -> None:
     print(f"\n2. A fast MLP: mlp(4, [{args.hidden}, 3]) on Iris, softmax cross-entropy, Adam", file=out)
-    iris = load_iris(0.2, args.seed, standardize_features=True)
+    iris = load_iris(0.2, args.seed, standardize_features=args.standardize)
     model = mlp(4, [args.hidden, 3], "tanh", last_activation=None, input_delta=False)
     t0 = time.perf_counter()
     params, _, history = fit(
@@ -104,7 +110,7 @@ def _cross_validate(args: argparse.Namespace, model: object) -> int:
     gen = np.random.default_rng(args.seed)
     for fold in stratified_folds(ys, args.folds, gen):
         train = np.setdiff1d(np.arange(len(ys)), fold)
-        x_train, x_test = standardize(xs[train], xs[fold])
+        x_train, x_test = standardize(xs[train], xs[fold]) if args.standardize else (xs[train], xs[fold])
         lens = mlp(4, [args.hidden, 3], "tanh", last_activation=None, input_delta=False)
         params, _, _ = fit(
             lens,

@@ -44,8 +44,7 @@ import os
 import resource
 import sys
 import time
-import tracemalloc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -53,12 +52,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _errors as E
-from ._combinators import chain
-from ._lens import AnyLens, id_pre_lens
-from ._trace import vjp
-from .nn import DenseParams, mlp, mse
-from .optim import sgd
+from .. import _errors as E
+from .._combinators import chain
+from .._lens import AnyLens, id_pre_lens
+from .._trace import vjp
+from ..nn import DenseParams, mlp, mse
+from ..optim import sgd
+from ._timing import peak_bytes, time_interleaved
 
 __all__ = [
     "CASES",
@@ -71,7 +71,6 @@ __all__ = [
     "numpy_mlp_step",
     "run_benchmarks",
     "time_chains",
-    "time_interleaved",
     "time_mlp_step",
 ]
 
@@ -246,53 +245,6 @@ def check_gradients(
 # ------------------------------------------------------------------------ timing
 
 
-def _faults() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def time_interleaved(
-    fns: Mapping[str, Callable[[], object]], repeats: int, inner: int
-) -> dict[str, tuple[float, float]]:
-    """Median seconds and minor page faults per call of each function, timed interleaved.
-
-    Each of ``repeats`` rounds runs every function ``inner`` times in a row,
-    the order rotating from round to round, so that drifts of a noisy machine
-    hit every function alike.
-
-    >>> out = time_interleaved({"a": lambda: None, "b": lambda: None}, repeats=3, inner=2)
-    >>> sorted(out), all(t >= 0 for t, _ in out.values())
-    (['a', 'b'], True)
-    """
-    names = list(fns)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    faults: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(repeats):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
-            f = fns[name]
-            f0 = _faults()
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                f()
-            t1 = time.perf_counter()
-            times[name].append((t1 - t0) / inner)
-            faults[name].append((_faults() - f0) / inner)
-    return {n: (float(np.median(times[n])), float(np.median(faults[n]))) for n in names}
-
-
-def _peak_bytes(f: Callable[[], object]) -> int:
-    """Bytes allocated at the peak of one call of ``f``, above what was live before it."""
-    tracemalloc.start()
-    try:
-        before, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        f()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak - before
-
-
 def time_mlp_step(case: MlpCase, *, repeats: int = 30, inner: int | None = None, seed: int = 0) -> MlpResult:
     """Check, then time, the lens step and the numpy step of ``case`` (see the module doc).
 
@@ -379,8 +331,8 @@ def time_mlp_step(case: MlpCase, *, repeats: int = 30, inner: int | None = None,
         numpy_update=timed["numpy_update"][0],
         lens_faults=timed["lens"][1],
         numpy_faults=timed["numpy"][1],
-        lens_peak=_peak_bytes(lens_step),
-        numpy_peak=_peak_bytes(numpy_step),
+        lens_peak=peak_bytes(lens_step),
+        numpy_peak=peak_bytes(numpy_step),
         grad_error=grad_error,
     )
 

@@ -19,8 +19,6 @@ decoder-only LM training step (forward + backward), vocab 64, ...
 from __future__ import annotations
 
 import math
-import resource
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,14 +26,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import LawError
-from ._trace import vjp
-from ._tree import tree_first_difference, tree_leaves
-from .nn._attention import MASKED, AttentionParams
-from .nn._fastcheck import Array
-from .nn._linear import DenseParams
-from .nn._norm import LayerNormParams
-from .nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams, decoder_lm, token_cross_entropy
+from .._errors import LawError
+from .._trace import vjp
+from .._tree import tree_first_difference, tree_leaves
+from ..nn._attention import MASKED, AttentionParams
+from ..nn._fastcheck import Array
+from ..nn._linear import DenseParams
+from ..nn._norm import LayerNormParams
+from ..nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams, decoder_lm, token_cross_entropy
+from ._timing import time_interleaved
 
 __all__ = ["HandLM", "LMConfig", "lm_benchmark_rows", "run_lm_benchmark"]
 
@@ -228,14 +227,6 @@ def _lens_step(cfg: LMConfig, dtype: npt.DTypeLike) -> tuple[Any, Callable[[Any,
     return lm, step
 
 
-def _measure(fn: Callable[[], Any]) -> tuple[float, int]:
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    t0 = time.perf_counter()
-    fn()
-    elapsed = time.perf_counter() - t0
-    return elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
-
 def lm_benchmark_rows(
     cfg: LMConfig = LMConfig(), *, repeats: int = 30, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0
 ) -> list[dict[str, Any]]:
@@ -265,8 +256,6 @@ def lm_benchmark_rows(
         for g in (grads_l, grads_h):
             if any(leaf.dtype != dt for leaf in _leaves(g)):
                 raise LawError(f"bench_lm ({dt}): a gradient leaf is not {dt}")
-        times: dict[str, list[float]] = {"lens": [], "hand": []}
-        faults: dict[str, list[int]] = {"lens": [], "hand": []}
         fns: dict[str, Callable[[], Any]] = {
             "lens": lambda: lens_step(params, ids, labels),
             "hand": lambda: hand.loss_and_grads(params, ids, labels),
@@ -274,21 +263,16 @@ def lm_benchmark_rows(
         for fn in fns.values():  # warm up
             fn()
             fn()
-        for i in range(repeats):
-            order = ("lens", "hand") if i % 2 == 0 else ("hand", "lens")
-            for key in order:
-                el, pf = _measure(fns[key])
-                times[key].append(el)
-                faults[key].append(pf)
-        lens_t, hand_t = float(np.median(times["lens"])), float(np.median(times["hand"]))
+        timed = time_interleaved(fns, repeats, inner=1)
+        (lens_t, lens_faults), (hand_t, hand_faults) = timed["lens"], timed["hand"]
         rows.append(
             {
                 "dtype": str(dt),
                 "lens_s": lens_t,
                 "hand_s": hand_t,
                 "ratio": lens_t / hand_t,
-                "lens_faults": int(np.median(faults["lens"])),
-                "hand_faults": int(np.median(faults["hand"])),
+                "lens_faults": round(lens_faults),
+                "hand_faults": round(hand_faults),
                 "max_grad_diff": _max_diff(grads_l, grads_h),
             }
         )
@@ -304,12 +288,16 @@ def _max_diff(a: Any, b: Any) -> float:
 
 
 def run_lm_benchmark(
-    quick: bool = False, *, repeats: int | None = None, dtypes: Sequence[str] = ("float64", "float32")
+    quick: bool = False,
+    *,
+    repeats: int | None = None,
+    dtypes: Sequence[str] = ("float64", "float32"),
+    seed: int = 0,
 ) -> str:
     """Run :func:`lm_benchmark_rows` and format the table (``quick``: a few repeats only)."""
     cfg = LMConfig()
     n = repeats if repeats is not None else (5 if quick else 40)
-    rows = lm_benchmark_rows(cfg, repeats=n, dtypes=dtypes)
+    rows = lm_benchmark_rows(cfg, repeats=n, dtypes=dtypes, seed=seed)
     head = (
         f"decoder-only LM training step (forward + backward), vocab {cfg.vocab}, sequence {cfg.seq_len}, "
         f"d_model {cfg.d_model}, {cfg.n_heads} heads, FFN {cfg.d_ff}, {cfg.n_layers} blocks, "
@@ -326,7 +314,3 @@ def run_lm_benchmark(
             f" {r['lens_faults']:>12d} {r['hand_faults']:>12d} {r['max_grad_diff']:>12.1e}"
         )
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(run_lm_benchmark())
