@@ -6,7 +6,7 @@ Times are measured, never asserted (the machines are noisy).
 import numpy as np
 import pytest
 
-from prelens import tree_allclose
+from prelens import LawError, tree_allclose
 from prelens.bench.lm import HandLM, LMConfig, _lens_step, lm_benchmark_rows, run_lm_benchmark
 
 SMALL = LMConfig(vocab=9, seq_len=5, d_model=8, n_heads=2, d_ff=12, n_layers=2, batch=3)
@@ -35,3 +35,15 @@ def test_benchmark_rows_and_table():
     assert rows[0]["max_grad_diff"] < 1e-10
     table = run_lm_benchmark(quick=True, repeats=1, dtypes=("float32",))
     assert "float32" in table and "ratio" in table
+
+
+def test_a_wrong_hand_written_gradient_stops_the_benchmark(monkeypatch):
+    real = HandLM.loss_and_grads
+
+    def off_by_a_bit(self, params, ids, labels):
+        loss, grads = real(self, params, ids, labels)
+        return loss, grads._replace(unembedding=grads.unembedding._replace(weight=grads.unembedding.weight * 1.01))
+
+    monkeypatch.setattr(HandLM, "loss_and_grads", off_by_a_bit)
+    with pytest.raises(LawError, match=r"hand-written numpy = lens.*float64.*unembedding"):
+        lm_benchmark_rows(SMALL, repeats=1, dtypes=("float64",))

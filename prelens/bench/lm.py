@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._errors import LawError
+from .._errors import law_violation
 from .._trace import vjp
-from .._tree import tree_first_difference, tree_leaves
+from .._tree import tree_first_difference, tree_leaves, tree_paths
 from ..nn._attention import MASKED, AttentionParams
 from ..nn._fastcheck import Array
 from ..nn._linear import DenseParams
@@ -248,14 +248,13 @@ def lm_benchmark_rows(
         loss_l, grads_l = lens_step(params, ids, labels)
         loss_h, grads_h = hand.loss_and_grads(params, ids, labels)
         tol = 1e-9 if dt == np.float64 else 2e-4
-        if not np.allclose(loss_l, loss_h, rtol=tol) or loss_l.dtype != dt or loss_h.dtype != dt:
-            raise LawError(f"bench_lm: the losses differ: lens {loss_l!r}, by hand {loss_h!r}")
-        found = tree_first_difference(grads_l, grads_h, rtol=tol, atol=tol * 1e-2)
+        law, where = "hand-written numpy = lens", f"the LM's (loss, gradients) in {dt}"
+        found = tree_first_difference((loss_l, grads_l), (loss_h, grads_h), rtol=tol, atol=tol * 1e-2)
         if found is not None:
-            raise LawError(f"bench_lm ({dt}): the gradients differ at {found[0]}")
-        for g in (grads_l, grads_h):
-            if any(leaf.dtype != dt for leaf in _leaves(g)):
-                raise LawError(f"bench_lm ({dt}): a gradient leaf is not {dt}")
+            raise law_violation(law, where, *found)
+        for path, leaf in tree_paths((loss_l, grads_l, loss_h, grads_h)):
+            if np.asarray(leaf).dtype != dt:
+                raise law_violation(law, f"{where}: dtypes", path, dt, np.asarray(leaf).dtype)
         fns: dict[str, Callable[[], Any]] = {
             "lens": lambda: lens_step(params, ids, labels),
             "hand": lambda: hand.loss_and_grads(params, ids, labels),

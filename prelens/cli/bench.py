@@ -22,7 +22,6 @@ import argparse
 import sys
 
 from .. import _errors as E
-from ..bench import CASES, run_benchmarks, run_lm_benchmark
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if repeats is not None and repeats < 1:
         print(f"prelens bench: --repeats must be at least 1, got {repeats}", file=sys.stderr)
         return 2
+    from ..bench import CASES, run_benchmarks, run_lm_benchmark  # here: the timing needs Unix's `resource`
+
     cases = [
         c
         for c in CASES
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     dtypes = ("float64", "float32") if args.dtype == "both" else (args.dtype,)
     try:
         if args.case != "lm":
-            chains = () if args.no_chain or args.case != "all" else (2, 4, 8, 16, 32, 64)
+            chains = () if args.no_chain else (2, 4, 8, 16, 32, 64)
             print(run_benchmarks(quick=args.quick, cases=cases, repeats=repeats, chain_sizes=chains, seed=args.seed))
         if args.case in ("lm", "all"):
             print(f"\n{run_lm_benchmark(args.quick, repeats=repeats, dtypes=dtypes, seed=args.seed)}")
