@@ -12,11 +12,12 @@ from typing import Any, overload
 
 import numpy as np
 
+from . import _args
 from . import _errors as E
 from ._iso import second
-from ._lens import AnyLens, PreLens
+from ._lens import AnyLens, PreLens, _witness_list, _WitnessList, as_pair, check_deltas, is_validated, unpack_error
 from ._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s, tri_tensor
-from ._tree import tree_add, tree_sum
+from ._tree import structure_mismatch, tree_paths, tree_sum
 
 
 def _is_seq(xs: Any) -> bool:
@@ -26,7 +27,7 @@ def _is_seq(xs: Any) -> bool:
 
 def _check_len(lens: str, what: str, xs: Any, n: int) -> None:
     if not _is_seq(xs):
-        raise E.lens_structure_error(lens, what, f"must be a list of length {n}, got {E.describe(xs)}")
+        raise E.must_be(lens, what, f"a list of length {n}", E.describe(xs))
     if len(xs) != n:
         raise E.list_length_error(lens, what, n, len(xs))
 
@@ -52,7 +53,7 @@ def branch(n: int) -> AnyLens:
 
     def bwd(dm: tuple[()], da: list[Any]) -> tuple[tuple[()], Any]:
         _check_len(name, "output delta", da, n)
-        return (), tree_sum(da)
+        return (), sum_trees(name, "output delta", da)
 
     return PreLens(fwd, bwd, name)
 
@@ -74,7 +75,7 @@ def branch_t(n: int) -> AnyTriLens:
 
     def accumulate(ds: list[Any]) -> Any:
         _check_len(name, "output delta", ds, n)
-        return tree_sum(ds)
+        return sum_trees(name, "output delta", ds)
 
     def run(t: Any) -> Any:
         return dimap_m(
@@ -103,21 +104,32 @@ def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
     ([(), ()], [1, 2])
     """
     _check_n("vec_lens", n, zero_ok=True)
+    _args.lens_or_trilens("vec_lens", "lens", lens)
     if isinstance(lens, TriLens):
         return _vec_lens_t(n, lens)
     name = f"vec_lens({n}, {lens!r})"
     fwd1, bwd1, init1 = lens.fwd, lens.bwd, lens.init_fn
+    checking = not is_validated(lens)  # until the first backward pass
 
     def fwd(ps: list[Any], ss: list[Any]) -> tuple[list[Any], list[Any]]:
         _check_len(name, "parameters", ps, n)
         _check_len(name, "input", ss, n)
-        outs = [fwd1(p, s) for p, s in zip(ps, ss)]
-        return [m for m, _ in outs], [a for _, a in outs]
+        outs = [_run(lens, name, i, fwd1, p, s, "fwd") for i, (p, s) in enumerate(zip(ps, ss))]
+        ms = [m for m, _ in outs]
+        if checking:
+            return _witness_list(ms, (list(ps), list(ss))), [a for _, a in outs]
+        return ms, [a for _, a in outs]
 
     def bwd(dms: list[Any], das: list[Any]) -> tuple[list[Any], list[Any]]:
+        nonlocal checking
         _check_len(name, "residue delta", dms, n)
         _check_len(name, "output delta", das, n)
-        outs = [bwd1(dm, da) for dm, da in zip(dms, das)]
+        given = dms.given if type(dms) is _WitnessList else None
+        outs = [_run(lens, name, i, bwd1, dm, da, "bwd") for i, (dm, da) in enumerate(zip(dms, das))]
+        if given is not None:
+            for i, out in enumerate(outs):
+                _check_copy(lens, name, i, out, given[0][i], given[1][i])
+        checking = False
         return [dp for dp, _ in outs], [ds for _, ds in outs]
 
     init = None if init1 is None else (lambda rng: [init1(rng) for _ in range(n)])
@@ -133,12 +145,12 @@ def _vec_lens_t(n: int, lens: AnyTriLens) -> AnyTriLens:
 
     def uncons(xs: list[Any]) -> tuple[Any, list[Any]]:
         if not _is_seq(xs) or len(xs) == 0:
-            raise E.lens_structure_error(name, "list", f"is shorter than {n}: got {E.describe(xs)}")
+            raise E.list_too_short(name, n, E.describe(xs))
         return xs[0], list(xs[1:])
 
     def nil(xs: list[Any]) -> list[Any]:
         if not _is_seq(xs) or len(xs) != 0:
-            raise E.lens_structure_error(name, "list", f"is longer than {n}: {len(xs)} left over")
+            raise E.list_too_long(name, n, len(xs))
         return []
 
     def nil_lens(t: Any) -> Any:
@@ -183,23 +195,34 @@ def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
     (6.0, [1.0, 2.0, 3.0])
     """
     _check_n("batch_n", n)
+    _args.lens_or_trilens("batch_n", "lens", lens)
     if isinstance(lens, TriLens):
         name = f"batch_n({n}, {lens!r})"
         vec = _vec_lens_t(n, lens)
         return TriLens(lambda t: dimap_p(second(lambda p: [p] * n), second(tree_sum), vec(t)), name)
     name = f"batch_n({n}, {lens!r})"
     fwd1, bwd1 = lens.fwd, lens.bwd
+    checking = not is_validated(lens)  # until the first backward pass
 
     def fwd(p: Any, ss: list[Any]) -> tuple[list[Any], list[Any]]:
         _check_len(name, "input", ss, n)
-        outs = [fwd1(p, s) for s in ss]
-        return [m for m, _ in outs], [a for _, a in outs]
+        outs = [_run(lens, name, i, fwd1, p, s, "fwd") for i, s in enumerate(ss)]
+        ms = [m for m, _ in outs]
+        if checking:
+            return _witness_list(ms, (p, list(ss))), [a for _, a in outs]
+        return ms, [a for _, a in outs]
 
     def bwd(dms: list[Any], das: list[Any]) -> tuple[Any, list[Any]]:
+        nonlocal checking
         _check_len(name, "residue delta", dms, n)
         _check_len(name, "output delta", das, n)
-        outs = [bwd1(dm, da) for dm, da in zip(dms, das)]
-        return tree_sum([dp for dp, _ in outs]), [ds for _, ds in outs]
+        given = dms.given if type(dms) is _WitnessList else None
+        outs = [_run(lens, name, i, bwd1, dm, da, "bwd") for i, (dm, da) in enumerate(zip(dms, das))]
+        if given is not None:
+            for i, out in enumerate(outs):
+                _check_copy(lens, name, i, out, given[0], given[1][i])
+        checking = False
+        return sum_trees(name, "parameter deltas of the copies", [dp for dp, _ in outs]), [ds for _, ds in outs]
 
     return PreLens(fwd, bwd, name, lens.init_fn, "", (lens,))
 
@@ -219,35 +242,53 @@ def chain(*lenses: AnyLens) -> AnyLens:
     ([(), (), ()], 111.0)
     """
     if not lenses:
-        raise E.PrelensError("chain: needs at least one lens")
+        raise E.chain_empty()
+    for i, lens in enumerate(lenses):
+        _args.lens("chain", f"part {i}", lens)
     n = len(lenses)
     name = f"chain({', '.join(map(repr, lenses))})"
     fwds = [lens.fwd for lens in lenses]
     bwds = [lens.bwd for lens in lenses]
     inits = [lens.init_fn for lens in lenses]
+    checking = not all(is_validated(lens) for lens in lenses)  # until the first backward pass
 
     def fwd(ps: list[Any], s: Any) -> tuple[list[Any], Any]:
-        if len(ps) != n:
+        if not isinstance(ps, list) or len(ps) != n:
             _check_len(name, "parameters", ps, n)
         ms = []
+        ins: list[Any] | None = [] if checking else None
         for i, (f, p) in enumerate(zip(fwds, ps)):
+            if ins is not None:
+                ins.append(s)
             try:
-                m, s = f(p, s)
+                out = f(p, s)
+                m, s = out
             except Exception as exc:
                 origin = f"the output of {lenses[i - 1]!r}" if i else ""
-                raise E.in_part(exc, name, repr(lenses[i]), "the forward pass", s, origin) from None
+                err = unpack_error(exc, lenses[i], locals(), "out", "fwd")
+                raise E.in_part(err, name, repr(lenses[i]), "the forward pass", s, origin) from None
             ms.append(m)
+        if ins is not None:
+            return _witness_list(ms, (list(ps), ins)), s
         return ms, s
 
     def bwd(dms: list[Any], da: Any) -> tuple[list[Any], Any]:
-        if len(dms) != n:
+        nonlocal checking
+        if not isinstance(dms, list) or len(dms) != n:
             _check_len(name, "residue delta", dms, n)
+        given = dms.given if type(dms) is _WitnessList else None
         dps: list[Any] = [None] * n
         for i in range(n - 1, -1, -1):
             try:
-                dps[i], da = bwds[i](dms[i], da)
+                out = bwds[i](dms[i], da)
+                dp, da_next = out
+                if given is not None:
+                    check_deltas(lenses[i], out, given[0][i], given[1][i])
             except Exception as exc:
-                raise E.in_part(exc, name, repr(lenses[i]), "the backward pass", da) from None
+                err = unpack_error(exc, lenses[i], locals(), "out", "bwd")
+                raise E.in_part(err, name, repr(lenses[i]), "the backward pass", da) from None
+            dps[i], da = dp, da_next
+        checking = False
         return dps, da
 
     init = None
@@ -256,12 +297,66 @@ def chain(*lenses: AnyLens) -> AnyLens:
     return PreLens(fwd, bwd, name, init, "chain", tuple(lenses))
 
 
+def _run(lens: AnyLens, name: str, i: int, pass_: Any, x: Any, y: Any, what: str) -> tuple[Any, Any]:
+    """One copy's forward (``what="fwd"``) or backward pass in ``vec_lens``/``batch_n``, as a pair."""
+    try:
+        out = pass_(x, y)
+        return out if type(out) is tuple and len(out) == 2 else as_pair(lens, out, what)
+    except Exception as exc:
+        label = "the forward pass" if what == "fwd" else "the backward pass"
+        raise E.in_part(exc, name, f"{lens!r} (copy {i})", label, y) from None
+
+
+def _check_copy(lens: AnyLens, name: str, i: int, out: tuple[Any, Any], p: Any, s: Any) -> None:
+    try:
+        check_deltas(lens, out, p, s)
+    except E.StructureError as exc:
+        raise E.in_part(exc, name, f"{lens!r} (copy {i})", "the backward pass", out) from None
+
+
+def _pair(lens: str, what: str, x: Any) -> tuple[Any, Any]:
+    if type(x) is tuple and len(x) == 2:
+        return x
+    raise E.must_be(lens, what, "a pair of trees of one structure and shapes", E.describe_tree(x))
+
+
+def sum_trees(lens: str, what: str, trees: Any) -> Any:
+    """The leaf-wise sum of a non-empty list (or pair) of trees of one structure, shapes and a numeric dtype.
+
+    The sum of arrays that do not share a shape would broadcast into a wrong
+    answer; here it is an error naming ``lens`` and the tree path.
+
+    >>> import numpy as np
+    >>> sum_trees("branch(2)", "output delta", [np.ones(2), np.ones(2)])
+    array([2., 2.])
+    """
+    first = trees[0]
+    if type(first) is np.ndarray and first.dtype.kind == "f" and len(trees) == 2:  # the common case, fast
+        second_ = trees[1]
+        if type(second_) is np.ndarray and second_.shape == first.shape and second_.dtype == first.dtype:
+            return first + second_
+    for i, tree in enumerate(trees[1:], start=1):
+        found = structure_mismatch(first, tree, shapes=True)
+        if found:
+            raise E.tree_mismatch(f"{lens}: {what} {i} does not have the structure of {what} 0", found)
+    for path, leaf in tree_paths(first):
+        if not (
+            isinstance(leaf, (int, float, complex, np.number))
+            or (isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biufc")
+        ):
+            raise E.must_be(lens, f"{what} at {E.path_str(path)}", "numbers", E.describe(leaf))
+    try:
+        return tree_sum(list(trees))
+    except TypeError:  # numeric leaves of kinds that do not add (a bool and a str array...)
+        raise E.must_be(lens, what, "trees of numbers that add", E.describe_tree(trees)) from None
+
+
 def _copy_fwd(p: tuple[()], s: Any) -> tuple[tuple[()], tuple[Any, Any]]:
     return (), (s, s)
 
 
 def _copy_bwd(dm: tuple[()], da: tuple[Any, Any]) -> tuple[tuple[()], Any]:
-    return (), tree_add(da[0], da[1])
+    return (), sum_trees("copy_l", "output delta", _pair("copy_l", "output delta", da))
 
 
 #: Copy the input into a pair; the backward pass adds the two deltas (the
@@ -270,7 +365,7 @@ copy_l: AnyLens = PreLens(_copy_fwd, _copy_bwd, "copy_l")
 
 
 def _add_fwd(p: tuple[()], s: tuple[Any, Any]) -> tuple[tuple[()], Any]:
-    return (), tree_add(s[0], s[1])
+    return (), sum_trees("add_l", "input", _pair("add_l", "input", s))
 
 
 def _add_bwd(dm: tuple[()], da: Any) -> tuple[tuple[()], tuple[Any, Any]]:
@@ -282,5 +377,5 @@ add_l: AnyLens = PreLens(_add_fwd, _add_bwd, "add_l")
 
 
 def _check_n(lens: str, n: int, zero_ok: bool = False) -> None:
-    if not isinstance(n, int) or n < (0 if zero_ok else 1):
-        raise E.PrelensError(f"{lens}: n must be an int >= {0 if zero_ok else 1}, got {n!r}")
+    if not isinstance(n, int) or isinstance(n, bool) or n < (0 if zero_ok else 1):
+        raise E.int_below(lens, "n", n, 0 if zero_ok else 1)

@@ -8,6 +8,7 @@ the builtin exception a Python user would expect (``ValueError``, ``TypeError``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,10 @@ class NonFiniteError(PrelensError, FloatingPointError):
 
 class CheckpointError(PrelensError, OSError):
     """A checkpoint file is missing, corrupt, or belongs to another model."""
+
+
+class ArgumentError(PrelensError, ValueError):
+    """A function was given an invalid setting (a learning rate, a fraction, a size)."""
 
 
 def describe(x: Any) -> str:
@@ -90,14 +95,39 @@ def path_str(path: str) -> str:
 
 
 # ---------------------------------------------------------------- templates
+#
+# Every message prelens raises is composed by one of the functions below. Each
+# returns the exception (the caller raises it), so that the text of a message
+# lives here and nowhere else; ``tests/test_error_messages.py`` triggers every
+# one of them through the public API and matches its text.
 
 
-def structure_mismatch(what: str, path: str, expected: str, got: str) -> StructureError:
-    return StructureError(f"{what}: at {path_str(path)}: expected {expected}, got {got}")
+def short_name(name: str, limit: int = 120) -> str:
+    """A lens name cut to ``limit`` characters (deep composites have very long names).
+
+    >>> short_name("x" * 200, 10)
+    'xxxxxxxxx…'
+    """
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
-def lens_structure_error(lens: str, what: str, detail: str) -> StructureError:
-    return StructureError(f"{lens}: {what} {detail}")
+def at_path(path: str, expected: str, got: str) -> str:
+    """The fragment naming a tree path and what differs there: ``at [1].weight: expected f64[3], got f64[2]``."""
+    return f"at {path_str(path)}: expected {expected}, got {got}"
+
+
+def tree_mismatch(what: str, found: str) -> StructureError:
+    """``found`` is an :func:`at_path` fragment from :func:`prelens.structure_mismatch`."""
+    return StructureError(f"{what}: {found}")
+
+
+def tree_sum_empty() -> StructureError:
+    return StructureError("tree_sum: cannot sum an empty list of trees")
+
+
+def must_be(lens: str, what: str, expected: str, got: str) -> StructureError:
+    """A value of the wrong kind: ``dense(3→2): input must be a numpy array f64[...,3], got None``."""
+    return StructureError(f"{lens}: {what} must be {expected}, got {got}")
 
 
 def lens_shape_error(lens: str, what: str, expected: str, got: str) -> ShapeError:
@@ -112,8 +142,51 @@ def lens_value_error(lens: str, what: str) -> PrelensError:
     return StructureError(f"{lens}: {what}")
 
 
+def not_positive_int(fn: str, what: str, value: Any) -> StructureError:
+    return StructureError(f"{fn}: {what} must be a positive int, got {value!r}")
+
+
+def not_positive(fn: str, what: str, value: Any) -> StructureError:
+    return StructureError(f"{fn}: {what} must be positive, got {value!r}")
+
+
+def int_below(fn: str, what: str, value: Any, least: int) -> ArgumentError:
+    return ArgumentError(f"{fn}: {what} must be an int >= {least}, got {value!r}")
+
+
+def not_one_of(
+    fn: str, what: str, options: Sequence[Any], value: Any, hint: str = "", *, or_none: bool = False
+) -> StructureError:
+    """A setting that is not one of its ``options``: ``norm must be 'post' or 'pre', got 'mid'``."""
+    opts = " or ".join(map(repr, options)) if len(options) == 2 else f"one of {tuple(options)!r}"
+    return StructureError(f"{fn}: {what} must be {opts}{' or None' if or_none else ''}, got {value!r}{hint}")
+
+
+def heads_not_divisible(fn: str, d_model: int, n_heads: int) -> StructureError:
+    return StructureError(
+        f"{fn}: d_model must be divisible by the number of heads: d_model={d_model}, n_heads={n_heads}"
+    )
+
+
+def out_of_range(lens: str, what: str, allowed: str, got: Any, where: str = "") -> StructureError:
+    """Integer data outside its range: ``token ids must lie in [0, 6), got 7 at index (0, 1)``."""
+    return StructureError(f"{lens}: {what} must lie in {allowed}, got {got}{f' at index {where}' if where else ''}")
+
+
 def list_length_error(lens: str, what: str, expected: int, got: int) -> StructureError:
     return StructureError(f"{lens}: {what} must be a list of length {expected}, got length {got}")
+
+
+def list_too_short(lens: str, n: int, got: str) -> StructureError:
+    return StructureError(f"{lens}: list is shorter than {n}: got {got}")
+
+
+def list_too_long(lens: str, n: int, extra: int) -> StructureError:
+    return StructureError(f"{lens}: list is longer than {n}: {extra} left over")
+
+
+def chain_empty() -> ArgumentError:
+    return ArgumentError("chain: needs at least one lens")
 
 
 def no_init_error(lens: str, part: str) -> PrelensError:
@@ -124,17 +197,64 @@ def no_init_error(lens: str, part: str) -> PrelensError:
     )
 
 
+def bad_residue(lens: str, got: Any) -> StructureError:
+    """``bwd`` was given something that its own ``fwd`` cannot have returned."""
+    return StructureError(
+        f"{lens}: the residue must be the one this lens's forward pass returned, got {describe_tree(got)}"
+    )
+
+
+def fwd_not_a_pair(lens: str, got: Any) -> StructureError:
+    """A (user's) ``fwd`` that does not return ``(m, a)``."""
+    return StructureError(f"{lens}: fwd must return a pair (m, a) (residue, output), got {describe_tree(got)}")
+
+
+def bwd_not_a_pair(lens: str, got: Any) -> StructureError:
+    """A (user's) ``bwd`` that does not return ``(dp, ds)``."""
+    return StructureError(f"{lens}: bwd must return a pair (dp, ds), got {describe_tree(got)}")
+
+
+def bwd_delta_mismatch(lens: str, which: str, path: str, expected: str, got: str) -> StructureError:
+    """A (user's) ``bwd`` whose ``dp`` or ``ds`` does not fit ``p`` or ``s`` (``which``: ``dp``/``ds``)."""
+    of = "parameters p" if which == "dp" else "input s"
+    return StructureError(
+        f"{lens}: bwd returned a {which} that does not fit the {of} of its forward pass: "
+        f"{at_path(path, expected, got)} (a {which} has the structure and shapes of the {of})"
+    )
+
+
+class DepthError(PrelensError, RecursionError):
+    """A lens is nested too deeply for Python's call stack."""
+
+
+def too_deep(lens: str, limit: int) -> DepthError:
+    err = DepthError(
+        f"{short_name(lens)}: nested too deeply: running it exceeded Python's recursion limit "
+        f"({limit} frames). Build it flatter: batch or vectorise the pre-lens, not the TriLens "
+        "(batch_n(n, from_tamb(mlp)), not from_tamb(batch_n(n, mlp))); compose long sequences "
+        "with chain(...) rather than nested >>; or use the whole-array lenses of prelens.nn"
+    )
+    err._prelens_where = True  # type: ignore[attr-defined]
+    return err
+
+
 def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, origin: str = "") -> Exception:
     """The error ``exc`` raised inside ``part`` of ``composite``, with where and on what.
 
     Only the innermost composite adds its context (the one that knows both
     neighbours); errors that are not prelens's own become :class:`StructureError`.
+    A :class:`RecursionError` becomes one :class:`DepthError` (no context is
+    added at every level of the nest, and nothing is formatted on the way up).
     """
     if getattr(exc, "_prelens_where", False):
         return exc
+    if isinstance(exc, RecursionError):
+        import sys
+
+        return too_deep(composite, sys.getrecursionlimit())
     cls = type(exc) if isinstance(exc, PrelensError) else StructureError
     detail = str(exc) if isinstance(exc, PrelensError) else f"{type(exc).__name__}: {exc}"
-    where = f"in {composite}: {what} of {part} failed on {describe_tree(value)}"
+    where = f"in {short_name(composite)}: {what} of {short_name(part)} failed on {describe_tree(value)}"
     if origin:
         where += f" ({origin})"
     new: Exception
@@ -144,6 +264,8 @@ def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, or
         exc.add_note(where)
         new = exc
     new._prelens_where = True  # type: ignore[attr-defined]
+    if not isinstance(exc, PrelensError):
+        new._prelens_foreign = True  # type: ignore[attr-defined]  # not raised on purpose: the fuzzers look
     if new is not exc:
         new.__cause__ = exc
     return new
@@ -155,10 +277,39 @@ def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
     return err
 
 
+def tamb_pass_failed(lens: str, which: str, got: Any, exc: BaseException) -> StructureError:
+    """A TriLens run as a pre-lens met a value of the wrong structure deep inside its nest of dimaps."""
+    given = "(parameters, input)" if which == "forward" else "(residue, output delta)"
+    return StructureError(
+        f"{short_name(lens)}: the {which} pass failed on {given} = {describe_tree(got)} "
+        f"({type(exc).__name__}: {exc}); a TriLens runs as a nest of dimaps, so check that "
+        + (
+            "the parameters and the input have the structure it expects"
+            if which == "forward"
+            else "the residue is the one its forward pass returned and the delta has the output's structure"
+        )
+    )
+
+
+def attention_probes_missing(model: str) -> StructureError:
+    return StructureError(
+        f"{model}: has no attention lenses to read weights from (build it with prelens.nn's "
+        "attention constructors, composed with >>, @ or chain)"
+    )
+
+
+def not_a_residue_of(model: str, exc: BaseException) -> StructureError:
+    return StructureError(f"{model}: residue is not a residue of this model ({type(exc).__name__}: {exc})")
+
+
 def law_violation(law: str, where: str, path: str, left: Any, right: Any) -> LawError:
     return LawError(
         f"law '{law}' fails: {where} differ at {path_str(path)}:\n  left:  {_short(left)}\n  right: {_short(right)}"
     )
+
+
+def law_raised(law: str, where: str, exc: BaseException) -> LawError:
+    return LawError(f"law '{law}' fails: {where} raised {type(exc).__name__}: {exc}")
 
 
 def vjp_violation(lens: str, lhs: float, rhs: float, leaf: str | None) -> LawError:
@@ -170,8 +321,32 @@ def vjp_violation(lens: str, lhs: float, rhs: float, leaf: str | None) -> LawErr
     )
 
 
+def vjp_needs_float64(lens: str, got: str, where: str) -> LawError:
+    return LawError(f"check_vjp: {lens}: needs float64 leaves, got {got} at {where}")
+
+
+def vjp_delta_structure(lens: str, what: str, of: str, found: str) -> LawError:
+    return LawError(f"check_vjp: {lens}: bwd's {what} does not have the structure of the {of}: {found}")
+
+
+def vjp_bwd_misfit(lens: str, exc: BaseException) -> LawError:
+    return LawError(f"check_vjp: {lens}: bwd's deltas do not fit the parameters and input: {exc}")
+
+
 def non_finite(what: str, path: str) -> NonFiniteError:
     return NonFiniteError(f"{what}: non-finite value at {path_str(path)}")
+
+
+def data_damaged(path: str) -> PrelensError:
+    return PrelensError(f"{path} is damaged: reinstall prelens")
+
+
+def not_in_vocabulary(fn: str, char: str) -> StructureError:
+    return StructureError(f"{fn}: character {char!r} is not in the vocabulary")
+
+
+def text_too_short(fn: str, block: Any, tokens: int) -> StructureError:
+    return StructureError(f"{fn}: need block >= 1 and at least block+1 tokens, got block={block}, {tokens} tokens")
 
 
 def _short(x: Any) -> str:
@@ -184,16 +359,30 @@ def _short(x: Any) -> str:
 # ------------------------------------------------- training, optimisers, checkpoints
 
 
-class ArgumentError(PrelensError, ValueError):
-    """A function was given an invalid setting (a learning rate, a fraction, a size)."""
-
-
 def bad_argument(where: str, name: str, value: Any, expected: str) -> ArgumentError:
     return ArgumentError(f"{where}: {name} must be {expected}, got {value!r}")
 
 
 def optim_leaf_dtype(opt: str, path: str, got: str) -> DTypeError:
-    return DTypeError(f"{opt}: cannot update the parameter at {path_str(path)}: expected floats, got {got}")
+    return DTypeError(
+        f"{opt}: cannot update the parameter at {path_str(path)}: expected floats, got {got} "
+        "(float32 or float64 arrays, or numbers)"
+    )
+
+
+def optim_delta_dtype(opt: str, tree: str, path: str, got: str) -> DTypeError:
+    return DTypeError(f"{opt}: {tree} at {path_str(path)}: expected real numbers, got {got}")
+
+
+def optim_mismatch(opt: str) -> StructureError:
+    return StructureError(
+        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
+        "(tuples, lists, named tuples, dicts and None as nodes)"
+    )
+
+
+def optim_bad_state(opt: str, expected: str, got: Any) -> StructureError:
+    return StructureError(f"{opt}: the optimiser state must be {expected} (from {opt}.init), got {describe_tree(got)}")
 
 
 class TrainingNonFiniteError(NonFiniteError):
@@ -225,6 +414,10 @@ def training_non_finite(
 
 def checkpoint_unreadable(path: str, detail: str) -> CheckpointError:
     return CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
+
+
+def checkpoint_corrupt_at(path: str, where: str, detail: str) -> CheckpointError:
+    return CheckpointError(f"checkpoint {path}: cannot be read: at {path_str(where)}: {detail}")
 
 
 def checkpoint_mismatch(path: str, detail: str) -> CheckpointError:

@@ -12,11 +12,20 @@ from typing import Any
 
 from typing_extensions import TypeVar
 
+from . import _args
+from . import _errors as E
 from ._lens import AnyLens, PreLens
 
 X = TypeVar("X")
 Y = TypeVar("Y")
 Z = TypeVar("Z")
+
+
+def _two(x: Any) -> tuple[Any, Any]:
+    """``x`` if it is a pair (a tuple or list of two), else ``TypeError``: dicts and strings do not unpack here."""
+    if isinstance(x, (tuple, list)) and len(x) == 2:
+        return x[0], x[1]
+    raise TypeError("not a pair")  # iso_lens and from_tamb turn it into a named error
 
 
 def lunit(x: tuple[tuple[()], X]) -> X:
@@ -25,7 +34,9 @@ def lunit(x: tuple[tuple[()], X]) -> X:
     >>> lunit(((), 1))
     1
     """
-    return x[1]
+    _, a = _two(x)
+    out: X = a
+    return out
 
 
 def unlunit(x: X) -> tuple[tuple[()], X]:
@@ -43,7 +54,9 @@ def runit(x: tuple[X, tuple[()]]) -> X:
     >>> runit((1, ()))
     1
     """
-    return x[0]
+    a, _ = _two(x)
+    out: X = a
+    return out
 
 
 def unrunit(x: X) -> tuple[X, tuple[()]]:
@@ -61,7 +74,8 @@ def assoc(x: tuple[tuple[X, Y], Z]) -> tuple[X, tuple[Y, Z]]:
     >>> assoc(((1, 2), 3))
     (1, (2, 3))
     """
-    (a, b), c = x
+    ab, c = _two(x)
+    a, b = _two(ab)
     return a, (b, c)
 
 
@@ -71,7 +85,8 @@ def unassoc(x: tuple[X, tuple[Y, Z]]) -> tuple[tuple[X, Y], Z]:
     >>> unassoc((1, (2, 3)))
     ((1, 2), 3)
     """
-    a, (b, c) = x
+    a, bc = _two(x)
+    b, c = _two(bc)
     return (a, b), c
 
 
@@ -81,7 +96,7 @@ def sym(x: tuple[X, Y]) -> tuple[Y, X]:
     >>> sym((1, 2))
     (2, 1)
     """
-    a, b = x
+    a, b = _two(x)
     return b, a
 
 
@@ -91,7 +106,8 @@ def skip_right(x: tuple[X, tuple[Y, Z]]) -> tuple[Y, tuple[X, Z]]:
     >>> skip_right((1, (2, 3)))
     (2, (1, 3))
     """
-    a, (b, c) = x
+    a, bc = _two(x)
+    b, c = _two(bc)
     return b, (a, c)
 
 
@@ -101,7 +117,8 @@ def skip_left(x: tuple[tuple[X, Y], Z]) -> tuple[tuple[X, Z], Y]:
     >>> skip_left(((1, 2), 3))
     ((1, 3), 2)
     """
-    (a, b), c = x
+    ab, c = _two(x)
+    a, b = _two(ab)
     return (a, c), b
 
 
@@ -132,11 +149,21 @@ def iso_lens(name: str, to: Callable[[Any], Any], back: Callable[[Any], Any]) ->
     ((), (2, 1))
     """
 
+    _args.name("iso_lens", "name", name)
+    _args.function("iso_lens", "to", to)
+    _args.function("iso_lens", "back", back)
+
     def fwd(p: tuple[()], s: Any) -> tuple[tuple[()], Any]:
-        return (), to(s)
+        try:
+            return (), to(s)
+        except (TypeError, ValueError):  # not the nest of pairs this iso rearranges
+            raise E.must_be(name, "input", "the nest of pairs it rearranges", E.describe_tree(s)) from None
 
     def bwd(dm: tuple[()], da: Any) -> tuple[tuple[()], Any]:
-        return (), back(da)
+        try:
+            return (), back(da)
+        except (TypeError, ValueError):
+            raise E.must_be(name, "output delta", "the nest of pairs it rearranges", E.describe_tree(da)) from None
 
     return PreLens(fwd, bwd, name)
 

@@ -14,6 +14,8 @@ learning rate lives in the optimiser only.
 
 from __future__ import annotations
 
+import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic
@@ -21,6 +23,7 @@ from typing import Any, Generic
 import numpy as np
 from typing_extensions import TypeVar
 
+from . import _args
 from . import _errors as E
 
 A = TypeVar("A")
@@ -80,6 +83,17 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     op: str = ""
     parts: tuple[PreLens[Any, Any, Any, Any, Any, Any, Any, Any], ...] = ()
 
+    def __post_init__(self) -> None:
+        if not callable(self.fwd) or not callable(self.bwd):
+            bad = "fwd" if not callable(self.fwd) else "bwd"
+            raise E.must_be("PreLens", bad, "a function", E.describe(getattr(self, bad)))
+        if not isinstance(self.name, str):
+            raise E.must_be("PreLens", "name", "a string", E.describe(self.name))
+        if self.init_fn is not None and not callable(self.init_fn):
+            raise E.must_be(
+                "PreLens", "init_fn", "a function of a numpy.random.Generator, or None", E.describe(self.init_fn)
+            )
+
     def __repr__(self) -> str:
         return self.name
 
@@ -91,7 +105,11 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         """
         if self.init_fn is None:
             raise E.no_init_error(self.name, _first_without_init(self).name)
-        return self.init_fn(np.random.default_rng(rng))
+        gen = rng if isinstance(rng, np.random.Generator) else _args.seed(f"{E.short_name(self.name)}.init", rng)
+        try:
+            return self.init_fn(gen)
+        except RecursionError as exc:
+            raise depth_error(exc, self) from None
 
     def named(self, name: str) -> PreLens[A, DA, M, DM, P, DP, S, DS]:
         """The same lens shown under another name (its parts are kept for summaries).
@@ -235,6 +253,177 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
 
 
+# ------------------------------------------------ first-call checks of bwd's deltas
+#
+# A user's ``bwd`` that returns deltas of the wrong structure is caught the first
+# time it runs, named, with the tree path of the first misfit. The check needs the
+# ``p`` and ``s`` that the forward pass was given, which ``bwd`` never sees, so:
+#
+# * a composite (``>>``, ``@``, ``chain``, ``vec_lens``, ``batch_n``) whose parts
+#   have not all been checked returns its residue as a :class:`_Witness` (a tuple
+#   or list equal to the plain residue, which also carries what each part was
+#   given); its ``bwd`` then checks each part's ``(dp, ds)`` right after the part
+#   returns them, so the innermost lens that misbehaves is the one named. After
+#   its first backward pass a composite returns plain residues again;
+# * :func:`~prelens.vjp` and :func:`~prelens.backward` check a lens that is not
+#   such a composite the first time they run it;
+# * a lens whose deltas have fitted once joins :data:`_VALIDATED` and is never
+#   checked again. The fast path pays one flag test per composite call.
+
+
+#: Lenses whose ``bwd`` has returned deltas that fit their ``p`` and ``s`` (checked once).
+_VALIDATED: weakref.WeakSet[AnyLens] = weakref.WeakSet()
+
+
+class _Witness(tuple):  # type: ignore[type-arg]
+    """A composite's residue on its first calls: the plain tuple, plus ``given`` (what the parts got)."""
+
+    given: tuple[Any, ...]
+
+
+class _WitnessList(list):  # type: ignore[type-arg]
+    """The list form of :class:`_Witness` (residues of ``chain``, ``vec_lens``, ``batch_n``)."""
+
+    __slots__ = ("given",)
+    given: tuple[Any, ...]
+
+
+def _witness(m: tuple[Any, ...], given: tuple[Any, ...]) -> _Witness:
+    w = _Witness(m)
+    w.given = given
+    return w
+
+
+def _witness_list(ms: list[Any], given: tuple[Any, ...]) -> _WitnessList:
+    w = _WitnessList(ms)
+    w.given = given
+    return w
+
+
+def is_validated(lens: AnyLens) -> bool:
+    """True once ``lens``'s ``bwd`` has been seen to return deltas that fit its ``p`` and ``s``."""
+    return lens in _VALIDATED
+
+
+def as_pair(lens: AnyLens, out: Any, what: str) -> tuple[Any, Any]:
+    """``out`` (what ``lens.fwd`` or ``lens.bwd`` returned) as a pair, or the error naming ``lens``.
+
+    ``what`` is ``"fwd"`` or ``"bwd"``. Lists of two are accepted as pairs.
+    """
+    if isinstance(out, (tuple, list)) and len(out) == 2 and not hasattr(out, "_fields"):
+        return out[0], out[1]
+    if what == "fwd":
+        return_error = E.fwd_not_a_pair(lens.name, out)
+    else:
+        return_error = E.bwd_not_a_pair(lens.name, out)
+    raise return_error
+
+
+def unpack_error(exc: Exception, lens: AnyLens, scope: dict[str, Any], var: str, what: str) -> Exception:
+    """The error for ``exc``, met in a composite while running a part's pass.
+
+    A ``TypeError``/``ValueError`` raised in the composite's own frame (not inside
+    the part) after ``var`` was bound can only come from unpacking what the part
+    returned: it becomes :func:`as_pair`'s error naming the part. The fast path
+    pays nothing for this: Python unpacks, and only a failure is examined.
+    """
+    tb = exc.__traceback__
+    if isinstance(exc, (TypeError, ValueError)) and tb is not None and tb.tb_next is None and var in scope:
+        try:
+            as_pair(lens, scope[var], what)
+        except E.StructureError as err:
+            return err
+    return exc
+
+
+def check_deltas(lens: AnyLens, out: tuple[Any, Any], p: Any, s: Any) -> None:
+    """Raise :class:`~prelens.StructureError` unless ``out = (dp, ds)`` fits ``(p, s)``.
+
+    A delta fits when it has the tree structure of its primal (tuple, list, named
+    tuple type, dict keys) and, at every numeric leaf, its shape. ``ds = None`` is
+    the delta of an input that is data (``input_delta=False``); a 1-D array may be
+    the delta of a flat list of numbers (the faithful lenses take lists). Leaves
+    that are not numbers (symbols in algebra tests) are not compared.
+    On success ``lens`` joins the validated set.
+    """
+    if lens in _VALIDATED:
+        return
+    dp, ds = out
+    found = _misfit(p, dp, "", data_ok=False)
+    if found is not None:
+        raise E.bwd_delta_mismatch(lens.name, "dp", *found)
+    found = _misfit(s, ds, "", data_ok=True)
+    if found is not None:
+        raise E.bwd_delta_mismatch(lens.name, "ds", *found)
+    _VALIDATED.add(lens)
+
+
+_NUMBERS = (int, float, complex, np.generic)
+
+
+def _is_empty(x: Any) -> bool:
+    return x is None or (type(x) in (tuple, list, dict) and len(x) == 0)
+
+
+def _is_numeric(x: Any) -> bool:
+    return (isinstance(x, np.ndarray) and x.dtype.kind in "biufc") or isinstance(x, _NUMBERS)
+
+
+def _same_node(primal: tuple[Any, ...] | list[Any], delta: Any) -> bool:
+    """Lists fit lists; tuples fit tuples of their length. A plain tuple and a named tuple fit
+    each other (lenses accept plain tuples for their named parameters); two named tuple types do not."""
+    if isinstance(primal, list):
+        return isinstance(delta, list) and len(delta) == len(primal)
+    if not isinstance(delta, tuple) or len(delta) != len(primal):
+        return False
+    named_p, named_d = hasattr(primal, "_fields"), hasattr(delta, "_fields")
+    return not (named_p and named_d) or type(primal) is type(delta)
+
+
+def _misfit(primal: Any, delta: Any, path: str, data_ok: bool) -> tuple[str, str, str] | None:
+    """``(path, expected, got)`` of the first place where ``delta`` does not fit ``primal``."""
+    if delta is None and data_ok:
+        return None
+    if _is_empty(primal):
+        return None if _is_empty(delta) else (path, E.describe(primal), E.describe_tree(delta))
+    if isinstance(primal, (tuple, list, dict)):
+        if isinstance(delta, np.ndarray) and isinstance(primal, (tuple, list)) and not hasattr(primal, "_fields"):
+            try:  # the faithful lenses take vectors as lists of floats and return arrays
+                shape = np.shape(primal)
+            except ValueError:
+                shape = None
+            if shape == delta.shape and all(isinstance(x, _NUMBERS) for x in np.ravel(np.asarray(primal, object))):
+                return None
+            return path, E.describe(primal), E.describe(delta)
+        if isinstance(primal, dict):
+            if not isinstance(delta, dict) or list(delta) != list(primal):
+                got = f"dict with keys {list(delta)}" if isinstance(delta, dict) else E.describe(delta)
+                return path, f"dict with keys {list(primal)}", got
+            items = [(f"[{k!r}]", primal[k], delta[k]) for k in primal]
+        else:
+            if not _same_node(primal, delta):
+                return path, E.describe(primal), E.describe(delta)
+            segs = [f".{f}" for f in primal._fields] if hasattr(primal, "_fields") else None
+            items = [(segs[i] if segs else f"[{i}]", x, d) for i, (x, d) in enumerate(zip(primal, delta))]
+        for seg, x, d in items:
+            found = _misfit(x, d, path + seg, data_ok)
+            if found is not None:
+                return found
+        return None
+    if not _is_numeric(primal):
+        return None  # a symbol, not a number: nothing to compare
+    if not _is_numeric(delta) or np.shape(delta) != np.shape(primal):
+        return path, E.describe(primal), E.describe_tree(delta)
+    return None
+
+
+def depth_error(exc: RecursionError, lens: AnyLens) -> Exception:
+    """A :class:`RecursionError` met while running ``lens``, as one clear error (once)."""
+    if isinstance(exc, E.PrelensError):
+        return exc
+    return E.too_deep(lens.name, sys.getrecursionlimit())
+
+
 def _first_without_init(lens: AnyLens) -> AnyLens:
     """The innermost part of ``lens`` that cannot create its parameters."""
     for part in lens.parts:
@@ -272,8 +461,10 @@ def pre_compose(
     >>> pre_compose(inc, inc).fwd((10.0, 1.0), 0.0)
     (((), ()), 11.0)
     """
+    f, g = _args.lens(">>", "the first lens", f), _args.lens(">>", "the second lens", g)
     f_fwd, f_bwd, g_fwd, g_bwd = f.fwd, f.bwd, g.fwd, g.bwd
     name = f"{_wrap(f, '>>', 'left')} >> {_wrap(g, '>>', 'right')}"
+    checking = not (is_validated(f) and is_validated(g))  # until the first backward pass
 
     def fwd(p: tuple[Q, P], s: S) -> tuple[tuple[M, N], A]:
         try:
@@ -281,28 +472,48 @@ def pre_compose(
         except (TypeError, ValueError):
             raise E.not_a_pair(name, "parameters", "(p_g, p_f), the later lens first", p) from None
         try:
-            m_f, b = f_fwd(p_f, s)
+            out_f = f_fwd(p_f, s)
+            m_f, b = out_f
         except Exception as exc:
-            raise E.in_part(exc, name, f.name, "the forward pass", s) from None
+            raise E.in_part(
+                unpack_error(exc, f, locals(), "out_f", "fwd"), name, f.name, "the forward pass", s
+            ) from None
         try:
-            m_g, a = g_fwd(p_g, b)
+            out_g = g_fwd(p_g, b)
+            m_g, a = out_g
         except Exception as exc:
-            raise E.in_part(exc, name, g.name, "the forward pass", b, f"the output of {f.name}") from None
+            err = unpack_error(exc, g, locals(), "out_g", "fwd")
+            raise E.in_part(err, name, g.name, "the forward pass", b, f"the output of {f.name}") from None
+        if checking:
+            return _witness((m_f, m_g), (p_f, s, p_g, b)), a
         return (m_f, m_g), a
 
     def bwd(dm: tuple[DM, DN], da: DA) -> tuple[tuple[DQ, DP], DS]:
+        nonlocal checking
         try:
             dm_f, dm_g = dm
         except (TypeError, ValueError):
             raise E.not_a_pair(name, "residue deltas", "(dm_f, dm_g)", dm) from None
+        given = dm.given if type(dm) is _Witness else None
         try:
-            dp_g, db = g_bwd(dm_g, da)
+            out_g = g_bwd(dm_g, da)
+            dp_g, db = out_g
+            if given is not None:
+                check_deltas(g, out_g, given[2], given[3])
         except Exception as exc:
-            raise E.in_part(exc, name, g.name, "the backward pass", da) from None
+            raise E.in_part(
+                unpack_error(exc, g, locals(), "out_g", "bwd"), name, g.name, "the backward pass", da
+            ) from None
         try:
-            dp_f, ds = f_bwd(dm_f, db)
+            out_f = f_bwd(dm_f, db)
+            dp_f, ds = out_f
+            if given is not None:
+                check_deltas(f, out_f, given[0], given[1])
         except Exception as exc:
-            raise E.in_part(exc, name, f.name, "the backward pass", db, f"the delta from {g.name}") from None
+            err = unpack_error(exc, f, locals(), "out_f", "bwd")
+            raise E.in_part(err, name, f.name, "the backward pass", db, f"the delta from {g.name}") from None
+        if checking:
+            checking = False
         return (dp_g, dp_f), ds
 
     f_init, g_init = f.init_fn, g.init_fn
@@ -339,9 +550,11 @@ def prod_lens(
     >>> prod_lens(neg, id_pre_lens).fwd(((), ()), (1.0, 2.0))
     (((), ()), (-1.0, 2.0))
     """
+    f, g = _args.lens("@", "the left lens", f), _args.lens("@", "the right lens", g)
     f_fwd, f_bwd, g_fwd, g_bwd = f.fwd, f.bwd, g.fwd, g.bwd
 
     name = f"{_wrap(f, '@', 'left')} @ {_wrap(g, '@', 'right')}"
+    checking = not (is_validated(f) and is_validated(g))  # until the first backward pass
 
     def fwd(p: tuple[P, P2], s: tuple[S, S2]) -> tuple[tuple[M, M2], tuple[A, A2]]:
         try:
@@ -350,29 +563,51 @@ def prod_lens(
         except (TypeError, ValueError):
             raise E.not_a_pair(name, "parameters and inputs", "(left, right)", (p, s)) from None
         try:
-            m1, a1 = f_fwd(p1, s1)
+            out1 = f_fwd(p1, s1)
+            m1, a1 = out1
         except Exception as exc:
-            raise E.in_part(exc, name, f.name, "the forward pass", s1) from None
+            raise E.in_part(
+                unpack_error(exc, f, locals(), "out1", "fwd"), name, f.name, "the forward pass", s1
+            ) from None
         try:
-            m2, a2 = g_fwd(p2, s2)
+            out2 = g_fwd(p2, s2)
+            m2, a2 = out2
         except Exception as exc:
-            raise E.in_part(exc, name, g.name, "the forward pass", s2) from None
+            raise E.in_part(
+                unpack_error(exc, g, locals(), "out2", "fwd"), name, g.name, "the forward pass", s2
+            ) from None
+        if checking:
+            return _witness((m1, m2), (p1, s1, p2, s2)), (a1, a2)
         return (m1, m2), (a1, a2)
 
     def bwd(dm: tuple[DM, DM2], da: tuple[DA, DA2]) -> tuple[tuple[DP, DP2], tuple[DS, DS2]]:
+        nonlocal checking
         try:
             dm1, dm2 = dm
             da1, da2 = da
         except (TypeError, ValueError):
             raise E.not_a_pair(name, "residue and output deltas", "(left, right)", (dm, da)) from None
+        given = dm.given if type(dm) is _Witness else None
         try:
-            dp1, ds1 = f_bwd(dm1, da1)
+            out1 = f_bwd(dm1, da1)
+            dp1, ds1 = out1
+            if given is not None:
+                check_deltas(f, out1, given[0], given[1])
         except Exception as exc:
-            raise E.in_part(exc, name, f.name, "the backward pass", da1) from None
+            raise E.in_part(
+                unpack_error(exc, f, locals(), "out1", "bwd"), name, f.name, "the backward pass", da1
+            ) from None
         try:
-            dp2, ds2 = g_bwd(dm2, da2)
+            out2 = g_bwd(dm2, da2)
+            dp2, ds2 = out2
+            if given is not None:
+                check_deltas(g, out2, given[2], given[3])
         except Exception as exc:
-            raise E.in_part(exc, name, g.name, "the backward pass", da2) from None
+            raise E.in_part(
+                unpack_error(exc, g, locals(), "out2", "bwd"), name, g.name, "the backward pass", da2
+            ) from None
+        if checking:
+            checking = False
         return (dp1, dp2), (ds1, ds2)
 
     f_init, g_init = f.init_fn, g.init_fn
@@ -406,6 +641,10 @@ def parameter_free(name: str, fwd: Callable[[Any], tuple[Any, Any]], bwd: Callab
     >>> sq.fwd((), 3.0), sq.bwd(3.0, 1.0)
     ((3.0, 9.0), ((), 6.0))
     """
+
+    _args.name("parameter_free", "name", name)
+    _args.function("parameter_free", "fwd", fwd)
+    _args.function("parameter_free", "bwd", bwd)
 
     def fwd_(p: tuple[()], s: Any) -> tuple[Any, Any]:
         return fwd(s)

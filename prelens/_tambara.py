@@ -17,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, runtime_checkable
 
+from . import _args
+from . import _errors as E
 from ._iso import assoc, first, lunit, runit, second, skip_left, skip_right, unassoc, unlunit, unrunit
-from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, S, id_pre_lens
+from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens
 
 Fn = Callable[[Any], Any]
 
@@ -143,6 +145,7 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
     >>> to_tamb(id_pre_lens)(id_pre_lens).fwd(((), ()), 1)
     (((), ()), 1)
     """
+    _args.lens("to_tamb", "lens", lens)
     fw, bw = lens.fwd, lens.bwd
 
     def fw_(ps: Any) -> Any:
@@ -162,8 +165,30 @@ def from_tamb(tri: AnyTriLens) -> AnyLens:
     >>> from_tamb(to_tamb(id_pre_lens)).fwd((), 7)
     ((), 7)
     """
+    _args.trilens("from_tamb", "tri", tri)
     lens: AnyLens = dimap_m(runit, unrunit, dimap_p(unlunit, lunit, tri(id_pre_lens)))
-    return lens.named(f"from_tamb({tri!r})")
+    name = f"from_tamb({tri!r})"
+    fwd, bwd = lens.fwd, lens.bwd
+
+    # The passes run through the nest of dimaps the TriLens built; a value of the wrong
+    # structure fails somewhere inside it, where no lens can be named: name the whole.
+    def fwd_(p: Any, s: Any) -> Any:
+        try:
+            return fwd(p, s)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+            if isinstance(exc, E.PrelensError):
+                raise
+            raise E.tamb_pass_failed(name, "forward", (p, s), exc) from exc
+
+    def bwd_(dm: Any, da: Any) -> Any:
+        try:
+            return bwd(dm, da)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+            if isinstance(exc, E.PrelensError):
+                raise
+            raise E.tamb_pass_failed(name, "backward", (dm, da), exc) from exc
+
+    return PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
 
 
 def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:
@@ -179,6 +204,9 @@ def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:
     >>> l.fwd(((), ()), 1)
     (((), ()), 1)
     """
+
+    _args.trilens("tri_compose", "f", f)
+    _args.trilens("tri_compose", "g", g)
 
     def run(t: Any) -> Any:
         return dimap_p(unassoc, assoc, dimap_m(unassoc, assoc, f(g(t))))
@@ -249,6 +277,9 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
     >>> l.fwd(((), ()), (1, 2))
     (((), ()), (1, 2))
     """
+
+    _args.trilens("tri_tensor", "l1", l1)
+    _args.trilens("tri_tensor", "l2", l2)
 
     def run(t: Any) -> Any:
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))

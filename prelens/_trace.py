@@ -9,6 +9,13 @@ Haskell::
 :func:`forward` and :func:`backward` are ``fwd'`` and ``bwd'`` (``backward``
 re-runs the forward pass, as the blog's does). :func:`vjp` is the efficient
 form: one forward pass, and a pullback that closes over the stored residue.
+
+The first time a lens that is not a composite (``>>``, ``@``, ``chain`` check
+their parts themselves) is run backward here, its ``(dp, ds)`` is checked
+against the ``p`` and ``s`` of the forward pass (see ``prelens._lens``): a
+``bwd`` that returns the wrong structure is named with the tree path of the
+first misfit. A lens nested too deeply for Python's stack raises one
+:class:`~prelens._errors.DepthError` that says how to flatten it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._lens import DA, DP, DS, A, M, P, PreLens, S
+from ._lens import DA, DP, DS, A, M, P, PreLens, S, as_pair, check_deltas, depth_error, is_validated
 from ._tambara import AnyTriLens, TriLens, from_tamb
 
 Lensish = PreLens[A, DA, M, M, P, DP, S, DS] | AnyTriLens
@@ -26,6 +33,33 @@ def _as_prelens(lens: Any) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
     return from_tamb(lens) if isinstance(lens, TriLens) else lens
 
 
+def _run_fwd(lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any], p: Any, s: Any) -> tuple[Any, Any]:
+    try:
+        out = lens.fwd(p, s)
+    except RecursionError as exc:
+        raise depth_error(exc, lens) from None
+    return out if type(out) is tuple and len(out) == 2 else as_pair(lens, out, "fwd")
+
+
+def _needs_check(lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any]) -> bool:
+    """Composites check their parts; other lenses are checked here once."""
+    return lens.op not in (">>", "@", "chain") and not is_validated(lens)
+
+
+def _run_bwd(
+    lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any], m: Any, da: Any, p: Any, s: Any, check: bool
+) -> tuple[Any, Any]:
+    try:
+        out = lens.bwd(m, da)
+    except RecursionError as exc:
+        raise depth_error(exc, lens) from None
+    if type(out) is not tuple or len(out) != 2:
+        out = as_pair(lens, out, "bwd")
+    if check:
+        check_deltas(lens, out, p, s)
+    return out
+
+
 def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
     """The output of the forward pass, residue dropped (Haskell: ``fwd'``).
 
@@ -33,7 +67,7 @@ def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    _, a = _as_prelens(lens).fwd(p, s)
+    _, a = _run_fwd(_as_prelens(lens), p, s)
     out: A = a
     return out
 
@@ -46,8 +80,8 @@ def backward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S, da: DA) -> tuple
     ((), 1.0)
     """
     lens_ = _as_prelens(lens)
-    m, _ = lens_.fwd(p, s)
-    return lens_.bwd(m, da)
+    m, _ = _run_fwd(lens_, p, s)
+    return _run_bwd(lens_, m, da, p, s, _needs_check(lens_))
 
 
 def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[[DA], tuple[DP, DS]]]:
@@ -63,10 +97,19 @@ def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[
     (9.0, ((), 6.0))
     """
     lens_ = _as_prelens(lens)
-    m, a = lens_.fwd(p, s)
+    m, a = _run_fwd(lens_, p, s)
+    if _needs_check(lens_):
+
+        def checked_pullback(da: DA) -> tuple[DP, DS]:
+            return _run_bwd(lens_, m, da, p, s, True)
+
+        return a, checked_pullback
     bwd = lens_.bwd
 
     def pullback(da: DA) -> tuple[DP, DS]:
-        return bwd(m, da)
+        try:
+            return bwd(m, da)
+        except RecursionError as exc:
+            raise depth_error(exc, lens_) from None
 
     return a, pullback

@@ -80,15 +80,15 @@ def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = ""
         or (ka == "tuple" and _is_namedtuple(a) != _is_namedtuple(b))
         or (_is_namedtuple(a) and type(a) is not type(b))
     ):
-        return f"at {E.path_str(path)}: expected {_node_desc(a)}, got {_node_desc(b)}"
+        return E.at_path(path, _node_desc(a), _node_desc(b))
     if ka == "leaf":
         if shapes and np.shape(a) != np.shape(b):
-            return f"at {E.path_str(path)}: expected shape {np.shape(a)}, got shape {np.shape(b)}"
+            return E.at_path(path, f"shape {np.shape(a)}", f"shape {np.shape(b)}")
         return None
     if ka == "dict" and list(a.keys()) != list(b.keys()):
-        return f"at {E.path_str(path)}: expected keys {list(a)}, got keys {list(b)}"
+        return E.at_path(path, f"keys {list(a)}", f"keys {list(b)}")
     if ka in ("tuple", "list") and len(a) != len(b):
-        return f"at {E.path_str(path)}: expected {_node_desc(a)}, got {_node_desc(b)}"
+        return E.at_path(path, _node_desc(a), _node_desc(b))
     for (seg, ca), (_, cb) in zip(_items(a), _items(b)):
         found = structure_mismatch(ca, cb, shapes=shapes, path=path + seg)
         if found:
@@ -106,7 +106,7 @@ def check_structure(expected: Tree, got: Tree, *, what: str = "tree", shapes: bo
     """
     found = structure_mismatch(expected, got, shapes=shapes)
     if found:
-        raise E.StructureError(f"{what}: {found}")
+        raise E.tree_mismatch(what, found)
 
 
 def tree_zip_map(f: Callable[..., Any], tree: Tree, *others: Tree) -> Tree:
@@ -180,7 +180,7 @@ def tree_sum(trees: list[Tree]) -> Tree:
     (111.0, 222.0)
     """
     if not trees:
-        raise E.StructureError("tree_sum: cannot sum an empty list of trees")
+        raise E.tree_sum_empty()
     return tree_zip_map(lambda *xs: sum(xs[1:], start=xs[0]), trees[0], *trees[1:])
 
 

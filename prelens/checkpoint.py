@@ -30,10 +30,11 @@ plus any registered with :func:`register_namedtuple`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import math
 import os
 import secrets
-import zipfile
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -111,6 +112,12 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
     >>> load_metadata(path)
     {'epoch': 3}
     """
+    try:
+        target = os.fspath(path)
+    except TypeError:
+        raise E.bad_argument("save", "path", path, "a file path (str or os.PathLike)") from None
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise E.checkpoint_unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
     spec = _encode(tree, "", arrays)
     header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": dict(metadata or {})}
@@ -119,7 +126,7 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
     except (TypeError, ValueError) as err:
         raise E.checkpoint_unsupported("metadata", f"must be JSON-serialisable ({err})") from None
     arrays[_HEADER] = np.array(text)
-    _write_atomically(os.fspath(path), arrays)
+    _write_atomically(target, arrays)
 
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -150,7 +157,7 @@ def _create_temporary(directory: str, base: str) -> tuple[int, str]:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
         except FileExistsError:
             continue
-    raise FileExistsError(f"no free temporary name for {base} in {directory}")
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.path.join(directory, f".{base}.*.tmp"))
 
 
 def _fsync_directory(directory: str) -> None:
@@ -229,7 +236,7 @@ def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
     ...
     prelens._errors.CheckpointError: checkpoint ... does not fit the model: at [0]: expected f64[3], got f64[2]
     """
-    name = os.fspath(path)
+    name = _path("load", path)
     with _open(name) as archive:
         header = _read_header(name, archive)
         known = _known_namedtuples() if like is None else {}
@@ -245,7 +252,7 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     >>> load_metadata(path)["dataset"]
     'iris'
     """
-    name = os.fspath(path)
+    name = _path("load_metadata", path)
     with _open(name) as archive:
         meta = _read_header(name, archive).get("metadata", {})
     if not isinstance(meta, dict):
@@ -259,7 +266,7 @@ def _open(path: str) -> Any:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise E.checkpoint_unreadable(path, "no such file") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+    except Exception as err:  # numpy and zipfile raise many kinds on damaged bytes
         raise E.checkpoint_unreadable(path, f"not a valid .npz archive ({_why(err)})") from None
     try:
         if not isinstance(archive, np.lib.npyio.NpzFile):
@@ -270,6 +277,14 @@ def _open(path: str) -> Any:
             archive.close()
 
 
+def _path(fn: str, path: Any) -> str:
+    try:
+        name: str = os.fspath(path)
+    except TypeError:
+        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
+    return name
+
+
 def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
@@ -278,10 +293,31 @@ def _read_array(path: str, archive: Any, key: str) -> np.ndarray:
     if key not in archive.files:
         raise E.checkpoint_unreadable(path, f"the array for {key} is missing")
     try:
+        _check_size_on_disk(path, archive, key)
         arr: np.ndarray = archive[key]
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as err:
+    except E.CheckpointError:
+        raise
+    except Exception as err:  # damaged bytes make numpy and zipfile raise many kinds
         raise E.checkpoint_unreadable(path, f"the array for {key} is corrupt ({_why(err)})") from None
     return arr
+
+
+def _check_size_on_disk(path: str, archive: Any, key: str) -> None:
+    """Read the ``.npy`` header of ``key`` first: a damaged header must not make numpy
+    allocate more memory than the file holds, nor hold objects (which would need pickle)."""
+    info = archive.zip.getinfo(f"{key}.npy")
+    with archive.zip.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    if dtype.hasobject:
+        raise E.checkpoint_unreadable(
+            path, f"the array for {key} is corrupt (it holds Python objects, which would need allow_pickle=True)"
+        )
+    if math.prod(shape) * dtype.itemsize > info.file_size:
+        raise E.checkpoint_unreadable(path, f"the array for {key} is shorter than its header says")
 
 
 def _read_header(path: str, archive: Any) -> dict[str, Any]:
@@ -308,11 +344,11 @@ class _Reader:
         self.known = known
 
     def corrupt(self, where: str, detail: str) -> E.CheckpointError:
-        return E.checkpoint_unreadable(self.path, f"at {E.path_str(where)}: {detail}")
+        return E.checkpoint_corrupt_at(self.path, where, detail)
 
     def mismatch(self, where: str, like: Any, got: str) -> E.CheckpointError:
         expected = _kind_of(like)
-        return E.checkpoint_mismatch(self.path, f"at {E.path_str(where)}: expected {expected}, got {got}")
+        return E.checkpoint_mismatch(self.path, E.at_path(where, expected, got))
 
     def decode(self, spec: Any, path: str, like: Any, check: bool) -> Tree:
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):

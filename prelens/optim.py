@@ -99,16 +99,23 @@ class SGD:
 
     def update(self, grads: Tree, state: tuple[()], params: Tree) -> tuple[Tree, tuple[()]]:
         """One step ``p − lr·g`` on every leaf; returns ``(new_params, ())``."""
+        _check_state("sgd", state, tuple, "()")
         neg_lr = -self.lr
 
-        def leaf(p: Any, g: Any) -> tuple[Any]:
-            if isinstance(p, np.ndarray):
-                new = np.multiply(g, neg_lr, out=np.empty_like(p))
+        def leaf(p: Any, g: Any) -> Any:
+            if type(p) is np.ndarray:
+                if type(g) is np.ndarray and g.dtype == p.dtype and g.ndim:
+                    new = g * neg_lr  # a Python float keeps the dtype (0-d would give a scalar)
+                else:
+                    new = np.multiply(g, neg_lr, out=np.empty_like(p))
                 new += p
-                return (new,)
-            return (_scalar_like(p, p + neg_lr * g),)
+                return new
+            return _scalar_like(p, p + neg_lr * g)
 
-        (new_params,) = _map_leaves("sgd", leaf, params, (grads,), ("grads",))
+        try:
+            new_params = _walk_pair(leaf, params, grads)
+        except (_Mismatch, TypeError, ValueError):
+            raise _diagnose("sgd", params, (grads,), ("grads",)) from None
         return new_params, ()
 
 
@@ -156,6 +163,7 @@ class Momentum:
 
     def update(self, grads: Tree, state: MomentumState, params: Tree) -> tuple[Tree, MomentumState]:
         """One momentum step; returns ``(new_params, MomentumState(new_velocity))``."""
+        _check_state("momentum", state, MomentumState, "a MomentumState")
         lr, beta, nesterov = self.lr, self.beta, self.nesterov
 
         def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
@@ -227,8 +235,11 @@ class Adam:
 
     def update(self, grads: Tree, state: AdamState, params: Tree) -> tuple[Tree, AdamState]:
         """One Adam step; returns ``(new_params, AdamState(step + 1, mu, nu))``."""
+        _check_state("adam", state, AdamState, "an AdamState")
+        if not isinstance(state.step, (int, np.integer)) or isinstance(state.step, bool) or state.step < 0:
+            raise E.optim_bad_state("adam", "an AdamState with an int step >= 0", state)
         b1, b2 = self.b1, self.b2
-        t = state.step + 1
+        t = int(state.step) + 1
         root_c2 = math.sqrt(1.0 - b2**t)
         lr_t = self.lr * root_c2 / (1.0 - b1**t)
         eps_t = self.eps * root_c2
@@ -281,11 +292,17 @@ def _check_unit(opt: str, name: str, value: float) -> None:
         raise E.bad_argument(opt, name, value, "a number in [0, 1)")
 
 
+def _check_state(opt: str, state: Any, cls: type, expected: str) -> None:
+    """The state must be what ``opt.init`` made (``()`` for SGD, a named tuple otherwise)."""
+    if type(state) is not cls or (cls is tuple and state != ()):
+        raise E.optim_bad_state(opt, expected, state)
+
+
 def _check_params(opt: str, params: Tree) -> None:
     """Every leaf must be a float array or a Python/numpy float (or int) scalar."""
     for path, x in tree_paths(params):
         if isinstance(x, np.ndarray):
-            if x.dtype.kind != "f":
+            if x.dtype.char not in "fdg":  # float16 is too coarse for the moments (eps underflows)
                 raise E.optim_leaf_dtype(opt, path, E.describe(x))
         elif not isinstance(x, (int, float, np.floating)) or isinstance(x, bool):
             raise E.optim_leaf_dtype(opt, path, E.describe(x))
@@ -325,17 +342,38 @@ def _map_leaves(
     """
     try:
         return _walk(f, len(others), params, list(others))
-    except _Mismatch:
-        for name, other in zip(names, others):
-            check_structure(params, other, what=f"{opt}: {name}", shapes=True)
-        raise E.StructureError(f"{opt}: parameters, grads and state do not share a structure") from None
+    except (_Mismatch, TypeError, ValueError):
+        raise _diagnose(opt, params, others, names) from None
+
+
+def _walk_pair(f: Callable[[Any, Any], Any], p: Tree, g: Tree) -> Tree:
+    """``f`` leaf-wise on ``p`` and ``g`` (one output tree): :func:`_walk` for SGD, without its transposes."""
+    cls = type(p)
+    if cls is np.ndarray:
+        if type(g) is not np.ndarray or g.shape != p.shape or p.dtype.char not in "fdg" or g.dtype.kind not in "iuf":
+            _check_leaf(p, g)
+        return f(p, g)
+    if cls is list or cls is tuple or cls in _NAMEDTUPLES or _is_namedtuple_type(cls):
+        if type(g) is not cls or len(g) != len(p):
+            raise _Mismatch
+        children = [_walk_pair(f, c, d) for c, d in zip(p, g)]
+        if cls is list:
+            return children
+        return tuple(children) if cls is tuple else cls(*children)
+    (out,) = _walk_other(lambda x, y: (f(x, y),), 1, p, [g])
+    return out
 
 
 def _walk(f: LeafFn, n_out: int, p: Tree, others: list[Tree]) -> tuple[Tree, ...]:
     cls = type(p)
     if cls is np.ndarray:  # the hot path first: exact types, no generic checks
         for o in others:
-            if type(o) is not np.ndarray or o.shape != p.shape:
+            if (
+                type(o) is not np.ndarray
+                or o.shape != p.shape
+                or p.dtype.char not in "fdg"
+                or o.dtype.kind not in "iuf"
+            ):
                 _check_leaf(p, o)
         return f(p, *others)
     if cls is tuple or cls is list or cls in _NAMEDTUPLES or _is_namedtuple_type(cls):
@@ -389,7 +427,30 @@ def _walk_other(f: LeafFn, n_out: int, p: Tree, others: list[Tree]) -> tuple[Tre
     return f(p, *others)
 
 
+def _is_real_leaf(x: Any, floats_only: bool = False) -> bool:
+    """A real number or an array of them (of floats only, for parameters)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.char in "fdg" if floats_only else x.dtype.kind in "iuf"
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, (float, np.floating)) or (not floats_only and isinstance(x, (int, np.integer)))
+
+
 def _check_leaf(p: Any, o: Any) -> None:
-    """A leaf of grads or state must be a number or an array of the parameter's shape."""
-    if not isinstance(o, (np.ndarray, float, int, np.generic)) or np.shape(o) != np.shape(p):
+    """A leaf of grads or state must be a real number or array of the parameter's shape;
+    the parameter a float (array) or a number."""
+    if not (_is_real_leaf(p, floats_only=True) or (isinstance(p, (int, np.integer)) and not isinstance(p, bool))):
         raise _Mismatch
+    if not _is_real_leaf(o) or np.shape(o) != np.shape(p):
+        raise _Mismatch
+
+
+def _diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]) -> E.PrelensError:
+    """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
+    _check_params(opt, params)
+    for name, other in zip(names, others):
+        check_structure(params, other, what=f"{opt}: {name}", shapes=True)
+        for path, leaf in tree_paths(other):
+            if not _is_real_leaf(leaf):
+                return E.optim_delta_dtype(opt, name, path, E.describe(leaf))
+    return E.optim_mismatch(opt)

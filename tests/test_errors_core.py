@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from prelens import PreLens, ShapeError, StructureError, chain, vjp
+from prelens import PreLens, ShapeError, StructureError, chain, forward, id_pre_lens, vjp
 from prelens.testing import linear_vec, tanh_vec
 
 V3 = np.ones(3)
@@ -62,3 +62,141 @@ def test_a_bwd_returning_the_wrong_structure_is_named():
     _, pullback = vjp(tanh_vec >> bad, ((), ()), np.ones(3))
     with pytest.raises(StructureError, match=r"the backward pass of bad failed"):
         pullback(np.ones(3))
+
+
+# ------------------------------------------- a user's bwd of the wrong structure
+
+
+from typing import Any, NamedTuple  # noqa: E402
+
+from prelens import DTypeError, backward, batch_n, from_tamb, vec_lens  # noqa: E402
+from prelens._errors import DepthError  # noqa: E402
+from prelens.nn import DenseParams, dense, init_mlp, layer_norm, make_mlp, tanh, token_embedding  # noqa: E402
+
+
+class WB(NamedTuple):
+    weight: Any
+    bias: Any
+
+
+def transposing_affine() -> PreLens:
+    """A user's affine lens whose bwd returns the weight's delta transposed (a classic slip)."""
+
+    def fwd(p, x):
+        return (x, p.weight), x @ p.weight + p.bias
+
+    def bwd(m, da):
+        x, w = m
+        return WB((x.T @ da).T, da.sum(axis=0)), da @ w.T
+
+    return PreLens(fwd, bwd, "affine", lambda rng: WB(rng.standard_normal((3, 2)), np.zeros(2)))
+
+
+def test_a_bwd_with_a_misfit_dp_is_named_at_the_first_call_with_the_tree_path():
+    l = chain(dense(3, 3), transposing_affine())
+    p = l.init(0)
+    _, pullback = vjp(l, p, np.ones((4, 3)))
+    with pytest.raises(
+        StructureError,
+        match=r"^affine: bwd returned a dp that does not fit the parameters p of its forward pass: "
+        r"at \.weight: expected f64\[3,2\], got f64\[2,3\]",
+    ):
+        pullback(np.ones((4, 2)))
+
+
+def test_the_innermost_lens_is_named_and_context_is_added_once():
+    bad = PreLens(lambda p, s: (s, s), lambda m, da: ((), da[:1]), name="bad")
+    l = (tanh >> (tanh >> bad)) >> tanh
+    _, pullback = vjp(l, l.init(0), np.ones(3))
+    with pytest.raises(
+        StructureError, match=r"^bad: bwd returned a ds .* at <root>: expected f64\[3\], got f64\[1\]"
+    ) as info:
+        pullback(np.ones(3))
+    assert str(info.value).count("\n  in ") == 1
+    assert "in tanh >> bad: the backward pass of bad failed" in str(info.value)
+
+
+@pytest.mark.parametrize("wrap", [lambda l: batch_n(2, l), lambda l: vec_lens(2, l)], ids=["batch_n", "vec_lens"])
+def test_copies_in_batch_n_and_vec_lens_are_checked(wrap):
+    bad = PreLens(lambda p, s: (s, s), lambda m, da: ((), [da]), name="listy")
+    l = wrap(bad)
+    p = () if "batch_n" in repr(l) else [(), ()]
+    _, pullback = vjp(l, p, [np.ones(2), np.ones(2)])
+    with pytest.raises(
+        StructureError,
+        match=r"^listy: bwd returned a ds .*expected f64\[2\], got \[f64\[2\]\].*\n  in .*: the backward pass of listy \(copy 0\)",
+    ):
+        pullback([np.ones(2), np.ones(2)])
+
+
+@pytest.mark.parametrize("run", ["vjp", "backward"])
+def test_a_lone_lens_is_checked_by_the_trace(run):
+    bad = PreLens(lambda p, s: (s, 2 * s), lambda m, da: (np.zeros(2), 2 * da), name="bad")  # p is (), dp is not
+    with pytest.raises(
+        StructureError, match=r"^bad: bwd returned a dp .* at <root>: expected tuple of 0, got f64\[2\]"
+    ):
+        if run == "vjp":
+            vjp(bad, (), np.ones(3))[1](np.ones(3))
+        else:
+            backward(bad, (), np.ones(3), np.ones(3))
+
+
+def test_deltas_that_are_fine_pass():
+    # ds None for data, arrays for lists of floats, a named tuple for a plain tuple
+    d = dense(3, 2, input_delta=False)
+    vjp(d, d.init(0), np.ones((2, 3)))[1](np.ones((2, 2)))
+    from prelens.nn import neuron_l
+
+    n = neuron_l(2)
+    vjp(chain(n), [n.init(0)], [0.5, -1.0])[1](1.0)
+    ln = layer_norm(2)
+    vjp(chain(ln), [tuple(ln.init(0))], np.ones((2, 2)))[1](np.ones((2, 2)))
+
+
+def test_the_check_runs_once_then_residues_are_plain():
+    l = chain(dense(3, 2), tanh)
+    p = l.init(0)
+    m, _ = l.fwd(p, np.ones((1, 3)))
+    assert m == [m[0], m[1]] and type(m) is not list  # the first call carries what the parts were given
+    l.bwd(m, np.ones((1, 2)))
+    m2, _ = l.fwd(p, np.ones((1, 3)))
+    assert type(m2) is list  # checked once: from now on the plain residue, nothing extra
+
+
+def test_wrong_dtypes_are_dtype_errors():
+    with pytest.raises(DTypeError, match=r"token ids: expected an integer array, got f64\[1,2\]"):
+        token_embedding(5, 2).fwd(np.zeros((5, 2)), np.array([[1.0, 2.0]]))
+    with pytest.raises(DTypeError, match=r"dense\(3→2, tanh\): input: expected f64\[\.\.\.,3\], got i64\[2,3\]"):
+        dense(3, 2).fwd(dense(3, 2).init(0), np.ones((2, 3), dtype=np.int64))
+    with pytest.raises(DTypeError, match=r"tanh: input: expected a float array, got i64\[3\]"):
+        tanh.fwd((), np.arange(3))
+    with pytest.raises(DTypeError, match=r"dense\(3→2, tanh\): output delta: expected f64\[2,2\], got f32\[2,2\]"):
+        d = dense(3, 2)
+        m, _ = d.fwd(d.init(0), np.ones((2, 3)))
+        d.bwd(m, np.ones((2, 2), np.float32))
+    assert isinstance(DenseParams(1, 2), tuple)
+
+
+# ------------------------------------------------------------- recursion depth
+
+
+def test_a_too_deep_tri_lens_raises_one_clear_error():
+    mlp = make_mlp(3, [4, 4, 1])
+    lens = from_tamb(batch_n(8, mlp))
+    with pytest.raises(DepthError, match=r"nested too deeply.*batch_n\(n, from_tamb\(mlp\)\)") as info:
+        vjp(lens, init_mlp(3, [4, 4, 1], np.random.default_rng(0)), [np.ones(3)] * 8)
+    assert isinstance(info.value, RecursionError)
+    assert "\n  in " not in str(info.value) and str(info.value).count("nested too deeply") == 1
+    # the suggested fix works
+    flat = batch_n(8, from_tamb(mlp))
+    out = forward(flat, init_mlp(3, [4, 4, 1], np.random.default_rng(0)), [np.ones(3)] * 8)
+    assert len(out) == 8
+
+
+def test_a_too_deep_composition_is_reported_once_not_at_every_level():
+    deep = id_pre_lens
+    for _ in range(3000):
+        deep = deep >> id_pre_lens
+    with pytest.raises(DepthError) as info:
+        deep.init(0)
+    assert str(info.value).count("nested too deeply") == 1 and len(str(info.value)) < 1000

@@ -22,6 +22,7 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
+from .. import _errors as E
 from ._split import Seed, Split, standardize, stratified_split
 
 __all__ = ["IRIS_CLASSES", "IRIS_FEATURES", "iris_arrays", "load_iris"]
@@ -38,7 +39,7 @@ def _read() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     rows = list(csv.reader(io.StringIO(text)))
     header, body = tuple(rows[0]), [r for r in rows[1:] if r]
     if header != (*IRIS_FEATURES, "species") or len(body) != 150:
-        raise RuntimeError("prelens/datasets/data/iris.csv is damaged: reinstall prelens")
+        raise E.data_damaged("prelens/datasets/data/iris.csv")
     xs = np.array([[float(v) for v in r[:4]] for r in body])
     ys = np.array([IRIS_CLASSES.index(r[4]) for r in body], dtype=np.int64)
     xs.setflags(write=False)

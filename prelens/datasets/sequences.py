@@ -82,10 +82,10 @@ class SequenceTask:
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
-            raise E.lens_value_error("SequenceTask", f"task must be one of {sorted(TASKS)}, got {self.name!r}")
+            raise E.not_one_of("SequenceTask", "task", sorted(TASKS), self.name)
         for what, value in (("length", self.length), ("n_symbols", self.n_symbols)):
             if not isinstance(value, int) or value < 1:
-                raise E.lens_value_error("SequenceTask", f"{what} must be a positive int, got {value!r}")
+                raise E.not_positive_int("SequenceTask", what, value)
 
     @property
     def bos(self) -> int:
@@ -145,7 +145,7 @@ def make_sequences(
     """
     t = task if isinstance(task, SequenceTask) else SequenceTask(task)
     if not isinstance(n, int) or n < 1:
-        raise E.lens_value_error("make_sequences", f"n must be a positive int, got {n!r}")
+        raise E.not_positive_int("make_sequences", "n", n)
     gen = np.random.default_rng(rng)
     x = gen.integers(0, t.n_symbols, (n, t.length))
     full = np.concatenate([t.prompts(x), t.answer(x)], axis=1)
@@ -165,7 +165,7 @@ def load_text(name: str = "sonnets") -> str:
     "Shall I compare thee to a summer's"
     """
     if name not in TEXTS:
-        raise E.lens_value_error("load_text", f"text must be one of {sorted(TEXTS)}, got {name!r}")
+        raise E.not_one_of("load_text", "text", sorted(TEXTS), name)
     return resources.files("prelens.datasets").joinpath("data", f"{name}.txt").read_text(encoding="utf-8")
 
 
@@ -196,7 +196,7 @@ class CharVocab:
         try:
             return np.array([index[c] for c in text], dtype=np.int64)
         except KeyError as exc:
-            raise E.lens_value_error("CharVocab.encode", f"character {exc.args[0]!r} is not in the vocabulary") from exc
+            raise E.not_in_vocabulary("CharVocab.encode", exc.args[0]) from exc
 
     def decode(self, ids: Any) -> str:
         """The text of a sequence of ids."""
@@ -214,7 +214,7 @@ def text_windows(
     """
     ids = np.asarray(ids, dtype=np.int64)
     if block < 1 or len(ids) < block + 1:
-        raise E.lens_value_error("text_windows", f"need block >= 1 and at least block+1 tokens, got block={block}")
+        raise E.text_too_short("text_windows", block, len(ids))
     gen = np.random.default_rng(rng)
     starts = gen.integers(0, len(ids) - block, n)
     offsets = starts[:, None] + np.arange(block)

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _args as A
 from .. import _errors as E
 from .._lens import PreLens
-from ._fastcheck import Array, float_input_error
+from ._fastcheck import Array, delta_error, float_input_error, residue_error
 
 __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", "softmax", "tanh"]
 
@@ -77,12 +78,26 @@ def pointwise(
     dense(2→3, softplus)
     """
 
+    A.name("pointwise", "name", name)
+    A.function("pointwise", "apply", apply)
+    A.function("pointwise", "grad", grad)
+    if init_scheme not in ("glorot", "he", "lecun"):
+        raise E.not_one_of("pointwise", "init_scheme", ("glorot", "he", "lecun"), init_scheme)
+
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
             raise float_input_error(name, s)
+        if s.ndim == 0:  # numpy turns 0-d results into scalars: run on one element
+            return s, apply(s.reshape(1)).reshape(())
         return s, apply(s)
 
     def bwd(s: Array, da: Array) -> tuple[tuple[()], Array]:
+        if not isinstance(s, np.ndarray):
+            raise residue_error(name, s)
+        if not isinstance(da, np.ndarray) or da.dtype != s.dtype or da.shape != s.shape:
+            raise delta_error(name, da, s)
+        if s.ndim == 0:
+            return (), grad(s.reshape(1), da.reshape(1)).reshape(())
         return (), grad(s, da)
 
     return Activation(fwd, bwd, name, apply=apply, grad=grad, init_scheme=init_scheme)
@@ -225,15 +240,25 @@ gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
 
 
 def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
-    if not isinstance(s, np.ndarray) or s.dtype.kind != "f" or s.ndim == 0:
+    if not isinstance(s, np.ndarray) or s.dtype.kind != "f" or s.ndim == 0 or s.shape[-1] == 0:
+        if isinstance(s, np.ndarray) and s.dtype.kind == "f":
+            raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
         raise float_input_error("softmax", s)
-    y = np.subtract(s, s.max(axis=-1, keepdims=True))  # shift: exp never overflows
+    top = s.max(axis=-1, keepdims=True)
+    if not np.isfinite(top).all():  # rows of -inf (a mask written with -inf): weights as for MASKED
+        s = np.maximum(s, -1e30)
+        top = s.max(axis=-1, keepdims=True)
+    y = np.subtract(s, top)  # shift: exp never overflows
     np.exp(y, out=y)
     y /= y.sum(axis=-1, keepdims=True)
     return y, y
 
 
 def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
+    if not isinstance(y, np.ndarray):
+        raise residue_error("softmax", y)
+    if not isinstance(da, np.ndarray) or da.dtype != y.dtype or da.shape != y.shape:
+        raise delta_error("softmax", da, y)
     ds = np.multiply(da, y)
     ds = np.subtract(da, ds.sum(axis=-1, keepdims=True), out=ds)
     ds *= y
@@ -267,4 +292,4 @@ def resolve_activation(fn: str, activation: Activation | str | None) -> Activati
         return ACTIVATIONS[activation]
     is_softmax = getattr(activation, "name", None) == "softmax"
     hint = " (softmax is not pointwise: put it after the layer)" if is_softmax else ""
-    raise E.lens_value_error(fn, f"activation must be one of {sorted(ACTIVATIONS)} or None, got {activation!r}{hint}")
+    raise E.not_one_of(fn, "activation", sorted(ACTIVATIONS), activation, hint, or_none=True)

@@ -42,12 +42,21 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args as A
 from .. import _errors as E
 from .._combinators import branch, chain, copy_l, vec_lens
 from .._iso import unassoc_l
 from .._lens import AnyLens, PreLens, id_pre_lens
 from ._activations import softmax
-from ._fastcheck import Array, check_size, dtype_suffix, float_dtype
+from ._fastcheck import (
+    Array,
+    check_float_delta,
+    check_size,
+    dtype_suffix,
+    float_dtype,
+    residue_error,
+    shape_str,
+)
 from ._linear import linear
 from ._transformer_wiring import reparam, with_probes
 
@@ -137,7 +146,14 @@ def attention_scores(d_k: int) -> AnyLens:
         return (q, k), s
 
     def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        q, k = m
+        q, k = _pair_residue(name, m)
+        if q.shape[-1] != dk or k.shape[-1] != dk or q.shape[:-2] != k.shape[:-2]:
+            raise residue_error(name, m)
+        out_shape = (*q.shape[:-1], k.shape[-2])
+        if not isinstance(ds, np.ndarray) or ds.dtype != q.dtype or ds.shape != out_shape:
+            if isinstance(ds, np.ndarray) and ds.dtype == q.dtype:
+                raise E.lens_shape_error(name, "output delta", shape_str(q.dtype, out_shape), E.describe(ds))
+            raise _typed_delta_error(name, ds, q.dtype)
         dq = ds @ k
         dq *= scale
         dk_ = ds.swapaxes(-1, -2) @ q
@@ -158,7 +174,26 @@ def _pair(name: str, x: Any) -> tuple[Array, Array]:
         and x[0].dtype.kind == "f"
     ):
         return x[0], x[1]
-    raise E.lens_structure_error(name, "input", f"must be a pair of float arrays (..., T, d), got {_desc(x)}")
+    raise E.must_be(name, "input", "a pair of float arrays (..., T, d)", _desc(x))
+
+
+def _pair_residue(name: str, m: Any) -> tuple[Array, Array]:
+    """The residue ``(Q, K)`` or ``(A, V)``: two float arrays of one dtype, ndim >= 2."""
+    try:
+        x, y = m
+        ok = x.dtype.kind == "f" and x.dtype == y.dtype and x.ndim >= 2 and x.ndim == y.ndim
+    except (TypeError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise residue_error(name, m)
+    return x, y
+
+
+def _typed_delta_error(name: str, da: Any, dt: np.dtype[Any]) -> E.PrelensError:
+    """An output delta that is not an array of the dtype ``dt``."""
+    if not isinstance(da, np.ndarray):
+        return E.must_be(name, "output delta", f"a numpy {E.dtype_name(dt)} array", E.describe_tree(da))
+    return E.lens_dtype_error(name, "output delta", f"a {E.dtype_name(dt)} array", E.describe(da))
 
 
 def _desc(x: Any) -> str:
@@ -187,16 +222,29 @@ def causal_mask() -> AnyLens:
 
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         if not isinstance(s, np.ndarray) or s.ndim < 2 or s.dtype.kind != "f":
-            raise E.lens_structure_error(name, "input", f"must be float scores (..., T_q, T_k), got {_desc(s)}")
+            raise E.must_be(name, "input", "float scores (..., T_q, T_k)", _desc(s))
         tq, tk = s.shape[-2:]
         keep = keeps.get((tq, tk))
         if keep is None:
             keep = keeps[tq, tk] = np.tri(tq, tk, tk - tq, dtype=bool)
             keep.flags.writeable = False
-        return keep, np.where(keep, s, MASKED)
+        return keep, np.where(keep, s, MASKED if s.dtype.itemsize >= 4 else np.finfo(s.dtype).min)
 
     def bwd(keep: Array, da: Array) -> tuple[tuple[()], Array]:
-        return (), np.where(keep, da, 0.0)
+        shape: Any = getattr(keep, "shape", None)
+        if keep is not keeps.get(shape):  # not the mask fwd made: is it one?
+            if not (isinstance(keep, np.ndarray) and keep.dtype == bool and keep.ndim == 2):
+                raise residue_error(name, keep)
+            tq, tk = keep.shape
+            if not np.array_equal(keep, np.tri(tq, tk, tk - tq, dtype=bool)):
+                raise residue_error(name, keep)
+        if not isinstance(da, np.ndarray) or da.dtype.kind != "f" or da.ndim < 2 or da.shape[-2:] != keep.shape:
+            if isinstance(da, np.ndarray) and da.dtype.kind == "f":
+                raise E.lens_shape_error(
+                    name, "output delta", f"a float array (..., {keep.shape[0]}, {keep.shape[1]})", E.describe(da)
+                )
+            raise E.must_be(name, "output delta", "a numpy float array (..., T_q, T_k)", E.describe_tree(da))
+        return (), np.where(keep, da, da.dtype.type(0))
 
     return PreLens(fwd, bwd, name)
 
@@ -221,7 +269,14 @@ def weighted_sum() -> AnyLens:
         return (a, v), a @ v
 
     def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        a, v = m
+        a, v = _pair_residue(name, m)
+        if a.shape[-1] != v.shape[-2] or a.shape[:-2] != v.shape[:-2]:
+            raise residue_error(name, m)
+        out_shape = (*a.shape[:-1], v.shape[-1])
+        if not isinstance(do, np.ndarray) or do.dtype != a.dtype or do.shape != out_shape:
+            if isinstance(do, np.ndarray) and do.dtype == a.dtype:
+                raise E.lens_shape_error(name, "output delta", shape_str(a.dtype, out_shape), E.describe(do))
+            raise _typed_delta_error(name, do, a.dtype)
         return (), (do @ v.swapaxes(-1, -2), a.swapaxes(-1, -2) @ do)
 
     return PreLens(fwd, bwd, name)
@@ -229,8 +284,9 @@ def weighted_sum() -> AnyLens:
 
 def split_heads(n_heads: int) -> AnyLens:
     """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
-    features ``i·d_k : (i+1)·d_k``). Parameter-free, residue ``()``; the backward pass
-    is :func:`merge_heads`'s forward pass.
+    features ``i·d_k : (i+1)·d_k``). Parameter-free; residue: the input's shape (so that
+    the backward pass can check the delta); the backward pass is :func:`merge_heads`'s
+    forward pass.
 
     >>> split_heads(2).fwd((), np.arange(4.0).reshape(1, 1, 4))[1]
     array([[[[0., 1.]],
@@ -240,11 +296,14 @@ def split_heads(n_heads: int) -> AnyLens:
     h = check_size("split_heads", "n_heads", n_heads)
     name = f"split_heads({h})"
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[()], Array]:
-        return (), _split(name, h, x)
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+        y = _split(name, h, x, "input")
+        return x.shape, y
 
-    def bwd(m: tuple[()], da: Array) -> tuple[tuple[()], Array]:
-        return (), _merge(name, h, da)
+    def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
+        *lead, t, d = _shape_residue(name, shape, 2)
+        check_float_delta(name, da, (*lead, h, t, d // h))
+        return (), _merge(name, h, da, "output delta")
 
     return PreLens(fwd, bwd, name)
 
@@ -252,7 +311,7 @@ def split_heads(n_heads: int) -> AnyLens:
 def merge_heads(n_heads: int) -> AnyLens:
     """Concatenate the heads along the features: ``(..., h, T, d_k) -> (..., T, h·d_k)``.
 
-    The inverse of :func:`split_heads`; parameter-free, residue ``()``.
+    The inverse of :func:`split_heads`; parameter-free, residue: the input's shape.
 
     >>> merge_heads(2).fwd((), np.arange(4.0).reshape(1, 2, 1, 2))[1]
     array([[[0., 1., 2., 3.]]])
@@ -260,26 +319,39 @@ def merge_heads(n_heads: int) -> AnyLens:
     h = check_size("merge_heads", "n_heads", n_heads)
     name = f"merge_heads({h})"
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[()], Array]:
-        return (), _merge(name, h, x)
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+        y = _merge(name, h, x, "input")
+        return x.shape, y
 
-    def bwd(m: tuple[()], da: Array) -> tuple[tuple[()], Array]:
-        return (), _split(name, h, da)
+    def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
+        *lead, _, t, dk = _shape_residue(name, shape, 3)
+        check_float_delta(name, da, (*lead, t, h * dk))
+        return (), _split(name, h, da, "output delta")
 
     return PreLens(fwd, bwd, name)
 
 
-def _split(name: str, h: int, x: Array) -> Array:
-    if not isinstance(x, np.ndarray) or x.ndim < 2 or x.shape[-1] % h:
-        raise E.lens_shape_error(name, "input", f"(..., T, d) with d divisible by {h}", E.describe(x))
+def _shape_residue(name: str, shape: Any, least: int) -> tuple[int, ...]:
+    if not (isinstance(shape, tuple) and len(shape) >= least and all(isinstance(n, int) for n in shape)):
+        raise residue_error(name, shape)
+    return shape
+
+
+def _split(name: str, h: int, x: Array, what: str) -> Array:
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim < 2 or x.shape[-1] % h:
+        if isinstance(x, np.ndarray) and x.dtype.kind != "f":
+            raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
+        raise E.lens_shape_error(name, what, f"(..., T, d) with d divisible by {h}", E.describe(x))
     *lead, t, d = x.shape
     # one copy into the head-major layout: the matmuls that follow run on contiguous blocks
     return np.ascontiguousarray(x.reshape(*lead, t, h, d // h).swapaxes(-2, -3))
 
 
-def _merge(name: str, h: int, x: Array) -> Array:
-    if not isinstance(x, np.ndarray) or x.ndim < 3 or x.shape[-3] != h:
-        raise E.lens_shape_error(name, "input", f"(..., {h}, T, d_k)", E.describe(x))
+def _merge(name: str, h: int, x: Array, what: str) -> Array:
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim < 3 or x.shape[-3] != h:
+        if isinstance(x, np.ndarray) and x.dtype.kind != "f":
+            raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
+        raise E.lens_shape_error(name, what, f"(..., {h}, T, d_k)", E.describe(x))
     *lead, _, t, dk = x.shape
     return x.swapaxes(-3, -2).reshape(*lead, t, h * dk)
 
@@ -287,22 +359,54 @@ def _merge(name: str, h: int, x: Array) -> Array:
 def concat_heads(n_heads: int) -> AnyLens:
     """The faithful concatenation: a list of ``h`` head outputs ``(..., T, d_i)`` -> ``(..., T, Σ d_i)``.
 
-    Parameter-free; residue: the offsets where each head's features start
-    (after the first); the backward pass cuts the delta there.
+    Parameter-free; residue: the output's shape and the offsets where each
+    head's features start (after the first); the backward pass cuts the delta there.
 
     >>> concat_heads(2).fwd((), [np.zeros((1, 2)), np.ones((1, 1))])
-    ((2,), array([[0., 0., 1.]]))
+    (((1, 3), (2,)), array([[0., 0., 1.]]))
     """
     h = check_size("concat_heads", "n_heads", n_heads)
     name = f"concat_heads({h})"
 
-    def fwd(p: tuple[()], xs: list[Array]) -> tuple[tuple[int, ...], Array]:
-        if not isinstance(xs, list) or len(xs) != h:
-            raise E.list_length_error(name, "input", h, len(xs) if isinstance(xs, list) else -1)
+    def fwd(p: tuple[()], xs: list[Array]) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], Array]:
+        if not isinstance(xs, list):
+            raise E.must_be(name, "input", f"a list of {h} float arrays (..., T, d_i)", E.describe(xs))
+        if len(xs) != h:
+            raise E.list_length_error(name, "input", h, len(xs))
+        first = xs[0]
+        for x in xs:
+            if (
+                not isinstance(x, np.ndarray)
+                or x.dtype.kind != "f"
+                or x.ndim == 0
+                or x.dtype != first.dtype
+                or x.shape[:-1] != first.shape[:-1]
+            ):
+                raise E.must_be(
+                    name,
+                    "input",
+                    f"a list of {h} float arrays (..., T, d_i) of one dtype and the same leading axes",
+                    E.describe_tree(xs),
+                )
         offsets = tuple(np.cumsum([x.shape[-1] for x in xs[:-1]]).tolist())
-        return offsets, np.concatenate(xs, axis=-1)
+        y = np.concatenate(xs, axis=-1)
+        return (y.shape, offsets), y
 
-    def bwd(offsets: tuple[int, ...], da: Array) -> tuple[tuple[()], list[Array]]:
+    def bwd(m: tuple[tuple[int, ...], tuple[int, ...]], da: Array) -> tuple[tuple[()], list[Array]]:
+        try:
+            shape, offsets = m
+            shape_ok = (
+                all(type(n) is int for n in (*shape, *offsets))
+                and len(shape) >= 1
+                and len(offsets) == h - 1
+                and list(offsets) == sorted(offsets)
+                and all(0 <= o <= shape[-1] for o in offsets)
+            )
+        except (TypeError, ValueError):
+            shape_ok = False
+        if not shape_ok:
+            raise residue_error(name, m)
+        check_float_delta(name, da, shape)
         return (), np.split(da, list(offsets), axis=-1)
 
     return PreLens(fwd, bwd, name)
@@ -315,7 +419,7 @@ def _check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
     d = check_size(fn, "d_model", d_model)
     h = check_size(fn, "n_heads", n_heads)
     if d % h:
-        raise E.lens_value_error(fn, f"d_model must be divisible by the number of heads: d_model={d}, n_heads={h}")
+        raise E.heads_not_divisible(fn, d, h)
     return d, h
 
 
@@ -380,6 +484,7 @@ def attention_head(
     d = check_size("attention_head", "d_model", d_model)
     dk = check_size("attention_head", "d_k", d_k)
     dt = float_dtype("attention_head", dtype)
+    causal, cross = A.flag("attention_head", "causal", causal), A.flag("attention_head", "cross", cross)
     name = f"attention_head({d}→{dk}{', causal' if causal else ''}{', cross' if cross else ''}{dtype_suffix(dt)})"
     proj = (linear(d, dk, dtype=dt) @ linear(d, dk, dtype=dt)) @ linear(d, dk, dtype=dt)
     body = chain(*_wiring(cross), proj, *_attend(dk, causal))
@@ -422,6 +527,7 @@ def multi_head_attention_faithful(
     kind = "multi_head_attention_faithful"
     d, h = _check_heads(kind, d_model, n_heads)
     dt = float_dtype(kind, dtype)
+    causal, cross = A.flag(kind, "causal", causal), A.flag(kind, "cross", cross)
     name = _label(kind, d, h, causal, dt, cross)
     head = attention_head(d, d // h, causal=causal, cross=cross, dtype=dt)
     body = chain(branch(h), vec_lens(h, head), concat_heads(h), linear(d, d, dtype=dt))
@@ -440,6 +546,7 @@ def multi_head_attention_faithful(
 def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtype: npt.DTypeLike) -> AnyLens:
     d, h = _check_heads(kind, d_model, n_heads)
     dt = float_dtype(kind, dtype)
+    causal = A.flag(kind, "causal", causal)
     name = _label(kind, d, h, causal, dt)
 
     def lin() -> AnyLens:
@@ -542,8 +649,6 @@ def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
     """
     d = ap.W_Q.shape[-1]
     if n_heads < 1 or d % n_heads:
-        raise E.lens_value_error(
-            "unstack_heads", f"d_model must be divisible by the number of heads: d_model={d}, n_heads={n_heads}"
-        )
+        raise E.heads_not_divisible("unstack_heads", d, n_heads)
     parts = [np.split(w, n_heads, axis=-1) for w in (ap.W_Q, ap.W_K, ap.W_V)]
     return FaithfulAttentionParams([HeadParams(q.copy(), k.copy(), v.copy()) for q, k, v in zip(*parts)], ap.W_O)

@@ -45,12 +45,10 @@ def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64
     """
     dt = float_dtype("dense_from_paras", dtype)
     if not isinstance(paras, Sequence) or len(paras) == 0:
-        raise E.lens_structure_error(
-            "dense_from_paras", "parameters", f"must be a non-empty list of Para, got {E.describe(paras)}"
-        )
+        raise E.must_be("dense_from_paras", "parameters", "a non-empty list of Para", E.describe(paras))
     for j, p in enumerate(paras):
         if not isinstance(p, Para):
-            raise E.lens_structure_error("dense_from_paras", f"neuron {j}", f"must be a Para, got {E.describe(p)}")
+            raise E.must_be("dense_from_paras", f"neuron {j}", "a Para", E.describe(p))
     weights = [np.asarray(p.weight) for p in paras]
     m_in = weights[0].shape
     for j, w in enumerate(weights):

@@ -34,9 +34,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args as A
 from .. import _errors as E
 from .._lens import AnyLens, PreLens
-from ._fastcheck import Array, check_size, dtype_suffix, float_dtype, input_error, param_error
+from ._fastcheck import (
+    Array,
+    check_float_delta,
+    check_size,
+    dtype_suffix,
+    float_dtype,
+    input_error,
+    param_error,
+    residue_error,
+    shape_str,
+)
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
 
@@ -66,7 +77,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
     name = f"token_embedding({v}, {d}{dtype_suffix(dt)})"
     table_desc = f"{E.dtype_name(dt)}[{v},{d}]"
     cols = np.arange(d)
-    std_ = float(std)
+    std_ = A.real("token_embedding", "std", std, low=0.0)
 
     def fwd(table: Array, ids: Array) -> tuple[Array, Array]:
         if not isinstance(table, np.ndarray) or table.shape != (v, d) or table.dtype != dt:
@@ -75,6 +86,14 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
         return ids, table[ids]
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:
+        if (
+            not isinstance(ids, np.ndarray)
+            or ids.dtype.kind not in "iu"
+            or (ids.size and (ids.min() < 0 or ids.max() >= v))
+        ):
+            raise residue_error(name, ids)
+        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != (*ids.shape, d):
+            raise input_error(name, "output delta", da, shape_str(dt, (*ids.shape, d)), dt)
         d_table = np.zeros((v, d), dtype=da.dtype)
         # A flat scatter-add: on (64 x 64) tables it is ~5x faster than np.add.at on rows
         # and, unlike a one-hot matmul, it does not grow with the vocabulary.
@@ -92,21 +111,18 @@ def _check_ids(name: str, ids: Any, vocab: int) -> None:
     if not isinstance(ids, np.ndarray) or ids.dtype.kind not in "iu":
         if isinstance(ids, np.ndarray):
             raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
-        raise E.lens_structure_error(name, "token ids", f"must be an integer numpy array, got {E.describe(ids)}")
+        raise E.must_be(name, "token ids", "an integer numpy array", E.describe(ids))
     if ids.size and (ids.min() < 0 or ids.max() >= vocab):
         bad = np.flatnonzero((ids < 0) | (ids >= vocab))[0]
         where = np.unravel_index(bad, ids.shape)
-        raise E.lens_value_error(
-            name,
-            f"token ids must lie in [0, {vocab}), got {ids.flat[bad]} at index {tuple(int(i) for i in where)}",
-        )
+        raise E.out_of_range(name, "token ids", f"[0, {vocab})", ids.flat[bad], str(tuple(int(i) for i in where)))
 
 
 def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 0.1) -> AnyLens:
     """A learned position vector added to each token: ``(..., T, d) -> (..., T, d)``, ``x + P[:T]``.
 
     Parameters: ``P`` of shape ``(max_len, d_model)``, drawn ``N(0, std²)``.
-    Residue: ``T``. Backward: ``dP[:T] = da`` summed over the leading axes,
+    Residue: the input's shape ``(..., T, d_model)``. Backward: ``dP[:T] = da`` summed over the leading axes,
     ``dP[T:] = 0``; ``dx = da``. A sequence longer than ``max_len`` is a
     :class:`~prelens.ShapeError` naming the lens.
 
@@ -124,16 +140,26 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
     dt = float_dtype("positional_embedding", dtype)
     name = f"positional_embedding({n}, {d}{dtype_suffix(dt)})"
     table_desc = f"{E.dtype_name(dt)}[{n},{d}]"
-    std_ = float(std)
+    std_ = A.real("positional_embedding", "std", std, low=0.0)
 
-    def fwd(table: Array, x: Array) -> tuple[int, Array]:
+    def fwd(table: Array, x: Array) -> tuple[tuple[int, ...], Array]:
         if not isinstance(table, np.ndarray) or table.shape != (n, d) or table.dtype != dt:
             raise param_error(name, "table", table, table_desc, dt)
         _check_positions(name, x, n, d, dt)
-        t = x.shape[-2]
-        return t, np.add(x, table[:t])
+        return x.shape, np.add(x, table[: x.shape[-2]])
 
-    def bwd(t: int, da: Array) -> tuple[Array, Array]:
+    def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
+        if (
+            not isinstance(shape, tuple)
+            or len(shape) < 2
+            or not all(isinstance(k, int) for k in shape)
+            or shape[-1] != d
+            or not 0 <= shape[-2] <= n
+        ):
+            raise residue_error(name, shape)
+        t = shape[-2]
+        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != shape:
+            raise input_error(name, "output delta", da, shape_str(dt, shape), dt)
         d_table = np.zeros((n, d), dtype=da.dtype)
         np.sum(da.reshape(-1, t, d), axis=0, out=d_table[:t])
         return d_table, da
@@ -161,6 +187,9 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
            [ 0.8415,  0.5403,  0.01  ,  1.    ],
            [ 0.9093, -0.4161,  0.02  ,  0.9998]])
     """
+    length = check_size("sinusoidal_table", "length", length)
+    d_model = check_size("sinusoidal_table", "d_model", d_model)
+    dtype = float_dtype("sinusoidal_table", dtype)
     pos = np.arange(length, dtype=np.float64)[:, None]
     omega = np.exp(-math.log(10000.0) * np.arange(0, d_model, 2, dtype=np.float64) / d_model)
     table = np.empty((length, d_model), dtype=np.float64)
@@ -172,7 +201,7 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
 def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     """The fixed sinusoidal positions added in: ``(..., T, d) -> (..., T, d)``, ``x + PE[:T]``.
 
-    Parameter-free, residue ``()``; backward ``dx = da``. The table (see
+    Parameter-free; residue: the input's shape (to check the delta); backward ``dx = da``. The table (see
     :func:`sinusoidal_table`) is built once per dtype for ``max_len``
     positions; longer sequences are a :class:`~prelens.ShapeError`. Keeps the
     input's float dtype.
@@ -187,16 +216,19 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     name = f"sinusoidal_encoding({d})"
     tables: dict[np.dtype[Any], Array] = {}
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[()], Array]:
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
         dt = x.dtype if isinstance(x, np.ndarray) and x.dtype.kind == "f" else np.dtype(np.float64)
         _check_positions(name, x, n, d, dt)
         table = tables.get(dt)
         if table is None:
             table = tables[dt] = sinusoidal_table(n, d, dt)
             table.flags.writeable = False
-        return (), np.add(x, table[: x.shape[-2]])
+        return x.shape, np.add(x, table[: x.shape[-2]])
 
-    def bwd(m: tuple[()], da: Array) -> tuple[tuple[()], Array]:
+    def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
+        if not isinstance(shape, tuple) or len(shape) < 2 or not all(isinstance(k, int) for k in shape):
+            raise residue_error(name, shape)
+        check_float_delta(name, da, shape)
         return (), da
 
     return PreLens(fwd, bwd, name)

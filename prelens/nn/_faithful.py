@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 from .._combinators import branch, branch_t, chain, vec_lens
 from .._iso import first, lunit, runit, second, unlunit, unrunit
@@ -43,6 +44,7 @@ from .._lens import AnyLens, PreLens
 from .._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
 from ._faithful_loss import loss_l  # re-exported here, so prelens.nn needs one import line
 from ._faithful_train import TOY_XS, TOY_YS, batch_loss_l, predict, train, train_step
+from ._fastcheck import is_real, real_vector
 
 D = float
 Vec = npt.NDArray[np.float64]
@@ -73,8 +75,12 @@ def mk_para(bw: tuple[float, VecLike]) -> Para:
     >>> mk_para((0.1, [1.0, -1.0]))
     Para(bias=0.1, weight=array([ 1., -1.]))
     """
+    if not (isinstance(bw, (tuple, list)) and len(bw) == 2):
+        raise E.must_be("mk_para", "its argument", "a pair (bias, weight)", E.describe_tree(bw))
     b, w = bw
-    return Para(float(b), np.asarray(w, dtype=np.float64))
+    if not is_real(b):
+        raise E.must_be("mk_para", "bias", "a real number", E.describe(b))
+    return Para(float(b), real_vector("mk_para", "weight", w))
 
 
 def un_para(p: Para) -> tuple[float, Vec]:
@@ -84,7 +90,7 @@ def un_para(p: Para) -> tuple[float, Vec]:
     (0.1, array([ 1., -1.]))
     """
     if not isinstance(p, Para):
-        raise E.lens_structure_error("neuron", "parameters", f"must be Para(bias, weight), got {E.describe(p)}")
+        raise E.must_be("neuron", "parameters", "Para(bias, weight)", E.describe(p))
     return p.bias, p.weight
 
 
@@ -99,6 +105,8 @@ def init_para(m_in: int, rng: np.random.Generator) -> Para:
     (2,)
     """
     _check_size("init_para", "m_in", m_in)
+    if not isinstance(rng, np.random.Generator):
+        rng = _args.seed("init_para", rng)
     return Para(0.0, rng.standard_normal(m_in) / np.sqrt(m_in))
 
 
@@ -113,7 +121,10 @@ def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[
     >>> [len(layer) for layer in ps], ps[1][0].weight.shape
     ([4, 1], (4,))
     """
-    return [[init_para(m, rng) for _ in range(n)] for m, n in _layer_shapes("init_mlp", m_in, sizes)]
+    shapes = _layer_shapes("init_mlp", m_in, sizes)
+    if not isinstance(rng, np.random.Generator):
+        rng = _args.seed("init_mlp", rng)
+    return [[init_para(m, rng) for _ in range(n)] for m, n in shapes]
 
 
 # ---------------------------------------------------------------- pre-lenses
@@ -121,10 +132,7 @@ def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[
 
 def _vector(lens: str, what: str, x: Any, n: int) -> Vec:
     """``x`` as a float64 vector of length ``n``, or an error naming the lens."""
-    v = np.asarray(x, dtype=np.float64)
-    if v.shape != (n,):
-        raise E.lens_shape_error(lens, what, f"a vector of length {n}", E.describe(v))
-    return v
+    return real_vector(lens, what, x, n)
 
 
 def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec, VecLike, Vec]:
@@ -149,17 +157,32 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
         return (s_, p_), float(p_ @ s_)
 
     def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:
-        s, p = m
+        _real(name, "output delta", da)
+        try:
+            s, p = m
+            ok = s.shape == (n,) and p.shape == (n,) and s.dtype == np.float64 and p.dtype == np.float64
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise E.bad_residue(name, m)
         return da * s, da * p
 
     return PreLens(fwd, bwd, name, lambda rng: init_para(n, rng).weight)
 
 
+def _real(lens: str, what: str, x: Any) -> Any:
+    """``x`` if it is a real number (a ``D``), else an error naming the lens."""
+    if is_real(x):
+        return x
+    raise E.must_be(lens, what, "a real number (a float)", E.describe_tree(x))
+
+
 def _bias_fwd(p: D, s: D) -> tuple[tuple[()], D]:
-    return (), p + s
+    return (), float(_real("bias_l", "bias", p)) + float(_real("bias_l", "input", s))  # D = Double
 
 
 def _bias_bwd(dm: tuple[()], da: D) -> tuple[D, D]:
+    _real("bias_l", "output delta", da)
     return da, da  # da/dp = 1, da/ds = 1
 
 
@@ -170,11 +193,14 @@ bias_l: PreLens[D, D, tuple[()], tuple[()], D, D, D, D] = PreLens(_bias_fwd, _bi
 
 
 def _activ_fwd(p: tuple[()], s: D) -> tuple[D, D]:
-    return s, float(np.tanh(s))
+    return s, float(np.tanh(float(_real("activ_l", "input", s))))  # in float64, whatever the input's type
 
 
 def _activ_bwd(s: D, da: D) -> tuple[tuple[()], D]:
-    return (), da * (1.0 - float(np.tanh(s)) ** 2)  # d tanh(s)/ds = 1 - tanh(s)²
+    _real("activ_l", "output delta", da)
+    if not is_real(s):
+        raise E.bad_residue("activ_l", s)
+    return (), da * (1.0 - float(np.tanh(float(s))) ** 2)  # d tanh(s)/ds = 1 - tanh(s)²
 
 
 #: The activation ``a = tanh s``; the residue is the pre-activation ``s``.
@@ -206,6 +232,15 @@ def _blog_to_para(dp: tuple[tuple[()], tuple[D, Vec]]) -> Para:
 NeuronResidue = tuple[tuple[Vec, Vec], D]
 
 
+def _unrunit_residue(dm: Any) -> Any:
+    """``first unRunit`` on a neuron's residue ``((s, w), z)``, or an error if it is not one."""
+    try:
+        sw, z = dm
+    except (TypeError, ValueError):
+        raise E.bad_residue("neuron_l", dm) from None
+    return (sw, ()), z
+
+
 def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Para, VecLike, Vec]:
     """A neuron with ``m_in`` inputs: ``tanh(bias + Σ wᵢ sᵢ)``.
 
@@ -225,7 +260,7 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
     (array([0.419974, 0.      ]), array([ 0.209987, -0.209987]))
     """
     composite = (linear_l(m_in) >> bias_l) >> activ_l
-    neuron = composite.dimap_m(first(runit), first(unrunit)).dimap_p(_para_to_blog, _blog_to_para)
+    neuron = composite.dimap_m(first(runit), _unrunit_residue).dimap_p(_para_to_blog, _blog_to_para)
     return replace(neuron.named(f"neuron_l({m_in})"), init_fn=lambda rng: init_para(m_in, rng))
 
 
@@ -380,7 +415,7 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
     def check_params(ps: Any) -> Any:
         if not isinstance(ps, list) or len(ps) != k:
             got = f"length {len(ps)}" if isinstance(ps, list) else E.describe(ps)
-            raise E.lens_structure_error(name, "parameters", f"must be a list of {k} layers, got {got}")
+            raise E.must_be(name, "parameters", f"a list of {k} layers", got)
         return ps
 
     return _after(_mlp(shapes), lambda t: dimap_p(second(check_params), second(_same), t), name)
@@ -436,14 +471,14 @@ def _uncons_flip(xs: list[Any]) -> tuple[list[Any], Any]:
 
 def _check_size(fn: str, what: str, n: Any) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise E.PrelensError(f"{fn}: {what} must be an int >= 1, got {n!r}")
+        raise E.int_below(fn, what, n, 1)
 
 
 def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
     """``[(inputs, neurons)]`` per layer, checked: ``m_in`` then each size feeds the next layer."""
     _check_size(fn, "m_in", m_in)
-    if len(sizes) == 0:
-        raise E.PrelensError(f"{fn}: sizes must list at least one layer, got {list(sizes)!r}")
+    if not isinstance(sizes, (list, tuple)) or len(sizes) == 0:
+        raise E.must_be(fn, "sizes", "a list of at least one layer width", repr(sizes))
     for n in sizes:
         _check_size(fn, "every size", n)
     ins = [m_in, *sizes[:-1]]

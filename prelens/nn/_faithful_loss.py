@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from .. import _errors as E
 from .._lens import PreLens
+from ._fastcheck import real_vector, scalar_delta
 
 Vec = npt.NDArray[np.float64]
 Batch = list[Vec]
@@ -45,14 +46,10 @@ _NAME = "loss_l"
 def _batch(what: str, xs: Any) -> Batch:
     """A batch of vectors (a list of them, or the rows of a 2-D array) as a list of float64 arrays."""
     if isinstance(xs, np.ndarray) and xs.ndim == 2:
-        return list(xs.astype(np.float64))
+        return [real_vector(_NAME, what, x) for x in xs]
     if not isinstance(xs, (list, tuple)):
-        raise E.lens_structure_error(_NAME, what, f"must be a list of vectors, got {E.describe(xs)}")
-    batch = [np.asarray(x, dtype=np.float64) for x in xs]
-    for i, v in enumerate(batch):
-        if v.ndim != 1:
-            raise E.lens_shape_error(_NAME, f"{what} {i}", "a vector", E.describe(v))
-    return batch
+        raise E.must_be(_NAME, what, "a list of vectors", E.describe(xs))
+    return [real_vector(_NAME, f"{what} {i}", x) for i, x in enumerate(xs)]
 
 
 def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
@@ -67,7 +64,19 @@ def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
 
 
 def _loss_bwd(m: LossResidue, da: float) -> tuple[Batch, Batch]:
-    truth, out = m
+    da = scalar_delta(_NAME, da)
+    try:
+        truth, out = m
+        ok = (
+            isinstance(truth, list)
+            and isinstance(out, list)
+            and len(truth) == len(out)
+            and all(s.shape == g.shape and s.dtype == np.float64 and g.dtype == np.float64 for s, g in zip(out, truth))
+        )
+    except (TypeError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise E.bad_residue(_NAME, m)
     delta = [da * (si - gi) for si, gi in zip(out, truth)]  # ds = da·(s − g)
     return [-d for d in delta], delta  # dg = −ds
 

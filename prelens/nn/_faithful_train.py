@@ -59,7 +59,7 @@ def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
             raise E.lens_shape_error(fn, what, "a 2-D array (batch, features)", E.describe(xs))
         return [np.array(x, dtype=np.float64) for x in xs]
     if not isinstance(xs, (list, tuple)) or len(xs) == 0:
-        raise E.lens_structure_error(fn, what, f"must be a non-empty list of vectors, got {E.describe(xs)}")
+        raise E.must_be(fn, what, "a non-empty list of vectors", E.describe(xs))
     return [np.array(x, dtype=np.float64) for x in xs]
 
 
@@ -135,7 +135,7 @@ def train(
     (20, True)
     """
     if not isinstance(steps, int) or steps < 0:
-        raise E.PrelensError(f"train: steps must be an int >= 0, got {steps!r}")
+        raise E.int_below("train", "steps", steps, 0)
     xs_, ys_ = _rows("train", "inputs", xs), _rows("train", "targets", ys)
     if len(xs_) != len(ys_):
         raise E.list_length_error("train", "targets", len(xs_), len(ys_))

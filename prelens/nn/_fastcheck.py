@@ -24,7 +24,10 @@ def float_dtype(fn: str, dtype: npt.DTypeLike) -> np.dtype[Any]:
     >>> float_dtype("dense", "float32")
     dtype('float32')
     """
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:  # not a dtype at all ("nonsense", 3)
+        raise E.lens_dtype_error(fn, "dtype", "a float dtype (float64 or float32)", repr(dtype)) from None
     if dt.kind != "f":
         raise E.lens_dtype_error(fn, "dtype", "a float dtype (float64 or float32)", str(dt))
     return dt
@@ -37,7 +40,7 @@ def check_size(fn: str, what: str, n: object) -> int:
     3
     """
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise E.lens_value_error(fn, f"{what} must be a positive int, got {n!r}")
+        raise E.not_positive_int(fn, what, n)
     return int(n)
 
 
@@ -79,7 +82,7 @@ def input_error(lens: str, what: str, x: object, expected: str, dt: np.dtype[Any
     ShapeError('dense(784→256, tanh): input: expected f64[...,784], got f64[2,100]')
     """
     if not isinstance(x, np.ndarray):
-        return E.lens_structure_error(lens, what, f"must be a numpy array {expected}, got {E.describe(x)}")
+        return E.must_be(lens, what, f"a numpy array {expected}", E.describe(x))
     if x.dtype != dt:
         return E.lens_dtype_error(lens, what, expected, E.describe(x))
     return E.lens_shape_error(lens, what, expected, E.describe(x))
@@ -101,5 +104,92 @@ def float_input_error(lens: str, x: object) -> E.PrelensError:
     DTypeError('tanh: input: expected a float array, got i64[3]')
     """
     if not isinstance(x, np.ndarray):
-        return E.lens_structure_error(lens, "input", f"must be a numpy float array, got {E.describe(x)}")
+        return E.must_be(lens, "input", "a numpy float array", E.describe(x))
     return E.lens_dtype_error(lens, "input", "a float array", E.describe(x))
+
+
+def delta_error(lens: str, da: object, like: Array) -> E.PrelensError:
+    """The error for an output delta that is not an array of the output ``like``'s dtype and shape.
+
+    >>> delta_error("tanh", np.zeros(2), np.zeros((2, 3)))
+    ShapeError('tanh: output delta: expected f64[2,3], got f64[2]')
+    """
+    return input_error(lens, "output delta", da, shape_str(like.dtype, like.shape), like.dtype)
+
+
+def scalar_delta(lens: str, da: Any) -> Any:
+    """The output delta of a loss (a scalar): a real number or a 0-d real array, else an error.
+
+    >>> scalar_delta("mse", 1.0), scalar_delta("mse", np.float32(2.0))
+    (1.0, np.float32(2.0))
+    """
+    if type(da) is float:
+        return da
+    if isinstance(da, (int, float, np.integer, np.floating)) and not isinstance(da, (bool, np.bool_)):
+        return da
+    if isinstance(da, np.ndarray) and da.shape == () and da.dtype.kind in "iuf":
+        return da[()]
+    raise E.must_be(lens, "output delta", "a real number (a loss's delta; training seeds 1.0)", E.describe(da))
+
+
+def residue_error(lens: str, m: object) -> E.PrelensError:
+    """The error for a ``bwd`` given a residue that its ``fwd`` did not make.
+
+    >>> residue_error("tanh", None)
+    StructureError("tanh: the residue must be the one this lens's forward pass returned, got None")
+    """
+    return E.bad_residue(lens, m)
+
+
+def is_real(x: object) -> bool:
+    """A real number: ints and floats, Python's or numpy's (bools are not).
+
+    >>> is_real(2), is_real(np.float32(1.5)), is_real(True), is_real("1")
+    (True, True, False, False)
+    """
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:
+    """``x`` (a 1-D real array or a list of real numbers) as a float64 vector, of length ``n`` if given.
+
+    The faithful lenses take the post's ``V = [D]`` in either form. Anything else
+    (strings, complex, bools, nested lists, None) is an error naming ``lens``.
+
+    >>> real_vector("linear_l(2)", "input", [1, 2.5])
+    array([1. , 2.5])
+    >>> real_vector("linear_l(2)", "input", [1, 2, 3], 2)
+    Traceback (most recent call last):
+    ...
+    prelens._errors.ShapeError: linear_l(2): input: expected a vector of length 2, got f64[3]
+    """
+    length = "" if n is None else f"{n} "
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "iuf":
+            raise E.lens_dtype_error(lens, what, f"a vector of {length}floats", E.describe(x))
+        v = x.astype(np.float64, copy=False)
+    elif isinstance(x, (list, tuple)) and all(is_real(e) for e in x):
+        v = np.asarray(x, dtype=np.float64)
+    else:
+        raise E.must_be(lens, what, f"a vector of {length}floats (a 1-D array or a list)", E.describe_tree(x))
+    if v.ndim != 1 or (n is not None and v.shape != (n,)):
+        raise E.lens_shape_error(lens, what, "a vector" if n is None else f"a vector of length {n}", E.describe(v))
+    return v
+
+
+def check_float_delta(lens: str, da: object, shape: tuple[int, ...]) -> None:
+    """The output delta of a lens that keeps any float dtype: a float array of ``shape``, else an error.
+
+    >>> check_float_delta("split_heads(2)", np.zeros((2, 3), np.int64), (2, 3))
+    Traceback (most recent call last):
+    ...
+    prelens._errors.DTypeError: split_heads(2): output delta: expected a float array of shape (2, 3), got i64[2,3]
+    """
+    if isinstance(da, np.ndarray) and da.dtype.kind == "f" and da.shape == shape:
+        return
+    expected = f"a float array of shape {shape}"
+    if not isinstance(da, np.ndarray):
+        raise E.must_be(lens, "output delta", f"a numpy {expected[2:]}", E.describe_tree(da))
+    if da.dtype.kind != "f":
+        raise E.lens_dtype_error(lens, "output delta", expected, E.describe(da))
+    raise E.lens_shape_error(lens, "output delta", expected, E.describe(da))

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args as A
 from .. import _errors as E
 from .._lens import PreLens
 from ._activations import Activation, resolve_activation, tanh
@@ -44,6 +45,7 @@ from ._fastcheck import (
     float_dtype,
     input_error,
     param_error,
+    residue_error,
     shape_str,
 )
 
@@ -84,6 +86,10 @@ def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: n
     >>> w.dtype, w.shape, bool(abs(w).max() <= np.sqrt(6 / (784 + 256)))
     (dtype('float32'), (784, 256), True)
     """
+    n_in, n_out = check_size("init_weight", "n_in", n_in), check_size("init_weight", "n_out", n_out)
+    dtype = float_dtype("init_weight", dtype)
+    if not isinstance(rng, np.random.Generator):
+        rng = A.seed("init_weight", rng)
     if scheme == "glorot":
         limit = math.sqrt(6.0 / (n_in + n_out))
         w = rng.uniform(-limit, limit, (n_in, n_out))
@@ -92,13 +98,13 @@ def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: n
     elif scheme == "lecun":
         w = rng.standard_normal((n_in, n_out)) * math.sqrt(1.0 / n_in)
     else:
-        raise E.lens_value_error("init_weight", f"scheme must be one of {INIT_SCHEMES}, got {scheme!r}")
+        raise E.not_one_of("init_weight", "scheme", INIT_SCHEMES, scheme)
     return w.astype(dtype, copy=False)
 
 
 def _check_scheme(fn: str, scheme: str) -> str:
-    if scheme not in INIT_SCHEMES:
-        raise E.lens_value_error(fn, f"init must be one of {INIT_SCHEMES} or None, got {scheme!r}")
+    if not isinstance(scheme, str) or scheme not in INIT_SCHEMES:
+        raise E.not_one_of(fn, "init", INIT_SCHEMES, scheme, or_none=True)
     return scheme
 
 
@@ -154,6 +160,7 @@ def linear(
     """
     n_in, n_out = check_size("linear", "n_in", n_in), check_size("linear", "n_out", n_out)
     dt = float_dtype("linear", dtype)
+    input_delta = A.flag("linear", "input_delta", input_delta)
     scheme = _check_scheme("linear", init)
     name = f"linear({n_in}→{n_out}{dtype_suffix(dt)}{'' if input_delta else ', input_delta=False'})"
     tail, out_tail, w_shape = (n_in,), (n_out,), (n_in, n_out)
@@ -167,7 +174,13 @@ def linear(
         return (x, w), (np.dot(x, w) if x.ndim <= 2 else x @ w)
 
     def bwd(m: tuple[Array, Array], da: Array) -> tuple[Array, Array | None]:
-        x, w = m
+        try:  # checked as in dense: shapes before, the results' shapes and dtypes after
+            x, w = m
+            bad_m = w.shape != w_shape or x.shape[-1:] != tail
+        except (TypeError, ValueError, AttributeError):
+            bad_m = True
+        if bad_m:
+            raise residue_error(name, m)
         if (
             not isinstance(da, np.ndarray)
             or da.dtype != dt
@@ -175,11 +188,17 @@ def linear(
             or da.shape[:-1] != x.shape[:-1]
         ):
             raise input_error(name, "output delta", da, shape_str(dt, (*x.shape[:-1], n_out)), dt)
-        if da.ndim == 2:
-            dw = np.dot(x.T, da)
-        else:
-            dw = np.dot(x.reshape(-1, n_in).T, da.reshape(-1, n_out))
-        return dw, (_times_transpose(da, w) if input_delta else None)
+        try:
+            if da.ndim == 2:
+                dw = np.dot(x.T, da)
+            else:
+                dw = np.dot(x.reshape(-1, n_in).T, da.reshape(-1, n_out))
+            ds = _times_transpose(da, w) if input_delta else None
+        except (TypeError, ValueError):
+            raise residue_error(name, m) from None
+        if (dw.dtype is not dt and dw.dtype != dt) or (ds is not None and ds.dtype is not dt and ds.dtype != dt):
+            raise residue_error(name, m)
+        return dw, ds
 
     return PreLens(fwd, bwd, name, lambda rng: init_weight(scheme, n_in, n_out, dt, rng))
 
@@ -270,6 +289,7 @@ def dense(
     """
     n_in, n_out = check_size("dense", "n_in", n_in), check_size("dense", "n_out", n_out)
     dt = float_dtype("dense", dtype)
+    input_delta = A.flag("dense", "input_delta", input_delta)
     act = resolve_activation(f"dense({n_in}→{n_out})", activation)
     scheme = _check_scheme("dense", init) if init is not None else (act.init_scheme if act else "glorot")
     name = (
@@ -278,7 +298,7 @@ def dense(
     )
     apply = act.apply if act is not None else None
     grad = act.grad if act is not None else None
-    tail, w_shape, b_shape = (n_in,), (n_in, n_out), (n_out,)
+    tail, w_shape, b_shape, out_tail = (n_in,), (n_in, n_out), (n_out,), (n_out,)
     expect_x = features(dt, n_in)
 
     def fwd(p: DenseParams, x: Array) -> tuple[DenseResidue, Array]:
@@ -296,16 +316,35 @@ def dense(
         return (x, w, z), (z if apply is None else apply(z))
 
     def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
-        x, w, z = m
+        # The checks cost a few attribute reads: the shapes that decide the results' shapes
+        # before, and the results' shapes and dtypes after (a residue whose parts do not go
+        # together makes numpy fail, or gives results of the wrong shape or dtype).
+        try:
+            x, w, z = m
+            bad_m = w.shape != w_shape or z.shape[-1:] != out_tail
+        except (TypeError, ValueError, AttributeError):
+            bad_m = True
+        if bad_m:
+            raise residue_error(name, m)
         if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != z.shape:
             raise _delta_error(name, da, z)
-        dz = da if grad is None else grad(z, da)
-        if dz.ndim == 2:
-            dw, db = np.dot(x.T, dz), dz.sum(axis=0)
-        else:
-            dz2 = dz.reshape(-1, n_out)
-            dw, db = np.dot(x.reshape(-1, n_in).T, dz2), dz2.sum(axis=0)
-        return DenseParams(dw, db), (_times_transpose(dz, w) if input_delta else None)
+        try:
+            dz = da if grad is None else grad(z, da)
+            if dz.ndim == 2:
+                dw, db = np.dot(x.T, dz), dz.sum(axis=0)
+            else:
+                dz2 = dz.reshape(-1, n_out)
+                dw, db = np.dot(x.reshape(-1, n_in).T, dz2), dz2.sum(axis=0)
+            ds = _times_transpose(dz, w) if input_delta else None
+        except (TypeError, ValueError, AttributeError):
+            raise residue_error(name, m) from None
+        if (
+            dw.shape != w_shape
+            or (dw.dtype is not dt and dw.dtype != dt)
+            or (ds is not None and ds.dtype is not dt and ds.dtype != dt)
+        ):
+            raise residue_error(name, m)
+        return DenseParams(dw, db), ds
 
     def init_params(rng: np.random.Generator) -> DenseParams:
         return DenseParams(init_weight(scheme, n_in, n_out, dt, rng), np.zeros(n_out, dt))
@@ -316,10 +355,8 @@ def dense(
 def _dense_params_error(lens: str, p: object, n_in: int, n_out: int, dt: np.dtype[Any]) -> E.PrelensError:
     dn = E.dtype_name(dt)
     if not isinstance(p, tuple) or len(p) != 2:
-        return E.lens_structure_error(
-            lens,
-            "parameters",
-            f"must be DenseParams(weight {dn}[{n_in},{n_out}], bias {dn}[{n_out}]), got {E.describe(p)}",
+        return E.must_be(
+            lens, "parameters", f"DenseParams(weight {dn}[{n_in},{n_out}], bias {dn}[{n_out}])", E.describe(p)
         )
     w, b = p
     if not (isinstance(w, np.ndarray) and w.dtype == dt and w.shape == (n_in, n_out)):

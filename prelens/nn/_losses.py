@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import _errors as E
 from .._lens import PreLens
-from ._fastcheck import Array, shape_str
+from ._fastcheck import Array, residue_error, scalar_delta, shape_str
 
 __all__ = ["mse", "softmax_cross_entropy", "squared_distance"]
 
@@ -51,11 +51,9 @@ def _check_pair(lens: str, g: object, s: object) -> NoReturn:
         desc = E.describe(s)
         if isinstance(s, np.ndarray):
             raise E.lens_dtype_error(lens, "input", "a float array", desc)
-        raise E.lens_structure_error(lens, "input", f"must be a numpy float array, got {desc}")
+        raise E.must_be(lens, "input", "a numpy float array", desc)
     if not isinstance(g, np.ndarray):
-        raise E.lens_structure_error(
-            lens, "ground truth", f"must be a numpy array {shape_str(s.dtype, s.shape)}, got {E.describe(g)}"
-        )
+        raise E.must_be(lens, "ground truth", f"a numpy array {shape_str(s.dtype, s.shape)}", E.describe(g))
     if g.dtype != s.dtype:
         raise E.lens_dtype_error(lens, "ground truth", shape_str(s.dtype, s.shape), E.describe(g))
     raise E.lens_shape_error(lens, "ground truth", f"the input's shape {s.shape}", E.describe(g))
@@ -76,8 +74,23 @@ def _sq_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
     return (g, s), 0.5 * np.vdot(d, d)
 
 
+def _pair_residue(lens: str, m: Any) -> PairResidue:
+    """The residue ``(g, s)`` of the squared losses: two float arrays of one shape and dtype."""
+    try:
+        g, s = m
+        ok = g.dtype is s.dtype and g.shape == s.shape and s.dtype.kind == "f"
+        ok = ok or (s.dtype.kind == "f" and g.dtype == s.dtype and g.shape == s.shape)
+    except (TypeError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise residue_error(lens, m)
+    return g, s
+
+
 def _sq_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
-    g, s = m
+    if type(da) is not float:
+        da = scalar_delta("squared_distance", da)
+    g, s = _pair_residue("squared_distance", m)
     ds = np.subtract(s, g)
     ds *= da
     return np.negative(ds), ds  # (dg, ds) = (−ds, da·(s − g))
@@ -109,7 +122,9 @@ def _mse_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
 
 
 def _mse_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
-    g, s = m
+    if type(da) is not float:  # training seeds 1.0
+        da = scalar_delta("mse", da)
+    g, s = _pair_residue("mse", m)
     ds = np.subtract(s, g)
     ds *= 2.0 / max(ds.size, 1) * da  # one pass; an in-place product keeps the dtype
     return np.negative(ds), ds
@@ -133,10 +148,10 @@ def _check_labels(y: object, s: object) -> NoReturn:
         desc = E.describe(s)
         if isinstance(s, np.ndarray):
             raise E.lens_dtype_error(_CE, "logits", "a float array (..., classes)", desc)
-        raise E.lens_structure_error(_CE, "logits", f"must be a numpy float array, got {desc}")
+        raise E.must_be(_CE, "logits", "a numpy float array", desc)
     want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
     if not isinstance(y, np.ndarray):
-        raise E.lens_structure_error(_CE, "labels", f"must be an integer array {want}, got {E.describe(y)}")
+        raise E.must_be(_CE, "labels", f"an integer array {want}", E.describe(y))
     if y.dtype.kind not in "iu":
         raise E.lens_dtype_error(_CE, "labels", f"integer class indices {want}", E.describe(y))
     if y.shape != s.shape[:-1]:
@@ -158,7 +173,7 @@ def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
         lo, hi = y.min(), y.max()
         if lo < 0 or hi >= n:
             bad = lo if lo < 0 else hi
-            raise E.lens_value_error(_CE, f"labels must lie in [0, {n}) (one per class), got {bad}")
+            raise E.out_of_range(_CE, "labels", f"[0, {n}) (one per class)", bad)
     shifted = np.subtract(s, s.max(axis=-1, keepdims=True))  # log-sum-exp shift: no overflow
     probs = np.exp(shifted)
     total = probs.sum(axis=-1)
@@ -169,7 +184,16 @@ def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
 
 
 def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
-    probs, y = m
+    if type(da) is not float:
+        da = scalar_delta(_CE, da)
+    try:
+        probs, y = m
+        ok = probs.dtype.kind == "f" and y.dtype.kind in "iu" and probs.shape[:-1] == y.shape
+        ok = ok and (y.size == 0 or (0 <= y.min() and y.max() < probs.shape[-1]))
+    except (TypeError, ValueError, AttributeError, IndexError):
+        ok = False
+    if not ok:
+        raise residue_error(_CE, m)
     ds = probs.copy()
     rows = ds.reshape(-1, ds.shape[-1])
     rows[np.arange(rows.shape[0]), y.ravel()] -= 1

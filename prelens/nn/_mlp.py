@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args as A
 from .. import _errors as E
 from .._combinators import chain
 from .._lens import PreLens
@@ -68,9 +69,10 @@ def mlp(
     """
     n_in = check_size("mlp", "n_in", n_in)
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) == 0:
-        raise E.lens_value_error("mlp", f"sizes must be a non-empty list of layer widths, got {sizes!r}")
+        raise E.must_be("mlp", "sizes", "a non-empty list of layer widths", repr(sizes))
     widths = [check_size("mlp", f"sizes[{i}]", n) for i, n in enumerate(sizes)]
     dt = float_dtype("mlp", dtype)
+    input_delta = A.flag("mlp", "input_delta", input_delta)
     act = resolve_activation("mlp", activation)
     last = (
         act

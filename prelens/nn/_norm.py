@@ -13,7 +13,17 @@ import numpy.typing as npt
 
 from .. import _errors as E
 from .._lens import AnyLens, PreLens
-from ._fastcheck import Array, check_size, dtype_suffix, features, float_dtype, input_error, param_error
+from ._fastcheck import (
+    Array,
+    check_size,
+    delta_error,
+    dtype_suffix,
+    features,
+    float_dtype,
+    input_error,
+    param_error,
+    residue_error,
+)
 
 __all__ = ["LayerNormParams", "layer_norm"]
 
@@ -51,8 +61,8 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
     """
     n = check_size("layer_norm", "d", d)
     dt = float_dtype("layer_norm", dtype)
-    if not eps > 0:
-        raise E.lens_value_error("layer_norm", f"eps must be positive, got {eps!r}")
+    if not (isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, bool) and 0 < eps < np.inf):
+        raise E.not_positive("layer_norm", "eps", eps)
     eps_ = float(eps)  # a Python float never up-casts float32
     name = f"layer_norm({n}{'' if eps_ == 1e-5 else f', eps={eps_:g}'}{dtype_suffix(dt)})"
     tail = (n,)
@@ -78,7 +88,22 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         return (xhat, r, gain), y
 
     def bwd(m: LayerNormResidue, da: Array) -> tuple[LayerNormParams, Array]:
-        xhat, r, gain = m
+        try:
+            xhat, r, gain = m
+            bad_m = (
+                xhat.dtype != dt
+                or r.dtype != dt
+                or gain.dtype != dt
+                or xhat.shape[-1:] != tail
+                or r.shape != (*xhat.shape[:-1], 1)
+                or gain.shape != tail
+            )
+        except (TypeError, ValueError, AttributeError):
+            bad_m = True
+        if bad_m:
+            raise residue_error(name, m)
+        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != xhat.shape:
+            raise delta_error(name, da, xhat)
         da2 = da.reshape(-1, n)
         dgain = np.einsum("ij,ij->j", da2, xhat.reshape(-1, n))
         dbias = da2.sum(axis=0)
@@ -107,8 +132,6 @@ def _params(name: str, p: Any, tail: tuple[int], dt: np.dtype[Any], vec: str) ->
     if ok:
         return gain, bias
     if not isinstance(p, tuple) or len(p) != 2:
-        raise E.lens_structure_error(
-            name, "parameters", f"must be LayerNormParams(gain {vec}, bias {vec}), got {E.describe(p)}"
-        )
+        raise E.must_be(name, "parameters", f"LayerNormParams(gain {vec}, bias {vec})", E.describe(p))
     bad, what = (p[0], "gain") if not (isinstance(p[0], np.ndarray) and p[0].shape == tail) else (p[1], "bias")
     raise param_error(name, what, bad, vec, dt)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _args as A
 from .._combinators import add_l, copy_l
 from .._iso import assoc_l
 from .._lens import AnyLens, id_pre_lens
@@ -40,7 +41,8 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     >>> r, r.fwd((), np.array([1.0])), r.bwd((), np.array([1.0]))
     (residual(double), ((), array([3.])), ((), array([3.])))
     """
-    if context:
+    f = A.lens("residual", "f", f)
+    if A.flag("residual", "context", context):
         # (x, c) -> ((x, x), c) -> (x, (x, c)) -> (x, f(x, c)) -> x + f(x, c)
         body = (copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l
         # params (p_add, (p_par, (p_assoc, p_copy))); residue (((m_copy, m_assoc), m_par), m_add)

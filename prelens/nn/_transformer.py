@@ -30,11 +30,13 @@ Every model keeps its composition's residue, so
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args as A
 from .. import _errors as E
 from .._combinators import chain, copy_l
 from .._iso import sym_l, unassoc_l
@@ -42,7 +44,16 @@ from .._lens import AnyLens, PreLens, id_pre_lens
 from ._activations import relu
 from ._attention import AttentionParams, cross_attention, multi_head_attention
 from ._embedding import positional_embedding, sinusoidal_encoding, token_embedding
-from ._fastcheck import Array, check_size, dtype_suffix, features, float_dtype, input_error
+from ._fastcheck import (
+    Array,
+    check_size,
+    dtype_suffix,
+    features,
+    float_dtype,
+    input_error,
+    residue_error,
+    scalar_delta,
+)
 from ._linear import DenseParams, dense
 from ._norm import LayerNormParams, layer_norm
 from ._residual import residual
@@ -190,8 +201,11 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
         except (TypeError, ValueError, AttributeError):
             ok = False
         if not ok:
-            raise E.lens_structure_error(
-                name, "parameters", f"must be FeedForwardParams({hidden!r} params, {output!r} params) of {dt}"
+            raise E.must_be(
+                name,
+                "parameters",
+                f"FeedForwardParams({hidden!r} params, {output!r} params) of {dt}",
+                E.describe_tree(p),
             )
         x2 = x.reshape(-1, d)
         h = x2 @ w1
@@ -202,7 +216,25 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
         return (x2, h, w1, w2, x.shape), y.reshape(x.shape)
 
     def bwd(m: FeedForwardResidue, da: Array) -> tuple[FeedForwardParams, Array]:
-        x2, h, w1, w2, shape = m
+        try:
+            x2, h, w1, w2, shape = m
+            bad_m = (
+                any(a.dtype != dt for a in (x2, h, w1, w2))
+                or w1.shape != (d, f)
+                or w2.shape != (f, d)
+                or x2.shape[1:] != tail
+                or h.shape != (x2.shape[0], f)
+                or not isinstance(shape, tuple)
+                or not all(isinstance(k, int) for k in shape)
+                or shape[-1:] != tail
+                or math.prod(shape) != x2.size
+            )
+        except (TypeError, ValueError, AttributeError):
+            bad_m = True
+        if bad_m:
+            raise residue_error(name, m)
+        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != shape:
+            raise input_error(name, "output delta", da, f"{E.dtype_name(dt)}[{','.join(map(str, shape))}]", dt)
         da2 = da.reshape(-1, d)
         d_output = DenseParams(h.T @ da2, da2.sum(axis=0))
         dh = da2 @ w2.T
@@ -217,8 +249,8 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
 
 
 def _check_norm(fn: str, norm: str) -> Norm:
-    if norm not in ("post", "pre"):
-        raise E.lens_value_error(fn, f"norm must be 'post' or 'pre', got {norm!r}")
+    if not isinstance(norm, str) or norm not in ("post", "pre"):
+        raise E.not_one_of(fn, "norm", ("post", "pre"), norm)
     return "post" if norm == "post" else "pre"
 
 
@@ -265,6 +297,7 @@ def encoder_block(
     d = check_size(fn, "d_model", d_model)
     f = check_size(fn, "d_ff", d_ff)
     dt = float_dtype(fn, dtype)
+    causal = A.flag(fn, "causal", causal)
     norm_ = _check_norm(fn, norm)
     mha = _named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self")
     ln1, ln2 = layer_norm(d, eps=eps, dtype=dt), layer_norm(d, eps=eps, dtype=dt)
@@ -390,8 +423,8 @@ def decoder_block(
 
 
 def _embed(fn: str, vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
-    if positional not in ("learned", "sinusoidal"):
-        raise E.lens_value_error(fn, f"positional must be 'learned' or 'sinusoidal', got {positional!r}")
+    if not isinstance(positional, str) or positional not in ("learned", "sinusoidal"):
+        raise E.not_one_of(fn, "positional", ("learned", "sinusoidal"), positional)
     emb = token_embedding(vocab, d, dtype=dt)
     pos = positional_embedding(max_len, d, dtype=dt) if positional == "learned" else sinusoidal_encoding(d, max_len)
     return emb, pos
@@ -580,6 +613,8 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     >>> float(ce.fwd(np.array([[-1, 0]]), logits)[1].round(6))
     0.105361
     """
+    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
+        raise E.bad_argument("token_cross_entropy", "ignore_index", ignore_index, "an int")
     ignore = int(ignore_index)
     name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
 
@@ -597,7 +632,7 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         safe = np.where(counted, labels, 0)
         if safe.size and (safe.min() < 0 or safe.max() >= v):
             bad = safe[(safe < 0) | (safe >= v)][0]
-            raise E.lens_value_error(name, f"labels must lie in [0, {v}) or equal ignore_index={ignore}, got {bad}")
+            raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
         probs = np.subtract(s, s.max(axis=-1, keepdims=True))
         picked = np.take_along_axis(probs, safe[..., None], axis=-1)[..., 0]
         np.exp(probs, out=probs)
@@ -612,7 +647,23 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         return (probs, np.where(counted, labels, -1), weight, count), loss
 
     def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
-        probs, labels, weight, count = m
+        da = scalar_delta(name, da)
+        try:
+            probs, labels, weight, count = m
+            ok = (
+                probs.dtype.kind == "f"
+                and probs.ndim >= 1
+                and labels.dtype.kind in "iu"
+                and labels.shape == probs.shape[:-1]
+                and weight.shape == labels.shape
+                and weight.dtype == probs.dtype
+                and isinstance(count, int)
+                and (labels.size == 0 or (labels.min() >= -1 and labels.max() < probs.shape[-1]))
+            )
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise residue_error(name, m)
         ds = probs.copy()
         rows = ds.reshape(-1, ds.shape[-1])
         flat = labels.reshape(-1)
@@ -629,10 +680,10 @@ def _ce_input_error(name: str, labels: Any, s: Any) -> E.PrelensError:
     if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
         if isinstance(s, np.ndarray):
             return E.lens_dtype_error(name, "logits", "a float array (..., T, vocab)", E.describe(s))
-        return E.lens_structure_error(name, "logits", f"must be a numpy float array, got {E.describe(s)}")
+        return E.must_be(name, "logits", "a numpy float array", E.describe(s))
     want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
     if not isinstance(labels, np.ndarray):
-        return E.lens_structure_error(name, "labels", f"must be an integer array {want}, got {E.describe(labels)}")
+        return E.must_be(name, "labels", f"an integer array {want}", E.describe(labels))
     if labels.dtype.kind not in "iu":
         return E.lens_dtype_error(name, "labels", f"integer token ids {want}", E.describe(labels))
     return E.lens_shape_error(name, "labels", f"{want} (the logits' shape without the last axis)", E.describe(labels))

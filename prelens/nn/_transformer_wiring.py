@@ -57,10 +57,20 @@ def reparam(
     >>> wire, wire.init(0), wire.fwd((), 3.0)
     (wire, (), (((), ()), 3.0))
     """
-    out = lens.dimap_p(p_to, p_from)
+    inner_init = lens.init_fn
+
+    def p_to_checked(p: Any) -> Any:
+        try:
+            return p_to(p)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError):
+            expected = "its own parameters (as its init makes them)"
+            if inner_init is not None:  # only on the error path: make a set to name their type
+                expected = E.describe(p_from(inner_init(np.random.default_rng(0))))
+            raise E.must_be(name, "parameters", expected, E.describe_tree(p)) from None
+
+    out = lens.dimap_p(p_to_checked, p_from)
     if m_to is not None and m_from is not None:
         out = out.dimap_m(m_to, m_from)
-    inner_init = lens.init_fn
     init = None if inner_init is None else (lambda rng: p_from(inner_init(rng)))
     return PreLens(out.fwd, out.bwd, name, init, "", (lens,))
 
@@ -173,17 +183,11 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     """
     probes = probes_of(model)
     if not probes:
-        raise E.lens_value_error(
-            repr(model),
-            "has no attention lenses to read weights from (build it with prelens.nn's "
-            "attention constructors, composed with >>, @ or chain)",
-        )
+        raise E.attention_probes_missing(repr(model))
     out: dict[str, Array] = {}
     for key, get in probes.items():
         try:
             out[key or "attention"] = np.asarray(get(residue))
         except (IndexError, KeyError, TypeError, ValueError) as exc:
-            raise E.lens_structure_error(
-                repr(model), "residue", f"is not a residue of this model ({type(exc).__name__}: {exc})"
-            ) from exc
+            raise E.not_a_residue_of(repr(model), exc) from exc
     return out

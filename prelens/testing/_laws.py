@@ -73,7 +73,7 @@ def _run(law: str, where: str, thunk: Callable[[], Any]) -> Any:
     except E.LawError:
         raise
     except Exception as exc:
-        raise E.LawError(f"law '{law}' fails: {where} raised {type(exc).__name__}: {exc}") from exc
+        raise E.law_raised(law, where, exc) from exc
 
 
 def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float) -> None:

@@ -45,21 +45,20 @@ def check_vjp(
     gen = np.random.default_rng(rng)
     for path, leaf in tree_paths((p, s)):
         if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
-            raise E.LawError(
-                f"check_vjp: {lens!r}: needs float64 leaves, got {E.describe(np.asarray(leaf))} "
-                f"at {'p' if path.startswith('[0]') else 's'}{path[3:]}"
+            raise E.vjp_needs_float64(
+                repr(lens), E.describe(np.asarray(leaf)), f"{'p' if path.startswith('[0]') else 's'}{path[3:]}"
             )
     a, pullback = vjp(lens, p, s)
     if da is None:
         da = random_like(a, gen)
-    dp, ds = pullback(da)
+    try:
+        dp, ds = pullback(da)
+    except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
+        raise E.vjp_bwd_misfit(repr(lens), exc) from exc
     for what, primal, delta in (("parameter delta", p, dp), ("input delta", s, ds)):
         found = structure_mismatch(primal, delta, shapes=True)
         if found:
-            raise E.LawError(
-                f"check_vjp: {lens!r}: bwd's {what} does not have the structure of the "
-                f"{'parameters' if what[0] == 'p' else 'input'}: {found}"
-            )
+            raise E.vjp_delta_structure(repr(lens), what, "parameters" if what[0] == "p" else "input", found)
     direction = random_like((p, s), gen)
     lhs, rhs = _both_sides(lens, p, s, da, (dp, ds), direction, eps)
     if not _close(lhs, rhs, rtol, atol):

@@ -30,8 +30,10 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     """
     if batch_size is None:
         return forward(model, params, xs)
-    if not isinstance(batch_size, int) or batch_size < 1:
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise E.bad_argument("predict", "batch_size", batch_size, "an int >= 1 or None")
+    if not isinstance(xs, np.ndarray) or xs.ndim == 0:
+        raise E.bad_argument("predict", "xs", E.describe_tree(xs), "an array with a leading batch axis")
     n = len(xs)
     parts = [forward(model, params, xs[i : i + batch_size]) for i in range(0, n, batch_size)]
     return np.concatenate(parts) if parts else forward(model, params, xs)
@@ -63,7 +65,9 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     0.6666666666666666
     """
     outputs = np.asarray(predict(model, params, xs, batch_size))
-    truth = np.asarray(labels)
+    truth = np.asarray(labels) if isinstance(labels, (np.ndarray, list, tuple)) else None
+    if truth is None or truth.ndim == 0 or truth.dtype.kind not in "biuf" or outputs.ndim == 0:
+        raise E.bad_argument("accuracy", "labels", E.describe_tree(labels), "an array of labels, one per row of xs")
     if len(outputs) != len(truth):
         raise E.bad_argument("accuracy", "labels", E.describe(truth), f"one label per row of xs ({len(outputs)})")
     if len(truth) == 0:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 import warnings
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
+from .. import _args
 from .. import _errors as E
 from .._lens import AnyLens
 from .._tree import tree_first_nonfinite, tree_leaves, tree_map
@@ -142,9 +144,23 @@ def fit(
     ([2.0, -1.0], 20, True)
     """
     _check_args(epochs, batch_size, checkpoint_every, checkpoint_path)
+    _args.lens("fit", "model", model)
+    _args.lens("fit", "loss", loss)
+    if not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
+        raise E.must_be(
+            "fit",
+            "optimizer",
+            "an optimiser (with init and update), e.g. prelens.optim.sgd(0.1)",
+            E.describe(optimizer),
+        )
+    shuffle = _args.flag("fit", "shuffle", shuffle)
+    if progress is not None:
+        progress = _args.flag("fit", "progress", progress)
+    if not (isinstance(data, tuple) and len(data) == 2):
+        raise E.bad_argument("fit", "data", E.describe_tree(data), "a pair (xs, targets)")
     xs, ys = data
     n = _rows(xs, ys)
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("fit", rng)
     if params is None:
         params = model.init(gen)
     if opt_state is None:
@@ -312,6 +328,11 @@ def _take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
 
 
 def _rows(xs: Any, ys: Any) -> int:
+    for leaf in tree_leaves((xs, ys)):
+        if not isinstance(leaf, np.ndarray) or leaf.ndim == 0:
+            raise E.bad_argument(
+                "fit", "data", E.describe_tree((xs, ys)), "(xs, targets) of arrays with a leading batch axis"
+            )
     lengths = {len(a) for a in tree_leaves((xs, ys))}
     if len(lengths) != 1:
         raise E.bad_argument("fit", "data", f"leading lengths {sorted(lengths)}", "(xs, targets) of one length")
@@ -322,12 +343,14 @@ def _rows(xs: Any, ys: Any) -> int:
 
 
 def _check_args(epochs: int, batch_size: int, every: int | None, path: str | None) -> None:
-    if not isinstance(epochs, int) or epochs < 0:
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
         raise E.bad_argument("fit", "epochs", epochs, "an int >= 0")
-    if not isinstance(batch_size, int) or batch_size < 1:
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise E.bad_argument("fit", "batch_size", batch_size, "an int >= 1")
-    if every is not None and (not isinstance(every, int) or every < 1):
+    if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
         raise E.bad_argument("fit", "checkpoint_every", every, "an int >= 1 or None")
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise E.bad_argument("fit", "checkpoint_path", path, "a file path (str or os.PathLike) or None")
     if every is not None and path is None:
         raise E.bad_argument("fit", "checkpoint_path", path, "a file path when checkpoint_every is given")
 

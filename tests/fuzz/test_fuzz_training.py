@@ -1,0 +1,206 @@
+"""Optimisers, checkpoints and the training loop, fed bad input.
+
+* ``opt.init`` and ``opt.update`` with corrupted parameters, gradients and states;
+* ``checkpoint.load`` of corrupted files (flipped, cut, inserted bytes; random
+  bytes; a valid archive with a damaged header) and of good files against the
+  wrong model;
+* ``fit``, ``step``, ``evaluate``, ``predict`` and ``accuracy`` with bad data
+  and arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prelens import CheckpointError, tree_paths
+from prelens.checkpoint import load, load_metadata, save
+from prelens.nn import mlp, softmax_cross_entropy
+from prelens.optim import adam, momentum, sgd
+from prelens.train import accuracy, evaluate, fit, predict, step
+
+from ._bad import NOT_ARRAYS, mutate
+from ._harness import attempt
+from .test_fuzz_lenses import examples
+
+OPTIMIZERS = {"sgd": lambda: sgd(0.1), "momentum": lambda: momentum(0.1, nesterov=True), "adam": lambda: adam(0.01)}
+
+
+def _params() -> Any:
+    return mlp(3, [4, 2]).init(0)
+
+
+# ---------------------------------------------------------------- optimisers
+
+
+def _fits_params(params: Any) -> Any:
+    def check(out: Any) -> None:
+        assert isinstance(out, tuple) and len(out) == 2, "update must return (params, state)"
+        new = out[0]
+        for (path, x), (_, y) in zip(tree_paths(params), tree_paths(new)):
+            assert type(x) is type(y) and np.shape(x) == np.shape(y), f"the new parameters differ at {path}"
+            if isinstance(x, np.ndarray):
+                assert x.dtype == y.dtype, f"the dtype changed at {path}"
+
+    return check
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+@settings(max_examples=examples(40))
+@given(data=st.data())
+def test_optimizer_of_bad_input(name: str, data: st.DataObject) -> None:
+    opt = OPTIMIZERS[name]()
+    params = _params()
+    grads = mlp(3, [4, 2]).init(1)
+    state = opt.init(params)
+    target = data.draw(st.sampled_from(["params", "grads", "state", "init"]), label="target")
+    if target == "init":
+        bad, how = mutate(data, params, "params")
+        attempt(f"{name}.init: {how}", lambda: opt.init(bad), inputs=bad)
+        return
+    if target == "params":
+        params, how = mutate(data, params, "params")
+    elif target == "grads":
+        grads, how = mutate(data, grads, "grads")
+    else:
+        state, how = mutate(data, state, "state")
+    check = _fits_params(params) if target != "params" else None
+    attempt(
+        f"{name}.update: {how}", lambda: opt.update(grads, state, params), inputs=(params, grads, state), check=check
+    )
+
+
+# --------------------------------------------------------------- checkpoints
+
+
+@pytest.fixture(scope="module")
+def good_file() -> Iterator[tuple[str, bytes, Any]]:
+    tree = {"params": _params(), "opt_state": adam(0.1).init(_params()), "step": 3, "name": "run"}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "good.npz")
+        save(path, tree, metadata={"epoch": 2})
+        with open(path, "rb") as f:
+            yield path, f.read(), tree
+
+
+def _corrupt(data: st.DataObject, raw: bytes) -> tuple[bytes, str]:
+    how = data.draw(st.sampled_from(["flip", "cut", "insert", "zero", "random", "empty", "prefix"]), label="how")
+    b = bytearray(raw)
+    if how == "flip":
+        for _ in range(data.draw(st.integers(1, 8), label="flips")):
+            i = data.draw(st.integers(0, len(b) - 1), label="at")
+            b[i] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+    elif how == "cut":
+        b = b[: data.draw(st.integers(0, len(b) - 1), label="keep")]
+    elif how == "insert":
+        i = data.draw(st.integers(0, len(b)), label="at")
+        b[i:i] = data.draw(st.binary(min_size=1, max_size=16), label="bytes")
+    elif how == "zero":
+        i = data.draw(st.integers(0, len(b) - 1), label="at")
+        n = data.draw(st.integers(1, 64), label="n")
+        b[i : i + n] = bytes(len(b[i : i + n]))
+    elif how == "random":
+        b = bytearray(data.draw(st.binary(max_size=512), label="bytes"))
+    elif how == "empty":
+        b = bytearray()
+    else:
+        b = bytearray(b"\x93NUMPY") + b  # looks like a .npy header
+    return bytes(b), how
+
+
+@settings(max_examples=examples(120))
+@given(data=st.data())
+def test_load_of_corrupt_bytes(good_file: tuple[str, bytes, Any], data: st.DataObject) -> None:
+    _, raw, tree = good_file
+    bad, how = _corrupt(data, raw)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bad.npz")
+        with open(path, "wb") as f:
+            f.write(bad)
+        like = tree if data.draw(st.booleans(), label="like") else None
+        outcome, result = attempt(f"load of a file with bytes {how}", lambda: load(path, like=like))
+        if outcome == "rejected":
+            assert isinstance(result, CheckpointError), f"load raised {type(result).__name__}, not CheckpointError"
+        attempt(f"load_metadata of a file with bytes {how}", lambda: load_metadata(path))
+
+
+@settings(max_examples=examples(60))
+@given(data=st.data())
+def test_load_against_the_wrong_model(good_file: tuple[str, bytes, Any], data: st.DataObject) -> None:
+    path, _, tree = good_file
+    like, how = mutate(data, tree["params"], "like")
+    outcome, result = attempt(f"load with like: {how}", lambda: load(path, like={**tree, "params": like}))
+    if outcome == "rejected":
+        assert isinstance(result, CheckpointError)
+
+
+@settings(max_examples=examples(40))
+@given(data=st.data())
+def test_save_of_bad_trees_and_paths(data: st.DataObject) -> None:
+    tree, how = mutate(data, {"params": _params(), "step": 1}, "tree")
+    with tempfile.TemporaryDirectory() as d:
+        where = data.draw(st.sampled_from(["ok", "missing dir", "is a dir", "bad type"]), label="path")
+        path: Any = {
+            "ok": os.path.join(d, "c.npz"),
+            "missing dir": os.path.join(d, "no", "such", "c.npz"),
+            "is a dir": d,
+            "bad type": 3,
+        }[where]
+        meta = data.draw(st.sampled_from([None, {"a": 1}, {"a": np.nan}, {"a": object()}, "m", [1]]), label="meta")
+        attempt(f"save: {how}, path {where}, metadata {meta!r}", lambda: save(path, tree, metadata=meta))
+
+
+# ------------------------------------------------------------------ training
+
+
+def _task() -> tuple[Any, Any, Any, Any]:
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((12, 3))
+    return mlp(3, [4, 2], last_activation=None), softmax_cross_entropy, xs, rng.integers(0, 2, 12)
+
+
+@settings(max_examples=examples(40))
+@given(data=st.data())
+def test_fit_and_evaluation_of_bad_input(data: st.DataObject) -> None:
+    model, loss, xs, ys = _task()
+    kwargs: dict[str, Any] = {"epochs": 2, "batch_size": 4, "optimizer": sgd(0.1), "rng": 0, "progress": False}
+    target = data.draw(
+        st.sampled_from(["xs", "ys", "data", "epochs", "batch_size", "optimizer", "rng", "params", "shuffle"]),
+        label="target",
+    )
+    data_ = (xs, ys)
+    if target == "xs":
+        xs, how = mutate(data, xs, "xs")
+        data_ = (xs, ys)
+    elif target == "ys":
+        ys, how = mutate(data, ys, "ys")
+        data_ = (xs, ys)
+    elif target == "data":
+        data_, how = mutate(data, data_, "data")
+    elif target == "params":
+        kwargs["params"], how = mutate(data, model.init(0), "params")
+    else:
+        kwargs[target] = data.draw(
+            st.sampled_from([*NOT_ARRAYS, -2, 0, np.nan, 10**9 if target == "batch_size" else -5]), label=target
+        )
+        how = f"{target}={kwargs[target]!r}"
+    inputs = (data_, kwargs.get("params", ()))
+    attempt(f"fit: {how}", lambda: fit(model, loss, data_, **kwargs), inputs=inputs)
+    params = model.init(0)
+    fn = data.draw(st.sampled_from(["evaluate", "predict", "accuracy", "step"]), label="function")
+    run = {
+        "evaluate": lambda: evaluate(model, loss, params, xs, ys),
+        "predict": lambda: predict(
+            model, params, xs, batch_size=data.draw(st.sampled_from([None, 5, 0, "b", -1]), label="bs")
+        ),
+        "accuracy": lambda: accuracy(model, params, xs, ys),
+        "step": lambda: step(model, loss, params, (xs, ys), sgd(0.1), ()),
+    }[fn]
+    attempt(f"{fn}: {how}", run, inputs=(xs, ys))

@@ -1,0 +1,444 @@
+"""Every message template of ``prelens._errors``, triggered through the public API and matched.
+
+``TEMPLATES`` lists every function in ``prelens._errors`` that returns an exception;
+``CASES`` gives, for each, a call of the public API that must raise it, the class
+raised and a pattern its text must match. While a case runs, the template is
+wrapped in a spy, so the test also proves that the message came from *that*
+template (and not from a lookalike composed elsewhere).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+import prelens._errors as E
+from prelens import (
+    PreLens,
+    batch_n,
+    chain,
+    check_structure,
+    from_tamb,
+    id_pre_lens,
+    nn,
+    to_tamb,
+    tree_sum,
+    vec_lens,
+    vjp,
+)
+from prelens import forward as run_forward
+from prelens.checkpoint import load, save
+from prelens.cli import main as cli_main
+from prelens.datasets import CharVocab, load_iris, text_windows
+from prelens.optim import adam, sgd
+from prelens.testing import check_lens_equal, check_vjp
+from prelens.train import fit
+
+X3 = np.ones((2, 3))
+
+
+def _returns_exception(f: Callable[..., Any]) -> bool:
+    ret = typing.get_type_hints(f, vars(E)).get("return")
+    return isinstance(ret, type) and issubclass(ret, BaseException)
+
+
+#: Every message template: the functions of ``prelens._errors`` that return an exception.
+TEMPLATES = sorted(
+    name
+    for name, f in vars(E).items()
+    if inspect.isfunction(f) and f.__module__ == E.__name__ and not name.startswith("_") and _returns_exception(f)
+)
+
+
+# ------------------------------------------------------------ small fixtures
+
+
+def _bad_ds() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """A user's lens whose ``bwd`` cuts the input delta to one column."""
+    return PreLens(lambda p, s: (s, 2 * s), lambda m, da: ((), da[..., :1]), name="halve")
+
+
+def _no_pair_fwd() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    return PreLens(lambda p, s: 2 * s, lambda m, da: ((), 2 * da), name="twice")
+
+
+def _no_pair_bwd() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    return PreLens(lambda p, s: ((), 2 * s), lambda m, da: 2 * da, name="twice")
+
+
+def _picky() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    def fwd(p: Any, s: Any) -> Any:
+        raise KeyError("missing")
+
+    return PreLens(fwd, lambda m, da: ((), da), name="picky")
+
+
+def _deep(n: int = 3000) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    lens = id_pre_lens
+    for _ in range(n):
+        lens = lens >> id_pre_lens
+    return lens
+
+
+def _deep_params(n: int = 3000) -> Any:
+    p: Any = ()
+    for _ in range(n):
+        p = ((), p)
+    return p
+
+
+def _cli_block(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["train", "transformer", "--task", "text", "--block", "-1", "--epochs", "1"])
+    raise E.PrelensError(capsys.readouterr().err + f" (exit {code})")
+
+
+class Unregistered(NamedTuple):
+    a: Any
+
+
+def _with_file(tmp: Path, write: Callable[[str], None], then: Callable[[str], Any]) -> Callable[[], Any]:
+    path = str(tmp / "c.npz")
+
+    def run() -> Any:
+        write(path)
+        return then(path)
+
+    return run
+
+
+def _bogus_header(path: str) -> None:
+    header = {"format": "prelens-checkpoint", "version": 1, "tree": {"kind": "bogus"}, "metadata": {}}
+    np.savez(path, __prelens__=np.array(json.dumps(header)))
+
+
+def _damaged_iris(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import prelens.datasets.iris as iris
+
+    class Fake:
+        def files(self, package: str) -> Fake:
+            return self
+
+        def joinpath(self, *parts: str) -> Fake:
+            return self
+
+        def read_text(self, encoding: str) -> str:
+            return "sepal_length,species\n1.0,setosa\n"
+
+    iris._read.cache_clear()
+    monkeypatch.setattr(iris, "resources", Fake())
+    try:
+        return load_iris()
+    finally:
+        monkeypatch.undo()
+        iris._read.cache_clear()
+
+
+class Case(NamedTuple):
+    run: Callable[..., Any]  # takes the pytest fixtures it names
+    raises: type[BaseException]
+    match: str
+
+
+def _case(run: Callable[..., Any], raises: type[BaseException], match: str) -> Case:
+    return Case(run, raises, match)
+
+
+D32 = nn.dense(3, 2)
+
+CASES: dict[str, Case] = {
+    # trees
+    "tree_mismatch": _case(
+        lambda: check_structure((0.0, 0.0), (1.0,), what="params of f >> g"),
+        E.StructureError,
+        r"^params of f >> g: at <root>: expected tuple of 2, got tuple of 1$",
+    ),
+    "tree_sum_empty": _case(lambda: tree_sum([]), E.StructureError, r"^tree_sum: cannot sum an empty list of trees$"),
+    # lenses: inputs, parameters, constructor arguments
+    "must_be": _case(
+        lambda: D32.fwd(D32.init(0), None),
+        E.StructureError,
+        r"^dense\(3→2, tanh\): input must be a numpy array f64\[\.\.\.,3\], got None$",
+    ),
+    "lens_shape_error": _case(
+        lambda: D32.fwd(D32.init(0), np.ones((8, 100))),
+        E.ShapeError,
+        r"^dense\(3→2, tanh\): input: expected f64\[\.\.\.,3\], got f64\[8,100\]$",
+    ),
+    "lens_dtype_error": _case(
+        lambda: nn.token_embedding(4, 2).fwd(np.ones((4, 2)), np.array([[1.0, 2.0]])),
+        E.DTypeError,
+        r"^token_embedding\(4, 2\): token ids: expected an integer array, got f64\[1,2\]$",
+    ),
+    "lens_value_error": _case(
+        _cli_block, E.PrelensError, r"prelens train transformer: --block must be a positive int, got -1"
+    ),
+    "not_positive_int": _case(lambda: nn.dense(0, 2), E.StructureError, r"^dense: n_in must be a positive int, got 0$"),
+    "not_positive": _case(
+        lambda: nn.layer_norm(4, eps=0.0), E.StructureError, r"^layer_norm: eps must be positive, got 0\.0$"
+    ),
+    "int_below": _case(lambda: batch_n(0, nn.tanh), E.ArgumentError, r"^batch_n: n must be an int >= 1, got 0$"),
+    "not_one_of": _case(
+        lambda: nn.encoder_block(4, 2, 8, norm="mid"),  # type: ignore[arg-type]
+        E.StructureError,
+        r"^encoder_block: norm must be 'post' or 'pre', got 'mid'$",
+    ),
+    "heads_not_divisible": _case(
+        lambda: nn.multi_head_attention(6, 4),
+        E.StructureError,
+        r"^multi_head_attention: d_model must be divisible by the number of heads: d_model=6, n_heads=4$",
+    ),
+    "out_of_range": _case(
+        lambda: nn.token_embedding(4, 2).fwd(np.ones((4, 2)), np.array([[1, 7]])),
+        E.StructureError,
+        r"^token_embedding\(4, 2\): token ids must lie in \[0, 4\), got 7 at index \(0, 1\)$",
+    ),
+    "list_length_error": _case(
+        lambda: vec_lens(2, nn.tanh).fwd([(), ()], [np.ones(2)]),
+        E.StructureError,
+        r"^vec_lens\(2, tanh\): input must be a list of length 2, got length 1$",
+    ),
+    "list_too_short": _case(
+        lambda: run_forward(vec_lens(3, nn.activ_t), [(), (), ()], [0.1, 0.2]),
+        E.StructureError,
+        r"^vec_lens\(3, activ_t\): list is shorter than 3",
+    ),
+    "list_too_long": _case(
+        lambda: run_forward(vec_lens(2, nn.activ_t), [(), ()], [0.1, 0.2, 0.3]),
+        E.StructureError,
+        r"^vec_lens\(2, activ_t\): list is longer than 2: 1 left over$",
+    ),
+    "chain_empty": _case(lambda: chain(), E.ArgumentError, r"^chain: needs at least one lens$"),
+    "no_init_error": _case(
+        lambda: from_tamb(to_tamb(D32)).init(0),
+        E.PrelensError,
+        r"^from_tamb\(to_tamb\(dense\(3→2, tanh\)\)\): cannot create parameters: its part .* was built without an "
+        r"initializer",
+    ),
+    # what fwd and bwd return and are given
+    "bad_residue": _case(
+        lambda: nn.tanh.bwd(None, np.ones(2)),
+        E.StructureError,
+        r"^tanh: the residue must be the one this lens's forward pass returned, got None$",
+    ),
+    "fwd_not_a_pair": _case(
+        lambda: run_forward(_no_pair_fwd(), (), X3),
+        E.StructureError,
+        r"^twice: fwd must return a pair \(m, a\) \(residue, output\), got f64\[2,3\]$",
+    ),
+    "bwd_not_a_pair": _case(
+        lambda: vjp(_no_pair_bwd(), (), X3)[1](X3),
+        E.StructureError,
+        r"^twice: bwd must return a pair \(dp, ds\), got f64\[2,3\]$",
+    ),
+    "bwd_delta_mismatch": _case(
+        lambda: vjp(chain(D32, _bad_ds()), [D32.init(0), ()], X3)[1](np.ones((2, 2))),
+        E.StructureError,
+        r"^halve: bwd returned a ds that does not fit the input s of its forward pass: at <root>: "
+        r"expected f64\[2,2\], got f64\[2,1\].*\n  in chain\(dense\(3→2, tanh\), halve\): the backward pass of halve",
+    ),
+    "too_deep": _case(
+        lambda: run_forward(_deep(), _deep_params(), 1.0),
+        E.DepthError,
+        r"nested too deeply: running it exceeded Python's recursion limit \(\d+ frames\)\. Build it flatter: .*"
+        r"batch_n\(n, from_tamb\(mlp\)\), not from_tamb\(batch_n\(n, mlp\)\)",
+    ),
+    "in_part": _case(
+        lambda: (nn.tanh >> _picky()).fwd(((), ()), X3),
+        E.StructureError,
+        r"^KeyError: 'missing'\n  in tanh >> picky: the forward pass of picky failed on f64\[2,3\] \(the output of tanh\)$",
+    ),
+    "not_a_pair": _case(
+        lambda: (nn.tanh >> nn.tanh).fwd([()], X3),
+        E.StructureError,
+        r"^tanh >> tanh: parameters must be a pair \(p_g, p_f\), the later lens first, got \[\(\)\]$",
+    ),
+    "tamb_pass_failed": _case(
+        lambda: from_tamb(nn.make_mlp(3, [2, 1])).bwd(None, [1.0]),
+        E.StructureError,
+        r"^from_tamb\(make_mlp\(3, \[2, 1\]\)\): the backward pass failed on \(residue, output delta\) = "
+        r"\(None, \[float 1\.0\]\) \(TypeError: .*\); a TriLens runs as a nest of dimaps",
+    ),
+    "attention_probes_missing": _case(
+        lambda: nn.attention_weights(D32, ()),
+        E.StructureError,
+        r"^dense\(3→2, tanh\): has no attention lenses to read weights from",
+    ),
+    "not_a_residue_of": _case(
+        lambda: nn.attention_weights(nn.multi_head_attention(4, 2), ()),
+        E.StructureError,
+        r"^multi_head_attention\(4, heads=2\): residue is not a residue of this model \(IndexError: ",
+    ),
+    # law checks
+    "law_violation": _case(
+        lambda: check_lens_equal("tanh is relu", nn.tanh, nn.relu, (), X3),
+        E.LawError,
+        r"^law 'tanh is relu' fails: forward outputs differ at <root>:\n  left:  f64\[2,3\] .*\n  right: f64\[2,3\]",
+    ),
+    "law_raised": _case(
+        lambda: check_lens_equal("x", nn.tanh, nn.dense(3, 3), (), X3),
+        E.LawError,
+        r"^law 'x' fails: right side, forward raised StructureError: dense\(3→3, tanh\): parameters must be",
+    ),
+    "vjp_violation": _case(
+        lambda: check_vjp(PreLens(nn.tanh.fwd, lambda m, da: ((), 2 * da), name="wrong"), (), X3),
+        E.LawError,
+        r"^check_vjp: wrong: bwd is not the reverse derivative of fwd: <da, J·δ> by central differences = ",
+    ),
+    "vjp_needs_float64": _case(
+        lambda: check_vjp(nn.tanh, (), np.ones(3, np.float32)),
+        E.LawError,
+        r"^check_vjp: tanh: needs float64 leaves, got f32\[3\] at s$",
+    ),
+    "vjp_delta_structure": _case(
+        lambda: check_vjp(nn.dense(3, 2, input_delta=False), D32.init(0), X3),
+        E.LawError,
+        r"^check_vjp: dense\(3→2, tanh, input_delta=False\): bwd's input delta does not have the structure of the "
+        r"input: at <root>: expected f64\[2,3\], got None$",
+    ),
+    "vjp_bwd_misfit": _case(
+        lambda: check_vjp(_bad_ds(), (), X3),
+        E.LawError,
+        r"^check_vjp: halve: bwd's deltas do not fit the parameters and input: halve: bwd returned a ds",
+    ),
+    # training
+    "non_finite": _case(
+        lambda: nn.train_step(
+            nn.make_mlp(3, [2, 1]),
+            nn.init_mlp(3, [2, 1], np.random.default_rng(0)),
+            np.full((2, 3), np.nan),
+            [[1.0], [1.0]],
+            0.1,
+        ),
+        E.NonFiniteError,
+        r"^train_step: loss: non-finite value at <root>$",
+    ),
+    "training_non_finite": _case(
+        lambda: fit(
+            nn.linear(3, 1), nn.mse, (np.full((4, 3), np.nan), np.ones((4, 1))), 1, 4, sgd(0.1), 0, progress=False
+        ),
+        E.TrainingNonFiniteError,
+        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = nan.*\); the last good "
+        r"parameters, optimiser state and history are attached",
+    ),
+    "bad_argument": _case(lambda: sgd(-1), E.ArgumentError, r"^sgd: lr must be a finite number > 0, got -1$"),
+    "optim_leaf_dtype": _case(
+        lambda: sgd(0.1).init([np.arange(3)]),
+        E.DTypeError,
+        r"^sgd: cannot update the parameter at \[0\]: expected floats, got i64\[3\] \(float32 or float64 arrays, or numbers\)$",
+    ),
+    "optim_delta_dtype": _case(
+        lambda: sgd(0.1).update([np.ones(3, complex)], (), [np.ones(3)]),
+        E.DTypeError,
+        r"^sgd: grads at \[0\]: expected real numbers, got c128\[3\]$",
+    ),
+    "optim_mismatch": _case(
+        lambda: sgd(0.1).update(
+            type("Pair", (tuple,), {})((np.ones(2),)), (), type("Pair", (tuple,), {})((np.ones(2),))
+        ),
+        E.StructureError,
+        r"^sgd: parameters, grads and state do not share a structure the optimisers rebuild",
+    ),
+    "optim_bad_state": _case(
+        lambda: adam(0.1).update([np.ones(2)], (), [np.ones(2)]),
+        E.StructureError,
+        r"^adam: the optimiser state must be an AdamState \(from adam\.init\), got \(\)$",
+    ),
+    # datasets
+    "data_damaged": _case(
+        _damaged_iris, E.PrelensError, r"^prelens/datasets/data/iris\.csv is damaged: reinstall prelens$"
+    ),
+    "not_in_vocabulary": _case(
+        lambda: CharVocab.from_text("ab").encode("abc"),
+        E.StructureError,
+        r"^CharVocab\.encode: character 'c' is not in the vocabulary$",
+    ),
+    "text_too_short": _case(
+        lambda: text_windows(np.arange(3), 5, 2),
+        E.StructureError,
+        r"^text_windows: need block >= 1 and at least block\+1 tokens, got block=5, 3 tokens$",
+    ),
+    # checkpoints
+    "checkpoint_unreadable": _case(
+        lambda tmp_path: load(tmp_path / "missing.npz"),
+        E.CheckpointError,
+        r"^checkpoint .*missing\.npz: cannot be read: no such file$",
+    ),
+    "checkpoint_corrupt_at": _case(
+        lambda tmp_path: _with_file(tmp_path, _bogus_header, load)(),
+        E.CheckpointError,
+        r"^checkpoint .*c\.npz: cannot be read: at <root>: unknown node kind 'bogus'$",
+    ),
+    "checkpoint_mismatch": _case(
+        lambda tmp_path: _with_file(
+            tmp_path, lambda p: save(p, (np.zeros(2), [1.5])), lambda p: load(p, like=(np.ones(3), [0.0]))
+        )(),
+        E.CheckpointError,
+        r"^checkpoint .*c\.npz does not fit the model: at \[0\]: expected f64\[3\], got f64\[2\]$",
+    ),
+    "checkpoint_unsupported": _case(
+        lambda tmp_path: save(tmp_path / "c.npz", {"f": len}),
+        E.CheckpointError,
+        r"^cannot save a checkpoint: at \['f'\]: cannot store a leaf of type builtin_function_or_method$",
+    ),
+    "checkpoint_write_failed": _case(
+        lambda tmp_path: save(tmp_path / "no" / "dir" / "c.npz", [np.ones(2)]),
+        E.CheckpointError,
+        r"^cannot write checkpoint .*c\.npz: FileNotFoundError: .*; the file there \(if any\) is unchanged$",
+    ),
+    "checkpoint_unknown_namedtuple": _case(
+        lambda tmp_path: _with_file(tmp_path, lambda p: save(p, Unregistered(1.0)), load)(),
+        E.CheckpointError,
+        r"^checkpoint .*c\.npz: at <root>: named tuple .*Unregistered is not registered; pass like=",
+    ),
+}
+
+
+def test_every_template_has_a_case() -> None:
+    """A new template needs a case here; a case for a removed template must go."""
+    assert set(CASES) == set(TEMPLATES), (
+        f"templates without a case: {sorted(set(TEMPLATES) - set(CASES))}; "
+        f"cases without a template: {sorted(set(CASES) - set(TEMPLATES))}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_template_message(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = CASES[name]
+    original = getattr(E, name)
+    calls: list[tuple[Any, ...]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(E, name, spy)
+    fixtures = {arg: request.getfixturevalue(arg) for arg in inspect.signature(case.run).parameters}
+    if "monkeypatch" in fixtures:
+        fixtures["monkeypatch"] = pytest.MonkeyPatch()
+    with pytest.raises(case.raises, match=case.match) as info:
+        case.run(**fixtures)
+    assert calls, f"the error came from elsewhere, not from the template {name}: {info.value}"
+    assert isinstance(info.value, E.PrelensError)
+
+
+def test_no_message_is_composed_outside_the_errors_module() -> None:
+    """No ``raise SomeError(f"...")`` outside ``_errors.py``: every message comes from a template."""
+    root = Path(E.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        if path.name == "_errors.py" or "bench" in path.parts or "cli" in path.parts:
+            continue  # the CLI and the benchmarks are the other engineers' (checked there)
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            stripped = line.strip()
+            if stripped.startswith('raise AttributeError(f"module '):
+                continue  # a module's __getattr__ must raise AttributeError: Python's protocol
+            if stripped.startswith("raise ") and 'Error(f"' in stripped and "E." not in stripped:
+                offenders.append(f"{path.relative_to(root)}:{i}: {stripped}")
+    assert not offenders, "\n".join(offenders)
