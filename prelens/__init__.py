@@ -6,6 +6,7 @@ Modules" to Python on numpy. See the README and ``docs/`` for a tour.
 
 from ._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
 from ._errors import (
+    ArgumentError,
     CheckpointError,
     DTypeError,
     LawError,
@@ -76,6 +77,7 @@ from ._tree import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError",
     "CheckpointError",
     "DTypeError",
     "LawError",

@@ -337,6 +337,10 @@ def non_finite(what: str, path: str) -> NonFiniteError:
     return NonFiniteError(f"{what}: non-finite value at {path_str(path)}")
 
 
+def data_non_finite(fn: str, where: str, row: int) -> NonFiniteError:
+    return NonFiniteError(f"{fn}: data{where} holds NaN or infinity, first in row {row}; clean or drop such rows first")
+
+
 def data_damaged(path: str) -> PrelensError:
     return PrelensError(f"{path} is damaged: reinstall prelens")
 

@@ -232,6 +232,14 @@ def test_nan_loss_stops_with_the_step_and_the_last_good_params():
     assert tree_allclose(start, before, rtol=0)  # the caller's params were never overwritten
 
 
+@pytest.mark.parametrize(("where", "row"), [(0, 5), (1, 11)])
+def test_non_finite_data_is_refused_before_the_first_step(where: int, row: int):
+    data = [XS.copy(), YS.copy()]
+    data[where][row, -1] = np.inf if where else np.nan
+    with pytest.raises(NonFiniteError, match=rf"fit: data\[{where}\] holds NaN or infinity, first in row {row}"):
+        fit(affine_lens(), half_squares(), (data[0], data[1]), 5, 4, sgd(0.01), rng=0, progress=False)
+
+
 def test_nan_gradient_is_named_by_its_tree_path():
     model = affine_lens()
 

@@ -32,7 +32,7 @@ import numpy as np
 from .. import _args
 from .. import _errors as E
 from .._lens import AnyLens
-from .._tree import tree_first_nonfinite, tree_leaves, tree_map
+from .._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
 from ..optim import Optimizer
 from ._evaluate import evaluate
 from ._progress import Progress
@@ -339,6 +339,10 @@ def _rows(xs: Any, ys: Any) -> int:
     (n,) = lengths
     if n == 0:
         raise E.bad_argument("fit", "data", "0 rows", "at least one row")
+    for path, leaf in tree_paths((xs, ys)):
+        if leaf.dtype.kind in "fc" and not np.isfinite(leaf).all():
+            bad_rows = ~np.isfinite(leaf.reshape(n, -1)).all(axis=1)
+            raise E.data_non_finite("fit", E.path_str(path), int(np.argmax(bad_rows)))
     return n
 
 
