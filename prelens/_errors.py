@@ -70,13 +70,21 @@ def dtype_name(dtype: Any) -> str:
 
 
 def describe_tree(x: Any, limit: int = 160) -> str:
-    """A compact picture of a tree of values: ``(f64[32,4], [f64[4], ()])``."""
+    """A compact picture of a tree of values: ``(f64[32,4], [f64[4], ()])``.
+
+    Named tuples show their fields: ``DenseParams(weight=f64[4,16], bias=f64[16])``.
+    """
     text = _describe_tree(x, depth=0)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _describe_tree(x: Any, depth: int) -> str:
-    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        if depth > 4:
+            return f"{type(x).__name__}(…)"
+        fields = ", ".join(f"{k}={_describe_tree(c, depth + 1)}" for k, c in zip(x._fields, x))
+        return f"{type(x).__name__}({fields})"
+    if isinstance(x, tuple):
         if depth > 4:
             return "(…)"
         inner = ", ".join(_describe_tree(c, depth + 1) for c in x)
@@ -242,7 +250,9 @@ def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, or
     """The error ``exc`` raised inside ``part`` of ``composite``, with where and on what.
 
     Only the innermost composite adds its context (the one that knows both
-    neighbours); errors that are not prelens's own become :class:`StructureError`.
+    neighbours); errors that are not prelens's own become :class:`NonFiniteError`
+    when they are about arithmetic (an overflow under ``np.errstate(all="raise")``
+    or ``-W error``) and :class:`StructureError` otherwise.
     A :class:`RecursionError` becomes one :class:`DepthError` (no context is
     added at every level of the nest, and nothing is formatted on the way up).
     """
@@ -252,7 +262,11 @@ def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, or
         import sys
 
         return too_deep(composite, sys.getrecursionlimit())
-    cls = type(exc) if isinstance(exc, PrelensError) else StructureError
+    cls: type[Exception] = StructureError
+    if isinstance(exc, PrelensError):
+        cls = type(exc)
+    elif isinstance(exc, (ArithmeticError, Warning)):
+        cls = NonFiniteError
     detail = str(exc) if isinstance(exc, PrelensError) else f"{type(exc).__name__}: {exc}"
     where = f"in {short_name(composite)}: {what} of {short_name(part)} failed on {describe_tree(value)}"
     if origin:

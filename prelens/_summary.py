@@ -1,18 +1,24 @@
 """A structural view of any lens: the stages of its composition, their shapes and parameters.
 
 ``summary(lens, input_shape)`` runs one forward pass on random data and walks
-the composition (``>>``, ``@`` and ``chain`` are opened up; every other lens is
-one stage), recording for each stage its output, its parameter shapes and its
-parameter count. Nested compositions are shown as a tree.
+the composition, recording for each stage its output, its parameter shapes and
+its parameter count. ``>>``, ``@`` and ``chain`` are opened up, and so are the
+library's named models (``mlp``, ``multi_head_attention``, ``decoder_lm``, ...),
+which are compositions seen through a re-packing of their parameters; every
+other lens is one stage. Nested compositions are shown as a tree.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import _args
+from . import _errors as E
 from ._errors import describe_tree
 from ._lens import AnyLens
 from ._tree import tree_leaves
@@ -32,6 +38,23 @@ class Stage:
     count: int  #: number of scalar parameters, composites included
     has_params: bool
     has_residue: bool
+    opened: bool = False  #: a named lens opened up into the composition it is built from
+
+
+#: Named lenses that :func:`summary` may open: the lens -> its parameters as its one part takes them.
+_OPENINGS: weakref.WeakKeyDictionary[AnyLens, Callable[[Any], Any]] = weakref.WeakKeyDictionary()
+_COMPOSITES = (">>", "@", "chain")
+_OP_WORDS = {">>": "sequential >>", "@": "parallel @", "chain": "chain"}
+
+
+def register_opening(lens: AnyLens, p_to: Callable[[Any], Any]) -> AnyLens:
+    """Let :func:`summary` and :func:`~prelens.diagram.draw` open ``lens`` up; returns ``lens``.
+
+    ``lens`` must run its one part ``lens.parts[0]`` on the parameters
+    ``p_to(p)`` (as :meth:`~prelens.PreLens.dimap_p` builds it).
+    """
+    _OPENINGS[lens] = p_to
+    return lens
 
 
 @dataclass(frozen=True)
@@ -50,9 +73,8 @@ class Summary:
     def __str__(self) -> str:
         rows = [("stage", "output", "parameters", "count")]
         for st in self.stages:
-            label = "  " * st.depth + (st.op if st.op else st.name)
-            if st.op:
-                label = "  " * st.depth + {">>": "sequential >>", "@": "parallel @", "chain": "chain"}[st.op]
+            anonymous = st.op and not st.opened and (st.op != "chain" or st.name.startswith("chain("))
+            label = "  " * st.depth + (_OP_WORDS[st.op] if anonymous else st.name)
             rows.append((label, st.output, st.params, f"{st.count:,}"))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [f"{self.lens}", f"input: {self.input}"]
@@ -75,8 +97,10 @@ def _example(spec: Any, rng: np.random.Generator, dtype: Any) -> Any:
     return spec
 
 
-def walk(lens: AnyLens, params: Any, s: Any) -> list[Stage]:
+def walk(lens: AnyLens, params: Any, s: Any, depth: int | None = None) -> list[Stage]:
     """Run ``lens`` forward on ``(params, s)``, stage by stage, and record each stage.
+
+    Composites deeper than ``depth`` (``None``: no limit) are shown as one stage.
 
     >>> from prelens.testing import linear_vec, tanh_vec
     >>> l = linear_vec(3, 2) >> tanh_vec
@@ -84,7 +108,7 @@ def walk(lens: AnyLens, params: Any, s: Any) -> list[Stage]:
     [(0, 'linear_vec(3→2) >> tanh_vec', 'f64[2]'), (1, 'linear_vec(3→2)', 'f64[2]'), (1, 'tanh_vec', 'f64[2]')]
     """
     rows: list[Stage] = []
-    _walk(lens, params, s, 0, rows)
+    _walk(lens, params, s, 0, rows, depth)
     return rows
 
 
@@ -92,44 +116,34 @@ def _count(params: Any) -> int:
     return int(sum(np.size(x) for x in tree_leaves(params)))
 
 
-def _walk(lens: AnyLens, p: Any, s: Any, depth: int, rows: list[Stage]) -> Any:
-    if lens.op not in (">>", "@", "chain"):
+def _walk(lens: AnyLens, p: Any, s: Any, depth: int, rows: list[Stage], limit: int | None) -> Any:
+    opening = _OPENINGS.get(lens)
+    if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
         m, a = lens.fwd(p, s)
         has_params = bool(tree_leaves(p))
-        rows.append(
-            Stage(
-                depth,
-                lens.name,
-                "",
-                describe_tree(a),
-                describe_tree(p) if has_params else "",
-                _count(p),
-                has_params,
-                bool(tree_leaves(m)),
-            )
-        )
+        params = describe_tree(p) if has_params else ""
+        rows.append(Stage(depth, lens.name, "", describe_tree(a), params, _count(p), has_params, bool(tree_leaves(m))))
         return a
     at = len(rows)
-    rows.append(Stage(depth, lens.name, lens.op, "", "", _count(p), bool(tree_leaves(p)), True))
-    if lens.op == ">>":
-        # flatten the left-nested chain f >> g >> h into siblings
-        parts, ps = _flatten_seq(lens, p)
-        for part, pp in zip(parts, ps):
-            s = _walk(part, pp, s, depth + 1, rows)
-        a = s
-    elif lens.op == "chain":
-        for part, pp in zip(lens.parts, p):
-            s = _walk(part, pp, s, depth + 1, rows)
-        a = s
+    rows.append(Stage(depth, lens.name, lens.op, "", "", _count(p), bool(tree_leaves(p)), True, opening is not None))
+    body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
+    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
+        a = _walk(body, p_body, s, depth + 1, rows, limit)
+    elif body.op == "@":
+        f, g = body.parts
+        a = (_walk(f, p_body[0], s[0], depth + 1, rows, limit), _walk(g, p_body[1], s[1], depth + 1, rows, limit))
     else:
-        f, g = lens.parts
-        a = (_walk(f, p[0], s[0], depth + 1, rows), _walk(g, p[1], s[1], depth + 1, rows))
-    head = rows[at]
-    rows[at] = Stage(head.depth, head.name, head.op, describe_tree(a), "", head.count, head.has_params, True)
+        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
+        for part, pp in zip(parts, ps):
+            s = _walk(part, pp, s, depth + 1, rows, limit)
+        a = s
+    head, op = rows[at], body.op if body.op in _COMPOSITES else ">>"
+    rows[at] = Stage(depth, head.name, op, describe_tree(a), "", head.count, head.has_params, True, head.opened)
     return a
 
 
 def _flatten_seq(lens: AnyLens, p: Any) -> tuple[list[AnyLens], list[Any]]:
+    """The parts of a left-nested ``f >> g >> h`` as siblings, with their parameters."""
     if lens.op != ">>":
         return [lens], [p]
     f, g = lens.parts
@@ -145,13 +159,15 @@ def summary(
     params: Any = None,
     rng: np.random.Generator | int | None = 0,
     dtype: Any = np.float64,
+    depth: int | None = None,
 ) -> Summary:
     """A table of the stages of ``lens`` with output shapes, parameter shapes and counts.
 
     ``input_shape`` is a shape tuple (random normal data of ``dtype`` is made),
     an example value (e.g. integer token ids), or a tuple/list tree of those.
-    Parameters come from ``lens.init(rng)`` unless given. Display the result
-    (or ``print`` it) to see the table.
+    Parameters come from ``lens.init(rng)`` unless given. Composites nested
+    deeper than ``depth`` are shown as one stage (``None``: open everything).
+    Display the result (or ``print`` it) to see the table.
 
     >>> from prelens.testing import linear_vec, tanh_vec
     >>> print(summary(linear_vec(3, 2) >> tanh_vec, (3,)))
@@ -164,7 +180,16 @@ def summary(
       tanh_vec         f64[2]                  0
     total parameters: 6
     """
-    gen = np.random.default_rng(rng)
-    s = _example(input_shape, gen, dtype)
-    p = lens.init(gen) if params is None else params
-    return Summary(repr(lens), describe_tree(s), tuple(walk(lens, p, s)))
+    s, p = example_run("summary", lens, input_shape, params, rng, dtype, depth)
+    return Summary(repr(lens), describe_tree(s), tuple(walk(lens, p, s, depth)))
+
+
+def example_run(
+    fn: str, lens: AnyLens, input_shape: Any, params: Any, rng: Any, dtype: Any, depth: int | None
+) -> tuple[Any, Any]:
+    """The input and parameters that :func:`summary` and ``draw`` (named ``fn``) run ``lens`` on."""
+    _args.lens(fn, "lens", lens)
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
+        raise E.int_below(fn, "depth", depth, 0)
+    gen = _args.seed(fn, rng)
+    return _example(input_shape, gen, dtype), lens.init(gen) if params is None else params

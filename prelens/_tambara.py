@@ -168,27 +168,25 @@ def from_tamb(tri: AnyTriLens) -> AnyLens:
     _args.trilens("from_tamb", "tri", tri)
     lens: AnyLens = dimap_m(runit, unrunit, dimap_p(unlunit, lunit, tri(id_pre_lens)))
     name = f"from_tamb({tri!r})"
-    fwd, bwd = lens.fwd, lens.bwd
-
     # The passes run through the nest of dimaps the TriLens built; a value of the wrong
     # structure fails somewhere inside it, where no lens can be named: name the whole.
-    def fwd_(p: Any, s: Any) -> Any:
-        try:
-            return fwd(p, s)
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-            if isinstance(exc, E.PrelensError):
-                raise
-            raise E.tamb_pass_failed(name, "forward", (p, s), exc) from exc
-
-    def bwd_(dm: Any, da: Any) -> Any:
-        try:
-            return bwd(dm, da)
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-            if isinstance(exc, E.PrelensError):
-                raise
-            raise E.tamb_pass_failed(name, "backward", (dm, da), exc) from exc
-
+    fwd_ = _naming_the_whole(lens.fwd, name, "forward")
+    bwd_ = _naming_the_whole(lens.bwd, name, "backward")
     return PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
+
+
+def _naming_the_whole(run: Callable[[Any, Any], Any], name: str, which: str) -> Callable[[Any, Any], Any]:
+    """``run`` with a foreign structural error raised inside it reported as one of ``name``'s."""
+
+    def named(x: Any, y: Any) -> Any:
+        try:
+            return run(x, y)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+            if isinstance(exc, E.PrelensError):
+                raise
+            raise E.tamb_pass_failed(name, which, (x, y), exc) from exc
+
+    return named
 
 
 def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:

@@ -8,15 +8,17 @@ the pictures of the blog. ``draw(lens, input_shape)`` returns the matplotlib
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ._lens import AnyLens
-from ._summary import Stage, _example, walk
+from ._summary import Stage, example_run, walk
 
 BOX_W, BOX_H, GAP, ROW = 1.8, 0.9, 0.7, 1.9
+LABEL = 22  #: characters of a box's name (or a wire's parameter shapes) on one line
 
 
 @dataclass
@@ -51,10 +53,14 @@ def _draw(ax: Any, node: _Node, x: float, y: float) -> tuple[list[tuple[float, f
     if not node.children:
         cx, cy = x + GAP / 2, y - h / 2
         ax.add_patch(_box(cx, cy))
-        ax.text(cx + BOX_W / 2, cy, node.stage.name, ha="center", va="center", fontsize=8, wrap=True)
+        name = node.stage.name
+        fits = len(name) <= LABEL
+        label = name if fits else "\n".join(textwrap.wrap(name, LABEL, max_lines=3, placeholder="…"))
+        ax.text(cx + BOX_W / 2, cy, label, ha="center", va="center", fontsize=8 if fits else 6)
         if node.stage.has_params:
+            params = node.stage.params if len(node.stage.params) <= LABEL else f"{node.stage.count:,} params"
             ax.plot([cx + BOX_W / 2] * 2, [cy + BOX_H / 2, cy + BOX_H / 2 + 0.4], color="tab:blue", lw=1.5)
-            ax.text(cx + BOX_W / 2 + 0.05, cy + BOX_H / 2 + 0.3, node.stage.params, fontsize=6, color="tab:blue")
+            ax.text(cx + BOX_W / 2 + 0.05, cy + BOX_H / 2 + 0.3, params, fontsize=6, color="tab:blue")
         if node.stage.has_residue:
             ax.plot([cx + BOX_W / 2] * 2, [cy - BOX_H / 2, cy - BOX_H / 2 - 0.4], color="tab:red", lw=1.5, ls="--")
         return [(cx, cy)], [(cx + BOX_W, cy)]
@@ -113,13 +119,15 @@ def draw(
     ax: Any = None,
     rng: np.random.Generator | int | None = 0,
     dtype: Any = np.float64,
+    depth: int | None = None,
 ) -> Any:
     """Draw the string diagram of ``lens``; returns the matplotlib ``Axes``.
 
     Parameters (blue) enter from above, residues (red, dashed) leave below,
     inputs come in on the left and outputs leave on the right. ``input_shape``
     is as for :func:`prelens.summary` (one forward pass finds which stages have
-    parameters and residues).
+    parameters and residues); composites nested deeper than ``depth`` are
+    drawn as one box (``None``: open everything).
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
@@ -130,10 +138,8 @@ def draw(
     """
     import matplotlib.pyplot as plt
 
-    gen = np.random.default_rng(rng)
-    s = _example(input_shape, gen, dtype)
-    p = lens.init(gen) if params is None else params
-    root = _build(walk(lens, p, s))
+    s, p = example_run("draw", lens, input_shape, params, rng, dtype, depth)
+    root = _build(walk(lens, p, s, depth))
     w, h = root.size()
     if ax is None:
         _, ax = plt.subplots(figsize=(max(3.0, 1.3 * w), max(1.5, 1.1 * h)))

@@ -27,7 +27,7 @@ def test_code_blocks_run(page, tmp_path, monkeypatch):
     if text:
         parser = doctest.DocTestParser()
         test = parser.get_doctest(text, namespace, page.name, str(page), 0)
-        flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.IGNORE_EXCEPTION_DETAIL
+        flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE  # error messages are checked too
         runner = doctest.DocTestRunner(optionflags=flags)
         runner.run(test)
         assert runner.failures == 0, f"{runner.failures} doctest failures in {page.name} (see output above)"

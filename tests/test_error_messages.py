@@ -60,6 +60,14 @@ TEMPLATES = sorted(
 # ------------------------------------------------------------ small fixtures
 
 
+def _overflowing_fit() -> Any:
+    """Finite data whose squared error overflows to inf on the first step."""
+    with np.errstate(over="ignore"):
+        return fit(
+            nn.linear(3, 1), nn.mse, (np.full((4, 3), 1e200), np.ones((4, 1))), 1, 4, sgd(0.1), 0, progress=False
+        )
+
+
 def _bad_ds() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
     """A user's lens whose ``bwd`` cuts the input delta to one column."""
     return PreLens(lambda p, s: (s, 2 * s), lambda m, da: ((), da[..., :1]), name="halve")
@@ -320,12 +328,15 @@ CASES: dict[str, Case] = {
         r"^train_step: loss: non-finite value at <root>$",
     ),
     "training_non_finite": _case(
-        lambda: fit(
-            nn.linear(3, 1), nn.mse, (np.full((4, 3), np.nan), np.ones((4, 1))), 1, 4, sgd(0.1), 0, progress=False
-        ),
+        _overflowing_fit,
         E.TrainingNonFiniteError,
-        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = nan.*\); the last good "
+        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = inf.*\); the last good "
         r"parameters, optimiser state and history are attached",
+    ),
+    "data_non_finite": _case(
+        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.array([[1.0], [np.nan]])), 1, 2, sgd(0.1), 0, progress=False),
+        E.NonFiniteError,
+        r"^fit: data\[1\] holds NaN or infinity, first in row 1; clean or drop such rows first$",
     ),
     "bad_argument": _case(lambda: sgd(-1), E.ArgumentError, r"^sgd: lr must be a finite number > 0, got -1$"),
     "optim_leaf_dtype": _case(

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from prelens import PreLens, ShapeError, StructureError, chain, forward, id_pre_lens, vjp
+from prelens import NonFiniteError, PreLens, ShapeError, StructureError, chain, forward, id_pre_lens, vjp
 from prelens.testing import linear_vec, tanh_vec
 
 V3 = np.ones(3)
@@ -48,6 +48,15 @@ def test_errors_of_prelens_keep_their_class_and_gain_context():
     picky = PreLens(fwd, lambda dm, da: ((), da), name="picky")
     with pytest.raises(ShapeError, match=r"(?s)picky: input: expected f64\[5\].*in tanh_vec >> picky"):
         (tanh_vec >> picky).fwd(((), ()), V3)
+
+
+def test_arithmetic_errors_inside_a_composite_are_non_finite_errors():
+    l = linear_vec(3, 2) >> tanh_vec
+    with (
+        np.errstate(all="raise"),
+        pytest.raises(NonFiniteError, match=r"(?s)^FloatingPointError: overflow.*in linear_vec"),
+    ):
+        l.fwd(((), np.full((2, 3), 1e200)), np.full(3, 1e200))
 
 
 def test_only_the_innermost_composite_adds_context():

@@ -1,10 +1,14 @@
 """summary() and the string diagram."""
 
+import re
+
 import matplotlib
 import numpy as np
+import pytest
 
-from prelens import add_l, chain, copy_l, summary
+from prelens import ArgumentError, StructureError, add_l, chain, copy_l, summary, tree_leaves
 from prelens.diagram import draw
+from prelens.nn import decoder_lm, make_mlp, mlp
 from prelens.testing import bias_vec, linear_vec, tanh_vec
 
 matplotlib.use("Agg")
@@ -43,3 +47,40 @@ def test_diagram_draws_a_box_per_stage_and_wires_for_params_and_residues():
     texts = {t.get_text() for t in ax.texts}
     assert {"copy_l", "add_l", "linear_vec(4→4)"} <= texts
     assert "f64[4,3]" in texts  # the parameter wire of the first linear map is labelled
+
+
+LM = decoder_lm(16, 8, 2, 16, 2, 6)
+TOKENS = np.zeros((2, 6), dtype=np.int64)
+
+
+def test_named_models_are_opened_up_into_their_composition():
+    s = summary(LM, TOKENS)
+    rows = [(st.depth, st.name) for st in s.stages]
+    assert rows[:3] == [(0, repr(LM)), (1, "token_embedding(16, 8)"), (1, "positional_embedding(6, 8)")]
+    assert (4, "multi_head_attention(8, heads=2, causal)") in rows and (7, "linear(8→8)") in rows
+    leaves = [st for st in s.stages if not st.op]
+    assert s.total_params == sum(st.count for st in leaves) == sum(x.size for x in tree_leaves(LM.init(0)))
+    text = str(s)
+    assert re.search(r"\n  encoder_block\(8, heads=2, d_ff=16, causal\) +f64\[2,6,8\] +568\n", text)
+    assert "LayerNormParams(gain=f64[8], bias=f64[8])" in text
+
+
+def test_depth_folds_deeper_composites_into_one_stage():
+    s = summary(LM, TOKENS, depth=2)
+    assert max(st.depth for st in s.stages) == 2
+    attention = next(st for st in s.stages if st.name.startswith("residual(multi_head"))
+    assert (attention.op, attention.count) == ("", 4 * 64)
+    assert attention.params == "AttentionParams(W_Q=f64[8,8], W_K=f64[8,8], W_V=f64[8,8], W_O=f64[8,8])"
+    assert summary(LM, TOKENS, depth=0).stages[0].params.startswith("LMParams(")
+
+
+def test_a_trilens_or_a_bad_depth_is_refused_with_a_hint():
+    with pytest.raises(StructureError, match=r"summary: lens must be a PreLens \(a TriLens becomes one with from_tamb"):
+        summary(make_mlp(3, [4, 1]), (3,))
+    with pytest.raises(ArgumentError, match=r"draw: depth must be an int >= 0, got -1"):
+        draw(NET, (3,), depth=-1)
+
+
+def test_diagram_of_a_model_opens_it_up_to_the_depth_asked():
+    assert len(draw(mlp(4, [8, 3]), (5, 4)).patches) == 2
+    assert len(draw(LM, TOKENS, depth=1).patches) == 5

@@ -54,6 +54,7 @@ from ._fastcheck import (
     check_size,
     dtype_suffix,
     float_dtype,
+    input_error,
     residue_error,
     shape_str,
 )
@@ -150,10 +151,8 @@ def attention_scores(d_k: int) -> AnyLens:
         if q.shape[-1] != dk or k.shape[-1] != dk or q.shape[:-2] != k.shape[:-2]:
             raise residue_error(name, m)
         out_shape = (*q.shape[:-1], k.shape[-2])
-        if not isinstance(ds, np.ndarray) or ds.dtype != q.dtype or ds.shape != out_shape:
-            if isinstance(ds, np.ndarray) and ds.dtype == q.dtype:
-                raise E.lens_shape_error(name, "output delta", shape_str(q.dtype, out_shape), E.describe(ds))
-            raise _typed_delta_error(name, ds, q.dtype)
+        if not (isinstance(ds, np.ndarray) and ds.dtype == q.dtype and ds.shape == out_shape):
+            raise input_error(name, "output delta", ds, shape_str(q.dtype, out_shape), q.dtype)
         dq = ds @ k
         dq *= scale
         dk_ = ds.swapaxes(-1, -2) @ q
@@ -187,13 +186,6 @@ def _pair_residue(name: str, m: Any) -> tuple[Array, Array]:
     if not ok:
         raise residue_error(name, m)
     return x, y
-
-
-def _typed_delta_error(name: str, da: Any, dt: np.dtype[Any]) -> E.PrelensError:
-    """An output delta that is not an array of the dtype ``dt``."""
-    if not isinstance(da, np.ndarray):
-        return E.must_be(name, "output delta", f"a numpy {E.dtype_name(dt)} array", E.describe_tree(da))
-    return E.lens_dtype_error(name, "output delta", f"a {E.dtype_name(dt)} array", E.describe(da))
 
 
 def _desc(x: Any) -> str:
@@ -231,8 +223,7 @@ def causal_mask() -> AnyLens:
         return keep, np.where(keep, s, MASKED if s.dtype.itemsize >= 4 else np.finfo(s.dtype).min)
 
     def bwd(keep: Array, da: Array) -> tuple[tuple[()], Array]:
-        shape: Any = getattr(keep, "shape", None)
-        if keep is not keeps.get(shape):  # not the mask fwd made: is it one?
+        if not (isinstance(keep, np.ndarray) and keep is keeps.get(keep.shape)):  # not fwd's mask: is it one?
             if not (isinstance(keep, np.ndarray) and keep.dtype == bool and keep.ndim == 2):
                 raise residue_error(name, keep)
             tq, tk = keep.shape
@@ -273,10 +264,8 @@ def weighted_sum() -> AnyLens:
         if a.shape[-1] != v.shape[-2] or a.shape[:-2] != v.shape[:-2]:
             raise residue_error(name, m)
         out_shape = (*a.shape[:-1], v.shape[-1])
-        if not isinstance(do, np.ndarray) or do.dtype != a.dtype or do.shape != out_shape:
-            if isinstance(do, np.ndarray) and do.dtype == a.dtype:
-                raise E.lens_shape_error(name, "output delta", shape_str(a.dtype, out_shape), E.describe(do))
-            raise _typed_delta_error(name, do, a.dtype)
+        if not (isinstance(do, np.ndarray) and do.dtype == a.dtype and do.shape == out_shape):
+            raise input_error(name, "output delta", do, shape_str(a.dtype, out_shape), a.dtype)
         return (), (do @ v.swapaxes(-1, -2), a.swapaxes(-1, -2) @ do)
 
     return PreLens(fwd, bwd, name)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _errors as E
 from .._lens import AnyLens, PreLens
+from .._summary import register_opening
 from ._fastcheck import Array
 
 Fn = Callable[[Any], Any]
@@ -72,7 +73,7 @@ def reparam(
     if m_to is not None and m_from is not None:
         out = out.dimap_m(m_to, m_from)
     init = None if inner_init is None else (lambda rng: p_from(inner_init(rng)))
-    return PreLens(out.fwd, out.bwd, name, init, "", (lens,))
+    return register_opening(PreLens(out.fwd, out.bwd, name, init, "", (lens,)), p_to)
 
 
 def rematerialize(lens: AnyLens) -> AnyLens:
