@@ -124,6 +124,23 @@ def at_path(path: str, expected: str, got: str) -> str:
     return f"at {path_str(path)}: expected {expected}, got {got}"
 
 
+def with_params_path(err: PrelensError, lens: str, found: str) -> PrelensError:
+    """``err`` with a line saying where the parameters given to ``lens`` differ from its init's.
+
+    An enclosing model replaces the line of the model inside it, so the path is the
+    one from the parameters the user passed.
+    """
+    base = getattr(err, "_prelens_base", str(err))
+    try:
+        new = type(err)(f"{base}\n  the parameters given to {short_name(lens)} differ from what its init makes {found}")
+    except TypeError:  # an error class with a richer constructor: leave it as it is
+        return err
+    new.__dict__.update(err.__dict__)
+    new._prelens_base = base  # type: ignore[attr-defined]
+    new.__cause__ = err.__cause__
+    return new
+
+
 def tree_mismatch(what: str, found: str) -> StructureError:
     """``found`` is an :func:`at_path` fragment from :func:`prelens.structure_mismatch`."""
     return StructureError(f"{what}: {found}")

@@ -60,6 +60,10 @@ TEMPLATES = sorted(
 # ------------------------------------------------------------ small fixtures
 
 
+def _small_mha() -> Any:
+    return nn.multi_head_attention(4, 2)
+
+
 def _overflowing_fit() -> Any:
     """Finite data whose squared error overflows to inf on the first step."""
     with np.errstate(over="ignore"):
@@ -256,6 +260,12 @@ CASES: dict[str, Case] = {
         E.DepthError,
         r"nested too deeply: running it exceeded Python's recursion limit \(\d+ frames\)\. Build it flatter: .*"
         r"batch_n\(n, from_tamb\(mlp\)\), not from_tamb\(batch_n\(n, mlp\)\)",
+    ),
+    "with_params_path": _case(
+        lambda: _small_mha().fwd(_small_mha().init(0)._replace(W_O=np.zeros((4, 2))), np.zeros((1, 3, 4))),
+        E.ShapeError,
+        r"\n  the parameters given to multi_head_attention\(4, heads=2\) differ from what its init makes at "
+        r"\.W_O: expected shape \(4, 4\), got shape \(4, 2\)$",
     ),
     "in_part": _case(
         lambda: (nn.tanh >> _picky()).fwd(((), ()), X3),

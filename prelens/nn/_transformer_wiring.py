@@ -27,6 +27,7 @@ import numpy as np
 from .. import _errors as E
 from .._lens import AnyLens, PreLens
 from .._summary import register_opening
+from .._tree import structure_mismatch, tree_paths
 from ._fastcheck import Array
 
 Fn = Callable[[Any], Any]
@@ -73,7 +74,33 @@ def reparam(
     if m_to is not None and m_from is not None:
         out = out.dimap_m(m_to, m_from)
     init = None if inner_init is None else (lambda rng: p_from(inner_init(rng)))
-    return register_opening(PreLens(out.fwd, out.bwd, name, init, "", (lens,)), p_to)
+    run = out.fwd
+
+    def fwd(p: Any, s: Any) -> Any:
+        try:
+            return run(p, s)
+        except E.PrelensError as err:  # only on the error path: say where the parameters are off
+            found = None if init is None else params_misfit(init(np.random.default_rng(0)), p)
+            if found is None:
+                raise
+            raise E.with_params_path(err, name, found) from err.__cause__
+
+    return register_opening(PreLens(fwd, out.bwd, name, init, "", (lens,)), p_to)
+
+
+def params_misfit(expected: Any, got: Any) -> str | None:
+    """Where the tree ``got`` first differs from ``expected`` in structure, shape or dtype, or None.
+
+    >>> params_misfit((np.zeros(2), [np.zeros(3)]), (np.zeros(2), [np.zeros(3, np.float32)]))
+    'at [1][0]: expected f64[3], got f32[3]'
+    """
+    found = structure_mismatch(expected, got, shapes=True)
+    if found is not None:
+        return found
+    for (path, a), (_, b) in zip(tree_paths(expected), tree_paths(got)):
+        if isinstance(a, np.ndarray) and (not isinstance(b, np.ndarray) or a.dtype != b.dtype):
+            return E.at_path(path, E.describe(a), E.describe(b))
+    return None
 
 
 def rematerialize(lens: AnyLens) -> AnyLens:

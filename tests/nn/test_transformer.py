@@ -7,7 +7,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import DTypeError, PreLens, ShapeError, StructureError, chain, tree_allclose, tree_leaves, tree_paths, vjp
+from prelens import (
+    DTypeError,
+    PreLens,
+    PrelensError,
+    ShapeError,
+    StructureError,
+    chain,
+    tree_allclose,
+    tree_leaves,
+    tree_paths,
+    vjp,
+)
 from prelens.nn import (
     DecoderBlockParams,
     EncoderBlockParams,
@@ -378,6 +389,24 @@ def test_lm_errors_name_the_lens():
         decoder_lm(7, 6, 4, 8, 1, 5)
     with pytest.raises(StructureError, match="norm must be 'post' or 'pre'"):
         decoder_lm(7, 4, 2, 8, 1, 5, norm="middle")  # type: ignore[arg-type]
+
+
+def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
+    lm = _small_lm()
+    p = lm.init(0)
+    blocks = list(p.blocks)
+    blocks[0] = blocks[0]._replace(attention=blocks[0].attention._replace(W_V=np.zeros((4, 3))))
+    with pytest.raises(
+        ShapeError,
+        match=r"(?s)^linear\(4→4\): weight: expected f64\[4,4\], got f64\[4,3\].*\n  the parameters given to "
+        r"decoder_lm\(.*\) differ from what its init makes at \.blocks\[0\]\.attention\.W_V: "
+        r"expected shape \(4, 4\), got shape \(4, 3\)$",
+    ) as info:
+        lm.fwd(p._replace(blocks=blocks), np.array([[1, 2]]))
+    assert str(info.value).count("the parameters given to") == 1  # the outermost model's path only
+    f32 = p._replace(unembedding=p.unembedding._replace(bias=p.unembedding.bias.astype(np.float32)))
+    with pytest.raises(PrelensError, match=r"at \.unembedding\.bias: expected f64\[7\], got f32\[7\]$"):
+        lm.fwd(f32, np.array([[1, 2]]))
 
 
 # --------------------------------------------------------------------- loss
