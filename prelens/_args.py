@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _errors as E
 
@@ -118,3 +119,83 @@ def lens_or_trilens(fn: str, what: str, value: Any) -> Any:
     if isinstance(value, (PreLens, TriLens)):
         return value
     raise E.must_be(fn, what, "a PreLens or a TriLens", E.describe(value))
+
+
+def count(fn: str, what: str, value: Any, least: int = 1) -> int:
+    """``value`` as an int ``>= least`` (Python's or numpy's; a bool or a float such as ``2.0`` is not one).
+
+    >>> count("generate", "steps", 3, least=0)
+    3
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= least:
+        return int(value)
+    raise E.int_below(fn, what, value, least)
+
+
+def float_dtype(fn: str, what: str, dtype: Any) -> np.dtype[Any]:
+    """``dtype`` as a numpy float dtype (an int dtype would silently round the data).
+
+    >>> float_dtype("load_iris", "dtype", "float32")
+    dtype('float32')
+    """
+    try:
+        dt: np.dtype[Any] = np.dtype(dtype)
+    except TypeError:
+        raise E.lens_dtype_error(fn, what, "a float dtype (float64 or float32)", repr(dtype)) from None
+    if dt.kind != "f":
+        raise E.lens_dtype_error(fn, what, "a float dtype (float64 or float32)", str(dt))
+    return dt
+
+
+def int_array(fn: str, what: str, value: Any, *, ndim: int | None = None) -> npt.NDArray[np.int64]:
+    """``value`` (an integer array, or nested lists of ints) as an int64 array, of ``ndim`` axes if given.
+
+    Floats are an error, never truncated (``1.7`` is no token id); so are bools,
+    strings and ragged nests.
+
+    >>> int_array("decode", "ids", [[1, 2]], ndim=2)
+    array([[1, 2]])
+    """
+    if isinstance(value, np.ndarray):
+        arr = value
+    elif isinstance(value, (list, tuple, int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # a ragged nest
+            raise E.must_be(fn, what, "an integer array (token ids)", E.describe_tree(value)) from None
+        if arr.size == 0 and arr.dtype.kind == "f":  # [] and [[]] have no dtype of their own
+            arr = arr.astype(np.int64)
+    else:
+        raise E.must_be(fn, what, "an integer array (token ids)", E.describe_tree(value))
+    if arr.dtype.kind not in "iu":
+        raise E.lens_dtype_error(fn, what, "an integer array (token ids)", E.describe(arr))
+    if ndim is not None and arr.ndim != ndim:
+        shape = ",".join(["..."] * ndim)
+        raise E.lens_shape_error(fn, what, f"an integer array of {ndim} axes i64[{shape}]", E.describe(arr))
+    return arr.astype(np.int64, copy=False)
+
+
+def sequence(fn: str, what: str, value: Any, expected: str, *, non_empty: bool = False) -> list[Any]:
+    """``value`` (a list or tuple) as a list; anything else (None, a dict, an array, a string) is an error.
+
+    >>> sequence("mlp_to_paras", "params", ((1,),), "a list of DenseParams")
+    [(1,)]
+    """
+    if isinstance(value, (list, tuple)) and not (non_empty and len(value) == 0):
+        return list(value)
+    raise E.must_be(fn, what, expected, E.describe_tree(value))
+
+
+def trimbara(fn: str, what: str, value: Any) -> Any:
+    """``value`` if it is a Trimbara module: a PreLens, or PLeft/PRight of one (``dimap_*``, ``alpha``, ``beta``)."""
+    from ._lens import PreLens
+
+    if type(value) is PreLens or all(callable(getattr(value, m, None)) for m in _MODULE_METHODS):
+        return value
+    from ._tambara import TriLens
+
+    hint = " (a TriLens is a function of one: apply it, or use from_tamb(...))" if isinstance(value, TriLens) else ""
+    raise E.must_be(fn, what, f"a Trimbara module such as a PreLens{hint}", E.describe(value))
+
+
+_MODULE_METHODS = ("dimap_s", "dimap_p", "dimap_m", "alpha", "beta")

@@ -14,7 +14,8 @@ import numpy as np
 
 from . import _args
 from . import _errors as E
-from ._iso import second
+from ._iso import _second as second
+from ._iso import _sym as sym
 from ._lens import AnyLens, PreLens, _witness_list, _WitnessList, as_pair, check_deltas, is_validated, unpack_error
 from ._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s, tri_tensor
 from ._tree import structure_mismatch, tree_paths, tree_sum
@@ -153,11 +154,18 @@ def _vec_lens_t(n: int, lens: AnyTriLens) -> AnyTriLens:
             raise E.list_too_long(name, n, len(xs))
         return []
 
+    def rest_empty(x: Any) -> Any:
+        """``x = (y, rest)`` after ``n`` copies took their parts: ``y``, if nothing is left over."""
+        y, rest = x  # built by the nest: always a pair
+        if not _is_seq(rest) or len(rest) != 0:
+            raise E.list_too_long(name, n, len(rest) if _is_seq(rest) else 1)
+        return y
+
     def nil_lens(t: Any) -> Any:
         return dimap_m(
             lambda m1: ([], m1),
-            lambda dm: dm[1],
-            dimap_p(lambda p: p[0], lambda dp1: (dp1, []), dimap_s(nil, lambda ds: [], t)),
+            lambda dm: rest_empty(sym(dm)),
+            dimap_p(lambda p: rest_empty(p), lambda dp1: (dp1, []), dimap_s(nil, lambda ds: [], t)),
         )
 
     def cons_lens(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:

@@ -97,6 +97,11 @@ def _describe_tree(x: Any, depth: int) -> str:
     return describe(x)
 
 
+def mark(err: BaseException, **facts: Any) -> None:
+    """Attach private facts to an error (``_prelens_where``: context added; ``_prelens_foreign``: wrapped)."""
+    vars(err).update(facts)
+
+
 def path_str(path: str) -> str:
     """A tree path as shown in messages; the root is ``<root>``."""
     return path or "<root>"
@@ -136,7 +141,7 @@ def with_params_path(err: PrelensError, lens: str, found: str) -> PrelensError:
     except TypeError:  # an error class with a richer constructor: leave it as it is
         return err
     new.__dict__.update(err.__dict__)
-    new._prelens_base = base  # type: ignore[attr-defined]
+    mark(new, _prelens_base=base)
     new.__cause__ = err.__cause__
     return new
 
@@ -259,7 +264,7 @@ def too_deep(lens: str, limit: int) -> DepthError:
         "(batch_n(n, from_tamb(mlp)), not from_tamb(batch_n(n, mlp))); compose long sequences "
         "with chain(...) rather than nested >>; or use the whole-array lenses of prelens.nn"
     )
-    err._prelens_where = True  # type: ignore[attr-defined]
+    mark(err, _prelens_where=True)
     return err
 
 
@@ -294,9 +299,9 @@ def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, or
     except TypeError:  # an error class with a richer constructor: keep it, add a note
         exc.add_note(where)
         new = exc
-    new._prelens_where = True  # type: ignore[attr-defined]
+    mark(new, _prelens_where=True)
     if not isinstance(exc, PrelensError):
-        new._prelens_foreign = True  # type: ignore[attr-defined]  # not raised on purpose: the fuzzers look
+        mark(new, _prelens_foreign=True)  # not raised on purpose: the fuzzers look
     if new is not exc:
         new.__cause__ = exc
     return new
@@ -304,7 +309,7 @@ def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, or
 
 def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
     err = StructureError(f"{lens}: {what} must be a pair {layout}, got {describe_tree(got)}")
-    err._prelens_where = True  # type: ignore[attr-defined]
+    mark(err, _prelens_where=True)
     return err
 
 

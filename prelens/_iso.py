@@ -28,14 +28,91 @@ def _two(x: Any) -> tuple[Any, Any]:
     raise TypeError("not a pair")  # iso_lens and from_tamb turn it into a named error
 
 
+# The isos come twice. The private ones (``_lunit``, ...) are the plumbing of the TriLenses:
+# on a value that is not the nest of pairs they rearrange they raise a bare ``TypeError``,
+# which ``from_tamb`` and ``iso_lens`` report as the error of the whole lens. The public
+# ones are the same functions for users: they name themselves and the layout they expected.
+
+
+def _public(fn: str, layout: str, iso: Callable[[Any], Any], x: Any) -> Any:
+    try:
+        return iso(x)
+    except TypeError:
+        raise E.not_a_pair(fn, "its argument", layout, x) from None
+
+
+def _lunit(x: Any) -> Any:
+    return _two(x)[1]
+
+
+def _unlunit(x: Any) -> Any:
+    return (), x
+
+
+def _runit(x: Any) -> Any:
+    return _two(x)[0]
+
+
+def _unrunit(x: Any) -> Any:
+    return x, ()
+
+
+def _assoc(x: Any) -> Any:
+    ab, c = _two(x)
+    a, b = _two(ab)
+    return a, (b, c)
+
+
+def _unassoc(x: Any) -> Any:
+    a, bc = _two(x)
+    b, c = _two(bc)
+    return (a, b), c
+
+
+def _sym(x: Any) -> Any:
+    a, b = _two(x)
+    return b, a
+
+
+def _skip_right(x: Any) -> Any:
+    a, bc = _two(x)
+    b, c = _two(bc)
+    return b, (a, c)
+
+
+def _skip_left(x: Any) -> Any:
+    ab, c = _two(x)
+    a, b = _two(ab)
+    return (a, c), b
+
+
+def _first(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def run(x: Any) -> Any:
+        if type(x) is tuple and len(x) == 2:  # the plumbing's own pairs: the fast path
+            return f(x[0]), x[1]
+        a, b = _two(x)
+        return f(a), b
+
+    return run
+
+
+def _second(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def run(x: Any) -> Any:
+        if type(x) is tuple and len(x) == 2:
+            return x[0], f(x[1])
+        a, b = _two(x)
+        return a, f(b)
+
+    return run
+
+
 def lunit(x: tuple[tuple[()], X]) -> X:
     """Haskell: ``lunit :: ((), a) -> a``.
 
     >>> lunit(((), 1))
     1
     """
-    _, a = _two(x)
-    out: X = a
+    out: X = _public("lunit", "((), a)", _lunit, x)
     return out
 
 
@@ -54,8 +131,7 @@ def runit(x: tuple[X, tuple[()]]) -> X:
     >>> runit((1, ()))
     1
     """
-    a, _ = _two(x)
-    out: X = a
+    out: X = _public("runit", "(a, ())", _runit, x)
     return out
 
 
@@ -74,9 +150,8 @@ def assoc(x: tuple[tuple[X, Y], Z]) -> tuple[X, tuple[Y, Z]]:
     >>> assoc(((1, 2), 3))
     (1, (2, 3))
     """
-    ab, c = _two(x)
-    a, b = _two(ab)
-    return a, (b, c)
+    out: tuple[X, tuple[Y, Z]] = _public("assoc", "((a, b), c)", _assoc, x)
+    return out
 
 
 def unassoc(x: tuple[X, tuple[Y, Z]]) -> tuple[tuple[X, Y], Z]:
@@ -85,9 +160,8 @@ def unassoc(x: tuple[X, tuple[Y, Z]]) -> tuple[tuple[X, Y], Z]:
     >>> unassoc((1, (2, 3)))
     ((1, 2), 3)
     """
-    a, bc = _two(x)
-    b, c = _two(bc)
-    return (a, b), c
+    out: tuple[tuple[X, Y], Z] = _public("unassoc", "(a, (b, c))", _unassoc, x)
+    return out
 
 
 def sym(x: tuple[X, Y]) -> tuple[Y, X]:
@@ -96,8 +170,8 @@ def sym(x: tuple[X, Y]) -> tuple[Y, X]:
     >>> sym((1, 2))
     (2, 1)
     """
-    a, b = _two(x)
-    return b, a
+    out: tuple[Y, X] = _public("sym", "(a, b)", _sym, x)
+    return out
 
 
 def skip_right(x: tuple[X, tuple[Y, Z]]) -> tuple[Y, tuple[X, Z]]:
@@ -106,9 +180,8 @@ def skip_right(x: tuple[X, tuple[Y, Z]]) -> tuple[Y, tuple[X, Z]]:
     >>> skip_right((1, (2, 3)))
     (2, (1, 3))
     """
-    a, bc = _two(x)
-    b, c = _two(bc)
-    return b, (a, c)
+    out: tuple[Y, tuple[X, Z]] = _public("skip_right", "(x, (b, c))", _skip_right, x)
+    return out
 
 
 def skip_left(x: tuple[tuple[X, Y], Z]) -> tuple[tuple[X, Z], Y]:
@@ -117,9 +190,8 @@ def skip_left(x: tuple[tuple[X, Y], Z]) -> tuple[tuple[X, Z], Y]:
     >>> skip_left(((1, 2), 3))
     ((1, 3), 2)
     """
-    ab, c = _two(x)
-    a, b = _two(ab)
-    return (a, c), b
+    out: tuple[tuple[X, Z], Y] = _public("skip_left", "((a, b), x)", _skip_left, x)
+    return out
 
 
 def first(f: Callable[[X], Y]) -> Callable[[tuple[X, Z]], tuple[Y, Z]]:
@@ -128,7 +200,13 @@ def first(f: Callable[[X], Y]) -> Callable[[tuple[X, Z]], tuple[Y, Z]]:
     >>> first(str)((1, 2))
     ('1', 2)
     """
-    return lambda x: (f(x[0]), x[1])
+    _args.function("first", "f", f)
+
+    def run(x: tuple[X, Z]) -> tuple[Y, Z]:
+        a, b = _public("first(f)", "(a, b)", _two, x)
+        return f(a), b
+
+    return run
 
 
 def second(f: Callable[[Y], Z]) -> Callable[[tuple[X, Y]], tuple[X, Z]]:
@@ -137,7 +215,13 @@ def second(f: Callable[[Y], Z]) -> Callable[[tuple[X, Y]], tuple[X, Z]]:
     >>> second(str)((1, 2))
     (1, '2')
     """
-    return lambda x: (x[0], f(x[1]))
+    _args.function("second", "f", f)
+
+    def run(x: tuple[X, Y]) -> tuple[X, Z]:
+        a, b = _public("second(f)", "(a, b)", _two, x)
+        return a, f(b)
+
+    return run
 
 
 def iso_lens(name: str, to: Callable[[Any], Any], back: Callable[[Any], Any]) -> AnyLens:
@@ -168,12 +252,12 @@ def iso_lens(name: str, to: Callable[[Any], Any], back: Callable[[Any], Any]) ->
     return PreLens(fwd, bwd, name)
 
 
-lunit_l = iso_lens("lunit_l", lunit, unlunit)
-unlunit_l = iso_lens("unlunit_l", unlunit, lunit)
-runit_l = iso_lens("runit_l", runit, unrunit)
-unrunit_l = iso_lens("unrunit_l", unrunit, runit)
-assoc_l = iso_lens("assoc_l", assoc, unassoc)
-unassoc_l = iso_lens("unassoc_l", unassoc, assoc)
-sym_l = iso_lens("sym_l", sym, sym)
-skip_right_l = iso_lens("skip_right_l", skip_right, skip_right)
-skip_left_l = iso_lens("skip_left_l", skip_left, skip_left)
+lunit_l = iso_lens("lunit_l", _lunit, _unlunit)
+unlunit_l = iso_lens("unlunit_l", _unlunit, _lunit)
+runit_l = iso_lens("runit_l", _runit, _unrunit)
+unrunit_l = iso_lens("unrunit_l", _unrunit, _runit)
+assoc_l = iso_lens("assoc_l", _assoc, _unassoc)
+unassoc_l = iso_lens("unassoc_l", _unassoc, _assoc)
+sym_l = iso_lens("sym_l", _sym, _sym)
+skip_right_l = iso_lens("skip_right_l", _skip_right, _skip_right)
+skip_left_l = iso_lens("skip_left_l", _skip_left, _skip_left)

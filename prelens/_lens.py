@@ -79,6 +79,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     fwd: Callable[[P, S], tuple[M, A]]
     bwd: Callable[[DM, DA], tuple[DP, DS]]
     name: str = "lens"
+    # The default makes the unit parameter ``()``, which is a ``P`` only when the lens has no
+    # parameters; a TypeVar's default value cannot be typed, hence the one ignore.
     init_fn: Callable[[np.random.Generator], P] | None = field(default=_no_params)  # type: ignore[assignment]
     op: str = ""
     parts: tuple[PreLens[Any, Any, Any, Any, Any, Any, Any, Any], ...] = ()
@@ -275,13 +277,13 @@ AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
 _VALIDATED: weakref.WeakSet[AnyLens] = weakref.WeakSet()
 
 
-class _Witness(tuple):  # type: ignore[type-arg]
+class _Witness(tuple[Any, ...]):
     """A composite's residue on its first calls: the plain tuple, plus ``given`` (what the parts got)."""
 
     given: tuple[Any, ...]
 
 
-class _WitnessList(list):  # type: ignore[type-arg]
+class _WitnessList(list[Any]):
     """The list form of :class:`_Witness` (residues of ``chain``, ``vec_lens``, ``batch_n``)."""
 
     __slots__ = ("given",)

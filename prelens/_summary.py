@@ -28,7 +28,13 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Stage:
-    """One row of a summary: a lens at some depth of the composition tree."""
+    """One row of a summary: a lens at some depth of the composition tree.
+
+    >>> from prelens.testing import linear_vec, tanh_vec
+    >>> summary(linear_vec(3, 2) >> tanh_vec, (3,)).stages[1]
+    Stage(depth=1, name='linear_vec(3→2)', op='', output='f64[2]', params='f64[2,3]', count=6,
+          has_params=True, has_residue=True, opened=False)
+    """
 
     depth: int
     name: str
@@ -59,7 +65,13 @@ def register_opening(lens: AnyLens, p_to: Callable[[Any], Any]) -> AnyLens:
 
 @dataclass(frozen=True)
 class Summary:
-    """The rows of :func:`summary`; its ``str`` (and ``repr``) is the table."""
+    """The rows of :func:`summary`; its ``str`` (and ``repr``) is the table.
+
+    >>> from prelens.testing import linear_vec, tanh_vec
+    >>> s = summary(linear_vec(3, 2) >> tanh_vec, (3,))
+    >>> s.total_params, [st.name for st in s.stages]
+    (6, ['linear_vec(3→2) >> tanh_vec', 'linear_vec(3→2)', 'tanh_vec'])
+    """
 
     lens: str
     input: str
@@ -162,6 +174,10 @@ def summary(
     depth: int | None = None,
 ) -> Summary:
     """A table of the stages of ``lens`` with output shapes, parameter shapes and counts.
+
+    Haskell::
+
+        summary :: PreLens a da m dm p dp s ds -> Shape -> Summary
 
     ``input_shape`` is a shape tuple (random normal data of ``dtype`` is made),
     an example value (e.g. integer token ids), or a tuple/list tree of those.

@@ -19,8 +19,17 @@ from typing import Any, Generic, Protocol, Self, runtime_checkable
 
 from . import _args
 from . import _errors as E
-from ._iso import assoc, first, lunit, runit, second, skip_left, skip_right, unassoc, unlunit, unrunit
-from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens
+from ._iso import _assoc as assoc
+from ._iso import _first as first
+from ._iso import _lunit as lunit
+from ._iso import _runit as runit
+from ._iso import _second as second
+from ._iso import _skip_left as skip_left
+from ._iso import _skip_right as skip_right
+from ._iso import _unassoc as unassoc
+from ._iso import _unlunit as unlunit
+from ._iso import _unrunit as unrunit
+from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_pair, id_pre_lens
 
 Fn = Callable[[Any], Any]
 
@@ -60,6 +69,7 @@ def dimap_s(f: Fn, g: Fn, t: Any) -> Any:
     >>> dimap_s(lambda s: s * 10, lambda ds: ds, id_pre_lens).fwd((), 2)
     ((), 20)
     """
+    _check_dimap("dimap_s", f, g, t)
     return t.dimap_s(f, g)
 
 
@@ -69,6 +79,7 @@ def dimap_p(f: Fn, g: Fn, t: Any) -> Any:
     >>> dimap_p(lambda q: (), lambda dp: "dq", id_pre_lens).bwd((), 1)
     ('dq', 1)
     """
+    _check_dimap("dimap_p", f, g, t)
     return t.dimap_p(f, g)
 
 
@@ -78,7 +89,15 @@ def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
     >>> dimap_m(lambda m: "m", lambda dm: (), id_pre_lens).fwd((), 1)
     ('m', 1)
     """
+    _check_dimap("dimap_m", f, g, t)
     return t.dimap_m(f, g)
+
+
+def _check_dimap(fn: str, f: Any, g: Any, t: Any) -> None:
+    if type(t) is not PreLens:  # the plumbing of every TriLens passes here: the common case first
+        _args.trimbara(fn, "t", t)
+    _args.function(fn, "f", f)
+    _args.function(fn, "g", g)
 
 
 def alpha(t: Any) -> Any:
@@ -87,7 +106,22 @@ def alpha(t: Any) -> Any:
     >>> alpha(id_pre_lens).fwd((), ("m1", 1))
     (('m1', ()), 1)
     """
-    return t.alpha()
+    if not isinstance(t, PreLens):
+        return _args.trimbara("alpha", "t", t).alpha()
+    lens = _passes_checked(t).alpha()
+    fwd, bwd, name = lens.fwd, lens.bwd, lens.name
+
+    def fwd_(p: Any, ns: Any) -> Any:
+        if not _is_pair(ns):
+            raise _plumbing(E.not_a_pair(name, "input", "(m1, s)", ns))
+        return fwd(p, ns)
+
+    def bwd_(dm: Any, da: Any) -> Any:
+        if not _is_pair(dm):
+            raise _plumbing(E.not_a_pair(name, "residue", "(m1, m)", dm))
+        return bwd(dm, da)
+
+    return PreLens(fwd_, bwd_, name, lens.init_fn, lens.op, lens.parts)
 
 
 def beta(t: Any) -> Any:
@@ -96,7 +130,55 @@ def beta(t: Any) -> Any:
     >>> beta(id_pre_lens).fwd(((), "p1"), 1)
     ((), ('p1', 1))
     """
-    return t.beta()
+    if not isinstance(t, PreLens):
+        return _args.trimbara("beta", "t", t).beta()
+    lens = _passes_checked(t, ds_pair=f"beta({t.name})").beta()
+    fwd, name = lens.fwd, lens.name
+
+    def fwd_(p: Any, s: Any) -> Any:
+        if not _is_pair(p):
+            raise _plumbing(E.not_a_pair(name, "parameters", "(p, p1)", p))
+        return fwd(p, s)
+
+    return PreLens(fwd_, lens.bwd, name, lens.init_fn, lens.op, lens.parts)
+
+
+# ``alpha`` and ``beta`` of a PreLens run its methods with the pairs they take apart checked:
+# a value that is not a pair (a tuple or list of two) is an error naming the lens, never
+# unpacked (a 2-row array or a 2-key dict would unpack silently) or indexed (``ds[0]`` of an
+# array would pick a row). The checks cost a type test per pass.
+
+
+def _plumbing(err: E.StructureError) -> E.StructureError:
+    """Mark ``err`` as raised by the structure maps: ``from_tamb`` reports it as the whole lens's error."""
+    err._prelens_plumbing = True  # type: ignore[attr-defined]
+    return err
+
+
+def _is_pair(x: Any) -> bool:
+    return (type(x) is tuple or isinstance(x, (tuple, list))) and len(x) == 2
+
+
+def _passes_checked(t: AnyLens, ds_pair: str = "") -> AnyLens:
+    """``t`` (same name, initializer and parts) whose passes return pairs, or an error naming it.
+
+    With ``ds_pair`` (the name of the lens built on it), its input delta must be a pair too.
+    """
+    fwd, bwd = t.fwd, t.bwd
+
+    def fwd_(p: Any, s: Any) -> Any:
+        out = fwd(p, s)
+        return out if type(out) is tuple and len(out) == 2 else as_pair(t, out, "fwd")
+
+    def bwd_(dm: Any, da: Any) -> Any:
+        out = bwd(dm, da)
+        if type(out) is not tuple or len(out) != 2:
+            out = as_pair(t, out, "bwd")
+        if ds_pair and not _is_pair(out[1]):
+            raise _plumbing(E.not_a_pair(ds_pair, f"the input delta of {E.short_name(t.name)}", "(dp1, ds)", out[1]))
+        return out
+
+    return PreLens(fwd_, bwd_, t.name, t.init_fn, t.op, t.parts)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -116,6 +198,10 @@ class TriLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 
     run: Callable[[Any], Any]
     name: str = "trilens"
+
+    def __post_init__(self) -> None:
+        _args.function("TriLens", "run", self.run)
+        _args.name("TriLens", "name", self.name)
 
     def __call__(self, t: Any) -> Any:
         return self.run(t)
@@ -182,7 +268,7 @@ def _naming_the_whole(run: Callable[[Any, Any], Any], name: str, which: str) -> 
         try:
             return run(x, y)
         except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-            if isinstance(exc, E.PrelensError):
+            if isinstance(exc, E.PrelensError) and not getattr(exc, "_prelens_plumbing", False):
                 raise
             raise E.tamb_pass_failed(name, which, (x, y), exc) from exc
 
@@ -225,6 +311,10 @@ class PLeft:
 
     t: Any
 
+    def __post_init__(self) -> None:
+        if type(self.t) is not PreLens:
+            _args.trimbara("PLeft", "t", self.t)
+
     def dimap_s(self, f: Fn, g: Fn) -> PLeft:
         return PLeft(dimap_s(first(f), first(g), self.t))
 
@@ -246,6 +336,10 @@ class PRight:
     """A module of pairs seen through its right components (Haskell's ``PRight``)."""
 
     t: Any
+
+    def __post_init__(self) -> None:
+        if type(self.t) is not PreLens:
+            _args.trimbara("PRight", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PRight:
         return PRight(dimap_s(second(f), second(g), self.t))

@@ -23,14 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import _args
 from ._lens import DA, DP, DS, A, M, P, PreLens, S, as_pair, check_deltas, depth_error, is_validated
-from ._tambara import AnyTriLens, TriLens, from_tamb
+from ._tambara import AnyTriLens, from_tamb
 
 Lensish = PreLens[A, DA, M, M, P, DP, S, DS] | AnyTriLens
 
 
-def _as_prelens(lens: Any) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
-    return from_tamb(lens) if isinstance(lens, TriLens) else lens
+def _as_prelens(lens: Any, fn: str) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    if isinstance(lens, PreLens):
+        return lens
+    return from_tamb(_args.lens_or_trilens(fn, "lens", lens))
 
 
 def _run_fwd(lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any], p: Any, s: Any) -> tuple[Any, Any]:
@@ -67,7 +70,7 @@ def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    _, a = _run_fwd(_as_prelens(lens), p, s)
+    _, a = _run_fwd(_as_prelens(lens, "forward"), p, s)
     out: A = a
     return out
 
@@ -79,7 +82,7 @@ def backward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S, da: DA) -> tuple
     >>> backward(id_pre_lens, (), 3.0, 1.0)
     ((), 1.0)
     """
-    lens_ = _as_prelens(lens)
+    lens_ = _as_prelens(lens, "backward")
     m, _ = _run_fwd(lens_, p, s)
     return _run_bwd(lens_, m, da, p, s, _needs_check(lens_))
 
@@ -96,7 +99,7 @@ def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[
     >>> a, pullback(1.0)
     (9.0, ((), 6.0))
     """
-    lens_ = _as_prelens(lens)
+    lens_ = _as_prelens(lens, "vjp")
     m, a = _run_fwd(lens_, p, s)
     if _needs_check(lens_):
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _args
 from . import _errors as E
 
 Tree = Any
@@ -74,6 +75,13 @@ def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = ""
     >>> structure_mismatch((1.0, 2.0), (4.0, 5.0)) is None
     True
     """
+    if type(shapes) is not bool or type(path) is not str:
+        _args.flag("structure_mismatch", "shapes", shapes)
+        _args.name("structure_mismatch", "path", path)
+    return _mismatch(a, b, shapes, path)
+
+
+def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     ka, kb = _kind(a), _kind(b)
     if (
         ka != kb
@@ -90,7 +98,7 @@ def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = ""
     if ka in ("tuple", "list") and len(a) != len(b):
         return E.at_path(path, _node_desc(a), _node_desc(b))
     for (seg, ca), (_, cb) in zip(_items(a), _items(b)):
-        found = structure_mismatch(ca, cb, shapes=shapes, path=path + seg)
+        found = _mismatch(ca, cb, shapes, path + seg)
         if found:
             return found
     return None
@@ -104,7 +112,8 @@ def check_structure(expected: Tree, got: Tree, *, what: str = "tree", shapes: bo
     ...
     prelens._errors.StructureError: params of f >> g: at <root>: expected tuple of 2, got tuple of 1
     """
-    found = structure_mismatch(expected, got, shapes=shapes)
+    _args.name("check_structure", "what", what)
+    found = structure_mismatch(expected, got, shapes=_args.flag("check_structure", "shapes", shapes))
     if found:
         raise E.tree_mismatch(what, found)
 
@@ -117,6 +126,7 @@ def tree_zip_map(f: Callable[..., Any], tree: Tree, *others: Tree) -> Tree:
     >>> tree_zip_map(lambda x, y: x * y, (2.0, [3.0]), (10.0, [100.0]))
     (20.0, [300.0])
     """
+    _args.function("tree_zip_map", "f", f)
     for other in others:
         check_structure(tree, other, what="tree_zip_map")
     return _zip_map(f, tree, others)
@@ -138,7 +148,7 @@ def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
     >>> tree_map(lambda x: x + 1, ((), [1, 2]))
     ((), [2, 3])
     """
-    return _zip_map(f, tree, ())
+    return _zip_map(_args.function("tree_map", "f", f), tree, ())
 
 
 def tree_leaves(tree: Tree) -> list[Any]:
@@ -156,17 +166,54 @@ def tree_paths(tree: Tree, path: str = "") -> Iterator[tuple[str, Any]]:
     >>> list(tree_paths((1.0, [2.0])))
     [('[0]', 1.0), ('[1][0]', 2.0)]
     """
+    if type(path) is not str:
+        _args.name("tree_paths", "path", path)
+    return _paths(tree, path)
+
+
+def _paths(tree: Tree, path: str) -> Iterator[tuple[str, Any]]:
     kind = _kind(tree)
     if kind == "leaf":
         yield path, tree
     else:
         for seg, child in _items(tree):
-            yield from tree_paths(child, path + seg)
+            yield from _paths(child, path + seg)
 
 
 def tree_add(a: Tree, b: Tree) -> Tree:
-    """Leaf-wise sum (the vector space of deltas). ``tree_add((1.0, [2.0]), (1.0, [3.0]))``."""
-    return tree_zip_map(_add, a, b)
+    """Leaf-wise sum (the vector space of deltas). ``tree_add((1.0, [2.0]), (1.0, [3.0]))``.
+
+    Both trees must have one structure and, leaf for leaf, one shape (arrays of
+    different shapes would broadcast into a wrong answer), with numbers at the leaves.
+    """
+    return _numeric_sum("tree_add", [a, b])
+
+
+def _is_number_leaf(x: Any) -> bool:
+    """A leaf of the vector space of deltas: a number or a numeric array (bools do not add)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "iufc"
+    return isinstance(x, (int, float, complex, np.number)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_numbers(fn: str, what: str, tree: Tree) -> None:
+    for path, leaf in _paths(tree, ""):
+        if not _is_number_leaf(leaf):
+            raise E.must_be(fn, f"{what} at {E.path_str(path)}", "a number or a numeric array", E.describe(leaf))
+
+
+def _numeric_sum(fn: str, trees: list[Tree]) -> Tree:
+    first = trees[0]
+    for i, tree in enumerate(trees[1:], start=1):
+        found = _mismatch(first, tree, True, "")
+        if found:
+            raise E.tree_mismatch(f"{fn}: tree {i} does not have the structure and shapes of tree 0", found)
+    _check_numbers(fn, "tree 0", first)
+    for i, tree in enumerate(trees[1:], start=1):
+        _check_numbers(fn, f"tree {i}", tree)
+    if len(trees) == 2:
+        return _zip_map(_add, first, (trees[1],))
+    return _zip_map(lambda *xs: sum(xs[1:], start=xs[0]), first, tuple(trees[1:]))
 
 
 def _add(x: Any, y: Any) -> Any:
@@ -179,9 +226,9 @@ def tree_sum(trees: list[Tree]) -> Tree:
     >>> tree_sum([(1.0, 2.0), (10.0, 20.0), (100.0, 200.0)])
     (111.0, 222.0)
     """
-    if not trees:
+    if isinstance(trees, (list, tuple)) and not trees:
         raise E.tree_sum_empty()
-    return tree_zip_map(lambda *xs: sum(xs[1:], start=xs[0]), trees[0], *trees[1:])
+    return _numeric_sum("tree_sum", _args.sequence("tree_sum", "trees", trees, "a non-empty list of trees"))
 
 
 def tree_scale(c: float, tree: Tree) -> Tree:
@@ -190,7 +237,10 @@ def tree_scale(c: float, tree: Tree) -> Tree:
     >>> tree_scale(2.0, (1.0, [3.0]))
     (2.0, [6.0])
     """
-    return tree_map(lambda x: x * c, tree)
+    if not _is_number_leaf(c) or isinstance(c, np.ndarray):
+        raise E.must_be("tree_scale", "c", "a number", E.describe(c))
+    _check_numbers("tree_scale", "tree", tree)
+    return _zip_map(lambda x: x * c, tree, ())
 
 
 def tree_zeros_like(tree: Tree) -> Tree:
@@ -199,7 +249,15 @@ def tree_zeros_like(tree: Tree) -> Tree:
     >>> tree_zeros_like((1.5, [np.ones(2)]))
     (0.0, [array([0., 0.])])
     """
-    return tree_map(_zeros_like, tree)
+    for path, leaf in _paths(tree, ""):
+        if not (_is_number_leaf(leaf) or isinstance(leaf, (bool, np.bool_)) or _is_bool_array(leaf)):
+            where = f"the leaf at {E.path_str(path)}"
+            raise E.must_be("tree_zeros_like", where, "a number or a numeric array", E.describe(leaf))
+    return _zip_map(_zeros_like, tree, ())
+
+
+def _is_bool_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype.kind == "b"
 
 
 def _zeros_like(x: Any) -> Any:
@@ -214,6 +272,8 @@ def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) ->
     >>> tree_allclose((1.0, [2.0]), (1.0, [2.0 + 1e-12]))
     True
     """
+    _args.real("tree_allclose", "rtol", rtol, low=0.0)
+    _args.real("tree_allclose", "atol", atol, low=0.0)
     return tree_first_difference(a, b, rtol=rtol, atol=atol) is None
 
 
@@ -223,13 +283,27 @@ def tree_first_difference(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float =
     >>> tree_first_difference((1.0, [2.0]), (1.0, [2.5]))
     ('[1][0]', 2.0, 2.5)
     """
-    found = structure_mismatch(a, b, shapes=True)
+    _args.real("tree_first_difference", "rtol", rtol, low=0.0)
+    _args.real("tree_first_difference", "atol", atol, low=0.0)
+    found = _mismatch(a, b, True, "")
     if found:
         return (found, a, b)
-    for (path, x), (_, y) in zip(tree_paths(a), tree_paths(b)):
-        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=False):
+    for (path, x), (_, y) in zip(_paths(a, ""), _paths(b, "")):
+        if not _leaves_close(x, y, rtol, atol):
             return path, x, y
     return None
+
+
+def _leaves_close(x: Any, y: Any, rtol: float, atol: float) -> bool:
+    """Numbers within the tolerances (NaN is close to nothing); any other leaves equal."""
+    if _is_number_leaf(x) and _is_number_leaf(y):
+        return bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=False))
+    if x is y:
+        return True
+    try:
+        return bool(np.array_equal(np.asarray(x), np.asarray(y)))
+    except (TypeError, ValueError):  # leaves that do not compare: different
+        return False
 
 
 def tree_first_nonfinite(tree: Tree) -> str | None:

@@ -123,6 +123,10 @@ def draw(
 ) -> Any:
     """Draw the string diagram of ``lens``; returns the matplotlib ``Axes``.
 
+    Haskell::
+
+        draw :: PreLens a da m dm p dp s ds -> Shape -> IO Axes
+
     Parameters (blue) enter from above, residues (red, dashed) leave below,
     inputs come in on the left and outputs leave on the right. ``input_shape``
     is as for :func:`prelens.summary` (one forward pass finds which stages have

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
+from . import _args
 from . import _errors as E
 from ._tree import check_structure, tree_map, tree_paths
 
@@ -155,6 +156,7 @@ class Momentum:
     def __post_init__(self) -> None:
         _check_positive("momentum", "lr", self.lr)
         _check_unit("momentum", "beta", self.beta)
+        _args.flag("momentum", "nesterov", self.nesterov)
 
     def init(self, params: Tree) -> MomentumState:
         """Zero velocity shaped like ``params``."""
@@ -283,12 +285,12 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Ad
 
 
 def _check_positive(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
         raise E.bad_argument(opt, name, value, "a finite number > 0")
 
 
 def _check_unit(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
         raise E.bad_argument(opt, name, value, "a number in [0, 1)")
 
 

@@ -111,7 +111,12 @@ CASES: tuple[MlpCase, ...] = tuple(
 
 @dataclass(frozen=True)
 class MlpResult:
-    """Medians for one :class:`MlpCase` (seconds and minor page faults per step)."""
+    """Medians for one :class:`MlpCase` (seconds and minor page faults per step).
+
+    >>> r = time_mlp_step(MlpCase((2, 1), 2, "float64"), repeats=1, inner=1)
+    >>> r.case.label, r.grad_error, r.ratio > 0
+    ('2-1 b2 f64', 0.0, True)
+    """
 
     case: MlpCase
     lens_step: float
@@ -139,7 +144,12 @@ class MlpResult:
 
 @dataclass(frozen=True)
 class ChainResult:
-    """Median seconds of one forward and backward pass through ``n`` identity lenses."""
+    """Median seconds of one forward and backward pass through ``n`` identity lenses.
+
+    >>> r = ChainResult(8, chain=2e-5, nested=3e-5)
+    >>> r.n, r.nested / r.chain
+    (8, 1.5)
+    """
 
     n: int
     chain: float  #: ``chain(id, id, ...)``
@@ -148,7 +158,17 @@ class ChainResult:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything one run measured; ``str`` is the printed report."""
+    """Everything one run measured; ``str`` is the printed report.
+
+    >>> print(Report([], [ChainResult(2, 1e-6, 2e-6)], 1, "a header"))
+    a header
+    <BLANKLINE>
+    one forward + backward through n identity lenses: µs (µs per lens; flat = linear growth)
+       n          chain(...)     id >> id >> ...
+       2          1.0 (0.50)          2.0 (1.00)
+    <BLANKLINE>
+    peak resident memory of this process: ... MiB
+    """
 
     mlp: list[MlpResult]
     chains: list[ChainResult]
@@ -164,6 +184,10 @@ class Report:
 
 def numpy_mlp_grads(params: NumpyParams, x: Array, y: Array) -> tuple[Any, list[tuple[Array, Array]]]:
     """Loss and gradients of a tanh MLP with mean squared error, written out by hand.
+
+    Haskell (``[(W, b)]`` one pair per layer)::
+
+        numpy_mlp_grads :: [(A, A)] -> X -> Y -> (Double, [(A, A)])
 
     ``params`` is ``[[W, b], ...]`` with ``W`` of shape ``(n_in, n_out)``; the
     loss is ``mean((out − y)²)`` over every entry, as :data:`prelens.nn.mse`.
@@ -192,6 +216,10 @@ def numpy_mlp_grads(params: NumpyParams, x: Array, y: Array) -> tuple[Any, list[
 def numpy_mlp_step(params: NumpyParams, x: Array, y: Array, lr: float = LR) -> Any:
     """One SGD step in place on ``params`` (``w -= lr * dw``); returns the loss before the step.
 
+    Haskell (``params`` updated in place)::
+
+        numpy_mlp_step :: [(A, A)] -> X -> Y -> Double -> IO Double
+
     >>> params = [[np.ones((2, 1)), np.zeros(1)]]
     >>> _ = numpy_mlp_step(params, np.ones((1, 2)), np.zeros((1, 1)), lr=0.1)
     >>> bool(params[0][0][0, 0] < 1.0)
@@ -211,6 +239,10 @@ def check_gradients(
     lens_grads: Sequence[DenseParams], numpy_grads: Sequence[tuple[Array, Array]], dtype: npt.DTypeLike
 ) -> float:
     """The largest relative difference between the two sides' gradients; raise if too large.
+
+    Haskell::
+
+        check_gradients :: [DenseParams] -> [(A, A)] -> DType -> Double
 
     Each gradient array is compared relative to its largest entry; the
     tolerance is ``1e-10`` for float64 and ``1e-4`` for float32. A failure is a
@@ -247,6 +279,10 @@ def check_gradients(
 
 def time_mlp_step(case: MlpCase, *, repeats: int = 30, inner: int | None = None, seed: int = 0) -> MlpResult:
     """Check, then time, the lens step and the numpy step of ``case`` (see the module doc).
+
+    Haskell::
+
+        time_mlp_step :: MlpCase -> IO MlpResult
 
     ``inner`` (steps per timed block) defaults to about 20 ms worth of steps.
 
@@ -342,6 +378,10 @@ def time_chains(
 ) -> list[ChainResult]:
     """One forward and backward pass through ``n`` identity lenses, by ``chain`` and by ``>>``.
 
+    Haskell::
+
+        time_chains :: [Int] -> IO [ChainResult]
+
     >>> [r.n for r in time_chains((2, 4), repeats=2, inner=2)]
     [2, 4]
     """
@@ -369,6 +409,10 @@ def run_benchmarks(
     seed: int = 0,
 ) -> Report:
     """Run every case and the chain timings; ``quick`` uses a few repeats (a smoke test).
+
+    Haskell::
+
+        run_benchmarks :: Bool -> [MlpCase] -> IO Report
 
     >>> r = run_benchmarks(quick=True, cases=[MlpCase((3, 2), 4, "float64")], chain_sizes=(2,))
     >>> len(r.mlp), len(r.chains)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import _args
 from .. import _errors as E
 from ._split import Floats, Seed, Split, standardize, stratified_split
 from .iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays
@@ -44,9 +45,10 @@ def load_dataset(
     >>> load_dataset("moons", 0.25, rng=0)
     Split(moons: 150 train + 50 test, 2 features, 2 classes)
     """
-    if name not in _SOURCES:
+    if not isinstance(name, str) or name not in _SOURCES:
         raise E.bad_argument("load_dataset", "name", name, f"one of {sorted(_SOURCES)}")
-    gen = np.random.default_rng(rng)
+    _args.flag("load_dataset", "standardize_features", standardize_features)
+    gen = _args.seed("load_dataset", rng)
     _, make, classes = _SOURCES[name]
     xs, ys = make(n, gen)
     train, test = stratified_split(ys, test_fraction, gen)

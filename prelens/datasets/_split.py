@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 
 Floats = npt.NDArray[np.floating]
@@ -67,12 +69,14 @@ def stratified_split(
     >>> len(train), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[test].tolist())
     (6, 2, [0, 1])
     """
-    if not (isinstance(test_fraction, (int, float)) and 0.0 <= test_fraction < 1.0):
+    if not (isinstance(test_fraction, (int, float)) and not isinstance(test_fraction, bool)):
         raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
-    ys = np.asarray(labels)
+    if not 0.0 <= test_fraction < 1.0:
+        raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
+    ys = _labels("stratified_split", labels)
     if ys.ndim != 1:
         raise E.bad_argument("stratified_split", "labels", E.describe(ys), "a 1-D array of class labels")
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("stratified_split", rng)
     train: list[npt.NDArray[np.intp]] = []
     test: list[npt.NDArray[np.intp]] = []
     for cls in np.unique(ys):
@@ -96,12 +100,12 @@ def stratified_folds(labels: npt.ArrayLike, k: int, rng: Seed = None) -> list[np
     >>> [sorted(np.array([0] * 6 + [1] * 4)[f].tolist()) for f in folds]
     [[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]]
     """
-    if not isinstance(k, int) or k < 2:
+    if not isinstance(k, int) or isinstance(k, bool) or k < 2:
         raise E.bad_argument("stratified_folds", "k", k, "an int >= 2")
-    ys = np.asarray(labels)
+    ys = _labels("stratified_folds", labels)
     if ys.ndim != 1 or len(ys) < k:
         raise E.bad_argument("stratified_folds", "labels", E.describe(ys), f"a 1-D array of at least {k} labels")
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("stratified_folds", rng)
     folds: list[list[npt.NDArray[np.intp]]] = [[] for _ in range(k)]
     start = 0
     for cls in np.unique(ys):
@@ -110,6 +114,28 @@ def stratified_folds(labels: npt.ArrayLike, k: int, rng: Seed = None) -> list[np
             folds[(start + i) % k].append(rows[i::k])
         start += len(rows) % k  # the next class fills the folds this one left short first
     return [gen.permutation(np.concatenate(f)) for f in folds]
+
+
+def _labels(fn: str, labels: Any) -> npt.NDArray[Any]:
+    """Class labels as an array: ints, bools, strings or finite floats (NaN equals no class; objects do not sort)."""
+    try:
+        ys = np.asarray(labels)
+    except ValueError:  # a ragged nest
+        raise E.bad_argument(fn, "labels", E.describe_tree(labels), "a 1-D array of class labels") from None
+    if ys.dtype.kind not in "biufUS" or (ys.dtype.kind == "f" and not np.isfinite(ys).all()):
+        raise E.bad_argument(fn, "labels", E.describe(ys), "class labels: ints, strings or finite numbers")
+    return ys
+
+
+def _table(fn: str, what: str, x: Any, columns: int | None) -> None:
+    """``x`` must be a float array ``(rows, columns)`` with at least one row (statistics of no rows are NaN)."""
+    if not isinstance(x, np.ndarray):
+        raise E.must_be(fn, what, "a numpy float array (rows, features)", E.describe_tree(x))
+    if x.dtype.kind != "f":
+        raise E.lens_dtype_error(fn, what, "a float array (rows, features)", E.describe(x))
+    if x.ndim != 2 or (columns is None and len(x) == 0) or (columns is not None and x.shape[1] != columns):
+        expected = "a float array (rows, features) with at least one row" if columns is None else f"(rows, {columns})"
+        raise E.lens_shape_error(fn, what, expected, E.describe(x))
 
 
 def standardize(train: Floats, *others: Floats) -> tuple[Floats, ...]:
@@ -123,6 +149,9 @@ def standardize(train: Floats, *others: Floats) -> tuple[Floats, ...]:
     >>> a.ravel().tolist(), b.ravel().tolist()
     ([-1.0, 1.0], [3.0])
     """
+    _table("standardize", "train", train, None)
+    for i, other in enumerate(others):
+        _table("standardize", f"array {i + 1}", other, train.shape[1])
     mean = train.mean(axis=0)
     scale = train.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0).astype(train.dtype)

@@ -22,6 +22,7 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 from ._split import Seed, Split, standardize, stratified_split
 
@@ -77,9 +78,11 @@ def load_iris(
     >>> np.bincount(split.y_test).tolist(), bool(abs(split.x_train.mean()) < 1e-12)
     ([10, 10, 10], True)
     """
+    dt = _args.float_dtype("load_iris", "dtype", dtype)
+    _args.flag("load_iris", "standardize_features", standardize_features)
     xs, ys = _read()
     train, test = stratified_split(ys, test_fraction, rng)
-    x_train, x_test = xs[train].astype(dtype), xs[test].astype(dtype)
+    x_train, x_test = xs[train].astype(dt), xs[test].astype(dt)
     if standardize_features:
         x_train, x_test = standardize(x_train, x_test)
     return Split("iris", x_train, ys[train], x_test, ys[test], IRIS_CLASSES, IRIS_FEATURES)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 
 __all__ = [
@@ -81,10 +82,10 @@ class SequenceTask:
     n_symbols: int = 10
 
     def __post_init__(self) -> None:
-        if self.name not in TASKS:
+        if not isinstance(self.name, str) or self.name not in TASKS:
             raise E.not_one_of("SequenceTask", "task", sorted(TASKS), self.name)
         for what, value in (("length", self.length), ("n_symbols", self.n_symbols)):
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise E.not_positive_int("SequenceTask", what, value)
 
     @property
@@ -118,14 +119,27 @@ class SequenceTask:
         >>> SequenceTask("sort", 3).answer(np.array([[2, 0, 1]])).tolist()
         [[0, 1, 2]]
         """
+        x = self._prompts("SequenceTask.answer", x)
         if self.name == "copy":
             return x.copy()
         if self.name == "reverse":
             return x[:, ::-1].copy()
         return np.sort(x, axis=1)
 
+    def _prompts(self, fn: str, prompts: Any) -> IntArray:
+        """``prompts`` checked: symbol ids ``(n, length)`` in ``[0, n_symbols)``."""
+        x: IntArray = _args.int_array(fn, "prompts", prompts, ndim=2)
+        if x.shape[1] != self.length:
+            expected = f"i64[n,{self.length}] (n prompts of length {self.length})"
+            raise E.lens_shape_error(fn, "prompts", expected, E.describe(x))
+        if x.size and (x.min() < 0 or x.max() >= self.n_symbols):
+            bad = x[(x < 0) | (x >= self.n_symbols)][0]
+            raise E.out_of_range(fn, "prompt symbols", f"[0, {self.n_symbols})", bad)
+        return x
+
     def prompts(self, x: IntArray) -> IntArray:
         """``[BOS] x [SEP]`` for prompts ``x (n, length)``: what generation starts from."""
+        x = self._prompts("SequenceTask.prompts", x)
         n = x.shape[0]
         return np.concatenate([np.full((n, 1), self.bos), x, np.full((n, 1), self.sep)], axis=1).astype(np.int64)
 
@@ -143,10 +157,12 @@ def make_sequences(
     >>> inputs.shape, int((labels >= 0).sum(axis=1)[0])
     ((4, 17), 8)
     """
+    if not isinstance(task, (SequenceTask, str)):
+        raise E.must_be("make_sequences", "task", "a SequenceTask or a task name", E.describe(task))
     t = task if isinstance(task, SequenceTask) else SequenceTask(task)
-    if not isinstance(n, int) or n < 1:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise E.not_positive_int("make_sequences", "n", n)
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("make_sequences", rng)
     x = gen.integers(0, t.n_symbols, (n, t.length))
     full = np.concatenate([t.prompts(x), t.answer(x)], axis=1)
     inputs = full[:, :-1].copy()
@@ -164,7 +180,7 @@ def load_text(name: str = "sonnets") -> str:
     >>> load_text()[:34]
     "Shall I compare thee to a summer's"
     """
-    if name not in TEXTS:
+    if not isinstance(name, str) or name not in TEXTS:
         raise E.not_one_of("load_text", "text", sorted(TEXTS), name)
     return resources.files("prelens.datasets").joinpath("data", f"{name}.txt").read_text(encoding="utf-8")
 
@@ -180,10 +196,15 @@ class CharVocab:
 
     chars: str
 
+    def __post_init__(self) -> None:
+        _args.name("CharVocab", "chars", self.chars)
+        if len(set(self.chars)) != len(self.chars):
+            raise E.bad_argument("CharVocab", "chars", self.chars, "distinct characters (one id each)")
+
     @classmethod
     def from_text(cls, text: str) -> CharVocab:
         """The vocabulary of the characters that occur in ``text``."""
-        return cls("".join(sorted(set(text))))
+        return cls("".join(sorted(set(_args.name("CharVocab.from_text", "text", text)))))
 
     @property
     def size(self) -> int:
@@ -192,6 +213,7 @@ class CharVocab:
 
     def encode(self, text: str) -> IntArray:
         """Ids of the characters of ``text`` (every one must be in the vocabulary)."""
+        _args.name("CharVocab.encode", "text", text)
         index = {c: i for i, c in enumerate(self.chars)}
         try:
             return np.array([index[c] for c in text], dtype=np.int64)
@@ -199,8 +221,12 @@ class CharVocab:
             raise E.not_in_vocabulary("CharVocab.encode", exc.args[0]) from exc
 
     def decode(self, ids: Any) -> str:
-        """The text of a sequence of ids."""
-        return "".join(self.chars[int(i)] for i in np.asarray(ids).ravel())
+        """The text of a sequence of ids (integers in ``[0, size)``; floats are an error, never truncated)."""
+        flat = _args.int_array("CharVocab.decode", "ids", ids).ravel()
+        if flat.size and (flat.min() < 0 or flat.max() >= self.size):
+            bad = flat[(flat < 0) | (flat >= self.size)][0]
+            raise E.out_of_range("CharVocab.decode", "ids", f"[0, {self.size})", bad)
+        return "".join(self.chars[i] for i in flat.tolist())
 
 
 def text_windows(
@@ -212,10 +238,13 @@ def text_windows(
     >>> x.shape, bool((y == x + 1).all())
     ((2, 4), True)
     """
-    ids = np.asarray(ids, dtype=np.int64)
+    ids = _args.int_array("text_windows", "ids", ids, ndim=1)  # float ids are an error, never truncated
+    if not isinstance(block, (int, np.integer)) or isinstance(block, bool):
+        raise E.int_below("text_windows", "block", block, 1)
     if block < 1 or len(ids) < block + 1:
         raise E.text_too_short("text_windows", block, len(ids))
-    gen = np.random.default_rng(rng)
+    n = _args.count("text_windows", "n", n)
+    gen = _args.seed("text_windows", rng)
     starts = gen.integers(0, len(ids) - block, n)
     offsets = starts[:, None] + np.arange(block)
     return ids[offsets], ids[offsets + 1]

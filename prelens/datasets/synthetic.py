@@ -11,9 +11,12 @@ gives the same points.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 from ._split import Seed
 
@@ -23,10 +26,15 @@ Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
 
 
 def _check(fn: str, n: int, noise: float, least: int) -> None:
-    if not isinstance(n, int) or n < least:
+    if not isinstance(n, int) or isinstance(n, bool) or n < least:
         raise E.bad_argument(fn, "n", n, f"an int >= {least}")
-    if not (isinstance(noise, (int, float)) and noise >= 0):
+    if not (_finite(noise) and noise >= 0):
         raise E.bad_argument(fn, "noise", noise, "a number >= 0")
+
+
+def _finite(x: object) -> bool:
+    """A finite real number (a bool is not one)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _shuffled(xs: npt.NDArray[np.float64], ys: npt.NDArray[np.int64], gen: np.random.Generator) -> Points:
@@ -47,7 +55,7 @@ def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
     (True, True)
     """
     _check("make_moons", n, noise, 2)
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("make_moons", rng)
     n0 = n // 2
     t0, t1 = np.linspace(0.0, np.pi, n0), np.linspace(0.0, np.pi, n - n0)
     upper = np.column_stack([np.cos(t0), np.sin(t0)])
@@ -70,11 +78,11 @@ def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: floa
     ([30, 30, 30], True)
     """
     _check("make_spirals", n, noise, classes if isinstance(classes, int) else 1)
-    if not isinstance(classes, int) or classes < 2:
+    if not isinstance(classes, int) or isinstance(classes, bool) or classes < 2:
         raise E.bad_argument("make_spirals", "classes", classes, "an int >= 2")
-    if not (isinstance(turns, (int, float)) and turns > 0):
+    if not (_finite(turns) and turns > 0):
         raise E.bad_argument("make_spirals", "turns", turns, "a number > 0")
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("make_spirals", rng)
     counts = [n // classes + (1 if k < n % classes else 0) for k in range(classes)]
     parts = []
     for k, m in enumerate(counts):

@@ -620,13 +620,48 @@ def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
     >>> ap.W_Q.shape, bool(np.all(ap.W_Q[:, 2:] == fp.heads[1].W_Q))
     ((4, 4), True)
     """
-    heads = list(fp.heads)
+    heads, w_o = _faithful_layout(fp)
     return AttentionParams(
         np.concatenate([hp.W_Q for hp in heads], axis=-1),
         np.concatenate([hp.W_K for hp in heads], axis=-1),
         np.concatenate([hp.W_V for hp in heads], axis=-1),
-        fp.W_O,
+        w_o,
     )
+
+
+def _matrix(fn: str, what: str, x: Any, shape: tuple[int, ...] | None, dt: Any) -> Array:
+    """``x`` if it is a 2-D float array (of ``shape`` and dtype ``dt`` when given), else the error."""
+    if not isinstance(x, np.ndarray):
+        raise E.must_be(fn, what, "a numpy float array (a matrix)", E.describe_tree(x))
+    if x.dtype.kind != "f" or (dt is not None and x.dtype != dt):
+        expected = "a float array" if dt is None else f"a {E.dtype_name(dt)} array like W_Q"
+        raise E.lens_dtype_error(fn, what, expected, E.describe(x))
+    if x.ndim != 2 or (shape is not None and x.shape != shape):
+        expected = "a matrix" if shape is None else shape_str(x.dtype, shape)
+        raise E.lens_shape_error(fn, what, expected, E.describe(x))
+    return x
+
+
+def _faithful_layout(fp: Any) -> tuple[list[HeadParams], Array]:
+    """The heads and ``W_O`` of faithful parameters, checked: heads of one shape ``(d, d_k)``, ``W_O (h·d_k, d)``."""
+    fn = "stack_heads"
+    if not (isinstance(fp, tuple) and len(fp) == 2):
+        raise E.must_be(fn, "parameters", "FaithfulAttentionParams(heads, W_O)", E.describe_tree(fp))
+    heads_, w_o = fp
+    if not (isinstance(heads_, (list, tuple)) and len(heads_) > 0):
+        raise E.must_be(fn, "heads", "a non-empty list of HeadParams(W_Q, W_K, W_V)", E.describe_tree(heads_))
+    heads: list[HeadParams] = []
+    shape, dt = None, None
+    for i, hp in enumerate(heads_):
+        if not (isinstance(hp, tuple) and len(hp) == 3):
+            raise E.must_be(fn, f"head {i}", "HeadParams(W_Q, W_K, W_V)", E.describe_tree(hp))
+        for name, w in zip(HeadParams._fields, hp):
+            w = _matrix(fn, f"head {i}'s {name}", w, shape, dt)
+            shape, dt = w.shape, w.dtype
+        heads.append(HeadParams(*hp))
+    assert shape is not None
+    d, dk = shape
+    return heads, _matrix(fn, "W_O", w_o, (len(heads) * dk, d), dt)
 
 
 def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
@@ -636,8 +671,12 @@ def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
     >>> stack_heads(unstack_heads(ap, 2)).W_V.shape
     (4, 4)
     """
-    d = ap.W_Q.shape[-1]
-    if n_heads < 1 or d % n_heads:
-        raise E.heads_not_divisible("unstack_heads", d, n_heads)
-    parts = [np.split(w, n_heads, axis=-1) for w in (ap.W_Q, ap.W_K, ap.W_V)]
-    return FaithfulAttentionParams([HeadParams(q.copy(), k.copy(), v.copy()) for q, k, v in zip(*parts)], ap.W_O)
+    fn = "unstack_heads"
+    if not (isinstance(ap, tuple) and len(ap) == 4):
+        raise E.must_be(fn, "parameters", "AttentionParams(W_Q, W_K, W_V, W_O)", E.describe_tree(ap))
+    w_q = _matrix(fn, "W_Q", ap[0], None, None)
+    d = w_q.shape[0]
+    ws = [_matrix(fn, name, w, (d, d), w_q.dtype) for name, w in zip(AttentionParams._fields, ap)]
+    _check_heads(fn, d, n_heads)
+    parts = [np.split(w, n_heads, axis=-1) for w in ws[:3]]
+    return FaithfulAttentionParams([HeadParams(q.copy(), k.copy(), v.copy()) for q, k, v in zip(*parts)], ws[3])

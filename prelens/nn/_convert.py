@@ -25,9 +25,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 from ._faithful import Para
-from ._fastcheck import float_dtype
+from ._fastcheck import float_dtype, is_real, real_vector
 from ._linear import DenseParams
 
 __all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras"]
@@ -49,7 +50,9 @@ def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64
     for j, p in enumerate(paras):
         if not isinstance(p, Para):
             raise E.must_be("dense_from_paras", f"neuron {j}", "a Para", E.describe(p))
-    weights = [np.asarray(p.weight) for p in paras]
+        if not is_real(p.bias):
+            raise E.must_be("dense_from_paras", f"neuron {j}'s bias", "a real number", E.describe_tree(p.bias))
+    weights = [real_vector("dense_from_paras", f"neuron {j}'s weight", p.weight) for j, p in enumerate(paras)]
     m_in = weights[0].shape
     for j, w in enumerate(weights):
         if w.ndim != 1 or w.shape != m_in:
@@ -71,7 +74,12 @@ def dense_to_paras(p: DenseParams) -> list[Para]:
     >>> dense_to_paras(DenseParams(np.ones((3, 2)), np.zeros(2)))[1]
     Para(bias=0.0, weight=array([1., 1., 1.]))
     """
+    if not (isinstance(p, tuple) and len(p) == 2):
+        raise E.must_be("dense_to_paras", "parameters", "DenseParams(weight, bias)", E.describe_tree(p))
     w, b = p
+    for what, x in (("weight", w), ("bias", b)):
+        if isinstance(x, np.ndarray) and x.dtype.kind != "f":
+            raise E.lens_dtype_error("dense_to_paras", what, "a float array", E.describe(x))
     if not (isinstance(w, np.ndarray) and isinstance(b, np.ndarray) and w.ndim == 2 and b.shape == w.shape[1:]):
         raise E.lens_shape_error(
             "dense_to_paras",
@@ -89,7 +97,8 @@ def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = n
     >>> [p.weight.shape for p in mlp_from_paras(init_mlp(3, [4, 2], np.random.default_rng(0)))]
     [(3, 4), (4, 2)]
     """
-    return [dense_from_paras(layer, dtype=dtype) for layer in layers]
+    layers_ = _args.sequence("mlp_from_paras", "layers", layers, "a non-empty list of layers [Para]", non_empty=True)
+    return [dense_from_paras(layer, dtype=dtype) for layer in layers_]
 
 
 def mlp_to_paras(params: Sequence[DenseParams]) -> list[list[Para]]:
@@ -98,4 +107,5 @@ def mlp_to_paras(params: Sequence[DenseParams]) -> list[list[Para]]:
     >>> [len(layer) for layer in mlp_to_paras([DenseParams(np.ones((3, 4)), np.zeros(4))])]
     [4]
     """
-    return [dense_to_paras(p) for p in params]
+    params_ = _args.sequence("mlp_to_paras", "params", params, "a non-empty list of DenseParams", non_empty=True)
+    return [dense_to_paras(p) for p in params_]

@@ -39,7 +39,12 @@ import numpy.typing as npt
 from .. import _args
 from .. import _errors as E
 from .._combinators import branch, branch_t, chain, vec_lens
-from .._iso import first, lunit, runit, second, unlunit, unrunit
+from .._iso import _first as first  # the plumbing's isos: from_tamb names their failures
+from .._iso import _lunit as lunit
+from .._iso import _runit as runit
+from .._iso import _second as second
+from .._iso import _unlunit as unlunit
+from .._iso import _unrunit as unrunit
 from .._lens import AnyLens, PreLens
 from .._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
 from ._faithful_loss import loss_l  # re-exported here, so prelens.nn needs one import line
@@ -221,7 +226,8 @@ def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], Ve
 
 def _para_to_blog(p: Para) -> tuple[tuple[()], tuple[D, Vec]]:
     """``unLunit . unPara``: a neuron's ``Para`` as the composite's ``((), (bias, weight))``."""
-    return unlunit(un_para(p))
+    out: tuple[tuple[()], tuple[D, Vec]] = unlunit(un_para(p))
+    return out
 
 
 def _blog_to_para(dp: tuple[tuple[()], tuple[D, Vec]]) -> Para:

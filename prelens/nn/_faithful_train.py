@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args
 from .. import _errors as E
 from .._combinators import batch_n
 from .._lens import AnyLens
@@ -34,6 +35,7 @@ from .._tambara import AnyTriLens, TriLens, from_tamb
 from .._trace import forward, vjp
 from .._tree import tree_add, tree_scale
 from ._faithful_loss import loss_l
+from ._fastcheck import real_vector
 
 Vec = npt.NDArray[np.float64]
 Params = Any  # [[Para]] for make_mlp; any parameter tree for another network
@@ -57,14 +59,19 @@ def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
     if isinstance(xs, np.ndarray):
         if xs.ndim != 2:
             raise E.lens_shape_error(fn, what, "a 2-D array (batch, features)", E.describe(xs))
+        if xs.dtype.kind not in "iuf":
+            raise E.lens_dtype_error(fn, what, "a 2-D array of real numbers (batch, features)", E.describe(xs))
         return [np.array(x, dtype=np.float64) for x in xs]
     if not isinstance(xs, (list, tuple)) or len(xs) == 0:
         raise E.must_be(fn, what, "a non-empty list of vectors", E.describe(xs))
-    return [np.array(x, dtype=np.float64) for x in xs]
+    return [real_vector(fn, f"{what} {i}", x).copy() for i, x in enumerate(xs)]
 
 
-def _as_prelens(mlp: AnyTriLens | AnyLens) -> AnyLens:
-    return from_tamb(mlp) if isinstance(mlp, TriLens) else mlp
+def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
+    if isinstance(mlp, TriLens):
+        return from_tamb(mlp)
+    lens: AnyLens = _args.lens_or_trilens(fn, "mlp", mlp)
+    return lens
 
 
 def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
@@ -105,10 +112,12 @@ def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate
     >>> round(loss, 4), params[0][0].bias, new_params[0][0].bias != 0.0
     (1.8572, 0.0, True)
     """
+    net = _as_prelens(mlp, "train_step")
     xs_, ys_ = _rows("train_step", "inputs", xs), _rows("train_step", "targets", ys)
     if len(xs_) != len(ys_):
         raise E.list_length_error("train_step", "targets", len(xs_), len(ys_))
-    return _step(batch_loss_l(mlp, len(xs_)), params, xs_, ys_, rate)
+    rate = _args.real("train_step", "rate", rate, low=0.0)
+    return _step(batch_loss_l(net, len(xs_)), params, xs_, ys_, rate)
 
 
 def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
@@ -134,12 +143,13 @@ def train(
     >>> len(losses), losses[-1] < 0.01
     (20, True)
     """
-    if not isinstance(steps, int) or steps < 0:
-        raise E.int_below("train", "steps", steps, 0)
+    steps = _args.count("train", "steps", steps, least=0)
+    rate = _args.real("train", "rate", rate, low=0.0)
+    lens = _as_prelens(mlp, "train")
     xs_, ys_ = _rows("train", "inputs", xs), _rows("train", "targets", ys)
     if len(xs_) != len(ys_):
         raise E.list_length_error("train", "targets", len(xs_), len(ys_))
-    net = batch_loss_l(mlp, len(xs_))
+    net = batch_loss_l(lens, len(xs_))
     losses: list[float] = []
     for _ in range(steps):
         params, loss = _step(net, params, xs_, ys_, rate)
@@ -158,6 +168,7 @@ def predict(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
     >>> [[round(a, 4) for a in out] for out in predict(make_mlp(3, [1]), params, [[1.0, 5.0, 5.0]])]
     [[0.7616]]
     """
+    net = _as_prelens(mlp, "predict")
     xs_ = _rows("predict", "inputs", xs)
-    out: list[Any] = forward(batch_n(len(xs_), _as_prelens(mlp)), params, xs_)
+    out: list[Any] = forward(batch_n(len(xs_), net), params, xs_)
     return out

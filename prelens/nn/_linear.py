@@ -76,6 +76,10 @@ INIT_SCHEMES = ("glorot", "he", "lecun")
 def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: np.random.Generator) -> Array:
     """A random ``(n_in, n_out)`` weight matrix.
 
+    Haskell::
+
+        init_weight :: String -> Int -> Int -> DType -> Gen -> A
+
     ``"glorot"`` (Glorot & Bengio 2010, for tanh and sigmoid): uniform on
     ``±√(6 / (n_in + n_out))``; ``"he"`` (He et al. 2015, for relu and gelu):
     normal with standard deviation ``√(2 / n_in)``; ``"lecun"``: normal with

@@ -29,7 +29,11 @@ __all__ = ["LayerNormParams", "layer_norm"]
 
 
 class LayerNormParams(NamedTuple):
-    """The learned affine map after normalising: ``gain`` and ``bias``, each of shape ``(d,)``."""
+    """The learned affine map after normalising: ``gain`` and ``bias``, each of shape ``(d,)``.
+
+    >>> layer_norm(3).init(0)
+    LayerNormParams(gain=array([1., 1., 1.]), bias=array([0., 0., 0.]))
+    """
 
     gain: Array
     bias: Array
@@ -41,6 +45,10 @@ LayerNormResidue = tuple[Array, Array, Array]
 
 def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Layer norm over the last axis: ``(..., d) -> (..., d)``, parameters :class:`LayerNormParams`.
+
+    Haskell (residue ``(x̂, r, gain)``)::
+
+        layer_norm :: Int -> PreLens A A (A, A, A) (A, A, A) LayerNormParams LayerNormParams A A
 
     Initialised to ``gain = 1``, ``bias = 0``. Residue ``(x̂, r, gain)`` with
     ``r = 1/√(σ² + ε)`` per row; backward (``ĝ = da ⊙ gain``)::

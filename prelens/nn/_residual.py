@@ -32,6 +32,12 @@ __all__ = ["residual"]
 def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     """``x -> x + f(x)`` (or ``(x, c) -> x + f(x, c)`` with ``context=True``); params and residue of ``f``.
 
+    Haskell::
+
+        residual :: PreLens a da m dm p dp a da -> PreLens a da m dm p dp a da
+        -- context=True:
+        residual :: PreLens a da m dm p dp (a, c) (da, dc) -> PreLens a da m dm p dp (a, c) (da, dc)
+
     ``f``'s output must have the shape of ``x``.
 
     >>> import numpy as np

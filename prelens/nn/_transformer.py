@@ -40,7 +40,7 @@ from .. import _args as A
 from .. import _errors as E
 from .._combinators import chain, copy_l
 from .._iso import sym_l, unassoc_l
-from .._lens import AnyLens, PreLens, id_pre_lens
+from .._lens import AnyLens, PreLens, as_pair, id_pre_lens
 from ._activations import relu
 from ._attention import AttentionParams, cross_attention, multi_head_attention
 from ._embedding import positional_embedding, sinusoidal_encoding, token_embedding
@@ -713,18 +713,46 @@ def generate(
     >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape
     (1, 5)
     """
-    ids = np.array(prompt, dtype=np.int64, ndmin=2)
-    gen = np.random.default_rng(rng)
-    for _ in range(int(steps)):
-        window = ids if max_len is None else ids[:, -max_len:]
-        logits = lm.fwd(params, window)[1][:, -1].astype(np.float64)
-        if temperature <= 0:
+    A.lens("generate", "lm", lm)
+    ids = A.int_array("generate", "prompt", prompt).copy()  # float ids are an error, never truncated
+    if ids.ndim == 1:
+        ids = ids[None]
+    if ids.ndim != 2 or ids.shape[1] == 0:
+        expected = "token ids (batch, time) with at least one token"
+        raise E.lens_shape_error("generate", "prompt", expected, E.describe(ids))
+    n_steps = A.count("generate", "steps", steps, least=0)
+    window_len = None if max_len is None else A.count("generate", "max_len", max_len)
+    temp = A.real("generate", "temperature", temperature, low=0.0)
+    gen = A.seed("generate", rng)
+    if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
+        _last_logits(lm, params, ids if window_len is None else ids[:, -window_len:], 0)
+    for k in range(n_steps):
+        window = ids if window_len is None else ids[:, -window_len:]
+        logits = _last_logits(lm, params, window, k)
+        if temp == 0:
             nxt = logits.argmax(axis=-1)
         else:
-            z = logits / temperature
-            z -= z.max(axis=-1, keepdims=True)
-            pr = np.exp(z)
-            pr /= pr.sum(axis=-1, keepdims=True)
-            nxt = np.array([gen.choice(pr.shape[-1], p=row) for row in pr])
+            with np.errstate(over="ignore"):
+                z = logits / temp
+            nxt = logits.argmax(axis=-1)  # where z overflows only the largest logits count: greedy
+            for i, row in enumerate(z):
+                if np.isfinite(row).all():
+                    pr = np.exp(row - row.max())
+                    nxt[i] = gen.choice(len(pr), p=pr / pr.sum())
         ids = np.concatenate([ids, nxt[:, None].astype(np.int64)], axis=1)
     return ids
+
+
+def _last_logits(lm: AnyLens, params: Any, window: Array, step: int) -> Array:
+    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked."""
+    out = lm.fwd(params, window)
+    logits = out[1] if type(out) is tuple and len(out) == 2 else as_pair(lm, out, "fwd")[1]
+    b, t = window.shape
+    ok = isinstance(logits, np.ndarray) and logits.dtype.kind == "f" and logits.ndim == 3
+    if not ok or logits.shape[:2] != (b, t) or logits.shape[2] == 0:
+        expected = f"logits f[{b},{t},vocab] (batch, time, vocabulary) for ids i64[{b},{t}]"
+        raise E.must_be("generate", f"the output of {E.short_name(lm.name)}", expected, E.describe_tree(logits))
+    last: Array = logits[:, -1].astype(np.float64)
+    if not np.isfinite(last).all():
+        raise E.non_finite(f"generate: the logits of step {step}", "")
+    return last

@@ -45,6 +45,11 @@ def check_lens_equal(
 ) -> None:
     """Check that ``rhs`` behaves as ``lhs`` seen through the given isomorphisms.
 
+    Haskell::
+
+        check_lens_equal :: String -> PreLens a da m dm p dp s ds -> PreLens a' da' m' dm' p' dp' s' ds'
+                         -> p -> s -> IO ()
+
     ``rhs`` runs on ``(p_iso(p), s_iso(s))`` and must give residue ``m_iso(m)``
     and output ``a_iso(a)``; on random deltas ``(dm, da)`` (float leaves of the
     shape of ``lhs``'s residue and output) ``rhs.bwd(m_iso(dm), a_iso(da))``
@@ -53,6 +58,14 @@ def check_lens_equal(
     >>> from prelens import id_pre_lens, runit
     >>> check_lens_equal("right unit", id_pre_lens >> id_pre_lens, id_pre_lens, ((), ()), 1.0,
     ...                  p_iso=runit, m_iso=runit)
+    >>> from prelens import PreLens
+    >>> double = PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), 2 * da), name="double")
+    >>> check_lens_equal("id is double", id_pre_lens, double, (), 1.0)
+    Traceback (most recent call last):
+    ...
+    prelens._errors.LawError: law 'id is double' fails: forward outputs differ at <root>:
+      left:  1.0
+      right: 2.0
     """
     gen = np.random.default_rng(rng)
     m1, a1 = _run(law, "left side, forward", lambda: lhs.fwd(p, s))
@@ -89,6 +102,11 @@ def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float)
 def check_assoc(f: AnyLens, g: AnyLens, h: AnyLens, pf: Any, pg: Any, ph: Any, s: Any, **kw: Any) -> None:
     """``(f >> g) >> h ≅ f >> (g >> h)`` up to the associator on parameters and residues.
 
+    Haskell::
+
+        check_assoc :: PreLens b db m dm p dp s ds -> PreLens c dc n dn q dq b db -> PreLens a da k dk r dr c dc
+                    -> p -> q -> r -> s -> IO ()
+
     >>> from prelens import id_pre_lens as i
     >>> check_assoc(i, i, i, (), (), (), 1.0)
     """
@@ -107,6 +125,10 @@ def check_assoc(f: AnyLens, g: AnyLens, h: AnyLens, pf: Any, pg: Any, ph: Any, s
 def check_left_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``id_pre_lens >> f ≅ f`` up to the unitors.
 
+    Haskell::
+
+        check_left_unit :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     >>> from prelens import id_pre_lens
     >>> check_left_unit(id_pre_lens, (), 1.0)
     """
@@ -115,6 +137,10 @@ def check_left_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
 
 def check_right_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``f >> id_pre_lens ≅ f`` up to the unitors.
+
+    Haskell::
+
+        check_right_unit :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
 
     >>> from prelens import id_pre_lens
     >>> check_right_unit(id_pre_lens, (), 1.0)
@@ -142,6 +168,12 @@ def check_interchange(
 ) -> None:
     """``(f @ g) >> (h @ k) ≅ (f >> h) @ (g >> k)``: ``@`` is a bifunctor.
 
+    Haskell::
+
+        check_interchange :: PreLens b db m dm p dp s ds -> PreLens b' db' m' dm' p' dp' s' ds'
+                          -> PreLens a da n dn q dq b db -> PreLens a' da' n' dn' q' dq' b' db'
+                          -> p -> p' -> q -> q' -> s -> s' -> IO ()
+
     >>> from prelens import id_pre_lens as i
     >>> check_interchange(i, i, i, i, (), (), (), (), 1.0, 2.0)
     """
@@ -162,6 +194,11 @@ def check_tensor_assoc(
 ) -> None:
     """``(f @ g) @ h ≅ f @ (g @ h)`` up to the associator on every slot.
 
+    Haskell::
+
+        check_tensor_assoc :: PreLens a da m dm p dp s ds -> PreLens b db n dn q dq t dt -> PreLens c dc k dk r dr u du
+                           -> p -> q -> r -> s -> t -> u -> IO ()
+
     >>> from prelens import id_pre_lens as i
     >>> check_tensor_assoc(i, i, i, (), (), (), 1.0, 2.0, 3.0)
     """
@@ -181,6 +218,10 @@ def check_tensor_assoc(
 
 def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
     """``(f @ g) >> sym_l ≅ sym_l >> (g @ f)``: the symmetry is natural.
+
+    Haskell::
+
+        check_sym_natural :: PreLens a da m dm p dp s ds -> PreLens b db n dn q dq t dt -> p -> q -> s -> t -> IO ()
 
     >>> from prelens import id_pre_lens as i
     >>> check_sym_natural(i, i, (), (), 1.0, 2.0)
@@ -203,6 +244,10 @@ def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any
 def check_dimap_identity(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``dimap_x(id, id, t) == t`` for ``x`` in ``s``, ``p``, ``m``.
 
+    Haskell::
+
+        check_dimap_identity :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     >>> from prelens import id_pre_lens
     >>> check_dimap_identity(id_pre_lens, (), 1.0)
     """
@@ -212,6 +257,10 @@ def check_dimap_identity(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
 
 def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
     """Each dimap preserves composition, with the right variance in each slot.
+
+    Haskell::
+
+        check_dimap_composition :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
 
     ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise
     ``dimap_p``), and, covariant in ``m`` and contravariant in ``dm``,
@@ -251,6 +300,10 @@ def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: A
 def check_alpha_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``alpha`` with a unit residue is the identity, up to the left unitor.
 
+    Haskell::
+
+        check_alpha_unit :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     ``dimap_m(lunit, unlunit, dimap_s(unlunit, lunit, alpha(t))) == t``
 
     >>> from prelens import id_pre_lens
@@ -261,6 +314,10 @@ def check_alpha_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
 
 def check_alpha_composition(t: AnyLens, p: Any, s: Any, n1: Any, n2: Any, **kw: Any) -> None:
     """``alpha ∘ alpha == alpha`` on a paired residue, up to the associator.
+
+    Haskell::
+
+        check_alpha_composition :: PreLens a da m dm p dp s ds -> p -> s -> n1 -> n2 -> IO ()
 
     ``dimap_m(unassoc, assoc, dimap_s(assoc, unassoc, alpha(alpha(t)))) == alpha(t)``,
     run on the input ``((n2, n1), s)``.
@@ -281,6 +338,10 @@ def check_alpha_composition(t: AnyLens, p: Any, s: Any, n1: Any, n2: Any, **kw: 
 def check_beta_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``beta`` with a unit parameter is the identity, up to the unitors.
 
+    Haskell::
+
+        check_beta_unit :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     ``beta(dimap_s(lunit, unlunit, t)) == dimap_p(runit, unrunit, t)``
 
     >>> from prelens import id_pre_lens
@@ -291,6 +352,10 @@ def check_beta_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
 
 def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``beta ∘ beta == beta`` on a paired parameter, up to the associator.
+
+    Haskell::
+
+        check_beta_composition :: PreLens a da m dm p dp (p2, (p1, s)) (dp2, (dp1, ds)) -> p -> (p2, (p1, s)) -> IO ()
 
     ``t`` takes inputs ``s = (p2, (p1, s0))``; the law is
     ``beta(beta(t)) == dimap_p(assoc, unassoc, beta(dimap_s(assoc, unassoc, t)))``
@@ -311,12 +376,25 @@ def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
 
 
 def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any) -> None:
-    """``alpha`` and ``beta`` commute with the dimaps of the slots they do not touch.
+    """``alpha`` and ``beta`` are natural: they commute with the dimaps of every slot.
 
-    ``alpha(dimap_p(f, g, t)) == dimap_p(f, g, alpha(t))``,
-    ``alpha(dimap_s(f, g, t)) == dimap_s(second(f), second(g), alpha(t))`` and,
-    when ``s = (p1, s0)``, ``beta(dimap_m(f, g, t)) == dimap_m(f, g, beta(t))``.
-    ``n`` is the extra residue threaded by ``alpha``.
+    Haskell::
+
+        check_naturality :: PreLens a da m dm p dp s ds -> p -> s -> n -> IO ()
+
+    With ``first(f) = (x, y) -> (f(x), y)`` and ``second(f) = (x, y) -> (x, f(y))``
+    and random affine maps ``f`` and ``g``, the squares are, for ``alpha`` (run on
+    parameters ``p`` and input ``(n, s)``; ``n`` is the extra residue it threads):
+
+    - in ``p``: ``alpha(dimap_p(f, g, t)) == dimap_p(f, g, alpha(t))``;
+    - in ``s``: ``alpha(dimap_s(f, g, t)) == dimap_s(second(f), second(g), alpha(t))``;
+    - in ``m``: ``alpha(dimap_m(f, g, t)) == dimap_m(second(f), second(g), alpha(t))``;
+
+    and, when ``s = (p1, s0)``, for ``beta`` (run on parameters ``(p, p1)`` and input ``s0``):
+
+    - in ``p``: ``beta(dimap_p(f, g, t)) == dimap_p(first(f), first(g), beta(t))``;
+    - in ``s``: ``beta(dimap_s(second(f), second(g), t)) == dimap_s(f, g, beta(t))``;
+    - in ``m``: ``beta(dimap_m(f, g, t)) == dimap_m(f, g, beta(t))``.
 
     >>> from prelens import id_pre_lens
     >>> check_naturality(id_pre_lens, (), (1.0, 2.0), 3.0)
@@ -329,26 +407,66 @@ def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: 
     check_lens_equal(
         "naturality of alpha in s",
         alpha(dimap_s(f, g, t)),
-        dimap_s(lambda x: (x[0], f(x[1])), lambda x: (x[0], g(x[1])), alpha(t)),
+        dimap_s(_second(f), _second(g), alpha(t)),
+        p,
+        (n, s),
+        rng=gen,
+        **kw,
+    )
+    check_lens_equal(
+        "naturality of alpha in m",
+        alpha(dimap_m(f, g, t)),
+        dimap_m(_second(f), _second(g), alpha(t)),
         p,
         (n, s),
         rng=gen,
         **kw,
     )
     if isinstance(s, tuple) and len(s) == 2:
+        p1, s0 = s
+        check_lens_equal(
+            "naturality of beta in p",
+            beta(dimap_p(f, g, t)),
+            dimap_p(_first(f), _first(g), beta(t)),
+            (p, p1),
+            s0,
+            rng=gen,
+            **kw,
+        )
+        check_lens_equal(
+            "naturality of beta in s",
+            beta(dimap_s(_second(f), _second(g), t)),
+            dimap_s(f, g, beta(t)),
+            (p, p1),
+            s0,
+            rng=gen,
+            **kw,
+        )
         check_lens_equal(
             "naturality of beta in m",
             beta(dimap_m(f, g, t)),
             dimap_m(f, g, beta(t)),
-            (p, s[0]),
-            s[1],
+            (p, p1),
+            s0,
             rng=gen,
             **kw,
         )
 
 
+def _first(f: Fn) -> Fn:
+    return lambda x: (f(x[0]), x[1])
+
+
+def _second(f: Fn) -> Fn:
+    return lambda x: (x[0], f(x[1]))
+
+
 def check_coherence(t: AnyLens, p: Any, s: Any, n: Any, **kw: Any) -> None:
     """``alpha ∘ beta == beta ∘ dimap_s(skip_right, skip_right) ∘ alpha``.
+
+    Haskell::
+
+        check_coherence :: PreLens a da m dm p dp (p1, s) (dp1, ds) -> p -> (p1, s) -> n -> IO ()
 
     ``t`` takes inputs ``s = (p1, s0)``; both sides run on parameters
     ``(p, p1)`` and input ``(n, s0)``.
@@ -373,6 +491,10 @@ def check_coherence(t: AnyLens, p: Any, s: Any, n: Any, **kw: Any) -> None:
 def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``from_tamb(to_tamb(l)) == l``, parameters and residues exactly as they were.
 
+    Haskell::
+
+        check_tamb_roundtrip :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     >>> from prelens import id_pre_lens
     >>> check_tamb_roundtrip(id_pre_lens, (), 1.0)
     """
@@ -381,6 +503,10 @@ def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
 
 def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: Any) -> None:
     """``from_tamb(tri_compose(to_tamb(f), to_tamb(g))) == f >> g``.
+
+    Haskell::
+
+        check_tri_compose :: PreLens b db m dm p dp s ds -> PreLens a da n dn q dq b db -> p -> q -> s -> IO ()
 
     >>> from prelens import id_pre_lens as i
     >>> check_tri_compose(i, i, (), (), 1.0)
@@ -398,6 +524,10 @@ def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: An
 def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
     """``from_tamb(tri_tensor(to_tamb(f), to_tamb(g))) == f @ g``.
 
+    Haskell::
+
+        check_tri_tensor :: PreLens a da m dm p dp s ds -> PreLens b db n dn q dq t dt -> p -> q -> s -> t -> IO ()
+
     >>> from prelens import id_pre_lens as i
     >>> check_tri_tensor(i, i, (), (), 1.0, 2.0)
     """
@@ -413,6 +543,10 @@ def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any,
 
 def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None:
     """The blog's TriLens ``vec_lens``, ``batch_n`` and ``branch_t`` agree with the pre-lens ones.
+
+    Haskell::
+
+        check_combinators :: VSpace dp => PreLens a da m dm p dp s ds -> p -> s -> Int -> IO ()
 
     >>> from prelens import id_pre_lens
     >>> check_combinators(id_pre_lens, (), 1.0)
@@ -436,6 +570,10 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     """Every single-lens law at once: units, dimaps, alpha, the encoding, the combinators
     and (with ``vjp=True``) :func:`check_vjp`.
 
+    Haskell::
+
+        check_lens_laws :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     >>> import numpy as np
     >>> from prelens import id_pre_lens
     >>> check_lens_laws(id_pre_lens, (), np.ones(3))
@@ -443,13 +581,13 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     from ._vjp import check_vjp
 
     gen = np.random.default_rng(rng)
-    n = random_like(s, gen)
+    n, n2 = random_like(s, gen), random_like(s, gen)  # distinct: alpha composition must tell them apart
     check_left_unit(l, p, s, **kw)
     check_right_unit(l, p, s, **kw)
     check_dimap_identity(l, p, s, **kw)
     check_dimap_composition(l, p, s, rng=gen, **kw)
     check_alpha_unit(l, p, s, **kw)
-    check_alpha_composition(l, p, s, n, n, **kw)
+    check_alpha_composition(l, p, s, n, n2, **kw)
     check_beta_unit(l, p, s, **kw)
     check_naturality(l, p, s, n, rng=gen, **kw)
     check_tamb_roundtrip(l, p, s, **kw)

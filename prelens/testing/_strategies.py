@@ -4,7 +4,9 @@ A *value type* is an ``int`` (a float64 vector of that length) or a pair of
 value types. :func:`lenses` grows a random lens from a pool of primitives
 (linear map, bias, elementwise scale, tanh, identity, copy, add, sym) joined by
 random ``>>`` and ``@``; every generated lens knows its input and output types
-and can make its parameters, so a test can draw data for it.
+and can make its parameters, so a test can draw data for it: parameters and an
+input with :meth:`GeneratedLens.sample`, residue and output deltas matching a
+forward pass with :meth:`GeneratedLens.deltas`.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ from hypothesis import strategies as st
 from .._combinators import add_l, copy_l
 from .._iso import sym_l
 from .._lens import AnyLens, PreLens, id_pre_lens, parameter_free
+from ._random import random_like
 
 ValueType = Union[int, tuple["ValueType", "ValueType"]]  # noqa: UP007 (a recursive alias needs Union)
 
 
 @dataclass(frozen=True)
 class GeneratedLens:
-    """A generated lens with its input and output value types."""
+    """A generated lens with its input and output value types.
+
+    >>> gl = GeneratedLens(linear_vec(3, 2), 3, 2)
+    >>> p, s = gl.sample(0)
+    >>> p.shape, s.shape, gl.lens.fwd(p, s)[1].shape
+    ((2, 3), (3,), (2,))
+    """
 
     lens: AnyLens
     in_type: ValueType
@@ -35,9 +44,32 @@ class GeneratedLens:
         gen = np.random.default_rng(rng)
         return self.lens.init(gen), random_value(self.in_type, gen)
 
+    def deltas(self, p: Any, s: Any, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
+        """Random deltas ``(dm, da)`` matching the forward pass ``lens.fwd(p, s)``.
+
+        ``dm`` has the structure, shapes and dtypes of the residue and ``da`` those of
+        the output (standard-normal float leaves; other leaves kept), so
+        ``lens.bwd(dm, da)`` is a valid backward call.
+
+        >>> gl = GeneratedLens(scale_vec(2), 2, 2)
+        >>> p, s = gl.sample(0)
+        >>> dm, da = gl.deltas(p, s, 1)
+        >>> da.shape, [x.shape for x in dm]
+        ((2,), [(2,), (2,)])
+        >>> [x.shape for x in gl.lens.bwd(dm, da)]
+        [(2,), (2,)]
+        """
+        m, a = self.lens.fwd(p, s)
+        gen = np.random.default_rng(rng)
+        return random_like(m, gen), random_like(a, gen)
+
 
 def random_value(t: ValueType, rng: np.random.Generator) -> Any:
     """A random value of type ``t``: standard-normal float64 vectors in nested pairs.
+
+    Haskell::
+
+        random_value :: ValueType -> Gen -> Value
 
     >>> random_value((2, 1), np.random.default_rng(0))[1].shape
     (1,)
@@ -51,7 +83,16 @@ def random_value(t: ValueType, rng: np.random.Generator) -> Any:
 
 
 def linear_vec(n: int, k: int) -> AnyLens:
-    """``W s`` with ``W`` of shape ``(k, n)``; residue ``(W, s)``."""
+    """``W s`` with ``W`` of shape ``(k, n)``; residue ``(W, s)``.
+
+    Haskell (``W`` the ``(k, n)`` matrix)::
+
+        linear_vec :: Int -> Int -> PreLens V V (W, V) (W, V) W W V V
+
+    >>> l = linear_vec(3, 2)
+    >>> l, l.init(0).shape, l.fwd(np.ones((2, 3)), np.arange(3.0))[1]
+    (linear_vec(3→2), (2, 3), array([3., 3.]))
+    """
 
     def fwd(w: np.ndarray, s: np.ndarray) -> tuple[Any, np.ndarray]:
         return (w, s), w @ s
@@ -64,7 +105,15 @@ def linear_vec(n: int, k: int) -> AnyLens:
 
 
 def bias_vec(n: int) -> AnyLens:
-    """``s + b``; no residue."""
+    """``s + b``; no residue.
+
+    Haskell::
+
+        bias_vec :: Int -> PreLens V V () () V V V V
+
+    >>> bias_vec(2).fwd(np.array([1.0, 2.0]), np.zeros(2))
+    ((), array([1., 2.]))
+    """
     return PreLens(
         lambda b, s: ((), s + b),
         lambda dm, da: (da, da),
@@ -74,7 +123,17 @@ def bias_vec(n: int) -> AnyLens:
 
 
 def scale_vec(n: int) -> AnyLens:
-    """``c ⊙ s`` elementwise; residue ``(c, s)``."""
+    """``c ⊙ s`` elementwise; residue ``(c, s)``.
+
+    Haskell::
+
+        scale_vec :: Int -> PreLens V V (V, V) (V, V) V V V V
+
+    >>> l = scale_vec(2)
+    >>> m, a = l.fwd(np.array([2.0, 3.0]), np.array([1.0, -1.0]))
+    >>> a, l.bwd(m, np.ones(2))
+    (array([ 2., -3.]), (array([ 1., -1.]), array([2., 3.])))
+    """
     return PreLens(
         lambda c, s: ((c, s), c * s),
         lambda m, da: (da * m[1], da * m[0]),
@@ -89,7 +148,16 @@ tanh_vec: AnyLens = parameter_free("tanh_vec", lambda s: (np.tanh(s), np.tanh(s)
 
 @st.composite
 def value_types(draw: st.DrawFn, max_depth: int = 1, max_dim: int = 3) -> ValueType:
-    """Random value types: vector lengths, nested in pairs up to ``max_depth``."""
+    """Random value types: vector lengths, nested in pairs up to ``max_depth``.
+
+    Haskell::
+
+        value_types :: Int -> Int -> Strategy ValueType
+
+    >>> from hypothesis import find, settings
+    >>> find(value_types(), lambda t: isinstance(t, tuple), settings=settings(database=None, derandomize=True))
+    (1, 1)
+    """
     if max_depth <= 0 or draw(st.booleans()):
         return draw(st.integers(1, max_dim))
     return draw(value_types(max_depth - 1, max_dim)), draw(value_types(max_depth - 1, max_dim))
@@ -97,7 +165,16 @@ def value_types(draw: st.DrawFn, max_depth: int = 1, max_dim: int = 3) -> ValueT
 
 @st.composite
 def lenses(draw: st.DrawFn, in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 3) -> GeneratedLens:
-    """A random differentiable pre-lens from ``in_type`` (drawn if not given)."""
+    """A random differentiable pre-lens from ``in_type`` (drawn if not given).
+
+    Haskell::
+
+        lenses :: Maybe ValueType -> Int -> Int -> Strategy GeneratedLens
+
+    >>> from hypothesis import find, settings
+    >>> find(lenses((1, 1)), lambda g: g.out_type == 1, settings=settings(database=None, derandomize=True))
+    GeneratedLens(lens=add_l, in_type=(1, 1), out_type=1)
+    """
     if in_type is None:
         in_type = draw(value_types(1, max_dim))
     options = ["prim"]
@@ -142,7 +219,17 @@ def _primitive(draw: st.DrawFn, in_type: ValueType, max_dim: int) -> GeneratedLe
 
 @st.composite
 def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1) -> list[GeneratedLens]:
-    """``n`` generated lenses where each one's output type is the next one's input type."""
+    """``n`` generated lenses where each one's output type is the next one's input type.
+
+    Haskell::
+
+        chains :: Int -> Maybe ValueType -> Int -> Strategy [GeneratedLens]
+
+    >>> from hypothesis import find, settings
+    >>> quiet = settings(database=None, derandomize=True)
+    >>> [(g.lens, g.in_type, g.out_type) for g in find(chains(2, 1, 0), lambda c: c[-1].out_type == 2, settings=quiet)]
+    [(linear_vec(1→2), 1, 2), (bias_vec(2), 2, 2)]
+    """
     out: list[GeneratedLens] = []
     t = in_type if in_type is not None else draw(value_types(1))
     for _ in range(n):
@@ -153,5 +240,13 @@ def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth:
 
 
 def seeds() -> st.SearchStrategy[int]:
-    """Seeds for ``numpy.random.default_rng``."""
+    """Seeds for ``numpy.random.default_rng``: integers in ``[0, 2³²)``.
+
+    Haskell::
+
+        seeds :: Strategy Int
+
+    >>> seeds()
+    integers(min_value=0, max_value=4_294_967_295)
+    """
     return st.integers(0, 2**32 - 1)

@@ -26,6 +26,10 @@ def check_vjp(
 ) -> None:
     """Check ``bwd`` against central finite differences along a random direction.
 
+    Haskell::
+
+        check_vjp :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+
     With ``(dp, ds) = bwd(m, da)`` and a random direction ``δ = (δp, δs)``:
     ``<da, (f(x + εδ) - f(x - εδ)) / 2ε>`` must equal ``<dp, δp> + <ds, δs>``
     (the defining property ``<da, J δ> = <Jᵀ da, δ>``). Only float leaves are

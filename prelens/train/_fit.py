@@ -54,6 +54,10 @@ class History:
     ``seconds``: wall time of each epoch. ``steps``: optimiser steps taken in all.
     ``interrupted``: training was stopped by ``KeyboardInterrupt``;
     ``stopped``: why training ended early (``None`` if it ran to the end).
+
+    >>> h = History(loss=[0.5, float("nan")], steps=8)
+    >>> h.epochs, h.as_dict()["loss"]
+    (2, [0.5, None])
     """
 
     loss: list[float] = field(default_factory=list)
@@ -81,7 +85,13 @@ class History:
 
 
 class FitResult(NamedTuple):
-    """What :func:`fit` returns: unpack as ``params, opt_state, history = fit(...)``."""
+    """What :func:`fit` returns: unpack as ``params, opt_state, history = fit(...)``.
+
+    >>> import numpy as np
+    >>> params, opt_state, history = FitResult(np.zeros(2), (), History(loss=[1.0]))
+    >>> params.shape, opt_state, history.epochs
+    ((2,), (), 1)
+    """
 
     params: Tree
     opt_state: Any
@@ -109,6 +119,10 @@ def fit(
 ) -> FitResult:
     """Train ``model >> loss`` on ``data = (xs, targets)`` with mini-batches.
 
+    Haskell::
+
+        fit :: Lens -> Loss -> (X, Y) -> Int -> Int -> Optimizer s -> Gen -> (Params, s, History)
+
     Shapes: ``xs`` and ``targets`` share their leading (batch) axis of length
     ``n``; ``targets`` is what ``loss`` takes as its parameter (integer labels
     ``(n,)`` for ``softmax_cross_entropy``, ``(n, k)`` floats for ``mse``).
@@ -130,9 +144,10 @@ def fit(
 
     Returns :class:`FitResult` ``(params, opt_state, history)``. On Ctrl-C it
     returns what was learned so far with ``history.interrupted = True``.
-    Raises :class:`~prelens.NonFiniteError` on a non-finite loss or gradient,
-    with the last good state attached (``err.params``, ``err.opt_state``,
-    ``err.history``).
+    Raises :class:`~prelens.NonFiniteError` for data holding NaN or infinity
+    (before the first step, naming the row), and on a non-finite loss or
+    gradient, with the last good state attached (``err.params``,
+    ``err.opt_state``, ``err.history``).
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse

@@ -25,6 +25,10 @@ __all__ = ["step", "value_and_grad"]
 def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
     """The loss of ``model`` on ``batch = (xs, targets)`` and its gradient in ``params``.
 
+    Haskell::
+
+        value_and_grad :: Lens -> Loss -> Params -> (X, Y) -> (Double, Params)
+
     ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its
     parameter (e.g. integer labels for ``softmax_cross_entropy``). The gradient
     is a tree shaped like ``params``.
@@ -47,6 +51,10 @@ def step(
     model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, optimizer: Optimizer[Any], state: Any
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
+
+    Haskell::
+
+        step :: Lens -> Loss -> Params -> (X, Y) -> Optimizer s -> s -> (Params, s, Double)
 
     ``loss_value`` is the loss at ``params`` (before the update). Pure: the
     arguments are not modified.

@@ -108,6 +108,11 @@ def close_to(expected: Any, rtol: float = 1e-6, atol: float = 1e-9) -> Callable[
     """A check: the result equals ``expected`` (arrays compared with tolerances, NaN equal to NaN)."""
 
     def check(got: Any) -> None:
+        if isinstance(expected, (tuple, list)) and not isinstance(expected, np.ndarray):  # a nest: part by part
+            assert type(got) is type(expected) and len(got) == len(expected), f"got {got!r}, expected {expected!r}"
+            for g, e in zip(got, expected):
+                close_to(e, rtol, atol)(g)
+            return
         try:
             e = np.asarray(expected)
             numeric = e.dtype.kind in "biufc"

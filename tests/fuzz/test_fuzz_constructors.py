@@ -1,7 +1,9 @@
 """Every public constructor, fed bad arguments: sizes, dtypes, names, flags, lenses and seeds.
 
 A constructor either builds something usable (its ``repr`` works, and for a lens
-its ``init`` makes parameters) or raises one of prelens's own errors.
+its ``init`` makes parameters) or raises one of prelens's own errors. The same
+machinery (:class:`Ctor`, :func:`run_case`) fuzzes the public functions that take
+data in ``test_fuzz_functions.py``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prelens
+import prelens.checkpoint
 import prelens.optim
-from prelens import nn
+from prelens import datasets, nn
 
+from ._bad import mutate
 from ._harness import attempt
 from .test_fuzz_lenses import examples
 
@@ -63,9 +67,19 @@ class Ctor:
     #: arguments that only take the values in ``bad`` (the general pool makes no sense there:
     #: ``None >> lens`` is Python's own operator on None, ``chain(*None)`` Python's unpacking)
     only_bad: tuple[str, ...] = ()
+    #: arguments that are data (arrays, trees): also corrupted with :func:`._bad.mutate`
+    trees: tuple[str, ...] = ()
+    #: ``check(result, kwargs)`` raises ``AssertionError`` when an accepted result is wrong
+    check: Callable[[Any, dict[str, Any]], None] | None = None
+    #: the public names this entry fuzzes (``make`` itself when empty); see ``test_fuzz_coverage.py``
+    covers: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return self.name
+
+    @property
+    def targets(self) -> tuple[Any, ...]:
+        return self.covers or (self.make,)
 
 
 def _dt(*names: str) -> dict[str, list[Any]]:
@@ -200,11 +214,26 @@ CTORS: list[Ctor] = [
         {"lenses": [nn.tanh, nn.relu]},
         {"lenses": [[], [None], [nn.tanh, 3], [nn.make_mlp(2, [2])], "ab"]},
         ("lenses",),
+        covers=(prelens.chain,),
     ),
     Ctor("pre_compose", prelens.pre_compose, {"f": nn.tanh, "g": nn.relu}, {"f": LENSES, "g": LENSES}),
     Ctor("prod_lens", prelens.prod_lens, {"f": nn.tanh, "g": nn.relu}, {"f": LENSES, "g": LENSES}),
-    Ctor(">>", lambda f, g: f >> g, {"f": nn.tanh, "g": nn.relu}, {"f": [nn.dense(2, 2)], "g": LENSES}, ("f",)),
-    Ctor("@", lambda f, g: f @ g, {"f": nn.tanh, "g": nn.relu}, {"f": [nn.dense(2, 2)], "g": LENSES}, ("f",)),
+    Ctor(
+        ">>",
+        lambda f, g: f >> g,
+        {"f": nn.tanh, "g": nn.relu},
+        {"f": [nn.dense(2, 2)], "g": LENSES},
+        ("f",),
+        covers=(prelens.pre_compose,),
+    ),
+    Ctor(
+        "@",
+        lambda f, g: f @ g,
+        {"f": nn.tanh, "g": nn.relu},
+        {"f": [nn.dense(2, 2)], "g": LENSES},
+        ("f",),
+        covers=(prelens.prod_lens,),
+    ),
     Ctor("to_tamb", prelens.to_tamb, {"lens": nn.tanh}, {"lens": LENSES}),
     Ctor("from_tamb", prelens.from_tamb, {"tri": nn.make_mlp(2, [2])}, {"tri": [None, 3, nn.tanh, "t"]}),
     Ctor(
@@ -238,6 +267,7 @@ CTORS: list[Ctor] = [
         {"lens": nn.dense(3, 2), "rng": 0},
         {"lens": [nn.tanh, nn.mse], "rng": SEEDS},
         ("lens",),
+        covers=(prelens.PreLens,),
     ),
     # optimisers
     Ctor("sgd", prelens.optim.sgd, {"lr": 0.1}, {"lr": [np.nan, np.inf, -0.1, "0.1"]}),
@@ -253,7 +283,130 @@ CTORS: list[Ctor] = [
         {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
         {"b1": [1.0, np.nan], "eps": [0.0, -1.0, np.nan]},
     ),
+    Ctor("SGD", prelens.optim.SGD, {"lr": 0.1}, {"lr": [np.nan, -0.1, "0.1", True]}),
+    Ctor(
+        "Momentum",
+        prelens.optim.Momentum,
+        {"lr": 0.1, "beta": 0.9, "nesterov": True},
+        {"beta": [1.0, np.nan, False], "nesterov": ["no", 1, None, np.bool_(True)]},
+    ),
+    Ctor(
+        "Adam",
+        prelens.optim.Adam,
+        {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
+        {"b2": [1.0, -0.5, np.inf], "eps": [np.inf, "e"], "lr": [0, True]},
+    ),
+    # the Tambara structure maps and the TriLens machinery
+    Ctor("alpha", prelens.alpha, {"t": nn.tanh}, {"t": [*LENSES, nn.activ_t, prelens.PLeft(prelens.id_pre_lens)]}),
+    Ctor("beta", prelens.beta, {"t": prelens.add_l}, {"t": [*LENSES, nn.bias_t, prelens.PRight(prelens.add_l)]}),
+    *[
+        Ctor(
+            name,
+            fn,
+            {"f": prelens.sym, "g": prelens.sym, "t": prelens.add_l},
+            {"f": [None, 3, "f"], "g": [None, nn.tanh], "t": [*LENSES, nn.activ_t]},
+        )
+        for name, fn in (("dimap_s", prelens.dimap_s), ("dimap_p", prelens.dimap_p), ("dimap_m", prelens.dimap_m))
+    ],
+    Ctor("PLeft", prelens.PLeft, {"t": prelens.id_pre_lens}, {"t": [*LENSES, nn.activ_t]}),
+    Ctor("PRight", prelens.PRight, {"t": prelens.id_pre_lens}, {"t": [*LENSES, nn.activ_t]}),
+    Ctor("TriLens", prelens.TriLens, {"run": lambda t: t, "name": "id_t"}, {"run": [None, 3, "r"], "name": [None, 3]}),
+    Ctor(
+        "rematerialize", nn.rematerialize, {"lens": nn.dense(3, 2)}, {"lens": [nn.tanh, prelens.id_pre_lens]}, ("lens",)
+    ),
+    # the faithful pieces that take sizes
+    Ctor("linear_t", nn.linear_t, {"n": 3}),
+    Ctor("affine_t", nn.affine_t, {"n": 3}),
+    Ctor("affine_l", nn.affine_l, {"n": 3}),
+    Ctor("neuron_t", nn.neuron_t, {"m_in": 3}),
+    # datasets
+    Ctor(
+        "load_dataset",
+        datasets.load_dataset,
+        {"name": "moons", "test_fraction": 0.25, "rng": 0, "n": 20, "standardize_features": True},
+        {
+            "name": ["mnist", "IRIS", ["iris"], None],
+            "test_fraction": [1.0, -0.1, np.nan, "0.2", True],
+            "rng": SEEDS,
+            "n": [1, 0, 2.5, "n", True, 3],
+            "standardize_features": ["yes", 1, None],
+        },
+        check=lambda out, kw: _split_ok(out),
+    ),
+    Ctor(
+        "load_iris",
+        datasets.load_iris,
+        {"test_fraction": 0.2, "rng": 1, "standardize_features": False, "dtype": np.float32},
+        {"test_fraction": [1.0, np.nan, "x"], "rng": SEEDS, "standardize_features": ["no"], "dtype": DTYPES},
+        check=lambda out, kw: _split_ok(out),
+    ),
+    Ctor(
+        "make_moons",
+        datasets.make_moons,
+        {"n": 10, "noise": 0.1, "rng": 0},
+        {"n": [1, 2.0, True], "noise": [-0.1, np.nan, np.inf, "x"], "rng": SEEDS},
+        check=lambda out, kw: _points_ok(out, kw["n"], 2),
+    ),
+    Ctor(
+        "make_spirals",
+        datasets.make_spirals,
+        {"n": 12, "classes": 3, "noise": 0.2, "turns": 1.0, "rng": 0},
+        {"classes": [1, 2.0, True, 20], "turns": [0, -1.0, np.nan, np.inf], "noise": [np.inf], "rng": SEEDS},
+        check=lambda out, kw: _points_ok(out, kw["n"], kw["classes"]),
+    ),
+    Ctor("load_text", datasets.load_text, {"name": "sonnets"}, {"name": ["SONNETS", ["sonnets"], {}]}),
+    Ctor(
+        "make_sequences",
+        datasets.make_sequences,
+        {"task": datasets.SequenceTask("copy", 3, 4), "n": 2, "rng": 0},
+        {"task": ["copy", "nope", ["copy"], datasets.SequenceTask("sort", 2, 2)], "n": [True, 2.0], "rng": SEEDS},
+        check=lambda out, kw: _sequences_ok(out, kw),
+    ),
+    Ctor(
+        "SequenceTask",
+        datasets.SequenceTask,
+        {"name": "reverse", "length": 3, "n_symbols": 5},
+        {"name": ["REVERSE", ["copy"], {}], "length": [True, 2.0], "n_symbols": [np.int64(3), 0]},
+    ),
+    Ctor("CharVocab", datasets.CharVocab, {"chars": "abc"}, {"chars": ["aab", ["a", "b"], b"ab", 3]}),
+    Ctor(
+        "CharVocab.from_text",
+        datasets.CharVocab.from_text,
+        {"text": "hello"},
+        {"text": [["h", "i"], b"hi", 3, None]},
+        covers=(datasets.CharVocab,),
+    ),
+    # checkpoints
+    Ctor(
+        "register_namedtuple",
+        prelens.checkpoint.register_namedtuple,
+        {"cls": nn.Para},
+        {"cls": [tuple, int, nn.Para(0.0, np.ones(1)), "Para", type("Plain", (tuple,), {}), prelens.PreLens]},
+    ),
 ]
+
+
+def _split_ok(out: Any) -> None:
+    assert isinstance(out, datasets.Split)
+    for x in (out.x_train, out.x_test):
+        assert x.dtype.kind == "f" and x.ndim == 2 and np.isfinite(x).all(), f"features {x.dtype}{x.shape}"
+    for y in (out.y_train, out.y_test):
+        assert y.dtype == np.int64 and y.ndim == 1
+    assert len(out.x_train) == len(out.y_train) and len(out.x_test) == len(out.y_test)
+
+
+def _points_ok(out: Any, n: int, classes: int) -> None:
+    xs, ys = out
+    assert xs.shape == (n, 2) and xs.dtype == np.float64 and np.isfinite(xs).all(), f"points {xs.dtype}{xs.shape}"
+    assert ys.shape == (n,) and ys.dtype == np.int64 and set(ys.tolist()) <= set(range(classes))
+
+
+def _sequences_ok(out: Any, kw: dict[str, Any]) -> None:
+    task = kw["task"] if isinstance(kw["task"], datasets.SequenceTask) else datasets.SequenceTask(kw["task"])
+    inputs, labels = out
+    assert inputs.shape == labels.shape == (kw["n"], task.seq_len), f"shapes {inputs.shape}, {labels.shape}"
+    assert inputs.dtype == labels.dtype == np.int64
+    assert inputs.min() >= 0 and inputs.max() < task.vocab_size and labels.max() < task.vocab_size
 
 
 def _usable(made: Any) -> None:
@@ -263,20 +416,31 @@ def _usable(made: Any) -> None:
         made.init(0)
 
 
-@pytest.mark.parametrize("ctor", [pytest.param(c, id=c.name) for c in CTORS])
-@settings(max_examples=examples(50))
-@given(data=st.data())
-def test_constructor_of_bad_arguments(ctor: Ctor, data: st.DataObject) -> None:
+def run_case(ctor: Ctor, data: st.DataObject) -> None:
+    """One case: one or two arguments of ``ctor`` replaced by bad values (or, for data, corrupted)."""
     kwargs = dict(ctor.good)
     names = data.draw(st.lists(st.sampled_from(sorted(kwargs)), min_size=1, max_size=2, unique=True), label="args")
+    shown = []
     for name in names:
         pool = ctor.bad.get(name, []) + ([] if name in ctor.only_bad else GENERAL)
-        kwargs[name] = data.draw(st.sampled_from(pool), label=name)
-    shown = ", ".join(f"{n}={kwargs[n]!r}" for n in names)
+        if name in ctor.trees and data.draw(st.booleans(), label=f"corrupt {name}"):
+            kwargs[name], how = mutate(data, kwargs[name], name)
+            shown.append(how)
+        else:
+            kwargs[name] = data.draw(st.sampled_from(pool), label=name)
+            shown.append(f"{name}={kwargs[name]!r}")
 
     def thunk() -> Any:
         made = ctor.make(**kwargs)
         _usable(made)
         return made
 
-    attempt(f"{ctor.name}({shown})", thunk)
+    check = None if ctor.check is None else (lambda out: ctor.check(out, kwargs))  # type: ignore[misc]
+    attempt(f"{ctor.name}({', '.join(shown)})", thunk, inputs=tuple(kwargs.values()), check=check)
+
+
+@pytest.mark.parametrize("ctor", [pytest.param(c, id=c.name) for c in CTORS])
+@settings(max_examples=examples(50))
+@given(data=st.data())
+def test_constructor_of_bad_arguments(ctor: Ctor, data: st.DataObject) -> None:
+    run_case(ctor, data)

@@ -23,12 +23,16 @@ from hypothesis import strategies as st
 from prelens import CheckpointError, tree_paths
 from prelens.checkpoint import load, load_metadata, save
 from prelens.nn import mlp, softmax_cross_entropy
-from prelens.optim import adam, momentum, sgd
+from prelens.optim import Adam, AdamState, Momentum, MomentumState, adam, momentum, sgd
 from prelens.train import accuracy, evaluate, fit, predict, step
 
 from ._bad import NOT_ARRAYS, mutate
 from ._harness import attempt
 from .test_fuzz_lenses import examples
+
+#: The public names fuzzed here (see ``test_fuzz_coverage.py``): the optimisers' ``init`` and
+#: ``update`` with their states corrupted, the checkpoint files, the training loop and evaluation.
+COVERS = (Adam, AdamState, Momentum, MomentumState, load, load_metadata, save, fit, evaluate, predict, accuracy, step)
 
 OPTIMIZERS = {"sgd": lambda: sgd(0.1), "momentum": lambda: momentum(0.1, nesterov=True), "adam": lambda: adam(0.01)}
 

@@ -19,6 +19,7 @@ from prelens.testing import (
     check_dimap_identity,
     check_interchange,
     check_left_unit,
+    check_lens_laws,
     check_naturality,
     check_right_unit,
     check_sym_natural,
@@ -89,6 +90,32 @@ def test_combinators_catch_a_branch_that_does_not_sum(monkeypatch):
         check_combinators(l, p, V)
 
 
+def test_combinators_catch_a_vec_lens_that_reverses_its_deltas(monkeypatch):
+    real = laws_mod.vec_lens
+
+    def reversing(n, l):  # hands the input deltas back to the wrong copies
+        out = real(n, l)
+        return out.dimap_s(lambda ss: ss, lambda dss: dss[::-1]) if isinstance(out, PreLens) else out
+
+    monkeypatch.setattr(laws_mod, "vec_lens", reversing)
+    l, p = sc()
+    with pytest.raises(LawError, match="'vec_lens on TriLens agrees with vec_lens' fails: input deltas"):
+        check_combinators(l, p, V)
+
+
+def test_combinators_catch_a_batch_n_that_averages_parameter_deltas(monkeypatch):
+    real = laws_mod.batch_n
+
+    def averaging(n, l):  # the shared parameter's deltas must be summed, not averaged
+        out = real(n, l)
+        return out.dimap_p(lambda q: q, lambda dq: dq / n) if isinstance(out, PreLens) else out
+
+    monkeypatch.setattr(laws_mod, "batch_n", averaging)
+    l, p = sc()
+    with pytest.raises(LawError, match="'batch_n on TriLens agrees with batch_n' fails: parameter deltas"):
+        check_combinators(l, p, V)
+
+
 # ------------------------------------------------------- swapped parameters
 
 
@@ -100,8 +127,9 @@ def swapped_rshift(self, other):
 
 def test_tri_compose_catches_swapped_parameter_order(monkeypatch):
     monkeypatch.setattr(lens_mod.PreLens, "__rshift__", swapped_rshift)
-    (f, pf), (g, pg) = sc(), sc()
-    with pytest.raises(LawError, match="tri_compose agrees with >>"):
+    (f, pf), g = lin(), linear_vec(3, 3)
+    pg = g.init(7)  # distinct from pf: the swap shows in the forward pass, not only in the deltas
+    with pytest.raises(LawError, match="'tri_compose agrees with >>' fails: forward outputs differ"):
         check_tri_compose(f, g, pf, pg, V)
 
 
@@ -165,23 +193,53 @@ def test_dimap_composition_catches_wrong_variance_in_m(monkeypatch):
         check_dimap_composition(f, p, V)
 
 
-def test_dimap_composition_catches_composition_in_the_wrong_order(monkeypatch):
-    real = lens_mod.PreLens.dimap_s
+def _ident(x):
+    return x
 
-    def bad_dimap_s(self, f, g):  # covariant where it must be contravariant
-        inner = real(self, lambda s: s, g)
-        return lens_mod.PreLens(lambda p, s: inner.fwd(p, f(s)), inner.bwd, "bad")
 
-    monkeypatch.setattr(lens_mod.PreLens, "dimap_s", bad_dimap_s)
+def fusing_dimap(slot, *, wrong_order=False, seed=(_ident, _ident)):
+    """A ``dimap_<slot>`` that fuses a dimap of a dimap into one pair of maps, as an optimiser
+    might. Right: ``dimap_s(f, g, dimap_s(f0, g0, t)) = dimap_s(f0 ∘ f, g ∘ g0, t)`` (likewise
+    ``p``; for ``m``, covariant, ``f ∘ f0`` and ``g0 ∘ g``). ``wrong_order`` composes the
+    fused maps the other way round; a non-identity ``seed`` pair is applied once per chain."""
+    real = getattr(lens_mod.PreLens, f"dimap_{slot}")
+    fused = {}  # id(result) -> (base, value map, delta map, result: kept alive so ids stay unique)
+    value_first = (slot == "m") != wrong_order  # does the new value map run after the old one?
+
+    def dimap(self, f, g):
+        base, f0, g0 = fused[id(self)][:3] if id(self) in fused else (self, *seed)
+        if value_first:
+            ff, gg = (lambda x: f(f0(x))), (lambda d: g0(g(d)))
+        else:
+            ff, gg = (lambda x: f0(f(x))), (lambda d: g(g0(d)))
+        out = real(base, ff, gg)
+        fused[id(out)] = (base, ff, gg, out)
+        return out
+
+    return dimap
+
+
+@pytest.mark.parametrize("slot", ["s", "p", "m"])
+def test_dimap_composition_catches_a_fusion_in_the_wrong_order(monkeypatch, slot):
     f, p = lin()
-    check_dimap_composition(f, p, V)  # a correct reimplementation passes ...
+    monkeypatch.setattr(lens_mod.PreLens, f"dimap_{slot}", fusing_dimap(slot))
+    check_dimap_identity(f, p, V)  # a correct fusion passes ...
+    check_dimap_composition(f, p, V)
 
-    def worse(self, f, g):
-        return real(self, f, lambda d: g(g(d)))  # ... a wrong one does not
-
-    monkeypatch.setattr(lens_mod.PreLens, "dimap_s", worse)
-    with pytest.raises(LawError, match="dimap_s"):
+    monkeypatch.setattr(lens_mod.PreLens, f"dimap_{slot}", fusing_dimap(slot, wrong_order=True))
+    check_dimap_identity(f, p, V)  # ... the wrong order keeps the identity law ...
+    with pytest.raises(LawError, match=f"dimap_{slot} preserves composition"):  # ... but not this one
         check_dimap_composition(f, p, V)
+
+
+def test_dimap_identity_catches_a_dimap_m_that_swaps_the_residue(monkeypatch):
+    swap = lambda m: (m[1], m[0])
+    # every fused chain of dimap_m stores the residue swapped: functorial, but not the identity
+    monkeypatch.setattr(lens_mod.PreLens, "dimap_m", fusing_dimap("m", seed=(swap, swap)))
+    f, p = lin()
+    check_dimap_composition(f, p, V)  # composition cannot see it ...
+    with pytest.raises(LawError, match="dimap_m preserves identity"):
+        check_dimap_identity(f, p, V)
 
 
 def test_dimap_identity_catches_a_dimap_that_changes_the_delta(monkeypatch):
@@ -195,13 +253,20 @@ def test_dimap_identity_catches_a_dimap_that_changes_the_delta(monkeypatch):
 # --------------------------------------------------------------- Trimbara
 
 
+REAL_ALPHA, REAL_BETA = tamb.alpha, tamb.beta
+
+
+def plant(monkeypatch, name, wrong):
+    """Replace the Trimbara map ``name`` ("alpha" or "beta") wherever the checkers and the
+    encoding (``to_tamb``, ``PLeft``, ``PRight``) reach it: the module functions, which
+    dispatch on the module's type and need not go through ``PreLens.alpha``."""
+    for module in (tamb, laws_mod):
+        monkeypatch.setattr(module, name, wrong)
+
+
 def reversed_alpha(self):
     """An alpha that puts the new residue last: (m, m1) instead of (m1, m)."""
     return REAL_ALPHA(self).dimap_m(lambda m: (m[1], m[0]), lambda dm: (dm[1], dm[0]))
-
-
-REAL_ALPHA = lens_mod.PreLens.alpha
-REAL_BETA = lens_mod.PreLens.beta
 
 
 def swapped_beta(self):
@@ -210,21 +275,21 @@ def swapped_beta(self):
 
 
 def test_alpha_unit_catches_a_reversed_alpha(monkeypatch):
-    monkeypatch.setattr(lens_mod.PreLens, "alpha", reversed_alpha)
+    plant(monkeypatch, "alpha", reversed_alpha)
     f, p = lin()
     with pytest.raises(LawError, match="alpha unit"):
         check_alpha_unit(f, p, V)
 
 
 def test_alpha_composition_catches_a_reversed_alpha(monkeypatch):
-    monkeypatch.setattr(lens_mod.PreLens, "alpha", reversed_alpha)
+    plant(monkeypatch, "alpha", reversed_alpha)
     f, p = lin()
     with pytest.raises(LawError, match="alpha composition"):
         check_alpha_composition(f, p, V, np.ones(2), np.zeros(3))
 
 
 def test_beta_laws_catch_a_swapped_beta(monkeypatch):
-    monkeypatch.setattr(lens_mod.PreLens, "beta", swapped_beta)
+    plant(monkeypatch, "beta", swapped_beta)
     g, pg = sc()
     t = id_pre_lens @ (id_pre_lens @ g)
     s = (np.ones(3), (2 * np.ones(3), V))
@@ -238,7 +303,7 @@ def test_coherence_catches_an_alpha_that_reads_the_wrong_side(monkeypatch):
     def sided_alpha(self):  # takes the extra residue from the right: (s, m1) instead of (m1, s)
         return REAL_ALPHA(self).dimap_s(sym, sym)
 
-    monkeypatch.setattr(lens_mod.PreLens, "alpha", sided_alpha)
+    plant(monkeypatch, "alpha", sided_alpha)
     g, pg = sc()
     with pytest.raises(LawError, match="coherence"):
         check_coherence(id_pre_lens @ g, ((), pg), (np.ones(3), V), np.zeros(2))
@@ -248,19 +313,57 @@ def test_naturality_catches_an_alpha_that_touches_the_input(monkeypatch):
     def doubling_alpha(self):
         return REAL_ALPHA(self).dimap_s(lambda ns: (ns[0], 2 * ns[1]), lambda d: (d[0], 2 * d[1]))
 
-    monkeypatch.setattr(lens_mod.PreLens, "alpha", doubling_alpha)
+    plant(monkeypatch, "alpha", doubling_alpha)
     f, p = lin()
     with pytest.raises(LawError, match="naturality of alpha in s"):
         check_naturality(f, p, V, np.ones(2))
+
+
+def seeing_through(monkeypatch, structure_map, slot):
+    """Plant an ``alpha`` (or ``beta``) that sees through ``dimap_<slot>``: applied to
+    ``dimap_<slot>(f, g, t)`` it returns ``alpha(t)``, dropping the map (an over-eager
+    simplification). Only the naturality square of that map in that slot can see it."""
+    real_dimap = getattr(laws_mod, f"dimap_{slot}")
+    real = {"alpha": REAL_ALPHA, "beta": REAL_BETA}[structure_map]
+    made = {}  # id(result) -> (t, result: kept alive so ids stay unique)
+
+    def dimap(f, g, t):
+        out = real_dimap(f, g, t)
+        made[id(out)] = (t, out)
+        return out
+
+    monkeypatch.setattr(laws_mod, f"dimap_{slot}", dimap)
+    plant(monkeypatch, structure_map, lambda t: real(made[id(t)][0] if id(t) in made else t))
+
+
+@pytest.mark.parametrize("structure_map", ["alpha", "beta"])
+@pytest.mark.parametrize("slot", ["p", "s", "m"])
+def test_naturality_catches_a_structure_map_that_sees_through_a_dimap(monkeypatch, structure_map, slot):
+    (f, pf), (g, pg) = sc(), lin()
+    t, p, s = f @ g, (pf, pg), (np.ones(3), V)  # beta's squares need an input (p1, s0)
+    check_naturality(t, p, s, np.zeros(2))  # the real maps pass
+    seeing_through(monkeypatch, structure_map, slot)
+    with pytest.raises(LawError, match=f"naturality of {structure_map} in {slot}"):
+        check_naturality(t, p, s, np.zeros(2))
 
 
 # --------------------------------------------------------- TriLens encoding
 
 
 def test_roundtrip_catches_a_reversed_alpha(monkeypatch):
-    monkeypatch.setattr(lens_mod.PreLens, "alpha", reversed_alpha)
+    plant(monkeypatch, "alpha", reversed_alpha)
     f, p = lin()
     with pytest.raises(LawError, match=r"from_tamb \. to_tamb = id"):
+        check_tamb_roundtrip(f, p, V)
+
+
+def test_roundtrip_catches_a_dimap_m_that_forgets_to_map_the_residue(monkeypatch):
+    def lazy_dimap_m(self, f, g):  # maps the residue's delta on the way back, but stores m as it was
+        return lens_mod.PreLens(self.fwd, lambda dm, da: self.bwd(g(dm), da), f"lazy({self.name})")
+
+    monkeypatch.setattr(lens_mod.PreLens, "dimap_m", lazy_dimap_m)
+    f, p = lin()  # from_tamb keeps the residue (m, ()) where f has m: only the residues show it
+    with pytest.raises(LawError, match=r"'from_tamb \. to_tamb = id' fails: residues differ"):
         check_tamb_roundtrip(f, p, V)
 
 
@@ -271,3 +374,38 @@ def test_tri_tensor_catches_a_broken_pleft(monkeypatch):
     (f, pf), (g, pg) = sc(), lin()
     with pytest.raises(LawError, match="tri_tensor agrees with @"):
         check_tri_tensor(f, g, pf, pg, V, V)
+
+
+# ------------------------------------------------------------ check_lens_laws
+
+
+def test_lens_laws_run_check_vjp():
+    l, p = lin()
+    wrong = PreLens(l.fwd, lambda m, da: (np.outer(m[1], da), m[0].T @ da), name="transposed", init_fn=l.init_fn)
+    check_lens_laws(wrong, p, V, vjp=False)  # every other law holds for a wrong derivative
+    with pytest.raises(LawError, match="check_vjp: transposed"):
+        check_lens_laws(wrong, p, V)
+
+
+def test_lens_laws_run_check_combinators(monkeypatch):
+    monkeypatch.setattr(laws_mod, "branch", first_only_branch)
+    l, p = sc()
+    with pytest.raises(LawError, match="branch_t agrees with branch"):
+        check_lens_laws(l, p, V)
+
+
+def test_lens_laws_run_check_alpha_composition(monkeypatch):
+    alphas = {}  # id(result) -> (t, result: kept alive so ids stay unique)
+    swap = lambda m: (m[1][0], (m[0], m[1][1]))  # (n2, (n1, m)) -> (n1, (n2, m))
+
+    def nesting_alpha(t):  # alpha of an alpha stores the two threaded residues the wrong way round
+        out = REAL_ALPHA(t)
+        if id(t) in alphas:
+            out = out.dimap_m(swap, swap)
+        alphas[id(out)] = (t, out)
+        return out
+
+    plant(monkeypatch, "alpha", nesting_alpha)
+    l, p = lin()
+    with pytest.raises(LawError, match="alpha composition"):
+        check_lens_laws(l, p, V)

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import chain, vjp
+from prelens import chain, structure_mismatch, vjp
 from prelens.testing import (
     chains,
     check_alpha_composition,
@@ -193,3 +193,15 @@ def test_generated_lens_sample_matches_its_types(gl, seed):
 
 def _type_of(x):
     return len(x) if isinstance(x, np.ndarray) else (_type_of(x[0]), _type_of(x[1]))
+
+
+@given(lenses(), seeds())
+def test_generated_lens_deltas_match_a_forward_pass(gl, seed):
+    p, s = gl.sample(seed)
+    m, a = gl.lens.fwd(p, s)
+    dm, da = gl.deltas(p, s, seed)
+    assert structure_mismatch(m, dm, shapes=True) is None
+    assert structure_mismatch(a, da, shapes=True) is None
+    dp, ds = gl.lens.bwd(dm, da)
+    assert _type_of(ds) == gl.in_type
+    assert structure_mismatch(p, dp, shapes=True) is None
