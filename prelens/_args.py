@@ -199,3 +199,19 @@ def trimbara(fn: str, what: str, value: Any) -> Any:
 
 
 _MODULE_METHODS = ("dimap_s", "dimap_p", "dimap_m", "alpha", "beta")
+
+
+def optimizer(fn: str, value: Any) -> Any:
+    """``value`` if it is an optimiser (it has ``init`` and ``update``), else an error naming ``fn``."""
+    if callable(getattr(value, "init", None)) and callable(getattr(value, "update", None)):
+        return value
+    raise E.must_be(
+        fn, "optimizer", "an optimiser (with init and update), e.g. prelens.optim.sgd(0.1)", E.describe(value)
+    )
+
+
+def batch(fn: str, value: Any, what: str = "batch") -> tuple[Any, Any]:
+    """``value`` if it is a pair ``(xs, targets)``, else an error naming ``fn``."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    raise E.bad_argument(fn, what, E.describe_tree(value), "a pair (xs, targets)")

@@ -36,8 +36,13 @@ def _check_len(lens: str, what: str, xs: Any, n: int) -> None:
 def branch(n: int) -> AnyLens:
     """Fan-out: one input to a list of ``n`` copies; the backward pass sums pointwise.
 
-    Haskell: ``branch :: Int -> TriLens [s] [s] () () () () s s`` (the original
-    concatenates the deltas with ``mconcat``; prelens sums them, see the docs).
+    Haskell::
+
+        branch :: VSpace ds => Int -> PreLens [s] [ds] () () () () s ds
+
+    The post's ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s``
+    (here :func:`branch_t`) concatenates the deltas with ``mconcat``; prelens
+    sums them, see the docs.
 
     >>> import numpy as np
     >>> b = branch(2)
@@ -62,7 +67,13 @@ def branch(n: int) -> AnyLens:
 def branch_t(n: int) -> AnyTriLens:
     """The blog's fan-out TriLens, built from dimaps (backward sums pointwise).
 
-    Haskell: ``branch n = dimapM unLunit lunit . dimapP runit unRunit . dimapS (replicate n) mconcat``
+    Haskell::
+
+        branch_t :: VSpace s => Int -> TriLens [s] [s] () () () () s s
+        branch_t n = dimapM unLunit lunit . dimapP runit unRunit . dimapS (replicate n) accumulate
+
+    The post's ``branch`` has ``mconcat`` (concatenation) where this has the
+    pointwise sum ``accumulate``.
 
     >>> from prelens import from_tamb
     >>> from_tamb(branch_t(3)).fwd((), 1.0)
@@ -95,7 +106,11 @@ def vec_lens(n: int, lens: AnyTriLens) -> AnyTriLens: ...
 def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
     """``n`` copies of ``lens`` in parallel; every slot becomes a list of length ``n``.
 
-    Haskell: ``vecLens :: Int -> TriLens a da m dm p dp s ds -> TriLens [a] [da] [m] [dm] [p] [dp] [s] [ds]``
+    Haskell::
+
+        vecLens :: Int -> TriLens a da m dm p dp s ds -> TriLens [a] [da] [m] [dm] [p] [dp] [s] [ds]
+
+    (and the same with ``PreLens`` for ``TriLens``).
 
     On a TriLens it is the blog's ``consLens``/``nilLens`` recursion (nested
     ``n`` deep: meant for teaching-sized ``n``).
@@ -165,7 +180,7 @@ def _vec_lens_t(n: int, lens: AnyTriLens) -> AnyTriLens:
         return dimap_m(
             lambda m1: ([], m1),
             lambda dm: rest_empty(sym(dm)),
-            dimap_p(lambda p: rest_empty(p), lambda dp1: (dp1, []), dimap_s(nil, lambda ds: [], t)),
+            dimap_p(lambda p: rest_empty(p), lambda dp1: (dp1, []), dimap_s(nil, nil, t)),
         )
 
     def cons_lens(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
@@ -237,6 +252,11 @@ def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
 
 def chain(*lenses: AnyLens) -> AnyLens:
     """n-ary sequential composition; parameters and residues are lists in data-flow order.
+
+    Haskell::
+
+        chain :: PreLens b db m dm p dp s ds -> PreLens a da n dn q dq b db
+              -> PreLens a da [m, n] [dm, dn] [p, q] [dp, dq] s ds      -- and so on, n-ary
 
     ``chain(f, g, h)`` equals ``f >> g >> h`` up to re-nesting: parameters
     ``[p_f, p_g, p_h]`` instead of ``(p_h, (p_g, p_f))``. It is the ergonomic

@@ -15,35 +15,107 @@ import numpy as np
 
 
 class PrelensError(Exception):
-    """Base class of every error raised on purpose by prelens."""
+    """Base class of every error raised on purpose by prelens.
+
+    Each subclass also derives from the matching builtin (``ValueError``,
+    ``TypeError``, ...), so existing ``except`` clauses keep working.
+
+    >>> from prelens import chain
+    >>> try:
+    ...     chain()
+    ... except PrelensError as err:
+    ...     print(type(err).__name__, "-", err)
+    ArgumentError - chain: needs at least one lens
+    """
 
 
 class StructureError(PrelensError, ValueError):
-    """A tree (parameters, residues, inputs, deltas) has the wrong structure."""
+    """A tree (parameters, residues, inputs, deltas) has the wrong structure.
+
+    The message names the tree path of the first misfit:
+
+    >>> from prelens import check_structure
+    >>> check_structure((1.0, [2.0]), (1.0, 2.0), what="params")
+    Traceback (most recent call last):
+    ...
+    prelens._errors.StructureError: params: at [1]: expected list of 1, got float 2.0
+    """
 
 
 class ShapeError(PrelensError, ValueError):
-    """An array has the wrong shape for the lens it is given to."""
+    """An array has the wrong shape for the lens it is given to.
+
+    >>> import numpy as np
+    >>> from prelens.nn import dense
+    >>> layer = dense(3, 2)
+    >>> layer.fwd(layer.init(0), np.ones((2, 4)))
+    Traceback (most recent call last):
+    ...
+    prelens._errors.ShapeError: dense(3→2, tanh): input: expected f64[...,3], got f64[2,4]
+    """
 
 
 class DTypeError(PrelensError, TypeError):
-    """An array has the wrong dtype for the lens it is given to."""
+    """An array has the wrong dtype for the lens it is given to.
+
+    >>> import numpy as np
+    >>> from prelens.nn import token_embedding
+    >>> emb = token_embedding(5, 2)
+    >>> emb.fwd(emb.init(0), np.ones((1, 2)))
+    Traceback (most recent call last):
+    ...
+    prelens._errors.DTypeError: token_embedding(5, 2): token ids: expected an integer array, got f64[1,2]
+    """
 
 
 class LawError(PrelensError, AssertionError):
-    """A categorical law or a gradient check failed."""
+    """A categorical law or a gradient check failed.
+
+    >>> import numpy as np
+    >>> from prelens import PreLens
+    >>> from prelens.testing import check_vjp
+    >>> half = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), da * m), name="half_square")
+    >>> check_vjp(half, (), np.array([1.0, 2.0]))
+    Traceback (most recent call last):
+    ...
+    prelens._errors.LawError: check_vjp: half_square: bwd is not the reverse derivative of fwd: ...
+    """
 
 
 class NonFiniteError(PrelensError, FloatingPointError):
-    """A loss, a gradient or a parameter became NaN or infinite."""
+    """A loss, a gradient or a parameter became NaN or infinite.
+
+    >>> import numpy as np
+    >>> from prelens import PreLens
+    >>> from prelens.nn import generate
+    >>> nan_lm = PreLens(lambda p, ids: ((), np.full((*ids.shape, 3), np.nan)), lambda m, da: ((), None))
+    >>> generate(nan_lm, (), np.array([[0]]), 1)
+    Traceback (most recent call last):
+    ...
+    prelens._errors.NonFiniteError: generate: the logits of step 0: non-finite value at <root>
+    """
 
 
 class CheckpointError(PrelensError, OSError):
-    """A checkpoint file is missing, corrupt, or belongs to another model."""
+    """A checkpoint file is missing, corrupt, or belongs to another model.
+
+    >>> from prelens.checkpoint import load
+    >>> load("/no/such/dir/params.npz")
+    Traceback (most recent call last):
+    ...
+    prelens._errors.CheckpointError: checkpoint /no/such/dir/params.npz: cannot be read: no such file
+    """
 
 
 class ArgumentError(PrelensError, ValueError):
-    """A function was given an invalid setting (a learning rate, a fraction, a size)."""
+    """A function was given an invalid setting (a learning rate, a fraction, a size).
+
+    >>> from prelens.optim import sgd
+    >>> sgd(-1.0)
+    Traceback (most recent call last):
+    ...
+    prelens._errors.ArgumentError: sgd: lr must be a finite number > 0, got -1.0
+    """
 
 
 def describe(x: Any) -> str:
@@ -334,8 +406,8 @@ def attention_probes_missing(model: str) -> StructureError:
     )
 
 
-def not_a_residue_of(model: str, exc: BaseException) -> StructureError:
-    return StructureError(f"{model}: residue is not a residue of this model ({type(exc).__name__}: {exc})")
+def not_a_residue_of(model: str, why: str) -> StructureError:
+    return StructureError(f"{model}: residue is not a residue of this model ({why})")
 
 
 def law_violation(law: str, where: str, path: str, left: Any, right: Any) -> LawError:

@@ -23,6 +23,8 @@ Z = TypeVar("Z")
 
 def _two(x: Any) -> tuple[Any, Any]:
     """``x`` if it is a pair (a tuple or list of two), else ``TypeError``: dicts and strings do not unpack here."""
+    if type(x) is tuple and len(x) == 2:  # the plumbing's own pairs: the fast path
+        return x  # a plain tuple of two is the pair itself
     if isinstance(x, (tuple, list)) and len(x) == 2:
         return x[0], x[1]
     raise TypeError("not a pair")  # iso_lens and from_tamb turn it into a named error
@@ -107,7 +109,11 @@ def _second(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def lunit(x: tuple[tuple[()], X]) -> X:
-    """Haskell: ``lunit :: ((), a) -> a``.
+    """The left unit law: drop the unit on the left.
+
+    Haskell::
+
+        lunit :: ((), a) -> a
 
     >>> lunit(((), 1))
     1
@@ -117,7 +123,11 @@ def lunit(x: tuple[tuple[()], X]) -> X:
 
 
 def unlunit(x: X) -> tuple[tuple[()], X]:
-    """Haskell: ``unLunit :: a -> ((), a)``.
+    """The inverse of :func:`lunit`: put a unit on the left.
+
+    Haskell::
+
+        unLunit :: a -> ((), a)
 
     >>> unlunit(1)
     ((), 1)
@@ -126,7 +136,11 @@ def unlunit(x: X) -> tuple[tuple[()], X]:
 
 
 def runit(x: tuple[X, tuple[()]]) -> X:
-    """Haskell: ``runit :: (a, ()) -> a``.
+    """The right unit law: drop the unit on the right.
+
+    Haskell::
+
+        runit :: (a, ()) -> a
 
     >>> runit((1, ()))
     1
@@ -136,7 +150,11 @@ def runit(x: tuple[X, tuple[()]]) -> X:
 
 
 def unrunit(x: X) -> tuple[X, tuple[()]]:
-    """Haskell: ``unRunit :: a -> (a, ())``.
+    """The inverse of :func:`runit`: put a unit on the right.
+
+    Haskell::
+
+        unRunit :: a -> (a, ())
 
     >>> unrunit(1)
     (1, ())
@@ -145,7 +163,11 @@ def unrunit(x: X) -> tuple[X, tuple[()]]:
 
 
 def assoc(x: tuple[tuple[X, Y], Z]) -> tuple[X, tuple[Y, Z]]:
-    """Haskell: ``assoc :: ((a, b), c) -> (a, (b, c))``.
+    """The associator: re-nest a pair of pairs to the right.
+
+    Haskell::
+
+        assoc :: ((a, b), c) -> (a, (b, c))
 
     >>> assoc(((1, 2), 3))
     (1, (2, 3))
@@ -155,7 +177,11 @@ def assoc(x: tuple[tuple[X, Y], Z]) -> tuple[X, tuple[Y, Z]]:
 
 
 def unassoc(x: tuple[X, tuple[Y, Z]]) -> tuple[tuple[X, Y], Z]:
-    """Haskell: ``unAssoc :: (a, (b, c)) -> ((a, b), c)``.
+    """The inverse of :func:`assoc`: re-nest to the left.
+
+    Haskell::
+
+        unAssoc :: (a, (b, c)) -> ((a, b), c)
 
     >>> unassoc((1, (2, 3)))
     ((1, 2), 3)
@@ -165,7 +191,11 @@ def unassoc(x: tuple[X, tuple[Y, Z]]) -> tuple[tuple[X, Y], Z]:
 
 
 def sym(x: tuple[X, Y]) -> tuple[Y, X]:
-    """Haskell: ``sym :: (a, b) -> (b, a)``.
+    """The symmetry: swap the two halves of a pair (its own inverse).
+
+    Haskell::
+
+        sym :: (a, b) -> (b, a)
 
     >>> sym((1, 2))
     (2, 1)
@@ -175,7 +205,11 @@ def sym(x: tuple[X, Y]) -> tuple[Y, X]:
 
 
 def skip_right(x: tuple[X, tuple[Y, Z]]) -> tuple[Y, tuple[X, Z]]:
-    """Haskell: ``skipRight :: (x, (b, c)) -> (b, (x, c))`` (its own inverse).
+    """Move ``x`` past ``b``, one level down on the right (its own inverse).
+
+    Haskell::
+
+        skipRight :: (x, (b, c)) -> (b, (x, c))
 
     >>> skip_right((1, (2, 3)))
     (2, (1, 3))
@@ -185,7 +219,11 @@ def skip_right(x: tuple[X, tuple[Y, Z]]) -> tuple[Y, tuple[X, Z]]:
 
 
 def skip_left(x: tuple[tuple[X, Y], Z]) -> tuple[tuple[X, Z], Y]:
-    """Haskell: ``skipLeft :: ((a, b), x) -> ((a, x), b)`` (its own inverse).
+    """Move ``x`` past ``b``, one level down on the left (its own inverse).
+
+    Haskell::
+
+        skipLeft :: ((a, b), x) -> ((a, x), b)
 
     >>> skip_left(((1, 2), 3))
     ((1, 3), 2)
@@ -195,7 +233,12 @@ def skip_left(x: tuple[tuple[X, Y], Z]) -> tuple[tuple[X, Z], Y]:
 
 
 def first(f: Callable[[X], Y]) -> Callable[[tuple[X, Z]], tuple[Y, Z]]:
-    """Haskell: ``first f (a, b) = (f a, b)`` (from ``Data.Bifunctor``).
+    """Map the left half of a pair (``first`` of ``Data.Bifunctor``).
+
+    Haskell::
+
+        first :: (a -> a') -> (a, b) -> (a', b)
+        first f (a, b) = (f a, b)
 
     >>> first(str)((1, 2))
     ('1', 2)
@@ -210,7 +253,12 @@ def first(f: Callable[[X], Y]) -> Callable[[tuple[X, Z]], tuple[Y, Z]]:
 
 
 def second(f: Callable[[Y], Z]) -> Callable[[tuple[X, Y]], tuple[X, Z]]:
-    """Haskell: ``second f (a, b) = (a, f b)`` (from ``Data.Bifunctor``).
+    """Map the right half of a pair (``second`` of ``Data.Bifunctor``).
+
+    Haskell::
+
+        second :: (b -> b') -> (a, b) -> (a, b')
+        second f (a, b) = (a, f b)
 
     >>> second(str)((1, 2))
     (1, '2')
@@ -227,7 +275,10 @@ def second(f: Callable[[Y], Z]) -> Callable[[tuple[X, Y]], tuple[X, Z]]:
 def iso_lens(name: str, to: Callable[[Any], Any], back: Callable[[Any], Any]) -> AnyLens:
     """The lens of an isomorphism: ``to`` on values forward, ``back`` on deltas backward.
 
-    Haskell: ``PreLens (\\((), s) -> ((), to s)) (\\((), da) -> ((), back da))``
+    Haskell::
+
+        iso_lens :: String -> (s -> a) -> (da -> ds) -> PreLens a da () () () () s ds
+        iso_lens _ to back = PreLens (\\((), s) -> ((), to s)) (\\((), da) -> ((), back da))
 
     >>> iso_lens("sym", sym, sym).fwd((), (1, 2))
     ((), (2, 1))

@@ -212,19 +212,23 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         >>> id_pre_lens.alpha().fwd((), ("n", 1))
         (('n', ()), 1)
         """
-        fwd, bwd = self.fwd, self.bwd
+        fwd, bwd, name = self.fwd, self.bwd, f"alpha({self.name})"
 
         def fwd_(p: P, ns: tuple[Any, S]) -> tuple[tuple[Any, M], A]:
-            n, s = ns
-            m, a = fwd(p, s)
-            return (n, m), a
+            if not _is_pair(ns):
+                raise _plumbing(E.not_a_pair(name, "input", "(m1, s)", ns))
+            out = fwd(p, ns[1])
+            m, a = out if type(out) is tuple and len(out) == 2 else as_pair(self, out, "fwd")
+            return (ns[0], m), a
 
         def bwd_(dm: tuple[Any, DM], da: DA) -> tuple[DP, tuple[Any, DS]]:
-            dn, dm_ = dm
-            dp, ds = bwd(dm_, da)
-            return dp, (dn, ds)
+            if not _is_pair(dm):
+                raise _plumbing(E.not_a_pair(name, "residue", "(m1, m)", dm))
+            out = bwd(dm[1], da)
+            dp, ds = out if type(out) is tuple and len(out) == 2 else as_pair(self, out, "bwd")
+            return dp, (dm[0], ds)
 
-        return PreLens(fwd_, bwd_, f"alpha({self.name})", self.init_fn, "", (self,))
+        return PreLens(fwd_, bwd_, name, self.init_fn, "", (self,))
 
     def beta(self) -> PreLens[A, DA, M, DM, tuple[P, Any], tuple[DP, Any], Any, Any]:
         """Move the first half ``p1`` of a paired input ``(p1, s)`` into the parameters.
@@ -234,7 +238,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         >>> id_pre_lens.beta().fwd(((), "r"), 1)
         ((), ('r', 1))
         """
-        fwd, bwd = self.fwd, self.bwd
+        fwd, bwd, name = self.fwd, self.bwd, f"beta({self.name})"
 
         # The input type S of ``self`` is a pair here; Python's generics cannot
         # say so, hence the ``Any`` views of the two passes.
@@ -242,14 +246,20 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         bwd_any: Callable[[DM, DA], tuple[DP, Any]] = bwd
 
         def fwd_(p: tuple[P, Any], s: Any) -> tuple[M, A]:
-            p_, r = p
-            return fwd_any(p_, (r, s))
+            if not _is_pair(p):
+                raise _plumbing(E.not_a_pair(name, "parameters", "(p, p1)", p))
+            out = fwd_any(p[0], (p[1], s))
+            return out if type(out) is tuple and len(out) == 2 else as_pair(self, out, "fwd")
 
         def bwd_(dm: DM, da: DA) -> tuple[tuple[DP, Any], Any]:
-            dp, dr_ds = bwd_any(dm, da)
+            out = bwd_any(dm, da)
+            dp, dr_ds = out if type(out) is tuple and len(out) == 2 else as_pair(self, out, "bwd")
+            if not _is_pair(dr_ds):
+                what = f"the input delta of {E.short_name(self.name)}"
+                raise _plumbing(E.not_a_pair(name, what, "(dp1, ds)", dr_ds))
             return (dp, dr_ds[0]), dr_ds[1]
 
-        return PreLens(fwd_, bwd_, f"beta({self.name})", None, "", (self,))
+        return PreLens(fwd_, bwd_, name, None, "", (self,))
 
 
 AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
@@ -305,6 +315,17 @@ def _witness_list(ms: list[Any], given: tuple[Any, ...]) -> _WitnessList:
 def is_validated(lens: AnyLens) -> bool:
     """True once ``lens``'s ``bwd`` has been seen to return deltas that fit its ``p`` and ``s``."""
     return lens in _VALIDATED
+
+
+def _plumbing(err: E.StructureError) -> E.StructureError:
+    """Mark ``err`` as raised by the structure maps: ``from_tamb`` reports it as the whole lens's error."""
+    E.mark(err, _prelens_plumbing=True)
+    return err
+
+
+def _is_pair(x: Any) -> bool:
+    """A tuple or list of two: what the structure maps take apart (a 2-row array or a dict is not one)."""
+    return (type(x) is tuple or isinstance(x, (tuple, list))) and len(x) == 2
 
 
 def as_pair(lens: AnyLens, out: Any, what: str) -> tuple[Any, Any]:
@@ -545,8 +566,10 @@ def prod_lens(
 
     Every slot is paired ``(left, right)``. ``@`` is this product, not matmul.
 
-    Haskell: ``prodLens :: PreLens a da m dm p dp s ds -> PreLens a' da' m' dm' p' dp' s' ds'
-    -> PreLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')``
+    Haskell::
+
+        prodLens :: PreLens a da m dm p dp s ds -> PreLens a' da' m' dm' p' dp' s' ds'
+                 -> PreLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')
 
     >>> neg = PreLens(lambda p, s: ((), -s), lambda dm, da: ((), -da), name="neg")
     >>> prod_lens(neg, id_pre_lens).fwd(((), ()), (1.0, 2.0))
@@ -638,6 +661,10 @@ id_pre_lens: PreLens[Any, Any, tuple[()], tuple[()], tuple[()], tuple[()], Any, 
 
 def parameter_free(name: str, fwd: Callable[[Any], tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> AnyLens:
     """A lens with parameters ``()`` from ``fwd(s) -> (m, a)`` and ``bwd(dm, da) -> ds``.
+
+    Haskell::
+
+        parameter_free :: String -> (s -> (m, a)) -> (m -> da -> ds) -> PreLens a da m m () () s ds
 
     >>> sq = parameter_free("square", lambda s: (s, s * s), lambda s, da: 2 * s * da)
     >>> sq.fwd((), 3.0), sq.bwd(3.0, 1.0)

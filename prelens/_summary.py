@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from . import _args
-from . import _errors as E
 from ._errors import describe_tree
 from ._lens import AnyLens
 from ._tree import tree_leaves
@@ -100,11 +99,14 @@ class Summary:
     __repr__ = __str__
 
 
-def _example(spec: Any, rng: np.random.Generator, dtype: Any) -> Any:
-    if isinstance(spec, tuple) and all(isinstance(d, int) for d in spec) and spec:
+def _example(fn: str, spec: Any, rng: np.random.Generator, dtype: np.dtype[Any]) -> Any:
+    """Random data for a shape tuple; a tuple or list tree of shapes; any other value as it is."""
+    if isinstance(spec, tuple) and spec and all(isinstance(d, int) for d in spec):
+        for d in spec:
+            _args.count(fn, "every size in input_shape", d, least=0)
         return rng.standard_normal(spec).astype(dtype)
     if isinstance(spec, (tuple, list)):
-        out = [_example(x, rng, dtype) for x in spec]
+        out = [_example(fn, x, rng, dtype) for x in spec]
         return tuple(out) if isinstance(spec, tuple) else out
     return spec
 
@@ -205,7 +207,8 @@ def example_run(
 ) -> tuple[Any, Any]:
     """The input and parameters that :func:`summary` and ``draw`` (named ``fn``) run ``lens`` on."""
     _args.lens(fn, "lens", lens)
-    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
-        raise E.int_below(fn, "depth", depth, 0)
+    if depth is not None:
+        _args.count(fn, "depth", depth, least=0)
     gen = _args.seed(fn, rng)
-    return _example(input_shape, gen, dtype), lens.init(gen) if params is None else params
+    example = _example(fn, input_shape, gen, _args.float_dtype(fn, "dtype", dtype))
+    return example, lens.init(gen) if params is None else params

@@ -29,7 +29,7 @@ from ._iso import _skip_right as skip_right
 from ._iso import _unassoc as unassoc
 from ._iso import _unlunit as unlunit
 from ._iso import _unrunit as unrunit
-from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_pair, id_pre_lens
+from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens
 
 Fn = Callable[[Any], Any]
 
@@ -41,6 +41,10 @@ class TriProfunctor(Protocol):
     ``dimap_s(f, g)`` and ``dimap_p(f, g)`` are contravariant in the value and
     covariant in the delta; ``dimap_m(f, g)`` is covariant in ``m`` and
     contravariant in ``dm``.
+
+    >>> from prelens import id_pre_lens
+    >>> isinstance(id_pre_lens, TriProfunctor), isinstance(42, TriProfunctor)
+    (True, False)
     """
 
     def dimap_s(self, f: Fn, g: Fn) -> Self: ...
@@ -56,6 +60,12 @@ class Trimbara(TriProfunctor, Protocol):
 
     ``alpha :: t m dm p dp s ds -> t (m1, m) (dm1, dm) p dp (m1, s) (dm1, ds)``
     ``beta  :: t m dm p dp (p1, s) (dp1, ds) -> t m dm (p, p1) (dp, dp1) s ds``
+
+    ``PreLens`` is one, and so is a :class:`PLeft` or :class:`PRight` of one:
+
+    >>> from prelens import id_pre_lens
+    >>> isinstance(id_pre_lens, Trimbara), isinstance(PLeft(id_pre_lens), Trimbara)
+    (True, True)
     """
 
     def alpha(self) -> Self: ...
@@ -65,6 +75,10 @@ class Trimbara(TriProfunctor, Protocol):
 
 def dimap_s(f: Fn, g: Fn, t: Any) -> Any:
     """``dimapS f g t`` for any TriProfunctor ``t`` (see ``PreLens.dimap_s``).
+
+    Haskell::
+
+        dimapS :: TriProFunctor t => (s' -> s) -> (ds -> ds') -> t m dm p dp s ds -> t m dm p dp s' ds'
 
     >>> dimap_s(lambda s: s * 10, lambda ds: ds, id_pre_lens).fwd((), 2)
     ((), 20)
@@ -76,6 +90,10 @@ def dimap_s(f: Fn, g: Fn, t: Any) -> Any:
 def dimap_p(f: Fn, g: Fn, t: Any) -> Any:
     """``dimapP f g t`` for any TriProfunctor ``t`` (see ``PreLens.dimap_p``).
 
+    Haskell::
+
+        dimapP :: TriProFunctor t => (p' -> p) -> (dp -> dp') -> t m dm p dp s ds -> t m dm p' dp' s ds
+
     >>> dimap_p(lambda q: (), lambda dp: "dq", id_pre_lens).bwd((), 1)
     ('dq', 1)
     """
@@ -86,6 +104,12 @@ def dimap_p(f: Fn, g: Fn, t: Any) -> Any:
 def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
     """``dimapM f g t`` for any TriProfunctor ``t`` (see ``PreLens.dimap_m``).
 
+    Haskell::
+
+        dimapM :: TriProFunctor t => (m -> m') -> (dm' -> dm) -> t m dm p dp s ds -> t m' dm' p dp s ds
+
+    Covariant in ``m``, contravariant in ``dm``.
+
     >>> dimap_m(lambda m: "m", lambda dm: (), id_pre_lens).fwd((), 1)
     ('m', 1)
     """
@@ -94,91 +118,36 @@ def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
 
 
 def _check_dimap(fn: str, f: Any, g: Any, t: Any) -> None:
-    if type(t) is not PreLens:  # the plumbing of every TriLens passes here: the common case first
+    if type(t) not in (PreLens, PLeft, PRight):  # the plumbing of every TriLens passes here: the common case first
         _args.trimbara(fn, "t", t)
     _args.function(fn, "f", f)
     _args.function(fn, "g", g)
 
 
 def alpha(t: Any) -> Any:
-    """``alpha t`` for any Trimbara module ``t`` (see ``PreLens.alpha``).
+    """``alpha t`` for any Trimbara module ``t`` (see ``PreLens.alpha``): thread an extra residue ``m1``.
+
+    Haskell::
+
+        alpha :: Trimbara t => t m dm p dp s ds -> t (m1, m) (dm1, dm) p dp (m1, s) (dm1, ds)
 
     >>> alpha(id_pre_lens).fwd((), ("m1", 1))
     (('m1', ()), 1)
     """
-    if not isinstance(t, PreLens):
-        return _args.trimbara("alpha", "t", t).alpha()
-    lens = _passes_checked(t).alpha()
-    fwd, bwd, name = lens.fwd, lens.bwd, lens.name
-
-    def fwd_(p: Any, ns: Any) -> Any:
-        if not _is_pair(ns):
-            raise _plumbing(E.not_a_pair(name, "input", "(m1, s)", ns))
-        return fwd(p, ns)
-
-    def bwd_(dm: Any, da: Any) -> Any:
-        if not _is_pair(dm):
-            raise _plumbing(E.not_a_pair(name, "residue", "(m1, m)", dm))
-        return bwd(dm, da)
-
-    return PreLens(fwd_, bwd_, name, lens.init_fn, lens.op, lens.parts)
+    return _args.trimbara("alpha", "t", t).alpha()
 
 
 def beta(t: Any) -> Any:
-    """``beta t`` for any Trimbara module ``t`` (see ``PreLens.beta``).
+    """``beta t`` for any Trimbara module ``t`` (see ``PreLens.beta``): move an input ``p1`` into the parameters.
+
+    Haskell::
+
+        beta :: Trimbara t => t m dm p dp (p1, s) (dp1, ds) -> t m dm (p, p1) (dp, dp1) s ds
 
     >>> beta(id_pre_lens).fwd(((), "p1"), 1)
     ((), ('p1', 1))
     """
-    if not isinstance(t, PreLens):
-        return _args.trimbara("beta", "t", t).beta()
-    lens = _passes_checked(t, ds_pair=f"beta({t.name})").beta()
-    fwd, name = lens.fwd, lens.name
-
-    def fwd_(p: Any, s: Any) -> Any:
-        if not _is_pair(p):
-            raise _plumbing(E.not_a_pair(name, "parameters", "(p, p1)", p))
-        return fwd(p, s)
-
-    return PreLens(fwd_, lens.bwd, name, lens.init_fn, lens.op, lens.parts)
-
-
-# ``alpha`` and ``beta`` of a PreLens run its methods with the pairs they take apart checked:
-# a value that is not a pair (a tuple or list of two) is an error naming the lens, never
-# unpacked (a 2-row array or a 2-key dict would unpack silently) or indexed (``ds[0]`` of an
-# array would pick a row). The checks cost a type test per pass.
-
-
-def _plumbing(err: E.StructureError) -> E.StructureError:
-    """Mark ``err`` as raised by the structure maps: ``from_tamb`` reports it as the whole lens's error."""
-    err._prelens_plumbing = True  # type: ignore[attr-defined]
-    return err
-
-
-def _is_pair(x: Any) -> bool:
-    return (type(x) is tuple or isinstance(x, (tuple, list))) and len(x) == 2
-
-
-def _passes_checked(t: AnyLens, ds_pair: str = "") -> AnyLens:
-    """``t`` (same name, initializer and parts) whose passes return pairs, or an error naming it.
-
-    With ``ds_pair`` (the name of the lens built on it), its input delta must be a pair too.
-    """
-    fwd, bwd = t.fwd, t.bwd
-
-    def fwd_(p: Any, s: Any) -> Any:
-        out = fwd(p, s)
-        return out if type(out) is tuple and len(out) == 2 else as_pair(t, out, "fwd")
-
-    def bwd_(dm: Any, da: Any) -> Any:
-        out = bwd(dm, da)
-        if type(out) is not tuple or len(out) != 2:
-            out = as_pair(t, out, "bwd")
-        if ds_pair and not _is_pair(out[1]):
-            raise _plumbing(E.not_a_pair(ds_pair, f"the input delta of {E.short_name(t.name)}", "(dp1, ds)", out[1]))
-        return out
-
-    return PreLens(fwd_, bwd_, t.name, t.init_fn, t.op, t.parts)
+    return _args.trimbara("beta", "t", t).beta()
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -226,7 +195,10 @@ def _paren(name: str) -> str:
 def to_tamb(lens: AnyLens) -> AnyTriLens:
     """A pre-lens as a TriLens: lift its passes between the two Tambara structure maps.
 
-    Haskell: ``toTamb (PreLens fw bw) = beta . dimapS fw bw . alpha``
+    Haskell::
+
+        toTamb :: PreLens a da m dm p dp s ds -> TriLens a da m dm p dp s ds
+        toTamb (PreLens fw bw) = beta . dimapS fw bw . alpha
 
     >>> to_tamb(id_pre_lens)(id_pre_lens).fwd(((), ()), 1)
     (((), ()), 1)
@@ -246,7 +218,10 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
 def from_tamb(tri: AnyTriLens) -> AnyLens:
     """A TriLens as a pre-lens: apply it to the identity pre-lens and strip the units.
 
-    Haskell: ``fromTamb f = dimapM runit unRunit $ dimapP unLunit lunit $ f idPreLens``
+    Haskell::
+
+        fromTamb :: TriLens a da m dm p dp s ds -> PreLens a da m dm p dp s ds
+        fromTamb f = dimapM runit unRunit $ dimapP unLunit lunit $ f idPreLens
 
     >>> from_tamb(to_tamb(id_pre_lens)).fwd((), 7)
     ((), 7)
@@ -306,64 +281,79 @@ class PLeft:
     """A module of pairs seen through its left components (Haskell's ``PLeft``).
 
     Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
-    Trimbara module in ``m dm p dp s ds``.
+    Trimbara module in ``m dm p dp s ds``: its dimaps act on the left halves.
+
+    >>> from prelens import id_pre_lens
+    >>> PLeft(id_pre_lens).dimap_s(lambda s: s + 1, lambda ds: ds).t.fwd((), (1, "x"))
+    ((), (2, 'x'))
     """
 
     t: Any
 
     def __post_init__(self) -> None:
-        if type(self.t) is not PreLens:
+        if type(self.t) not in (PreLens, PLeft, PRight):  # the plumbing's own modules: the common case
             _args.trimbara("PLeft", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PLeft:
-        return PLeft(dimap_s(first(f), first(g), self.t))
+        return PLeft(self.t.dimap_s(first(f), first(g)))
 
     def dimap_p(self, f: Fn, g: Fn) -> PLeft:
-        return PLeft(dimap_p(first(f), first(g), self.t))
+        return PLeft(self.t.dimap_p(first(f), first(g)))
 
     def dimap_m(self, f: Fn, g: Fn) -> PLeft:
-        return PLeft(dimap_m(first(f), first(g), self.t))
+        return PLeft(self.t.dimap_m(first(f), first(g)))
 
     def alpha(self) -> PLeft:
-        return PLeft(dimap_s(assoc, unassoc, dimap_m(unassoc, assoc, alpha(self.t))))
+        return PLeft(self.t.alpha().dimap_m(unassoc, assoc).dimap_s(assoc, unassoc))
 
     def beta(self) -> PLeft:
-        return PLeft(dimap_p(skip_left, skip_left, beta(dimap_s(unassoc, assoc, self.t))))
+        return PLeft(self.t.dimap_s(unassoc, assoc).beta().dimap_p(skip_left, skip_left))
 
 
 @dataclass(frozen=True, eq=False)
 class PRight:
-    """A module of pairs seen through its right components (Haskell's ``PRight``)."""
+    """A module of pairs seen through its right components (Haskell's ``PRight``).
+
+    Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
+    Trimbara module in ``m' dm' p' dp' s' ds'``: its dimaps act on the right halves.
+
+    >>> from prelens import id_pre_lens
+    >>> PRight(id_pre_lens).dimap_s(lambda s: s * 2, lambda ds: ds).t.fwd((), (1, "x"))
+    ((), (1, 'xx'))
+    """
 
     t: Any
 
     def __post_init__(self) -> None:
-        if type(self.t) is not PreLens:
+        if type(self.t) not in (PreLens, PLeft, PRight):  # the plumbing's own modules: the common case
             _args.trimbara("PRight", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PRight:
-        return PRight(dimap_s(second(f), second(g), self.t))
+        return PRight(self.t.dimap_s(second(f), second(g)))
 
     def dimap_p(self, f: Fn, g: Fn) -> PRight:
-        return PRight(dimap_p(second(f), second(g), self.t))
+        return PRight(self.t.dimap_p(second(f), second(g)))
 
     def dimap_m(self, f: Fn, g: Fn) -> PRight:
-        return PRight(dimap_m(second(f), second(g), self.t))
+        return PRight(self.t.dimap_m(second(f), second(g)))
 
     def alpha(self) -> PRight:
-        return PRight(dimap_s(skip_right, skip_right, dimap_m(skip_right, skip_right, alpha(self.t))))
+        return PRight(self.t.alpha().dimap_m(skip_right, skip_right).dimap_s(skip_right, skip_right))
 
     def beta(self) -> PRight:
-        return PRight(dimap_p(unassoc, assoc, beta(dimap_s(skip_right, skip_right, self.t))))
+        return PRight(self.t.dimap_s(skip_right, skip_right).beta().dimap_p(unassoc, assoc))
 
 
 def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
     """Parallel composition of TriLenses (Haskell's ``prodLensT``), as ``l1 @ l2``.
 
-    Runs ``l1`` on the left halves through :class:`PLeft` and ``l2`` on the
-    right halves through :class:`PRight`, then re-associates::
+    Haskell::
 
-        TriLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')
+        prodLensT :: TriLens a da m dm p dp s ds -> TriLens a' da' m' dm' p' dp' s' ds'
+                  -> TriLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')
+
+    Runs ``l1`` on the left halves through :class:`PLeft` and ``l2`` on the
+    right halves through :class:`PRight`, then re-associates.
 
     >>> l = from_tamb(tri_tensor(to_tamb(id_pre_lens), to_tamb(id_pre_lens)))
     >>> l.fwd(((), ()), (1, 2))

@@ -66,6 +66,13 @@ def _run_bwd(
 def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
     """The output of the forward pass, residue dropped (Haskell: ``fwd'``).
 
+    Haskell::
+
+        forward :: PreLens a da m m p dp s ds -> p -> s -> a
+        fwd'    :: ExLens a da p dp s ds -> (p, s) -> a
+
+    ``lens`` may also be a TriLens (run through :func:`~prelens.from_tamb`).
+
     >>> from prelens import id_pre_lens
     >>> forward(id_pre_lens, (), 3.0)
     3.0
@@ -78,6 +85,13 @@ def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
 def backward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S, da: DA) -> tuple[DP, DS]:
     """``(dp, ds)`` for an output delta, re-running the forward pass (Haskell: ``bwd'``).
 
+    Haskell::
+
+        backward :: PreLens a da m m p dp s ds -> p -> s -> da -> (dp, ds)
+        bwd'     :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
+
+    ``dp`` has the structure of ``p`` and ``ds`` that of ``s``.
+
     >>> from prelens import id_pre_lens
     >>> backward(id_pre_lens, (), 3.0, 1.0)
     ((), 1.0)
@@ -89,6 +103,10 @@ def backward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S, da: DA) -> tuple
 
 def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[[DA], tuple[DP, DS]]]:
     """Run the forward pass once; return the output and a pullback ``da -> (dp, ds)``.
+
+    Haskell::
+
+        vjp :: PreLens a da m m p dp s ds -> p -> s -> (a, da -> (dp, ds))
 
     The pullback closes over the residue, so the forward pass is never
     recomputed (like ``jax.vjp``). One call of each pass per component lens.

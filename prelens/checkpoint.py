@@ -60,6 +60,12 @@ _savez: Callable[..., None] = np.savez
 def register_namedtuple(cls: T) -> T:
     """Allow :func:`load` to rebuild the named tuple class ``cls`` (usable as a decorator).
 
+    Haskell::
+
+        register_namedtuple :: Type t -> IO (Type t)
+
+    Returns ``cls`` itself.
+
     >>> from typing import NamedTuple
     >>> @register_namedtuple
     ... class Scale(NamedTuple):
@@ -96,6 +102,10 @@ def _known_namedtuples() -> dict[str, type]:
 
 def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
+
+    Haskell::
+
+        save :: FilePath -> Tree -> Metadata -> IO ()
 
     The file is written exactly at ``path`` (no suffix is added). Leaves may
     be numpy arrays of bool/int/uint/float/complex dtypes, numpy scalars, and
@@ -220,6 +230,10 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
 def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
+    Haskell::
+
+        load :: FilePath -> Maybe Tree -> IO Tree
+
     ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
     the checkpoint must have its structure, leaf kinds, shapes and dtypes,
     and named tuples are rebuilt with ``like``'s classes. Without ``like``
@@ -245,6 +259,10 @@ def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``metadata`` mapping stored by :func:`save` (``{}`` if none).
+
+    Haskell::
+
+        load_metadata :: FilePath -> IO Metadata
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")

@@ -51,7 +51,16 @@ __all__ = [
 
 
 class Optimizer(Protocol[StateT]):
-    """What every optimiser offers: ``init`` and a pure ``update``."""
+    """What every optimiser offers: ``init`` and a pure ``update``.
+
+    ``init :: Params -> s`` and ``update :: Grads -> s -> Params -> (Params, s)``,
+    with ``s`` the state type (``()`` for SGD, :class:`AdamState` for Adam):
+
+    >>> opt: Optimizer[AdamState] = adam(0.1)
+    >>> new_params, state = opt.update(np.ones(2), opt.init(np.zeros(2)), np.zeros(2))
+    >>> new_params, state.step
+    (array([-0.1, -0.1]), 1)
+    """
 
     def init(self, params: Tree) -> StateT:
         """The initial optimiser state for ``params`` (never aliases them)."""
@@ -63,13 +72,21 @@ class Optimizer(Protocol[StateT]):
 
 
 class MomentumState(NamedTuple):
-    """The velocity of :class:`Momentum`: one tree shaped like the parameters."""
+    """The velocity of :class:`Momentum`: one tree shaped like the parameters.
+
+    >>> momentum(0.1).init((np.zeros(2),))
+    MomentumState(velocity=(array([0., 0.]),))
+    """
 
     velocity: Tree
 
 
 class AdamState(NamedTuple):
-    """Adam's state: the number of steps taken and the two moment estimates (trees like the params)."""
+    """Adam's state: the number of steps taken and the two moment estimates (trees like the params).
+
+    >>> adam(0.1).init([1.0])
+    AdamState(step=0, mu=[0.0], nu=[0.0])
+    """
 
     step: int
     mu: Tree
@@ -122,6 +139,10 @@ class SGD:
 
 def sgd(lr: float) -> SGD:
     """Stochastic gradient descent with learning rate ``lr`` (``p ← p − lr·g``).
+
+    Haskell::
+
+        sgd :: Double -> Optimizer ()
 
     >>> sgd(0.1)
     SGD(lr=0.1)
@@ -190,6 +211,10 @@ class Momentum:
 
 def momentum(lr: float, beta: float = 0.9, nesterov: bool = False) -> Momentum:
     """SGD with momentum ``beta`` (``nesterov=True`` for Nesterov's look-ahead form).
+
+    Haskell::
+
+        momentum :: Double -> Double -> Bool -> Optimizer MomentumState
 
     >>> momentum(0.1, beta=0.8)
     Momentum(lr=0.1, beta=0.8, nesterov=False)
@@ -274,6 +299,12 @@ class Adam:
 
 def adam(lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Adam:
     """Adam with step size ``lr`` and moment decay rates ``b1``, ``b2``.
+
+    Haskell::
+
+        adam :: Double -> Double -> Double -> Double -> Optimizer AdamState
+
+    ``lr``, ``b1``, ``b2``, ``eps``.
 
     >>> adam(1e-3)
     Adam(lr=0.001, b1=0.9, b2=0.999, eps=1e-08)

@@ -240,3 +240,15 @@ def test_every_public_method_has_a_docstring():
             if inspect.isfunction(func) and not (func.__doc__ and func.__doc__.strip()):
                 undocumented.append(f"{qualname}.{name}")
     assert undocumented == []
+
+
+def test_every_public_function_gives_its_haskell_signature_and_a_doctest():
+    """The house style: a ``Haskell::`` block with ``name :: type``, and an example that runs."""
+    lacking = []
+    for name, value in _public_objects():
+        doc = inspect.getdoc(value) or ""
+        if ">>>" not in doc:
+            lacking.append(f"{name}: no doctest")
+        if inspect.isfunction(value) and not re.search(r"Haskell.*?[\w']+\s+::\s", doc, re.S):
+            lacking.append(f"{name}: no Haskell signature")
+    assert lacking == []

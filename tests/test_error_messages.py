@@ -278,10 +278,10 @@ CASES: dict[str, Case] = {
         r"^tanh >> tanh: parameters must be a pair \(p_g, p_f\), the later lens first, got \[\(\)\]$",
     ),
     "tamb_pass_failed": _case(
-        lambda: from_tamb(nn.make_mlp(3, [2, 1])).bwd(None, [1.0]),
+        lambda: from_tamb(nn.make_mlp(3, [2, 1])).bwd([[None, None], [None]], [1.0]),
         E.StructureError,
         r"^from_tamb\(make_mlp\(3, \[2, 1\]\)\): the backward pass failed on \(residue, output delta\) = "
-        r"\(None, \[float 1\.0\]\) \(TypeError: .*\); a TriLens runs as a nest of dimaps",
+        r"\(\[\[None, None\], \[None\]\], \[float 1\.0\]\) \(TypeError: .*\); a TriLens runs as a nest of dimaps",
     ),
     "attention_probes_missing": _case(
         lambda: nn.attention_weights(D32, ()),

@@ -90,11 +90,38 @@ def test_branch_sums_pointwise(lens):
 
 @pytest.mark.parametrize("make", [lambda l: l, to_tamb], ids=["prelens", "trilens"])
 @pytest.mark.parametrize("length", [1, 3])
-def test_wrong_list_lengths_are_errors(make, length):
+@pytest.mark.parametrize("slot", ["params", "input", "residue deltas", "output deltas"])
+def test_wrong_list_lengths_are_errors(make, length, slot):
+    """Each slot on its own: a list of the wrong length is never truncated nor padded."""
     l = vec_lens(2, make(add_p()))
     l = from_tamb(l) if isinstance(l, TriLens) else l
+    good, bad = [1.0, 1.0], [1.0] * length
     with pytest.raises(StructureError, match=r"vec_lens\(2"):
-        l.fwd([1.0] * length, [1.0] * length)
+        if slot in ("params", "input"):
+            l.fwd(bad if slot == "params" else good, bad if slot == "input" else good)
+        else:
+            m, _ = l.fwd(good, good)
+            l.bwd(([()] * length if slot == "residue deltas" else m), bad if slot == "output deltas" else good)
+
+
+@pytest.mark.parametrize("slot", ["input", "output deltas"])
+def test_batch_n_of_a_trilens_refuses_wrong_lengths(slot):
+    l = from_tamb(batch_n(2, to_tamb(add_p())))
+    with pytest.raises(StructureError, match=r"batch_n\(2|vec_lens\(2"):
+        if slot == "input":
+            l.fwd(0.0, [1.0, 1.0, 1.0])
+        else:
+            m, _ = l.fwd(0.0, [1.0, 1.0])
+            l.bwd(m, [1.0, 1.0, 1.0])
+
+
+def test_make_mlp_refuses_residue_deltas_of_the_wrong_length():
+    from prelens.nn import init_mlp, make_mlp
+
+    net = from_tamb(make_mlp(3, [4, 1]))
+    m, _ = net.fwd(init_mlp(3, [4, 1], np.random.default_rng(0)), np.ones(3))
+    with pytest.raises(StructureError, match=r"make_mlp\(3, \[4, 1\]\): residue deltas must be a list of 2 layers"):
+        net.bwd([*m, m[0]], np.ones(1))
 
 
 @pytest.mark.parametrize("lens", [branch(2), from_tamb(branch_t(2))], ids=["branch", "branch_t"])

@@ -75,6 +75,10 @@ class SequenceTask:
     ``seq_len`` is the model's input length ``2·length + 1`` (the full
     sequence without its last token); the answer is predicted at positions
     ``answer_start .. seq_len-1``.
+
+    >>> task = SequenceTask("copy", length=3, n_symbols=5)
+    >>> task.bos, task.sep, task.vocab_size, task.seq_len, task.answer_start
+    (5, 6, 7, 7, 4)
     """
 
     name: str
@@ -149,6 +153,10 @@ def make_sequences(
 ) -> tuple[IntArray, IntArray]:
     """``n`` random examples of ``task``: ``(inputs, labels)``, each ``(n, task.seq_len)`` int64.
 
+    Haskell::
+
+        make_sequences :: SequenceTask -> Int -> Gen -> (Ids, Ids)
+
     ``inputs[:, t]`` is token ``t`` of ``[BOS] x [SEP] y``; ``labels[:, t]``
     is token ``t + 1`` where it belongs to the answer, ``-1`` elsewhere.
     A task given by name uses the default length and symbols.
@@ -176,6 +184,10 @@ def make_sequences(
 
 def load_text(name: str = "sonnets") -> str:
     """A shipped public-domain text by name (see :data:`TEXTS`).
+
+    Haskell::
+
+        load_text :: String -> String
 
     >>> load_text()[:34]
     "Shall I compare thee to a summer's"
@@ -233,6 +245,12 @@ def text_windows(
     ids: IntArray, block: int, n: int, *, rng: np.random.Generator | int | None = None
 ) -> tuple[IntArray, IntArray]:
     """``n`` random windows of a token stream: ``inputs = ids[i:i+block]``, ``labels = ids[i+1:i+block+1]``.
+
+    Haskell::
+
+        text_windows :: Ids -> Int -> Int -> Gen -> (Ids, Ids)
+
+    ``ids (N,)`` with ``N > block``; ``inputs`` and ``labels`` are ``(n, block)`` int64.
 
     >>> x, y = text_windows(np.arange(10), 4, 2, rng=0)
     >>> x.shape, bool((y == x + 1).all())

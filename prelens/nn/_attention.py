@@ -86,6 +86,10 @@ class AttentionParams(NamedTuple):
     Head ``i`` uses columns ``i·d_k : (i+1)·d_k`` of ``W_Q``, ``W_K`` and
     ``W_V`` (``d_k = d_model / heads``); ``W_O`` maps the concatenated heads
     back to ``d_model``. Deltas have the same type.
+
+    >>> ap = multi_head_attention(4, 2).init(0)
+    >>> type(ap).__name__, [w.shape for w in ap]
+    ('AttentionParams', [(4, 4), (4, 4), (4, 4), (4, 4)])
     """
 
     W_Q: Array
@@ -95,7 +99,12 @@ class AttentionParams(NamedTuple):
 
 
 class HeadParams(NamedTuple):
-    """Parameters of one head: ``W_Q``, ``W_K``, ``W_V`` of shape ``(d_model, d_k)``."""
+    """Parameters of one head: ``W_Q``, ``W_K``, ``W_V`` of shape ``(d_model, d_k)``.
+
+    >>> hp = attention_head(4, 2).init(0)
+    >>> hp._fields, hp.W_Q.shape
+    (('W_Q', 'W_K', 'W_V'), (4, 2))
+    """
 
     W_Q: Array
     W_K: Array
@@ -103,7 +112,12 @@ class HeadParams(NamedTuple):
 
 
 class FaithfulAttentionParams(NamedTuple):
-    """Parameters of the faithful multi-head attention: a list of heads and ``W_O (d_model, d_model)``."""
+    """Parameters of the faithful multi-head attention: a list of heads and ``W_O (d_model, d_model)``.
+
+    >>> fp = multi_head_attention_faithful(4, 2).init(0)
+    >>> len(fp.heads), fp.heads[0].W_Q.shape, fp.W_O.shape
+    (2, (4, 2), (4, 4))
+    """
 
     heads: list[HeadParams]
     W_O: Array
@@ -119,6 +133,10 @@ MASKED = -1e30
 
 def attention_scores(d_k: int) -> AnyLens:
     """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
+
+    Haskell::
+
+        attention_scores :: Int -> PreLens A A (A, A) (A, A) () () (A, A) (A, A)
 
     Shapes: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)`` (same leading axes,
     e.g. ``(B, heads)``) ``-> (..., T_q, T_k)``. Parameter-free; residue
@@ -198,6 +216,10 @@ def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
 
+    Haskell::
+
+        causal_mask :: PreLens A A Mask Mask () () A A
+
     After :data:`~prelens.nn.softmax` those weights are exactly ``0``, so a
     future position never influences a past one. The value is finite, so a
     row with every key masked gives uniform weights, never NaN. The dtype is
@@ -243,6 +265,10 @@ def causal_mask() -> AnyLens:
 def weighted_sum() -> AnyLens:
     """Each query's output is the attention-weighted sum of the values: ``(A, V) -> A V``.
 
+    Haskell::
+
+        weighted_sum :: PreLens A A (A, A) (A, A) () () (A, A) (A, A)
+
     Shapes: ``A (..., T_q, T_k)``, ``V (..., T_k, d_v) -> (..., T_q, d_v)``.
     Parameter-free; residue ``(A, V)``; backward ``dA = dO Vᵀ``, ``dV = Aᵀ dO``.
 
@@ -277,6 +303,10 @@ def split_heads(n_heads: int) -> AnyLens:
     the backward pass can check the delta); the backward pass is :func:`merge_heads`'s
     forward pass.
 
+    Haskell::
+
+        split_heads :: Int -> PreLens A A Shape Shape () () A A
+
     >>> split_heads(2).fwd((), np.arange(4.0).reshape(1, 1, 4))[1]
     array([[[[0., 1.]],
     <BLANKLINE>
@@ -299,6 +329,10 @@ def split_heads(n_heads: int) -> AnyLens:
 
 def merge_heads(n_heads: int) -> AnyLens:
     """Concatenate the heads along the features: ``(..., h, T, d_k) -> (..., T, h·d_k)``.
+
+    Haskell::
+
+        merge_heads :: Int -> PreLens A A Shape Shape () () A A
 
     The inverse of :func:`split_heads`; parameter-free, residue: the input's shape.
 
@@ -347,6 +381,10 @@ def _merge(name: str, h: int, x: Array, what: str) -> Array:
 
 def concat_heads(n_heads: int) -> AnyLens:
     """The faithful concatenation: a list of ``h`` head outputs ``(..., T, d_i)`` -> ``(..., T, Σ d_i)``.
+
+    Haskell::
+
+        concat_heads :: Int -> PreLens A A (Shape, [Int]) (Shape, [Int]) () () [A] [A]
 
     Parameter-free; residue: the output's shape and the offsets where each
     head's features start (after the first); the backward pass cuts the delta there.
@@ -404,7 +442,14 @@ def concat_heads(n_heads: int) -> AnyLens:
 # -------------------------------------------------------------- one head, many
 
 
-def _check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
+def check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
+    """``(d_model, n_heads)``, checked for the constructor ``fn``: sizes, and the heads divide ``d_model``.
+
+    >>> check_heads("decoder_lm", 6, 4)
+    Traceback (most recent call last):
+    ...
+    prelens._errors.StructureError: decoder_lm: d_model must be divisible by the number of heads: d_model=6, n_heads=4
+    """
     d = check_size(fn, "d_model", d_model)
     h = check_size(fn, "n_heads", n_heads)
     if d % h:
@@ -455,6 +500,13 @@ def attention_head(
 ) -> AnyLens:
     """One head of attention: projections ≫ scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
+    Haskell::
+
+        attention_head :: Int -> Int -> PreLens A A [m] [m] HeadParams HeadParams A A
+        -- cross=True:                  PreLens A A [m] [m] HeadParams HeadParams (A, A) (A, A)
+
+    ``[m]`` is the chain's list of stage residues.
+
     Self-attention: ``x (B, T, d_model) -> (B, T, d_k)``, with the queries, keys
     and values all projected from a copy of ``x``. ``cross=True``: input
     ``(x (B, T, d_model), context (B, S, d_model))``, queries from ``x``, keys
@@ -501,6 +553,11 @@ def multi_head_attention_faithful(
 ) -> AnyLens:
     """Multi-head attention as the structure says: ``branch`` to ``h`` heads in parallel, concatenate, ``W_O``.
 
+    Haskell::
+
+        multi_head_attention_faithful :: Int -> Int
+            -> PreLens A A [m] [m] FaithfulAttentionParams FaithfulAttentionParams A A
+
     ``chain(branch(h), vec_lens(h, attention_head(d_model, d_k)), concat_heads(h), linear(d_model, d_model))``
     with ``d_k = d_model / h``. Shapes as :func:`multi_head_attention` (or,
     with ``cross=True``, as :func:`cross_attention`). Parameters
@@ -514,7 +571,7 @@ def multi_head_attention_faithful(
     [(4, 2), (4, 2), (4, 2)]
     """
     kind = "multi_head_attention_faithful"
-    d, h = _check_heads(kind, d_model, n_heads)
+    d, h = check_heads(kind, d_model, n_heads)
     dt = float_dtype(kind, dtype)
     causal, cross = A.flag(kind, "causal", causal), A.flag(kind, "cross", cross)
     name = _label(kind, d, h, causal, dt, cross)
@@ -533,7 +590,7 @@ def multi_head_attention_faithful(
 
 
 def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtype: npt.DTypeLike) -> AnyLens:
-    d, h = _check_heads(kind, d_model, n_heads)
+    d, h = check_heads(kind, d_model, n_heads)
     dt = float_dtype(kind, dtype)
     causal = A.flag(kind, "causal", causal)
     name = _label(kind, d, h, causal, dt)
@@ -570,6 +627,12 @@ def multi_head_attention(
 ) -> AnyLens:
     """Fast multi-head self-attention, heads on an array axis: ``(B, T, d_model) -> (B, T, d_model)``.
 
+    Haskell::
+
+        multi_head_attention :: Int -> Int -> PreLens A A [m] [m] AttentionParams AttentionParams A A
+
+    ``[m]`` is the chain's list of stage residues.
+
     Built as::
 
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
@@ -595,6 +658,10 @@ def multi_head_attention(
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 
+    Haskell::
+
+        cross_attention :: Int -> Int -> PreLens A A [m] [m] AttentionParams AttentionParams (A, A) (A, A)
+
     Queries are projected from ``x``, keys and values from ``context`` (an
     encoder's output, say): the pipeline of :func:`multi_head_attention`
     behind the wiring ``(x, c) -> (x, (c, c)) -> ((x, c), c)``. Parameters
@@ -612,6 +679,10 @@ def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.flo
 
 def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
     """The faithful layout to the fast one: head matrices side by side, ``(d, d_k)·h -> (d, d)``.
+
+    Haskell::
+
+        stack_heads :: FaithfulAttentionParams -> AttentionParams
 
     Linear, so it maps parameter deltas the same way.
 
@@ -667,6 +738,12 @@ def _faithful_layout(fp: Any) -> tuple[list[HeadParams], Array]:
 def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
     """The fast layout to the faithful one (the inverse of :func:`stack_heads`).
 
+    Haskell::
+
+        unstack_heads :: AttentionParams -> Int -> FaithfulAttentionParams
+
+    Shapes: ``(d, d)`` matrices to ``h`` heads of ``(d, d / h)`` and ``W_O (d, d)``.
+
     >>> ap = multi_head_attention(4, 2).init(0)
     >>> stack_heads(unstack_heads(ap, 2)).W_V.shape
     (4, 4)
@@ -677,6 +754,6 @@ def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
     w_q = _matrix(fn, "W_Q", ap[0], None, None)
     d = w_q.shape[0]
     ws = [_matrix(fn, name, w, (d, d), w_q.dtype) for name, w in zip(AttentionParams._fields, ap)]
-    _check_heads(fn, d, n_heads)
+    check_heads(fn, d, n_heads)
     parts = [np.split(w, n_heads, axis=-1) for w in ws[:3]]
     return FaithfulAttentionParams([HeadParams(q.copy(), k.copy(), v.copy()) for q, k, v in zip(*parts)], ws[3])

@@ -37,8 +37,11 @@ __all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras
 def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64) -> DenseParams:
     """A faithful layer's ``[Para]`` as the fast layer's ``DenseParams(W, b)``.
 
-    Haskell: ``[Para] -> DenseParams``; ``n_out`` neurons with weights of
-    length ``m_in`` give ``W (m_in, n_out)`` (neuron ``j`` in column ``j``) and
+    Haskell::
+
+        dense_from_paras :: [Para] -> DType -> DenseParams
+
+    ``n_out`` neurons with weights of length ``m_in`` give ``W (m_in, n_out)`` (neuron ``j`` in column ``j``) and
     ``b (n_out,)``. Fresh arrays of ``dtype``.
 
     >>> dense_from_paras([Para(0.0, np.ones(3))] * 2).weight.shape
@@ -68,8 +71,13 @@ def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64
 def dense_to_paras(p: DenseParams) -> list[Para]:
     """The fast layer's ``DenseParams(W, b)`` as the faithful layer's ``[Para]``, one per column.
 
-    Haskell: ``DenseParams -> [Para]``. Biases become Python floats and
-    weights fresh float64 vectors, as :class:`Para` holds them.
+    Haskell::
+
+        dense_to_paras :: DenseParams -> [Para]
+
+    ``W (m_in, n_out)`` and ``b (n_out,)`` give ``n_out`` neurons. Biases become
+    Python floats and weights fresh float64 vectors of length ``m_in``, as
+    :class:`Para` holds them.
 
     >>> dense_to_paras(DenseParams(np.ones((3, 2)), np.zeros(2)))[1]
     Para(bias=0.0, weight=array([1., 1., 1.]))
@@ -93,6 +101,12 @@ def dense_to_paras(p: DenseParams) -> list[Para]:
 def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = np.float64) -> list[DenseParams]:
     """``make_mlp``'s ``[[Para]]`` as :func:`~prelens.nn.mlp`'s ``[DenseParams]``, layer by layer.
 
+    Haskell::
+
+        mlp_from_paras :: [[Para]] -> DType -> [DenseParams]
+
+    Layer ``k`` of ``n_k`` neurons with ``m_k`` inputs gives ``W (m_k, n_k)``, ``b (n_k,)``.
+
     >>> from prelens.nn._faithful import init_mlp
     >>> [p.weight.shape for p in mlp_from_paras(init_mlp(3, [4, 2], np.random.default_rng(0)))]
     [(3, 4), (4, 2)]
@@ -103,6 +117,10 @@ def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = n
 
 def mlp_to_paras(params: Sequence[DenseParams]) -> list[list[Para]]:
     """:func:`~prelens.nn.mlp`'s ``[DenseParams]`` as ``make_mlp``'s ``[[Para]]``, layer by layer.
+
+    Haskell::
+
+        mlp_to_paras :: [DenseParams] -> [[Para]]
 
     >>> [len(layer) for layer in mlp_to_paras([DenseParams(np.ones((3, 4)), np.zeros(4))])]
     [4]

@@ -73,7 +73,12 @@ class Para(NamedTuple):
 
 
 def mk_para(bw: tuple[float, VecLike]) -> Para:
-    """Pack ``(bias, weight)`` into a :class:`Para` (Haskell: ``mkPara (b, v) = Para b v``).
+    """Pack ``(bias, weight)`` into a :class:`Para`.
+
+    Haskell::
+
+        mkPara :: (D, V) -> Para
+        mkPara (b, v) = Para b v
 
     The bias becomes a Python float and the weight a float64 array.
 
@@ -89,7 +94,12 @@ def mk_para(bw: tuple[float, VecLike]) -> Para:
 
 
 def un_para(p: Para) -> tuple[float, Vec]:
-    """Unpack a :class:`Para` into ``(bias, weight)`` (Haskell: ``unPara p = (bias p, weight p)``).
+    """Unpack a :class:`Para` into ``(bias, weight)``.
+
+    Haskell::
+
+        unPara :: Para -> (D, V)
+        unPara p = (bias p, weight p)
 
     >>> un_para(Para(0.1, np.array([1.0, -1.0])))
     (0.1, array([ 1., -1.]))
@@ -101,6 +111,10 @@ def un_para(p: Para) -> tuple[float, Vec]:
 
 def init_para(m_in: int, rng: np.random.Generator) -> Para:
     """Random parameters of a neuron with ``m_in`` inputs: LeCun normal.
+
+    Haskell::
+
+        init_para :: Int -> Gen -> Para
 
     ``weight ~ N(0, 1/m_in)`` elementwise and ``bias = 0``: the pre-activation
     of a neuron fed unit-variance inputs then has unit variance, the usual
@@ -117,6 +131,10 @@ def init_para(m_in: int, rng: np.random.Generator) -> Para:
 
 def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[list[Para]]:
     """Random parameters for ``make_mlp(m_in, sizes)``: one list of :class:`Para` per layer.
+
+    Haskell::
+
+        init_mlp :: Int -> [Int] -> Gen -> [[Para]]
 
     Layers first to last, neurons in order, each drawn with :func:`init_para`
     from the one generator ``rng`` (so ``make_mlp_l(m_in, sizes).init(rng)``
@@ -143,7 +161,9 @@ def _vector(lens: str, what: str, x: Any, n: int) -> Vec:
 def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec, VecLike, Vec]:
     """The scalar product of the weights and the input: ``a = Σ pᵢ sᵢ``.
 
-    Haskell: ``linearL :: Int -> PreLens D D (V, V) (V, V) V V V V``
+    Haskell::
+
+        linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
 
     Forward ``(p, s) -> ((s, p), a)``; backward ``((s, p), da) -> (da·s, da·p)``.
     Shapes: ``p`` and ``s`` of length ``n``; the residue keeps both.
@@ -216,7 +236,10 @@ activ_l: PreLens[D, D, D, D, tuple[()], tuple[()], D, D] = PreLens(_activ_fwd, _
 def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], VecLike, Vec]:
     """``linear_l(n) >> bias_l``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
 
-    Haskell: ``preCompose (linearL n) biasL :: PreLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V``
+    Haskell::
+
+        affine_l :: Int -> PreLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V
+        affine_l n = preCompose (linearL n) biasL
 
     >>> round(affine_l(2).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
     2.81
@@ -250,7 +273,9 @@ def _unrunit_residue(dm: Any) -> Any:
 def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Para, VecLike, Vec]:
     """A neuron with ``m_in`` inputs: ``tanh(bias + Σ wᵢ sᵢ)``.
 
-    Haskell: ``neuronL :: Int -> PreLens D D ((V, V), D) ((V, V), D) Para Para V V``
+    Haskell::
+
+        neuronL :: Int -> PreLens D D ((V, V), D) ((V, V), D) Para Para V V
 
     Built as the post builds it: ``(linear_l >> bias_l) >> activ_l`` has
     parameters ``((), (bias, weight))`` and residue ``(((s, w), ()), z)``;
@@ -273,8 +298,9 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
 def layer_l(m_in: int, n_out: int) -> AnyLens:
     """A layer of ``n_out`` neurons with ``m_in`` inputs each, as a pre-lens.
 
-    Haskell (pre-lens form of ``layer``):
-    ``PreLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V``
+    Haskell (the pre-lens form of the post's ``layer``)::
+
+        layer_l :: Int -> Int -> PreLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
 
     ``branch(n_out) >> vec_lens(n_out, neuron_l(m_in))`` with the units of
     ``branch`` stripped. Output: a list of ``n_out`` floats.
@@ -291,8 +317,9 @@ def layer_l(m_in: int, n_out: int) -> AnyLens:
 def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
     """A multi-layer perceptron as a pre-lens: ``chain`` of :func:`layer_l`.
 
-    Haskell (pre-lens form of ``makeMlp``):
-    ``PreLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V``
+    Haskell (the pre-lens form of the post's ``makeMlp``)::
+
+        make_mlp_l :: Int -> [Int] -> PreLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
 
     Parameters and residues are lists in layer order, first layer first;
     ``init`` draws what :func:`init_mlp` draws.
@@ -316,7 +343,10 @@ def _after(tri: AnyTriLens, step: Callable[[Any], Any], name: str) -> AnyTriLens
 def linear_t(n: int) -> AnyTriLens:
     """``to_tamb(linear_l(n))``.
 
-    Haskell: ``linearT :: Int -> TriLens D D (V, V) (V, V) V V V V``
+    Haskell::
+
+        linearT :: Int -> TriLens D D (V, V) (V, V) V V V V
+        linearT n = toTamb (linearL n)
 
     >>> from prelens import from_tamb
     >>> round(from_tamb(linear_t(2)).fwd(np.array([-0.1, 0.1]), [2.0, 30.0])[1], 10)
@@ -335,7 +365,10 @@ activ_t: AnyTriLens = TriLens(to_tamb(activ_l).run, "activ_t")
 def affine_t(n: int) -> AnyTriLens:
     """``tri_compose(linear_t(n), bias_t)``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
 
-    Haskell: ``triCompose (linearT n) biasT :: TriLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V``
+    Haskell::
+
+        affine_t :: Int -> TriLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V
+        affine_t n = triCompose (linearT n) biasT
 
     >>> from prelens import from_tamb
     >>> round(from_tamb(affine_t(2)).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
@@ -418,13 +451,20 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
     name = f"make_mlp({m_in}, {list(sizes)})"
     k = len(shapes)
 
-    def check_params(ps: Any) -> Any:
-        if not isinstance(ps, list) or len(ps) != k:
-            got = f"length {len(ps)}" if isinstance(ps, list) else E.describe(ps)
-            raise E.must_be(name, "parameters", f"a list of {k} layers", got)
-        return ps
+    def layers(what: str) -> Callable[[Any], Any]:
+        def check(xs: Any) -> Any:
+            if not isinstance(xs, list) or len(xs) != k:
+                got = f"length {len(xs)}" if isinstance(xs, list) else E.describe(xs)
+                raise E.must_be(name, what, f"a list of {k} layers", got)
+            return xs
 
-    return _after(_mlp(shapes), lambda t: dimap_p(second(check_params), second(_same), t), name)
+        return check
+
+    def checked(t: Any) -> Any:
+        t = dimap_m(first(_same), first(layers("residue deltas")), t)
+        return dimap_p(second(layers("parameters")), second(_same), t)
+
+    return _after(_mlp(shapes), checked, name)
 
 
 def _mlp(shapes: list[tuple[int, int]]) -> AnyTriLens:

@@ -22,6 +22,7 @@ frames); the pre-lens form runs the one network ``n`` times.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -82,7 +83,10 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     ``(ground_truth, θ)`` (the later lens first), input a list of ``n``
     vectors, output the loss ``½ Σ (s − g)²``.
 
-    Haskell: ``PreLens D D ([m], ([V], [V])) ([m], ([V], [V])) ([V], p) ([V], p) [V] [V]``
+    Haskell (``mlp`` may also be the ``PreLens``)::
+
+        batch_loss_l :: VSpace dp => TriLens V V m dm p dp V V -> Int
+                     -> PreLens D D ([m], ([V], [V])) ([dm], ([V], [V])) ([V], p) ([V], dp) [V] [V]
 
     >>> import numpy as np
     >>> from prelens.nn import make_mlp, init_mlp
@@ -98,6 +102,10 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
 def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float) -> tuple[Params, float]:
     """One step of gradient descent on a batch; returns ``(new_params, loss)``.
 
+    Haskell (``mlp`` may also be the ``PreLens``)::
+
+        train_step :: VSpace p => TriLens V V m m p p V V -> p -> [V] -> [V] -> D -> (p, D)
+
     ``loss`` is the batch loss ``½ Σ (s − g)²`` at ``params`` (before the
     update); ``new_params = params − rate·dθ`` with ``dθ`` the gradient of that
     loss, summed over the batch. Pure: ``params`` is not modified.
@@ -112,12 +120,23 @@ def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate
     >>> round(loss, 4), params[0][0].bias, new_params[0][0].bias != 0.0
     (1.8572, 0.0, True)
     """
-    net = _as_prelens(mlp, "train_step")
     xs_, ys_ = _rows("train_step", "inputs", xs), _rows("train_step", "targets", ys)
     if len(xs_) != len(ys_):
         raise E.list_length_error("train_step", "targets", len(xs_), len(ys_))
     rate = _args.real("train_step", "rate", rate, low=0.0)
-    return _step(batch_loss_l(net, len(xs_)), params, xs_, ys_, rate)
+    return _step(_batch_loss(mlp, len(xs_)), params, xs_, ys_, rate)
+
+
+#: ``batch_loss_l`` of each network seen by :func:`train_step`, per batch size: a teacher's
+#: loop calls it once a step, and the lens (a nest of dimaps) need be built only once.
+_BATCH_LOSSES: weakref.WeakKeyDictionary[Any, dict[int, AnyLens]] = weakref.WeakKeyDictionary()
+
+
+def _batch_loss(mlp: Any, n: int) -> AnyLens:
+    built = _BATCH_LOSSES.setdefault(_args.lens_or_trilens("train_step", "mlp", mlp), {})
+    if n not in built:
+        built[n] = batch_loss_l(_as_prelens(mlp, "train_step"), n)
+    return built[n]
 
 
 def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
@@ -132,6 +151,10 @@ def train(
     mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float, steps: int
 ) -> tuple[Params, list[float]]:
     """``steps`` calls of :func:`train_step` on one batch; returns ``(params, losses)``.
+
+    Haskell (``mlp`` may also be the ``PreLens``)::
+
+        train :: VSpace p => TriLens V V m m p p V V -> p -> [V] -> [V] -> D -> Int -> (p, [D])
 
     ``losses[k]`` is the loss before step ``k``. The batched network is built
     once and reused. Pure: the ``params`` passed in are not modified.
@@ -160,6 +183,11 @@ def train(
 def predict(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
     """The network's outputs on a batch: ``forward(batch_n(n, from_tamb(mlp)), params, xs)``.
 
+    Haskell (``mlp`` may also be the ``PreLens``)::
+
+        predict :: TriLens a da m m p dp V V -> p -> [V] -> [a]
+
+    ``xs`` is ``(batch, m_in)`` (a 2-D array or a list of vectors).
     For :func:`make_mlp` each output is a list of ``sizes[-1]`` floats.
 
     >>> import numpy as np

@@ -308,9 +308,9 @@ def dense(
     def fwd(p: DenseParams, x: Array) -> tuple[DenseResidue, Array]:
         if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect_x, dt)
-        try:
+        try:  # DenseParams only: the dp it returns has that type, so a plain pair would not fit it
             w, b = p
-            ok = w.shape == w_shape and b.shape == b_shape and w.dtype == dt and b.dtype == dt
+            ok = type(p) is DenseParams and w.shape == w_shape and b.shape == b_shape and w.dtype == dt == b.dtype
         except (TypeError, ValueError, AttributeError):
             ok = False
         if not ok:
@@ -358,7 +358,7 @@ def dense(
 
 def _dense_params_error(lens: str, p: object, n_in: int, n_out: int, dt: np.dtype[Any]) -> E.PrelensError:
     dn = E.dtype_name(dt)
-    if not isinstance(p, tuple) or len(p) != 2:
+    if type(p) is not DenseParams:
         return E.must_be(
             lens, "parameters", f"DenseParams(weight {dn}[{n_in},{n_out}], bias {dn}[{n_out}])", E.describe(p)
         )

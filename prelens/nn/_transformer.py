@@ -42,7 +42,7 @@ from .._combinators import chain, copy_l
 from .._iso import sym_l, unassoc_l
 from .._lens import AnyLens, PreLens, as_pair, id_pre_lens
 from ._activations import relu
-from ._attention import AttentionParams, cross_attention, multi_head_attention
+from ._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from ._embedding import positional_embedding, sinusoidal_encoding, token_embedding
 from ._fastcheck import (
     Array,
@@ -80,14 +80,23 @@ Positional = Literal["learned", "sinusoidal"]
 
 
 class FeedForwardParams(NamedTuple):
-    """The two dense layers of :func:`feed_forward`: ``hidden (d_model→d_ff)``, ``output (d_ff→d_model)``."""
+    """The two dense layers of :func:`feed_forward`: ``hidden (d_model→d_ff)``, ``output (d_ff→d_model)``.
+
+    >>> p = feed_forward(4, 16).init(0)
+    >>> p.hidden.weight.shape, p.output.weight.shape
+    ((4, 16), (16, 4))
+    """
 
     hidden: DenseParams
     output: DenseParams
 
 
 class EncoderBlockParams(NamedTuple):
-    """Parameters of :func:`encoder_block` (``norm1`` goes with attention, ``norm2`` with the FFN)."""
+    """Parameters of :func:`encoder_block` (``norm1`` goes with attention, ``norm2`` with the FFN).
+
+    >>> encoder_block(8, 2, 16).init(0)._fields
+    ('attention', 'norm1', 'feed_forward', 'norm2')
+    """
 
     attention: AttentionParams
     norm1: LayerNormParams
@@ -96,7 +105,12 @@ class EncoderBlockParams(NamedTuple):
 
 
 class DecoderBlockParams(NamedTuple):
-    """Parameters of :func:`decoder_block`."""
+    """Parameters of :func:`decoder_block`: one attention, cross-attention and FFN, each with its norm.
+
+    >>> p = decoder_block(8, 2, 16).init(0)
+    >>> p._fields[:3], p.cross_attention.W_Q.shape
+    (('self_attention', 'norm1', 'cross_attention'), (8, 8))
+    """
 
     self_attention: AttentionParams
     norm1: LayerNormParams
@@ -113,6 +127,10 @@ class LMParams(NamedTuple):
     with sinusoidal positions); one :class:`EncoderBlockParams` per block;
     ``norm``, the final layer norm (``()`` for post-LN models, which end
     normalised); ``unembedding``, the final ``dense(d_model→vocab)``.
+
+    >>> p = decoder_lm(16, 8, 2, 32, 1, 10, positional="sinusoidal").init(0)
+    >>> p.embedding.shape, p.positions, len(p.blocks), p.unembedding.weight.shape
+    ((16, 8), (), 1, (8, 16))
     """
 
     embedding: Array
@@ -123,7 +141,12 @@ class LMParams(NamedTuple):
 
 
 class EncoderDecoderParams(NamedTuple):
-    """Parameters of :func:`encoder_decoder` (``*_norm`` are ``()`` for post-LN models)."""
+    """Parameters of :func:`encoder_decoder` (``*_norm`` are ``()`` for post-LN models).
+
+    >>> p = encoder_decoder(5, 7, 8, 2, 16, 1, 6).init(0)
+    >>> p.source_embedding.shape, p.target_embedding.shape, len(p.decoder), p.decoder_norm
+    ((5, 8), (7, 8), 1, ())
+    """
 
     source_embedding: Array
     source_positions: Array | tuple[()]
@@ -141,6 +164,10 @@ class EncoderDecoderParams(NamedTuple):
 
 def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """The feed-forward network as the composition it is: ``chain(dense(d→d_ff), relu, dense(d_ff→d))``.
+
+    Haskell::
+
+        feed_forward_composed :: Int -> Int -> PreLens A A [m] [m] FeedForwardParams FeedForwardParams A A
 
     Shapes ``(..., d_model) -> (..., d_model)``; parameters
     :class:`FeedForwardParams`. The readable twin of :func:`feed_forward`
@@ -168,6 +195,11 @@ FeedForwardResidue = tuple[Array, Array, Array, Array, tuple[int, ...]]
 
 def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Position-wise feed-forward network ``(..., d_model) -> (..., d_model)``: dense ≫ ReLU ≫ dense, fused.
+
+    Haskell::
+
+        feed_forward :: Int -> Int
+                     -> PreLens A A (A, A, W, W, Shape) (A, A, W, W, Shape) FeedForwardParams FeedForwardParams A A
 
     ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
     :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
@@ -276,6 +308,12 @@ def encoder_block(
 ) -> AnyLens:
     """One encoder block ``(B, T, d_model) -> (B, T, d_model)``; parameters :class:`EncoderBlockParams`.
 
+    Haskell::
+
+        encoder_block :: Int -> Int -> Int -> PreLens A A [m] [m] EncoderBlockParams EncoderBlockParams A A
+
+    ``d_model``, ``n_heads``, ``d_ff``; ``[m]`` is the chain's list of stage residues.
+
     ``norm="post"`` (the paper)::
 
         chain(residual(multi_head_attention), layer_norm, residual(feed_forward), layer_norm)
@@ -294,7 +332,7 @@ def encoder_block(
     (2, 3, 8)
     """
     fn = "encoder_block"
-    d = check_size(fn, "d_model", d_model)
+    d, _ = check_heads(fn, d_model, n_heads)
     f = check_size(fn, "d_ff", d_ff)
     dt = float_dtype(fn, dtype)
     causal = A.flag(fn, "causal", causal)
@@ -345,6 +383,11 @@ def decoder_block(
 ) -> AnyLens:
     """One decoder block ``(y (B, T, d), memory (B, S, d)) -> (y' (B, T, d), memory)``.
 
+    Haskell::
+
+        decoder_block :: Int -> Int -> Int
+                      -> PreLens (A, A) (A, A) [m] [m] DecoderBlockParams DecoderBlockParams (A, A) (A, A)
+
     Causal self-attention on ``y``, cross-attention from ``y`` to ``memory``
     (the encoder's output), feed-forward; each a residual sub-layer with its
     layer norm (post-LN as in the paper, or ``norm="pre"``). The memory is
@@ -364,7 +407,7 @@ def decoder_block(
     ((2, 3, 8), (2, 5, 8))
     """
     fn = "decoder_block"
-    d = check_size(fn, "d_model", d_model)
+    d, _ = check_heads(fn, d_model, n_heads)
     f = check_size(fn, "d_ff", d_ff)
     dt = float_dtype(fn, dtype)
     norm_ = _check_norm(fn, norm)
@@ -445,7 +488,11 @@ def decoder_lm(
 ) -> AnyLens:
     """A decoder-only language model: token ids ``(B, T)`` -> next-token logits ``(B, T, vocab)``.
 
-    ::
+    Haskell::
+
+        decoder_lm :: Int -> Int -> Int -> Int -> Int -> Int -> PreLens A A [m] [m] LMParams LMParams Ids Ids
+
+    ``vocab_size``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``. Built as::
 
         chain(token_embedding(vocab, d), positional_embedding(max_len, d),   # or sinusoidal_encoding
               encoder_block(..., causal=True) × n_layers,
@@ -466,7 +513,7 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d = check_size(fn, "d_model", d_model)
+    d, _ = check_heads(fn, d_model, n_heads)
     n = check_size(fn, "n_layers", n_layers)
     t = check_size(fn, "max_len", max_len)
     f = check_size(fn, "d_ff", d_ff)
@@ -511,7 +558,13 @@ def encoder_decoder(
 ) -> AnyLens:
     """The encoder-decoder transformer: ``(source ids (B, S), target ids (B, T)) -> logits (B, T, target_vocab)``.
 
-    ::
+    Haskell::
+
+        encoder_decoder :: Int -> Int -> Int -> Int -> Int -> Int -> Int
+                        -> PreLens A A [m] [m] EncoderDecoderParams EncoderDecoderParams (Ids, Ids) (Ids, Ids)
+
+    ``source_vocab``, ``target_vocab``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``.
+    Built as::
 
         chain((embed_src >> pos_src) @ (embed_tgt >> pos_tgt),   # (x, y)
               chain(encoder_block × n_layers, [layer_norm]) @ id,  # (memory, y)
@@ -531,7 +584,7 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d = check_size(fn, "d_model", d_model)
+    d, _ = check_heads(fn, d_model, n_heads)
     n = check_size(fn, "n_layers", n_layers)
     t = check_size(fn, "max_len", max_len)
     f = check_size(fn, "d_ff", d_ff)
@@ -599,6 +652,10 @@ CrossEntropyResidue = tuple[Array, Array, Array, int]
 
 def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     """Softmax cross-entropy of next-token logits, averaged over the positions that count.
+
+    Haskell::
+
+        token_cross_entropy :: Int -> PreLens D D CrossEntropyResidue CrossEntropyResidue Ids Ids A A
 
     Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
     post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
@@ -703,6 +760,12 @@ def generate(
     rng: np.random.Generator | int | None = None,
 ) -> Array:
     """Extend ``prompt (B, T0)`` by ``steps`` tokens with a language model ``ids -> logits``.
+
+    Haskell::
+
+        generate :: PreLens A da m dm p dp Ids ds -> p -> Ids -> Int -> Maybe Int -> D -> Gen -> Ids
+
+    ``lm``, ``params``, ``prompt``, ``steps``, then ``max_len``, ``temperature``, ``rng``.
 
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _args
 from .. import _errors as E
 from .._lens import AnyLens, PreLens
 from .._summary import register_opening
@@ -106,6 +107,10 @@ def params_misfit(expected: Any, got: Any) -> str | None:
 def rematerialize(lens: AnyLens) -> AnyLens:
     """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd``.
 
+    Haskell::
+
+        rematerialize :: PreLens a da m dm p dp s ds -> PreLens a da (p, s) dm p dp s ds
+
     Gradient checkpointing: the residue of a deep model can be much larger
     than its parameters and input; this trades one more forward pass for
     that memory. Same outputs, same ``(dp, ds)``. It also makes two lenses
@@ -119,16 +124,19 @@ def rematerialize(lens: AnyLens) -> AnyLens:
     >>> r, r.fwd((), 3.0), r.bwd(((), 3.0), 1.0)
     (rematerialize(square), (((), 3.0), 9.0), ((), 6.0))
     """
-    fwd, bwd = lens.fwd, lens.bwd
+    fwd, bwd = _args.lens("rematerialize", "lens", lens).fwd, lens.bwd
+    name = f"rematerialize({lens!r})"
 
     def fwd_(p: Any, s: Any) -> tuple[tuple[Any, Any], Any]:
         return (p, s), fwd(p, s)[1]
 
     def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:
+        if not (isinstance(m, tuple) and len(m) == 2):
+            raise E.not_a_pair(name, "residue", "(p, s), as its forward pass returned it", m)
         p, s = m
         return bwd(fwd(p, s)[0], da)
 
-    return PreLens(fwd_, bwd_, f"rematerialize({lens!r})", lens.init_fn, "", (lens,))
+    return PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
 
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:
@@ -195,6 +203,10 @@ def _unique(found: Probes, key: str) -> str:
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     """The attention matrices of every attention lens in ``model``, read from a residue.
 
+    Haskell::
+
+        attention_weights :: PreLens A da m dm p dp s ds -> m -> Map String A   -- A: (B, H, T_q, T_k)
+
     ``residue`` is what ``model.fwd(p, s)`` returned as its residue (or what
     :func:`prelens.vjp` closed over); nothing is recomputed. Keys name the
     attention lens: ``"attention"`` for a bare one, ``"block0.self"``,
@@ -209,13 +221,19 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     >>> {k: v.shape for k, v in attention_weights(mha, m).items()}
     {'attention': (3, 2, 5, 5)}
     """
-    probes = probes_of(model)
+    probes = probes_of(_args.lens("attention_weights", "model", model))
     if not probes:
         raise E.attention_probes_missing(repr(model))
     out: dict[str, Array] = {}
     for key, get in probes.items():
         try:
-            out[key or "attention"] = np.asarray(get(residue))
-        except (IndexError, KeyError, TypeError, ValueError) as exc:
-            raise E.not_a_residue_of(repr(model), exc) from exc
+            weights = get(residue)
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise E.not_a_residue_of(repr(model), f"{type(exc).__name__}: {exc}") from exc
+        if not (isinstance(weights, np.ndarray) and weights.ndim == 4 and weights.dtype.kind == "f"):
+            got = E.describe(weights)
+            raise E.not_a_residue_of(
+                repr(model), f"at {key or 'attention'}: expected float weights (B, H, T_q, T_k), got {got}"
+            )
+        out[key or "attention"] = weights
     return out

@@ -161,19 +161,11 @@ def fit(
     _check_args(epochs, batch_size, checkpoint_every, checkpoint_path)
     _args.lens("fit", "model", model)
     _args.lens("fit", "loss", loss)
-    if not (callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))):
-        raise E.must_be(
-            "fit",
-            "optimizer",
-            "an optimiser (with init and update), e.g. prelens.optim.sgd(0.1)",
-            E.describe(optimizer),
-        )
+    _args.optimizer("fit", optimizer)
     shuffle = _args.flag("fit", "shuffle", shuffle)
     if progress is not None:
         progress = _args.flag("fit", "progress", progress)
-    if not (isinstance(data, tuple) and len(data) == 2):
-        raise E.bad_argument("fit", "data", E.describe_tree(data), "a pair (xs, targets)")
-    xs, ys = data
+    xs, ys = _args.batch("fit", data, "data")
     n = _rows(xs, ys)
     gen = _args.seed("fit", rng)
     if params is None:

@@ -15,6 +15,9 @@ import shutil
 import time
 from typing import TextIO
 
+from .. import _args
+from .. import _errors as E
+
 __all__ = ["Progress"]
 
 _BAR = 12
@@ -47,8 +50,13 @@ class Progress:
         interval: float = 0.1,
         label: str = "epoch",
     ) -> None:
-        self.epochs, self.batches, self.label = epochs, batches, label
-        self.stream, self.live, self.enabled, self.interval = stream, live, enabled, interval
+        fn = "Progress"
+        self.epochs, self.batches = _args.count(fn, "epochs", epochs, 0), _args.count(fn, "batches", batches)
+        self.label = _args.name(fn, "label", label)
+        if not callable(getattr(stream, "write", None)):
+            raise E.must_be(fn, "stream", "a text stream (with write), e.g. sys.stdout", E.describe(stream))
+        self.stream, self.live, self.enabled = stream, _args.flag(fn, "live", live), _args.flag(fn, "enabled", enabled)
+        self.interval = _args.real(fn, "interval", interval, low=0.0)
         self._start = time.perf_counter()
         self._last_draw = -float("inf")
         self._samples = 0

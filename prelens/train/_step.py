@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _args
 from .._lens import AnyLens
 from .._trace import vjp
 from ..optim import Optimizer
@@ -41,7 +42,9 @@ def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) ->
     >>> loss, float(grad)
     (5.0, 7.0)
     """
-    xs, targets = batch
+    model = _args.lens("value_and_grad", "model", model)
+    loss = _args.lens("value_and_grad", "loss", loss)
+    xs, targets = _args.batch("value_and_grad", batch)
     value, pullback = vjp(model >> loss, (targets, params), xs)
     (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
     return float(value), grads
@@ -70,6 +73,7 @@ def step(
     >>> value_and_grad(model, mse, new, batch)[0] < before
     True
     """
+    _args.optimizer("step", optimizer)
     value, grads = value_and_grad(model, loss, params, batch)
     new_params, new_state = optimizer.update(grads, state, params)
     return new_params, new_state, value

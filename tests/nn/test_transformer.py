@@ -385,7 +385,7 @@ def test_lm_errors_name_the_lens():
         lm.fwd(p, np.zeros((1, 7), np.int64))
     with pytest.raises(DTypeError, match="token_embedding"):
         lm.fwd(p, np.zeros((1, 3)))
-    with pytest.raises(StructureError, match="multi_head_attention: d_model must be divisible"):
+    with pytest.raises(StructureError, match="decoder_lm: d_model must be divisible"):
         decoder_lm(7, 6, 4, 8, 1, 5)
     with pytest.raises(StructureError, match="norm must be 'post' or 'pre'"):
         decoder_lm(7, 4, 2, 8, 1, 5, norm="middle")  # type: ignore[arg-type]
