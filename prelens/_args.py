@@ -7,6 +7,7 @@ argument.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable
 from typing import Any
@@ -202,8 +203,15 @@ _MODULE_METHODS = ("dimap_s", "dimap_p", "dimap_m", "alpha", "beta")
 
 
 def optimizer(fn: str, value: Any) -> Any:
-    """``value`` if it is an optimiser (it has ``init`` and ``update``), else an error naming ``fn``."""
-    if callable(getattr(value, "init", None)) and callable(getattr(value, "update", None)):
+    """``value`` if it is an optimiser (it has ``init`` and ``update``), else an error naming ``fn``.
+
+    A class (``SGD`` where ``sgd(0.1)`` was meant) is not one.
+    """
+    if (
+        not isinstance(value, type)
+        and callable(getattr(value, "init", None))
+        and callable(getattr(value, "update", None))
+    ):
         return value
     raise E.must_be(
         fn, "optimizer", "an optimiser (with init and update), e.g. prelens.optim.sgd(0.1)", E.describe(value)
@@ -215,3 +223,11 @@ def batch(fn: str, value: Any, what: str = "batch") -> tuple[Any, Any]:
     if isinstance(value, tuple) and len(value) == 2:
         return value
     raise E.bad_argument(fn, what, E.describe_tree(value), "a pair (xs, targets)")
+
+
+def text_stream(fn: str, what: str, value: Any) -> Any:
+    """``value`` if it is a text stream: an object with ``write`` (not a class, not a binary stream)."""
+    binary = isinstance(value, (io.BufferedIOBase, io.RawIOBase))
+    if isinstance(value, type) or binary or not callable(getattr(value, "write", None)):
+        raise E.must_be(fn, what, "a text stream (with write), e.g. sys.stdout", E.describe(value))
+    return value

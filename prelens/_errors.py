@@ -132,6 +132,8 @@ def describe(x: Any) -> str:
         return f"{type(x).__name__} of {len(x)}"
     if isinstance(x, dict):
         return f"dict with keys {sorted(map(str, x))}"
+    if isinstance(x, type):
+        return f"the class {x.__name__}"
     return type(x).__name__
 
 

@@ -172,7 +172,7 @@ def fit(
         params = model.init(gen)
     if opt_state is None:
         opt_state = optimizer.init(params)
-    out = stream if stream is not None else sys.stdout
+    out = sys.stdout if stream is None else _args.text_stream("fit", "stream", stream)
     live = _isatty(out)
     n_batches = max(1, math.ceil(n / batch_size))
     bar = Progress(epochs, n_batches, out, live=live, enabled=progress if progress is not None else live)

@@ -16,7 +16,6 @@ import time
 from typing import TextIO
 
 from .. import _args
-from .. import _errors as E
 
 __all__ = ["Progress"]
 
@@ -53,9 +52,11 @@ class Progress:
         fn = "Progress"
         self.epochs, self.batches = _args.count(fn, "epochs", epochs, 0), _args.count(fn, "batches", batches)
         self.label = _args.name(fn, "label", label)
-        if not callable(getattr(stream, "write", None)):
-            raise E.must_be(fn, "stream", "a text stream (with write), e.g. sys.stdout", E.describe(stream))
-        self.stream, self.live, self.enabled = stream, _args.flag(fn, "live", live), _args.flag(fn, "enabled", enabled)
+        self.stream, self.live, self.enabled = (
+            _args.text_stream(fn, "stream", stream),
+            _args.flag(fn, "live", live),
+            _args.flag(fn, "enabled", enabled),
+        )
         self.interval = _args.real(fn, "interval", interval, low=0.0)
         self._start = time.perf_counter()
         self._last_draw = -float("inf")

@@ -141,13 +141,9 @@ def bad_node(data: st.DataObject, x: Any) -> tuple[Any, str]:
     return tuple(x), "named tuple as a plain tuple"
 
 
-def mutate(data: st.DataObject, x: Any, what: str, min_depth: int = 0) -> tuple[Any, str]:
-    """One corruption somewhere in the tree ``x`` (at ``min_depth`` or deeper, where there is such a node).
-
-    The description names ``what`` and the path.
-    """
-    nodes = [n for n in _nodes(x) if len(n) >= min_depth] or _nodes(x)
-    path = data.draw(st.sampled_from(nodes), label=f"{what} path")
+def mutate(data: st.DataObject, x: Any, what: str) -> tuple[Any, str]:
+    """One corruption somewhere in the tree ``x``; the description names ``what`` and the path."""
+    path = data.draw(st.sampled_from(_nodes(x)), label=f"{what} path")
     node = _get(x, path)
     if isinstance(node, np.ndarray):
         bad, how = bad_array(data, node)

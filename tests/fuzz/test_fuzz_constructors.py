@@ -8,6 +8,8 @@ data in ``test_fuzz_functions.py``.
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 import prelens
 import prelens.checkpoint
 import prelens.optim
+import prelens.train
 from prelens import datasets, nn
 
 from ._bad import mutate
@@ -84,6 +87,24 @@ class Ctor:
 
 def _dt(*names: str) -> dict[str, list[Any]]:
     return {n: DTYPES for n in names}
+
+
+class _NoWrite:
+    write = "not callable"
+
+
+def _progress(stream: Any, **kwargs: Any) -> str:
+    """A :class:`~prelens.train.Progress` on ``stream`` (``"text"``, ``"binary"``, ``"no write"``: made here),
+    run through two epochs of batches; what it wrote (``""`` when the stream is not a ``StringIO``)."""
+    made = {"text": io.StringIO, "binary": io.BytesIO, "no write": _NoWrite}
+    out = made[stream]() if isinstance(stream, str) and stream in made else stream
+    p = prelens.train.Progress(stream=out, **kwargs)
+    for epoch in (1, 2):
+        for batch in (1, 2, 3):
+            p.batch_end(epoch, batch, 0.5, 4)
+        p.epoch_end(epoch, 0.25, {"val_accuracy": 0.75})
+    p.close("done")
+    return out.getvalue() if isinstance(out, io.StringIO) else ""
 
 
 CTORS: list[Ctor] = [
@@ -312,7 +333,7 @@ CTORS: list[Ctor] = [
     Ctor("PRight", prelens.PRight, {"t": prelens.id_pre_lens}, {"t": [*LENSES, nn.activ_t]}),
     Ctor("TriLens", prelens.TriLens, {"run": lambda t: t, "name": "id_t"}, {"run": [None, 3, "r"], "name": [None, 3]}),
     Ctor(
-        "rematerialize", nn.rematerialize, {"lens": nn.dense(3, 2)}, {"lens": [nn.tanh, prelens.id_pre_lens]}, ("lens",)
+        "rematerialize", nn.rematerialize, {"lens": nn.dense(3, 2)}, {"lens": [*LENSES, nn.tanh, prelens.id_pre_lens]}
     ),
     # the faithful pieces that take sizes
     Ctor("linear_t", nn.linear_t, {"n": 3}),
@@ -376,6 +397,31 @@ CTORS: list[Ctor] = [
         {"text": [["h", "i"], b"hi", 3, None]},
         covers=(datasets.CharVocab,),
     ),
+    # the training loop's status display
+    Ctor(
+        "Progress",
+        _progress,
+        {
+            "epochs": 2,
+            "batches": 3,
+            "stream": "text",
+            "live": False,
+            "enabled": True,
+            "interval": 0.0,
+            "label": "epoch",
+        },
+        {
+            "epochs": [0, 2.0, np.int64(2), True, np.nan, -5],
+            "batches": [0, 3.0, np.int64(3), False],
+            "stream": ["no write", sys.stdout.write, [], "text", io.BytesIO(), io.StringIO],
+            "live": [1, "yes", np.bool_(True), None],
+            "enabled": [0, "no", np.bool_(False)],
+            "interval": [-0.1, np.nan, np.inf, "0.1", True, np.float32(0.5)],
+            "label": [None, 3, b"epoch", "", "step"],
+        },
+        check=lambda out, kw: _progress_ok(out, kw),
+        covers=(prelens.train.Progress,),
+    ),
     # checkpoints
     Ctor(
         "register_namedtuple",
@@ -407,6 +453,18 @@ def _sequences_ok(out: Any, kw: dict[str, Any]) -> None:
     assert inputs.shape == labels.shape == (kw["n"], task.seq_len), f"shapes {inputs.shape}, {labels.shape}"
     assert inputs.dtype == labels.dtype == np.int64
     assert inputs.min() >= 0 and inputs.max() < task.vocab_size and labels.max() < task.vocab_size
+
+
+def _progress_ok(out: Any, kw: dict[str, Any]) -> None:
+    assert isinstance(out, str)
+    if kw["stream"] != "text":
+        return
+    if not kw["enabled"]:
+        assert out == "", f"disabled, but wrote {out!r}"
+        return
+    assert out.endswith("done\n"), f"the note is missing: {out!r}"
+    last = f"{kw['label']} 2/{kw['epochs']}"
+    assert last in out, f"{last!r} is not in {out!r}"
 
 
 def _usable(made: Any) -> None:

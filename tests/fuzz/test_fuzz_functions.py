@@ -10,6 +10,7 @@ right answer, checked against a reference written here.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prelens
+import prelens.diagram
+import prelens.optim
+import prelens.train
 from prelens import datasets, nn
 from prelens.train import value_and_grad
 
@@ -257,6 +261,55 @@ _ANSWERS: dict[str, Callable[[Any], Any]] = {
 }
 TEMPERATURES = [-1.0, np.nan, np.inf, "hot", 1e-300, 1e300, True]
 STEPS = [2.9, -1, True, "2", np.int64(2), 0, None]
+#: Batches that are no pair ``(xs, targets)``, or a pair of the wrong things.
+BATCHES = [(X3, None), (None, X3), ([1, 2], np.zeros(2)), [X3, np.zeros((2, 2))], (X3,), (X3, X3, X3), "xy", X3]
+OPT = prelens.optim.momentum(0.1)
+#: Things that are not optimisers (an optimiser class for an instance among them), and
+#: optimisers of another kind than the state.
+OPTIMIZERS = [prelens.optim.adam(0.1), prelens.optim.sgd(0.1), np.tanh, nn.tanh, (OPT,), prelens.optim.SGD]
+#: Bad input shapes for summary and draw: negative or fractional sizes, arrays, nests, not shapes.
+SHAPES = [
+    (-1, 3),
+    (2, -3),
+    (-2,),
+    (0, 3),
+    (2, np.int64(-1)),
+    X3,
+    (3,),
+    [(2, 3)],
+    "x",
+    None,
+    (2.5,),
+    (2, 3.0),
+    ((2, 3),),
+]
+DEPTHS = [-1, 0, 1, 1.5, "1", True, np.int64(-2), np.int64(1), None]
+
+
+def _step_check(out: Any, kw: dict[str, Any]) -> None:
+    """``(new_params, new_state, loss)``: parameters shaped like the old ones, the loss a float.
+
+    (A NaN planted in the batch may give a NaN loss; finite input must give a finite one: the harness checks that.)
+    """
+    params, _, value = out
+    assert _same_structure(kw["params"], params, True), "the new parameters do not fit the old ones"
+    for old, new in zip(_leaves(kw["params"]), _leaves(params)):
+        assert np.asarray(old).dtype == np.asarray(new).dtype, "a parameter's dtype changed"
+    assert isinstance(value, float), f"loss {value!r}"
+
+
+def _draw(**kwargs: Any) -> Any:
+    """``draw`` on a figure of its own, closed afterwards (the Axes is returned)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        return prelens.diagram.draw(**kwargs)
+    finally:
+        plt.close("all")
+
 
 FUNCS: list[Ctor] = [
     # the tree toolkit
@@ -395,7 +448,7 @@ FUNCS: list[Ctor] = [
         {"lens": D32, "p": D32.init(0), "s": X3, "da": np.ones((2, 2))},
         {"lens": LENSES},
         trees=("p", "s", "da"),
-        check=lambda out, kw: _dense_fit(kw["p"], kw["s"])(out) if kw["lens"] is D32 else None,
+        check=lambda out, kw: deltas_fit(kw["p"], kw["s"])(out) if kw["lens"] is D32 else None,
     ),
     Ctor(
         "vjp",
@@ -403,7 +456,7 @@ FUNCS: list[Ctor] = [
         {"lens": D32, "p": D32.init(0), "s": X3, "da": np.ones((2, 2))},
         {"lens": LENSES},
         trees=("p", "s", "da"),
-        check=lambda out, kw: _dense_fit(kw["p"], kw["s"])(out) if kw["lens"] is D32 else None,
+        check=lambda out, kw: deltas_fit(kw["p"], kw["s"])(out) if kw["lens"] is D32 else None,
         covers=(prelens.vjp,),
     ),
     # the two levels' layouts
@@ -457,8 +510,7 @@ FUNCS: list[Ctor] = [
         "attention_weights",
         nn.attention_weights,
         {"model": MHA, "residue": MHA.fwd(MHA.init(0), np.ones((2, 3, 4)))[0]},
-        {"model": [D32, nn.tanh, LM]},
-        ("model",),  # not a lens, or another attention model: PENDING in test_fuzz_coverage.py
+        {"model": [*LENSES, D32, nn.tanh, LM, nn.cross_attention(4, 2), nn.multi_head_attention(4, 2)]},
         trees=("residue",),
         check=lambda out, kw: _attention_check(out),
     ),
@@ -514,14 +566,9 @@ FUNCS: list[Ctor] = [
         "value_and_grad",
         value_and_grad,
         {"model": D32, "loss": nn.mse, "params": D32.init(0), "batch": (X3, np.zeros((2, 2)))},
-        {
-            "model": [nn.tanh, nn.make_mlp(3, [2])],
-            "loss": [nn.softmax_cross_entropy, nn.tanh],
-            "batch": [(X3, None), (None, X3), ([1, 2], np.zeros(2)), [X3, np.zeros((2, 2))]],
-        },
-        ("model", "loss", "batch"),  # non-lenses and a batch that is no pair: PENDING in test_fuzz_coverage.py
+        {"model": [*LENSES, nn.tanh], "loss": [*LENSES, nn.softmax_cross_entropy, nn.tanh], "batch": BATCHES},
         trees=("params",),
-        check=lambda out, kw: _dense_fit(kw["params"], kw["params"])((out[1], kw["params"])),
+        check=lambda out, kw: deltas_fit(kw["params"], kw["params"])((out[1], kw["params"])),
     ),
     Ctor(
         "value_and_grad batch",
@@ -602,16 +649,49 @@ FUNCS: list[Ctor] = [
         check=lambda out, kw: _equals(out[:, 1:-1].tolist(), np.asarray(kw["x"]).tolist()),
         covers=(datasets.SequenceTask,),
     ),
-    # the model summary: lenses, shapes, dtypes (bad shapes and dtypes: PENDING in test_fuzz_coverage.py)
+    Ctor(
+        "step",
+        prelens.train.step,
+        {
+            "model": D32,
+            "loss": nn.mse,
+            "params": D32.init(0),
+            "batch": (X3, np.zeros((2, 2))),
+            "optimizer": OPT,
+            "state": OPT.init(D32.init(0)),
+        },
+        {
+            "model": [*LENSES, nn.tanh],
+            "loss": [*LENSES, nn.softmax_cross_entropy],
+            "batch": BATCHES,
+            "optimizer": OPTIMIZERS,
+            "state": [prelens.optim.adam(0.1).init(D32.init(0)), OPT.init(nn.dense(2, 3).init(0))],
+        },
+        trees=("params", "batch", "state"),
+        check=_step_check,
+    ),
+    # the model summary and the diagram: lenses, shapes, dtypes, depths
     Ctor(
         "summary",
         prelens.summary,
         {"lens": D32, "input_shape": (2, 3), "params": D32.init(0), "rng": 0, "dtype": np.float64, "depth": None},
-        {"input_shape": [X3, (3,), [(2, 3)], "x", None, (2.5,)], "dtype": [np.float32, "int64", "bool"]},
-        ("input_shape", "dtype"),
+        {"lens": LENSES, "input_shape": SHAPES, "dtype": [np.float32, *DTYPES], "rng": SEEDS, "depth": DEPTHS},
         trees=("params",),
+        check=lambda out, kw: _equals(isinstance(out, prelens.Summary) and len(out.stages) > 0, True),
     ),
 ]
+if importlib.util.find_spec("matplotlib") is not None:  # draw needs the notebooks extra
+    FUNCS.append(
+        Ctor(
+            "diagram.draw",
+            _draw,
+            {"lens": D32, "input_shape": (2, 3), "params": D32.init(0), "rng": 0, "dtype": np.float64, "depth": 1},
+            {"lens": LENSES, "input_shape": SHAPES, "dtype": [np.float32, *DTYPES], "rng": SEEDS, "depth": DEPTHS},
+            trees=("params",),
+            check=lambda out, kw: _equals(type(out).__name__, "Axes"),
+            covers=(prelens.diagram.draw,),
+        )
+    )
 
 
 def _identical(got: list[Any], expected: list[Any]) -> None:
@@ -635,15 +715,15 @@ def _dense_out(out: Any, kw: dict[str, Any]) -> None:
 
 
 def _attention_check(out: Any) -> None:
-    """Arrays by name (what a corrupted residue holds is read as it is: PENDING in test_fuzz_coverage.py)."""
+    """Attention weights by name: each a float array ``(batch, heads, T_query, T_key)``.
+
+    Another attention model whose residue has the same layout (``cross_attention`` reading a
+    ``multi_head_attention`` residue) may read its weights: that is a correct result.
+    """
     assert isinstance(out, dict) and out
     for key, a in out.items():
         assert isinstance(a, np.ndarray), f"{key}: {type(a).__name__}"
-
-
-def _dense_fit(p: Any, s: Any) -> Callable[[Any], None]:
-    """``deltas_fit(p, s)``; ``dense`` takes a list ``[W, b]`` for its parameters (PENDING), judged as a tuple."""
-    return deltas_fit(tuple(p) if isinstance(p, list) and len(p) == 2 else p, s)
+        assert a.ndim == 4 and a.dtype.kind == "f", f"{key}: {a.dtype}{a.shape}, not float (B, H, T_q, T_k)"
 
 
 @pytest.mark.parametrize("fn", [pytest.param(f, id=f.name) for f in FUNCS])

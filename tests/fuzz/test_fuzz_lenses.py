@@ -98,8 +98,6 @@ class Case:
     #: The public names this case fuzzes (constructors, or the lens itself when ``build``
     #: returns a public lens unchanged): ``test_fuzz_coverage.py`` checks every one is fuzzed.
     covers: tuple[Any, ...] = ()
-    #: Residue corruptions only below this depth (see ``PENDING`` in ``test_fuzz_coverage.py``).
-    residue_depth: int = 0
 
     def __repr__(self) -> str:
         return self.name
@@ -625,7 +623,6 @@ CASES: list[Case] = [
         lambda: nn.rematerialize(nn.dense(3, 2)),
         rows(3),
         _dense_ref("tanh"),
-        residue_depth=1,  # its residue's outer pair is unchecked: see PENDING in test_fuzz_coverage.py
         covers=(nn.rematerialize,),
     ),
     # TriLenses, run through from_tamb
@@ -842,7 +839,7 @@ def _bad_residue(
     if data.draw(st.booleans(), label="other batch"):
         p2, s2 = case.good(lens, rng, b + 2)
         return _runner(lens).fwd(p2, s2)[0], f"residue of a batch of {b + 2}", (p2, s2)
-    bad, how = mutate(data, m, "m", case.residue_depth)
+    bad, how = mutate(data, m, "m")
     return bad, how, None
 
 

@@ -191,8 +191,9 @@ def test_fit_and_evaluation_of_bad_input(data: st.DataObject) -> None:
     elif target == "params":
         kwargs["params"], how = mutate(data, model.init(0), "params")
     else:
+        extra = [Adam] if target == "optimizer" else []
         kwargs[target] = data.draw(
-            st.sampled_from([*NOT_ARRAYS, -2, 0, np.nan, 10**9 if target == "batch_size" else -5]), label=target
+            st.sampled_from([*NOT_ARRAYS, *extra, -2, 0, np.nan, 10**9 if target == "batch_size" else -5]), label=target
         )
         how = f"{target}={kwargs[target]!r}"
     inputs = (data_, kwargs.get("params", ()))
