@@ -319,9 +319,8 @@ def chain(*lenses: AnyLens) -> AnyLens:
         checking = False
         return dps, da
 
-    init = None
-    if all(i is not None for i in inits):
-        init = lambda rng: [i(rng) for i in inits]  # type: ignore[misc]
+    ready = [i for i in inits if i is not None]
+    init = (lambda rng: [i(rng) for i in ready]) if len(ready) == len(inits) else None
     return PreLens(fwd, bwd, name, init, "chain", tuple(lenses))
 
 
