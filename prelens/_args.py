@@ -7,6 +7,7 @@ argument.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Callable
@@ -88,11 +89,18 @@ def name(fn: str, what: str, value: Any) -> str:
     raise E.must_be(fn, what, "a string", E.describe(value))
 
 
-def lens(fn: str, what: str, value: Any) -> Any:
-    """``value`` if it is a :class:`~prelens.PreLens` (a TriLens gets a hint: ``from_tamb``)."""
+@functools.cache
+def _lens_types() -> tuple[type, type]:
+    """``(PreLens, TriLens)``, imported on first use (their modules import this one)."""
     from ._lens import PreLens
     from ._tambara import TriLens
 
+    return PreLens, TriLens
+
+
+def lens(fn: str, what: str, value: Any) -> Any:
+    """``value`` if it is a :class:`~prelens.PreLens` (a TriLens gets a hint: ``from_tamb``)."""
+    PreLens, TriLens = _lens_types()
     if isinstance(value, PreLens):
         return value
     if isinstance(value, TriLens):
@@ -102,9 +110,7 @@ def lens(fn: str, what: str, value: Any) -> Any:
 
 def trilens(fn: str, what: str, value: Any) -> Any:
     """``value`` if it is a :class:`~prelens.TriLens` (a PreLens gets a hint: ``to_tamb``)."""
-    from ._lens import PreLens
-    from ._tambara import TriLens
-
+    PreLens, TriLens = _lens_types()
     if isinstance(value, TriLens):
         return value
     if isinstance(value, PreLens):
@@ -114,9 +120,7 @@ def trilens(fn: str, what: str, value: Any) -> Any:
 
 def lens_or_trilens(fn: str, what: str, value: Any) -> Any:
     """``value`` if it is a PreLens or a TriLens."""
-    from ._lens import PreLens
-    from ._tambara import TriLens
-
+    PreLens, TriLens = _lens_types()
     if isinstance(value, (PreLens, TriLens)):
         return value
     raise E.must_be(fn, what, "a PreLens or a TriLens", E.describe(value))
@@ -189,12 +193,9 @@ def sequence(fn: str, what: str, value: Any, expected: str, *, non_empty: bool =
 
 def trimbara(fn: str, what: str, value: Any) -> Any:
     """``value`` if it is a Trimbara module: a PreLens, or PLeft/PRight of one (``dimap_*``, ``alpha``, ``beta``)."""
-    from ._lens import PreLens
-
+    PreLens, TriLens = _lens_types()
     if type(value) is PreLens or all(callable(getattr(value, m, None)) for m in _MODULE_METHODS):
         return value
-    from ._tambara import TriLens
-
     hint = " (a TriLens is a function of one: apply it, or use from_tamb(...))" if isinstance(value, TriLens) else ""
     raise E.must_be(fn, what, f"a Trimbara module such as a PreLens{hint}", E.describe(value))
 

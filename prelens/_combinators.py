@@ -18,7 +18,7 @@ from ._iso import _second as second
 from ._iso import _sym as sym
 from ._lens import AnyLens, PreLens, _witness_list, _WitnessList, as_pair, check_deltas, is_validated, unpack_error
 from ._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s, tri_tensor
-from ._tree import structure_mismatch, tree_paths, tree_sum
+from ._tree import numeric_sum, tree_sum
 
 
 def _is_seq(xs: Any) -> bool:
@@ -362,18 +362,8 @@ def sum_trees(lens: str, what: str, trees: Any) -> Any:
         second_ = trees[1]
         if type(second_) is np.ndarray and second_.shape == first.shape and second_.dtype == first.dtype:
             return first + second_
-    for i, tree in enumerate(trees[1:], start=1):
-        found = structure_mismatch(first, tree, shapes=True)
-        if found:
-            raise E.tree_mismatch(f"{lens}: {what} {i} does not have the structure of {what} 0", found)
-    for path, leaf in tree_paths(first):
-        if not (
-            isinstance(leaf, (int, float, complex, np.number))
-            or (isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biufc")
-        ):
-            raise E.must_be(lens, f"{what} at {E.path_str(path)}", "numbers", E.describe(leaf))
     try:
-        return tree_sum(list(trees))
+        return numeric_sum(lens, list(trees), what)
     except TypeError:  # numeric leaves of kinds that do not add (a bool and a str array...)
         raise E.must_be(lens, what, "trees of numbers that add", E.describe_tree(trees)) from None
 

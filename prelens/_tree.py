@@ -223,7 +223,7 @@ def tree_add(a: Tree, b: Tree) -> Tree:
     ...
     prelens._errors.StructureError: tree_add: ... at <root>: expected shape (2,), got shape (3,)
     """
-    return _numeric_sum("tree_add", [a, b])
+    return numeric_sum("tree_add", [a, b])
 
 
 def _is_number_leaf(x: Any) -> bool:
@@ -239,15 +239,21 @@ def _check_numbers(fn: str, what: str, tree: Tree) -> None:
             raise E.must_be(fn, f"{what} at {E.path_str(path)}", "a number or a numeric array", E.describe(leaf))
 
 
-def _numeric_sum(fn: str, trees: list[Tree]) -> Tree:
+def numeric_sum(fn: str, trees: list[Tree], what: str = "tree") -> Tree:
+    """The leaf-wise sum of ``trees`` (one structure and shapes, numeric leaves), or an error naming ``fn``.
+
+    >>> numeric_sum("branch(2)", [np.ones(2), np.ones(3)], "delta")
+    Traceback (most recent call last):
+    ...
+    prelens._errors.StructureError: branch(2): delta 1 does not have the structure and shapes of delta 0: ...shape (3,)
+    """
     first = trees[0]
     for i, tree in enumerate(trees[1:], start=1):
         found = _mismatch(first, tree, True, "")
         if found:
-            raise E.tree_mismatch(f"{fn}: tree {i} does not have the structure and shapes of tree 0", found)
-    _check_numbers(fn, "tree 0", first)
-    for i, tree in enumerate(trees[1:], start=1):
-        _check_numbers(fn, f"tree {i}", tree)
+            raise E.tree_mismatch(f"{fn}: {what} {i} does not have the structure and shapes of {what} 0", found)
+    for i, tree in enumerate(trees):
+        _check_numbers(fn, f"{what} {i}", tree)
     if len(trees) == 2:
         return _zip_map(_add, first, (trees[1],))
     return _zip_map(lambda *xs: sum(xs[1:], start=xs[0]), first, tuple(trees[1:]))
@@ -269,7 +275,7 @@ def tree_sum(trees: list[Tree]) -> Tree:
     """
     if isinstance(trees, (list, tuple)) and not trees:
         raise E.tree_sum_empty()
-    return _numeric_sum("tree_sum", _args.sequence("tree_sum", "trees", trees, "a non-empty list of trees"))
+    return numeric_sum("tree_sum", _args.sequence("tree_sum", "trees", trees, "a non-empty list of trees"))
 
 
 def tree_scale(c: float, tree: Tree) -> Tree:

@@ -36,7 +36,7 @@ from .._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
 from ..optim import Optimizer
 from ._evaluate import evaluate
 from ._progress import Progress
-from ._step import value_and_grad
+from ._step import value_and_grad_of
 
 Tree = Any
 #: A metric: ``metric(model, params, xs, targets) -> float``, e.g. :func:`accuracy`.
@@ -228,7 +228,8 @@ class _Run:
         params: Tree,
         opt_state: Any,
     ) -> None:
-        self.model, self.loss, self.optimizer, self.history = model, loss, optimizer, history
+        self.trained = model >> loss  # composed once for the whole run
+        self.optimizer, self.history = optimizer, history
         self.checkpoint_path = checkpoint_path
         self.state = (params, opt_state)  # replaced as a whole: never half-updated
         self.previous = self.state
@@ -244,7 +245,7 @@ class _Run:
 
     def step(self, batch: tuple[Any, Any], where: str) -> float:
         params, opt_state = self.state
-        value, grads = value_and_grad(self.model, self.loss, params, batch)
+        value, grads = value_and_grad_of(self.trained, params, batch)
         if not math.isfinite(value) or not _all_finite(grads):
             raise self._non_finite(value, grads, where)
         new = self.optimizer.update(grads, opt_state, params)

@@ -44,8 +44,13 @@ def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) ->
     """
     model = _args.lens("value_and_grad", "model", model)
     loss = _args.lens("value_and_grad", "loss", loss)
-    xs, targets = _args.batch("value_and_grad", batch)
-    value, pullback = vjp(model >> loss, (targets, params), xs)
+    return value_and_grad_of(model >> loss, params, _args.batch("value_and_grad", batch))
+
+
+def value_and_grad_of(trained: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
+    """:func:`value_and_grad` of the composite ``trained = model >> loss``, built once by the caller."""
+    xs, targets = batch
+    value, pullback = vjp(trained, (targets, params), xs)
     (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
     return float(value), grads
 
