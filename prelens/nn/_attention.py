@@ -56,6 +56,7 @@ from ._fastcheck import (
     float_dtype,
     input_error,
     residue_error,
+    shape_residue,
     shape_str,
 )
 from ._linear import linear
@@ -320,7 +321,7 @@ def split_heads(n_heads: int) -> AnyLens:
         return x.shape, y
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        *lead, t, d = _shape_residue(name, shape, 2)
+        *lead, t, d = shape_residue(name, shape, 2)
         check_float_delta(name, da, (*lead, h, t, d // h))
         return (), _merge(name, h, da, "output delta")
 
@@ -347,17 +348,11 @@ def merge_heads(n_heads: int) -> AnyLens:
         return x.shape, y
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        *lead, _, t, dk = _shape_residue(name, shape, 3)
+        *lead, _, t, dk = shape_residue(name, shape, 3)
         check_float_delta(name, da, (*lead, t, h * dk))
         return (), _split(name, h, da, "output delta")
 
     return PreLens(fwd, bwd, name)
-
-
-def _shape_residue(name: str, shape: Any, least: int) -> tuple[int, ...]:
-    if not (isinstance(shape, tuple) and len(shape) >= least and all(isinstance(n, int) for n in shape)):
-        raise residue_error(name, shape)
-    return shape
 
 
 def _split(name: str, h: int, x: Array, what: str) -> Array:

@@ -46,6 +46,7 @@ from ._fastcheck import (
     input_error,
     param_error,
     residue_error,
+    shape_residue,
     shape_str,
 )
 
@@ -157,13 +158,8 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
         return x.shape, np.add(x, table[: x.shape[-2]])
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
-        if (
-            not isinstance(shape, tuple)
-            or len(shape) < 2
-            or not all(isinstance(k, int) for k in shape)
-            or shape[-1] != d
-            or not 0 <= shape[-2] <= n
-        ):
+        shape = shape_residue(name, shape, 2)
+        if shape[-1] != d or not 0 <= shape[-2] <= n:
             raise residue_error(name, shape)
         t = shape[-2]
         if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != shape:
@@ -242,9 +238,7 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
         return x.shape, np.add(x, table[: x.shape[-2]])
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        if not isinstance(shape, tuple) or len(shape) < 2 or not all(isinstance(k, int) for k in shape):
-            raise residue_error(name, shape)
-        check_float_delta(name, da, shape)
+        check_float_delta(name, da, shape_residue(name, shape, 2))
         return (), da
 
     return PreLens(fwd, bwd, name)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _args as A
 from .. import _errors as E
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
@@ -24,13 +25,7 @@ def float_dtype(fn: str, dtype: npt.DTypeLike) -> np.dtype[Any]:
     >>> float_dtype("dense", "float32")
     dtype('float32')
     """
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:  # not a dtype at all ("nonsense", 3)
-        raise E.lens_dtype_error(fn, "dtype", "a float dtype (float64 or float32)", repr(dtype)) from None
-    if dt.kind != "f":
-        raise E.lens_dtype_error(fn, "dtype", "a float dtype (float64 or float32)", str(dt))
-    return dt
+    return A.float_dtype(fn, "dtype", dtype)
 
 
 def check_size(fn: str, what: str, n: object) -> int:
@@ -106,6 +101,17 @@ def float_input_error(lens: str, x: object) -> E.PrelensError:
     if not isinstance(x, np.ndarray):
         return E.must_be(lens, "input", "a numpy float array", E.describe(x))
     return E.lens_dtype_error(lens, "input", "a float array", E.describe(x))
+
+
+def shape_residue(name: str, shape: Any, least: int) -> tuple[int, ...]:
+    """A residue that is a shape (a tuple of at least ``least`` ints), else the residue error of ``name``.
+
+    >>> shape_residue("merge_heads(2)", (2, 3, 4), 2)
+    (2, 3, 4)
+    """
+    if not (isinstance(shape, tuple) and len(shape) >= least and all(isinstance(n, int) for n in shape)):
+        raise residue_error(name, shape)
+    return shape
 
 
 def delta_error(lens: str, da: object, like: Array) -> E.PrelensError:

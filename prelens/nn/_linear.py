@@ -40,6 +40,7 @@ from ._activations import Activation, resolve_activation, tanh
 from ._fastcheck import (
     Array,
     check_size,
+    delta_error,
     dtype_suffix,
     features,
     float_dtype,
@@ -119,10 +120,6 @@ def _times_transpose(da: Array, w: Array) -> Array:
     ones), ``@`` beyond.
     """
     return np.dot(da, w.T) if da.ndim <= 2 else da @ w.T
-
-
-def _delta_error(lens: str, da: object, z: Array) -> E.PrelensError:
-    return input_error(lens, "output delta", da, shape_str(z.dtype, z.shape), z.dtype)
 
 
 # ------------------------------------------------------------------ linear
@@ -331,7 +328,7 @@ def dense(
         if bad_m:
             raise residue_error(name, m)
         if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != z.shape:
-            raise _delta_error(name, da, z)
+            raise delta_error(name, da, z)
         try:
             dz = da if grad is None else grad(z, da)
             if dz.ndim == 2:

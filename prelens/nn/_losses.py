@@ -78,8 +78,7 @@ def _pair_residue(lens: str, m: Any) -> PairResidue:
     """The residue ``(g, s)`` of the squared losses: two float arrays of one shape and dtype."""
     try:
         g, s = m
-        ok = g.dtype is s.dtype and g.shape == s.shape and s.dtype.kind == "f"
-        ok = ok or (s.dtype.kind == "f" and g.dtype == s.dtype and g.shape == s.shape)
+        ok = s.dtype.kind == "f" and g.dtype == s.dtype and g.shape == s.shape
     except (TypeError, ValueError, AttributeError):
         ok = False
     if not ok:
