@@ -6,8 +6,8 @@ from prelens import PreLens, from_tamb, to_tamb, tri_compose, vjp
 from prelens.testing import check_lens_laws, check_vjp
 
 linear = PreLens(
-    lambda w, s: ((w, s), w @ s),
-    lambda m, da: (da * m[1], da * m[0]),
+    lambda w, s: ((s.copy(), w.copy()), w @ s),  # the residue (s, w), as the post's linearL: its own copy
+    lambda m, da: (da * m[0], da * m[1]),
     name="linear",
     init_fn=lambda rng: rng.standard_normal(3),
 )

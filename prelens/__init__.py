@@ -5,11 +5,13 @@ Modules" to Python on numpy. See the README and ``docs/`` for a tour.
 """
 
 from ._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
+from ._construction import register_constructor
 from ._errors import (
     ArgumentError,
     CheckpointError,
     DTypeError,
     LawError,
+    ModelFileError,
     NonFiniteError,
     PrelensError,
     ShapeError,
@@ -39,6 +41,9 @@ from ._iso import (
     unrunit_l,
 )
 from ._lens import PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
+from ._meanings import Cost, CostTable, Rule, Shapes, placeholder, register_rule, shape_of
+from ._model_file import LoadedModel, load_model, save_model
+from ._program import Program
 from ._summary import Stage, Summary, summary
 from ._tambara import (
     PLeft,
@@ -52,6 +57,7 @@ from ._tambara import (
     dimap_p,
     dimap_s,
     from_tamb,
+    interpret,
     to_tamb,
     tri_compose,
     tri_tensor,
@@ -74,19 +80,26 @@ from ._tree import (
     tree_zip_map,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ArgumentError",
     "CheckpointError",
+    "Cost",
+    "CostTable",
     "DTypeError",
     "LawError",
+    "LoadedModel",
+    "ModelFileError",
     "NonFiniteError",
     "PLeft",
     "PRight",
     "PreLens",
     "PrelensError",
+    "Program",
+    "Rule",
     "ShapeError",
+    "Shapes",
     "Stage",
     "StructureError",
     "Summary",
@@ -112,15 +125,22 @@ __all__ = [
     "forward",
     "from_tamb",
     "id_pre_lens",
+    "interpret",
     "iso_lens",
+    "load_model",
     "lunit",
     "lunit_l",
     "parameter_free",
+    "placeholder",
     "pre_compose",
     "prod_lens",
+    "register_constructor",
+    "register_rule",
     "runit",
     "runit_l",
+    "save_model",
     "second",
+    "shape_of",
     "skip_left",
     "skip_left_l",
     "skip_right",

@@ -8,16 +8,19 @@ blog's TriLens. Lists of the wrong length are an error, never truncated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
 
 from . import _args
 from . import _errors as E
+from ._construction import constructor
 from ._iso import _second as second
 from ._iso import _sym as sym
 from ._lens import AnyLens, PreLens, _witness_list, _WitnessList, as_pair, check_deltas, is_validated, unpack_error
-from ._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s, tri_tensor
+from ._program import Program
+from ._tambara import AnyTriLens, TriLens, _module, dimap_m, dimap_p, dimap_s, tri_tensor
 from ._tree import numeric_sum, tree_sum
 
 
@@ -33,6 +36,7 @@ def _check_len(lens: str, what: str, xs: Any, n: int) -> None:
         raise E.list_length_error(lens, what, n, len(xs))
 
 
+@constructor
 def branch(n: int) -> AnyLens:
     """Fan-out: one input to a list of ``n`` copies; the backward pass sums pointwise.
 
@@ -40,9 +44,9 @@ def branch(n: int) -> AnyLens:
 
         branch :: VSpace ds => Int -> PreLens [s] [ds] () () () () s ds
 
-    The post's ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s``
-    (here :func:`branch_t`) concatenates the deltas with ``mconcat``; prelens
-    sums them, see the docs.
+    The Haskell ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s``
+    (``PreLens/TriLens.hs``; here :func:`branch_t`) concatenates the deltas with
+    ``mconcat``; prelens sums them, see docs/faithful.md.
 
     >>> import numpy as np
     >>> b = branch(2)
@@ -64,6 +68,7 @@ def branch(n: int) -> AnyLens:
     return PreLens(fwd, bwd, name)
 
 
+@constructor
 def branch_t(n: int) -> AnyTriLens:
     """The blog's fan-out TriLens, built from dimaps (backward sums pointwise).
 
@@ -72,8 +77,8 @@ def branch_t(n: int) -> AnyTriLens:
         branch_t :: VSpace s => Int -> TriLens [s] [s] () () () () s s
         branch_t n = dimapM unLunit lunit . dimapP runit unRunit . dimapS (replicate n) accumulate
 
-    The post's ``branch`` has ``mconcat`` (concatenation) where this has the
-    pointwise sum ``accumulate``.
+    The Haskell ``branch`` (``PreLens/TriLens.hs``) has ``mconcat``
+    (concatenation) where this has the pointwise sum ``accumulate``.
 
     >>> from prelens import from_tamb
     >>> from_tamb(branch_t(3)).fwd((), 1.0)
@@ -103,6 +108,7 @@ def branch_t(n: int) -> AnyTriLens:
 def vec_lens(n: int, lens: AnyLens) -> AnyLens: ...
 @overload
 def vec_lens(n: int, lens: AnyTriLens) -> AnyTriLens: ...
+@constructor
 def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
     """``n`` copies of ``lens`` in parallel; every slot becomes a list of length ``n``.
 
@@ -112,8 +118,9 @@ def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
 
     (and the same with ``PreLens`` for ``TriLens``).
 
-    On a TriLens it is the blog's ``consLens``/``nilLens`` recursion (nested
-    ``n`` deep: meant for teaching-sized ``n``).
+    On a TriLens it is the blog's ``consLens``/``nilLens`` recursion in any Trimbara
+    module; in the free module (:class:`~prelens.Program`, what ``from_tamb`` runs) the copies
+    are one sub-program run on each element, so ``n`` costs a loop, not a nest.
 
     >>> from prelens import id_pre_lens
     >>> vec_lens(2, id_pre_lens).fwd([(), ()], [1, 2])
@@ -197,13 +204,57 @@ def _vec_lens_t(n: int, lens: AnyTriLens) -> AnyTriLens:
     out: AnyTriLens = TriLens(nil_lens)
     for _ in range(n):
         out = cons_lens(lens, out)
-    return TriLens(out.run, name)
+
+    def run(t: Any) -> Any:
+        return _vec_program(n, lens, name, t) if isinstance(t, Program) else out(t)
+
+    return TriLens(run, name)
+
+
+def _vec_program(n: int, lens: AnyTriLens, name: str, t: Program) -> Program:
+    """``vec_lens`` on the free module: ``lens``'s steps taken once, acting on each element.
+
+    The copies' residues gather at ``m@(0, *)`` (each ``(m_i, ())``) and their parameters at
+    ``p@(1, *)`` (each ``((), p_i)``); the plumbing around strips those units, giving the
+    residue ``([m_i], m1)`` and parameters ``(p1, [p_i])`` of the cons construction.
+    """
+
+    def n_long(what: str) -> Callable[[Any], Any]:
+        def check(xs: Any) -> Any:
+            if not _is_seq(xs) or len(xs) < n:
+                raise E.list_too_short(name, n, E.describe(xs))
+            if len(xs) > n:
+                raise E.list_too_long(name, n, len(xs) - n)
+            return xs
+
+        check.__qualname__ = f"{what} of length {n}"
+        return check
+
+    units = [()] * n
+    t = t.dimap_s(_same, n_long("output delta"))
+    t = t.dimap_m(lambda m1: (units, m1), lambda dm: dm[1])
+    t = t.dimap_p(lambda p: p[0], lambda dp1: (dp1, units))
+    t = _module(lens(t.at(t.focus.each()))).at(t.focus)
+    t = t.dimap_m(
+        lambda m: ([mi for mi, _ in m[0]], m[1]),
+        lambda dm: ([(dmi, ()) for dmi in n_long("residue delta")(dm[0])], dm[1]),
+    )
+    t = t.dimap_p(
+        lambda p: (p[0], [((), pi) for pi in n_long("parameters")(p[1])]),
+        lambda dp: (dp[0], [q for _, q in dp[1]]),
+    )
+    return t.dimap_s(n_long("input"), _same)
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 @overload
 def batch_n(n: int, lens: AnyLens) -> AnyLens: ...
 @overload
 def batch_n(n: int, lens: AnyTriLens) -> AnyTriLens: ...
+@constructor
 def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
     """``n`` copies of ``lens`` sharing one parameter; parameter deltas are summed.
 
@@ -250,6 +301,7 @@ def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
     return PreLens(fwd, bwd, name, lens.init_fn, "", (lens,))
 
 
+@constructor
 def chain(*lenses: AnyLens) -> AnyLens:
     """n-ary sequential composition; parameters and residues are lists in data-flow order.
 

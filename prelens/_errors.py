@@ -74,7 +74,7 @@ class LawError(PrelensError, AssertionError):
     >>> import numpy as np
     >>> from prelens import PreLens
     >>> from prelens.testing import check_vjp
-    >>> half = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), da * m), name="half_square")
+    >>> half = PreLens(lambda p, s: (s.copy(), s * s), lambda m, da: ((), da * m), name="half_square")
     >>> check_vjp(half, (), np.array([1.0, 2.0]))
     Traceback (most recent call last):
     ...
@@ -242,10 +242,6 @@ def lens_dtype_error(lens: str, what: str, expected: str, got: str) -> DTypeErro
     return DTypeError(f"{lens}: {what}: expected {expected}, got {got}")
 
 
-def lens_value_error(lens: str, what: str) -> PrelensError:
-    return StructureError(f"{lens}: {what}")
-
-
 def not_positive_int(fn: str, what: str, value: Any) -> StructureError:
     return StructureError(f"{fn}: {what} must be a positive int, got {value!r}")
 
@@ -334,8 +330,8 @@ class DepthError(PrelensError, RecursionError):
 def too_deep(lens: str, limit: int) -> DepthError:
     err = DepthError(
         f"{short_name(lens)}: nested too deeply: running it exceeded Python's recursion limit "
-        f"({limit} frames). Build it flatter: batch or vectorise the pre-lens, not the TriLens "
-        "(batch_n(n, from_tamb(mlp)), not from_tamb(batch_n(n, mlp))); compose long sequences "
+        f"({limit} frames). Build it flatter: run a TriLens with from_tamb(...), which loops over its "
+        "steps, not in a nest of closures (interpret(tri, id_pre_lens)); compose long sequences "
         "with chain(...) rather than nested >>; or use the whole-array lenses of prelens.nn"
     )
     mark(err, _prelens_where=True)
@@ -388,11 +384,11 @@ def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
 
 
 def tamb_pass_failed(lens: str, which: str, got: Any, exc: BaseException) -> StructureError:
-    """A TriLens run as a pre-lens met a value of the wrong structure deep inside its nest of dimaps."""
+    """A TriLens run as a pre-lens met a value of the wrong structure at one of its many dimaps."""
     given = "(parameters, input)" if which == "forward" else "(residue, output delta)"
     return StructureError(
         f"{short_name(lens)}: the {which} pass failed on {given} = {describe_tree(got)} "
-        f"({type(exc).__name__}: {exc}); a TriLens runs as a nest of dimaps, so check that "
+        f"({type(exc).__name__}: {exc}); a TriLens runs as a program of dimaps, so check that "
         + (
             "the parameters and the input have the structure it expects"
             if which == "forward"
@@ -422,11 +418,11 @@ def law_raised(law: str, where: str, exc: BaseException) -> LawError:
     return LawError(f"law '{law}' fails: {where} raised {type(exc).__name__}: {exc}")
 
 
-def vjp_violation(lens: str, lhs: float, rhs: float, leaf: str | None) -> LawError:
+def vjp_violation(lens: str, lhs: float, rhs: float, leaf: str | None, err: float = 0.0) -> LawError:
     where = f"; the first wrong leaf is {leaf}" if leaf else ""
     return LawError(
         f"check_vjp: {lens}: bwd is not the reverse derivative of fwd: "
-        f"<da, J·δ> by central differences = {lhs:.10g}, "
+        f"<da, J·δ> by central differences = {lhs:.10g} (± {err:.2g}), "
         f"<bwd(da), δ> = {rhs:.10g}{where}"
     )
 
@@ -441,6 +437,48 @@ def vjp_delta_structure(lens: str, what: str, of: str, found: str) -> LawError:
 
 def vjp_bwd_misfit(lens: str, exc: BaseException) -> LawError:
     return LawError(f"check_vjp: {lens}: bwd's deltas do not fit the parameters and input: {exc}")
+
+
+# -------------------- law kit: derivatives at any scale, delta dtypes, purity, aliasing (issue 13)
+
+
+def vjp_no_difference(lens: str, leaf: str | None) -> LawError:
+    where = f" along {leaf}" if leaf else ""
+    return LawError(
+        f"check_vjp: {lens}: fwd gave non-finite outputs at every step of the finite differences{where}: "
+        "check at a point where the lens is finite"
+    )
+
+
+def vjp_delta_dtype(lens: str, what: str, path: str, expected: str, got: str) -> LawError:
+    return LawError(
+        f"check_vjp: {lens}: bwd's {what} at {path} has dtype {got}, expected {expected} "
+        "(a delta has the dtype of its primal)"
+    )
+
+
+def pure_mutated(fn: str, lens: str, which: str, what: str, path: str) -> LawError:
+    """``fwd`` or ``bwd`` wrote into an argument: ``fwd mutated its input s at path s[1]``."""
+    return LawError(
+        f"{fn}: {lens}: {which} mutated its {what} at path {path} "
+        "(a lens never writes into its arguments: compute into fresh arrays)"
+    )
+
+
+def pure_not_residue_only(fn: str, lens: str, order: str, where: str) -> LawError:
+    return LawError(
+        f"{fn}: {lens}: bwd uses something besides its residue: after two forward passes, "
+        f"the backward passes run in {order} order gave another {where} than each run alone "
+        "(everything bwd needs must travel in the residue, not in a closure, an attribute or a global)"
+    )
+
+
+def pure_residue_aliases(fn: str, lens: str, what: str, path: str, where: str) -> LawError:
+    return LawError(
+        f"{fn}: {lens}: the residue aliases the caller's {what} at path {path}: writing into it "
+        f"between the forward and the backward pass changed bwd's {where} "
+        "(a residue keeps its own copy of what it needs from p and s)"
+    )
 
 
 def non_finite(what: str, path: str) -> NonFiniteError:
@@ -551,3 +589,171 @@ def checkpoint_unknown_namedtuple(path: str, where: str, name: str) -> Checkpoin
         f"checkpoint {path}: at {path_str(where)}: named tuple {name} is not registered; "
         "pass like=<a tree of the model's parameters> or prelens.checkpoint.register_namedtuple(cls)"
     )
+
+
+# ------------------------------------------------- model files (save_model, load_model)
+
+
+class ModelFileError(CheckpointError):
+    """A model file cannot be read: not one, damaged, hostile, or of an unknown format version.
+
+    A :class:`CheckpointError` (and so an ``OSError``).
+
+    >>> from prelens import load_model
+    >>> load_model("/no/such/dir/m.prelens")
+    Traceback (most recent call last):
+    ...
+    prelens._errors.ModelFileError: model file /no/such/dir/m.prelens: cannot be read: no such file
+    """
+
+
+def model_undescribable(lens: str, where: str, what: str) -> ArgumentError:
+    return ArgumentError(
+        f"save_model: cannot describe {short_name(lens, 80)}: at {short_name(where, 100)}: {what}. "
+        "A model file stores how each lens was built, not code: build this part in a function decorated with "
+        "@prelens.register_constructor (its arguments JSON-like: numbers, strings, lists, dtypes, small "
+        "arrays, lenses), and register it in the process that loads the file too"
+    )
+
+
+def model_not_rebuilt(lens: str, got: str) -> ArgumentError:
+    return ArgumentError(
+        f"save_model: the description of {short_name(lens, 80)} rebuilds a different lens, "
+        f"{short_name(got, 80)}: a registered constructor gives different lenses for the same arguments "
+        "(does it read global state, or were its arguments changed after the call?)"
+    )
+
+
+def model_params_misfit(lens: str, found: str) -> StructureError:
+    return StructureError(
+        f"save_model: the parameters do not fit {short_name(lens, 80)} (compared with what its init makes): "
+        f"{found}"
+    )
+
+
+def constructor_taken(name: str, origin: str) -> ArgumentError:
+    return ArgumentError(
+        f"register_constructor: the name {name!r} is already registered for {origin}; pass another name=..."
+    )
+
+
+def model_file_bad(path: str, detail: str) -> ModelFileError:
+    return ModelFileError(f"model file {path}: cannot be read: {detail}")
+
+
+def model_file_only_params(path: str) -> ModelFileError:
+    return ModelFileError(
+        f"model file {path}: cannot be read: it holds parameters only (a prelens checkpoint, as "
+        "`prelens train --save` wrote before 0.2.0), without the description of its lens; load it with "
+        "prelens.checkpoint.load(path, like=lens.init(0)) for the lens you built, then write a model file "
+        "with prelens.save_model(path, lens, params)"
+    )
+
+
+def model_file_version(path: str, version: Any, reads: int, writer: str) -> ModelFileError:
+    newer = isinstance(version, int) and not isinstance(version, bool) and version > reads
+    hint = f"written by prelens {writer}; upgrade prelens to read it" if newer else "no prelens wrote such a version"
+    return ModelFileError(
+        f"model file {path}: cannot be read: model format version {version!r}, and this prelens reads "
+        f"version {reads} ({hint})"
+    )
+
+
+def model_file_misfit(path: str, found: str) -> ModelFileError:
+    return ModelFileError(
+        f"model file {path}: cannot be read: the stored parameters do not fit the lens it describes: {found}"
+    )
+
+
+# ------------------------------------- stopping training, save targets, the command line (issue 13)
+
+
+def fit_stopped_note(where: str, steps: int, saved: str | None) -> str:
+    """The note ``fit`` adds to an exception that stopped training (the state rides on it)."""
+    also = f" and saved to {saved}" if saved else ""
+    return (
+        f"fit: training stopped at {where}, after {steps} good steps; the last good parameters, optimiser "
+        f"state and history are attached to this error as .params, .opt_state and .history{also}"
+    )
+
+
+def fit_saved_note(saved: str) -> str:
+    return f"fit: the last good parameters and optimiser state are saved to {saved}"
+
+
+def checkpoint_not_saved(fn: str, why: str) -> str:
+    return f"{fn}: checkpoint not saved: {why}"
+
+
+def unwritable_path(where: str, name: str, path: str, why: str) -> ArgumentError:
+    """A file ``path`` (e.g. ``--save``) that cannot be written, found before any work is done."""
+    return ArgumentError(f"{where}: {name} cannot be written to {path!r}: {why}")
+
+
+def flag_needs(command: str, flag: str, needed: str) -> ArgumentError:
+    return ArgumentError(f"{command}: {flag} needs {needed}")
+
+
+def renamed_text(old: str, new: str) -> str:
+    """The warning for a name renamed in 0.2.0 so that no public name has two meanings."""
+    return (
+        f"{old} was renamed {new} in prelens 0.2.0 (the old name meant something else elsewhere in "
+        "prelens); the old name goes away in 0.3.0"
+    )
+
+
+# ------------------------- learning as optics: schedules, optimiser lenses, dropout, metrics (issue 14)
+
+
+def bad_schedule_value(opt: str, step: int, got: Any) -> ArgumentError:
+    """A learning-rate schedule that gave something other than a finite number >= 0."""
+    return ArgumentError(
+        f"{opt}: the lr schedule gave {got!r} at step {step}; a schedule must give a finite number >= 0"
+    )
+
+
+# -------------------- the training kit in fit: optimiser lenses, callbacks, resuming, plots (issue 14, part 2)
+
+
+class MissingExtraError(PrelensError, ImportError):
+    """An optional dependency is not installed (matplotlib for ``History.plot``): the message names the extra."""
+
+
+def missing_extra(fn: str, module: str, extra: str) -> MissingExtraError:
+    return MissingExtraError(f"{fn} needs {module}, which is not installed: pip install 'prelens[{extra}]'")
+
+
+def metrics_unmeasured() -> ArgumentError:
+    return ArgumentError(
+        "fit: metrics has nothing to be measured on: give validation=(xs, targets), "
+        "or train_metrics=True to measure them on the training data"
+    )
+
+
+def monitor_unknown(who: str, monitor: Any, recorded: Sequence[str]) -> ArgumentError:
+    return ArgumentError(
+        f"fit: {who} monitors {monitor!r}, which this fit does not record; it records "
+        + ", ".join(map(repr, recorded))
+    )
+
+
+def resume_refused(path: str, detail: str) -> CheckpointError:
+    return CheckpointError(f"checkpoint {path}: cannot resume from it: {detail}")
+
+
+def data_cast_overflow(fn: str, where: str, row: int, dtype: str) -> NonFiniteError:
+    return NonFiniteError(
+        f"{fn}: {where} overflows when cast to the model's {dtype}, first in row {row}; scale the data first"
+    )
+
+
+def early_stopped(monitor: str, patience: int, best_epoch: int | None, restored: bool) -> str:
+    """``History.stopped`` for a run that ``EarlyStopping`` ended."""
+    best = "no epoch gave a finite value" if best_epoch is None else f"the best was epoch {best_epoch}"
+    back = f"; handed back the parameters of epoch {best_epoch}" if restored and best_epoch is not None else ""
+    return f"early stopping: {monitor} did not improve for {patience} epochs ({best}{back})"
+
+
+def callback_stopped(callback: str, epoch: int) -> str:
+    """``History.stopped`` for a run that a callback of the user's ended."""
+    return f"stopped by the callback {short_name(callback, 80)} after epoch {epoch}"

@@ -6,10 +6,14 @@ Haskell::
       PreLens ((p, s) -> (m, a)) ((dm, da) -> (dp, ds))
 
 ``fwd(p, s) -> (m, a)`` turns parameters and input into a residue and an output;
-``bwd(dm, da) -> (dp, ds)`` turns a residue delta and an output delta into a
-parameter delta and an input delta. ``bwd`` never sees ``p`` or ``s``: all it
-needs travels in the residue. ``bwd`` is the plain vector-Jacobian product; the
-learning rate lives in the optimiser only.
+``bwd(dm, da) -> (dp, ds)`` turns the residue and an output delta into a
+parameter delta and an input delta. The type keeps ``dm`` apart from ``m``, but
+running a lens traces over the residue (:mod:`prelens._trace`, the post's
+``ExLens``, a coend): the trace sets ``dm = m`` and hands ``bwd`` the residue
+itself. ``bwd`` never sees ``p`` or ``s``: all it needs travels in the residue.
+``bwd`` is nonlinear in the residue; ``da ↦ bwd(m, da)``, for the ``m`` of one
+forward pass, is the vector-Jacobian product. The learning rate lives in the
+optimiser only.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing_extensions import TypeVar
 
 from . import _args
 from . import _errors as E
+from ._construction import constructor
 
 A = TypeVar("A")
 DA = TypeVar("DA")
@@ -63,7 +68,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     """A pre-lens ``s -> a`` with parameters ``p`` and residue ``m``.
 
     Haskell: ``PreLens a da m dm p dp s ds``; ``fwd :: (p, s) -> (m, a)``,
-    ``bwd :: (dm, da) -> (dp, ds)``.
+    ``bwd :: (dm, da) -> (dp, ds)``. Run by the trace, ``bwd`` gets the residue
+    ``m`` of ``fwd`` itself as its ``dm``.
 
     ``name`` is what ``repr`` shows; ``init_fn(rng)`` creates parameters (the
     default creates ``()``, right for parameter-free lenses). ``op`` and
@@ -113,6 +119,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         except RecursionError as exc:
             raise depth_error(exc, self) from None
 
+    @constructor
     def named(self, name: str) -> PreLens[A, DA, M, DM, P, DP, S, DS]:
         """The same lens shown under another name (its parts are kept for summaries).
 
@@ -166,6 +173,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 
         Haskell: ``dimapP :: (p' -> p) -> (dp -> dp') -> t m dm p dp s ds -> t m dm p' dp' s ds``
 
+        A *reparameterisation*: a 2-cell of the bicategory of pre-lenses (docs/concepts.md).
+
         The result has no initializer (``p'`` cannot be made from ``p``).
 
         >>> id_pre_lens.dimap_p(lambda q: (), lambda dp: "d").bwd((), 5)
@@ -185,7 +194,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     def dimap_m(self, f: Callable[[M], M2], g: Callable[[DM2], DM]) -> PreLens[A, DA, M2, DM2, P, DP, S, DS]:
         """Post-compose the residue with ``f: m -> m'``, pre-compose its delta with ``g: dm' -> dm``.
 
-        Covariant in ``m``, contravariant in ``dm`` (the flipped pair).
+        Covariant in ``m``, contravariant in ``dm`` (the flipped pair): the residue-side
+        (coPara) counterpart of the reparameterisation :meth:`dimap_p`.
         Haskell: ``dimapM :: (m -> m') -> (dm' -> dm) -> t m dm p dp s ds -> t m' dm' p dp s ds``
 
         >>> id_pre_lens.dimap_m(lambda m: "m", lambda dm: ()).fwd((), 5)
@@ -467,6 +477,7 @@ def _wrap(lens: AnyLens, op: str, side: str) -> str:
     return f"({lens.name})"
 
 
+@constructor
 def pre_compose(
     f: PreLens[B, DB, M, DM, P, DP, S, DS], g: PreLens[A, DA, N, DN, Q, DQ, B, DB]
 ) -> PreLens[A, DA, tuple[M, N], tuple[DM, DN], tuple[Q, P], tuple[DQ, DP], S, DS]:
@@ -550,6 +561,7 @@ def pre_compose(
     return PreLens(fwd, bwd, name, init, ">>", (f, g))
 
 
+@constructor
 def prod_lens(
     f: PreLens[A, DA, M, DM, P, DP, S, DS], g: PreLens[A2, DA2, M2, DM2, P2, DP2, S2, DS2]
 ) -> PreLens[

@@ -107,6 +107,8 @@ def _example(fn: str, spec: Any, rng: np.random.Generator, dtype: np.dtype[Any])
         return rng.standard_normal(spec).astype(dtype)
     if isinstance(spec, (tuple, list)):
         out = [_example(fn, x, rng, dtype) for x in spec]
+        if hasattr(spec, "_fields"):  # a named tuple (a parameter or a state given in the input) keeps its type
+            return type(spec)(*out)
         return tuple(out) if isinstance(spec, tuple) else out
     return spec
 

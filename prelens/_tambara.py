@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol, Self, runtime_checkable
 
 from . import _args
 from . import _errors as E
+from ._construction import constructor
 from ._iso import _assoc as assoc
 from ._iso import _first as first
 from ._iso import _lunit as lunit
@@ -29,7 +30,8 @@ from ._iso import _skip_right as skip_right
 from ._iso import _unassoc as unassoc
 from ._iso import _unlunit as unlunit
 from ._iso import _unrunit as unrunit
-from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens
+from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens  # noqa: F401  (the doctests use it)
+from ._program import Program, compile_passes
 
 Fn = Callable[[Any], Any]
 
@@ -118,7 +120,7 @@ def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
 
 
 def _check_dimap(fn: str, f: Any, g: Any, t: Any) -> None:
-    if type(t) not in (PreLens, PLeft, PRight):  # the plumbing of every TriLens passes here: the common case first
+    if not isinstance(t, _OWN_MODULES):  # the plumbing of every TriLens passes here: the common case first
         _args.trimbara(fn, "t", t)
     _args.function(fn, "f", f)
     _args.function(fn, "g", g)
@@ -192,6 +194,7 @@ def _paren(name: str) -> str:
     return f"({name})" if " " in name else name
 
 
+@constructor
 def to_tamb(lens: AnyLens) -> AnyTriLens:
     """A pre-lens as a TriLens: lift its passes between the two Tambara structure maps.
 
@@ -204,17 +207,47 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
     (((), ()), 1)
     """
     _args.lens("to_tamb", "lens", lens)
-    fw, bw = lens.fwd, lens.bwd
-
-    def fw_(ps: Any) -> Any:
-        return fw(ps[0], ps[1])
-
-    def bw_(dm_da: Any) -> Any:
-        return bw(dm_da[0], dm_da[1])
-
+    fw_, bw_ = Forward(lens), Backward(lens)
     return TriLens(lambda t: beta(dimap_s(fw_, bw_, alpha(t))), f"to_tamb({lens!r})")
 
 
+@dataclass(frozen=True, eq=False)
+class Forward:
+    """``uncurry fw``: a pre-lens's forward pass as the map ``(p, s) -> (m, a)`` that ``to_tamb`` dimaps with.
+
+    It keeps its lens, so an interpretation can tell a lens's own box from the plumbing.
+
+    >>> Forward(id_pre_lens)(((), 3))
+    ((), 3)
+    """
+
+    lens: AnyLens
+
+    def __call__(self, ps: Any) -> Any:
+        return self.lens.fwd(ps[0], ps[1])
+
+    def __repr__(self) -> str:
+        return f"fwd({self.lens!r})"
+
+
+@dataclass(frozen=True, eq=False)
+class Backward:
+    """``uncurry bw``: a pre-lens's backward pass as the map ``(dm, da) -> (dp, ds)``.
+
+    >>> Backward(id_pre_lens)(((), 3))
+    ((), 3)
+    """
+
+    lens: AnyLens
+
+    def __call__(self, dm_da: Any) -> Any:
+        return self.lens.bwd(dm_da[0], dm_da[1])
+
+    def __repr__(self) -> str:
+        return f"bwd({self.lens!r})"
+
+
+@constructor
 def from_tamb(tri: AnyTriLens) -> AnyLens:
     """A TriLens as a pre-lens: apply it to the identity pre-lens and strip the units.
 
@@ -227,13 +260,41 @@ def from_tamb(tri: AnyTriLens) -> AnyLens:
     ((), 7)
     """
     _args.trilens("from_tamb", "tri", tri)
-    lens: AnyLens = dimap_m(runit, unrunit, dimap_p(unlunit, lunit, tri(id_pre_lens)))
     name = f"from_tamb({tri!r})"
-    # The passes run through the nest of dimaps the TriLens built; a value of the wrong
-    # structure fails somewhere inside it, where no lens can be named: name the whole.
-    fwd_ = _naming_the_whole(lens.fwd, name, "forward")
-    bwd_ = _naming_the_whole(lens.bwd, name, "backward")
-    return PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
+    fwd, bwd = compile_passes(interpret(tri, Program()).steps())
+    # The passes run the steps the TriLens took, with loops (never nested calls, so any size
+    # fits Python's stack); a value of the wrong structure fails at some step, where no lens
+    # can be named: name the whole.
+    return PreLens(_naming_the_whole(fwd, name, "forward"), _naming_the_whole(bwd, name, "backward"), name, None)
+
+
+def interpret(tri: AnyTriLens, unit: Any) -> Any:
+    """Run ``tri`` in the Trimbara module whose identity is ``unit``, and strip the units.
+
+    ``from_tamb`` for any Trimbara module. Haskell::
+
+        interpret :: Trimbara t => TriLens a da m dm p dp s ds -> t () () () () a da -> t m dm p dp s ds
+        interpret f unit = dimapM runit unRunit $ dimapP unLunit lunit $ f unit
+
+    ``from_tamb(tri)`` runs ``interpret(tri, Program())`` as a pre-lens, with loops;
+    ``interpret(tri, id_pre_lens)`` is the post's own definition, run as nested closures
+    (its depth grows with the network: for teaching-sized TriLenses).
+
+    >>> interpret(to_tamb(id_pre_lens), id_pre_lens).fwd((), 1)
+    ((), 1)
+    >>> interpret(to_tamb(id_pre_lens), Program())
+    Program(alpha, dimap_s fwd(id_pre_lens), beta, dimap_p _unlunit, dimap_m _runit)
+    """
+    _args.trilens("interpret", "tri", tri)
+    _args.trimbara("interpret", "unit", unit)
+    return dimap_m(runit, unrunit, dimap_p(unlunit, lunit, _module(tri(unit))))
+
+
+def _module(t: Any) -> Any:
+    """What a TriLens returned, unwrapped if it came back inside a ``PLeft`` or ``PRight``."""
+    while type(t) in (PLeft, PRight):
+        t = t.t
+    return t
 
 
 def _naming_the_whole(run: Callable[[Any, Any], Any], name: str, which: str) -> Callable[[Any, Any], Any]:
@@ -250,6 +311,7 @@ def _naming_the_whole(run: Callable[[Any, Any], Any], name: str, which: str) -> 
     return named
 
 
+@constructor
 def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:
     """Sequential composition of TriLenses: ``f`` runs first (as in ``f >> g``).
 
@@ -291,7 +353,7 @@ class PLeft:
     t: Any
 
     def __post_init__(self) -> None:
-        if type(self.t) not in (PreLens, PLeft, PRight):  # the plumbing's own modules: the common case
+        if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
             _args.trimbara("PLeft", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PLeft:
@@ -325,7 +387,7 @@ class PRight:
     t: Any
 
     def __post_init__(self) -> None:
-        if type(self.t) not in (PreLens, PLeft, PRight):  # the plumbing's own modules: the common case
+        if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
             _args.trimbara("PRight", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PRight:
@@ -344,6 +406,7 @@ class PRight:
         return PRight(self.t.dimap_s(skip_right, skip_right).beta().dimap_p(unassoc, assoc))
 
 
+@constructor
 def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
     """Parallel composition of TriLenses (Haskell's ``prodLensT``), as ``l1 @ l2``.
 
@@ -365,9 +428,16 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
 
     def run(t: Any) -> Any:
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
-        t = l1(PLeft(t)).t
-        t = l2(PRight(t)).t
+        if isinstance(t, Program):  # the free module focuses on each half instead of wrapping it
+            t = _module(l1(t.at(t.focus.left()))).at(t.focus)
+            t = _module(l2(t.at(t.focus.right()))).at(t.focus)
+        else:
+            t = l1(PLeft(t)).t
+            t = l2(PRight(t)).t
         t = dimap_p(second(unlunit), second(lunit), dimap_m(first(runit), first(unrunit), t))
         return dimap_p(unassoc, assoc, dimap_m(unassoc, assoc, t))
 
     return TriLens(run, f"{_paren(repr(l1))} @ {_paren(repr(l2))}")
+
+
+_OWN_MODULES = (PreLens, PLeft, PRight, Program)

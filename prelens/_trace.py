@@ -6,9 +6,14 @@ Haskell::
     fwd' :: ExLens a da p dp s ds -> (p, s) -> a
     bwd' :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
 
+The trace identifies the residue's two slots (``m m``: the post's "we'll use
+the same type for dm as for m", an existential type, i.e. a coend): the
+residue ``m`` that ``fwd`` returns is handed, itself, to ``bwd`` as its ``dm``.
 :func:`forward` and :func:`backward` are ``fwd'`` and ``bwd'`` (``backward``
-re-runs the forward pass, as the blog's does). :func:`vjp` is the efficient
-form: one forward pass, and a pullback that closes over the stored residue.
+re-runs the forward pass, as the Haskell ``bwd'`` does). :func:`vjp` is the
+efficient form: one forward pass, and a pullback ``da ↦ bwd(m, da)`` that
+closes over the stored residue; the pullback, linear in ``da``, is the
+vector-Jacobian product at ``(p, s)``.
 
 The first time a lens that is not a composite (``>>``, ``@``, ``chain`` check
 their parts themselves) is run backward here, its ``(dp, ds)`` is checked
@@ -108,7 +113,9 @@ def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[
 
         vjp :: PreLens a da m m p dp s ds -> p -> s -> (a, da -> (dp, ds))
 
-    The pullback closes over the residue, so the forward pass is never
+    The pullback closes over the residue ``m`` and computes ``bwd(m, da)``: the
+    trace hands the residue itself to ``bwd``. It is linear in ``da``, the
+    vector-Jacobian product at ``(p, s)``, and the forward pass is never
     recomputed (like ``jax.vjp``). One call of each pass per component lens.
 
     >>> from prelens import PreLens

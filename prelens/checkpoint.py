@@ -10,10 +10,26 @@ A checkpoint is an ordinary ``.npz`` archive (readable by ``numpy.load`` with
 
 :func:`save` writes atomically: a temporary file in the same directory, flushed
 and fsynced, then ``os.replace``; a failed save leaves the file that was there
-untouched. :func:`load` raises :class:`prelens.CheckpointError` for a missing,
-truncated or corrupt file, and, given ``like=`` (a tree of the model's
+untouched, and a Ctrl-C during the write takes effect once the write is done
+(in the main thread, where Python delivers it), so the file is always whole.
+A save killed outright (``SIGKILL``, a power cut) can leave its temporary file
+behind: the next save to the same place removes it. A temporary file is named
+``.<name>.<pid>.<random>.tmp`` and is locked (``flock``) while it is written;
+a leftover is removed only when no process with its pid is alive *and* no one
+holds its lock, so a live writer's file is never touched (on systems without
+``flock``, such as Windows, leftovers are not removed).
+
+:func:`load` raises :class:`prelens.CheckpointError` for a missing, truncated,
+corrupt or hostile file, and, given ``like=`` (a tree of the model's
 parameters), for a file that belongs to another model, naming the tree path of
-the first difference in structure, shape or dtype.
+the first difference in structure, shape or dtype. It trusts no size in the
+file: every shape in the description must equal the shape in the array's own
+header, the number of bytes the archive says it holds, and (with ``like=``)
+the model's, all checked before anything is allocated or decompressed; it
+reads no more than those sizes. So loading never takes much more memory than
+the model (with ``like=``) or 16 times the file (without). Trees nest at most
+100 levels deep (:func:`save` refuses deeper ones; :func:`load` refuses deeper
+descriptions), and so does the metadata.
 
 Named tuples are rebuilt without importing anything named in the file: from
 the types in ``like=`` when it is given, otherwise from a registry of allowed
@@ -34,13 +50,21 @@ import errno
 import json
 import math
 import os
+import re
 import secrets
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
 from . import _errors as E
+from ._sigint import deferred_sigint
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 Tree = Any
 T = TypeVar("T", bound=type)
@@ -51,10 +75,16 @@ _HEADER = "__prelens__"
 _FORMAT = "prelens-checkpoint"
 _VERSION = 1
 
-_registry: dict[str, type] = {}
+#: Trees and metadata nest at most this many levels (containers inside containers).
+_MAX_DEPTH = 100
+#: Without ``like=``, the arrays read from a file may take at most this many times its size.
+_MAX_INFLATION = 16
+#: Plus this much, so that tiny files of empty or small arrays always load.
+_INFLATION_SLACK = 1 << 20
+#: Data is read in pieces of this size (never one more copy of a whole array).
+_CHUNK = 1 << 20
 
-#: ``numpy.savez`` seen as taking any keywords (its stubs also type ``allow_pickle`` there).
-_savez: Callable[..., None] = np.savez
+_registry: dict[str, type] = {}
 
 
 def register_namedtuple(cls: T) -> T:
@@ -113,8 +143,10 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
     tuples, dicts with ``str`` or ``int`` keys, and ``None``.
 
     Raises :class:`prelens.CheckpointError` for anything else (naming the
-    path in the tree) and when writing fails; either way the file that was
-    at ``path`` stays as it was.
+    path in the tree), for trees or metadata nested more than 100 levels
+    deep, and when writing fails; either way the file that was at ``path``
+    stays as it was. A Ctrl-C during the write is acted on when the file is
+    complete.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -129,8 +161,11 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
     if metadata is not None and not isinstance(metadata, Mapping):
         raise E.checkpoint_unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
-    spec = _encode(tree, "", arrays)
-    header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": dict(metadata or {})}
+    spec = _encode(tree, "", arrays, 0)
+    meta = dict(metadata or {})
+    if _too_deep(meta, _MAX_DEPTH - 1):
+        raise E.checkpoint_unsupported("metadata", f"nested more than {_MAX_DEPTH} levels deep")
+    header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": meta}
     try:
         text = json.dumps(header, allow_nan=False)
     except (TypeError, ValueError) as err:
@@ -141,33 +176,122 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    _remove_stale_temporaries(directory, base)
     tmp_name = None
+    with deferred_sigint():  # a Ctrl-C now is acted on once the file is whole (or the write has failed)
+        try:
+            fd, tmp_name = _create_temporary(directory, base)
+            with os.fdopen(fd, "wb") as f:
+                if fcntl is not None:
+                    fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # "being written": see _remove_stale_temporaries
+                _write_npz(f, arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp_name, path)
+            tmp_name = None
+            _fsync_directory(directory)
+        except OSError as err:
+            raise E.checkpoint_write_failed(path, f"{type(err).__name__}: {err}") from err
+        finally:
+            if tmp_name is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp_name)
+
+
+def _write_npz(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """What ``numpy.savez`` writes (one uncompressed ``<key>.npy`` member per array), abandoned cleanly on failure."""
+    archive = zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True)
     try:
-        fd, tmp_name = _create_temporary(directory, os.path.basename(path))
-        with os.fdopen(fd, "wb") as f:
-            _savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-        _fsync_directory(directory)
-    except OSError as err:
-        raise E.checkpoint_write_failed(path, f"{type(err).__name__}: {err}") from err
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
+        for key, arr in arrays.items():
+            with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
+                np.lib.format.write_array(member, arr, allow_pickle=False)
+    except BaseException:
+        # The archive is dropped (the caller deletes its temporary file). An exception that lands
+        # between opening and closing a member leaves zipfile refusing to close the archive
+        # ("open writing handle", a ValueError that would hide the real exception, and again when
+        # the object is collected): mark the handle gone, then close without a care for the result.
+        vars(archive)["_writing"] = False
+        with contextlib.suppress(Exception):
+            archive.close()
+        raise
+    archive.close()
 
 
 def _create_temporary(directory: str, base: str) -> tuple[int, str]:
-    """A new file next to the target, created exclusively with the usual permissions (umask applies)."""
+    """A new file next to the target, created exclusively with the usual permissions (umask applies).
+
+    Its name carries this process's pid (see :func:`_remove_stale_temporaries`).
+    """
     for _ in range(100):
-        name = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
+        name = os.path.join(directory, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.path.join(directory, f".{base}.*.tmp"))
+
+
+def _remove_stale_temporaries(directory: str, base: str) -> None:
+    """Delete the temporary files that earlier, killed saves to ``directory/base`` left behind.
+
+    A temporary file ``.<base>.<pid>.<8 hex digits>.tmp`` is stale when no process with that pid
+    is alive here and no one holds its ``flock`` (a writer holds it from just after creating
+    the file until it is complete; in the moment between, the writer's pid is alive). A pid
+    alive here but not the writer's (reused) only means the file stays. Best effort: errors are
+    ignored, and nothing is removed where ``flock`` is missing (Windows).
+    """
+    if fcntl is None:
+        return
+    pattern = re.compile(rf"\.{re.escape(base)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
+    try:
+        entries = [e.name for e in os.scandir(directory)]
+    except OSError:
+        return
+    for name in entries:
+        found = pattern.fullmatch(name)
+        if found is None or _pid_alive(int(found.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError if a writer holds it
+                os.unlink(os.path.join(directory, name))
+            finally:
+                os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists here (when unsure: yes)."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # e.g. PermissionError: it exists, and is someone else's
+        return True
+    return True
+
+
+def _unwritable_reason(path: Any) -> str | None:
+    """Why :func:`save` could not write to ``path`` (checked before any work), or None if it could."""
+    try:
+        target = os.fspath(path)
+    except TypeError:
+        return "it is not a file path"
+    if not isinstance(target, str) or target == "":
+        return "it is not a file path"
+    if os.path.isdir(target):
+        return "it is a directory"
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.exists(directory):
+        return f"the directory {directory} does not exist"
+    if not os.path.isdir(directory):
+        return f"{directory} is not a directory"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"the directory {directory} is not writable"
+    return None
 
 
 def _fsync_directory(directory: str) -> None:
@@ -187,21 +311,24 @@ def _fsync_directory(directory: str) -> None:
 _SCALARS: dict[type, str] = {bool: "bool", int: "int", float: "float"}
 
 
-def _encode(x: Any, path: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The JSON spec of ``x``; leaves go into ``arrays`` under their path."""
+def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dict[str, Any]:
+    """The JSON spec of ``x`` (inside ``depth`` nodes); leaves go into ``arrays`` under their path."""
+    is_node = (isinstance(x, tuple) and hasattr(x, "_fields")) or type(x) in (tuple, list, dict)
+    if is_node and depth >= _MAX_DEPTH:
+        raise E.checkpoint_unsupported(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         cls = type(x)
-        children = [_encode(v, f"{path}.{f}", arrays) for f, v in zip(cls._fields, x)]
+        children = [_encode(v, f"{path}.{f}", arrays, depth + 1) for f, v in zip(cls._fields, x)]
         return {"kind": "namedtuple", "name": _qualified(cls), "fields": list(cls._fields), "children": children}
     if type(x) in (tuple, list):
-        children = [_encode(v, f"{path}[{i}]", arrays) for i, v in enumerate(x)]
+        children = [_encode(v, f"{path}[{i}]", arrays, depth + 1) for i, v in enumerate(x)]
         return {"kind": type(x).__name__, "children": children}
     if type(x) is dict:
         keys = list(x)
         for k in keys:
             if type(k) not in (str, int):
                 raise E.checkpoint_unsupported(path, f"dict keys must be str or int, got {k!r}")
-        children = [_encode(x[k], f"{path}[{k!r}]", arrays) for k in keys]
+        children = [_encode(x[k], f"{path}[{k!r}]", arrays, depth + 1) for k in keys]
         return {"kind": "dict", "keys": keys, "children": children}
     if x is None:
         return {"kind": "none"}
@@ -235,12 +362,15 @@ def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
         load :: FilePath -> Maybe Tree -> IO Tree
 
     ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
-    the checkpoint must have its structure, leaf kinds, shapes and dtypes,
-    and named tuples are rebuilt with ``like``'s classes. Without ``like``
-    named tuples must be registered (see :func:`register_namedtuple`).
+    the checkpoint must have its structure, leaf kinds, shapes and dtypes
+    (checked before any array is read), and named tuples are rebuilt with
+    ``like``'s classes. Without ``like`` named tuples must be registered (see
+    :func:`register_namedtuple`).
 
     Raises :class:`prelens.CheckpointError` when the file is missing,
-    truncated or corrupt, or does not fit ``like`` (naming the tree path).
+    truncated, corrupt or inconsistent (sizes that disagree, nesting deeper
+    than 100 levels, more data than 16 times the file's size without
+    ``like``), or does not fit ``like`` (naming the tree path).
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -252,9 +382,12 @@ def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
     """
     name = _path("load", path)
     with _open(name) as archive:
-        header = _read_header(name, archive)
+        header = _read_header(archive)
         known = _known_namedtuples() if like is None else {}
-        return _Reader(name, archive, known).decode(header["tree"], "", like, like is not None)
+        try:
+            return _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
+        except RecursionError:  # the caller's own stack was nearly full: still no bare RecursionError
+            raise E.checkpoint_unreadable(name, "the tree description is nested too deeply") from None
 
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -272,27 +405,158 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     name = _path("load_metadata", path)
     with _open(name) as archive:
-        meta = _read_header(name, archive).get("metadata", {})
+        meta = _read_header(archive).get("metadata", {})
     if not isinstance(meta, dict):
         raise E.checkpoint_unreadable(name, "the metadata is not a mapping")
+    if _too_deep(meta, _MAX_DEPTH - 1):
+        raise E.checkpoint_unreadable(name, f"the metadata is nested more than {_MAX_DEPTH} levels deep")
     return meta
 
 
+class _Archive:
+    """An open checkpoint: its ZIP directory, its size on disk, and how much more it may inflate to."""
+
+    def __init__(self, path: str, zip_: zipfile.ZipFile, size: int) -> None:
+        self.path, self.zip, self.size = path, zip_, size
+        self.budget = _MAX_INFLATION * size + _INFLATION_SLACK
+
+    def unreadable(self, detail: str) -> E.CheckpointError:
+        return E.checkpoint_unreadable(self.path, detail)
+
+    def read(
+        self,
+        key: str,
+        where: str | None,
+        kinds: str,
+        dtype: np.dtype[Any] | None,
+        shape: tuple[int, ...] | None,
+        *,
+        charge: bool,
+    ) -> np.ndarray:
+        """The array stored under ``key`` (the leaf at tree path ``where``), read once its header is checked.
+
+        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape
+        equal to ``shape``, when given); the archive must say it holds exactly that many bytes,
+        within the file. With ``charge``, the bytes count against the budget of 16 times the
+        file's size (without ``like=`` nothing else bounds them). Nothing is allocated before
+        all of that holds, and no more than the declared bytes are ever decompressed.
+        """
+        try:
+            info = self.zip.getinfo(f"{key}.npy")
+        except KeyError:
+            raise self.unreadable(f"the array for {key} is missing") from None
+        self._check_entry(key, info)
+        try:
+            with self.zip.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise self.unreadable(f"the array for {key} has an unsupported .npy version {version}")
+                if got_dtype.hasobject:
+                    raise self.unreadable(
+                        f"the array for {key} is corrupt (it holds Python objects, which would need allow_pickle=True)"
+                    )
+                if (
+                    got_dtype.kind not in kinds
+                    or (dtype is not None and got_dtype != dtype)
+                    or (shape is not None and tuple(got_shape) != shape)
+                ):
+                    got = _shape_str(got_dtype, got_shape)
+                    if where is None:
+                        raise self.unreadable(f"the array for {key} is corrupt (it is {got})")
+                    said = (
+                        _shape_str(dtype, shape)
+                        if dtype is not None and shape is not None
+                        else {"b": "a bool", "i": "an int", "f": "a float"}.get(kinds, "an array")
+                    )
+                    raise E.checkpoint_corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
+                nbytes = math.prod(got_shape) * got_dtype.itemsize
+                data_at = f.tell()
+                if info.file_size != data_at + nbytes:
+                    short = "shorter" if info.file_size < data_at + nbytes else "longer"
+                    raise self.unreadable(f"the array for {key} is {short} than its header says")
+                if charge:
+                    self.budget -= info.file_size
+                    if self.budget < 0:
+                        raise self.unreadable(
+                            f"the array for {key} would take the data read past {_MAX_INFLATION} times the file's "
+                            "size (a decompression bomb?); pass like=<the model's parameters> to load a file "
+                            "this compressed"
+                        )
+                return _read_data(f, got_dtype, tuple(got_shape), fortran, nbytes, key, self.unreadable)
+        except E.CheckpointError:
+            raise
+        except Exception as err:  # damaged bytes make numpy and zipfile raise many kinds
+            raise self.unreadable(f"the array for {key} is corrupt ({_why(err)})") from None
+
+    def _check_entry(self, key: str, info: zipfile.ZipInfo) -> None:
+        """The archive's own claims about a member, against the file: before any byte of it is read."""
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise self.unreadable(
+                f"the array for {key} is compressed with method {info.compress_type}, which prelens does not read"
+            )
+        if info.flag_bits & 0x1:
+            raise self.unreadable(f"the array for {key} is encrypted")
+        if info.header_offset + info.compress_size > self.size:
+            raise self.unreadable(f"the array for {key} claims {info.compress_size} bytes, past the end of the file")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise self.unreadable(f"the array for {key} is corrupt (its stored and unpacked sizes differ)")
+
+
+def _read_data(
+    f: Any,
+    dtype: np.dtype[Any],
+    shape: tuple[int, ...],
+    fortran: bool,
+    nbytes: int,
+    key: str,
+    unreadable: Callable[[str], E.CheckpointError],
+) -> np.ndarray:
+    """Exactly ``nbytes`` from ``f`` into a new array, in pieces (the stream's CRC is checked at its end)."""
+    flat = np.empty(math.prod(shape), dtype)
+    raw = flat.view(np.uint8)
+    got = 0
+    while got < nbytes:
+        piece = f.read(min(_CHUNK, nbytes - got))
+        if not piece:
+            raise unreadable(f"the array for {key} is shorter than its header says")
+        raw[got : got + len(piece)] = np.frombuffer(piece, np.uint8)
+        got += len(piece)
+    if f.read(1):
+        raise unreadable(f"the array for {key} is longer than its header says")
+    return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+
+
+def _shape_str(dtype: np.dtype[Any] | None, shape: tuple[int, ...]) -> str:
+    """``f64[3,4]``, as :func:`prelens._errors.describe` writes an array, without making one."""
+    name = "?" if dtype is None else E.dtype_name(dtype)
+    return f"{name}[{','.join(map(str, shape))}]"
+
+
 @contextlib.contextmanager
-def _open(path: str) -> Any:
+def _open(path: str) -> Iterator[_Archive]:
     try:
-        archive = np.load(path, allow_pickle=False)
+        f = open(path, "rb")  # closed below, after the archive
     except FileNotFoundError:
         raise E.checkpoint_unreadable(path, "no such file") from None
-    except Exception as err:  # numpy and zipfile raise many kinds on damaged bytes
-        raise E.checkpoint_unreadable(path, f"not a valid .npz archive ({_why(err)})") from None
-    try:
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise E.checkpoint_unreadable(path, "not a .npz archive (a single .npy array)")
-        yield archive
-    finally:
-        if isinstance(archive, np.lib.npyio.NpzFile):
-            archive.close()
+    except OSError as err:
+        raise E.checkpoint_unreadable(path, _why(err)) from None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if f.read(6) == b"\x93NUMPY":
+                raise E.checkpoint_unreadable(path, "not a .npz archive (a single .npy array)")
+            f.seek(0)
+            zip_ = zipfile.ZipFile(f)
+        except E.CheckpointError:
+            raise
+        except Exception as err:  # zipfile raises many kinds on damaged bytes
+            raise E.checkpoint_unreadable(path, f"not a valid .npz archive ({_why(err)})") from None
+        with zip_:
+            yield _Archive(path, zip_, size)
 
 
 def _path(fn: str, path: Any) -> str:
@@ -307,43 +571,31 @@ def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
 
-def _read_array(path: str, archive: Any, key: str) -> np.ndarray:
-    if key not in archive.files:
-        raise E.checkpoint_unreadable(path, f"the array for {key} is missing")
+def _too_deep(x: Any, levels: int) -> bool:
+    """Whether the JSON-like value ``x`` nests containers more than ``levels`` deep below itself (no recursion)."""
+    stack = [(x, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, (list, tuple)) else ()
+        for child in children:
+            if isinstance(child, (dict, list, tuple)):
+                if depth + 1 > levels:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _read_header(archive: _Archive) -> dict[str, Any]:
+    path = archive.path
     try:
-        _check_size_on_disk(path, archive, key)
-        arr: np.ndarray = archive[key]
-    except E.CheckpointError:
-        raise
-    except Exception as err:  # damaged bytes make numpy and zipfile raise many kinds
-        raise E.checkpoint_unreadable(path, f"the array for {key} is corrupt ({_why(err)})") from None
-    return arr
-
-
-def _check_size_on_disk(path: str, archive: Any, key: str) -> None:
-    """Read the ``.npy`` header of ``key`` first: a damaged header must not make numpy
-    allocate more memory than the file holds, nor hold objects (which would need pickle)."""
-    info = archive.zip.getinfo(f"{key}.npy")
-    with archive.zip.open(info) as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-    if dtype.hasobject:
-        raise E.checkpoint_unreadable(
-            path, f"the array for {key} is corrupt (it holds Python objects, which would need allow_pickle=True)"
-        )
-    if math.prod(shape) * dtype.itemsize > info.file_size:
-        raise E.checkpoint_unreadable(path, f"the array for {key} is shorter than its header says")
-
-
-def _read_header(path: str, archive: Any) -> dict[str, Any]:
-    if _HEADER not in archive.files:
-        raise E.checkpoint_unreadable(path, f"no {_HEADER} entry (not written by prelens.checkpoint.save)")
-    raw = _read_array(path, archive, _HEADER)
+        archive.zip.getinfo(f"{_HEADER}.npy")
+    except KeyError:
+        raise E.checkpoint_unreadable(path, f"no {_HEADER} entry (not written by prelens.checkpoint.save)") from None
+    raw = archive.read(_HEADER, None, "U", None, (), charge=True)
     try:
         header = json.loads(str(raw[()]))
+    except RecursionError:
+        raise E.checkpoint_unreadable(path, "the tree description is nested too deeply") from None
     except (ValueError, TypeError, IndexError) as err:
         raise E.checkpoint_unreadable(path, f"the tree description is corrupt ({_why(err)})") from None
     if not isinstance(header, dict) or header.get("format") != _FORMAT or "tree" not in header:
@@ -356,8 +608,8 @@ def _read_header(path: str, archive: Any) -> dict[str, Any]:
 class _Reader:
     """Rebuilds a tree from its JSON spec and the archive, optionally against ``like``."""
 
-    def __init__(self, path: str, archive: Any, known: dict[str, type]) -> None:
-        self.path = path
+    def __init__(self, archive: _Archive, known: dict[str, type]) -> None:
+        self.path = archive.path
         self.archive = archive
         self.known = known
 
@@ -368,21 +620,23 @@ class _Reader:
         expected = _kind_of(like)
         return E.checkpoint_mismatch(self.path, E.at_path(where, expected, got))
 
-    def decode(self, spec: Any, path: str, like: Any, check: bool) -> Tree:
+    def decode(self, spec: Any, path: str, like: Any, check: bool, depth: int) -> Tree:
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
             raise self.corrupt(path, "malformed tree description")
         kind = spec["kind"]
         handler = self._handlers().get(kind)
         if handler is None:
             raise self.corrupt(path, f"unknown node kind {kind!r}")
+        if kind in _NODE_KINDS and depth >= _MAX_DEPTH:
+            raise self.corrupt(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
         try:
-            return handler(spec, path, like, check)
+            return handler(spec, path, like, check, depth)
         except (KeyError, TypeError, ValueError) as err:
             if isinstance(err, E.PrelensError):
                 raise
             raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
 
-    def _handlers(self) -> dict[str, Callable[[dict[str, Any], str, Any, bool], Tree]]:
+    def _handlers(self) -> dict[str, Callable[[dict[str, Any], str, Any, bool, int], Tree]]:
         return {
             "tuple": self._sequence,
             "list": self._sequence,
@@ -397,21 +651,23 @@ class _Reader:
             "npscalar": self._array,
         }
 
-    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], check: bool) -> list[Any]:
+    def _children(
+        self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], check: bool, depth: int
+    ) -> list[Any]:
         children = spec["children"]
         if not isinstance(children, list) or len(children) != len(segs):
             raise self.corrupt(path, "malformed children list")
-        return [self.decode(c, path + s, lk, check) for c, s, lk in zip(children, segs, likes)]
+        return [self.decode(c, path + s, lk, check, depth + 1) for c, s, lk in zip(children, segs, likes)]
 
-    def _sequence(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
+    def _sequence(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
         kind, n = spec["kind"], len(spec["children"])
         if check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
             raise self.mismatch(path, like, f"{kind} of {n}")
         likes = list(like) if check else [None] * n
-        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, check)
+        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, check, depth)
         return tuple(items) if kind == "tuple" else items
 
-    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
+    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
         name, fields = spec["name"], spec["fields"]
         if not isinstance(name, str) or not isinstance(fields, list):
             raise self.corrupt(path, "malformed named tuple")
@@ -429,9 +685,9 @@ class _Reader:
             detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
             raise E.checkpoint_mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
         likes = list(like) if check else [None] * len(fields)
-        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, check))
+        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, check, depth))
 
-    def _dict(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
+    def _dict(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
         keys = spec["keys"]
         if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
             raise self.corrupt(path, "malformed dict keys")
@@ -439,14 +695,14 @@ class _Reader:
             got = f"dict with keys {sorted(map(str, keys))}"
             raise self.mismatch(path, like, got)
         likes = [like[k] for k in keys] if check else [None] * len(keys)
-        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, check)))
+        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, check, depth)))
 
-    def _none(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
+    def _none(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
         if check and like is not None:
             raise self.mismatch(path, like, "None")
         return None
 
-    def _str(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
+    def _str(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
         value = spec["value"]
         if not isinstance(value, str):
             raise self.corrupt(path, "malformed str leaf")
@@ -454,28 +710,59 @@ class _Reader:
             raise self.mismatch(path, like, "str")
         return value
 
-    def _scalar(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
+    def _scalar(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
         kind = spec["kind"]
         py_type = {"bool": bool, "int": int, "float": float}[kind]
-        arr = _read_array(self.path, self.archive, spec["key"])
-        if arr.shape != () or arr.dtype.kind != {"bool": "b", "int": "i", "float": "f"}[kind]:
-            raise self.corrupt(path, f"the {kind} leaf is stored as {E.describe(arr)}")
         if check and type(like) is not py_type:
             raise self.mismatch(path, like, kind)
+        key = _key(spec)
+        if key is None:
+            raise self.corrupt(path, f"malformed {kind} leaf (key {spec['key']!r})")
+        arr = self.archive.read(key, path, {"bool": "b", "int": "i", "float": "f"}[kind], None, (), charge=False)
         return py_type(arr[()])
 
-    def _array(self, spec: dict[str, Any], path: str, like: Any, check: bool) -> Tree:
-        dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
-        arr = _read_array(self.path, self.archive, spec["key"])
-        if arr.dtype != dtype or arr.shape != shape:
-            expected = E.describe(np.empty(shape, dtype))
-            raise self.corrupt(path, f"the header says {expected}, the data is {E.describe(arr)}")
-        value = arr if spec["kind"] == "array" else arr[()]
+    def _array(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        kind, key, dtype, shape = spec["kind"], _key(spec), _dtype(spec["dtype"]), _shape(spec["shape"])
+        is_array = kind == "array"
+        if key is None or dtype is None or shape is None or (not is_array and shape != ()):
+            what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
+            raise self.corrupt(path, f"malformed {kind} leaf ({what})")
         if check:
-            same_kind = isinstance(like, np.ndarray) if spec["kind"] == "array" else isinstance(like, np.generic)
+            same_kind = isinstance(like, np.ndarray) if is_array else isinstance(like, np.generic)
             if not same_kind or like.dtype != dtype or like.shape != shape:
-                raise self.mismatch(path, like, _kind_of(value))
-        return value
+                got = _shape_str(dtype, shape) if is_array else f"{E.dtype_name(dtype)} scalar"
+                raise self.mismatch(path, like, got)
+        # Sizes checked against like= (the model bounds them) need no budget; without it they do.
+        arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not check)
+        return arr if is_array else arr[()]
+
+
+#: The spec kinds that are containers (count towards the nesting depth).
+_NODE_KINDS = frozenset({"tuple", "list", "namedtuple", "dict"})
+
+
+def _key(spec: dict[str, Any]) -> str | None:
+    key = spec["key"]
+    return key if isinstance(key, str) else None
+
+
+def _dtype(text: Any) -> np.dtype[Any] | None:
+    """A leaf dtype from the description: a plain bool, int, uint, float or complex type, nothing else."""
+    if not isinstance(text, str) or len(text) > 8:
+        return None
+    try:
+        dtype = np.dtype(text)
+    except TypeError:
+        return None
+    if dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None:
+        return None
+    return dtype
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if not isinstance(value, list) or len(value) > 64 or any(type(d) is not int or d < 0 for d in value):
+        return None
+    return tuple(value)
 
 
 def _kind_of(x: Any) -> str:

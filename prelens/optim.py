@@ -1,7 +1,8 @@
-"""Optimisers: SGD, SGD with momentum, Adam, as pure functions on parameter trees.
+"""Optimisers: SGD, momentum, Adagrad, RMSprop, Adam, AdamW, as pure functions on parameter trees.
 
-The backward pass of a lens is the plain vector-Jacobian product; the step
-size and every other descent rule live here only. An optimiser is a pair of
+The backward pass of a lens, at the residue of one forward pass, is the plain
+vector-Jacobian product; the step size and every other descent rule live here
+only. An optimiser is a pair of
 pure functions::
 
     state = opt.init(params)
@@ -12,6 +13,12 @@ tuples such as ``Para``, dicts, with ``()``/``None`` as empty nodes), with
 float arrays or Python floats at the leaves. ``update`` never writes into
 its arguments: it returns fresh arrays (allocating only the arrays it
 returns) and keeps each parameter's dtype, so float32 stays float32.
+
+Every ``lr`` is a number or a schedule (a function of the step, see
+:func:`warmup_cosine` and its siblings); with a schedule the state is
+:class:`ScheduledState` ``(step, state)``. :func:`clip_by_global_norm` wraps any
+optimiser. Each optimiser has a twin lens in :mod:`prelens.learn` (the same
+update, written as a reparameterisation of the parameters), tested equal.
 
 >>> import numpy as np
 >>> opt = sgd(0.1)
@@ -32,6 +39,7 @@ import numpy as np
 
 from . import _args
 from . import _errors as E
+from ._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
 from ._tree import check_structure, tree_map, tree_paths
 
 Tree = Any
@@ -39,15 +47,35 @@ StateT = TypeVar("StateT")
 
 __all__ = [
     "SGD",
+    "Adagrad",
+    "AdagradState",
     "Adam",
     "AdamState",
+    "AdamW",
+    "ClipByGlobalNorm",
     "Momentum",
     "MomentumState",
     "Optimizer",
+    "RMSprop",
+    "RMSpropState",
+    "Schedule",
+    "ScheduledState",
+    "adagrad",
     "adam",
+    "adamw",
+    "clip_by_global_norm",
+    "constant",
+    "exponential_decay",
     "momentum",
+    "one_cycle",
+    "rmsprop",
     "sgd",
+    "step_decay",
+    "warmup_cosine",
 ]
+
+#: A learning rate: a number, or a schedule (a function of the number of steps taken).
+LR = float | Callable[[int], float]
 
 
 class Optimizer(Protocol[StateT]):
@@ -93,32 +121,127 @@ class AdamState(NamedTuple):
     nu: Tree
 
 
+class AdagradState(NamedTuple):
+    """Adagrad's state: the sum of the squared gradients so far (a tree like the params).
+
+    >>> adagrad(0.1).init([1.0])
+    AdagradState(sum_sq=[0.0])
+    """
+
+    sum_sq: Tree
+
+
+class RMSpropState(NamedTuple):
+    """RMSprop's state: the running mean of the squared gradients (a tree like the params).
+
+    >>> rmsprop(0.1).init([1.0])
+    RMSpropState(mean_sq=[0.0])
+    """
+
+    mean_sq: Tree
+
+
+class ScheduledState(NamedTuple):
+    """The state of an optimiser whose ``lr`` is a schedule: the steps taken and its own state.
+
+    The schedule is read at ``step``; the count travels with the state, so a run
+    resumed from a checkpoint continues the schedule where it stopped.
+
+    >>> sgd(warmup_cosine(0.1, 2, 10)).init(np.zeros(2))
+    ScheduledState(step=0, state=())
+    """
+
+    step: int
+    state: Any
+
+
+class _WithSchedule:
+    """``init`` and ``update`` for an optimiser whose ``lr`` may be a schedule.
+
+    A subclass defines ``name``, ``_init(params)`` and ``_update(grads, state, params, lr)``
+    (with ``lr`` a number); a schedule wraps the state in :class:`ScheduledState`.
+    """
+
+    name: str
+    lr: LR
+
+    def init(self, params: Tree) -> Any:
+        """The initial state for ``params`` (never aliases them)."""
+        state = self._init(params)
+        return state if _is_number(self.lr) else ScheduledState(0, state)
+
+    def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
+        """One step along ``grads``; returns ``(new_params, new_state)``."""
+        lr = self.lr
+        if isinstance(lr, (int, float)):
+            return self._update(grads, state, params, float(lr))
+        t, inner = scheduled_state(self.name, state)
+        new_params, new_inner = self._update(grads, inner, params, lr_at(self.name, lr, t))
+        return new_params, ScheduledState(t + 1, new_inner)
+
+    def _init(self, params: Tree) -> Any:
+        raise NotImplementedError
+
+    def _update(self, grads: Tree, state: Any, params: Tree, lr: float) -> tuple[Tree, Any]:
+        raise NotImplementedError
+
+
+def _is_number(lr: Any) -> bool:
+    return isinstance(lr, (int, float))
+
+
+def check_lr(opt: str, lr: Any) -> None:
+    """``lr`` must be a finite number > 0 or a schedule (a function of the step; not a class)."""
+    if _is_number(lr) and not isinstance(lr, bool):
+        _check_positive(opt, "lr", lr)
+    elif not callable(lr) or isinstance(lr, type):
+        raise E.bad_argument(opt, "lr", lr, "a finite number > 0 or a schedule (a function of the step)")
+
+
+def scheduled_state(opt: str, state: Any) -> tuple[int, Any]:
+    """``(step, inner state)`` of a :class:`ScheduledState`, checked."""
+    if type(state) is not ScheduledState or not isinstance(state.step, (int, np.integer)) or state.step < 0:
+        raise E.optim_bad_state(opt, "a ScheduledState with an int step >= 0 (lr is a schedule)", state)
+    return int(state.step), state.state
+
+
+def lr_at(opt: str, schedule: Callable[[int], float], step: int) -> float:
+    """The schedule's value at ``step``: a finite number >= 0, or an error naming the step."""
+    value = schedule(step)
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        raise E.bad_schedule_value(opt, step, value)
+    lr = float(value)
+    if not (math.isfinite(lr) and lr >= 0.0):
+        raise E.bad_schedule_value(opt, step, value)
+    return lr
+
+
 # ------------------------------------------------------------------ SGD
 
 
 @dataclass(frozen=True)
-class SGD:
-    """Plain gradient descent: ``p ← p − lr·g``. The state is ``()``.
+class SGD(_WithSchedule):
+    """Plain gradient descent: ``p ← p − lr·g``. The state is ``()`` (a :class:`ScheduledState` of it
+    when ``lr`` is a schedule).
 
     >>> import numpy as np
     >>> SGD(0.5).update(np.array([2.0]), (), np.array([1.0]))
     (array([0.]), ())
     """
 
-    lr: float
+    lr: LR
+    name = "sgd"
 
     def __post_init__(self) -> None:
-        _check_positive("sgd", "lr", self.lr)
+        check_lr("sgd", self.lr)
 
-    def init(self, params: Tree) -> tuple[()]:
-        """SGD keeps no state."""
+    def _init(self, params: Tree) -> tuple[()]:
         _check_params("sgd", params)
         return ()
 
-    def update(self, grads: Tree, state: tuple[()], params: Tree) -> tuple[Tree, tuple[()]]:
-        """One step ``p − lr·g`` on every leaf; returns ``(new_params, ())``."""
+    def _update(self, grads: Tree, state: tuple[()], params: Tree, lr: float) -> tuple[Tree, tuple[()]]:
         _check_state("sgd", state, tuple, "()")
-        neg_lr = -self.lr
+        neg_lr = -lr
 
         def leaf(p: Any, g: Any) -> Any:
             if type(p) is np.ndarray:
@@ -137,12 +260,14 @@ class SGD:
         return new_params, ()
 
 
-def sgd(lr: float) -> SGD:
+def sgd(lr: LR) -> SGD:
     """Stochastic gradient descent with learning rate ``lr`` (``p ← p − lr·g``).
 
     Haskell::
 
         sgd :: Double -> Optimizer ()
+
+    ``lr`` is a number or a schedule (a function of the step).
 
     >>> sgd(0.1)
     SGD(lr=0.1)
@@ -154,7 +279,7 @@ def sgd(lr: float) -> SGD:
 
 
 @dataclass(frozen=True)
-class Momentum:
+class Momentum(_WithSchedule):
     """Gradient descent with (heavy-ball or Nesterov) momentum.
 
     Per leaf, with velocity ``v`` (zeros at first)::
@@ -170,24 +295,23 @@ class Momentum:
     array([-2.5])
     """
 
-    lr: float
+    lr: LR
     beta: float = 0.9
     nesterov: bool = False
+    name = "momentum"
 
     def __post_init__(self) -> None:
-        _check_positive("momentum", "lr", self.lr)
+        check_lr("momentum", self.lr)
         _check_unit("momentum", "beta", self.beta)
         _args.flag("momentum", "nesterov", self.nesterov)
 
-    def init(self, params: Tree) -> MomentumState:
-        """Zero velocity shaped like ``params``."""
+    def _init(self, params: Tree) -> MomentumState:
         _check_params("momentum", params)
         return MomentumState(tree_map(_zeros_like, params))
 
-    def update(self, grads: Tree, state: MomentumState, params: Tree) -> tuple[Tree, MomentumState]:
-        """One momentum step; returns ``(new_params, MomentumState(new_velocity))``."""
+    def _update(self, grads: Tree, state: MomentumState, params: Tree, lr: float) -> tuple[Tree, MomentumState]:
         _check_state("momentum", state, MomentumState, "a MomentumState")
-        lr, beta, nesterov = self.lr, self.beta, self.nesterov
+        beta, nesterov = self.beta, self.nesterov
 
         def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
             if isinstance(p, np.ndarray):
@@ -209,7 +333,7 @@ class Momentum:
         return new_params, MomentumState(velocity)
 
 
-def momentum(lr: float, beta: float = 0.9, nesterov: bool = False) -> Momentum:
+def momentum(lr: LR, beta: float = 0.9, nesterov: bool = False) -> Momentum:
     """SGD with momentum ``beta`` (``nesterov=True`` for Nesterov's look-ahead form).
 
     Haskell::
@@ -226,7 +350,7 @@ def momentum(lr: float, beta: float = 0.9, nesterov: bool = False) -> Momentum:
 
 
 @dataclass(frozen=True)
-class Adam:
+class Adam(_WithSchedule):
     """Adam (Kingma & Ba, 2015) with bias-corrected moment estimates.
 
     Per leaf, at step ``t = 1, 2, ...`` with ``m``, ``v`` zeros at first::
@@ -244,60 +368,24 @@ class Adam:
     array([0.9])
     """
 
-    lr: float
+    lr: LR
     b1: float = 0.9
     b2: float = 0.999
     eps: float = 1e-8
+    name = "adam"
 
     def __post_init__(self) -> None:
-        _check_positive("adam", "lr", self.lr)
-        _check_unit("adam", "b1", self.b1)
-        _check_unit("adam", "b2", self.b2)
-        _check_positive("adam", "eps", self.eps)
+        _check_adam("adam", self.lr, self.b1, self.b2, self.eps)
 
-    def init(self, params: Tree) -> AdamState:
-        """Step count 0 and zero moments shaped like ``params``."""
+    def _init(self, params: Tree) -> AdamState:
         _check_params("adam", params)
         return AdamState(0, tree_map(_zeros_like, params), tree_map(_zeros_like, params))
 
-    def update(self, grads: Tree, state: AdamState, params: Tree) -> tuple[Tree, AdamState]:
-        """One Adam step; returns ``(new_params, AdamState(step + 1, mu, nu))``."""
-        _check_state("adam", state, AdamState, "an AdamState")
-        if not isinstance(state.step, (int, np.integer)) or isinstance(state.step, bool) or state.step < 0:
-            raise E.optim_bad_state("adam", "an AdamState with an int step >= 0", state)
-        b1, b2 = self.b1, self.b2
-        t = int(state.step) + 1
-        root_c2 = math.sqrt(1.0 - b2**t)
-        lr_t = self.lr * root_c2 / (1.0 - b1**t)
-        eps_t = self.eps * root_c2
-
-        def leaf(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
-            if isinstance(p, np.ndarray):
-                mu = np.multiply(m, b1, out=np.empty_like(p))
-                new = np.multiply(g, 1.0 - b1, out=np.empty_like(p))  # scratch, becomes the new p
-                mu += new
-                nu = np.multiply(v, b2, out=np.empty_like(p))
-                np.multiply(g, g, out=new)
-                new *= 1.0 - b2
-                nu += new
-                np.sqrt(nu, out=new)
-                new += eps_t
-                np.divide(mu, new, out=new)
-                new *= -lr_t
-                new += p
-                return new, mu, nu
-            mu_s = b1 * m + (1.0 - b1) * g
-            nu_s = b2 * v + (1.0 - b2) * g * g
-            new_s = p - lr_t * mu_s / (math.sqrt(nu_s) + eps_t)
-            return _scalar_like(p, new_s), _scalar_like(p, mu_s), _scalar_like(p, nu_s)
-
-        new_params, mu, nu = _map_leaves(
-            "adam", leaf, params, (grads, state.mu, state.nu), ("grads", "adam mu", "adam nu")
-        )
-        return new_params, AdamState(t, mu, nu)
+    def _update(self, grads: Tree, state: AdamState, params: Tree, lr: float) -> tuple[Tree, AdamState]:
+        return _adam_update("adam", grads, state, params, lr, self.b1, self.b2, self.eps, 0.0)
 
 
-def adam(lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Adam:
+def adam(lr: LR, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Adam:
     """Adam with step size ``lr`` and moment decay rates ``b1``, ``b2``.
 
     Haskell::
@@ -312,12 +400,321 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Ad
     return Adam(lr, b1, b2, eps)
 
 
+def _check_adam(opt: str, lr: Any, b1: float, b2: float, eps: float) -> None:
+    check_lr(opt, lr)
+    _check_unit(opt, "b1", b1)
+    _check_unit(opt, "b2", b2)
+    _check_positive(opt, "eps", eps)
+
+
+def _adam_update(
+    opt: str, grads: Tree, state: AdamState, params: Tree, lr: float, b1: float, b2: float, eps: float, wd: float
+) -> tuple[Tree, AdamState]:
+    """One Adam step at step size ``lr``, with decoupled weight decay ``wd`` (AdamW; 0 for Adam)."""
+    _check_state(opt, state, AdamState, "an AdamState")
+    if not isinstance(state.step, (int, np.integer)) or isinstance(state.step, bool) or state.step < 0:
+        raise E.optim_bad_state(opt, "an AdamState with an int step >= 0", state)
+    t = int(state.step) + 1
+    root_c2 = math.sqrt(1.0 - b2**t)
+    lr_t = lr * root_c2 / (1.0 - b1**t)
+    eps_t = eps * root_c2
+    keep = 1.0 - lr * wd  # decoupled decay: p ← p − lr·wd·p, besides the Adam step
+
+    def leaf(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
+        if isinstance(p, np.ndarray):
+            mu = np.multiply(m, b1, out=np.empty_like(p))
+            new = np.multiply(g, 1.0 - b1, out=np.empty_like(p))  # scratch, becomes the new p
+            mu += new
+            nu = np.multiply(v, b2, out=np.empty_like(p))
+            np.multiply(g, g, out=new)
+            new *= 1.0 - b2
+            nu += new
+            np.sqrt(nu, out=new)
+            new += eps_t
+            np.divide(mu, new, out=new)
+            new *= -lr_t
+            new += p if keep == 1.0 else p * keep
+            return new, mu, nu
+        mu_s = b1 * m + (1.0 - b1) * g
+        nu_s = b2 * v + (1.0 - b2) * g * g
+        new_s = keep * p - lr_t * mu_s / (math.sqrt(nu_s) + eps_t)
+        return _scalar_like(p, new_s), _scalar_like(p, mu_s), _scalar_like(p, nu_s)
+
+    new_params, mu, nu = _map_leaves(
+        opt, leaf, params, (grads, state.mu, state.nu), ("grads", f"{opt} mu", f"{opt} nu")
+    )
+    return new_params, AdamState(t, mu, nu)
+
+
+@dataclass(frozen=True)
+class AdamW(_WithSchedule):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019).
+
+    Per leaf, Adam's step plus a shrinking of the parameter that does not pass
+    through the moment estimates::
+
+        p ← p − lr · (m̂ / (√v̂ + ε) + λ·p)
+
+    with ``λ = weight_decay`` (an L2 term in the loss would instead be divided by
+    ``√v̂`` like the gradient: see :func:`prelens.learn.l2`). The state is an
+    :class:`AdamState`.
+
+    >>> import numpy as np
+    >>> opt = AdamW(0.1, weight_decay=0.5)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.85])
+    """
+
+    lr: LR
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    weight_decay: float = 0.01
+    name = "adamw"
+
+    def __post_init__(self) -> None:
+        _check_adam("adamw", self.lr, self.b1, self.b2, self.eps)
+        _check_decay("adamw", self.weight_decay)
+
+    def _init(self, params: Tree) -> AdamState:
+        _check_params("adamw", params)
+        return AdamState(0, tree_map(_zeros_like, params), tree_map(_zeros_like, params))
+
+    def _update(self, grads: Tree, state: AdamState, params: Tree, lr: float) -> tuple[Tree, AdamState]:
+        return _adam_update("adamw", grads, state, params, lr, self.b1, self.b2, self.eps, self.weight_decay)
+
+
+def adamw(lr: LR, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> AdamW:
+    """AdamW: Adam with decoupled weight decay ``weight_decay`` (PyTorch's default 0.01).
+
+    Haskell::
+
+        adamw :: Double -> Double -> Double -> Double -> Double -> Optimizer AdamState
+
+    ``lr``, ``b1``, ``b2``, ``eps``, ``weight_decay``; ``lr`` may be a schedule
+    (the decay follows it, as in PyTorch).
+
+    >>> adamw(1e-3, weight_decay=0.1)
+    AdamW(lr=0.001, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.1)
+    """
+    return AdamW(lr, b1, b2, eps, weight_decay)
+
+
+# -------------------------------------------------------------- Adagrad
+
+
+@dataclass(frozen=True)
+class Adagrad(_WithSchedule):
+    """Adagrad (Duchi, Hazan & Singer, 2011): each coordinate's step shrinks with its gradients so far.
+
+    Per leaf, with ``s`` zeros at first::
+
+        s ← s + g²
+        p ← p − lr · g / (√s + ε)
+
+    >>> import numpy as np
+    >>> opt = Adagrad(0.1)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.9])
+    """
+
+    lr: LR
+    eps: float = 1e-10
+    name = "adagrad"
+
+    def __post_init__(self) -> None:
+        check_lr("adagrad", self.lr)
+        _check_positive("adagrad", "eps", self.eps)
+
+    def _init(self, params: Tree) -> AdagradState:
+        _check_params("adagrad", params)
+        return AdagradState(tree_map(_zeros_like, params))
+
+    def _update(self, grads: Tree, state: AdagradState, params: Tree, lr: float) -> tuple[Tree, AdagradState]:
+        _check_state("adagrad", state, AdagradState, "an AdagradState")
+        eps = self.eps
+
+        def leaf(p: Any, g: Any, s: Any) -> tuple[Any, Any]:
+            if isinstance(p, np.ndarray):
+                new = np.multiply(g, g, out=np.empty_like(p))  # scratch, becomes the new p
+                s_new = np.add(s, new, out=np.empty_like(p))
+                np.sqrt(s_new, out=new)
+                new += eps
+                np.divide(g, new, out=new)
+                new *= -lr
+                new += p
+                return new, s_new
+            s_s = s + g * g
+            return _scalar_like(p, p - lr * g / (math.sqrt(s_s) + eps)), _scalar_like(p, s_s)
+
+        new_params, sum_sq = _map_leaves(
+            "adagrad", leaf, params, (grads, state.sum_sq), ("grads", "adagrad sum_sq")
+        )
+        return new_params, AdagradState(sum_sq)
+
+
+def adagrad(lr: LR, eps: float = 1e-10) -> Adagrad:
+    """Adagrad with step size ``lr`` (PyTorch's ``eps`` by default).
+
+    Haskell::
+
+        adagrad :: Double -> Double -> Optimizer AdagradState
+
+    >>> adagrad(0.01)
+    Adagrad(lr=0.01, eps=1e-10)
+    """
+    return Adagrad(lr, eps)
+
+
+# -------------------------------------------------------------- RMSprop
+
+
+@dataclass(frozen=True)
+class RMSprop(_WithSchedule):
+    """RMSprop (Hinton's lecture 6e, 2012): divide by a running root mean square of the gradients.
+
+    Per leaf, with ``v`` zeros at first::
+
+        v ← ρ·v + (1 − ρ)·g²
+        p ← p − lr · g / (√v + ε)
+
+    (without momentum or centring; Keras's default ``ρ = 0.9``).
+
+    >>> import numpy as np
+    >>> opt = RMSprop(0.1, rho=0.75)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.8])
+    """
+
+    lr: LR
+    rho: float = 0.9
+    eps: float = 1e-8
+    name = "rmsprop"
+
+    def __post_init__(self) -> None:
+        check_lr("rmsprop", self.lr)
+        _check_unit("rmsprop", "rho", self.rho)
+        _check_positive("rmsprop", "eps", self.eps)
+
+    def _init(self, params: Tree) -> RMSpropState:
+        _check_params("rmsprop", params)
+        return RMSpropState(tree_map(_zeros_like, params))
+
+    def _update(self, grads: Tree, state: RMSpropState, params: Tree, lr: float) -> tuple[Tree, RMSpropState]:
+        _check_state("rmsprop", state, RMSpropState, "an RMSpropState")
+        rho, eps = self.rho, self.eps
+
+        def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
+            if isinstance(p, np.ndarray):
+                v_new = np.multiply(v, rho, out=np.empty_like(p))
+                new = np.multiply(g, g, out=np.empty_like(p))  # scratch, becomes the new p
+                new *= 1.0 - rho
+                v_new += new
+                np.sqrt(v_new, out=new)
+                new += eps
+                np.divide(g, new, out=new)
+                new *= -lr
+                new += p
+                return new, v_new
+            v_s = rho * v + (1.0 - rho) * g * g
+            return _scalar_like(p, p - lr * g / (math.sqrt(v_s) + eps)), _scalar_like(p, v_s)
+
+        new_params, mean_sq = _map_leaves(
+            "rmsprop", leaf, params, (grads, state.mean_sq), ("grads", "rmsprop mean_sq")
+        )
+        return new_params, RMSpropState(mean_sq)
+
+
+def rmsprop(lr: LR, rho: float = 0.9, eps: float = 1e-8) -> RMSprop:
+    """RMSprop with step size ``lr`` and decay ``rho`` of the mean square.
+
+    Haskell::
+
+        rmsprop :: Double -> Double -> Double -> Optimizer RMSpropState
+
+    >>> rmsprop(1e-3)
+    RMSprop(lr=0.001, rho=0.9, eps=1e-08)
+    """
+    return RMSprop(lr, rho, eps)
+
+
+# ------------------------------------------------------ gradient clipping
+
+
+@dataclass(frozen=True)
+class ClipByGlobalNorm:
+    """``optimizer`` fed gradients rescaled so that their global norm is at most ``max_norm``.
+
+    With ``‖g‖ = √(Σ over every leaf of Σ g²)``: ``g ← g · min(1, max_norm / ‖g‖)``,
+    then ``optimizer.update``. The state is ``optimizer``'s. A non-finite norm
+    leaves the gradients as they are (the trainer's non-finite check names them).
+
+    >>> import numpy as np
+    >>> opt = ClipByGlobalNorm(sgd(1.0), 1.0)
+    >>> opt.update(np.array([3.0, 4.0]), (), np.zeros(2))[0]
+    array([-0.6, -0.8])
+    """
+
+    optimizer: Optimizer[Any]
+    max_norm: float
+
+    def __post_init__(self) -> None:
+        _args.optimizer("clip_by_global_norm", self.optimizer)
+        _check_positive("clip_by_global_norm", "max_norm", self.max_norm)
+
+    def init(self, params: Tree) -> Any:
+        """The wrapped optimiser's initial state."""
+        return self.optimizer.init(params)
+
+    def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
+        """Clip ``grads`` to the global norm ``max_norm``, then one step of the wrapped optimiser."""
+        scale = clip_scale("clip_by_global_norm", grads, self.max_norm)
+        if scale != 1.0:
+            grads = tree_map(lambda g: g * scale if isinstance(g, np.ndarray) else type(g)(g * scale), grads)
+        return self.optimizer.update(grads, state, params)
+
+
+def clip_by_global_norm(optimizer: Optimizer[StateT], max_norm: float) -> ClipByGlobalNorm:
+    """``optimizer`` with its gradients clipped to the global norm ``max_norm`` first.
+
+    Haskell::
+
+        clip_by_global_norm :: Optimizer s -> Double -> Optimizer s
+
+    >>> clip_by_global_norm(sgd(0.1), 1.0)
+    ClipByGlobalNorm(optimizer=SGD(lr=0.1), max_norm=1.0)
+    """
+    return ClipByGlobalNorm(optimizer, max_norm)
+
+
+def global_norm(fn: str, tree: Tree) -> float:
+    """``√(Σ x²)`` over every real leaf of ``tree`` (accumulated in float64)."""
+    total = 0.0
+    for path, x in tree_paths(tree):
+        if not _is_real_leaf(x):
+            raise E.optim_delta_dtype(fn, "grads", path, E.describe(x))
+        a = np.asarray(x, dtype=np.float64)
+        total += float(np.vdot(a, a))
+    return math.sqrt(total)
+
+
+def clip_scale(fn: str, tree: Tree, max_norm: float) -> float:
+    """The factor ``min(1, max_norm / ‖tree‖)`` (1 for a norm that is not finite)."""
+    norm = global_norm(fn, tree)
+    return max_norm / norm if math.isfinite(norm) and norm > max_norm else 1.0
+
+
 # -------------------------------------------------------------- helpers
 
 
 def _check_positive(opt: str, name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
         raise E.bad_argument(opt, name, value, "a finite number > 0")
+
+
+def _check_decay(opt: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
+        raise E.bad_argument(opt, "weight_decay", value, "a finite number >= 0")
 
 
 def _check_unit(opt: str, name: str, value: float) -> None:

@@ -32,6 +32,7 @@ DOCUMENTED = [
     "prelens.datasets",
     "prelens.testing",
     "prelens.optim",
+    "prelens.learn",
     "prelens.checkpoint",
     "prelens.diagram",
     "prelens.bench",
@@ -43,9 +44,10 @@ NOT_DOCUMENTED = ("prelens.__main__", "prelens.cli")
 
 #: Methods that carry no docstring of their own on purpose: the TriProfunctor/Trimbara
 #: protocol's methods, documented by the protocol classes' docstrings and by ``PreLens``'s
-#: methods, and their instances on ``PLeft``/``PRight`` (Haskell's instances, one line each).
+#: methods, and their instances on ``PLeft``/``PRight`` and the free module ``Program`` and its
+#: readings (Haskell's instances, one line each).
 PROTOCOL_METHODS = {"dimap_s", "dimap_p", "dimap_m", "alpha", "beta"}
-PROTOCOL_CLASSES = {"TriProfunctor", "Trimbara", "PLeft", "PRight"}
+PROTOCOL_CLASSES = {"TriProfunctor", "Trimbara", "PLeft", "PRight", "Program", "Shapes", "Cost"}
 
 
 def public_names(module: ModuleType) -> list[str]:

@@ -41,7 +41,7 @@ def test_the_command_line_prints_the_report(capsys):
 
 def test_the_command_line_rejects_nonsense_repeats(capsys):
     assert cli_bench.run(_args("--repeats", "0")) == 2
-    assert "--repeats must be at least 1" in capsys.readouterr().err
+    assert "prelens bench: --repeats must be an int >= 1, got 0" in capsys.readouterr().err
 
 
 def test_the_hand_written_gradients_are_the_lens_gradients():

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
+import json
 import os
+import signal
+import subprocess
+import sys
+import threading
+import tracemalloc
+import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -299,3 +310,389 @@ def test_saved_files_get_the_usual_permissions(tmp_path: Path):
     os.umask(umask)
     save(tmp_path / "p.npz", [1.0])
     assert (tmp_path / "p.npz").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# --------------------------------------------- Ctrl-C, threads and killed writers (issue 13)
+
+
+def signal_inside_member_close(monkeypatch: pytest.MonkeyPatch, *, real_signal: bool) -> list[int]:
+    """On the first ZIP member's close inside a save: a real SIGINT, or a KeyboardInterrupt raised there.
+
+    Either lands between a member's data and its closing, where zipfile refuses to close the
+    archive afterwards (``ValueError: ... open writing handle``) unless the save guards it.
+    """
+    real = zipfile._ZipWriteFile.close
+    calls: list[int] = []
+
+    def close(self: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            if real_signal:
+                signal.raise_signal(signal.SIGINT)  # the handler runs before raise_signal returns
+            else:
+                raise KeyboardInterrupt
+        real(self)
+
+    monkeypatch.setattr(zipfile._ZipWriteFile, "close", close)
+    return calls
+
+
+def test_ctrl_c_inside_save_is_acted_on_once_the_file_is_whole(saved: Path, monkeypatch: pytest.MonkeyPatch):
+    calls = signal_inside_member_close(monkeypatch, real_signal=True)
+    tree = [np.arange(5.0), {"b": np.ones(3)}]
+    with pytest.raises(KeyboardInterrupt):  # never zipfile's ValueError
+        save(saved, tree)
+    assert calls
+    monkeypatch.undo()
+    assert_same(load(saved), tree)  # the new file, whole
+    assert os.listdir(saved.parent) == ["params.npz"]
+
+
+def test_an_exception_inside_a_member_write_abandons_the_file_cleanly(saved: Path, monkeypatch: pytest.MonkeyPatch):
+    before = saved.read_bytes()
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    signal_inside_member_close(monkeypatch, real_signal=False)
+    with pytest.raises(KeyboardInterrupt):  # the real exception, not "Can't close the ZIP file"
+        save(saved, [np.ones(5)])
+    gc.collect()
+    assert unraisable == []  # nor a complaint when the abandoned archive is collected
+    assert saved.read_bytes() == before
+    assert os.listdir(saved.parent) == ["params.npz"]
+
+
+def test_save_and_load_from_another_thread(tmp_path: Path):
+    """Signals cannot be deferred outside the main thread (nor do they arrive there): saving just works."""
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            save(tmp_path / f"t{i}.npz", {"w": np.full(100, float(i))})
+            assert load(tmp_path / f"t{i}.npz")["w"][0] == i
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+WRITER = """
+import os, sys, numpy as np
+import prelens.checkpoint as ck
+real_fsync, paused = os.fsync, []
+def fsync(fd):
+    if not paused:  # the first fsync: of the temporary file, open, written and locked
+        paused.append(1)
+        print("writing", flush=True)
+        sys.stdin.readline()  # wait here until told to go on (or be killed)
+    real_fsync(fd)
+ck.os.fsync = fsync
+ck.save(sys.argv[1], {"w": np.full(1000, float(sys.argv[2]))})
+print("saved", flush=True)
+"""
+
+
+def start_writer(path: Path, value: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), str(value)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return proc
+
+
+def temporaries(directory: Path) -> list[str]:
+    return sorted(n for n in os.listdir(directory) if n.endswith(".tmp"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="flock and SIGKILL: Unix")
+def test_a_save_cleans_up_after_a_killed_one_and_never_touches_a_live_writers_file(tmp_path: Path):
+    import fcntl
+
+    path = tmp_path / "p.npz"
+    killed, live = start_writer(path, 1), start_writer(path, 2)
+    try:
+        for proc in (killed, live):
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+        killed.kill()  # SIGKILL in the middle of a save
+        killed.wait(timeout=30)
+        left = [n for n in temporaries(tmp_path) if f".{killed.pid}." in n]
+        writing = [n for n in temporaries(tmp_path) if f".{live.pid}." in n]
+        assert len(left) == 1 and len(writing) == 1
+        # a leftover named after a dead pid but locked by someone (a writer elsewhere): kept
+        locked = tmp_path / f".p.npz.{killed.pid}.0badf00d.tmp"
+        locked.write_bytes(b"x")
+        # a leftover of a live pid (a writer between creating its file and locking it): kept
+        unlocked_live = tmp_path / f".p.npz.{os.getpid()}.0000beef.tmp"
+        unlocked_live.write_bytes(b"x")
+        other = tmp_path / f".q.npz.{killed.pid}.00000000.tmp"  # another target's: kept
+        other.write_bytes(b"x")
+        with open(locked, "rb") as held:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+            save(path, {"w": np.zeros(3)})
+        assert temporaries(tmp_path) == sorted([writing[0], locked.name, unlocked_live.name, other.name])
+        assert live.stdin is not None
+        live.stdin.write("go\n")
+        live.stdin.flush()
+        out, err = live.communicate(timeout=30)
+        assert live.returncode == 0 and out.strip() == "saved", err  # its file was never touched
+        assert load(path)["w"][0] == 2.0
+    finally:
+        for proc in (killed, live):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+# --------------------------------------------------------- hostile files (issue 13)
+
+
+def rewrite(path: Path, header_text: str | None = None, members: dict[str, bytes] | None = None) -> None:
+    """Rewrite a saved checkpoint with another ``__prelens__`` text and/or other members (stored)."""
+    with zipfile.ZipFile(path) as z:
+        content = {n: z.read(n) for n in z.namelist()}
+    if header_text is not None:
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, np.array(header_text))
+        content["__prelens__.npy"] = buf.getvalue()
+    content.update(members or {})
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in content.items():
+            z.writestr(name, data)
+
+
+def header_of(path: Path) -> dict[str, Any]:
+    with np.load(path) as archive:
+        result: dict[str, Any] = json.loads(str(archive["__prelens__"][()]))
+    return result
+
+
+def peak_bytes(thunk: Any) -> int:
+    """The peak of memory traced (numpy's buffers included) while ``thunk`` runs."""
+    tracemalloc.start()
+    try:
+        thunk()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def refused(thunk: Any, match: str) -> int:
+    """Run ``thunk``, expect a CheckpointError matching ``match``; the peak memory it took."""
+
+    def run() -> None:
+        with pytest.raises(CheckpointError, match=match):
+            thunk()
+
+    return peak_bytes(run)
+
+
+def test_a_description_declaring_a_huge_shape_is_refused_before_allocating(tmp_path: Path):
+    path = tmp_path / "h.npz"
+    save(path, {"w": np.zeros(2)})
+    header = header_of(path)
+    header["tree"]["children"][0]["shape"] = [10**13]
+    rewrite(path, json.dumps(header))
+    peak = refused(lambda: load(path), r"at \['w'\]: the header says f64\[10000000000000\], the data is f64\[2\]")
+    assert peak < 2**20
+    like = {"w": np.zeros(2)}
+    peak = refused(lambda: load(path, like=like), r"does not fit the model: at \['w'\]: expected f64\[2\]")
+    assert peak < 2**20
+
+
+def test_an_array_header_declaring_more_than_the_file_holds_is_refused_before_allocating(tmp_path: Path):
+    path = tmp_path / "h.npz"
+    save(path, {"w": np.zeros(2)})
+    header = header_of(path)
+    header["tree"]["children"][0]["shape"] = [10**9]
+    big = io.BytesIO()
+    np.lib.format.write_array_header_1_0(big, {"descr": "<f8", "fortran_order": False, "shape": (10**9,)})
+    rewrite(path, json.dumps(header), {"['w'].npy": big.getvalue() + bytes(16)})
+    peak = refused(lambda: load(path), r"the array for \['w'\] is shorter than its header says")
+    assert peak < 2**20
+
+
+def test_zip_sizes_that_lie_are_checked_against_the_file(tmp_path: Path):
+    """The archive's entries claim 3.2 GB (stored) in a file of a few hundred bytes, as the .npy header does."""
+    rows = 400_000_000
+    path = tmp_path / "z.npz"
+    save(path, {"w": np.zeros(2)})
+    header = header_of(path)
+    header["tree"]["children"][0]["shape"] = [rows]
+    big = io.BytesIO()
+    np.lib.format.write_array_header_1_0(big, {"descr": "<f8", "fortran_order": False, "shape": (rows,)})
+    rewrite(path, json.dumps(header), {"['w'].npy": big.getvalue()})
+    data = bytearray(path.read_bytes())
+    size = len(big.getvalue()).to_bytes(4, "little")
+    claimed = (len(big.getvalue()) + 8 * rows).to_bytes(4, "little")
+    spots = [i for i in range(len(data)) if data[i : i + 8] == size + size]  # compressed and file size, twice
+    assert len(spots) == 2
+    for at in spots:
+        data[at : at + 8] = claimed + claimed
+    path.write_bytes(bytes(data))
+    peak = refused(lambda: load(path), r"cannot be read: the array for \['w'\]")  # claims bytes past the end
+    assert peak < 2**20
+    model = {"w": np.broadcast_to(np.zeros(1), (rows,))}  # a model of that size (a view: no memory)
+    peak = refused(lambda: load(path, like=model), r"the array for \['w'\] claims \d+ bytes, past the end of the file")
+    assert peak < 2**20
+
+
+BOMB_ROWS = 187_500_000  # 1.5 GB of float64 zeros, deflated to about 1.5 MB
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint whose one array inflates from 1.5 MB to 1.5 GB (deflate, built without inflating it)."""
+    path = tmp_path_factory.mktemp("bomb") / "bomb.npz"
+    save(path, {"w": np.zeros(128)})
+    header = header_of(path)
+    header["tree"]["children"][0]["shape"] = [BOMB_ROWS]
+    rewrite(path, json.dumps(header))
+    with zipfile.ZipFile(path) as z:
+        keep = z.read("__prelens__.npy")
+    npy = io.BytesIO()
+    np.lib.format.write_array_header_1_0(npy, {"descr": "<f8", "fortran_order": False, "shape": (BOMB_ROWS,)})
+    head, mib = npy.getvalue(), 2**20
+    zeros = bytes(mib)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = squeeze.compress(head) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    block = squeeze.compress(zeros) + squeeze.flush(zlib.Z_FULL_FLUSH)  # each MiB of zeros deflates alike
+    n_blocks, tail = divmod(8 * BOMB_ROWS, mib)
+    last = squeeze.compress(bytes(tail)) + squeeze.flush()
+    stream = first + block * n_blocks + last
+    crc = zlib.crc32(head)
+    for _ in range(n_blocks):
+        crc = zlib.crc32(zeros, crc)
+    crc = zlib.crc32(bytes(tail), crc)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("__prelens__.npy", keep)
+        info = zipfile.ZipInfo("['w'].npy")
+        info.compress_type, info.CRC = zipfile.ZIP_DEFLATED, crc
+        info.compress_size, info.file_size = len(stream), len(head) + 8 * BOMB_ROWS
+        assert z.fp is not None
+        info.header_offset = z.fp.tell()
+        z.fp.write(info.FileHeader(zip64=False))
+        z.fp.write(stream)
+        z.filelist.append(info)
+        z.NameToInfo[info.filename] = info
+        z.start_dir = z.fp.tell()
+    assert path.stat().st_size < 1.6e6
+    return path
+
+
+def test_a_decompression_bomb_is_refused_with_little_memory(bomb: Path):
+    small_model = {"w": np.zeros(128)}  # 1 KiB
+    peak = refused(lambda: load(bomb, like=small_model), r"does not fit the model: at \['w'\]: expected f64\[128\]")
+    assert peak < 8 * 2**20
+    peak = refused(lambda: load(bomb), r"the array for \['w'\] would take the data read past 16 times the file's size")
+    assert peak < 8 * 2**20
+
+
+def test_a_bomb_that_matches_the_description_and_the_model_is_refused_too(bomb: Path, tmp_path: Path):
+    """The description says 128 rows (as the model), the array's own header 1.5 GB: refused before reading."""
+    path = tmp_path / "b.npz"
+    path.write_bytes(bomb.read_bytes())
+    header = header_of(path)
+    header["tree"]["children"][0]["shape"] = [128]
+    with zipfile.ZipFile(path) as z:
+        entry = z.getinfo("['w'].npy")
+    # replace the header member only (append a new one; zipfile reads the last entry of a name)
+    with zipfile.ZipFile(path, "a") as z, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Duplicate name"
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, np.array(json.dumps(header)))
+        z.writestr("__prelens__.npy", buf.getvalue())
+    assert entry.file_size > 1e9
+    peak = refused(
+        lambda: load(path, like={"w": np.zeros(128)}),
+        r"at \['w'\]: the header says f64\[128\], the data is f64\[187500000\]",
+    )
+    assert peak < 8 * 2**20
+
+
+def test_compressed_checkpoints_of_honest_size_still_load(tmp_path: Path):
+    path = tmp_path / "c.npz"
+    tree = {"w": np.linspace(0, 1, 5000), "b": [np.zeros(3), 2.5]}
+    save(path, tree)
+    with np.load(path) as archive:
+        np.savez_compressed(path, **{k: archive[k] for k in archive.files})
+    assert_same(load(path), tree)
+    assert_same(load(path, like=tree), tree)
+
+
+def nested_header(levels: int) -> str:
+    """A header whose tree is a list nested ``levels`` deep (written as text: no recursion needed)."""
+    tree = '{"kind": "list", "children": [' * levels + '{"kind": "none"}' + "]}" * levels
+    return '{"format": "prelens-checkpoint", "version": 1, "metadata": {}, "tree": ' + tree + "}"
+
+
+@pytest.mark.parametrize("levels", [300, 5000])
+def test_a_deeply_nested_header_is_refused(tmp_path: Path, levels: int):
+    path = tmp_path / "deep.npz"
+    save(path, [])
+    rewrite(path, nested_header(levels))
+    with pytest.raises(CheckpointError, match=r"nested (more than 100 levels deep|too deeply)"):
+        load(path)
+    with (
+        pytest.raises(CheckpointError, match=r"nested (more than 100 levels deep|too deeply)")
+        if levels > 900
+        else contextlib.nullcontext()
+    ):
+        load_metadata(path)
+
+
+def test_deeply_nested_metadata_is_refused_on_load(tmp_path: Path):
+    path = tmp_path / "deep.npz"
+    save(path, [])
+    header = (
+        '{"format": "prelens-checkpoint", "version": 1, "tree": {"kind": "list", "children": []}, "metadata": {"a": '
+        + "[" * 300
+        + "]" * 300
+        + "}}"
+    )
+    rewrite(path, header)
+    with pytest.raises(CheckpointError, match=r"the metadata is nested more than 100 levels deep"):
+        load_metadata(path)
+
+
+def nested_list(levels: int) -> Any:
+    tree: Any = []
+    for _ in range(levels - 1):
+        tree = [tree]
+    return tree
+
+
+def test_saving_a_deeply_nested_tree_or_metadata_is_refused(tmp_path: Path):
+    with pytest.raises(
+        CheckpointError,
+        match=r"cannot save a checkpoint: at (\[0\]){100}: the tree is nested more than 100 levels deep",
+    ):
+        save(tmp_path / "d.npz", nested_list(2000))
+    with pytest.raises(CheckpointError, match=r"at metadata: nested more than 100 levels deep"):
+        save(tmp_path / "d.npz", [], metadata={"a": nested_list(2000)})
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_depth_limit_is_exactly_100_levels(tmp_path: Path):
+    path = tmp_path / "d.npz"
+    save(path, nested_list(100), metadata={"a": nested_list(99)})
+    assert load(path) == nested_list(100) and load(path, like=nested_list(100)) == nested_list(100)
+    assert load_metadata(path) == {"a": nested_list(99)}
+    rewrite(path, nested_header(100))
+    expected: Any = None
+    for _ in range(100):
+        expected = [expected]
+    assert load(path) == expected
+    rewrite(path, nested_header(101))
+    with pytest.raises(CheckpointError, match=r"at (\[0\]){100}: the tree is nested more than 100 levels deep"):
+        load(path)
+    path = tmp_path / "d.npz"
+    save(path, nested_list(100), metadata={"a": nested_list(99)})
+    with pytest.raises(CheckpointError, match=r"nested more than 100 levels deep"):
+        save(path, nested_list(101))
+    with pytest.raises(CheckpointError, match=r"nested more than 100 levels deep"):
+        save(path, [], metadata={"a": nested_list(100)})

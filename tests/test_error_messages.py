@@ -27,7 +27,10 @@ from prelens import (
     check_structure,
     from_tamb,
     id_pre_lens,
+    load_model,
     nn,
+    register_constructor,
+    save_model,
     to_tamb,
     tree_sum,
     vec_lens,
@@ -38,8 +41,10 @@ from prelens.checkpoint import load, save
 from prelens.cli import main as cli_main
 from prelens.datasets import CharVocab, load_iris, text_windows
 from prelens.optim import adam, sgd
-from prelens.testing import check_lens_equal, check_vjp
+from prelens.testing import check_lens_equal, check_pure, check_vjp
 from prelens.train import fit
+
+from ._model_files import craft
 
 X3 = np.ones((2, 3))
 
@@ -77,6 +82,30 @@ def _bad_ds() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
     return PreLens(lambda p, s: (s, 2 * s), lambda m, da: ((), da[..., :1]), name="halve")
 
 
+def _finite_only_here() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """A lens finite at its point and nowhere near it: finite differences have nothing to go on."""
+    return PreLens(lambda p, s: ((), s if (s == 1.0).all() else s * np.nan), lambda m, da: ((), da), name="spike")
+
+
+def _in_place() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    def fwd(p: Any, s: Any) -> Any:
+        s *= 2
+        return (), s
+
+    return PreLens(fwd, lambda m, da: ((), 2 * da), name="in_place")
+
+
+def _closure() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """A ``bwd`` that reads the last input from a closure, not from its residue."""
+    last = {}
+
+    def fwd(p: Any, s: Any) -> Any:
+        last["s"] = s.copy()
+        return (), s * s
+
+    return PreLens(fwd, lambda m, da: ((), 2 * last["s"] * da), name="closure")
+
+
 def _no_pair_fwd() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
     return PreLens(lambda p, s: 2 * s, lambda m, da: ((), 2 * da), name="twice")
 
@@ -106,9 +135,20 @@ def _deep_params(n: int = 3000) -> Any:
     return p
 
 
-def _cli_block(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli_main(["train", "transformer", "--task", "text", "--block", "-1", "--epochs", "1"])
+def _cli_checkpoint_without_save(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["train", "mlp", "--checkpoint-every", "2"])
     raise E.PrelensError(capsys.readouterr().err + f" (exit {code})")
+
+
+_FLAKY = iter(range(10**9))
+
+
+def _flaky() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """A registered constructor that reads global state: each call names its lens anew."""
+    return PreLens(lambda p, s: ((), s), lambda m, da: ((), da), name=f"flaky{next(_FLAKY)}")
+
+
+_flaky = register_constructor(_flaky, name="errors.flaky")
 
 
 class Unregistered(NamedTuple):
@@ -188,8 +228,17 @@ CASES: dict[str, Case] = {
         E.DTypeError,
         r"^token_embedding\(4, 2\): token ids: expected an integer array, got f64\[1,2\]$",
     ),
-    "lens_value_error": _case(
-        _cli_block, E.PrelensError, r"prelens train transformer: --block must be a positive int, got -1"
+    "flag_needs": _case(
+        _cli_checkpoint_without_save,
+        E.PrelensError,
+        r"^prelens train mlp: --checkpoint-every needs --save PATH\n \(exit 2\)$",
+    ),
+    "unwritable_path": _case(
+        lambda tmp_path: fit(
+            nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), 0, checkpoint_path=str(tmp_path / "no" / "c.npz")
+        ),
+        E.ArgumentError,
+        r"^fit: checkpoint_path cannot be written to '.*c\.npz': the directory .*no does not exist$",
     ),
     "not_positive_int": _case(lambda: nn.dense(0, 2), E.StructureError, r"^dense: n_in must be a positive int, got 0$"),
     "not_positive": _case(
@@ -230,7 +279,7 @@ CASES: dict[str, Case] = {
     "no_init_error": _case(
         lambda: from_tamb(to_tamb(D32)).init(0),
         E.PrelensError,
-        r"^from_tamb\(to_tamb\(dense\(3→2, tanh\)\)\): cannot create parameters: its part .* was built without an "
+        r"^from_tamb\(to_tamb\(dense\(3→2, tanh\)\)\): cannot create parameters: this lens was built without an "
         r"initializer",
     ),
     # what fwd and bwd return and are given
@@ -259,7 +308,7 @@ CASES: dict[str, Case] = {
         lambda: run_forward(_deep(), _deep_params(), 1.0),
         E.DepthError,
         r"nested too deeply: running it exceeded Python's recursion limit \(\d+ frames\)\. Build it flatter: .*"
-        r"batch_n\(n, from_tamb\(mlp\)\), not from_tamb\(batch_n\(n, mlp\)\)",
+        r"run a TriLens with from_tamb\(\.\.\.\), which loops over its steps",
     ),
     "with_params_path": _case(
         lambda: _small_mha().fwd(_small_mha().init(0)._replace(W_O=np.zeros((4, 2))), np.zeros((1, 3, 4))),
@@ -281,7 +330,7 @@ CASES: dict[str, Case] = {
         lambda: from_tamb(nn.make_mlp(3, [2, 1])).bwd([[None, None], [None]], [1.0]),
         E.StructureError,
         r"^from_tamb\(make_mlp\(3, \[2, 1\]\)\): the backward pass failed on \(residue, output delta\) = "
-        r"\(\[\[None, None\], \[None\]\], \[float 1\.0\]\) \(TypeError: .*\); a TriLens runs as a nest of dimaps",
+        r"\(\[\[None, None\], \[None\]\], \[float 1\.0\]\) \(TypeError: .*\); a TriLens runs as a program of dimaps",
     ),
     "attention_probes_missing": _case(
         lambda: nn.attention_weights(D32, ()),
@@ -324,6 +373,35 @@ CASES: dict[str, Case] = {
         lambda: check_vjp(_bad_ds(), (), X3),
         E.LawError,
         r"^check_vjp: halve: bwd's deltas do not fit the parameters and input: halve: bwd returned a ds",
+    ),
+    "vjp_no_difference": _case(
+        lambda: check_vjp(_finite_only_here(), (), X3),
+        E.LawError,
+        r"^check_vjp: spike: fwd gave non-finite outputs at every step of the finite differences along s: "
+        r"check at a point where the lens is finite$",
+    ),
+    "vjp_delta_dtype": _case(
+        lambda: check_vjp(PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), (2 * da).astype(np.float32)), "f32"), (), X3),
+        E.LawError,
+        r"^check_vjp: f32: bwd's input delta at ds has dtype f32, expected f64 \(a delta has the dtype of its primal\)$",
+    ),
+    "pure_mutated": _case(
+        lambda: check_vjp(_in_place(), (), X3.copy()),
+        E.LawError,
+        r"^check_vjp: in_place: fwd mutated its input s at path s \(a lens never writes into its arguments: "
+        r"compute into fresh arrays\)$",
+    ),
+    "pure_not_residue_only": _case(
+        lambda: check_pure(_closure(), (), X3),
+        E.LawError,
+        r"^check_pure: closure: bwd uses something besides its residue: after two forward passes, the backward "
+        r"passes run in reverse order gave another ds than each run alone \(everything bwd needs must travel",
+    ),
+    "pure_residue_aliases": _case(
+        lambda: check_pure(PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square"), (), X3),
+        E.LawError,
+        r"^check_pure: square: the residue aliases the caller's input s at path s: writing into it between the "
+        r"forward and the backward pass changed bwd's ds \(a residue keeps its own copy of what it needs from p and s\)$",
     ),
     # training
     "non_finite": _case(
@@ -371,6 +449,11 @@ CASES: dict[str, Case] = {
         E.StructureError,
         r"^adam: the optimiser state must be an AdamState \(from adam\.init\), got \(\)$",
     ),
+    "bad_schedule_value": _case(
+        lambda: sgd(lambda t: -0.5).update(np.ones(2), sgd(lambda t: -0.5).init(np.ones(2)), np.ones(2)),
+        E.ArgumentError,
+        r"^sgd: the lr schedule gave -0\.5 at step 0; a schedule must give a finite number >= 0$",
+    ),
     # datasets
     "data_damaged": _case(
         _damaged_iris, E.PrelensError, r"^prelens/datasets/data/iris\.csv is damaged: reinstall prelens$"
@@ -417,6 +500,55 @@ CASES: dict[str, Case] = {
         lambda tmp_path: _with_file(tmp_path, lambda p: save(p, Unregistered(1.0)), load)(),
         E.CheckpointError,
         r"^checkpoint .*c\.npz: at <root>: named tuple .*Unregistered is not registered; pass like=",
+    ),
+    # model files
+    "model_undescribable": _case(
+        lambda tmp_path: save_model(tmp_path / "m.prelens", _no_pair_fwd(), ()),
+        E.ArgumentError,
+        r"^save_model: cannot describe twice: at lens: the lens twice was not made by a registered constructor\. "
+        r"A model file stores how each lens was built, not code: build this part in a function decorated with "
+        r"@prelens\.register_constructor",
+    ),
+    "model_not_rebuilt": _case(
+        lambda tmp_path: save_model(tmp_path / "m.prelens", _flaky(), ()),
+        E.ArgumentError,
+        r"^save_model: the description of flaky\d+ rebuilds a different lens, flaky\d+: a registered constructor "
+        r"gives different lenses for the same arguments",
+    ),
+    "model_params_misfit": _case(
+        lambda tmp_path: save_model(tmp_path / "m.prelens", D32, nn.dense(3, 3).init(0)),
+        E.StructureError,
+        r"^save_model: the parameters do not fit dense\(3→2, tanh\) \(compared with what its init makes\): "
+        r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
+    ),
+    "constructor_taken": _case(
+        lambda: [register_constructor(f, name="errors.taken") for f in (_flaky, _no_pair_fwd)],
+        E.ArgumentError,
+        r"^register_constructor: the name 'errors\.taken' is already registered for .*_flaky; pass another name=",
+    ),
+    "model_file_bad": _case(
+        lambda tmp_path: load_model(tmp_path / "missing.prelens"),
+        E.ModelFileError,
+        r"^model file .*missing\.prelens: cannot be read: no such file$",
+    ),
+    "model_file_only_params": _case(
+        lambda tmp_path: _with_file(tmp_path, lambda p: save(p, [np.ones(2)]), load_model)(),
+        E.ModelFileError,
+        r"^model file .*c\.npz: cannot be read: it holds parameters only \(a prelens checkpoint",
+    ),
+    "model_file_version": _case(
+        lambda tmp_path: load_model(craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": 2})),
+        E.ModelFileError,
+        r"^model file .*m\.prelens: cannot be read: model format version 2, and this prelens reads version 1 "
+        r"\(written by prelens 0\.2\.0; upgrade prelens to read it\)$",
+    ),
+    "model_file_misfit": _case(
+        lambda tmp_path: load_model(
+            craft(tmp_path / "m.prelens", {"call": "prelens.nn.dense", "args": [3, 2]}, nn.dense(3, 3).init(0))
+        ),
+        E.ModelFileError,
+        r"^model file .*m\.prelens: cannot be read: the stored parameters do not fit the lens it describes: "
+        r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
     ),
 }
 

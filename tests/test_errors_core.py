@@ -78,7 +78,7 @@ def test_a_bwd_returning_the_wrong_structure_is_named():
 
 from typing import Any, NamedTuple  # noqa: E402
 
-from prelens import DTypeError, backward, batch_n, from_tamb, vec_lens  # noqa: E402
+from prelens import DTypeError, backward, batch_n, from_tamb, interpret, vec_lens  # noqa: E402
 from prelens._errors import DepthError  # noqa: E402
 from prelens.nn import DenseParams, dense, init_mlp, layer_norm, make_mlp, tanh, token_embedding  # noqa: E402
 
@@ -189,16 +189,15 @@ def test_wrong_dtypes_are_dtype_errors():
 # ------------------------------------------------------------- recursion depth
 
 
-def test_a_too_deep_tri_lens_raises_one_clear_error():
+def test_a_tri_lens_run_as_nested_closures_raises_one_clear_error():
     mlp = make_mlp(3, [4, 4, 1])
-    lens = from_tamb(batch_n(8, mlp))
-    with pytest.raises(DepthError, match=r"nested too deeply.*batch_n\(n, from_tamb\(mlp\)\)") as info:
+    lens = interpret(batch_n(8, mlp), id_pre_lens)  # the post's route: one closure per dimap
+    with pytest.raises(DepthError, match=r"nested too deeply.*run a TriLens with from_tamb") as info:
         vjp(lens, init_mlp(3, [4, 4, 1], np.random.default_rng(0)), [np.ones(3)] * 8)
     assert isinstance(info.value, RecursionError)
     assert "\n  in " not in str(info.value) and str(info.value).count("nested too deeply") == 1
-    # the suggested fix works
-    flat = batch_n(8, from_tamb(mlp))
-    out = forward(flat, init_mlp(3, [4, 4, 1], np.random.default_rng(0)), [np.ones(3)] * 8)
+    # the suggested fix works, at the default recursion limit
+    out = forward(from_tamb(batch_n(8, mlp)), init_mlp(3, [4, 4, 1], np.random.default_rng(0)), [np.ones(3)] * 8)
     assert len(out) == 8
 
 

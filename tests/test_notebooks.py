@@ -1,11 +1,21 @@
-"""The teaching notebooks run from top to bottom without errors, and each one shows a picture.
+"""The teaching notebooks run from top to bottom without errors, and every picture in them is readable.
+
+The notebooks are discovered (``notebooks/*.ipynb``), so a new one is tested as soon as it is
+added; the ones the docs and the lesson plan refer to must be among them.
 
 Each notebook is executed afresh with nbclient in a ``python3`` kernel of *this* interpreter
 (ipykernel's own kernel spec, never one found on the machine), with the notebooks directory as its
 working directory and matplotlib's inline backend forced, so the test runs headless, from any
 working directory and under pytest-xdist. The notebooks on disk are never written to.
+
+Before the notebook's first cell, the kernel runs :data:`FIGURE_RULES`, which inspects every figure
+just before it is rendered and refuses it (an error output in the cell that shows it) if a plot lacks a title or axis labels,
+if an image or filled contour lacks a colour bar, or if a text (title, label, tick label) of one
+plot runs into another plot or its texts. String diagrams (axes switched off) are drawn by
+``prelens.diagram``, which tests its own text extents.
 """
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -17,9 +27,85 @@ from nbclient import NotebookClient
 from traitlets import default
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-NAMES = ["01_prelenses", "02_tambara", "03_mlp", "04_attention", "05_laws", "06_transformer"]
-CELL_TIMEOUT = 180  # seconds; the slowest cell (training the transformer) takes a few
+NAMES = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+#: Notebooks that docs/tutorial.md, docs/lecture.md and the other notebooks refer to by name.
+KNOWN = ["01_prelenses", "01b_optics", "02_tambara", "03_mlp", "04_attention", "05_laws", "06_transformer"]
+CELL_TIMEOUT = 180  # seconds; the slowest cell (training a transformer) takes a few
 INLINE = "module://matplotlib_inline.backend_inline"
+BIBLIOGRAPHY = "../docs/bibliography.md"
+
+#: Run in the kernel before the notebook: every figure is checked as it is rendered.
+FIGURE_RULES = r'''
+import matplotlib.contour as _contour
+from matplotlib.backend_bases import FigureCanvasBase as _Canvas
+
+
+def _figure_problems(fig):
+    """What makes a figure hard to read: missing titles, labels, colour bars; texts running into other plots."""
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    plots = [ax for ax in fig.axes if ax.axison and ax.get_visible() and not hasattr(ax, "_colorbar")]
+    suptitle = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    supx = fig._supxlabel.get_text() if fig._supxlabel is not None else ""
+    supy = fig._supylabel.get_text() if fig._supylabel is not None else ""
+    # one colour bar may serve several heatmaps drawn on the same scale (a row of attention heads)
+    shared = {_scale(ax._colorbar.mappable) for ax in fig.axes if hasattr(ax, "_colorbar")}
+    problems = []
+    for ax in plots:
+        name = repr(ax.get_title() or suptitle or "a plot")
+        if not (ax.get_title() or ax.get_title("left") or ax.get_title("right") or suptitle):
+            problems.append(f"{name} has no title")
+        if not (ax.get_xlabel() or supx):
+            problems.append(f"{name} has no x-axis label")
+        if not (ax.get_ylabel() or supy):
+            problems.append(f"{name} has no y-axis label")
+        mapped = list(ax.images) + [c for c in ax.collections if isinstance(c, _contour.ContourSet) and c.filled]
+        if any(getattr(m, "colorbar", None) is None and _scale(m) not in shared for m in mapped):
+            problems.append(f"{name} shows a heatmap without a colour bar")
+
+    def shown(axis, lim):
+        """The tick labels drawn: those whose ticks lie within the axis's view limits."""
+        lo, hi = min(lim), max(lim)
+        slack = 1e-9 * max(abs(lo), abs(hi), 1.0)
+        return [t for x, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels()) if lo - slack <= x <= hi + slack]
+
+    def texts(ax):
+        found = [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        found += shown(ax.xaxis, ax.get_xlim()) + shown(ax.yaxis, ax.get_ylim())
+        return [t for t in found if t.get_visible() and t.get_text().strip()]
+
+    owners = [ax for ax in fig.axes if ax.axison and ax.get_visible()]
+    boxes = {id(ax): [(t.get_text(), t.get_window_extent(renderer)) for t in texts(ax)] for ax in owners}
+    areas = {id(ax): ax.get_window_extent(renderer) for ax in owners}
+    for i, a in enumerate(owners):
+        for b in owners[i + 1 :]:
+            for text, box in boxes[id(a)]:
+                hit = next((t for t, other in boxes[id(b)] if box.overlaps(other)), None)
+                if hit is not None:
+                    problems.append(f"{text!r} and {hit!r} of two plots run into each other")
+            for (text, box), other in [(tb, b) for tb in boxes[id(a)]] + [(tb, a) for tb in boxes[id(b)]]:
+                if box.overlaps(areas[id(other)]):
+                    problems.append(f"{text!r} runs into another plot")
+    return sorted(set(problems))
+
+
+def _scale(mappable):
+    """What a colour bar tells about a heatmap: its colour map and the values at its two ends."""
+    return mappable.get_cmap().name, mappable.norm.vmin, mappable.norm.vmax
+
+
+_print_figure = _Canvas.print_figure
+
+
+def _checked_print_figure(self, *args, **kwargs):
+    problems = _figure_problems(self.figure)
+    if problems:
+        raise AssertionError("unreadable figure: " + "; ".join(problems))
+    return _print_figure(self, *args, **kwargs)
+
+
+_Canvas.print_figure = _checked_print_figure
+'''
 
 
 class ThisPythonSpecs(KernelSpecManager):
@@ -49,27 +135,22 @@ def images(nb: nbformat.NotebookNode) -> int:
     return sum("image/png" in out.get("data", {}) for out in outputs(nb))
 
 
-def test_the_six_notebooks_are_there():
-    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == NAMES
+def markdown(nb: nbformat.NotebookNode) -> list[str]:
+    return [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_committed_notebook_is_executed(name):
-    """Committed with outputs, so it reads well on GitHub: every code cell ran once, in order."""
-    nb = read(name)
-    code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
-    assert not [out for out in outputs(nb) if out.output_type == "error"]
-    assert images(nb) >= 1
+def errors(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """Error outputs: a failed cell, or a figure the rules refused (IPython shows a display's error as one)."""
+    return [out for out in outputs(nb) if out.output_type == "error"]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs(name, tmp_path, monkeypatch):
+def execute(nb: nbformat.NotebookNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``nb`` in a fresh kernel (in place), the figure rules first."""
     monkeypatch.setenv("MPLBACKEND", INLINE)  # inherited by the kernel: never a GUI backend
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # no shared profile between workers
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # connection files
     monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(tmp_path / "hypothesis"))  # not in notebooks/
-    nb = read(name)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(FIGURE_RULES))
     client = NotebookClient(
         nb,
         kernel_name="python3",
@@ -79,5 +160,64 @@ def test_notebook_runs(name, tmp_path, monkeypatch):
         record_timing=False,
     )
     client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
-    assert not [out for out in outputs(nb) if out.output_type == "error"]
+
+
+def test_the_known_notebooks_are_there():
+    assert set(KNOWN) <= set(NAMES), f"missing: {sorted(set(KNOWN) - set(NAMES))}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_notebook_is_executed(name):
+    """Committed with outputs, so it reads well on GitHub: every code cell ran once, in order."""
+    nb = read(name)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    assert not errors(nb)
+    assert images(nb) >= 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_cites_the_bibliography(name):
+    """Every notebook ends its reading with a "References" section that links the bibliography."""
+    sections = [text for text in markdown(read(name)) if re.search(r"^## References\b", text, re.M)]
+    assert sections, f"{name} has no '## References' section"
+    assert BIBLIOGRAPHY in sections[-1], f"{name}'s references do not link {BIBLIOGRAPHY}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_links_are_relative_and_exist(name):
+    """Every relative link of a markdown cell points at a file of the repository."""
+    for text in markdown(read(name)):
+        for target in re.findall(r"\]\((?!https?:)([^)#\s]+)", text):
+            assert (NOTEBOOKS / target).resolve().is_file() or target == BIBLIOGRAPHY, f"{name}: broken link {target}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs(name, tmp_path, monkeypatch):
+    nb = read(name)
+    execute(nb, tmp_path, monkeypatch)
+    assert not errors(nb), f"{name}: " + "; ".join(f"{out.ename}: {out.evalue}" for out in errors(nb))
     assert images(nb) >= 1, f"{name} shows no picture"
+
+
+def test_the_figure_rules_can_fail(tmp_path, monkeypatch):
+    """The rules catch a plot without labels, a heatmap without a colour bar, and overlapping texts."""
+    plots = {
+        "no labels": "fig, ax = plt.subplots(); ax.plot([1, 2]); ax.set_title('t'); plt.show()",
+        "no colour bar": (
+            "fig, ax = plt.subplots(); ax.imshow(np.eye(3)); ax.set_title('t'); ax.set_xlabel('x'); ax.set_ylabel('y'); plt.show()"
+        ),
+        "overlap": (
+            "fig, axes = plt.subplots(2, 1, figsize=(3, 2))\n"
+            "for ax in axes:\n"
+            "    ax.plot([1, 2]); ax.set_title('a long title over the plot'); ax.set_xlabel('x label'); ax.set_ylabel('y')\n"
+            "plt.show()"
+        ),
+    }
+    setup = "%matplotlib inline\nimport matplotlib.pyplot as plt\nimport numpy as np"
+    cells = [nbformat.v4.new_code_cell(setup)] + [nbformat.v4.new_code_cell(source) for source in plots.values()]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    execute(nb, tmp_path, monkeypatch)  # a refused figure is an error output; the cells after it still run
+    for what, cell in zip(plots, nb.cells[-len(plots) :]):
+        refused = [out for out in cell.outputs if out.output_type == "error" and "unreadable figure" in out.evalue]
+        assert refused, f"the rules let a plot with {what} through"

@@ -1,17 +1,13 @@
-"""summary() and the string diagram."""
+"""summary(): the stages of a lens, their shapes and parameter counts (the diagram: test_diagram.py)."""
 
 import re
 
-import matplotlib
 import numpy as np
 import pytest
 
 from prelens import ArgumentError, StructureError, add_l, chain, copy_l, summary, tree_leaves
-from prelens.diagram import draw
-from prelens.nn import decoder_lm, make_mlp, mlp
+from prelens.nn import decoder_lm, make_mlp
 from prelens.testing import bias_vec, linear_vec, tanh_vec
-
-matplotlib.use("Agg")
 
 NET = linear_vec(3, 4) >> bias_vec(4) >> copy_l >> (tanh_vec @ (linear_vec(4, 4) >> tanh_vec)) >> add_l
 
@@ -39,14 +35,6 @@ def test_summary_uses_given_parameters_and_dtype():
     l = linear_vec(2, 2)
     s = summary(l, (2,), params=np.eye(2, dtype=np.float32), dtype=np.float32)
     assert s.stages[0].output == "f32[2]"
-
-
-def test_diagram_draws_a_box_per_stage_and_wires_for_params_and_residues():
-    ax = draw(NET, (3,))
-    assert len(ax.patches) == 7
-    texts = {t.get_text() for t in ax.texts}
-    assert {"copy_l", "add_l", "linear_vec(4→4)"} <= texts
-    assert "f64[4,3]" in texts  # the parameter wire of the first linear map is labelled
 
 
 LM = decoder_lm(16, 8, 2, 16, 2, 6)
@@ -77,10 +65,5 @@ def test_depth_folds_deeper_composites_into_one_stage():
 def test_a_trilens_or_a_bad_depth_is_refused_with_a_hint():
     with pytest.raises(StructureError, match=r"summary: lens must be a PreLens \(a TriLens becomes one with from_tamb"):
         summary(make_mlp(3, [4, 1]), (3,))
-    with pytest.raises(ArgumentError, match=r"draw: depth must be an int >= 0, got -1"):
-        draw(NET, (3,), depth=-1)
-
-
-def test_diagram_of_a_model_opens_it_up_to_the_depth_asked():
-    assert len(draw(mlp(4, [8, 3]), (5, 4)).patches) == 2
-    assert len(draw(LM, TOKENS, depth=1).patches) == 5
+    with pytest.raises(ArgumentError, match=r"summary: depth must be an int >= 0, got -1"):
+        summary(NET, (3,), depth=-1)

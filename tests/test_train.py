@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, PreLens, tree_allclose
+from prelens import NonFiniteError, PreLens, PrelensError, tree_allclose
 from prelens._errors import ArgumentError, CheckpointError, TrainingNonFiniteError
 from prelens.checkpoint import load, load_metadata
 from prelens.datasets import load_iris
@@ -188,6 +189,12 @@ def test_fit_trains_a_real_mlp_on_iris():
         ({"batch_size": 0}, r"fit: batch_size must be an int >= 1, got 0"),
         ({"checkpoint_every": 2}, r"fit: checkpoint_path must be a file path when checkpoint_every is given"),
         ({"data": (XS, YS[:5])}, r"fit: data must be \(xs, targets\) of one length, got 'leading lengths \[5, 12\]'"),
+        (
+            {"checkpoint_path": "/nonexistent/dir/c.npz"},
+            r"fit: checkpoint_path cannot be written to '/nonexistent/dir/c\.npz': the directory /nonexistent/dir does "
+            r"not exist",
+        ),
+        ({"checkpoint_path": "."}, r"fit: checkpoint_path cannot be written to '\.': it is a directory"),
     ],
 )
 def test_fit_argument_errors(kwargs: dict[str, Any], match: str):
@@ -269,11 +276,11 @@ def test_parameters_that_overflow_are_not_handed_back():
     with np.errstate(over="ignore", invalid="ignore"):
         with pytest.raises(
             NonFiniteError,
-            match=r"the parameters became non-finite at epoch 2/3, batch 1/1 \(first non-finite leaf: params\)",
+            match=r"the parameters became non-finite at epoch 1/3, batch 1/1 \(first non-finite leaf: params\)",
         ) as info:
             fit(model, mse, (xs, ys), 3, 4, sgd(1e39), rng=0, params=start, progress=False)
     assert tree_allclose(info.value.params, start, rtol=0)  # the last finite parameters
-    assert info.value.history.steps == 1
+    assert info.value.history.steps == 0  # the step whose update overflowed is not counted
 
 
 def test_huge_but_finite_gradients_are_not_mistaken_for_non_finite():
@@ -441,3 +448,231 @@ def test_history_as_dict_is_json_ready():
     history.loss.append(float("nan"))
     assert history.as_dict()["loss"][-1] is None
     assert json.loads(json.dumps(history.as_dict(), allow_nan=False))["loss"][-1] is None
+
+
+# ------------------------------------------- whatever ends fit, the work is kept (issue 13)
+
+
+def sigint_inside_zip_member_close(monkeypatch: pytest.MonkeyPatch, on_call: int = 1) -> list[int]:
+    """Deliver a real SIGINT while a ZIP member is being closed (call ``on_call``): inside a checkpoint write.
+
+    ``signal.raise_signal`` runs the Python handler before it returns, so without deferral the
+    ``KeyboardInterrupt`` lands between the member's data and its closing: the spot where
+    zipfile used to refuse to close the archive (``ValueError``) and the work was lost.
+    """
+    import signal
+    import zipfile
+
+    real = zipfile._ZipWriteFile.close
+    calls: list[int] = []
+
+    def close(self: Any) -> None:
+        calls.append(1)
+        if len(calls) == on_call:
+            signal.raise_signal(signal.SIGINT)
+        real(self)
+
+    monkeypatch.setattr(zipfile._ZipWriteFile, "close", close)
+    return calls
+
+
+def test_ctrl_c_during_a_periodic_checkpoint_returns_the_work_and_a_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "run.npz"
+    calls = sigint_inside_zip_member_close(monkeypatch)
+    out = fit(
+        affine_lens(), half_squares(), (XS, YS), 5, 4, adam(0.01), 0, progress=False,
+        checkpoint_every=1, checkpoint_path=str(path),
+    )  # fmt: skip
+    assert calls  # the signal really arrived inside a write
+    assert out.history.interrupted and out.history.epochs == 1 and out.history.steps == 3
+    one = fit(affine_lens(), half_squares(), (XS, YS), 1, 4, adam(0.01), 0, progress=False)
+    assert tree_allclose(out.params, one.params, rtol=0) and out.opt_state.step == 3
+    saved = load(path, like={"params": one.params, "opt_state": one.opt_state})
+    assert tree_allclose(saved["params"], one.params, rtol=0)
+    assert load_metadata(path)["history"]["interrupted"] is True
+    assert sorted(os.listdir(tmp_path)) == ["run.npz"]  # no temporary file left
+
+
+def test_a_second_ctrl_c_during_the_last_checkpoint_still_returns_the_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    def interrupt(call: int, p: Affine, a: np.ndarray) -> np.ndarray:
+        if call == 5:
+            sigint_inside_zip_member_close(monkeypatch)  # the next save (on the way out) is hit too
+            raise KeyboardInterrupt
+        return a
+
+    path = tmp_path / "ck.npz"
+    out = fit(affine_lens(interrupt), half_squares(), (XS, YS), 4, 4, sgd(0.01), 0, progress=False,
+              checkpoint_path=str(path))  # fmt: skip
+    assert out.history.interrupted and out.history.steps == 4
+    saved = load(path, like={"params": out.params, "opt_state": ()})
+    assert tree_allclose(saved["params"], out.params, rtol=0)
+
+
+class Failing:
+    """An optimiser (sgd underneath) whose update raises ``RuntimeError`` on call ``k``."""
+
+    def __init__(self, k: int) -> None:
+        self.inner, self.k, self.calls = sgd(0.01), k, 0
+        self.seen: list[Any] = []
+
+    def init(self, params: Any) -> Any:
+        return self.inner.init(params)
+
+    def update(self, grads: Any, state: Any, params: Any) -> Any:
+        self.calls += 1
+        self.seen.append(params)
+        if self.calls == self.k:
+            raise RuntimeError("the optimiser broke")
+        return self.inner.update(grads, state, params)
+
+
+def test_any_exception_carries_the_last_good_state_and_saves_it(tmp_path: Path):
+    path = tmp_path / "ck.npz"
+    opt = Failing(5)
+    with pytest.raises(RuntimeError, match="the optimiser broke") as info:
+        fit(affine_lens(), half_squares(), (XS, YS), 4, 4, opt, 0, progress=False, checkpoint_path=str(path))
+    err = info.value
+    assert tree_allclose(err.params, opt.seen[4], rtol=0)  # what the failing step started from
+    assert err.opt_state == () and err.history.steps == 4 and err.history.epochs == 1
+    assert "RuntimeError: the optimiser broke" in err.history.stopped
+    assert any("epoch 2/4, batch 2/3" in note and "ck.npz" in note for note in err.__notes__)
+    assert tree_allclose(load(path, like={"params": err.params, "opt_state": ()})["params"], opt.seen[4], rtol=0)
+    assert load_metadata(path)["history"]["steps"] == 4
+
+
+def test_an_exception_from_the_users_lens_carries_the_state_too():
+    def broken(call: int, p: Affine, a: np.ndarray) -> np.ndarray:
+        if call == 3:
+            raise RuntimeError("my lens")
+        return a
+
+    with pytest.raises(PrelensError, match="RuntimeError: my lens") as info:  # named in its composite
+        fit(affine_lens(broken), half_squares(), (XS, YS), 4, 4, adam(0.01), 0, progress=False)
+    err: Any = info.value
+    assert err.history.steps == 2 and err.opt_state.step == 2
+    assert "RuntimeError: my lens" in err.history.stopped
+
+
+def test_epochs_zero_hands_back_a_copy_never_the_callers_object():
+    start = affine_lens().init(0)
+    state = adam(0.1).init(start)
+    out = fit(affine_lens(), half_squares(), (XS, YS), 0, 4, adam(0.1), 0, params=start, opt_state=state,
+              progress=False)  # fmt: skip
+    assert out.params is not start and not np.shares_memory(out.params.weight, start.weight)
+    assert tree_allclose(out.params, start, rtol=0) and out.history.steps == 0
+    assert not np.shares_memory(out.opt_state.mu.weight, state.mu.weight)
+
+
+def test_non_finite_starting_parameters_are_refused_before_the_first_step():
+    start = affine_lens().init(0)
+    start.weight[1, 0] = np.inf
+    with pytest.raises(NonFiniteError, match=r"^fit: params: non-finite value at \.weight$"):
+        fit(affine_lens(), half_squares(), (XS, YS), 2, 4, sgd(0.1), 0, params=start, progress=False)
+
+
+def test_a_non_finite_loss_at_step_one_hands_back_a_copy():
+    on_call, _ = nan_on_call(1)
+    start = affine_lens().init(0)
+    with pytest.raises(NonFiniteError) as info:
+        fit(affine_lens(on_call), half_squares(), (XS, YS), 2, 4, sgd(0.1), 0, params=start, progress=False)
+    got = info.value.params
+    assert got is not start and not np.shares_memory(got.weight, start.weight)
+    assert tree_allclose(got, start, rtol=0) and info.value.history.steps == 0
+
+
+def test_parameters_that_overflow_after_good_steps_give_back_the_last_finite_ones():
+    """Two good steps, then one whose update overflows: the parameters after step 2 come back."""
+    calls: list[Any] = []
+
+    def bwd(m: Any, da: Any) -> Any:
+        calls.append(1)
+        scale = np.float32(1e30) if len(calls) == 3 else np.float32(1.0)
+        return np.full(3, scale, np.float32), da
+
+    grow = PreLens(lambda w, x: ((), x + w.sum()), bwd, "grow", lambda rng: np.zeros(3, np.float32))
+    xs = np.zeros((4, 2), np.float32)
+    with np.errstate(over="ignore"):
+        with pytest.raises(
+            NonFiniteError,
+            match=r"the parameters became non-finite at epoch 3/5, batch 1/1 \(first non-finite leaf: params\)",
+        ) as info:
+            fit(grow, mse, (xs, xs), 5, 4, sgd(1e10), rng=0, progress=False)
+    err = info.value
+    np.testing.assert_allclose(err.params, np.full(3, -2e10, np.float32))  # after the two good steps
+    assert err.history.steps == 2 and err.history.epochs == 2
+
+
+def test_history_loss_is_the_mean_of_the_batch_losses():
+    seen: list[float] = []
+
+    def fwd(g: Any, s: Any) -> Any:
+        value = 0.5 * float(np.sum((s - g) ** 2))
+        seen.append(value)
+        return s - g, value
+
+    recording = PreLens(fwd, lambda d, da: (-da * d, da * d), "half_sq")
+    _, _, history = fit(affine_lens(), recording, (XS, YS), 3, 5, sgd(0.01), 0, progress=False)
+    assert len(seen) == 9  # batches of 5, 5 and 2
+    expected = [float(np.mean(seen[3 * e : 3 * e + 3])) for e in range(3)]
+    assert history.loss == pytest.approx(expected, rel=1e-15)
+    assert expected[0] != pytest.approx(sum(seen[:3]) / 12)  # the mean of batches, not of rows
+
+
+def test_a_real_sigint_during_fit_with_checkpoints_returns_the_work(tmp_path: Path):
+    """A real Ctrl-C (SIGINT from outside) at a random moment of a run that checkpoints every epoch."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys, numpy as np\n"
+        "from prelens.nn import linear, mse\n"
+        "from prelens.optim import adam\n"
+        "from prelens.train import fit\n"
+        "xs = np.random.default_rng(0).standard_normal((64, 8)); ys = xs @ np.ones((8, 2))\n"
+        "print('ready', flush=True)\n"
+        "out = fit(linear(8, 2), mse, (xs, ys), 10**6, 64, adam(0.01), 0, progress=False,\n"
+        f"          checkpoint_every=1, checkpoint_path={str(tmp_path / 'ck.npz')!r})\n"
+        "print('returned', out.history.interrupted, out.history.steps, flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    for _ in range(600):  # until the first checkpoint is on disk: training is under way
+        if (tmp_path / "ck.npz").exists():
+            break
+        time.sleep(0.05)
+    time.sleep(0.1)  # some more epochs, each ending in a checkpoint write
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    _, interrupted, steps = out.split()
+    assert interrupted == "True" and int(steps) > 0
+    assert load_metadata(tmp_path / "ck.npz")["history"]["steps"] == int(steps)
+
+
+def test_fit_with_checkpoints_runs_in_another_thread(tmp_path: Path):
+    """Signals are the main thread's: elsewhere fit and its checkpoints just run."""
+    import threading
+
+    results: list[Any] = []
+    path = tmp_path / "t.npz"
+
+    def work() -> None:
+        try:
+            results.append(fit(affine_lens(), half_squares(), (XS, YS), 3, 4, sgd(0.01), 0, progress=False,
+                               checkpoint_every=1, checkpoint_path=str(path)))  # fmt: skip
+        except BaseException as err:
+            results.append(err)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert isinstance(results[0], tuple) and results[0].history.epochs == 3
+    assert load_metadata(path)["epoch"] == 3

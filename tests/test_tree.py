@@ -69,3 +69,34 @@ def test_first_difference_names_leaf():
     other[2]["k"] = 4.0
     path, left, right = tree_first_difference(TREE, other)
     assert path == "[2]['k']" and (left, right) == (3.0, 4.0)
+
+
+@pytest.mark.parametrize(
+    "nan",
+    [float("nan"), np.float64("nan"), np.array([1.0, np.nan]), np.array([np.nan], np.float32)],
+    ids=["float", "numpy scalar", "array", "float32 array"],
+)
+def test_nan_is_close_to_nothing_not_even_nan(nan):
+    """As the docstring says: NaN is close to nothing, so a law whose two sides are both NaN fails."""
+    same = nan.copy() if isinstance(nan, np.ndarray) else nan
+    assert not tree_allclose((1.0, [nan]), (1.0, [same]))
+    assert not tree_allclose(nan, same, rtol=1.0, atol=1.0)  # no tolerance makes NaN close
+    path, _, _ = tree_first_difference((1.0, [nan]), (1.0, [same]))
+    assert path == "[1][0]"
+    assert tree_allclose((1.0, [np.array([1.0, 2.0])]), (1.0, [np.array([1.0, 2.0])]))  # and the rest still is
+
+
+def test_infinities_are_close_only_to_themselves():
+    assert tree_allclose(np.array([np.inf, -np.inf]), np.array([np.inf, -np.inf]))
+    assert not tree_allclose(np.array([np.inf]), np.array([-np.inf]))
+    assert not tree_allclose(np.array([np.inf]), np.array([1e308]), rtol=1.0)
+
+
+def test_a_law_whose_two_sides_are_both_nan_fails():
+    """The law kit compares through tree_first_difference: a lens that gives NaN equals nothing."""
+    from prelens import PreLens
+    from prelens.testing import check_lens_equal
+
+    nan_lens = PreLens(lambda p, s: ((), s * np.nan), lambda m, da: ((), da * np.nan), name="nan")
+    with pytest.raises(AssertionError, match="law 'nan is nan' fails: forward outputs differ"):
+        check_lens_equal("nan is nan", nan_lens, nan_lens, (), np.ones(3))

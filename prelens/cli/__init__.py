@@ -1,19 +1,32 @@
-"""The ``prelens`` command line: ``demo``, ``train mlp``, ``train transformer``, ``bench``.
+"""The ``prelens`` command line: ``demo``, ``train mlp``, ``train transformer``, ``bench``,
+``predict``, ``evaluate``, ``generate``, ``summary``.
 
 Each subcommand lives in its own module with ``add_arguments(parser)`` and
-``run(args) -> int``; this module only wires them together.
+``run(args) -> int``; this module only wires them together. Every command
+checks all its arguments before it starts any work; a mistake is one line on
+stderr and exit code 2 (a syntax error argparse finds raises ``SystemExit(2)``,
+one the command finds is returned as 2), never a traceback. Ctrl-C outside
+training (which keeps what it learned and goes on to report) ends with
+"interrupted" and exit code 130. ``prelens --version`` prints the version.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Sequence
+
+from ._checks import Parser
 
 #: (command, module, one-line help); ``train`` has one sub-command per model.
 COMMANDS = [
     ("demo", "prelens.cli.demo", "train the faithful MLP on the toy set and a fast MLP on Iris"),
     ("bench", "prelens.cli.bench", "time lens training steps against hand-written numpy"),
+    ("predict", "prelens.cli.predict", "run a saved model on new data (CSV or .npy)"),
+    ("evaluate", "prelens.cli.evaluate", "loss, accuracy and confusion matrix of a saved model on labelled data"),
+    ("generate", "prelens.cli.generate", "continue a prompt with a saved language model"),
+    ("summary", "prelens.cli.summary", "show a saved model: its lens, metadata, stages (and string diagram)"),
 ]
 TRAIN_MODELS = [
     ("mlp", "prelens.cli.train_mlp", "train a fast MLP on a shipped dataset"),
@@ -23,7 +36,10 @@ TRAIN_MODELS = [
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (subcommand modules are imported here)."""
-    parser = argparse.ArgumentParser(prog="prelens", description="Neural networks as composable pre-lenses.")
+    from .. import __version__
+
+    parser = Parser(prog="prelens", description="Neural networks as composable pre-lenses.")
+    parser.add_argument("--version", action="version", version=f"prelens {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module, help_ in COMMANDS:
         _add(sub, name, module, help_)
@@ -34,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, module: str, help_: str) -> None:
+def _add(sub: argparse._SubParsersAction[Parser], name: str, module: str, help_: str) -> None:
     mod = importlib.import_module(module)
     p = sub.add_parser(
         name,
@@ -48,5 +64,10 @@ def _add(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, mo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen command; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    return int(args.run(args))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130

@@ -22,6 +22,9 @@ import argparse
 import sys
 
 from .. import _errors as E
+from . import _checks as C
+
+COMMAND = "prelens bench"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,11 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark and print the report; 1 if the gradient check fails."""
+    """Run the benchmark and print the report; 1 if the gradient check fails, 2 for bad arguments."""
     repeats = getattr(args, "repeats", None)
-    if repeats is not None and repeats < 1:
-        print(f"prelens bench: --repeats must be at least 1, got {repeats}", file=sys.stderr)
-        return 2
+    try:
+        if repeats is not None:
+            C.at_least(COMMAND, "--repeats", repeats)
+        C.at_least(COMMAND, "--seed", args.seed, 0)
+    except E.PrelensError as err:
+        return C.fail(err, COMMAND)
     from ..bench import CASES, run_benchmarks, run_lm_benchmark  # here: the timing needs Unix's `resource`
 
     cases = [

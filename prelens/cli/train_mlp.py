@@ -3,7 +3,9 @@
 The model is ``mlp(n_features, [*hidden, n_classes])`` with logits on the last
 layer, trained with softmax cross-entropy on a seeded, stratified train/test
 split (features standardised on the training rows), for example
-``prelens train mlp --dataset iris --hidden 16 --epochs 200 --lr 0.05 --optimizer adam --seed 0 --save params.npz``.
+``prelens train mlp --dataset iris --hidden 16 --epochs 200 --lr 0.05 --optimizer adam --seed 0 --save iris.prelens``.
+--save writes a model file (the lens, its standardisation of the features, and the trained
+parameters) for ``prelens predict``, ``evaluate`` and ``summary``, or ``prelens.load_model``.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from .. import _errors as E
-from ..checkpoint import save
 from ..datasets import DATASETS, load_dataset
 from ..nn import ACTIVATIONS, mlp, softmax_cross_entropy
 from ..optim import Optimizer, adam, momentum, sgd
 from ..train import accuracy, evaluate, fit
+from . import _checks as C
+from ._model_io import save_classifier
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
@@ -57,7 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--momentum", type=float, default=0.9, help="momentum coefficient (--optimizer momentum)")
     train.add_argument("--seed", type=int, default=0, help="seeds the data, the split, the init and the shuffling")
     out = parser.add_argument_group("output")
-    out.add_argument("--save", metavar="PATH", default=None, help="save the trained parameters to this .npz file")
+    out.add_argument(
+        "--save",
+        metavar="PATH",
+        default=None,
+        help="write the trained model (lens and parameters) to this model file, e.g. iris.prelens",
+    )
     out.add_argument(
         "--checkpoint-every",
         type=int,
@@ -86,19 +94,45 @@ def make_optimizer(name: str, lr: float, beta: float = 0.9) -> Optimizer[Any]:
 def checkpoint_path(save: str) -> str:
     """Where ``--checkpoint-every`` writes, next to the ``--save`` file.
 
-    >>> checkpoint_path("runs/params.npz")
-    'runs/params.checkpoint.npz'
+    >>> checkpoint_path("runs/iris.prelens")
+    'runs/iris.checkpoint.npz'
     """
-    stem, suffix = os.path.splitext(save)
-    return f"{stem}.checkpoint{suffix or '.npz'}"
+    stem, _ = os.path.splitext(save)
+    return f"{stem}.checkpoint.npz"
+
+
+COMMAND = "prelens train mlp"
+
+
+def check(args: argparse.Namespace) -> None:
+    """Every flag's range, and that ``--save`` can be written, before any work (an ``ArgumentError`` if not)."""
+    C.non_negative_real(COMMAND, "--test-fraction", args.test_fraction, high=1.0)
+    if args.samples is not None:
+        C.at_least(COMMAND, "--samples", args.samples)
+    for width in args.hidden:
+        C.at_least(COMMAND, "--hidden", width)
+    C.at_least(COMMAND, "--epochs", args.epochs)
+    C.at_least(COMMAND, "--batch-size", args.batch_size)
+    C.positive_real(COMMAND, "--lr", args.lr)
+    C.non_negative_real(COMMAND, "--momentum", args.momentum, high=1.0)
+    C.at_least(COMMAND, "--seed", args.seed, 0)
+    if args.checkpoint_every is not None:
+        C.at_least(COMMAND, "--checkpoint-every", args.checkpoint_every)
+        if args.save is None:
+            raise E.flag_needs(COMMAND, "--checkpoint-every", "--save PATH")
+    C.writable(COMMAND, "--save", args.save)
+    if args.checkpoint_every is not None:
+        C.writable(COMMAND, "--checkpoint-every", checkpoint_path(args.save))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train, print the final loss and held-out accuracy; 0 on success, 1 if training diverged."""
-    if args.checkpoint_every is not None and args.save is None:
-        print("prelens train mlp: --checkpoint-every needs --save PATH", file=sys.stderr)
-        return 2
+    """Train, print the final loss and held-out accuracy.
+
+    0 on success; 1 if training diverged or the parameters could not be saved; 2 for bad arguments
+    (found before any training).
+    """
     try:
+        check(args)
         split = load_dataset(
             args.dataset, args.test_fraction, args.seed, n=args.samples, standardize_features=not args.raw_features
         )
@@ -107,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
         model = mlp(split.n_features, sizes, args.activation, last_activation=None, dtype=dtype, input_delta=False)
         opt = make_optimizer(args.optimizer, args.lr, args.momentum)
     except E.PrelensError as err:
-        print(f"prelens train mlp: {err}", file=sys.stderr)
-        return 2
+        return C.fail(err, COMMAND)
     x_train, x_test = split.x_train.astype(dtype), split.x_test.astype(dtype)
     print(f"{split!r}; model {model!r}; {args.optimizer} lr={args.lr}")
     started = time.perf_counter()
@@ -127,14 +160,14 @@ def run(args: argparse.Namespace) -> int:
             checkpoint_every=args.checkpoint_every,
             checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
         )
-    except E.TrainingNonFiniteError as err:
-        print(f"prelens train mlp: {err}", file=sys.stderr)
-        _save(args, err.params, split, model, err.history.epochs)
+    except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
+        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        last = getattr(err, "history", None)  # the last good state rides on the error
+        if last is not None:
+            _save(args, getattr(err, "params", None), split, model, last.epochs)
         return 1
-    except E.PrelensError as err:
-        print(f"prelens train mlp: {err}", file=sys.stderr)
-        return 2
     seconds = time.perf_counter() - started
+    saved = _save(args, params, split, model, history.epochs)  # first: a Ctrl-C while reporting loses nothing
     if history.interrupted:
         print(f"interrupted after {history.epochs} epochs: reporting the parameters so far")
     train_loss = evaluate(model, softmax_cross_entropy, params, x_train, split.y_train)
@@ -145,13 +178,15 @@ def run(args: argparse.Namespace) -> int:
         test_loss = evaluate(model, softmax_cross_entropy, params, x_test, split.y_test)
         test_acc = accuracy(model, params, x_test, split.y_test)
         print(f"held-out loss    {test_loss:.4g}   held-out accuracy {test_acc:.2%} ({len(split.y_test)} rows)")
-    _save(args, params, split, model, history.epochs)
-    return 0
+    if saved:
+        print(f"saved the model to {args.save} (prelens predict/evaluate/summary, prelens.load_model)")
+    return 0 if saved is not False else 1
 
 
-def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs: int) -> None:
+def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs: int) -> bool | None:
+    """Write the model file ``--save``: True if saved, None if not asked to, False (and one line) if it failed."""
     if args.save is None:
-        return
+        return None
     meta = {
         "model": repr(model),
         "dataset": args.dataset,
@@ -163,9 +198,16 @@ def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs:
         "standardized": not args.raw_features,
         "epochs": epochs,
     }
+    dtype = np.float32 if args.float32 else np.float64
     try:
-        save(args.save, params, metadata=meta)
-    except E.CheckpointError as err:
-        print(f"prelens train mlp: {err}", file=sys.stderr)
-        return
-    print(f"saved parameters to {args.save}")
+        raw = None if args.raw_features else _raw_training_rows(args)
+        save_classifier(args.save, model, params, split, dtype, meta, raw_train=raw)
+    except E.PrelensError as err:
+        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        return False
+    return True
+
+
+def _raw_training_rows(args: argparse.Namespace) -> Any:
+    """The training rows before standardisation (the same seeded split): their statistics go into the file."""
+    return load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples).x_train

@@ -10,8 +10,11 @@ and the accuracy of greedy generation from the prompt alone.
 (Shakespeare's sonnets); it reports the loss before and after training and
 samples text.
 
+--save PATH writes a model file (the lens, its vocabulary and the trained
+parameters) for "prelens generate", "evaluate" and "summary", or prelens.load_model.
+
 Examples:
-  prelens train transformer --task reverse
+  prelens train transformer --task reverse --save reverse.prelens
   prelens train transformer --task sort --epochs 3 --float32
   prelens train transformer --task text --epochs 4 --sample 400
 """
@@ -29,11 +32,12 @@ import numpy as np
 
 from .. import _errors as E
 from .._trace import forward
-from ..checkpoint import save
 from ..datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from ..nn import decoder_lm, generate, token_cross_entropy
 from ..optim import Adam, AdamState
 from ..train import evaluate, fit
+from . import _checks as C
+from ._model_io import save_language_model
 
 __all__ = ["WarmupCosine", "add_arguments", "run", "token_accuracy"]
 
@@ -113,7 +117,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--sample", type=int, default=300, metavar="CHARS", help="characters to generate (--task text)")
     out.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (--task text; 0 is greedy)")
     out.add_argument("--prompt", default="Shall I compare thee", help="text to start sampling from (--task text)")
-    out.add_argument("--save", metavar="PATH", default=None, help="save the trained parameters to this .npz file")
+    out.add_argument(
+        "--save",
+        metavar="PATH",
+        default=None,
+        help="write the trained model (lens, vocabulary, parameters) to this model file, e.g. reverse.prelens",
+    )
     out.add_argument("--no-progress", action="store_true", help="hide the progress line")
 
 
@@ -137,12 +146,16 @@ class WarmupCosine:
 
     def lr_at(self, step: int) -> float:
         """The step size used for step ``step`` (0-based)."""
+        peak = self.adam.lr
+        if callable(peak):  # this class is the schedule: its Adam holds the peak step size, a number
+            raise E.bad_argument("WarmupCosine", "adam.lr", peak, "a number (the peak step size)")
         ramp = min(1.0, (step + 1) / max(self.warmup, 1))
-        return self.adam.lr * ramp * 0.5 * (1.0 + math.cos(math.pi * min(step, self.total) / max(self.total, 1)))
+        return peak * ramp * 0.5 * (1.0 + math.cos(math.pi * min(step, self.total) / max(self.total, 1)))
 
     def init(self, params: Any) -> AdamState:
         """Adam's state for ``params``."""
-        return self.adam.init(params)
+        state: AdamState = self.adam.init(params)
+        return state
 
     def update(self, grads: Any, state: AdamState, params: Any) -> tuple[Any, AdamState]:
         """One Adam step at the scheduled step size (a zero step size leaves ``params`` as they are)."""
@@ -164,11 +177,44 @@ def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
     return float((logits.argmax(axis=-1)[counted] == labels[counted]).mean())
 
 
+COMMAND = "prelens train transformer"
+
+
+def check(args: argparse.Namespace, opts: dict[str, Any]) -> None:
+    """Every flag's range, and that ``--save`` can be written, before any work (an ``ArgumentError`` if not).
+
+    The prompt's characters are checked against the text's vocabulary when the text is loaded,
+    still before training.
+    """
+    if args.task == "text":
+        C.at_least(COMMAND, "--block", opts["block"])
+    else:
+        C.at_least(COMMAND, "--length", args.length)
+        C.at_least(COMMAND, "--symbols", args.symbols, 2)
+    C.at_least(COMMAND, "--train-size", opts["train_size"])
+    C.at_least(COMMAND, "--test-size", args.test_size)
+    for flag, value in (("--d-model", args.d_model), ("--heads", args.heads), ("--d-ff", args.d_ff)):
+        C.at_least(COMMAND, flag, value)
+    C.at_least(COMMAND, "--layers", args.layers)
+    C.at_least(COMMAND, "--epochs", opts["epochs"])
+    C.at_least(COMMAND, "--batch-size", opts["batch_size"])
+    C.positive_real(COMMAND, "--lr", opts["lr"])
+    C.at_least(COMMAND, "--seed", args.seed, 0)
+    C.at_least(COMMAND, "--sample", args.sample, 0)
+    C.non_negative_real(COMMAND, "--temperature", args.temperature)
+    C.writable(COMMAND, "--save", args.save)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Train and report; 0 on success, 1 if training diverged, 2 for bad arguments."""
+    """Train and report.
+
+    0 on success; 1 if training diverged or the parameters could not be saved; 2 for bad arguments
+    (found before any training).
+    """
     opts = _resolve(args)
     dtype = np.float32 if args.float32 else np.float64
     try:
+        check(args, opts)
         if args.task == "text":
             data, model, extra = _text_setup(args, opts, dtype)
         else:
@@ -176,8 +222,7 @@ def run(args: argparse.Namespace) -> int:
         steps = opts["epochs"] * -(-len(data[0][0]) // opts["batch_size"])
         optimizer = WarmupCosine(Adam(opts["lr"]), warmup=min(100, steps // 10 + 1), total=steps)
     except E.PrelensError as err:
-        print(f"prelens train transformer: {err}", file=sys.stderr)
-        return 2
+        return C.fail(err, COMMAND)
     (x_train, y_train), (x_test, y_test) = data
     loss = token_cross_entropy()
     params = model.init(np.random.default_rng(args.seed))
@@ -206,10 +251,11 @@ def run(args: argparse.Namespace) -> int:
             metrics=metrics,
             progress=False if args.no_progress else True,
         )
-    except E.TrainingNonFiniteError as err:
-        print(f"prelens train transformer: {err}", file=sys.stderr)
+    except E.PrelensError as err:  # diverged (or refused mid-way)
+        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started
+    saved = _save(args, model, params, history.steps)  # first: a Ctrl-C while reporting loses nothing
     if history.interrupted:
         print(f"interrupted after {history.steps} steps: reporting the parameters so far")
     print(f"trained {history.steps} step{'' if history.steps == 1 else 's'} in {seconds:.1f} s")
@@ -221,16 +267,37 @@ def run(args: argparse.Namespace) -> int:
         _report_text(args, model, params, extra, opts)
     else:
         _report_task(model, params, extra, x_test, y_test)
-    if args.save is not None:
-        save(args.save, params, metadata={"model": repr(model), "task": args.task, "steps": history.steps})
-        print(f"parameters saved to {args.save}")
-    return 0
+    if saved:
+        print(f"saved the model to {args.save} (prelens generate/evaluate/summary, prelens.load_model)")
+    return 0 if saved is not False else 1
+
+
+def _save(args: argparse.Namespace, model: Any, params: Any, steps: int) -> bool | None:
+    """Save to ``--save``: True if saved, None if not asked to, False (and one line on stderr) if it failed."""
+    if args.save is None:
+        return None
+    vocabulary, context = _vocabulary(args)
+    meta = {"model": repr(model), "task": args.task, "steps": steps, "seed": args.seed}
+    try:
+        save_language_model(args.save, model, params, vocabulary, context, meta)
+    except E.PrelensError as err:
+        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        return False
+    return True
+
+
+def _vocabulary(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """What a model file needs to read and write tokens: the vocabulary, and the context length."""
+    if args.task == "text":
+        return {"chars": CharVocab.from_text(load_text(args.text)).chars}, int(_resolve(args)["block"])
+    task = SequenceTask(args.task, args.length, args.symbols)
+    return {"task": task.name, "length": task.length, "symbols": task.n_symbols}, task.seq_len
 
 
 def _task_setup(args: argparse.Namespace, opts: dict[str, Any], dtype: Any) -> tuple[Any, Any, Any]:
     task = SequenceTask(args.task, args.length, args.symbols)
-    train = make_sequences(task, _positive("--train-size", opts["train_size"]), rng=args.seed)
-    test = make_sequences(task, _positive("--test-size", args.test_size), rng=args.seed + 1)
+    train = make_sequences(task, opts["train_size"], rng=args.seed)
+    test = make_sequences(task, args.test_size, rng=args.seed + 1)
     model = _model(args, task.vocab_size, task.seq_len, dtype)
     return (train, test), model, task
 
@@ -238,19 +305,20 @@ def _task_setup(args: argparse.Namespace, opts: dict[str, Any], dtype: Any) -> t
 def _text_setup(args: argparse.Namespace, opts: dict[str, Any], dtype: Any) -> tuple[Any, Any, Any]:
     text = load_text(args.text)
     vocab = CharVocab.from_text(text)
+    vocab.encode(_prompt(args))  # a character the model cannot read: refused now, not after training
     ids = vocab.encode(text)
     cut = int(len(ids) * 0.9)  # the last tenth is held out
-    block = _positive("--block", opts["block"])
-    train = text_windows(ids[:cut], block, _positive("--train-size", opts["train_size"]), rng=args.seed)
-    test = text_windows(ids[cut:], block, _positive("--test-size", args.test_size), rng=args.seed + 1)
+    block = opts["block"]
+    train = text_windows(ids[:cut], block, opts["train_size"], rng=args.seed)
+    test = text_windows(ids[cut:], block, args.test_size, rng=args.seed + 1)
     model = _model(args, vocab.size, block, dtype)
     return (train, test), model, vocab
 
 
-def _positive(flag: str, n: int) -> int:
-    if n < 1:
-        raise E.lens_value_error("prelens train transformer", f"{flag} must be a positive int, got {n}")
-    return n
+def _prompt(args: argparse.Namespace) -> str:
+    """The text sampling starts from (a newline when ``--prompt`` is empty)."""
+    prompt: str = args.prompt or "\n"
+    return prompt
 
 
 def _model(args: argparse.Namespace, vocab: int, max_len: int, dtype: Any) -> Any:
@@ -283,11 +351,7 @@ def _report_task(model: Any, params: Any, task: SequenceTask, x_test: Any, y_tes
 
 
 def _report_text(args: argparse.Namespace, model: Any, params: Any, vocab: CharVocab, opts: dict[str, Any]) -> None:
-    try:
-        prompt = vocab.encode(args.prompt or "\n")
-    except E.PrelensError as err:
-        print(f"cannot sample: {err}")
-        return
+    prompt = vocab.encode(_prompt(args))  # checked before training
     out = generate(
         model, params, prompt[None], args.sample, max_len=opts["block"], temperature=args.temperature, rng=args.seed
     )

@@ -2,7 +2,7 @@
 
 * :func:`load_iris`: Fisher's Iris data (CSV in ``prelens/datasets/data``),
   split train/test by species with a seed.
-* :data:`TOY_XS`, :data:`TOY_YS`: micrograd's four-point toy set.
+* :data:`TOY_XS`, :data:`TOY_YS`: the four-point toy set of the Haskell ``Main.hs`` (from micrograd).
 * :func:`make_moons`, :func:`make_spirals`: seeded 2-D problems for pictures.
 * :func:`load_dataset`: any of ``iris``, ``moons``, ``spirals`` by name, as a
   :class:`Split`; :func:`stratified_split`, :func:`stratified_folds` and

@@ -3,8 +3,10 @@
 Two levels, one algebra. The *faithful* level is the blog's network, one
 neuron at a time on 1-D arrays (for teaching and for checking the algebra).
 The *fast* level is the same mathematics as whole-array lenses with a leading
-batch axis (for training). Every fast lens is proven equal to a faithful twin.
+batch axis (for training). Every fast lens is tested equal to a faithful twin.
 """
+
+from typing import Any
 
 # The faithful level (docs/faithful.md): the blog's network, one neuron at a time.
 from ._faithful import (
@@ -30,13 +32,13 @@ from ._faithful import (
     mk_para,
     neuron_l,
     neuron_t,
-    predict,
-    train,
+    predict_faithful,
+    train_faithful,
     train_step,
     un_para,
 )
 
-# The fast level: whole arrays with a leading batch axis, each proven equal to its faithful twin.
+# The fast level: whole arrays with a leading batch axis, each tested equal to its faithful twin.
 from ._activations import ACTIVATIONS, Activation, gelu, pointwise, relu, sigmoid, softmax, tanh
 from ._convert import dense_from_paras, dense_to_paras, mlp_from_paras, mlp_to_paras
 from ._linear import DenseParams, bias, dense, init_weight, linear
@@ -62,8 +64,10 @@ from ._attention import (
     unstack_heads,
     weighted_sum,
 )
+from ._dropout import DropoutKey, dropout, with_dropout, without_dropout
 from ._embedding import positional_embedding, sinusoidal_encoding, sinusoidal_table, token_embedding
 from ._norm import LayerNormParams, layer_norm
+from ._normalize import normalize
 from ._residual import residual
 from ._transformer import (
     DecoderBlockParams,
@@ -91,6 +95,7 @@ __all__ = [
     "AttentionParams",
     "DecoderBlockParams",
     "DenseParams",
+    "DropoutKey",
     "EncoderBlockParams",
     "EncoderDecoderParams",
     "FaithfulAttentionParams",
@@ -118,6 +123,7 @@ __all__ = [
     "dense",
     "dense_from_paras",
     "dense_to_paras",
+    "dropout",
     "encoder_block",
     "encoder_decoder",
     "feed_forward",
@@ -146,9 +152,10 @@ __all__ = [
     "multi_head_attention_faithful",
     "neuron_l",
     "neuron_t",
+    "normalize",
     "pointwise",
     "positional_embedding",
-    "predict",
+    "predict_faithful",
     "relu",
     "rematerialize",
     "residual",
@@ -163,9 +170,27 @@ __all__ = [
     "tanh",
     "token_cross_entropy",
     "token_embedding",
-    "train",
+    "train_faithful",
     "train_step",
     "un_para",
     "unstack_heads",
     "weighted_sum",
+    "with_dropout",
+    "without_dropout",
 ]
+
+
+#: Names renamed in 0.2.0 (they meant something else in ``prelens`` or ``prelens.train``): old -> new.
+_RENAMED = {"predict": "predict_faithful", "train": "train_faithful"}
+
+
+def __getattr__(name: str) -> Any:
+    """The renamed faithful functions under their old names, for one release, with a DeprecationWarning."""
+    if name in _RENAMED:
+        import warnings
+
+        from .._errors import renamed_text
+
+        warnings.warn(renamed_text(f"prelens.nn.{name}", f"prelens.nn.{_RENAMED[name]}"), DeprecationWarning, 2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module 'prelens.nn' has no attribute {name!r}")

@@ -7,9 +7,9 @@ Haskell (the post's activation, applied to every entry of an array)::
                                  bw (s, da) = ((), da * (1 - (tanh s)^2))
 
 The pointwise ones (:class:`Activation`) keep the post's residue, the input
-``s`` itself (no copy), and recompute ``f'(s)`` in the backward pass; that
-costs one cheap elementwise pass and makes the fast lenses residue-for-residue
-twins of the faithful ones. They take any shape and keep the dtype.
+``s`` (a copy: a residue never aliases the caller's input), and recompute
+``f'(s)`` in the backward pass; that costs one cheap elementwise pass and makes
+the fast lenses residue-for-residue twins of the faithful ones. They take any shape and keep the dtype.
 ``softmax`` (over the last axis) keeps its output instead.
 
 >>> import numpy as np
@@ -90,9 +90,10 @@ def pointwise(
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
             raise float_input_error(name, s)
+        kept = s.copy()  # the residue keeps its own copy: the caller may write into s afterwards
         if s.ndim == 0:  # numpy turns 0-d results into scalars: run on one element
-            return s, apply(s.reshape(1)).reshape(())
-        return s, apply(s)
+            return kept, apply(s.reshape(1)).reshape(())
+        return kept, apply(s)
 
     def bwd(s: Array, da: Array) -> tuple[tuple[()], Array]:
         if not isinstance(s, np.ndarray):

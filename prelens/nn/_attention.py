@@ -10,7 +10,7 @@ on a batch of sequences ``x (B, T, d_model)`` (batch axis leading)::
 cross-attention the queries come from one sequence and the keys and values
 from another: the input is a pair ``(x, context)``.
 
-Two layouts of multi-head attention, proven equal by the tests:
+Two layouts of multi-head attention, tested equal by property tests:
 
 * :func:`multi_head_attention_faithful` — the structure is the point:
   :func:`~prelens.branch` to ``h`` copies, ``h`` heads side by side with
@@ -45,6 +45,7 @@ import numpy.typing as npt
 from .. import _args as A
 from .. import _errors as E
 from .._combinators import branch, chain, copy_l, vec_lens
+from .._construction import constructor
 from .._iso import unassoc_l
 from .._lens import AnyLens, PreLens, id_pre_lens
 from ._activations import softmax
@@ -59,7 +60,7 @@ from ._fastcheck import (
     shape_residue,
     shape_str,
 )
-from ._linear import linear
+from ._linear import _linear, linear
 from ._transformer_wiring import reparam, with_probes
 
 __all__ = [
@@ -132,6 +133,7 @@ class FaithfulAttentionParams(NamedTuple):
 MASKED = -1e30
 
 
+@constructor
 def attention_scores(d_k: int) -> AnyLens:
     """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
 
@@ -148,6 +150,12 @@ def attention_scores(d_k: int) -> AnyLens:
     array([[[2., 2., 2.],
             [2., 2., 2.]]])
     """
+    return _attention_scores(d_k)
+
+
+def _attention_scores(d_k: int, copy_input: bool = True) -> AnyLens:
+    """:func:`attention_scores`; ``copy_input=False`` inside an attention lens, which made ``Q``
+    and ``K`` itself: its residue keeps them without a copy, as no caller holds them."""
     dk = check_size("attention_scores", "d_k", d_k)
     name = f"attention_scores(d_k={dk})"
     scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
@@ -163,7 +171,7 @@ def attention_scores(d_k: int) -> AnyLens:
             )
         s = q @ k.swapaxes(-1, -2)
         s *= scale
-        return (q, k), s
+        return ((q.copy(), k.copy()) if copy_input else (q, k)), s  # never the caller's arrays
 
     def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
         q, k = _pair_residue(name, m)
@@ -213,6 +221,7 @@ def _desc(x: Any) -> str:
     return E.describe(x)
 
 
+@constructor
 def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
@@ -263,6 +272,7 @@ def causal_mask() -> AnyLens:
     return PreLens(fwd, bwd, name)
 
 
+@constructor
 def weighted_sum() -> AnyLens:
     """Each query's output is the attention-weighted sum of the values: ``(A, V) -> A V``.
 
@@ -276,6 +286,12 @@ def weighted_sum() -> AnyLens:
     >>> weighted_sum().fwd((), (np.array([[0.25, 0.75]]), np.array([[4.0], [8.0]])))[1]
     array([[7.]])
     """
+    return _weighted_sum()
+
+
+def _weighted_sum(copy_input: bool = True) -> AnyLens:
+    """:func:`weighted_sum`; ``copy_input=False`` inside an attention lens, which made ``A`` and
+    ``V`` itself: its residue keeps them without a copy, as no caller holds them."""
     name = "weighted_sum"
 
     def fwd(p: tuple[()], av: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
@@ -284,7 +300,7 @@ def weighted_sum() -> AnyLens:
             raise E.lens_shape_error(
                 name, "input (A, V)", "A (..., T_q, T_k) and V (..., T_k, d_v) of one dtype", _desc(av)
             )
-        return (a, v), a @ v
+        return ((a.copy(), v.copy()) if copy_input else (a, v)), a @ v  # never the caller's arrays
 
     def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
         a, v = _pair_residue(name, m)
@@ -298,6 +314,7 @@ def weighted_sum() -> AnyLens:
     return PreLens(fwd, bwd, name)
 
 
+@constructor
 def split_heads(n_heads: int) -> AnyLens:
     """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
     features ``i·d_k : (i+1)·d_k``). Parameter-free; residue: the input's shape (so that
@@ -328,6 +345,7 @@ def split_heads(n_heads: int) -> AnyLens:
     return PreLens(fwd, bwd, name)
 
 
+@constructor
 def merge_heads(n_heads: int) -> AnyLens:
     """Concatenate the heads along the features: ``(..., h, T, d_k) -> (..., T, h·d_k)``.
 
@@ -374,6 +392,7 @@ def _merge(name: str, h: int, x: Array, what: str) -> Array:
     return x.swapaxes(-3, -2).reshape(*lead, t, h * dk)
 
 
+@constructor
 def concat_heads(n_heads: int) -> AnyLens:
     """The faithful concatenation: a list of ``h`` head outputs ``(..., T, d_i)`` -> ``(..., T, Σ d_i)``.
 
@@ -460,11 +479,14 @@ def _wiring(cross: bool) -> list[AnyLens]:
 
 
 def _attend(d_k: int, causal: bool) -> list[AnyLens]:
-    """``((Q, K), V) -> A V``: scores, mask, softmax, weighted sum (heads on any leading axes)."""
-    stages = [attention_scores(d_k) @ id_pre_lens]
+    """``((Q, K), V) -> A V``: scores, mask, softmax, weighted sum (heads on any leading axes).
+
+    Only inside an attention lens, after its projections: ``Q``, ``K``, ``V`` and ``A`` are
+    arrays it made, so the scores and the weighted sum keep them without a copy."""
+    stages = [_attention_scores(d_k, copy_input=False) @ id_pre_lens]
     if causal:
         stages.append(causal_mask() @ id_pre_lens)
-    return [*stages, softmax @ id_pre_lens, weighted_sum()]
+    return [*stages, softmax @ id_pre_lens, _weighted_sum(copy_input=False)]
 
 
 _UNITS2 = ((), ())
@@ -490,6 +512,7 @@ def _label(kind: str, d: int, h: int, causal: bool, dt: np.dtype[Any], cross: bo
     return f"{kind}({d}, heads={h}{flags}{dtype_suffix(dt)})"
 
 
+@constructor
 def attention_head(
     d_model: int, d_k: int, *, causal: bool = False, cross: bool = False, dtype: npt.DTypeLike = np.float64
 ) -> AnyLens:
@@ -538,6 +561,7 @@ def attention_head(
     return with_probes(head, {"": lambda m: np.expand_dims(m[index][0], -3)})
 
 
+@constructor
 def multi_head_attention_faithful(
     d_model: int,
     n_heads: int,
@@ -600,7 +624,7 @@ def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtyp
         (split @ split) @ split,
         *_attend(d // h, causal),
         merge_heads(h),
-        lin(),
+        _linear(d, d, dtype=dt, copy_input=False),  # its input is the attention's own array
     )
     before, after = _wiring_params(cross), _attend_params(causal)
     split_units = (_UNITS2, ())
@@ -617,6 +641,7 @@ def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtyp
     return with_probes(mha, {"": lambda m: m[index][0]})
 
 
+@constructor
 def multi_head_attention(
     d_model: int, n_heads: int, *, causal: bool = False, dtype: npt.DTypeLike = np.float64
 ) -> AnyLens:
@@ -650,6 +675,7 @@ def multi_head_attention(
     return _fast("multi_head_attention", d_model, n_heads, causal, False, dtype)
 
 
+@constructor
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 

@@ -6,7 +6,7 @@ for its ``n_out`` neurons; the fast :func:`~prelens.nn.dense` has
 ``b[j] = bias_j``. The same holds layer by layer for ``make_mlp`` and
 :func:`~prelens.nn.mlp`. The maps are inverse to each other and act on
 parameter deltas alike (the deltas have the parameters' types), which is how
-the twin proofs compare the two levels.
+the twin tests compare the two levels.
 
 >>> import numpy as np
 >>> paras = [Para(0.5, np.array([1.0, 2.0])), Para(-1.0, np.array([3.0, 4.0]))]

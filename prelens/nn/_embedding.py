@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import (
     Array,
@@ -53,6 +54,7 @@ from ._fastcheck import (
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
 
 
+@constructor
 def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 1.0) -> AnyLens:
     """The lookup table ``E``: integer ids ``(..., T)`` -> vectors ``(..., T, d_model)``.
 
@@ -88,7 +90,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
         if not isinstance(table, np.ndarray) or table.shape != (v, d) or table.dtype != dt:
             raise param_error(name, "table", table, table_desc, dt)
         _check_ids(name, ids, v)
-        return ids, table[ids]
+        return ids.copy(), table[ids]  # a residue never aliases the caller's arrays
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:
         if (
@@ -123,6 +125,7 @@ def _check_ids(name: str, ids: Any, vocab: int) -> None:
         raise E.out_of_range(name, "token ids", f"[0, {vocab})", ids.flat[bad], str(tuple(int(i) for i in where)))
 
 
+@constructor
 def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 0.1) -> AnyLens:
     """A learned position vector added to each token: ``(..., T, d) -> (..., T, d)``, ``x + P[:T]``.
 
@@ -206,6 +209,7 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
     return table.astype(dtype)
 
 
+@constructor
 def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     """The fixed sinusoidal positions added in: ``(..., T, d) -> (..., T, d)``, ``x + PE[:T]``.
 

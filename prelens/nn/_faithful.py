@@ -10,7 +10,7 @@ Every delta of a ``V`` is a 1-D float64 array.
 Each piece exists twice: as a pre-lens (``linear_l``, ``neuron_l``, ...) and
 as a TriLens built from those with :func:`~prelens.to_tamb` and
 :func:`~prelens.tri_compose` (``linear_t``, ``neuron_t``, ...), as the post
-builds ``neuronT``. The tests prove each pair equal.
+builds ``neuronT``. Property tests check each pair equal.
 
 One deliberate deviation from the original code: a layer fans its input out
 with :func:`~prelens.branch_t`, whose backward pass *sums* the deltas of the
@@ -39,6 +39,7 @@ import numpy.typing as npt
 from .. import _args
 from .. import _errors as E
 from .._combinators import branch, branch_t, chain, vec_lens
+from .._construction import constructor
 from .._iso import _first as first  # the plumbing's isos: from_tamb names their failures
 from .._iso import _lunit as lunit
 from .._iso import _runit as runit
@@ -46,9 +47,10 @@ from .._iso import _second as second
 from .._iso import _unlunit as unlunit
 from .._iso import _unrunit as unrunit
 from .._lens import AnyLens, PreLens
+from .._meanings import Rule, placeholder, register_rule
 from .._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
 from ._faithful_loss import loss_l  # re-exported here, so prelens.nn needs one import line
-from ._faithful_train import TOY_XS, TOY_YS, batch_loss_l, predict, train, train_step
+from ._faithful_train import TOY_XS, TOY_YS, batch_loss_l, predict_faithful, train_faithful, train_step
 from ._fastcheck import is_real, real_vector
 
 D = float
@@ -158,6 +160,13 @@ def _vector(lens: str, what: str, x: Any, n: int) -> Vec:
     return real_vector(lens, what, x, n)
 
 
+def _own(v: Vec, x: Any) -> Vec:
+    """``v`` (made from the caller's ``x``) for a residue: copied if it is ``x`` itself, as a
+    residue never aliases the caller's arrays."""
+    return v.copy() if v is x else v
+
+
+@constructor
 def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec, VecLike, Vec]:
     """The scalar product of the weights and the input: ``a = Σ pᵢ sᵢ``.
 
@@ -179,7 +188,7 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
 
     def fwd(p: Vec, s: VecLike) -> tuple[tuple[Vec, Vec], D]:
         s_, p_ = _vector(name, "input", s, n), _vector(name, "weights", p, n)
-        return (s_, p_), float(p_ @ s_)
+        return (_own(s_, s), _own(p_, p)), float(p_ @ s_)
 
     def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:
         _real(name, "output delta", da)
@@ -192,7 +201,9 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
             raise E.bad_residue(name, m)
         return da * s, da * p
 
-    return PreLens(fwd, bwd, name, lambda rng: init_para(n, rng).weight)
+    lens = PreLens(fwd, bwd, name, lambda rng: init_para(n, rng).weight)
+    register_rule(lens, _linear_rule(n))  # what Shapes and Cost read in its place
+    return lens
 
 
 def _real(lens: str, what: str, x: Any) -> Any:
@@ -233,6 +244,7 @@ def _activ_bwd(s: D, da: D) -> tuple[tuple[()], D]:
 activ_l: PreLens[D, D, D, D, tuple[()], tuple[()], D, D] = PreLens(_activ_fwd, _activ_bwd, "activ_l")
 
 
+@constructor
 def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], VecLike, Vec]:
     """``linear_l(n) >> bias_l``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
 
@@ -270,6 +282,7 @@ def _unrunit_residue(dm: Any) -> Any:
     return (sw, ()), z
 
 
+@constructor
 def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Para, VecLike, Vec]:
     """A neuron with ``m_in`` inputs: ``tanh(bias + Σ wᵢ sᵢ)``.
 
@@ -295,6 +308,7 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
     return replace(neuron.named(f"neuron_l({m_in})"), init_fn=lambda rng: init_para(m_in, rng))
 
 
+@constructor
 def layer_l(m_in: int, n_out: int) -> AnyLens:
     """A layer of ``n_out`` neurons with ``m_in`` inputs each, as a pre-lens.
 
@@ -314,6 +328,7 @@ def layer_l(m_in: int, n_out: int) -> AnyLens:
     return replace(lens.named(f"layer_l({m_in}, {n_out})"), init_fn=lambda rng: init_mlp(m_in, [n_out], rng)[0])
 
 
+@constructor
 def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
     """A multi-layer perceptron as a pre-lens: ``chain`` of :func:`layer_l`.
 
@@ -340,6 +355,7 @@ def _after(tri: AnyTriLens, step: Callable[[Any], Any], name: str) -> AnyTriLens
     return TriLens(lambda t: step(tri(t)), name)
 
 
+@constructor
 def linear_t(n: int) -> AnyTriLens:
     """``to_tamb(linear_l(n))``.
 
@@ -362,6 +378,7 @@ bias_t: AnyTriLens = TriLens(to_tamb(bias_l).run, "bias_t")
 activ_t: AnyTriLens = TriLens(to_tamb(activ_l).run, "activ_t")
 
 
+@constructor
 def affine_t(n: int) -> AnyTriLens:
     """``tri_compose(linear_t(n), bias_t)``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
 
@@ -377,6 +394,7 @@ def affine_t(n: int) -> AnyTriLens:
     return TriLens(tri_compose(linear_t(n), bias_t).run, f"affine_t({n})")
 
 
+@constructor
 def neuron_t(m_in: int) -> AnyTriLens:
     """A neuron with ``m_in`` inputs as a TriLens, composed from its three parts.
 
@@ -396,6 +414,7 @@ def neuron_t(m_in: int) -> AnyTriLens:
     return _after(body, lambda t: dimap_p(second(_para_to_blog), second(_blog_to_para), t), f"neuron_t({m_in})")
 
 
+@constructor
 def layer(m_in: int, n_out: int) -> AnyTriLens:
     """A layer: the input fanned out to ``n_out`` neurons of ``m_in`` inputs each.
 
@@ -423,6 +442,7 @@ def layer(m_in: int, n_out: int) -> AnyTriLens:
     return _after(body, strip_units, f"layer({m_in}, {n_out})")
 
 
+@constructor
 def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
     """A multi-layer perceptron: layers of widths ``sizes`` composed in series.
 
@@ -554,8 +574,53 @@ __all__ = [
     "mk_para",
     "neuron_l",
     "neuron_t",
-    "predict",
-    "train",
+    "predict_faithful",
+    "train_faithful",
     "train_step",
     "un_para",
 ]
+
+
+# ------------------------------------------------------- rules for Shapes and Cost
+#
+# What each of the blog's boxes makes and costs, read without running it (prelens.Shapes,
+# prelens.Cost). Each rule checks the shapes it is given, as the lens checks its values.
+
+
+def _shaped(lens: str, what: str, x: Any, shape: tuple[int, ...]) -> Any:
+    if np.shape(x) != shape:
+        expected = f"a vector of length {shape[0]}" if shape else "a real number (a float)"
+        raise E.must_be(lens, what, expected, E.describe_tree(x))
+    return x
+
+
+def _linear_rule(n: int) -> Rule:
+    name, vec = f"linear_l({n})", placeholder((n,))
+
+    def forward(p: Any, s: Any) -> tuple[Any, Any]:
+        _shaped(name, "weights", p, (n,))
+        _shaped(name, "input", s, (n,))
+        return (vec, vec), 0.0
+
+    def backward(m: Any, da: Any) -> tuple[Any, Any]:
+        _shaped(name, "output delta", da, ())
+        return vec, vec
+
+    return Rule(forward, backward, lambda p, s: (n, 2 * n))
+
+
+def _scalar_rule(name: str, residue: Any, madds: tuple[int, int], dp: Any) -> Rule:
+    def forward(p: Any, s: Any) -> tuple[Any, Any]:
+        if dp != ():
+            _shaped(name, "bias", p, ())
+        _shaped(name, "input", s, ())
+        return residue, 0.0
+
+    def backward(m: Any, da: Any) -> tuple[Any, Any]:
+        return dp, _shaped(name, "output delta", da, ())
+
+    return Rule(forward, backward, lambda p, s: madds)
+
+
+register_rule(bias_l, _scalar_rule("bias_l", (), (1, 0), 0.0))  # a + b; its deltas are da itself
+register_rule(activ_l, _scalar_rule("activ_l", 0.0, (1, 2), ()))  # tanh s; da·(1 − tanh² s)

@@ -5,9 +5,13 @@ Haskell::
     lossL :: PreLens D D ([V], [V]) ([V], [V]) [V] [V] [V] [V]
 
 The loss is ``L = ½ Σ_b Σ_i (s_bi − g_bi)²`` over the batch ``b`` and the
-outputs ``i``. The post's code has no ``½``, so its backward pass (``da·(s − g)``)
-is half the true gradient of its forward pass; with the ``½`` the same backward
-pass is exact.
+outputs ``i``, as in the Haskell repository's ``PreLens/NNet.hs``: ``lossL``'s
+forward pass is ``sqDist (concat s) (concat gTruth)`` with
+``sqDist x y = 0.5 * sum (map (^2) (zipWith (-) x y))``, and its backward pass
+``(fmap (fmap negate) delta', delta')`` with ``delta' = da·(s − g)``, the exact
+gradient of that forward pass. (The post shows ``lossL`` but not ``sqDist``;
+the ``½`` is in the repository.) One difference: Haskell's ``zipWith`` silently
+drops the extra entries of a longer list, where ``loss_l`` raises.
 
 Forward ``(g, s) -> ((g, s), ½ Σ (s − g)²)``; backward ``((g, s), da) -> (−ds, ds)``
 with ``ds = da·(s − g)``. ``g`` (the ground truth, the lens's parameter) and
@@ -52,6 +56,14 @@ def _batch(what: str, xs: Any) -> Batch:
     return [real_vector(_NAME, f"{what} {i}", x) for i, x in enumerate(xs)]
 
 
+def _owned(vectors: Batch, given: Any) -> Batch:
+    """The vectors of a batch for the residue: a copy of each that is one of the caller's arrays
+    (a row of the caller's 2-D array is a view of it), as a residue never aliases them."""
+    if isinstance(given, np.ndarray):
+        return [v.copy() for v in vectors]
+    return [v.copy() if v is x else v for v, x in zip(vectors, given)]
+
+
 def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
     truth, out = _batch("ground truth", g), _batch("output", s)
     if len(out) != len(truth):
@@ -60,7 +72,7 @@ def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
         if si.shape != gi.shape:
             raise E.lens_shape_error(_NAME, f"output {i}", f"length {len(gi)} like its ground truth", E.describe(si))
     loss = 0.5 * sum(float(np.sum((si - gi) ** 2)) for si, gi in zip(out, truth))
-    return (truth, out), loss
+    return (_owned(truth, g), _owned(out, s)), loss
 
 
 def _loss_bwd(m: LossResidue, da: float) -> tuple[Batch, Batch]:

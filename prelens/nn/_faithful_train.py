@@ -2,7 +2,7 @@
 
 The algebra of one step::
 
-    net        = batch_n(n, from_tamb(mlp)) >> loss_l    # parameters (ground truth, θ)
+    net        = from_tamb(batch_n(n, mlp)) >> loss_l    # parameters (ground truth, θ)
     loss, pull = vjp(net, (ys, θ), xs)                   # forward once, keep the residues
     (_, dθ), _ = pull(1.0)                               # backward from da = 1
     θ'         = θ + (−rate)·dθ                          # tree_add, tree_scale
@@ -11,13 +11,12 @@ The algebra of one step::
 their parameter deltas, so ``dθ`` is the plain gradient of the loss summed
 over the batch. No lens sees the learning rate: it enters in the update only.
 
-``batch_n`` is applied to the pre-lens ``from_tamb(mlp)``, which equals
-``from_tamb(batch_n(n, mlp))`` (the law kit's ``check_combinators`` checks
-this, and the tests check it on the MLP). The TriLens form nests ``n``
-copies of the whole network in one chain of closures, so its call depth
-grows with ``n`` × the number of neurons and soon passes Python's recursion
-limit (``from_tamb(batch_n(4, make_mlp(3, [4, 4, 1])))`` needs about 3,300
-frames); the pre-lens form runs the one network ``n`` times.
+This is the post's route: the whole batched network is one TriLens, made a pre-lens once
+by ``from_tamb``. ``from_tamb`` runs the TriLens in the free Trimbara module
+(:class:`~prelens.Program`), so the batch and every layer are loops over one sub-program
+each, at any size and at Python's default recursion limit. It equals the pre-lens route
+``batch_n(n, from_tamb(mlp))`` (the law kit's ``check_combinators`` checks this, and the
+tests check it on the MLP), which is what a pre-lens ``mlp`` is batched with.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ import numpy.typing as npt
 from .. import _args
 from .. import _errors as E
 from .._combinators import batch_n
+from .._construction import constructor
 from .._lens import AnyLens
 from .._tambara import AnyTriLens, TriLens, from_tamb
 from .._trace import forward, vjp
@@ -48,10 +48,10 @@ def _read_only(rows: list[list[float]]) -> npt.NDArray[np.float64]:
     return arr
 
 
-#: micrograd's toy inputs (the post trains on them): 4 samples of 3 features, shape ``(4, 3)``.
+#: The toy inputs of the Haskell ``PreLens/Main.hs`` (from micrograd): 4 samples of 3 features, shape ``(4, 3)``.
 TOY_XS: npt.NDArray[np.float64] = _read_only([[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]])
 
-#: micrograd's toy targets ``[1, -1, -1, 1]``, one 1-vector per sample: shape ``(4, 1)``.
+#: The toy targets of ``PreLens/Main.hs``, ``[1, -1, -1, 1]``, one 1-vector per sample: shape ``(4, 1)``.
 TOY_YS: npt.NDArray[np.float64] = _read_only([[1.0], [-1.0], [-1.0], [1.0]])
 
 
@@ -68,6 +68,13 @@ def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
     return [real_vector(fn, f"{what} {i}", x).copy() for i, x in enumerate(xs)]
 
 
+def _batched(mlp: AnyTriLens | AnyLens, n: int, fn: str) -> AnyLens:
+    """The network on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a pre-lens batched."""
+    if isinstance(mlp, TriLens):
+        return from_tamb(batch_n(n, mlp))
+    return batch_n(n, _as_prelens(mlp, fn))
+
+
 def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
     if isinstance(mlp, TriLens):
         return from_tamb(mlp)
@@ -75,11 +82,12 @@ def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
     return lens
 
 
+@constructor
 def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     """The network on a batch of ``n`` samples, capped by the loss lens.
 
-    ``batch_n(n, from_tamb(mlp)) >> loss_l`` (a pre-lens ``mlp`` is batched as
-    it is), equal to ``from_tamb(batch_n(n, mlp)) >> loss_l``. Parameters
+    ``from_tamb(batch_n(n, mlp)) >> loss_l`` (a pre-lens ``mlp`` is batched as
+    it is: ``batch_n(n, mlp) >> loss_l``). Parameters
     ``(ground_truth, θ)`` (the later lens first), input a list of ``n``
     vectors, output the loss ``½ Σ (s − g)²``.
 
@@ -96,7 +104,8 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     >>> loss > 0
     True
     """
-    return batch_n(n, _as_prelens(mlp)) >> loss_l
+    _args.lens_or_trilens("batch_loss_l", "mlp", mlp)
+    return _batched(mlp, _args.count("batch_loss_l", "n", n), "batch_loss_l") >> loss_l
 
 
 def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float) -> tuple[Params, float]:
@@ -128,14 +137,14 @@ def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate
 
 
 #: ``batch_loss_l`` of each network seen by :func:`train_step`, per batch size: a teacher's
-#: loop calls it once a step, and the lens (a nest of dimaps) need be built only once.
+#: loop calls it once a step, and the lens need be built only once.
 _BATCH_LOSSES: weakref.WeakKeyDictionary[Any, dict[int, AnyLens]] = weakref.WeakKeyDictionary()
 
 
 def _batch_loss(mlp: Any, n: int) -> AnyLens:
     built = _BATCH_LOSSES.setdefault(_args.lens_or_trilens("train_step", "mlp", mlp), {})
     if n not in built:
-        built[n] = batch_loss_l(_as_prelens(mlp, "train_step"), n)
+        built[n] = _batched(mlp, n, "train_step") >> loss_l
     return built[n]
 
 
@@ -147,10 +156,14 @@ def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: floa
     return tree_add(params, tree_scale(-rate, d_params)), loss  # θ ← θ − rate·dθ
 
 
-def train(
+def train_faithful(
     mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float, steps: int
 ) -> tuple[Params, list[float]]:
     """``steps`` calls of :func:`train_step` on one batch; returns ``(params, losses)``.
+
+    Called ``train`` before 0.2.0 (the Haskell name below); renamed so that no
+    name of :mod:`prelens.nn` means something else in :mod:`prelens` (where
+    ``prelens.train`` is the training package).
 
     Haskell (``mlp`` may also be the ``PreLens``)::
 
@@ -162,17 +175,17 @@ def train(
     >>> import numpy as np
     >>> from prelens.nn import make_mlp, init_mlp, TOY_XS, TOY_YS
     >>> mlp, params = make_mlp(3, [4, 4, 1]), init_mlp(3, [4, 4, 1], np.random.default_rng(0))
-    >>> params, losses = train(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=20)
+    >>> params, losses = train_faithful(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=20)
     >>> len(losses), losses[-1] < 0.01
     (20, True)
     """
-    steps = _args.count("train", "steps", steps, least=0)
-    rate = _args.real("train", "rate", rate, low=0.0)
-    lens = _as_prelens(mlp, "train")
-    xs_, ys_ = _rows("train", "inputs", xs), _rows("train", "targets", ys)
+    steps = _args.count("train_faithful", "steps", steps, least=0)
+    rate = _args.real("train_faithful", "rate", rate, low=0.0)
+    _args.lens_or_trilens("train_faithful", "mlp", mlp)
+    xs_, ys_ = _rows("train_faithful", "inputs", xs), _rows("train_faithful", "targets", ys)
     if len(xs_) != len(ys_):
-        raise E.list_length_error("train", "targets", len(xs_), len(ys_))
-    net = batch_loss_l(lens, len(xs_))
+        raise E.list_length_error("train_faithful", "targets", len(xs_), len(ys_))
+    net = _batched(mlp, len(xs_), "train_faithful") >> loss_l
     losses: list[float] = []
     for _ in range(steps):
         params, loss = _step(net, params, xs_, ys_, rate)
@@ -180,8 +193,12 @@ def train(
     return params, losses
 
 
-def predict(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
-    """The network's outputs on a batch: ``forward(batch_n(n, from_tamb(mlp)), params, xs)``.
+def predict_faithful(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
+    """The network's outputs on a batch: ``forward(from_tamb(batch_n(n, mlp)), params, xs)``.
+
+    Called ``predict`` before 0.2.0 (the Haskell name below); renamed because
+    :func:`prelens.train.predict` runs fast models and returns an array, where
+    this runs the faithful network and returns a list.
 
     Haskell (``mlp`` may also be the ``PreLens``)::
 
@@ -193,10 +210,10 @@ def predict(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
     >>> import numpy as np
     >>> from prelens.nn import Para, make_mlp
     >>> params = [[Para(0.0, np.array([1.0, 0.0, 0.0]))]]
-    >>> [[round(a, 4) for a in out] for out in predict(make_mlp(3, [1]), params, [[1.0, 5.0, 5.0]])]
+    >>> [[round(a, 4) for a in out] for out in predict_faithful(make_mlp(3, [1]), params, [[1.0, 5.0, 5.0]])]
     [[0.7616]]
     """
-    net = _as_prelens(mlp, "predict")
-    xs_ = _rows("predict", "inputs", xs)
-    out: list[Any] = forward(batch_n(len(xs_), net), params, xs_)
+    _args.lens_or_trilens("predict_faithful", "mlp", mlp)
+    xs_ = _rows("predict_faithful", "inputs", xs)
+    out: list[Any] = forward(_batched(mlp, len(xs_), "predict_faithful"), params, xs_)
     return out

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._construction import constructor
 from .._lens import PreLens
 from ._activations import Activation, resolve_activation, tanh
 from ._fastcheck import (
@@ -125,6 +126,7 @@ def _times_transpose(da: Array, w: Array) -> Array:
 # ------------------------------------------------------------------ linear
 
 
+@constructor
 def linear(
     n_in: int,
     n_out: int,
@@ -159,6 +161,21 @@ def linear(
     ((4, 7, 3), array([[28., 28., 28.],
            [28., 28., 28.]]))
     """
+    return _linear(n_in, n_out, dtype=dtype, init=init, input_delta=input_delta)
+
+
+def _linear(
+    n_in: int,
+    n_out: int,
+    *,
+    dtype: npt.DTypeLike = np.float64,
+    init: str = "glorot",
+    input_delta: bool = True,
+    copy_input: bool = True,
+) -> PreLens[Array, Array, tuple[Array, Array], tuple[Array, Array], Array, Array, Array, Any]:
+    """:func:`linear`. ``copy_input=False`` is for a layer whose input is an array that the model
+    around it made (the output projection of an attention lens): its residue keeps that input
+    without a copy, as no caller holds it."""
     n_in, n_out = check_size("linear", "n_in", n_in), check_size("linear", "n_out", n_out)
     dt = float_dtype("linear", dtype)
     input_delta = A.flag("linear", "input_delta", input_delta)
@@ -172,7 +189,10 @@ def linear(
             raise input_error(name, "input", x, expect_x, dt)
         if not isinstance(w, np.ndarray) or w.dtype != dt or w.shape != w_shape:
             raise param_error(name, "weight", w, expect_w, dt)
-        return (x, w), (np.dot(x, w) if x.ndim <= 2 else x @ w)
+        # The residue keeps copies of what bwd reads (x, and W for ds): the caller may write
+        # into x or W after this pass. Without ds, bwd reads only W's shape: no copy.
+        kept = (x.copy() if copy_input else x), (w.copy() if input_delta else w)
+        return kept, (np.dot(x, w) if x.ndim <= 2 else x @ w)
 
     def bwd(m: tuple[Array, Array], da: Array) -> tuple[Array, Array | None]:
         try:  # checked as in dense: shapes before, the results' shapes and dtypes after
@@ -207,6 +227,7 @@ def linear(
 # -------------------------------------------------------------------- bias
 
 
+@constructor
 def bias(
     n: int, *, dtype: npt.DTypeLike = np.float64
 ) -> PreLens[Array, Array, tuple[()], tuple[()], Array, Array, Array, Array]:
@@ -250,6 +271,7 @@ def bias(
 # ------------------------------------------------------------------- dense
 
 
+@constructor
 def dense(
     n_in: int,
     n_out: int,
@@ -288,6 +310,22 @@ def dense(
     ...
     prelens._errors.ShapeError: dense(784→256, relu, f32): input: expected f32[...,784], got f32[8,100]
     """
+    return _dense(n_in, n_out, activation, dtype=dtype, init=init, input_delta=input_delta)
+
+
+def _dense(
+    n_in: int,
+    n_out: int,
+    activation: Activation | str | None,
+    *,
+    dtype: npt.DTypeLike,
+    init: str | None,
+    input_delta: bool,
+    copy_input: bool = True,
+) -> PreLens[Array, Array, DenseResidue, DenseResidue, DenseParams, DenseParams, Array, Any]:
+    """:func:`dense`. ``copy_input=False`` is for a layer whose input is an array that the model
+    around it made (the hidden layers of :func:`~prelens.nn.mlp`): its residue keeps that input
+    without a copy, as no caller holds it."""
     n_in, n_out = check_size("dense", "n_in", n_in), check_size("dense", "n_out", n_out)
     dt = float_dtype("dense", dtype)
     input_delta = A.flag("dense", "input_delta", input_delta)
@@ -314,7 +352,10 @@ def dense(
             raise _dense_params_error(name, p, n_in, n_out, dt)
         z = np.dot(x, w) if x.ndim <= 2 else x @ w
         z += b  # z is ours: add the bias in place
-        return (x, w, z), (z if apply is None else apply(z))
+        # The residue keeps copies of what bwd reads from x and W (the caller may write into
+        # them after this pass); z is ours. Without ds, bwd reads only W's shape: no copy.
+        x_kept = x.copy() if copy_input else x
+        return (x_kept, w.copy() if input_delta else w, z), (z if apply is None else apply(z))
 
     def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
         # The checks cost a few attribute reads: the shapes that decide the results' shapes

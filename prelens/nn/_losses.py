@@ -19,7 +19,7 @@ lens                          loss ``L``                               ``ds``
                               over the ``R`` rows (mean over batch)
 ============================  =======================================  ====================
 
-So ``mse = (2 / K) · squared_distance`` exactly: the twin proofs compare the
+So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the
 post's sum; the other two are the conventional means (PyTorch's and Keras's
 defaults), whose step sizes do not change with the batch size.
 
@@ -71,7 +71,7 @@ def _sq_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
     ):
         _check_pair("squared_distance", g, s)
     d = np.subtract(s, g)
-    return (g, s), 0.5 * np.vdot(d, d)
+    return (g.copy(), s.copy()), 0.5 * np.vdot(d, d)  # a residue never aliases the caller's arrays
 
 
 def _pair_residue(lens: str, m: Any) -> PairResidue:
@@ -117,7 +117,7 @@ def _mse_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
     ):
         _check_pair("mse", g, s)
     d = np.subtract(s, g)
-    return (g, s), np.vdot(d, d) / max(d.size, 1)
+    return (g.copy(), s.copy()), np.vdot(d, d) / max(d.size, 1)
 
 
 def _mse_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
@@ -179,7 +179,7 @@ def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
     picked = np.take_along_axis(shifted, y[..., None], axis=-1)[..., 0]
     loss = (np.log(total) - picked).sum() / max(y.size, 1)
     probs /= total[..., None]
-    return (probs, y), loss
+    return (probs, y.copy()), loss  # probs is ours; the labels are the caller's
 
 
 def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:

@@ -25,14 +25,16 @@ import numpy.typing as npt
 from .. import _args as A
 from .. import _errors as E
 from .._combinators import chain
+from .._construction import constructor
 from .._lens import PreLens
 from ._activations import Activation, resolve_activation, tanh
 from ._fastcheck import Array, check_size, dtype_suffix, float_dtype
-from ._linear import DenseParams, DenseResidue, dense
+from ._linear import DenseParams, DenseResidue, _dense
 
 __all__ = ["mlp"]
 
 
+@constructor
 def mlp(
     n_in: int,
     sizes: Sequence[int],
@@ -80,8 +82,11 @@ def mlp(
         else (resolve_activation("mlp", last_activation))
     )
     ins = [n_in, *widths[:-1]]
-    layers = [
-        dense(m, n, act if i < len(widths) - 1 else last, dtype=dt, init=init, input_delta=input_delta or i > 0)
+    layers = [  # a hidden layer's input is the layer before's fresh output: kept without a copy
+        _dense(
+            m, n, act if i < len(widths) - 1 else last, dtype=dt, init=init, input_delta=input_delta or i > 0,
+            copy_input=i == 0,
+        )
         for i, (m, n) in enumerate(zip(ins, widths))
     ]
     name = (

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _errors as E
+from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import (
     Array,
@@ -43,6 +44,7 @@ class LayerNormParams(NamedTuple):
 LayerNormResidue = tuple[Array, Array, Array]
 
 
+@constructor
 def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Layer norm over the last axis: ``(..., d) -> (..., d)``, parameters :class:`LayerNormParams`.
 
@@ -93,7 +95,7 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         xhat *= r
         y = np.multiply(xhat, gain)
         y += bias
-        return (xhat, r, gain), y
+        return (xhat, r, gain.copy()), y  # xhat and r are ours; the gain is the caller's
 
     def bwd(m: LayerNormResidue, da: Array) -> tuple[LayerNormParams, Array]:
         try:

@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import _args as A
 from .._combinators import add_l, copy_l
+from .._construction import constructor
 from .._iso import assoc_l
 from .._lens import AnyLens, id_pre_lens
 from ._transformer_wiring import lift_probes, reparam, with_probes
@@ -29,6 +30,7 @@ from ._transformer_wiring import lift_probes, reparam, with_probes
 __all__ = ["residual"]
 
 
+@constructor
 def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     """``x -> x + f(x)`` (or ``(x, c) -> x + f(x, c)`` with ``context=True``); params and residue of ``f``.
 

@@ -1,7 +1,7 @@
 """Transformer blocks and models, composed from the attention, norm, residual and dense lenses.
 
 * :func:`feed_forward` — ``dense ≫ relu ≫ dense``, position by position (fused;
-  :func:`feed_forward_composed` is the composition, proven equal).
+  :func:`feed_forward_composed` is the composition, tested equal).
 * :func:`encoder_block` — ``x = LN(x + MHA(x)); x = LN(x + FFN(x))`` (post-LN,
   as in "Attention Is All You Need"), or with ``norm="pre"``
   ``x = x + MHA(LN(x)); x = x + FFN(LN(x))``. With ``causal=True`` it is the
@@ -39,10 +39,12 @@ import numpy.typing as npt
 from .. import _args as A
 from .. import _errors as E
 from .._combinators import chain, copy_l
+from .._construction import constructor
 from .._iso import sym_l, unassoc_l
 from .._lens import AnyLens, PreLens, as_pair, id_pre_lens
 from ._activations import relu
 from ._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
+from ._dropout import keyed_params, then_dropout
 from ._embedding import positional_embedding, sinusoidal_encoding, token_embedding
 from ._fastcheck import (
     Array,
@@ -162,6 +164,7 @@ class EncoderDecoderParams(NamedTuple):
 # ---------------------------------------------------------------------- pieces
 
 
+@constructor
 def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """The feed-forward network as the composition it is: ``chain(dense(d→d_ff), relu, dense(d_ff→d))``.
 
@@ -171,7 +174,7 @@ def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.
 
     Shapes ``(..., d_model) -> (..., d_model)``; parameters
     :class:`FeedForwardParams`. The readable twin of :func:`feed_forward`
-    (the tests prove them equal).
+    (property tests check them equal).
 
     >>> feed_forward_composed(4, 16)
     feed_forward_composed(4→16→4)
@@ -193,6 +196,7 @@ def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.
 FeedForwardResidue = tuple[Array, Array, Array, Array, tuple[int, ...]]
 
 
+@constructor
 def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Position-wise feed-forward network ``(..., d_model) -> (..., d_model)``: dense ≫ ReLU ≫ dense, fused.
 
@@ -204,7 +208,7 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
     :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
     initialisation, ``output``: ``d_ff→d_model``). The same lens as
-    :func:`feed_forward_composed` (proven equal in the tests) in one Python
+    :func:`feed_forward_composed` (tested equal to it) in one Python
     call per pass: the matmuls run on ``(batch·time, d)`` matrices, the ReLU
     is applied in place to the hidden layer it owns, and its derivative is
     read off the stored activations (``h > 0`` exactly where ``x W₁ + b₁ > 0``),
@@ -239,13 +243,13 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
                 f"FeedForwardParams({hidden!r} params, {output!r} params) of {dt}",
                 E.describe_tree(p),
             )
-        x2 = x.reshape(-1, d)
+        x2 = x.reshape(-1, d).copy()  # the residue keeps copies of the caller's x, W1 and W2
         h = x2 @ w1
         h += b1
         np.maximum(h, 0, out=h)  # h is ours: the ReLU in place
         y = h @ w2
         y += b2
-        return (x2, h, w1, w2, x.shape), y.reshape(x.shape)
+        return (x2, h, w1.copy(), w2.copy(), x.shape), y.reshape(x.shape)
 
     def bwd(m: FeedForwardResidue, da: Array) -> tuple[FeedForwardParams, Array]:
         try:
@@ -291,11 +295,20 @@ def _named(lens: AnyLens, prefix: str) -> AnyLens:
     return with_probes(lens, {join(prefix, k): g for k, g in probes_of(lens).items()})
 
 
-def _block_label(kind: str, d: int, h: int, f: int, causal: bool, norm: str, dt: np.dtype[Any]) -> str:
+def _block_label(kind: str, d: int, h: int, f: int, causal: bool, norm: str, dt: np.dtype[Any], rate: float) -> str:
     flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
+    flags += f", dropout={rate:g}" if rate else ""
     return f"{kind}({d}, heads={h}, d_ff={f}{flags}{dtype_suffix(dt)})"
 
 
+def _reparam_block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
+    """:func:`reparam` of a block's body; with dropout the parameters are ``(P, keys)`` (see ``keyed_params``)."""
+    if rate:
+        p_to, p_from = keyed_params(p_to, p_from, fields)
+    return reparam(body, name, p_to=p_to, p_from=p_from)
+
+
+@constructor
 def encoder_block(
     d_model: int,
     n_heads: int,
@@ -305,6 +318,7 @@ def encoder_block(
     norm: Norm = "post",
     eps: float = 1e-5,
     dtype: npt.DTypeLike = np.float64,
+    dropout: float = 0.0,
 ) -> AnyLens:
     """One encoder block ``(B, T, d_model) -> (B, T, d_model)``; parameters :class:`EncoderBlockParams`.
 
@@ -323,7 +337,11 @@ def encoder_block(
         chain(residual(layer_norm >> multi_head_attention), residual(layer_norm >> feed_forward))
 
     ``causal=True`` masks the future (the block of :func:`decoder_lm`). The
-    attention weights are probed as ``"self"``.
+    attention weights are probed as ``"self"``. With ``dropout=r > 0`` each
+    sub-layer's output passes through :func:`dropout` ``(r)`` before the residual
+    sum (``residual(mha >> dropout(r))``, as in the paper), and the parameters
+    are ``(EncoderBlockParams, (DropoutKey, DropoutKey))``: evaluation until a
+    trainer keys them with :func:`with_dropout`.
 
     >>> blk = encoder_block(8, 2, 16)
     >>> blk
@@ -340,20 +358,27 @@ def encoder_block(
     mha = _named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self")
     ln1, ln2 = layer_norm(d, eps=eps, dtype=dt), layer_norm(d, eps=eps, dtype=dt)
     ffn = feed_forward(d, f, dtype=dt)
-    name = _block_label(fn, d, n_heads, f, causal, norm_, dt)
+    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
+    mha, ffn = then_dropout(mha, rate), then_dropout(ffn, rate)
+    name = _block_label(fn, d, n_heads, f, causal, norm_, dt, rate)
+    fields = ("attention", "feed_forward")
     if norm_ == "post":
         body = chain(residual(mha), ln1, residual(ffn), ln2)
-        lens = reparam(
+        lens = _reparam_block(
             body,
             name,
+            rate,
+            fields,
             p_to=lambda p: [p.attention, p.norm1, p.feed_forward, p.norm2],
             p_from=lambda dp: EncoderBlockParams(*dp),
         )
     else:
         body = chain(residual(ln1 >> mha), residual(ln2 >> ffn))
-        lens = reparam(
+        lens = _reparam_block(
             body,
             name,
+            rate,
+            fields,
             p_to=lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)],
             p_from=lambda dp: EncoderBlockParams(dp[0][0], dp[0][1], dp[1][0], dp[1][1]),
         )
@@ -372,6 +397,7 @@ def _drop_second() -> AnyLens:
     return PreLens(fwd, bwd, "drop_memory")
 
 
+@constructor
 def decoder_block(
     d_model: int,
     n_heads: int,
@@ -380,6 +406,7 @@ def decoder_block(
     norm: Norm = "post",
     eps: float = 1e-5,
     dtype: npt.DTypeLike = np.float64,
+    dropout: float = 0.0,
 ) -> AnyLens:
     """One decoder block ``(y (B, T, d), memory (B, S, d)) -> (y' (B, T, d), memory)``.
 
@@ -400,6 +427,9 @@ def decoder_block(
               (residual(feed_forward) >> layer_norm) @ id)
 
     Parameters :class:`DecoderBlockParams`; attention probes ``"self"`` and ``"cross"``.
+    With ``dropout=r > 0`` each sub-layer's output passes through :func:`dropout`
+    before its residual sum, and the parameters are ``(DecoderBlockParams, keys)``
+    with three :class:`DropoutKey` (self-attention, cross-attention, feed-forward).
 
     >>> blk = decoder_block(8, 2, 16)
     >>> y, mem = blk.fwd(blk.init(0), (np.ones((2, 3, 8)), np.ones((2, 5, 8))))[1]
@@ -415,7 +445,10 @@ def decoder_block(
     cross = _named(cross_attention(d, n_heads, dtype=dt), "cross")
     ln1, ln2, ln3 = (layer_norm(d, eps=eps, dtype=dt) for _ in range(3))
     ffn = feed_forward(d, f, dtype=dt)
-    name = _block_label(fn, d, n_heads, f, False, norm_, dt)
+    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
+    mha, cross, ffn = then_dropout(mha, rate), then_dropout(cross, rate), then_dropout(ffn, rate)
+    name = _block_label(fn, d, n_heads, f, False, norm_, dt, rate)
+    fields = ("self_attention", "cross_attention", "feed_forward")
     fan = [id_pre_lens @ copy_l, unassoc_l]
     if norm_ == "post":
         body = chain(
@@ -424,9 +457,11 @@ def decoder_block(
             (residual(cross, context=True) >> ln2) @ id_pre_lens,
             (residual(ffn) >> ln3) @ id_pre_lens,
         )
-        lens = reparam(
+        lens = _reparam_block(
             body,
             name,
+            rate,
+            fields,
             p_to=lambda p: [
                 ((p.norm1, p.self_attention), ()),
                 ((), ()),
@@ -445,9 +480,11 @@ def decoder_block(
             residual((ln2 @ id_pre_lens) >> cross, context=True) @ id_pre_lens,
             residual(ln3 >> ffn) @ id_pre_lens,
         )
-        lens = reparam(
+        lens = _reparam_block(
             body,
             name,
+            rate,
+            fields,
             p_to=lambda p: [
                 ((p.self_attention, p.norm1), ()),
                 ((), ()),
@@ -473,6 +510,7 @@ def _embed(fn: str, vocab: int, d: int, max_len: int, positional: str, dt: np.dt
     return emb, pos
 
 
+@constructor
 def decoder_lm(
     vocab_size: int,
     d_model: int,
@@ -542,6 +580,7 @@ def decoder_lm(
     return with_probes(lm, probes_of(body))
 
 
+@constructor
 def encoder_decoder(
     source_vocab: int,
     target_vocab: int,
@@ -650,6 +689,7 @@ def encoder_decoder(
 CrossEntropyResidue = tuple[Array, Array, Array, int]
 
 
+@constructor
 def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     """Softmax cross-entropy of next-token logits, averaged over the positions that count.
 

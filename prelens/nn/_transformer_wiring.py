@@ -26,9 +26,10 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
+from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from .._summary import register_opening
-from .._tree import structure_mismatch, tree_paths
+from .._tree import structure_mismatch, tree_map, tree_paths
 from ._fastcheck import Array
 
 Fn = Callable[[Any], Any]
@@ -104,6 +105,7 @@ def params_misfit(expected: Any, got: Any) -> str | None:
     return None
 
 
+@constructor
 def rematerialize(lens: AnyLens) -> AnyLens:
     """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd``.
 
@@ -128,7 +130,8 @@ def rematerialize(lens: AnyLens) -> AnyLens:
     name = f"rematerialize({lens!r})"
 
     def fwd_(p: Any, s: Any) -> tuple[tuple[Any, Any], Any]:
-        return (p, s), fwd(p, s)[1]
+        a = fwd(p, s)[1]
+        return tree_map(_copied, (p, s)), a  # a residue never aliases the caller's arrays
 
     def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:
         if not (isinstance(m, tuple) and len(m) == 2):
@@ -137,6 +140,10 @@ def rematerialize(lens: AnyLens) -> AnyLens:
         return bwd(fwd(p, s)[0], da)
 
     return PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
+
+
+def _copied(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
 
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:

@@ -40,7 +40,10 @@ from ._laws import (
     check_tensor_assoc,
     check_tri_compose,
     check_tri_tensor,
+    program_equal,
+    reading_equal,
 )
+from ._pure import check_pure
 from ._random import random_affine, random_like
 from ._vjp import check_vjp
 
@@ -81,12 +84,15 @@ __all__ = [
     "check_lens_equal",
     "check_lens_laws",
     "check_naturality",
+    "check_pure",
     "check_right_unit",
     "check_sym_natural",
     "check_tamb_roundtrip",
     "check_tensor_assoc",
     "check_tri_compose",
     "check_tri_tensor",
+    "program_equal",
+    "reading_equal",
     "check_vjp",
     "random_affine",
     "random_like",

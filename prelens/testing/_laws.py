@@ -16,11 +16,14 @@ from .. import _errors as E
 from .._combinators import batch_n, branch, branch_t, vec_lens
 from .._iso import assoc, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
 from .._lens import AnyLens, id_pre_lens
-from .._tambara import alpha, beta, dimap_m, dimap_p, dimap_s, from_tamb, to_tamb, tri_compose, tri_tensor
+from .._meanings import read, shape_of
+from .._tambara import alpha, beta, dimap_m, dimap_p, dimap_s, from_tamb, interpret, to_tamb, tri_compose, tri_tensor
 from .._tree import tree_first_difference
 from ._random import random_affine, random_like
 
 Fn = Callable[[Any], Any]
+#: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
+Equal = Callable[[Any, Any, Any, Any], bool]
 Rng = np.random.Generator | int | None
 
 
@@ -96,6 +99,51 @@ def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float)
         raise E.law_violation(law, where, path, x, y)
 
 
+def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal | None = None, **kw: Any) -> None:
+    """The two sides of a Trimbara law are equal: by ``equal`` when given, else as pre-lenses on ``(p, s)``."""
+    if equal is None:
+        check_lens_equal(law, lhs, rhs, p, s, **kw)
+        return
+    try:
+        same = equal(lhs, rhs, p, s)
+    except Exception as exc:  # a LawError of the comparison, or a crash: this law's failure
+        raise E.law_raised(law, "comparing the two sides", exc) from exc
+    if not same:
+        raise E.law_violation(law, "the module's values", "<root>", lhs, rhs)
+
+
+def program_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
+    """Two :class:`~prelens.Program` values are equal when they run as equal pre-lenses on ``(p, s)``.
+
+    Pass it as ``equal=`` to a Trimbara law to check the free module. Haskell::
+
+        program_equal :: Program -> Program -> p -> s -> Bool
+
+    >>> from prelens import Program
+    >>> check_alpha_unit(Program(), (), 1.0, equal=program_equal)
+    """
+    check_lens_equal("program_equal", lhs.pre_lens(), rhs.pre_lens(), p, s)
+    return True
+
+
+def reading_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
+    """Two :class:`~prelens.Shapes` (or :class:`~prelens.Cost`) values read alike on ``(p, s)``: shapes and costs.
+
+    Pass it as ``equal=`` to a Trimbara law. Haskell::
+
+        reading_equal :: Shapes -> Shapes -> p -> s -> Bool
+
+    >>> from prelens import Shapes
+    >>> check_alpha_unit(Shapes(), (), 1.0, equal=reading_equal)
+    """
+    r1, r2 = read(lhs, p, s), read(rhs, p, s)
+    return all(
+        shape_of(x) == shape_of(y)
+        for x, y in [(r1.output, r2.output), (r1.residue, r2.residue), (r1.param_delta, r2.param_delta),
+                     (r1.input_delta, r2.input_delta)]
+    ) and r1.boxes == r2.boxes
+
+
 # --------------------------------------------------------------- the category
 
 
@@ -166,7 +214,7 @@ def check_interchange(
     s2: Any,
     **kw: Any,
 ) -> None:
-    """``(f @ g) >> (h @ k) ≅ (f >> h) @ (g >> k)``: ``@`` is a bifunctor.
+    """``(f @ g) >> (h @ k) ≅ (f >> h) @ (g >> k)`` up to the middle-four interchange: ``@`` is a bifunctor.
 
     Haskell::
 
@@ -217,7 +265,7 @@ def check_tensor_assoc(
 
 
 def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
-    """``(f @ g) >> sym_l ≅ sym_l >> (g @ f)``: the symmetry is natural.
+    """``(f @ g) >> sym_l ≅ sym_l >> (g @ f)`` up to the symmetry and unitors: the symmetry is natural.
 
     Haskell::
 
@@ -241,7 +289,7 @@ def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any
 # ------------------------------------------------------------- TriProfunctor
 
 
-def check_dimap_identity(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+def check_dimap_identity(t: Any, p: Any, s: Any, **kw: Any) -> None:
     """``dimap_x(id, id, t) == t`` for ``x`` in ``s``, ``p``, ``m``.
 
     Haskell::
@@ -252,10 +300,10 @@ def check_dimap_identity(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> check_dimap_identity(id_pre_lens, (), 1.0)
     """
     for name, dimap in (("s", dimap_s), ("p", dimap_p), ("m", dimap_m)):
-        check_lens_equal(f"dimap_{name} preserves identity", t, dimap(_ident, _ident, t), p, s, **kw)
+        _modules_equal(f"dimap_{name} preserves identity", t, dimap(_ident, _ident, t), p, s, **kw)
 
 
-def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
+def check_dimap_composition(t: Any, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
     """Each dimap preserves composition, with the right variance in each slot.
 
     Haskell::
@@ -274,7 +322,7 @@ def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: A
     gen = np.random.default_rng(rng)
     f, f2, g, g2 = (random_affine(gen) for _ in range(4))
     for name, dimap in (("s", dimap_s), ("p", dimap_p)):
-        check_lens_equal(
+        _modules_equal(
             f"dimap_{name} preserves composition",
             dimap(lambda x: f(f2(x)), lambda x: g2(g(x)), t),
             dimap(f2, g2, dimap(f, g, t)),
@@ -283,7 +331,7 @@ def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: A
             rng=gen,
             **kw,
         )
-    check_lens_equal(
+    _modules_equal(
         "dimap_m preserves composition (covariant in m, contravariant in dm)",
         dimap_m(lambda x: f2(f(x)), lambda x: g(g2(x)), t),
         dimap_m(f2, g2, dimap_m(f, g, t)),
@@ -297,7 +345,7 @@ def check_dimap_composition(t: AnyLens, p: Any, s: Any, *, rng: Rng = 0, **kw: A
 # ------------------------------------------------------------------- Trimbara
 
 
-def check_alpha_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+def check_alpha_unit(t: Any, p: Any, s: Any, **kw: Any) -> None:
     """``alpha`` with a unit residue is the identity, up to the left unitor.
 
     Haskell::
@@ -309,10 +357,10 @@ def check_alpha_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_alpha_unit(id_pre_lens, (), 1.0)
     """
-    check_lens_equal("alpha unit", t, dimap_m(lunit, unlunit, dimap_s(unlunit, lunit, alpha(t))), p, s, **kw)
+    _modules_equal("alpha unit", t, dimap_m(lunit, unlunit, dimap_s(unlunit, lunit, alpha(t))), p, s, **kw)
 
 
-def check_alpha_composition(t: AnyLens, p: Any, s: Any, n1: Any, n2: Any, **kw: Any) -> None:
+def check_alpha_composition(t: Any, p: Any, s: Any, n1: Any, n2: Any, **kw: Any) -> None:
     """``alpha ∘ alpha == alpha`` on a paired residue, up to the associator.
 
     Haskell::
@@ -325,7 +373,7 @@ def check_alpha_composition(t: AnyLens, p: Any, s: Any, n1: Any, n2: Any, **kw: 
     >>> from prelens import id_pre_lens
     >>> check_alpha_composition(id_pre_lens, (), 1.0, 2.0, 3.0)
     """
-    check_lens_equal(
+    _modules_equal(
         "alpha composition",
         alpha(t),
         dimap_m(unassoc, assoc, dimap_s(assoc, unassoc, alpha(alpha(t)))),
@@ -335,7 +383,7 @@ def check_alpha_composition(t: AnyLens, p: Any, s: Any, n1: Any, n2: Any, **kw: 
     )
 
 
-def check_beta_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+def check_beta_unit(t: Any, p: Any, s: Any, **kw: Any) -> None:
     """``beta`` with a unit parameter is the identity, up to the unitors.
 
     Haskell::
@@ -347,10 +395,10 @@ def check_beta_unit(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_beta_unit(id_pre_lens, (), 1.0)
     """
-    check_lens_equal("beta unit", beta(dimap_s(lunit, unlunit, t)), dimap_p(runit, unrunit, t), (p, ()), s, **kw)
+    _modules_equal("beta unit", beta(dimap_s(lunit, unlunit, t)), dimap_p(runit, unrunit, t), (p, ()), s, **kw)
 
 
-def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
+def check_beta_composition(t: Any, p: Any, s: Any, **kw: Any) -> None:
     """``beta ∘ beta == beta`` on a paired parameter, up to the associator.
 
     Haskell::
@@ -365,7 +413,7 @@ def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> check_beta_composition(id_pre_lens, (), (1.0, (2.0, 3.0)))
     """
     p2, (p1, s0) = s
-    check_lens_equal(
+    _modules_equal(
         "beta composition",
         beta(beta(t)),
         dimap_p(assoc, unassoc, beta(dimap_s(assoc, unassoc, t))),
@@ -375,7 +423,7 @@ def check_beta_composition(t: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     )
 
 
-def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any) -> None:
+def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any) -> None:
     """``alpha`` and ``beta`` are natural: they commute with the dimaps of every slot.
 
     Haskell::
@@ -401,10 +449,10 @@ def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: 
     """
     gen = np.random.default_rng(rng)
     f, g = random_affine(gen), random_affine(gen)
-    check_lens_equal(
+    _modules_equal(
         "naturality of alpha in p", alpha(dimap_p(f, g, t)), dimap_p(f, g, alpha(t)), p, (n, s), rng=gen, **kw
     )
-    check_lens_equal(
+    _modules_equal(
         "naturality of alpha in s",
         alpha(dimap_s(f, g, t)),
         dimap_s(_second(f), _second(g), alpha(t)),
@@ -413,7 +461,7 @@ def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: 
         rng=gen,
         **kw,
     )
-    check_lens_equal(
+    _modules_equal(
         "naturality of alpha in m",
         alpha(dimap_m(f, g, t)),
         dimap_m(_second(f), _second(g), alpha(t)),
@@ -424,7 +472,7 @@ def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: 
     )
     if isinstance(s, tuple) and len(s) == 2:
         p1, s0 = s
-        check_lens_equal(
+        _modules_equal(
             "naturality of beta in p",
             beta(dimap_p(f, g, t)),
             dimap_p(_first(f), _first(g), beta(t)),
@@ -433,7 +481,7 @@ def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: 
             rng=gen,
             **kw,
         )
-        check_lens_equal(
+        _modules_equal(
             "naturality of beta in s",
             beta(dimap_s(_second(f), _second(g), t)),
             dimap_s(f, g, beta(t)),
@@ -442,7 +490,7 @@ def check_naturality(t: AnyLens, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: 
             rng=gen,
             **kw,
         )
-        check_lens_equal(
+        _modules_equal(
             "naturality of beta in m",
             beta(dimap_m(f, g, t)),
             dimap_m(f, g, beta(t)),
@@ -461,7 +509,7 @@ def _second(f: Fn) -> Fn:
     return lambda x: (x[0], f(x[1]))
 
 
-def check_coherence(t: AnyLens, p: Any, s: Any, n: Any, **kw: Any) -> None:
+def check_coherence(t: Any, p: Any, s: Any, n: Any, **kw: Any) -> None:
     """``alpha ∘ beta == beta ∘ dimap_s(skip_right, skip_right) ∘ alpha``.
 
     Haskell::
@@ -475,7 +523,7 @@ def check_coherence(t: AnyLens, p: Any, s: Any, n: Any, **kw: Any) -> None:
     >>> check_coherence(id_pre_lens, (), (1.0, 2.0), 3.0)
     """
     p1, s0 = s
-    check_lens_equal(
+    _modules_equal(
         "coherence of alpha and beta",
         alpha(beta(t)),
         beta(dimap_s(skip_right, skip_right, alpha(t))),
@@ -488,6 +536,17 @@ def check_coherence(t: AnyLens, p: Any, s: Any, n: Any, **kw: Any) -> None:
 # ---------------------------------------------------------- TriLens encoding
 
 
+def _in_pre_lens(tri: Any) -> AnyLens:
+    """The post's ``fromTamb``: the TriLens run in ``PreLens`` itself, as nested closures."""
+    lens: AnyLens = interpret(tri, id_pre_lens)
+    return lens
+
+
+#: The two ways a TriLens becomes a pre-lens, both checked: the free module run with loops
+#: (``from_tamb``) and the post's own route, the TriLens applied to ``id_pre_lens``.
+_ROUTES: tuple[tuple[str, Callable[[Any], AnyLens]], ...] = (("", from_tamb), (" (run in PreLens)", _in_pre_lens))
+
+
 def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     """``from_tamb(to_tamb(l)) == l``, parameters and residues exactly as they were.
 
@@ -498,7 +557,8 @@ def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_tamb_roundtrip(id_pre_lens, (), 1.0)
     """
-    check_lens_equal("from_tamb . to_tamb = id", l, from_tamb(to_tamb(l)), p, s, **kw)
+    for route, run in _ROUTES:
+        check_lens_equal(f"from_tamb . to_tamb = id{route}", l, run(to_tamb(l)), p, s, **kw)
 
 
 def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: Any) -> None:
@@ -511,14 +571,10 @@ def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: An
     >>> from prelens import id_pre_lens as i
     >>> check_tri_compose(i, i, (), (), 1.0)
     """
-    check_lens_equal(
-        "tri_compose agrees with >>",
-        f >> g,
-        from_tamb(tri_compose(to_tamb(f), to_tamb(g))),
-        (pg, pf),
-        s,
-        **kw,
-    )
+    for route, run in _ROUTES:
+        check_lens_equal(
+            f"tri_compose agrees with >>{route}", f >> g, run(tri_compose(to_tamb(f), to_tamb(g))), (pg, pf), s, **kw
+        )
 
 
 def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
@@ -531,14 +587,10 @@ def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any,
     >>> from prelens import id_pre_lens as i
     >>> check_tri_tensor(i, i, (), (), 1.0, 2.0)
     """
-    check_lens_equal(
-        "tri_tensor agrees with @",
-        f @ g,
-        from_tamb(tri_tensor(to_tamb(f), to_tamb(g))),
-        (pf, pg),
-        (s1, s2),
-        **kw,
-    )
+    for route, run in _ROUTES:
+        check_lens_equal(
+            f"tri_tensor agrees with @{route}", f @ g, run(tri_tensor(to_tamb(f), to_tamb(g))), (pf, pg), (s1, s2), **kw
+        )
 
 
 def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None:
@@ -567,20 +619,25 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
 
 
 def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = True, **kw: Any) -> None:
-    """Every single-lens law at once: units, dimaps, alpha, the encoding, the combinators
-    and (with ``vjp=True``) :func:`check_vjp`.
+    """Every single-lens law at once: purity, units, dimaps, alpha, the encoding, the
+    combinators and (with ``vjp=True``) :func:`check_vjp`.
 
     Haskell::
 
         check_lens_laws :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
 
+    :func:`check_pure` runs first, so that a pass that writes into its arguments
+    is named as such rather than as the first law it happens to break.
+
     >>> import numpy as np
     >>> from prelens import id_pre_lens
     >>> check_lens_laws(id_pre_lens, (), np.ones(3))
     """
-    from ._vjp import check_vjp
+    from ._pure import check_pure
+    from ._vjp import check_derivative
 
     gen = np.random.default_rng(rng)
+    check_pure(l, p, s, rng=gen, fn="check_lens_laws")
     n, n2 = random_like(s, gen), random_like(s, gen)  # distinct: alpha composition must tell them apart
     check_left_unit(l, p, s, **kw)
     check_right_unit(l, p, s, **kw)
@@ -593,4 +650,4 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     check_tamb_roundtrip(l, p, s, **kw)
     check_combinators(l, p, s, **kw)
     if vjp:
-        check_vjp(l, p, s, rng=gen)
+        check_derivative(l, p, s, rng=gen)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._tree import tree_map, tree_paths, tree_zip_map
+from .._tree import structure_mismatch, tree_map, tree_paths
 
 
 def is_float_leaf(x: Any) -> bool:
@@ -60,15 +60,114 @@ def random_affine(rng: np.random.Generator) -> Any:
     return f
 
 
-def inner(a: Any, b: Any) -> float:
-    """Sum of the dot products of corresponding float leaves of ``a`` (primal) and ``b``."""
-    total = 0.0
-    for (_, x), (_, y) in zip(tree_paths(a), tree_paths(b)):
-        if is_float_leaf(x):
-            total += float(np.vdot(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)))
-    return total
+def perturbed(tree: Any, rng: np.random.Generator) -> Any:
+    """A copy of ``tree`` with every float entry multiplied by its own factor in ``[0.75, 1.25]``.
+
+    Signs, zeros and the structure are kept, so the result is a valid input
+    wherever ``tree`` is (positive stays positive); non-float leaves are kept.
+    """
+
+    def shift(x: Any) -> Any:
+        if not is_float_leaf(x):
+            return copy_leaf(x)
+        factor = 1.0 + 0.25 * rng.uniform(-1.0, 1.0, np.shape(x))
+        if isinstance(x, float):
+            return float(x * factor)
+        arr = np.asarray(x)
+        return (arr * factor).astype(arr.dtype)
+
+    return tree_map(shift, tree)
 
 
-def axpy(alpha: float, direction: Any, tree: Any) -> Any:
-    """``tree + alpha·direction`` on float leaves; other leaves kept."""
-    return tree_zip_map(lambda x, d: x + alpha * d if is_float_leaf(x) else x, tree, direction)
+def copy_leaf(x: Any) -> Any:
+    """A fresh copy of an array leaf (a writeable one, even when ``x`` is not); other leaves as they are."""
+    return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
+
+
+def snapshot(tree: Any) -> Any:
+    """A copy of ``tree`` that shares no array (and no list or dict) with it."""
+    return tree_map(copy_leaf, tree)
+
+
+def scramble_in_place(tree: Any, only: str | None = None) -> list[str]:
+    """Overwrite every writeable array leaf of ``tree`` (or only the one at path ``only``) in place.
+
+    Float and complex entries become ``-1.5·x + 0.25``, integers are rotated by
+    one place (they stay in range: ids and labels remain valid), booleans are
+    negated. Returns the paths written. Used to play a caller who reuses its
+    buffers after the forward pass.
+    """
+    written = []
+    for path, x in tree_paths(tree):
+        if not isinstance(x, np.ndarray) or not x.flags.writeable or x.size == 0 or (only is not None and path != only):
+            continue
+        kind = x.dtype.kind
+        if kind in "fc":
+            x *= -1.5
+            x += 0.25
+        elif kind in "iu":
+            x[...] = np.roll(x.reshape(-1), 1).reshape(x.shape)
+        elif kind == "b":
+            np.logical_not(x, out=x)
+        else:
+            continue
+        written.append(path)
+    return written
+
+
+def first_change(before: Any, after: Any) -> str | None:
+    """The path of the first place where ``after`` no longer equals its copy ``before``, or None.
+
+    Exact comparison (NaN equals NaN here: this asks "was it written?", not
+    "is it close?"), of the structure, the dtypes, the shapes and the values.
+    """
+    found = structure_mismatch(before, after, shapes=True)
+    if found:
+        return ""  # the structure itself changed (a list grew or shrank): the root is named
+    for (path, x), (_, y) in zip(tree_paths(before), tree_paths(after)):
+        if not _identical(x, y):
+            return path
+    return None
+
+
+def _identical(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        a, b = np.asarray(x), np.asarray(y)
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if x is y:
+        return True
+    try:
+        same = x == y
+        return bool(same) or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
+    except Exception:  # leaves that do not compare
+        return False
+
+
+def first_difference(left: Any, right: Any, rtol: float = 1e-9) -> str | None:
+    """The path of the first leaf where two results of the same computation differ, or None.
+
+    Leaves agree when ``|x − y| <= rtol·max(|x|, |y|)`` taken over the whole leaf
+    (so a summation order that differs by round-off passes); NaN equals NaN.
+    """
+    if structure_mismatch(left, right, shapes=True):
+        return ""  # results of another structure: the root is named
+    for (path, x), (_, y) in zip(tree_paths(left), tree_paths(right)):
+        a, b = np.asarray(x), np.asarray(y)
+        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+            if not np.array_equal(np.isnan(a), np.isnan(b)):
+                return path
+            with np.errstate(invalid="ignore", over="ignore"):
+                diff = np.where((a == b) | np.isnan(a), 0.0, np.abs(a - b))
+            big = max(_max_abs(a), _max_abs(b))
+            if not np.all(diff <= rtol * big):
+                return path
+        elif not _identical(x, y):
+            return path
+    return None
+
+
+def _max_abs(a: Any) -> float:
+    finite = np.abs(np.asarray(a))[np.isfinite(a)]
+    return float(finite.max()) if finite.size else 0.0

@@ -95,7 +95,7 @@ def linear_vec(n: int, k: int) -> AnyLens:
     """
 
     def fwd(w: np.ndarray, s: np.ndarray) -> tuple[Any, np.ndarray]:
-        return (w, s), w @ s
+        return (w.copy(), s.copy()), w @ s  # the residue keeps copies: the caller may reuse w and s
 
     def bwd(m: tuple[np.ndarray, np.ndarray], da: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         w, s = m
@@ -135,7 +135,7 @@ def scale_vec(n: int) -> AnyLens:
     (array([ 2., -3.]), (array([ 1., -1.]), array([2., 3.])))
     """
     return PreLens(
-        lambda c, s: ((c, s), c * s),
+        lambda c, s: ((c.copy(), s.copy()), c * s),
         lambda m, da: (da * m[1], da * m[0]),
         f"scale_vec({n})",
         lambda rng: rng.standard_normal(n),

@@ -3,8 +3,13 @@
 * :func:`value_and_grad`, :func:`step`: one step on ``model >> loss``, the
   loss taking the ground truth as its parameter (as the post's ``lossL``).
 * :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`,
-  and no lost work (non-finite values, Ctrl-C, checkpoints).
-* :func:`predict`, :func:`accuracy`, :func:`evaluate`.
+  and no lost work (non-finite values, Ctrl-C, checkpoints); either form of
+  optimiser (:mod:`prelens.optim` or the lenses of :mod:`prelens.learn`), an L2
+  ``penalty``, dropout, metrics on the training and validation data, callbacks
+  (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`),
+  and exact resuming from a checkpoint.
+* :func:`predict`, :func:`accuracy`, :func:`evaluate`; for classifiers
+  :func:`predict_proba` and :func:`confusion_matrix`.
 
 >>> import numpy as np
 >>> from prelens.nn import mlp, softmax_cross_entropy
@@ -18,20 +23,29 @@
 True
 """
 
+from ._callbacks import Callback, CheckpointBest, EarlyStopping, LearningRateLogger
 from ._evaluate import accuracy, evaluate, predict
-from ._fit import FitResult, History, Metric, fit
+from ._fit import FitResult, Metric, fit
+from ._history import History
+from ._metrics import confusion_matrix, predict_proba
 from ._progress import Progress
 from ._step import step, value_and_grad
 
 __all__ = [
+    "Callback",
+    "CheckpointBest",
+    "EarlyStopping",
     "FitResult",
     "History",
+    "LearningRateLogger",
     "Metric",
     "Progress",
     "accuracy",
+    "confusion_matrix",
     "evaluate",
     "fit",
     "predict",
+    "predict_proba",
     "step",
     "value_and_grad",
 ]

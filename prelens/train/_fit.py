@@ -1,41 +1,74 @@
-"""The training loop: shuffled mini-batches, metrics per epoch, and no lost work.
+"""The training loop: shuffled mini-batches, metrics per epoch, callbacks, exact resuming, and no lost work.
 
-``fit`` never loses what it has learned:
+``fit`` trains with either form of optimiser: a :mod:`prelens.optim` optimiser
+(``value_and_grad`` of ``model >> loss``, then ``optimizer.update``), or an
+optimiser lens of :mod:`prelens.learn` (one :func:`~prelens.learn.learner_step`
+of the lens ``learner(model, loss, optimizer)`` per batch: the whole step is one
+lens). The two take the same steps.
 
-* a non-finite loss or gradient stops training with
+Dropout: when the parameters hold :class:`~prelens.nn.DropoutKey` sites, every
+step draws a key from the seeded generator and runs on
+``with_dropout(params, key)``; the gradient comes back through
+``without_dropout``. The parameters ``fit`` holds, hands to metrics and
+callbacks, saves and returns never hold a key, so everything but the training
+step runs in evaluation mode.
+
+``fit`` never loses what it has learned, whatever ends it:
+
+* a non-finite loss or gradient, or an update that makes the parameters (or
+  the optimiser state) non-finite, stops training with
   :class:`~prelens.NonFiniteError` (a ``TrainingNonFiniteError``) naming the
-  epoch, the batch and the first non-finite leaf by its tree path; the last
-  good parameters, optimiser state and history ride on the error as
-  ``.params``, ``.opt_state`` and ``.history``; nothing the caller holds is
-  ever overwritten (the optimisers are pure);
+  epoch, the batch and the first non-finite leaf by its tree path; the failed
+  step is not counted and its update is never kept;
 * Ctrl-C (``KeyboardInterrupt``) ends training early and *returns* the
   parameters after the last completed step, with ``history.interrupted``
   set;
-* with ``checkpoint_path``, the parameters and optimiser state are saved
-  atomically every ``checkpoint_every`` epochs, at the end, and when training
-  stops early.
+* any other exception (from a lens, the loss, the optimiser, a metric, a
+  callback) is re-raised with the last good parameters, optimiser state and
+  history attached as ``.params``, ``.opt_state`` and ``.history`` (as on
+  ``NonFiniteError``), and a note saying where training stopped;
+* with ``checkpoint_path``, the parameters, optimiser state, history and the
+  position of training (the shuffling generator's state at the start of the
+  epoch in progress, and the batches done) are saved atomically every
+  ``checkpoint_every`` epochs, at the end, and whenever training stops early
+  (on Ctrl-C and on any exception). A Ctrl-C that arrives during a checkpoint
+  write takes effect when the write is done, so the file is always whole; a
+  second Ctrl-C while ``fit`` is already saving on its way out is ignored.
+  ``resume=`` continues from such a file exactly: the run takes the very steps
+  an uninterrupted one would (see :mod:`prelens.train._resume`).
+
+The parameters and optimiser state handed back are never the caller's own
+objects (``fit`` copies what it is given), and the optimisers are pure, so
+nothing the caller holds is ever overwritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
 from .. import _args
 from .. import _errors as E
-from .._lens import AnyLens
+from .._lens import AnyLens, PreLens
+from .._sigint import deferred_sigint
 from .._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
-from ..optim import Optimizer
+from ..learn._optimizer import find_optimizer, init_state
+from ..learn._penalty import penalised
+from ..learn._reparam import learner, learner_step
+from ..nn._dropout import DropoutKey, with_dropout, without_dropout
+from ._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from ._evaluate import evaluate
+from ._history import History
 from ._progress import Progress
+from ._resume import generator_state, position_metadata, read_checkpoint
 from ._step import value_and_grad_of
 
 Tree = Any
@@ -43,45 +76,6 @@ Tree = Any
 Metric = Callable[[AnyLens, Tree, Any, Any], float]
 
 __all__ = ["FitResult", "History", "fit"]
-
-
-@dataclass
-class History:
-    """What happened during :func:`fit`; every list has one entry per completed epoch.
-
-    ``loss``: the mean of the batch losses of each epoch. ``metrics``:
-    ``"val_loss"`` and ``"val_<name>"`` for each metric, on the validation data.
-    ``seconds``: wall time of each epoch. ``steps``: optimiser steps taken in all.
-    ``interrupted``: training was stopped by ``KeyboardInterrupt``;
-    ``stopped``: why training ended early (``None`` if it ran to the end).
-
-    >>> h = History(loss=[0.5, float("nan")], steps=8)
-    >>> h.epochs, h.as_dict()["loss"]
-    (2, [0.5, None])
-    """
-
-    loss: list[float] = field(default_factory=list)
-    metrics: dict[str, list[float]] = field(default_factory=dict)
-    seconds: list[float] = field(default_factory=list)
-    steps: int = 0
-    interrupted: bool = False
-    stopped: str | None = None
-
-    @property
-    def epochs(self) -> int:
-        """The number of completed epochs."""
-        return len(self.loss)
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready copy (non-finite numbers become ``None``)."""
-        return {
-            "loss": [_finite_or_none(x) for x in self.loss],
-            "metrics": {k: [_finite_or_none(x) for x in v] for k, v in self.metrics.items()},
-            "seconds": list(self.seconds),
-            "steps": self.steps,
-            "interrupted": self.interrupted,
-            "stopped": self.stopped,
-        }
 
 
 class FitResult(NamedTuple):
@@ -104,18 +98,22 @@ def fit(
     data: tuple[Any, Any],
     epochs: int,
     batch_size: int,
-    optimizer: Optimizer[Any],
+    optimizer: Any,
     rng: np.random.Generator | int | None = None,
     *,
     params: Tree = None,
     opt_state: Any = None,
     validation: tuple[Any, Any] | None = None,
     metrics: Mapping[str, Metric] | None = None,
+    train_metrics: bool = False,
+    penalty: AnyLens | None = None,
+    callbacks: Sequence[Any] = (),
     shuffle: bool = True,
     progress: bool | None = None,
     stream: TextIO | None = None,
     checkpoint_every: int | None = None,
-    checkpoint_path: str | None = None,
+    checkpoint_path: str | os.PathLike[str] | None = None,
+    resume: str | os.PathLike[str] | None = None,
 ) -> FitResult:
     """Train ``model >> loss`` on ``data = (xs, targets)`` with mini-batches.
 
@@ -127,27 +125,50 @@ def fit(
     ``n``; ``targets`` is what ``loss`` takes as its parameter (integer labels
     ``(n,)`` for ``softmax_cross_entropy``, ``(n, k)`` floats for ``mse``).
     Each epoch visits every row once, in batches of ``batch_size`` (the last
-    one smaller), reshuffled with ``rng`` unless ``shuffle=False``.
+    one smaller), reshuffled with ``rng`` unless ``shuffle=False``. Float data
+    of another dtype than the parameters' (float64 data, a float32 model) is
+    cast to the parameters' dtype once, before training; integer data (token
+    ids, labels) is left as it is, and data holding NaN or infinity is refused.
 
-    ``params`` defaults to ``model.init(rng)``; ``opt_state`` to
-    ``optimizer.init(params)`` (pass both to resume). With ``validation =
-    (xs, targets)`` the history records ``val_loss`` and, for each
-    ``metrics`` entry ``name: f``, ``val_<name>`` = ``f(model, params, xs, targets)``
-    after every epoch (e.g. ``metrics={"accuracy": accuracy}``).
+    ``optimizer``: a :mod:`prelens.optim` optimiser, or an optimiser lens of
+    :mod:`prelens.learn` (then each step is one ``learner_step`` of
+    ``learner(model, loss, optimizer)``; the state is the lens's). ``penalty``: a
+    lens on the loss wire tied to the model's parameters, such as
+    ``prelens.learn.l2(1e-4)``, added to the loss that is minimised (and to
+    ``history.loss``; the ``val_loss`` and ``train_loss`` are the loss alone).
+
+    ``params`` defaults to ``model.init(rng)``; ``opt_state`` to the optimiser's
+    initial state. With ``validation = (xs, targets)`` the history records
+    ``val_loss`` and, for each ``metrics`` entry ``name: f``, ``val_<name>`` =
+    ``f(model, params, xs, targets)`` after every epoch (e.g.
+    ``metrics={"accuracy": accuracy}``); ``train_metrics=True`` records
+    ``train_loss`` and ``train_<name>`` on the whole training set too (in
+    evaluation mode, after the epoch). ``metrics`` with neither is an error.
+
+    ``callbacks``: objects with ``on_epoch_end(epoch, history, params,
+    opt_state) -> bool`` (``True`` stops), called after every epoch:
+    :class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`
+    or your own (see :class:`Callback`).
 
     ``progress``: ``None`` shows a status line only when ``stream`` (default
     ``sys.stdout``) is a terminal; ``True`` always (a line per epoch on
     non-terminals); ``False`` never. ``checkpoint_path``: save
     ``{"params": ..., "opt_state": ...}`` there (see :mod:`prelens.checkpoint`;
-    the history goes in its metadata) every ``checkpoint_every`` epochs (if
-    given), at the end, and when training stops early.
+    the history and the position of training go in its metadata) every
+    ``checkpoint_every`` epochs (if given), at the end, and when training stops
+    early. ``resume``: a checkpoint written so; training continues from it up to
+    ``epochs`` epochs in all (its parameters, optimiser state, history and
+    generator state replace ``params``, ``opt_state`` and ``rng``), bit for bit
+    as the uninterrupted run. A run that a callback stopped stays stopped.
 
-    Returns :class:`FitResult` ``(params, opt_state, history)``. On Ctrl-C it
-    returns what was learned so far with ``history.interrupted = True``.
-    Raises :class:`~prelens.NonFiniteError` for data holding NaN or infinity
-    (before the first step, naming the row), and on a non-finite loss or
-    gradient, with the last good state attached (``err.params``,
-    ``err.opt_state``, ``err.history``).
+    Returns :class:`FitResult` ``(params, opt_state, history)`` (copies: never
+    the objects passed in). On Ctrl-C it returns what was learned so far with
+    ``history.interrupted = True``. Raises :class:`~prelens.NonFiniteError`
+    for data or parameters holding NaN or infinity (before the first step,
+    naming the row or leaf), and on a non-finite loss, gradient or update.
+    That error, and any other exception that stops training, carries the
+    last good state (``err.params``, ``err.opt_state``, ``err.history``);
+    with ``checkpoint_path`` that state is also saved.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -158,147 +179,496 @@ def fit(
     >>> params.round(2).ravel().tolist(), history.epochs, history.loss[-1] < 1e-3
     ([2.0, -1.0], 20, True)
     """
-    _check_args(epochs, batch_size, checkpoint_every, checkpoint_path)
-    _args.lens("fit", "model", model)
-    _args.lens("fit", "loss", loss)
-    _args.optimizer("fit", optimizer)
+    # ------------------------------------------------ every argument, before any work
+    _check_args(epochs, batch_size, checkpoint_every, checkpoint_path, resume)
+    model = _args.lens("fit", "model", model)
+    loss = _args.lens("fit", "loss", loss)
+    lens_form = _check_optimizer(optimizer)
+    if penalty is not None:
+        penalty = _args.lens("fit", "penalty", penalty)
     shuffle = _args.flag("fit", "shuffle", shuffle)
+    train_metrics = _args.flag("fit", "train_metrics", train_metrics)
     if progress is not None:
         progress = _args.flag("fit", "progress", progress)
+    measures = _check_metrics(metrics, validation is not None, train_metrics)
+    cbs = _check_callbacks(callbacks)
+    _check_monitors(cbs, _recorded(measures, validation is not None, train_metrics, cbs))
     xs, ys = _args.batch("fit", data, "data")
-    n = _rows(xs, ys)
+    n = _rows("fit", xs, ys)
+    if validation is not None:
+        validation = _args.batch("fit", validation, "validation")
+        _rows("fit (validation)", *validation)
+    if resume is not None:
+        for name, value in (("params", params), ("opt_state", opt_state)):
+            if value is not None:
+                raise E.bad_argument("fit", name, E.describe_tree(value), "None with resume= (the checkpoint holds it)")
     gen = _args.seed("fit", rng)
-    if params is None:
-        params = model.init(gen)
-    if opt_state is None:
-        opt_state = optimizer.init(params)
     out = sys.stdout if stream is None else _args.text_stream("fit", "stream", stream)
+
+    # ------------------------------------------------ where training starts: fresh, given, or resumed
+    restorer = next((cb for cb in cbs if isinstance(cb, EarlyStopping) and cb.restore_best), None)
+    resumed = None
+    if resume is not None:
+        resumed = _read_resume(resume, model, optimizer, lens_form, restorer)
+        params, opt_state, history, gen = resumed.params, resumed.opt_state, resumed.history, resumed.gen
+    else:
+        # Copies of what the caller gave: what fit hands back is never the caller's own object.
+        params = model.init(gen) if params is None else _copy(params)
+        opt_state = _init_state(optimizer, lens_form, params) if opt_state is None else _copy(opt_state)
+        history = History()
+    bad = tree_first_nonfinite(params)
+    if bad is not None:
+        raise E.non_finite("fit: params", bad)
+
+    # ------------------------------------------------ the data in the model's dtype, the step composed once
+    dtype = _model_dtype(params)
+    xs, ys = _cast("fit", (xs, ys), dtype)
+    if validation is not None:
+        validation = _cast("fit (validation)", validation, dtype)
+    keyed = _has_dropout(params)
+    trained_model = _keyed(model) if keyed else model
+    if lens_form:
+        step_lens = learner(trained_model, loss, optimizer, penalty=penalty)
+        trained = None
+    else:
+        step_lens = None
+        trained = trained_model >> loss if penalty is None else penalised(trained_model, loss, penalty)
+
     live = _isatty(out)
     n_batches = max(1, math.ceil(n / batch_size))
     bar = Progress(epochs, n_batches, out, live=live, enabled=progress if progress is not None else live)
-    history = History()
-    run = _Run(model, loss, optimizer, history, checkpoint_path, params, opt_state)
+    run = _Run(history, checkpoint_path, params, opt_state, gen, cbs, restorer)
+    run.trained, run.step_lens, run.optimizer, run.n_batches = trained, step_lens, optimizer, n_batches
+    if resumed is not None:
+        if 0 < resumed.batch and resumed.batches != n_batches:
+            raise E.resume_refused(
+                os.fspath(resume),
+                f"it stopped after batch {resumed.batch} of {resumed.batches} of an epoch, and this run has "
+                f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
+            )
+        run.resume_from(resumed)
     try:
-        for epoch in range(1, epochs + 1):
+        stopped = run.early_stopped
+        if not stopped and resumed is not None and history.epochs > run.callbacks_done:
+            stopped = run.ask_callbacks(history.epochs)  # a stop cut them short: ask them again
+        for epoch in range(history.epochs + 1, epochs + 1):
+            if stopped:
+                break
             started = time.perf_counter()
             order = gen.permutation(n) if shuffle else None
-            total = 0.0
-            for b in range(n_batches):
+            keys = gen.integers(0, 2**63, size=n_batches) if keyed else None
+            for b in range(run.position.batch, n_batches):
                 lo, hi = b * batch_size, min(n, (b + 1) * batch_size)
-                batch = (_take(xs, order, lo, hi), _take(ys, order, lo, hi))
-                where = f"epoch {epoch}/{epochs}, batch {b + 1}/{n_batches}"
-                value = run.step(batch, where)
-                total += value
+                inputs = _take(xs, order, lo, hi)
+                batch = ((int(keys[b]), inputs) if keys is not None else inputs, _take(ys, order, lo, hi))
+                run.where = f"epoch {epoch}/{epochs}, batch {b + 1}/{n_batches}"
+                value = run.step(batch, b)
                 bar.batch_end(epoch, b + 1, value, hi - lo)
-            scores = _validate(model, loss, run.params, validation, metrics)
-            history.loss.append(total / n_batches)
-            for name, value in scores.items():
-                history.metrics.setdefault(name, []).append(value)
-            history.seconds.append(time.perf_counter() - started)
+            run.where = f"the end of epoch {epoch}/{epochs}"
+            scores = _scores(model, loss, run.params, (xs, ys), validation, measures, train_metrics)
+            with deferred_sigint():  # an epoch is recorded whole or not at all
+                history.loss.append(run.position.total / n_batches)
+                for name, score in scores.items():
+                    history.log(name, score)
+                history.seconds.append(time.perf_counter() - started)
+                run.epoch_done()
             bar.epoch_end(epoch, history.loss[-1], scores)
-            if checkpoint_every and epoch % checkpoint_every == 0 and epoch < epochs:
-                run.checkpoint()
+            stopped = run.ask_callbacks(epoch)
+            if checkpoint_every and epoch % checkpoint_every == 0 and epoch < epochs and not stopped:
+                run.checkpoint(warn=True)
+        bar.close(history.stopped or "")
+        if checkpoint_path is not None:
+            run.checkpoint(warn=True)
     except KeyboardInterrupt:
-        history.interrupted = True
-        history.stopped = f"interrupted after {history.steps} steps ({history.epochs} complete epochs)"
-        bar.close(f"training {history.stopped}")
-        run.checkpoint()
-        return FitResult(run.params, run.opt_state, history)
-    except E.TrainingNonFiniteError as err:
-        history.stopped = str(err)
-        bar.close()
-        run.checkpoint()
+        with deferred_sigint(absorb=True):  # already stopping: a second Ctrl-C must not lose the result
+            return run.interrupted(bar)
+    except BaseException as err:
+        with deferred_sigint(absorb=True):
+            run.failed(err, bar)
         raise
-    bar.close()
-    if checkpoint_path is not None:
-        run.checkpoint()
-    return FitResult(run.params, run.opt_state, history)
+    return run.result(finished=True)
+
+
+def _copy(tree: Tree) -> Tree:
+    """``tree`` with every array leaf copied (the other leaves are immutable values)."""
+    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x, tree)
+
+
+def _readonly(tree: Tree) -> Tree:
+    """``tree`` with every array leaf a read-only view (what callbacks are shown)."""
+
+    def view(x: Any) -> Any:
+        if not isinstance(x, np.ndarray):
+            return x
+        v = x.view()
+        v.flags.writeable = False
+        return v
+
+    return tree_map(view, tree)
+
+
+class _Position(NamedTuple):
+    """The last good state and where it stands: replaced as a whole, and only by a good step."""
+
+    params: Tree
+    opt_state: Any
+    steps: int
+    batch: int  # batches of the epoch in progress done
+    total: float  # their summed losses
 
 
 class _Run:
-    """The state of one run: the current and previous parameters, and how to step and save."""
+    """The state of one run: the last good state, and how to step, stop, ask the callbacks and save."""
+
+    trained: AnyLens | None
+    step_lens: AnyLens | None
+    optimizer: Any
+    n_batches: int
 
     def __init__(
         self,
-        model: AnyLens,
-        loss: AnyLens,
-        optimizer: Optimizer[Any],
         history: History,
-        checkpoint_path: str | None,
+        checkpoint_path: str | os.PathLike[str] | None,
         params: Tree,
         opt_state: Any,
+        gen: np.random.Generator,
+        callbacks: tuple[Any, ...],
+        restorer: EarlyStopping | None,
     ) -> None:
-        self.trained = model >> loss  # composed once for the whole run
-        self.optimizer, self.history = optimizer, history
-        self.checkpoint_path = checkpoint_path
-        self.state = (params, opt_state)  # replaced as a whole: never half-updated
-        self.previous = self.state
-        self.initial = self.state
+        self.history, self.checkpoint_path, self.gen = history, checkpoint_path, gen
+        self.callbacks, self.restorer = callbacks, restorer
+        # A KeyboardInterrupt landing anywhere leaves the last good state here.
+        self.position = _Position(params, opt_state, history.steps, 0, 0.0)
+        self.epoch_start = generator_state(gen)  # the generator at the start of the epoch in progress
+        self.callbacks_done = history.epochs  # the last epoch whose callbacks all answered
+        self.early_stopped = False
+        self.best: tuple[Tree, Any] | None = None
+        self.where = "the start"
+
+    def resume_from(self, r: Any) -> None:
+        self.position = _Position(r.params, r.opt_state, r.history.steps, r.batch, r.loss_sum)
+        self.callbacks_done, self.early_stopped, self.best = r.callbacks_done, r.early_stopped, r.best
+        if self.restorer is not None and self.best is None:
+            best = self.restorer.best_epoch(self.history)
+            if best is not None and best == self.history.epochs and r.batch == 0:
+                self.best = (r.params, r.opt_state)
 
     @property
     def params(self) -> Tree:
-        return self.state[0]
+        return self.position.params
 
     @property
     def opt_state(self) -> Any:
-        return self.state[1]
+        return self.position.opt_state
 
-    def step(self, batch: tuple[Any, Any], where: str) -> float:
-        params, opt_state = self.state
-        value, grads = value_and_grad_of(self.trained, params, batch)
-        if not math.isfinite(value) or not _all_finite(grads):
-            raise self._non_finite(value, grads, where)
-        new = self.optimizer.update(grads, opt_state, params)
-        self.previous, self.state = self.state, new
-        self.history.steps += 1
+    def result(self, *, finished: bool) -> FitResult:
+        self.history.steps = self.position.steps
+        params, opt_state = self.params, self.opt_state
+        if finished and self.restorer is not None and self.best is not None:
+            params, opt_state = self.best
+            self.history.best_epoch = self.restorer.best_epoch(self.history)
+        return FitResult(params, opt_state, self.history)
+
+    # ------------------------------------------------------------------ one step
+
+    def step(self, batch: tuple[Any, Any], b: int) -> float:
+        """One optimiser step on batch ``b``; the state changes only when the loss, gradient and update are finite."""
+        params, opt_state, steps, _, total = self.position
+        if self.step_lens is not None:
+            new_params, new_opt_state, value = learner_step(self.step_lens, params, opt_state, batch)
+            if not math.isfinite(value):
+                raise self._stop_non_finite("the loss", f"loss = {value}")
+        else:
+            assert self.trained is not None
+            value, grads = value_and_grad_of(self.trained, params, batch)
+            if not math.isfinite(value) or not _all_finite(grads):
+                raise self._non_finite(value, grads)
+            new_params, new_opt_state = self.optimizer.update(grads, opt_state, params)
+        updated = (("the parameters", "params", new_params), ("the optimiser state", "opt_state", new_opt_state))
+        for what, name, tree in updated:
+            if not _all_finite(tree):
+                bad = tree_first_nonfinite(tree) or ""
+                raise self._stop_non_finite(what, f"first non-finite leaf: {name}{_leaf(bad)}")
+        self.position = _Position(new_params, new_opt_state, steps + 1, b + 1, total + value)
+        self.history.steps = steps + 1
         return value
 
-    def _non_finite(self, value: float, grads: Tree, where: str) -> E.TrainingNonFiniteError:
-        params = self.params
-        bad_param = tree_first_nonfinite(params)
-        bad_grad = tree_first_nonfinite(grads)
-        if bad_param is not None:
-            what, detail = "the parameters", f"first non-finite leaf: params{_leaf(bad_param)}"
-        elif not math.isfinite(value):
+    def _non_finite(self, value: float, grads: Tree) -> E.TrainingNonFiniteError:
+        if not math.isfinite(value):
             what, detail = "the loss", f"loss = {value}"
+            bad_grad = tree_first_nonfinite(grads)
             if bad_grad is not None:
                 detail += f"; first non-finite gradient leaf: grads{_leaf(bad_grad)}"
         else:
-            what, detail = "the gradient", f"first non-finite leaf: grads{_leaf(bad_grad or '')}"
-        # The last good state: the current one unless the parameters themselves went bad.
-        for candidate in (self.state, self.previous, self.initial):
-            if tree_first_nonfinite(candidate[0]) is None:
-                self.state = candidate
-                break
-        return E.training_non_finite(what, where, detail, self.params, self.opt_state, self.history)
+            what, detail = "the gradient", f"first non-finite leaf: grads{_leaf(tree_first_nonfinite(grads) or '')}"
+        return self._stop_non_finite(what, detail)
 
-    def checkpoint(self) -> None:
-        """Save the current state; a failure is a warning (training state stays in memory)."""
+    def _stop_non_finite(self, what: str, detail: str) -> E.TrainingNonFiniteError:
+        self.history.steps = self.position.steps
+        return E.training_non_finite(what, self.where, detail, self.params, self.opt_state, self.history)
+
+    # ------------------------------------------------------------------ epochs and callbacks
+
+    def epoch_done(self) -> None:
+        """The epoch is recorded: the next starts at batch 0 from the generator's state now (the best kept)."""
+        self.position = self.position._replace(batch=0, total=0.0)
+        self.epoch_start = generator_state(self.gen)
+        if self.restorer is not None and self.restorer.best_epoch(self.history) == self.history.epochs:
+            self.best = (self.params, self.opt_state)
+
+    def ask_callbacks(self, epoch: int) -> bool:
+        """Every callback's answer about ``epoch`` (each is asked, even after one says stop); ``True`` to stop."""
+        stop_by = None
+        if self.callbacks:
+            params, opt_state = _readonly(self.params), _readonly(self.opt_state)
+            for cb in self.callbacks:
+                if cb.on_epoch_end(epoch, self.history, params, opt_state) and stop_by is None:
+                    stop_by = cb
+        with deferred_sigint():
+            self.callbacks_done = epoch
+            if stop_by is not None:
+                reason = stop_by.reason(self.history) if isinstance(stop_by, EarlyStopping) else None
+                self.history.stopped = reason or E.callback_stopped(repr(stop_by), epoch)
+                self.early_stopped = True
+        return stop_by is not None
+
+    # ------------------------------------------------------------------ stopping and saving
+
+    def interrupted(self, bar: Progress) -> FitResult:
+        """Ctrl-C: record it, save, and hand back the last good state."""
+        history = self.history
+        history.steps = self.position.steps
+        history.interrupted = True
+        history.stopped = f"interrupted after {history.steps} steps ({history.epochs} complete epochs)"
+        with contextlib.suppress(Exception):
+            bar.close(f"training {history.stopped}")
+        problem = self.checkpoint(warn=False)
+        if problem is not None:
+            with contextlib.suppress(Exception):  # even with warnings turned into errors
+                warnings.warn(E.checkpoint_not_saved("fit", problem), RuntimeWarning, stacklevel=3)
+        return self.result(finished=False)
+
+    def failed(self, err: BaseException, bar: Progress) -> None:
+        """Any other exception: save the last good state and attach it to ``err`` (the caller re-raises it)."""
+        history = self.history
+        history.steps = self.position.steps
+        history.stopped = str(err) if isinstance(err, E.TrainingNonFiniteError) else f"{type(err).__name__}: {err}"
+        with contextlib.suppress(Exception):
+            bar.close()
+        problem = self.checkpoint(warn=False)
+        saved = None if self.checkpoint_path is None or problem is not None else os.fspath(self.checkpoint_path)
+        if not isinstance(err, E.TrainingNonFiniteError):
+            with contextlib.suppress(Exception):  # an exception that refuses attributes keeps only the note
+                for name, value in (("params", self.params), ("opt_state", self.opt_state), ("history", history)):
+                    setattr(err, name, value)
+            err.add_note(E.fit_stopped_note(self.where, history.steps, saved))
+        elif saved is not None:
+            err.add_note(E.fit_saved_note(saved))
+        if problem is not None:
+            err.add_note(E.checkpoint_not_saved("fit", problem))
+
+    def checkpoint(self, *, warn: bool) -> str | None:
+        """Save the current state; a failure is a warning (``warn``) or returned (training state stays in memory)."""
         if self.checkpoint_path is None:
-            return
+            return None
         from ..checkpoint import save
 
-        meta = {"history": self.history.as_dict(), "epoch": self.history.epochs}
+        position = self.position
+        self.history.steps = position.steps
+        tree: dict[str, Any] = {"params": position.params, "opt_state": position.opt_state}
+        if self.restorer is not None and self.best is not None:
+            tree["best"] = {"params": self.best[0], "opt_state": self.best[1]}
+        fit_meta = position_metadata(
+            self.epoch_start,
+            position.batch,
+            self.n_batches,
+            position.total,
+            self.callbacks_done,
+            self.early_stopped,
+            "best" in tree,
+        )
+        meta = {"history": self.history.as_dict(), "epoch": self.history.epochs, "fit": fit_meta}
         try:
-            save(self.checkpoint_path, {"params": self.params, "opt_state": self.opt_state}, metadata=meta)
+            save(self.checkpoint_path, tree, metadata=meta)
         except E.CheckpointError as err:
-            warnings.warn(f"fit: checkpoint not saved: {err}", RuntimeWarning, stacklevel=3)
+            if warn:
+                warnings.warn(E.checkpoint_not_saved("fit", str(err)), RuntimeWarning, stacklevel=3)
+            return str(err)
+        except Exception as err:  # on the way out nothing may hide the reason training stopped
+            if warn:
+                raise
+            return f"{type(err).__name__}: {err}"
+        return None
 
 
-def _validate(
+# ---------------------------------------------------------------------- the forms of optimiser
+
+
+def _check_optimizer(optimizer: Any) -> bool:
+    """``True`` for an optimiser lens (or a composite ``opt >> ...`` of one), ``False`` for a plain optimiser."""
+    if isinstance(optimizer, PreLens):
+        if find_optimizer(optimizer) is None:
+            expected = "a prelens.optim optimiser or an optimiser lens of prelens.learn (or opt >> ... of one)"
+            raise E.must_be("fit", "optimizer", expected, repr(optimizer))
+        return True
+    _args.optimizer("fit", optimizer)
+    return False
+
+
+def _init_state(optimizer: Any, lens_form: bool, params: Tree) -> Any:
+    return init_state(optimizer, params) if lens_form else optimizer.init(params)
+
+
+def _read_resume(path: Any, model: AnyLens, optimizer: Any, lens_form: bool, restorer: EarlyStopping | None) -> Any:
+    """The checkpoint at ``path`` read back against the model's parameters and the optimiser's state."""
+    like = None
+    state_like = None
+    if model.init_fn is not None:
+        like = model.init(np.random.default_rng(0))
+        state_like = _init_state(optimizer, lens_form, like)
+    resumed = read_checkpoint(path, like, state_like)
+    if restorer is not None and resumed.best is None:
+        best = restorer.best_epoch(resumed.history)
+        if best is not None and (best != resumed.history.epochs or resumed.batch != 0):
+            raise E.resume_refused(
+                os.fspath(path),
+                f"it holds no best parameters for {restorer!r} (the best epoch, {best}, is behind it: it was "
+                "written by a run without restore_best)",
+            )
+    return resumed
+
+
+# ---------------------------------------------------------------------- dropout
+
+
+def _has_dropout(tree: Tree) -> bool:
+    """Whether the parameters hold a :class:`DropoutKey` (a dropout site)."""
+    if type(tree) is DropoutKey:
+        return True
+    if isinstance(tree, dict):
+        return any(_has_dropout(v) for v in tree.values())
+    if isinstance(tree, (list, tuple)):
+        return any(_has_dropout(v) for v in tree)
+    return False
+
+
+def _keyed(model: AnyLens) -> AnyLens:
+    """``model`` taking ``(key, xs)``: run on ``with_dropout(params, key)``, its gradient through ``without_dropout``."""
+    m_fwd, m_bwd = model.fwd, model.bwd
+
+    def fwd(p: Tree, kx: tuple[int, Any]) -> tuple[Any, Any]:
+        key, x = kx
+        out: tuple[Any, Any] = m_fwd(with_dropout(p, key), x)
+        return out
+
+    def bwd(m: Any, da: Any) -> tuple[Tree, tuple[int, Any]]:
+        dp, dx = m_bwd(m, da)
+        return without_dropout(dp), (0, dx)
+
+    return PreLens(fwd, bwd, f"{model!r} (dropout keyed)", model.init_fn)
+
+
+# ---------------------------------------------------------------------- metrics and callbacks
+
+
+def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[str, Metric]:
+    if metrics is None:
+        return {}
+    if not isinstance(metrics, Mapping):
+        raise E.bad_argument("fit", "metrics", E.describe(metrics), "a mapping {name: metric} or None")
+    for name, metric in metrics.items():
+        if not isinstance(name, str) or not name or not callable(metric) or isinstance(metric, type):
+            raise E.bad_argument(
+                "fit", "metrics", f"{name!r}: {E.describe(metric)}", "{name: metric(model, params, xs, targets)}"
+            )
+    if metrics and not (has_validation or on_train):
+        raise E.metrics_unmeasured()
+    return dict(metrics)
+
+
+def _check_callbacks(callbacks: Any) -> tuple[Any, ...]:
+    if isinstance(callbacks, (str, bytes, Mapping)) or not isinstance(callbacks, (list, tuple)):
+        raise E.bad_argument("fit", "callbacks", E.describe(callbacks), "a list of callbacks (objects with on_epoch_end)")
+    for cb in callbacks:
+        if isinstance(cb, type) or not callable(getattr(cb, "on_epoch_end", None)):
+            raise E.bad_argument(
+                "fit", "callbacks", E.describe(cb), "a list of callbacks (objects with on_epoch_end), e.g. EarlyStopping()"
+            )
+    if sum(isinstance(cb, EarlyStopping) and cb.restore_best for cb in callbacks) > 1:
+        raise E.bad_argument(
+            "fit", "callbacks", "two EarlyStopping(restore_best=True)", "at most one callback that restores parameters"
+        )
+    return tuple(callbacks)
+
+
+def _recorded(metrics: Mapping[str, Metric], has_validation: bool, on_train: bool, cbs: tuple[Any, ...]) -> list[str]:
+    """The series this fit records: what a callback may monitor."""
+    names = ["loss"]
+    if on_train:
+        names += ["train_loss", *(f"train_{m}" for m in metrics)]
+    if has_validation:
+        names += ["val_loss", *(f"val_{m}" for m in metrics)]
+    if any(isinstance(cb, LearningRateLogger) for cb in cbs):
+        names.append("lr")
+    return names
+
+
+def _check_monitors(cbs: tuple[Any, ...], recorded: list[str]) -> None:
+    for cb in cbs:
+        if isinstance(cb, (EarlyStopping, CheckpointBest)) and cb.monitor not in recorded:
+            raise E.monitor_unknown(type(cb).__name__, cb.monitor, recorded)
+
+
+def _scores(
     model: AnyLens,
     loss: AnyLens,
     params: Tree,
+    train: tuple[Any, Any],
     validation: tuple[Any, Any] | None,
-    metrics: Mapping[str, Metric] | None,
+    metrics: Mapping[str, Metric],
+    on_train: bool,
 ) -> dict[str, float]:
-    if validation is None:
-        return {}
-    xs, ys = validation
-    scores = {"val_loss": evaluate(model, loss, params, xs, ys)}
-    for name, metric in (metrics or {}).items():
-        scores[f"val_{name}"] = float(metric(model, params, xs, ys))
+    """The epoch's metrics, in evaluation mode: on the training data (``on_train``), then on the validation data."""
+    scores: dict[str, float] = {}
+    sets = ([("train", train)] if on_train else []) + ([("val", validation)] if validation is not None else [])
+    for prefix, (xs, ys) in sets:
+        scores[f"{prefix}_loss"] = evaluate(model, loss, params, xs, ys)
+        for name, metric in metrics.items():
+            scores[f"{prefix}_{name}"] = float(metric(model, params, xs, ys))
     return scores
+
+
+# ---------------------------------------------------------------------- data
+
+
+def _model_dtype(params: Tree) -> np.dtype[Any] | None:
+    """The one float dtype of the parameters' arrays (``None`` if they have none, or several)."""
+    kinds = {x.dtype for x in tree_leaves(params) if isinstance(x, np.ndarray) and x.dtype.kind == "f"}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[Any, Any]:
+    """``data`` with its float arrays of another float dtype cast to ``dtype`` (once); overflow refused."""
+    if dtype is None:
+        return data
+    cast = False
+
+    def leaf(a: Any) -> Any:
+        nonlocal cast
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.dtype != dtype:
+            cast = True
+            with np.errstate(over="ignore"):
+                return a.astype(dtype)
+        return a
+
+    out = tree_map(leaf, data)
+    if cast:
+        for path, a in tree_paths(out):
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                bad_rows = ~np.isfinite(a.reshape(len(a), -1)).all(axis=1)
+                raise E.data_cast_overflow(fn, f"data{E.path_str(path)}", int(np.argmax(bad_rows)), str(dtype))
+    result: tuple[Any, Any] = out
+    return result
 
 
 def _all_finite(tree: Tree) -> bool:
@@ -335,26 +705,27 @@ def _take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
     return tree_map(lambda a: a[idx], tree)
 
 
-def _rows(xs: Any, ys: Any) -> int:
+def _rows(fn: str, xs: Any, ys: Any) -> int:
+    what = "validation" if "validation" in fn else "data"
     for leaf in tree_leaves((xs, ys)):
         if not isinstance(leaf, np.ndarray) or leaf.ndim == 0:
             raise E.bad_argument(
-                "fit", "data", E.describe_tree((xs, ys)), "(xs, targets) of arrays with a leading batch axis"
+                "fit", what, E.describe_tree((xs, ys)), "(xs, targets) of arrays with a leading batch axis"
             )
     lengths = {len(a) for a in tree_leaves((xs, ys))}
     if len(lengths) != 1:
-        raise E.bad_argument("fit", "data", f"leading lengths {sorted(lengths)}", "(xs, targets) of one length")
+        raise E.bad_argument("fit", what, f"leading lengths {sorted(lengths)}", "(xs, targets) of one length")
     (n,) = lengths
     if n == 0:
-        raise E.bad_argument("fit", "data", "0 rows", "at least one row")
+        raise E.bad_argument("fit", what, "0 rows", "at least one row")
     for path, leaf in tree_paths((xs, ys)):
         if leaf.dtype.kind in "fc" and not np.isfinite(leaf).all():
             bad_rows = ~np.isfinite(leaf.reshape(n, -1)).all(axis=1)
-            raise E.data_non_finite("fit", E.path_str(path), int(np.argmax(bad_rows)))
+            raise E.data_non_finite(fn, E.path_str(path), int(np.argmax(bad_rows)))
     return n
 
 
-def _check_args(epochs: int, batch_size: int, every: int | None, path: str | None) -> None:
+def _check_args(epochs: int, batch_size: int, every: int | None, path: Any, resume: Any) -> None:
     if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
         raise E.bad_argument("fit", "epochs", epochs, "an int >= 0")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -363,8 +734,16 @@ def _check_args(epochs: int, batch_size: int, every: int | None, path: str | Non
         raise E.bad_argument("fit", "checkpoint_every", every, "an int >= 1 or None")
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise E.bad_argument("fit", "checkpoint_path", path, "a file path (str or os.PathLike) or None")
+    if resume is not None and not isinstance(resume, (str, os.PathLike)):
+        raise E.bad_argument("fit", "resume", resume, "a checkpoint's path (str or os.PathLike) or None")
     if every is not None and path is None:
         raise E.bad_argument("fit", "checkpoint_path", path, "a file path when checkpoint_every is given")
+    if path is not None:
+        from ..checkpoint import _unwritable_reason
+
+        why = _unwritable_reason(path)
+        if why is not None:
+            raise E.unwritable_path("fit", "checkpoint_path", os.fspath(path), why)
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -372,7 +751,3 @@ def _isatty(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
-
-
-def _finite_or_none(x: float) -> float | None:
-    return x if math.isfinite(x) else None

@@ -15,6 +15,7 @@ from typing import Any
 from .. import _args
 from .._lens import AnyLens
 from .._trace import vjp
+from ..nn._dropout import with_dropout, without_dropout
 from ..optim import Optimizer
 
 Tree = Any
@@ -23,7 +24,9 @@ Batch = tuple[Any, Any]
 __all__ = ["step", "value_and_grad"]
 
 
-def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
+def value_and_grad(
+    model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, *, key: int | None = None
+) -> tuple[float, Tree]:
     """The loss of ``model`` on ``batch = (xs, targets)`` and its gradient in ``params``.
 
     Haskell::
@@ -32,7 +35,10 @@ def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) ->
 
     ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its
     parameter (e.g. integer labels for ``softmax_cross_entropy``). The gradient
-    is a tree shaped like ``params``.
+    is a tree shaped like ``params``. With ``key`` (an int in ``[0, 2**64)``) a
+    model with dropout runs in training mode on ``with_dropout(params, key)``,
+    and its gradient comes back through ``without_dropout`` (shaped like
+    ``params``); without it, dropout is off.
 
     >>> import numpy as np
     >>> from prelens import PreLens
@@ -44,7 +50,11 @@ def value_and_grad(model: AnyLens, loss: AnyLens, params: Tree, batch: Batch) ->
     """
     model = _args.lens("value_and_grad", "model", model)
     loss = _args.lens("value_and_grad", "loss", loss)
-    return value_and_grad_of(model >> loss, params, _args.batch("value_and_grad", batch))
+    batch = _args.batch("value_and_grad", batch)
+    if key is None:
+        return value_and_grad_of(model >> loss, params, batch)
+    value, grads = value_and_grad_of(model >> loss, with_dropout(params, key), batch)
+    return value, without_dropout(grads)
 
 
 def value_and_grad_of(trained: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
@@ -56,7 +66,14 @@ def value_and_grad_of(trained: AnyLens, params: Tree, batch: Batch) -> tuple[flo
 
 
 def step(
-    model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, optimizer: Optimizer[Any], state: Any
+    model: AnyLens,
+    loss: AnyLens,
+    params: Tree,
+    batch: Batch,
+    optimizer: Optimizer[Any],
+    state: Any,
+    *,
+    key: int | None = None,
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
 
@@ -65,7 +82,8 @@ def step(
         step :: Lens -> Loss -> Params -> (X, Y) -> Optimizer s -> s -> (Params, s, Double)
 
     ``loss_value`` is the loss at ``params`` (before the update). Pure: the
-    arguments are not modified.
+    arguments are not modified. ``key``: dropout on for this step (see
+    :func:`value_and_grad`).
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -79,6 +97,6 @@ def step(
     True
     """
     _args.optimizer("step", optimizer)
-    value, grads = value_and_grad(model, loss, params, batch)
+    value, grads = value_and_grad(model, loss, params, batch, key=key)
     new_params, new_state = optimizer.update(grads, state, params)
     return new_params, new_state, value

@@ -23,7 +23,7 @@ import prelens
 import prelens.checkpoint
 import prelens.optim
 import prelens.train
-from prelens import datasets, nn
+from prelens import datasets, learn, nn
 
 from ._bad import mutate
 from ._harness import attempt
@@ -107,6 +107,11 @@ def _progress(stream: Any, **kwargs: Any) -> str:
     return out.getvalue() if isinstance(out, io.StringIO) else ""
 
 
+def _fuzz_made(n: Any = 2) -> Any:
+    """A constructor for the ``register_constructor`` entry: a dense layer of width ``n``."""
+    return nn.dense(2, n)
+
+
 CTORS: list[Ctor] = [
     Ctor(
         "linear",
@@ -157,6 +162,17 @@ CTORS: list[Ctor] = [
         nn.layer_norm,
         {"d": 4, "eps": 1e-5, "dtype": np.float64},
         {**_dt("dtype"), "eps": [0.0, -1e-5, np.nan, "small", None, np.inf]},
+    ),
+    Ctor(
+        "normalize",
+        nn.normalize,
+        {"mean": [0.0, 1.0], "std": [1.0, 2.0], "dtype": np.float64},
+        {
+            **_dt("dtype"),
+            "mean": [[np.nan, 0.0], [0.0], [[0.0, 1.0]], np.ones((2, 2)), ["a", "b"], [True, False], np.zeros(0)],
+            "std": [[0.0, 1.0], [-1.0, 1.0], [np.inf, 1.0], [1.0], [1.0, 2.0, 3.0], np.ones(2, dtype=np.int64)],
+        },
+        check=lambda out, kw: _normalize_ok(out, kw),
     ),
     Ctor("attention_scores", nn.attention_scores, {"d_k": 2}),
     Ctor("split_heads", nn.split_heads, {"n_heads": 2}),
@@ -317,6 +333,117 @@ CTORS: list[Ctor] = [
         {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
         {"b2": [1.0, -0.5, np.inf], "eps": [np.inf, "e"], "lr": [0, True]},
     ),
+    # optimisers, schedules, dropout and the optimiser lenses of issue 14
+    Ctor("adagrad", prelens.optim.adagrad, {"lr": 0.1, "eps": 1e-10}, {"eps": [0.0, -1.0, np.nan, np.inf]}),
+    Ctor("Adagrad", prelens.optim.Adagrad, {"lr": 0.1, "eps": 1e-10}, {"lr": [np.nan, 0, True, prelens.optim.Adam]}),
+    Ctor("rmsprop", prelens.optim.rmsprop, {"lr": 0.1, "rho": 0.9, "eps": 1e-8}, {"rho": [1.0, -0.1, np.nan]}),
+    Ctor("RMSprop", prelens.optim.RMSprop, {"lr": 0.1, "rho": 0.9, "eps": 1e-8}, {"eps": [0.0, np.inf]}),
+    *[
+        Ctor(
+            name,
+            make,
+            {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "weight_decay": 0.01},
+            {"weight_decay": [-0.1, np.nan, np.inf, "wd"], "b1": [1.0, np.nan]},
+        )
+        for name, make in (("adamw", prelens.optim.adamw), ("AdamW", prelens.optim.AdamW))
+    ],
+    *[
+        Ctor(
+            name,
+            make,
+            {"optimizer": prelens.optim.adam(0.1), "max_norm": 1.0},
+            {"optimizer": [prelens.optim.Adam, nn.tanh, np.tanh, "adam"], "max_norm": [0.0, -1.0, np.nan, np.inf]},
+        )
+        for name, make in (
+            ("clip_by_global_norm", prelens.optim.clip_by_global_norm),
+            ("ClipByGlobalNorm", prelens.optim.ClipByGlobalNorm),
+        )
+    ],
+    Ctor("constant", lambda lr, t: prelens.optim.constant(lr)(t), {"lr": 0.1, "t": 3}, covers=(prelens.optim.constant,)),
+    Ctor(
+        "step_decay",
+        lambda lr, every, factor, t: prelens.optim.step_decay(lr, every, factor)(t),
+        {"lr": 0.1, "every": 3, "factor": 0.5, "t": 7},
+        {"factor": [1.5, 0.0, np.nan], "t": [np.int64(3), -2, 1e30]},
+        covers=(prelens.optim.step_decay,),
+    ),
+    Ctor(
+        "exponential_decay",
+        lambda lr, rate, every, t: prelens.optim.exponential_decay(lr, rate, every)(t),
+        {"lr": 0.1, "rate": 0.5, "every": 2, "t": 7},
+        {"rate": [1.5, 0.0, -0.5], "t": [np.int64(3), -2, 1e30]},
+        covers=(prelens.optim.exponential_decay,),
+    ),
+    Ctor(
+        "warmup_cosine",
+        lambda peak, warmup, total, final, t: prelens.optim.warmup_cosine(peak, warmup, total, final)(t),
+        {"peak": 0.1, "warmup": 2, "total": 10, "final": 0.01, "t": 5},
+        {"warmup": [11, -1, 2.0], "final": [0.2, -0.1, np.nan], "t": [np.int64(3), -2, 10**30]},
+        covers=(prelens.optim.warmup_cosine,),
+    ),
+    Ctor(
+        "one_cycle",
+        lambda peak, total, warmup_fraction, div, final_div, t: prelens.optim.one_cycle(
+            peak, total, warmup_fraction, div, final_div
+        )(t),
+        {"peak": 0.1, "total": 10, "warmup_fraction": 0.3, "div": 25.0, "final_div": 1e4, "t": 5},
+        {"warmup_fraction": [0.0, 1.0, np.nan], "div": [0.5, np.inf], "final_div": [0.0, -1.0]},
+        covers=(prelens.optim.one_cycle,),
+    ),
+    Ctor("dropout", nn.dropout, {"rate": 0.1}, {"rate": [1.0, -0.1, np.nan, np.inf, "0.1", np.float32(0.5)]}),
+    Ctor(
+        "encoder_block dropout",
+        nn.encoder_block,
+        {"d_model": 8, "n_heads": 2, "d_ff": 16, "dropout": 0.1, "norm": "pre"},
+        {"dropout": [1.0, -0.1, np.nan, "0.1"]},
+        covers=(nn.encoder_block,),
+    ),
+    Ctor("learning_rate", learn.learning_rate, {"alpha": 0.1}, {"alpha": [0.0, -1.0, np.nan, np.inf, "a"]}),
+    *[
+        Ctor(name, make, {"lr": 0.1, **extra}, {"lr": [0.0, -1.0, np.nan, "lr", prelens.optim.Adam]})
+        for name, make, extra in (
+            ("gradient_descent lens", learn.gradient_descent, {}),
+            ("momentum lens", learn.momentum, {"beta": 0.9}),
+            ("nesterov lens", learn.nesterov, {"beta": 0.9}),
+            ("adagrad lens", learn.adagrad, {"eps": 1e-10}),
+            ("rmsprop lens", learn.rmsprop, {"rho": 0.9, "eps": 1e-8}),
+            ("adam lens", learn.adam, {"b1": 0.9, "b2": 0.999, "eps": 1e-8}),
+            ("adamw lens", learn.adamw, {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "weight_decay": 0.01}),
+        )
+    ],
+    Ctor("clip_by_global_norm lens", learn.clip_by_global_norm, {"max_norm": 1.0}, {"max_norm": [0.0, np.nan]}),
+    Ctor("l2", learn.l2, {"lam": 0.1}, {"lam": [-0.1, np.nan, np.inf, "l"]}),
+    Ctor(
+        "OptimizerLens",
+        learn.OptimizerLens,
+        {"fwd": lambda p, s: ((), s[0]), "bwd": lambda m, da: ((), da), "name": "opt", "init_state": lambda p: ()},
+        {"fwd": [None, 3], "bwd": ["b"], "name": [None, 3]},
+    ),
+    Ctor(
+        "penalised",
+        learn.penalised,
+        {"model": nn.dense(3, 2), "loss": nn.mse, "penalty": learn.l2(0.1)},
+        {"model": LENSES, "loss": LENSES, "penalty": LENSES},
+    ),
+    Ctor("parameters_as_input", learn.parameters_as_input, {"lens": nn.dense(3, 2)}, {"lens": LENSES}),
+    Ctor(
+        "reparameterise",
+        learn.reparameterise,
+        {"lens": nn.dense(3, 2), "optimizer": learn.adam(0.1)},
+        {"lens": LENSES, "optimizer": [*LENSES, nn.dense(2, 2), prelens.optim.adam(0.1)]},
+    ),
+    Ctor(
+        "learner",
+        learn.learner,
+        {"model": nn.dense(3, 2), "loss": nn.mse, "optimizer": learn.adam(0.1), "rate": None, "penalty": None},
+        {
+            "model": LENSES,
+            "loss": LENSES,
+            "optimizer": [*LENSES, nn.dense(2, 2), prelens.optim.sgd(0.1)],
+            "rate": LENSES,
+            "penalty": LENSES,
+        },
+    ),
     # the Tambara structure maps and the TriLens machinery
     Ctor("alpha", prelens.alpha, {"t": nn.tanh}, {"t": [*LENSES, nn.activ_t, prelens.PLeft(prelens.id_pre_lens)]}),
     Ctor("beta", prelens.beta, {"t": prelens.add_l}, {"t": [*LENSES, nn.bias_t, prelens.PRight(prelens.add_l)]}),
@@ -422,6 +549,18 @@ CTORS: list[Ctor] = [
         check=lambda out, kw: _progress_ok(out, kw),
         covers=(prelens.train.Progress,),
     ),
+    # model files
+    Ctor(
+        "register_constructor",
+        lambda fn, name: prelens.register_constructor(fn, name=name),
+        {"fn": _fuzz_made, "name": "fuzz.made"},
+        {
+            "fn": [None, 3, "f", nn.dense(2, 2), _fuzz_made],
+            "name": ["prelens.nn.mlp", "prelens", "a..b", "1abc", "has space", "x" * 300, b"fuzz.made", "f.<locals>"],
+        },
+        check=lambda out, kw: _registered_ok(out, kw),
+        covers=(prelens.register_constructor,),
+    ),
     # checkpoints
     Ctor(
         "register_namedtuple",
@@ -430,6 +569,24 @@ CTORS: list[Ctor] = [
         {"cls": [tuple, int, nn.Para(0.0, np.ones(1)), "Para", type("Plain", (tuple,), {}), prelens.PreLens]},
     ),
 ]
+
+
+def _normalize_ok(out: Any, kw: dict[str, Any]) -> None:
+    x = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+    dt = np.dtype(kw["dtype"])
+    y = prelens.forward(out, (), x.astype(dt))
+    expected = (x - np.asarray(kw["mean"], float)) / np.asarray(kw["std"], float)
+    assert y.dtype == dt and np.allclose(y, expected, rtol=1e-6), f"normalize gave {y}, expected {expected}"
+
+
+def _registered_ok(out: Any, kw: dict[str, Any]) -> None:
+    """A registered constructor is the function, recording: a lens it makes is described by ``name``."""
+    from prelens._construction import describe
+
+    if kw["fn"] is None:  # register_constructor(name=...) is a decorator: apply it
+        out = out(_fuzz_made)
+    lens = out(3)
+    assert describe(lens) == {"call": kw["name"], "args": [3]}, describe(lens)
 
 
 def _split_ok(out: Any) -> None:

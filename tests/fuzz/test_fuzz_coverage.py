@@ -24,6 +24,7 @@ from typing import Any
 import prelens
 import prelens.checkpoint
 import prelens.datasets
+import prelens.learn
 import prelens.nn
 import prelens.optim
 import prelens.train
@@ -34,7 +35,7 @@ from .test_fuzz_constructors import CTORS
 from .test_fuzz_functions import FUNCS
 from .test_fuzz_lenses import CASES
 
-MODULES = [prelens, prelens.nn, prelens.optim, prelens.train, prelens.datasets, prelens.checkpoint]
+MODULES = [prelens, prelens.nn, prelens.optim, prelens.train, prelens.datasets, prelens.checkpoint, prelens.learn]
 
 _ERRORS = "an error class: raised by prelens, never called with user data"
 _RECORD = "a plain record type (a named tuple or dataclass of results or parameters); what takes it is fuzzed"
@@ -49,6 +50,7 @@ EXEMPT: dict[str, str] = {
             "CheckpointError",
             "DTypeError",
             "LawError",
+            "ModelFileError",
             "NonFiniteError",
             "PrelensError",
             "ShapeError",
@@ -56,11 +58,14 @@ EXEMPT: dict[str, str] = {
         )
     },
     "prelens.TriProfunctor": "a Protocol (a type for annotations and isinstance)",
+    "prelens.Program": "the free Trimbara module: made empty and grown by its methods, which only record steps; "
+    "what runs a program (from_tamb, interpret, Shapes.of, Cost.of) is fuzzed",
     "prelens.Trimbara": "a Protocol (a type for annotations and isinstance)",
     "prelens.optim.Optimizer": "a Protocol (a type for annotations)",
     "prelens.train.Metric": "a type alias",
     "prelens.Stage": _RECORD + " (a row of summary's table)",
     "prelens.Summary": _RECORD + " (what summary returns)",
+    "prelens.LoadedModel": _RECORD + " (what load_model returns)",
     "prelens.train.FitResult": _RECORD + " (what fit returns)",
     "prelens.train.History": _RECORD + " (what fit returns)",
     "prelens.datasets.Split": _RECORD + " (what the loaders return)",
@@ -92,6 +97,8 @@ EXEMPT: dict[str, str] = {
     "prelens.datasets.iris_arrays": "takes no argument",
     "prelens.datasets.load_toy": "takes no argument",
     "prelens.nn.causal_mask": "takes no argument (the lens it makes has a forward/backward case)",
+    "prelens.nn.DropoutKey": _RECORD + " (dropout's parameter: fuzzed as corrupted parameters of dropout)",
+    "prelens.optim.Schedule": "a base class (for isinstance and annotations); each schedule made from it is fuzzed",
     "prelens.nn.weighted_sum": "takes no argument (the lens it makes has a forward/backward case)",
 }
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prelens
+import prelens.checkpoint
 import prelens.diagram
 import prelens.optim
 import prelens.train
-from prelens import datasets, nn
+from prelens import datasets, learn, nn
 from prelens.train import value_and_grad
 
 from ._harness import close_to, deltas_fit
@@ -254,6 +257,11 @@ VOCAB = datasets.CharVocab("abc")
 LABELS = np.array([0, 1, 2, 0, 1, 2, 0, 1, 1, 0])
 MLP_L = nn.make_mlp_l(3, [2, 1])
 MLP_P = nn.init_mlp(3, [2, 1], np.random.default_rng(0))
+MODEL_DIR = tempfile.mkdtemp(prefix="prelens-fuzz-")
+MODEL_FILE = os.path.join(MODEL_DIR, "good.prelens")
+prelens.save_model(MODEL_FILE, D32, D32.init(0), metadata={"classes": ["a", "b"]})
+PARAMS_ONLY = os.path.join(MODEL_DIR, "params.npz")
+prelens.checkpoint.save(PARAMS_ONLY, D32.init(0))
 _ANSWERS: dict[str, Callable[[Any], Any]] = {
     "copy": lambda x: x,
     "reverse": lambda x: x[:, ::-1],
@@ -537,10 +545,32 @@ FUNCS: list[Ctor] = [
         trees=("prompt", "params"),
         check=_generate_check,
     ),
+    # model files
+    Ctor(
+        "save_model",
+        prelens.save_model,
+        {"path": os.path.join(MODEL_DIR, "saved.prelens"), "lens": D32, "params": D32.init(0), "metadata": {"a": 1}},
+        {
+            "path": [None, 3, MODEL_DIR, os.path.join(MODEL_DIR, "no", "dir", "m.prelens"), b"m.prelens"],
+            "lens": [*LENSES, prelens.PreLens(lambda p, s: ((), s), lambda m, da: ((), da), name="own")],
+            "metadata": [{1: 2}, {"f": len}, {"x": np.nan}, [("a", 1)], "meta", {"deep": [[[[]]]]}],
+        },
+        only_bad=("path",),
+        trees=("params",),
+        check=lambda out, kw: _saved_ok(kw),
+    ),
+    Ctor(
+        "load_model",
+        prelens.load_model,
+        {"path": MODEL_FILE},
+        {"path": [None, 3, MODEL_DIR, os.path.join(MODEL_DIR, "missing.prelens"), PARAMS_ONLY, b"x", ""]},
+        only_bad=("path",),
+        check=lambda out, kw: _equals(repr(out.lens), repr(D32)),
+    ),
     # the faithful training loop
     Ctor(
-        "train",
-        nn.train,
+        "train_faithful",
+        nn.train_faithful,
         {"mlp": MLP_L, "params": MLP_P, "xs": nn.TOY_XS, "ys": nn.TOY_YS, "rate": 0.1, "steps": 2},
         {"mlp": [*LENSES, nn.make_mlp(3, [2, 1])], "rate": ["x", -0.1, np.nan, np.inf, 0], "steps": STEPS},
         trees=("params", "xs", "ys"),
@@ -555,8 +585,8 @@ FUNCS: list[Ctor] = [
         check=lambda out, kw: _train_check((out[0], [out[1]]), {**kw, "steps": 1}),
     ),
     Ctor(
-        "predict",
-        nn.predict,
+        "predict_faithful",
+        nn.predict_faithful,
         {"mlp": nn.make_mlp(3, [2, 1]), "params": MLP_P, "xs": nn.TOY_XS},
         {"mlp": [*LENSES, MLP_L]},
         trees=("params", "xs"),
@@ -680,6 +710,157 @@ FUNCS: list[Ctor] = [
         check=lambda out, kw: _equals(isinstance(out, prelens.Summary) and len(out.stages) > 0, True),
     ),
 ]
+# ------------------------------------------------------- the Trimbara modules
+
+
+def _real_shapes(tri: Any, p: Any, s: Any) -> dict[str, str] | None:
+    """The shapes a real run of ``tri`` makes, or None when the real run refuses ``(p, s)``."""
+    try:
+        lens = prelens.from_tamb(tri)
+        m, a = lens.fwd(p, s)
+        dp, ds = lens.bwd(m, a)
+    except prelens.PrelensError:
+        return None
+    shown = {"output": a, "residue": m, "parameter delta": dp, "input delta": ds}
+    return {k: prelens.shape_of(v) for k, v in shown.items()}
+
+
+def _check_shapes(out: Any, kw: dict[str, Any]) -> None:
+    real = _real_shapes(kw["tri"], kw["p"], kw["s"])
+    if real is not None:  # shapes do not look at values: a NaN the real run refuses reads fine
+        _equals(out, real)
+
+
+_MLP_T = nn.make_mlp(3, [2, 1])
+_MLP_P = nn.init_mlp(3, [2, 1], np.random.default_rng(0))
+_UNITS = [None, 3, "unit", np.tanh, prelens.to_tamb(D32), [prelens.Program()]]
+
+FUNCS += [
+    Ctor(
+        "interpret",
+        prelens.interpret,
+        {"tri": prelens.to_tamb(D32), "unit": prelens.Program()},
+        {"tri": LENSES, "unit": _UNITS},
+        check=lambda out, kw: _equals(isinstance(out, (prelens.Program, prelens.PreLens)), True),
+    ),
+    Ctor(
+        "placeholder",
+        prelens.placeholder,
+        {"shape": (2, 3), "dtype": np.float64},
+        {"shape": [(-1,), (2, -1), (1.5,), [2, 3], (True,), "x", None], "dtype": DTYPES},
+        check=lambda out, kw: _equals((np.shape(out), np.asarray(out).dtype), (kw["shape"], np.dtype(kw["dtype"]))),
+    ),
+    Ctor(
+        "shape_of",
+        prelens.shape_of,
+        {"tree": T0},
+        trees=("tree",),
+        check=lambda out, kw: _equals(isinstance(out, str), True),
+    ),
+    Ctor(
+        "register_rule",
+        lambda lens, rule: prelens.register_rule(lens, rule),
+        {"lens": prelens.PreLens(lambda p, s: ((), s), lambda m, d: ((), d), "fuzzed"), "rule": prelens.Rule(
+            lambda p, s: ((), s), lambda m, d: ((), d), lambda p, s: (0, 0))},
+        {"lens": LENSES, "rule": [None, 3, "rule", np.tanh, (np.tanh, np.tanh, np.tanh)]},
+        covers=(prelens.register_rule, prelens.Rule),
+    ),
+    Ctor(
+        "Shapes.of",
+        prelens.Shapes.of,
+        {"tri": _MLP_T, "p": _MLP_P, "s": np.ones(3)},
+        {"tri": LENSES},
+        trees=("p", "s"),
+        check=_check_shapes,
+        covers=(prelens.Shapes,),
+    ),
+    Ctor(
+        "Cost.of",
+        prelens.Cost.of,
+        {"tri": _MLP_T, "p": _MLP_P, "s": np.ones(3)},
+        {"tri": LENSES},
+        trees=("p", "s"),
+        check=lambda out, kw: _equals(str(out).splitlines()[-1].split()[0], "total"),
+        covers=(prelens.Cost, prelens.CostTable),
+    ),
+]
+
+# ----------------------------------------------- learning as optics, dropout keys, classifier metrics (issue 14)
+
+_DROPPED = prelens.chain(nn.dense(3, 4), nn.dropout(0.5), nn.dense(4, 2))
+_LEARN_OPT = learn.momentum(0.1)
+_LEARNER = learn.learner(D32, nn.mse, _LEARN_OPT)
+
+
+def _keys_check(out: Any, kw: dict[str, Any]) -> None:
+    keys = [x for x in _leaves(out) if isinstance(x, np.ndarray) and x.dtype == np.uint64]
+    assert all(k.shape == (2,) and int(k[0]) == int(kw["key"]) for k in keys), "a site got another key"
+
+
+def _proba_check(out: Any, kw: dict[str, Any]) -> None:
+    assert isinstance(out, np.ndarray) and out.dtype.kind == "f" and out.shape[-1] >= 2
+    assert np.allclose(out.sum(axis=-1), 1.0, atol=1e-5) and (out >= 0).all()
+
+
+def _confusion_check(out: Any, kw: dict[str, Any]) -> None:
+    assert isinstance(out, np.ndarray) and out.dtype == np.int64 and out.ndim == 2 and out.shape[0] == out.shape[1]
+    assert out.sum() == len(np.asarray(kw["labels"])) and (out >= 0).all()
+
+
+FUNCS += [
+    Ctor(
+        "with_dropout",
+        nn.with_dropout,
+        {"params": _DROPPED.init(0), "key": 7},
+        {"key": [-1, 2**64, 1.5, True, np.uint64(3), "k"]},
+        trees=("params",),
+        check=_keys_check,
+    ),
+    Ctor(
+        "without_dropout",
+        nn.without_dropout,
+        {"tree": nn.with_dropout(_DROPPED.init(0), 1)},
+        trees=("tree",),
+        check=lambda out, kw: _equals([x for x in _leaves(out) if getattr(x, "dtype", None) == np.uint64], []),
+    ),
+    Ctor(
+        "predict_proba",
+        prelens.train.predict_proba,
+        {"model": D32, "params": D32.init(0), "xs": X3, "batch_size": None},
+        {"model": [*LENSES, nn.mse], "batch_size": [0, -1, 1.5, "2"]},
+        trees=("params", "xs"),
+        check=_proba_check,
+    ),
+    Ctor(
+        "confusion_matrix",
+        prelens.train.confusion_matrix,
+        {"model": D32, "params": D32.init(0), "xs": X3, "labels": np.array([0, 1]), "n_classes": None},
+        {"model": LENSES, "labels": [[0, 5], [[0, 1, 2]], "01", [0.5, 1.5]], "n_classes": [0, -1, 1.5, "2"]},
+        trees=("params", "xs", "labels"),
+        check=_confusion_check,
+    ),
+    Ctor(
+        "init_state",
+        learn.init_state,
+        {"optimizer": learn.adam(0.1), "params": D32.init(0)},
+        {"optimizer": [*LENSES, nn.tanh, prelens.optim.adam(0.1), learn.adam(0.1) @ prelens.id_pre_lens]},
+        trees=("params",),
+    ),
+    Ctor(
+        "learner_step",
+        learn.learner_step,
+        {
+            "step": _LEARNER,
+            "params": D32.init(0),
+            "state": _LEARN_OPT.init_state(D32.init(0)),
+            "batch": (X3, np.zeros((2, 2))),
+        },
+        {"step": [*LENSES, D32, nn.mse], "batch": BATCHES},
+        trees=("params", "state", "batch"),
+        check=lambda out, kw: _equals((len(out), type(out[2])), (3, float)),
+    ),
+]
+
 if importlib.util.find_spec("matplotlib") is not None:  # draw needs the notebooks extra
     FUNCS.append(
         Ctor(
@@ -696,6 +877,16 @@ if importlib.util.find_spec("matplotlib") is not None:  # draw needs the noteboo
 
 def _identical(got: list[Any], expected: list[Any]) -> None:
     assert len(got) == len(expected) and all(g is e for g, e in zip(got, expected)), "leaves differ"
+
+
+def _saved_ok(kw: dict[str, Any]) -> None:
+    """What ``save_model`` accepted loads back as the same lens, parameters and metadata."""
+    lens, params, metadata = prelens.load_model(kw["path"])
+    assert repr(lens) == repr(kw["lens"]), f"saved {kw['lens']!r}, loaded {lens!r}"
+    assert prelens.structure_mismatch(kw["params"], params, shapes=True) is None
+    pairs = zip(prelens.tree_leaves(params), prelens.tree_leaves(kw["params"]))
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in pairs), "the parameters changed on the way"
+    assert metadata == dict(kw["metadata"] or {})
 
 
 def _same_leaf_count(out: Any, tree: Any) -> None:

@@ -40,6 +40,7 @@ from prelens import (
     from_tamb,
     id_pre_lens,
     iso_lens,
+    learn,
     lunit_l,
     nn,
     parameter_free,
@@ -60,6 +61,7 @@ from prelens import (
     vec_lens,
     vjp,
 )
+from prelens import tree_map as tree_map_
 
 from ._bad import mutate
 from ._harness import attempt, close_to, deltas_fit
@@ -241,6 +243,36 @@ def _merge_ref(p: Any, x: Array) -> Array:
     return x.swapaxes(-3, -2).reshape(*lead, t, h * dk)
 
 
+def _keyed_rows(n: int) -> Callable[[Any, np.random.Generator, int], tuple[Any, Any]]:
+    """Good input of dropout in training: a key for this step and a batch of rows."""
+    return lambda lens, rng, b: (
+        nn.with_dropout(_init(lens, rng), int(rng.integers(2**63))),
+        rng.standard_normal((b, n)),
+    )
+
+
+def _opt_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
+    """Good input of an optimiser lens: ``()`` and ``(params, state)``, the state one step old."""
+    params = nn.dense(3, 2).init(rng)
+    state = learn.init_state(lens, params)
+    _, (params, state) = lens.bwd(lens.fwd((), (params, state))[0], tree_map_(lambda x: -x, params))
+    return (), (params, state)
+
+
+def _learner_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
+    params = nn.dense(3, 2).init(rng)
+    return ((), (rng.standard_normal((b, 2)), (params, learn.momentum(0.1).init_state(params)))), rng.standard_normal(
+        (b, 3)
+    )
+
+
+def _clipped(da: Any, max_norm: float) -> Any:
+    """The reference clip: ``da`` scaled to the global norm ``max_norm`` when it is longer."""
+    norm = math.sqrt(sum(float(np.sum(np.square(np.asarray(x, dtype=np.float64)))) for _, x in tree_paths(da)))
+    if not math.isfinite(norm) or norm <= max_norm:
+        return da
+    return tree_map_(lambda x: x * (max_norm / norm), da)
+
 CASES: list[Case] = [
     # the fast layers
     Case("linear", lambda: nn.linear(3, 2), rows(3), lambda w, x: x @ w, covers=(nn.linear,)),
@@ -337,6 +369,19 @@ CASES: list[Case] = [
         covers=(nn.sinusoidal_encoding,),
     ),
     Case("layer_norm", lambda: nn.layer_norm(4), rows(4), _ln_ref, covers=(nn.layer_norm,)),
+    Case(
+        "normalize",
+        lambda: nn.normalize([1.0, -2.0, 0.5, 3.0], [2.0, 0.5, 1.0, 4.0]),
+        rows(4),
+        lambda p, x: (x - np.array([1.0, -2.0, 0.5, 3.0])) / np.array([2.0, 0.5, 1.0, 4.0]),
+        covers=(nn.normalize,),
+    ),
+    Case(
+        "normalize f32",
+        lambda: nn.normalize([1.0, -2.0], [2.0, 0.5], dtype=np.float32),
+        rows(2, dtype=np.float32),
+        covers=(nn.normalize,),
+    ),
     Case(
         "layer_norm f32", lambda: nn.layer_norm(4, dtype=np.float32), rows(4, dtype=np.float32), covers=(nn.layer_norm,)
     ),
@@ -679,8 +724,85 @@ CASES: list[Case] = [
         _vec_good,
         lambda p, s: float(p[0]) + float(np.asarray(p[1], float) @ np.asarray(s, float)),
         covers=(nn.affine_l,),
+    ),    # learning as optics (issue 14): dropout, optimiser lenses, the learning rate, penalties, the learner
+    Case(
+        "dropout eval",
+        lambda: nn.dropout(0.3),
+        rows(3),
+        lambda p, s: s,
+        bwd_ref=lambda da: (nn.DropoutKey(()), da),
+        covers=(nn.dropout,),
+    ),
+    Case(
+        "dropout train",
+        lambda: nn.dropout(0.3),
+        _keyed_rows(3),
+        # ``()`` is evaluation's residue: read as such, the key's delta is evaluation's
+        bwd_check=lambda dm, p, s: _either(deltas_fit(p, s), deltas_fit(nn.DropoutKey(()), s)),
+        covers=(nn.dropout,),
+    ),
+    *[
+        Case(f"{name} lens", make, _opt_good, covers=(fn,))
+        for name, make, fn in (
+            ("gradient_descent", lambda: learn.gradient_descent(0.1), learn.gradient_descent),
+            ("momentum", lambda: learn.momentum(0.1), learn.momentum),
+            ("nesterov", lambda: learn.nesterov(prelens.optim.warmup_cosine(0.1, 2, 9)), learn.nesterov),
+            ("adagrad", lambda: learn.adagrad(0.1), learn.adagrad),
+            ("rmsprop", lambda: learn.rmsprop(0.1), learn.rmsprop),
+            ("adam", lambda: learn.adam(0.1), learn.adam),
+            ("adamw", lambda: learn.adamw(prelens.optim.one_cycle(0.1, 5)), learn.adamw),
+        )
+    ],
+    Case(
+        "learning_rate",
+        lambda: learn.learning_rate(0.1),
+        lambda lens, rng, b: ((), float(rng.standard_normal())),
+        lambda p, s: s,
+        covers=(learn.learning_rate,),
+    ),
+    Case(
+        "clip_by_global_norm lens",
+        lambda: learn.clip_by_global_norm(1.0),
+        lambda lens, rng, b: ((), nn.dense(3, 2).init(rng)),
+        lambda p, s: s,
+        bwd_ref=lambda da: ((), _clipped(da, 1.0)),
+        covers=(learn.clip_by_global_norm,),
+    ),
+    Case(
+        "l2",
+        lambda: learn.l2(0.1),
+        lambda lens, rng, b: (nn.dense(3, 2).init(rng), float(rng.standard_normal())),
+        lambda p, s: s + 0.05 * sum(float(np.sum(np.square(x))) for _, x in tree_paths(p)),
+        residue_primal=lambda m: (m, 0.0),  # the residue is the parameters
+        covers=(learn.l2,),
+    ),
+    Case(
+        "penalised",
+        lambda: learn.penalised(nn.dense(3, 2), nn.mse, learn.l2(0.1)),
+        lambda lens, rng, b: ((rng.standard_normal((b, 2)), nn.dense(3, 2).init(rng)), rng.standard_normal((b, 3))),
+        covers=(learn.penalised,),
+    ),
+    Case(
+        "parameters_as_input",
+        lambda: learn.parameters_as_input(nn.dense(3, 2)),
+        lambda lens, rng, b: ((), (nn.dense(3, 2).init(rng), rng.standard_normal((b, 3)))),
+        lambda p, s: np.tanh(s[1] @ s[0][0] + s[0][1]),
+        covers=(learn.parameters_as_input,),
+    ),
+    Case(
+        "reparameterise",
+        lambda: learn.reparameterise(nn.dense(3, 2), learn.adam(0.1)),
+        rows(3),
+        covers=(learn.reparameterise,),
+    ),
+    Case(
+        "learner",
+        lambda: learn.learner(nn.dense(3, 2), nn.mse, learn.momentum(0.1), penalty=learn.l2(0.01)),
+        _learner_good,
+        covers=(learn.learner,),
     ),
 ]
+
 
 
 def _alpha_fit(dm: Any, p: Any, s: Any) -> Callable[[Any], None]:

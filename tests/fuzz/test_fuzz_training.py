@@ -23,7 +23,23 @@ from hypothesis import strategies as st
 from prelens import CheckpointError, tree_paths
 from prelens.checkpoint import load, load_metadata, save
 from prelens.nn import mlp, softmax_cross_entropy
-from prelens.optim import Adam, AdamState, Momentum, MomentumState, adam, momentum, sgd
+from prelens.optim import (
+    AdagradState,
+    Adam,
+    AdamState,
+    Momentum,
+    MomentumState,
+    RMSpropState,
+    ScheduledState,
+    adagrad,
+    adam,
+    adamw,
+    clip_by_global_norm,
+    momentum,
+    rmsprop,
+    sgd,
+    warmup_cosine,
+)
 from prelens.train import accuracy, evaluate, fit, predict, step
 
 from ._bad import NOT_ARRAYS, mutate
@@ -32,9 +48,32 @@ from .test_fuzz_lenses import examples
 
 #: The public names fuzzed here (see ``test_fuzz_coverage.py``): the optimisers' ``init`` and
 #: ``update`` with their states corrupted, the checkpoint files, the training loop and evaluation.
-COVERS = (Adam, AdamState, Momentum, MomentumState, load, load_metadata, save, fit, evaluate, predict, accuracy, step)
+COVERS = (
+    Adam,
+    AdamState,
+    Momentum,
+    MomentumState,
+    load,
+    load_metadata,
+    save,
+    fit,
+    evaluate,
+    predict,
+    accuracy,
+    step,
+    *(AdagradState, RMSpropState, ScheduledState),  # issue 14: their optimisers' update is fuzzed below
+)
 
-OPTIMIZERS = {"sgd": lambda: sgd(0.1), "momentum": lambda: momentum(0.1, nesterov=True), "adam": lambda: adam(0.01)}
+OPTIMIZERS = {
+    "sgd": lambda: sgd(0.1),
+    "momentum": lambda: momentum(0.1, nesterov=True),
+    "adam": lambda: adam(0.01),
+    "adagrad": lambda: adagrad(0.1),
+    "rmsprop": lambda: rmsprop(0.01),
+    "adamw": lambda: adamw(0.01),
+    "scheduled adam": lambda: adam(warmup_cosine(0.01, 2, 10)),
+    "clipped momentum": lambda: clip_by_global_norm(momentum(0.1), 1.0),
+}
 
 
 def _params() -> Any:
@@ -133,6 +172,92 @@ def test_load_of_corrupt_bytes(good_file: tuple[str, bytes, Any], data: st.DataO
         if outcome == "rejected":
             assert isinstance(result, CheckpointError), f"load raised {type(result).__name__}, not CheckpointError"
         attempt(f"load_metadata of a file with bytes {how}", lambda: load_metadata(path))
+
+
+#: What a hostile header may claim at one node of the tree description.
+HOSTILE_VALUES: list[Any] = [
+    [10**13], [2**62, 2**62], [-1], [1.5], list(range(70)), "f8", None, {}, 10**30, "<f8", "|O", "V8", "(3,)f8",
+    "<U5", ">f8", "i1", "x" * 100, "__prelens__", "[0].weight", 0, -5, [[[]]],
+]  # fmt: skip
+
+
+def _nodes_of(spec: Any) -> list[dict[str, Any]]:
+    """Every node dict of a tree description, without recursion."""
+    out, stack = [], [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            out.append(node)
+            stack.extend(node.get("children", []) if isinstance(node.get("children"), list) else [])
+    return out
+
+
+def _rewrite_header(raw: bytes, text: str) -> bytes:
+    """The archive ``raw`` with its ``__prelens__`` member replaced by the JSON ``text``."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        content = {n: z.read(n) for n in z.namelist()}
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.array(text))
+    content["__prelens__.npy"] = buf.getvalue()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, member in content.items():
+            z.writestr(name, member)
+    return out.getvalue()
+
+
+@settings(max_examples=examples(80))
+@given(data=st.data())
+def test_load_of_a_hostile_tree_description(good_file: tuple[str, bytes, Any], data: st.DataObject) -> None:
+    """A well-formed archive whose JSON description lies: shapes, dtypes, keys, kinds, nesting.
+
+    Every case is refused with a CheckpointError or loads correctly, and never takes more than a
+    few MiB of memory (the file is a few KiB; a lie about sizes must not be believed).
+    """
+    import json
+    import tracemalloc
+
+    path, raw, tree = good_file
+    with np.load(path) as archive:
+        header = json.loads(str(archive["__prelens__"][()]))
+    nodes = _nodes_of(header["tree"])
+    nests: list[str] = []  # deep values are spliced in as text (json itself would recurse)
+    for _ in range(data.draw(st.integers(1, 3), label="lies")):
+        node = data.draw(st.sampled_from(nodes), label="node")
+        field = data.draw(st.sampled_from(sorted({*node, "kind", "shape", "dtype", "key"})), label="field")
+        how = data.draw(st.sampled_from(["value", "nest", "drop"]), label="how")
+        if how == "drop":
+            node.pop(field, None)
+        elif how == "nest":
+            depth = data.draw(st.sampled_from([99, 101, 300, 3000]), label="depth")
+            if field == "children":
+                nests.append("[" + '{"kind": "list", "children": [' * depth + "]}" * depth + "]")
+            else:
+                nests.append("[" * depth + "]" * depth)
+            node[field] = f"@nest{len(nests) - 1}@"
+        else:
+            node[field] = data.draw(st.sampled_from(HOSTILE_VALUES), label="value")
+    text = json.dumps(header)
+    for i, nest in enumerate(nests):
+        text = text.replace(f'"@nest{i}@"', nest)
+    like = tree if data.draw(st.booleans(), label="like") else None
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "bad.npz")
+        with open(bad, "wb") as f:
+            f.write(_rewrite_header(raw, text))
+        tracemalloc.start()
+        try:
+            outcome, result = attempt("load of a hostile description", lambda: load(bad, like=like))
+            attempt("load_metadata of a hostile description", lambda: load_metadata(bad))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        if outcome == "rejected":
+            assert isinstance(result, CheckpointError), f"load raised {type(result).__name__}, not CheckpointError"
+        assert peak < 16 * 2**20, f"load took {peak / 2**20:.0f} MiB for a file of {len(raw)} bytes"
 
 
 @settings(max_examples=examples(60))

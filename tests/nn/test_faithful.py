@@ -62,10 +62,10 @@ from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 
 @contextmanager
-def deep_stack():
-    """Room for the TriLens batch: ``from_tamb(batch_n(n, make_mlp(...)))`` nests n networks' closures."""
+def default_stack():
+    """Python's default recursion limit: the TriLens batch ``from_tamb(batch_n(n, make_mlp(...)))`` needs no more."""
     old = sys.getrecursionlimit()
-    sys.setrecursionlimit(20_000)
+    sys.setrecursionlimit(1000)
     try:
         yield
     finally:
@@ -175,7 +175,8 @@ def test_mlp_parameters_and_residues_are_lists_in_layer_order():
     m, out = from_tamb(make_mlp(3, [4, 2, 1])).fwd(params, TOY_XS[0])
     assert [len(r) for r in m] == [4, 2, 1] and len(out) == 1
     ((s, w), _) = m[1][0]  # second layer, first neuron: its input is the first layer's output
-    assert len(s) == 4 and w is params[1][0].weight
+    assert len(s) == 4 and np.array_equal(w, params[1][0].weight)
+    assert w is not params[1][0].weight  # a copy: a residue never aliases the caller's parameters
 
 
 def test_init_is_lecun_normal_and_seeded():
@@ -251,7 +252,7 @@ def test_trilens_batch_of_the_mlp_agrees_with_the_batched_prelens(seed, n):
     mlp = make_mlp(3, [4, 4, 1])
     params, xs = init_mlp(3, [4, 4, 1], rng), [rng.standard_normal(3) for _ in range(n)]
     ys = [rng.standard_normal(1) for _ in range(n)]
-    with deep_stack():
+    with default_stack():
         check_lens_equal(
             "batch_n on the TriLens = batch_n on the pre-lens",
             from_tamb(batch_n(n, mlp)) >> loss_l,
@@ -294,7 +295,7 @@ def test_laws_hold_for_the_layer(form, c):
 def test_laws_hold_for_the_mlp(form, c):
     m_in, sizes, ps, s = c
     lens = from_tamb(make_mlp(m_in, sizes)) if form == "TriLens" else make_mlp_l(m_in, sizes)
-    with deep_stack():  # check_combinators nests the network 3 times
+    with default_stack():  # check_combinators batches the network 3 times
         check_lens_laws(lens, ps, s)
 
 
@@ -317,12 +318,54 @@ def test_loss_is_half_the_squared_distance_with_the_stated_backward():
         np.testing.assert_allclose(dgi, -dsi)
 
 
-def test_the_posts_loss_without_the_half_fails_the_gradient_check():
-    """The post's ``lossL`` forward has no ½; with its backward it is off by a factor of 2."""
-    no_half = faithful.PreLens(lambda g, s: (loss_l.fwd(g, s)[0], 2 * loss_l.fwd(g, s)[1]), loss_l.bwd, "lossL")
-    g, s = [vec(1.0)], [vec(0.25)]
+def haskell_loss_l(g, s, da):
+    """The Haskell repository's ``lossL`` (``PreLens/NNet.hs``), transcribed on lists of floats.
+
+    ``fw (gTruth, s) = ((gTruth, s), sqDist (concat s) (concat gTruth))`` with
+    ``sqDist x y = 0.5 * sum (map (^2) (zipWith (-) x y))``;
+    ``bw ((gTruth, s), da) = (fmap (fmap negate) delta', delta')`` with
+    ``delta' = fmap (fmap (da *)) (zipWith minus s gTruth)``. Returns ``(loss, (dg, ds))``.
+    """
+
+    def concat(rows):
+        return [float(x) for row in rows for x in row]
+
+    def sq_dist(x, y):
+        return 0.5 * sum((xi - yi) ** 2 for xi, yi in zip(x, y))
+
+    delta = [[da * (si - gi) for si, gi in zip(srow, grow)] for srow, grow in zip(s, g)]
+    return sq_dist(concat(s), concat(g)), ([[-d for d in row] for row in delta], delta)
+
+
+@given(loss_case(), st.floats(-3.0, 3.0))
+def test_loss_l_is_the_haskell_loss_half_included(c, da):
+    """``loss_l`` and the Haskell ``lossL``/``sqDist`` agree: ``L = ½ Σ (s − g)²``, ``ds = da (s − g)``, ``dg = −ds``."""
+    g, s = c
+    m, loss = loss_l.fwd(g, s)
+    want_loss, (want_dg, want_ds) = haskell_loss_l(g, s, da)
+    assert loss == pytest.approx(want_loss, rel=1e-12, abs=1e-300)
+    dg, ds = loss_l.bwd(m, da)
+    for got, want in zip([*dg, *ds], [*want_dg, *want_ds]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_the_haskell_loss_is_its_own_exact_gradient_and_a_missing_half_would_not_be():
+    """The source's backward pass is the derivative of its forward pass (the ½ is in ``sqDist``);
+    a forward pass without the ½ (a slip the source does not make) is caught by ``check_vjp``."""
+
+    def bwd(m, da):
+        dg, ds = haskell_loss_l(*m, da)[1]
+        return [np.array(d) for d in dg], [np.array(d) for d in ds]
+
+    def kept(g, s):  # the residue keeps copies: a residue never aliases the caller's arrays
+        return [np.array(x) for x in g], [np.array(x) for x in s]
+
+    haskell = faithful.PreLens(lambda g, s: (kept(g, s), haskell_loss_l(g, s, 1.0)[0]), bwd, "lossL")
+    no_half = faithful.PreLens(lambda g, s: (kept(g, s), 2 * haskell_loss_l(g, s, 1.0)[0]), bwd, "no_half")
+    g, s = [vec(1.0, -2.0), vec(0.5, 0.0)], [vec(0.25, 1.0), vec(-1.0, 3.0)]
+    check_vjp(haskell, g, s)
     check_vjp(loss_l, g, s)
-    with pytest.raises(LawError, match="lossL"):
+    with pytest.raises(LawError, match="no_half: bwd is not the reverse derivative"):
         check_vjp(no_half, g, s)
 
 
@@ -387,7 +430,7 @@ def test_the_posts_trilens_batch_passes_check_vjp(seed, n):
     rng = np.random.default_rng(seed)
     net = from_tamb(batch_n(n, make_mlp(3, [4, 4, 1]))) >> loss_l
     params = tree_map(lambda x: x + rng.standard_normal(np.shape(x)), init_mlp(3, [4, 4, 1], rng))
-    with deep_stack():
+    with default_stack():
         check_vjp(net, ([rng.standard_normal(1) for _ in range(n)], params), [rng.standard_normal(3) for _ in range(n)])
 
 
@@ -411,12 +454,12 @@ def test_the_original_concatenating_branch_fails_the_gradient_check(monkeypatch)
     """The test that exposes the original defect: with ``mconcat`` the first layer's gradient is wrong."""
     params = tree_map(lambda x: x + 0.1, init_mlp(3, [4, 4, 1], np.random.default_rng(0)))
     net_args = ((list(TOY_YS), params), list(TOY_XS))
-    with deep_stack():
+    with default_stack():
         check_vjp(from_tamb(batch_n(4, make_mlp(3, [4, 4, 1]))) >> loss_l, *net_args)  # ours passes
 
     monkeypatch.setattr(faithful, "branch_t", haskell_branch_t)
     original = make_mlp(3, [4, 4, 1])
-    with deep_stack(), pytest.raises(LawError, match=r"first wrong leaf is p\[1\]\[0\]"):  # θ, first layer
+    with default_stack(), pytest.raises(LawError, match=r"first wrong leaf is p\[1\]\[0\]"):  # θ, first layer
         check_vjp(from_tamb(batch_n(4, original)) >> loss_l, *net_args)
 
     grad, numeric = gradient_and_differences(original, params, **TOY)

@@ -4,7 +4,17 @@ import numpy as np
 import pytest
 
 from prelens import NonFiniteError, ShapeError, StructureError, tree_leaves, vjp
-from prelens.nn import TOY_XS, TOY_YS, batch_loss_l, init_mlp, make_mlp, make_mlp_l, predict, train, train_step
+from prelens.nn import (
+    TOY_XS,
+    TOY_YS,
+    batch_loss_l,
+    init_mlp,
+    make_mlp,
+    make_mlp_l,
+    predict_faithful,
+    train_faithful,
+    train_step,
+)
 
 SIZES = [4, 4, 1]
 SEED = 0  # numpy.random.default_rng(0), LeCun-normal weights, zero biases (init_mlp)
@@ -23,10 +33,10 @@ def test_the_toy_set_is_micrographs():
 
 def test_training_on_the_toy_set_converges_within_20_steps():
     mlp, params = fresh()
-    params, losses = train(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=20)
+    params, losses = train_faithful(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=20)
     first_below = next(k for k, loss in enumerate(losses) if loss < 0.01)
     assert first_below < 20 and losses[-1] < 0.01
-    outputs = [out[0] for out in predict(mlp, params, TOY_XS)]
+    outputs = [out[0] for out in predict_faithful(mlp, params, TOY_XS)]
     assert np.array_equal(np.sign(outputs), TOY_YS.ravel())
 
 
@@ -46,14 +56,14 @@ def test_train_step_is_pure_and_reports_the_loss_before_the_update():
     before = [np.copy(x) for x in tree_leaves(params)]
     new, loss = train_step(mlp, params, TOY_XS, TOY_YS, 0.5)
     assert all(np.array_equal(a, b) for a, b in zip(before, tree_leaves(params)))
-    outputs = [out[0] for out in predict(mlp, params, TOY_XS)]
+    outputs = [out[0] for out in predict_faithful(mlp, params, TOY_XS)]
     assert loss == pytest.approx(0.5 * np.sum((np.array(outputs) - TOY_YS.ravel()) ** 2), rel=1e-12)
     assert not all(np.array_equal(a, b) for a, b in zip(before, tree_leaves(new)))
 
 
 def test_train_is_repeated_train_step():
     mlp, params = fresh(3)
-    trained, losses = train(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=3)
+    trained, losses = train_faithful(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=3)
     stepped, stepped_losses = params, []
     for _ in range(3):
         stepped, loss = train_step(mlp, stepped, TOY_XS, TOY_YS, 0.5)
@@ -64,8 +74,8 @@ def test_train_is_repeated_train_step():
 
 def test_the_prelens_mlp_trains_identically():
     mlp, params = fresh()
-    _, losses_t = train(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=5)
-    _, losses_l = train(make_mlp_l(3, SIZES), params, TOY_XS, TOY_YS, rate=0.5, steps=5)
+    _, losses_t = train_faithful(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=5)
+    _, losses_l = train_faithful(make_mlp_l(3, SIZES), params, TOY_XS, TOY_YS, rate=0.5, steps=5)
     np.testing.assert_allclose(losses_t, losses_l, rtol=1e-12)
 
 

@@ -58,7 +58,7 @@ def test_apply_and_grad_are_the_lens_passes(act):
     rng = np.random.default_rng(0)
     z, da = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     m, y = act.fwd((), z)
-    assert m is z  # the residue is the input itself, as in the post's activL
+    assert m is not z and np.array_equal(m, z)  # the input, as in the post's activL (a copy: never an alias)
     np.testing.assert_array_equal(act.apply(z), y)
     np.testing.assert_array_equal(act.grad(z, da), act.bwd(m, da)[1])
     check_vjp(act, (), z, rng=1)

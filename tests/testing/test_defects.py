@@ -363,7 +363,7 @@ def test_roundtrip_catches_a_dimap_m_that_forgets_to_map_the_residue(monkeypatch
 
     monkeypatch.setattr(lens_mod.PreLens, "dimap_m", lazy_dimap_m)
     f, p = lin()  # from_tamb keeps the residue (m, ()) where f has m: only the residues show it
-    with pytest.raises(LawError, match=r"'from_tamb \. to_tamb = id' fails: residues differ"):
+    with pytest.raises(LawError, match=r"'from_tamb \. to_tamb = id \(run in PreLens\)' fails: residues differ"):
         check_tamb_roundtrip(f, p, V)
 
 

@@ -1,0 +1,318 @@
+"""Two more readings of a TriLens: its shapes, and its cost.
+
+A TriLens is ``forall t. Trimbara t => …``, so it can be run in any Trimbara module, and each
+module reads it differently. ``PreLens`` runs it. The free module :class:`~prelens.Program`
+writes its steps down. The two modules here are programs read *abstractly*: the plumbing (the
+dimaps, ``alpha``, ``beta``) runs as it is, on placeholder arrays that cost no memory (one zero
+broadcast to a shape), and each lens's own box — the ``fwd``/``bwd`` pair that ``to_tamb``
+dimaps with — is replaced by its *rule*, which says what shapes come out and how much
+arithmetic the box does, without doing it:
+
+* :class:`Shapes` reads the shapes and dtypes of the output, the residue and both deltas;
+* :class:`Cost` reads the multiply-adds of each pass, box by box, and the bytes of residue
+  held from the forward pass to the backward pass: backprop's memory cost, made visible.
+
+The blog's pieces (``linear_l``, ``bias_l``, ``activ_l``) come with rules; a lens of your own
+gets one with :func:`register_rule`. A box with no rule is run on the placeholders (its
+arithmetic is done once, on zeros) and its cost is reported as unknown.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _args
+from . import _errors as E
+from ._lens import AnyLens
+from ._program import DIMAP_S, Program, Step, compile_passes
+from ._tambara import AnyTriLens, Backward, Forward, interpret
+from ._tree import tree_map
+
+Pass = Callable[[Any, Any], tuple[Any, Any]]
+
+
+def placeholder(shape: tuple[int, ...] = (), dtype: Any = np.float64) -> Any:
+    """A value of ``shape`` and ``dtype`` that holds no data: a scalar, or one zero broadcast to ``shape``.
+
+    Haskell::
+
+        placeholder :: Shape -> DType -> a
+
+    >>> x = placeholder((1000, 1000))
+    >>> x.shape, x.nbytes, x.strides
+    ((1000, 1000), 8000000, (0, 0))
+    """
+    if not isinstance(shape, tuple) or not all(_is_size(d) for d in shape):
+        raise E.must_be("placeholder", "shape", "a tuple of sizes (ints >= 0)", E.describe(shape))
+    dt = _args.float_dtype("placeholder", "dtype", dtype)
+    if shape == ():
+        return 0.0 if dt == np.float64 else dt.type(0)
+    return np.broadcast_to(np.zeros((), dt), tuple(int(d) for d in shape))
+
+
+def _is_size(d: Any) -> bool:
+    return isinstance(d, (int, np.integer)) and not isinstance(d, bool) and bool(d >= 0)
+
+
+def like(tree: Any) -> Any:
+    """``tree`` with every array and number replaced by a :func:`placeholder` of its shape and dtype.
+
+    Haskell::
+
+        like :: Tree -> Tree
+
+    >>> like((np.ones((2, 3)), 1.5))[0].strides
+    (0, 0)
+    """
+    return tree_map(_like_leaf, tree)
+
+
+def _like_leaf(x: Any) -> Any:
+    kind = x.dtype.kind if isinstance(x, (np.ndarray, np.generic)) else "f" if isinstance(x, float) else "?"
+    if kind != "f":
+        raise E.must_be("Shapes", "every leaf", "a float or an array of floats", E.describe(x))
+    return placeholder(np.shape(x), np.asarray(x).dtype)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a lens's box does, without doing it.
+
+    ``forward(p, s) -> (m, a)`` and ``backward(dm, da) -> (dp, ds)`` make placeholders of the
+    right shapes (see :func:`placeholder`); ``madds(p, s) -> (forward, backward)`` counts the
+    multiply-adds of each pass (an elementwise operation counts as one).
+
+    >>> r = Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (0, 0))
+    >>> r.madds((), 1.0)
+    (0, 0)
+    """
+
+    forward: Pass
+    backward: Pass
+    madds: Callable[[Any, Any], tuple[int, int]]
+
+    def __post_init__(self) -> None:
+        for what in ("forward", "backward", "madds"):
+            _args.function("Rule", what, getattr(self, what))
+
+
+#: The rule of each lens that has one (a lens is a frozen value: its rule is fixed with it).
+_RULES: weakref.WeakKeyDictionary[AnyLens, Rule] = weakref.WeakKeyDictionary()
+
+
+def register_rule(lens: AnyLens, rule: Rule) -> None:
+    """Give ``lens`` a :class:`Rule`, so that :class:`Shapes` and :class:`Cost` read its box abstractly.
+
+    Haskell::
+
+        register_rule :: PreLens a da m dm p dp s ds -> Rule -> IO ()
+
+    >>> from prelens import PreLens, to_tamb
+    >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
+    >>> register_rule(double, Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (3, 3)))
+    >>> Cost.of(to_tamb(double), (), placeholder((3,))).total
+    (3, 3)
+    """
+    _args.lens("register_rule", "lens", lens)
+    if not isinstance(rule, Rule):
+        raise E.must_be("register_rule", "rule", "a prelens.Rule", E.describe(rule))
+    _RULES[lens] = rule
+
+
+@dataclass(frozen=True)
+class BoxCost:
+    """One run of one lens's box: its name, multiply-adds of each pass (``None``: no rule), residue bytes."""
+
+    lens: str
+    forward: int | None
+    backward: int | None
+    residue_bytes: int
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What an abstract run of a program found: placeholder trees of the four results, and each box run."""
+
+    residue: Any
+    output: Any
+    param_delta: Any
+    input_delta: Any
+    boxes: tuple[BoxCost, ...] = field(repr=False)
+
+
+def _nbytes(tree: Any) -> int:
+    from ._tree import tree_leaves
+
+    return int(sum(np.asarray(x).dtype.itemsize * int(np.size(x)) for x in tree_leaves(tree)))
+
+
+def read(program: Program, p: Any, s: Any) -> Reading:
+    """Run ``program`` abstractly on ``(p, s)``, then back on deltas shaped like its residue and output.
+
+    The plumbing runs on placeholders (see :func:`like`); each box runs its :class:`Rule`
+    (or, with none, the lens itself on the placeholders).
+    """
+    boxes: list[BoxCost] = []
+    pending: list[int] = []  # indices of boxes whose backward pass has not run yet (LIFO)
+
+    def abstract(step: Step) -> Step:
+        f, g = step.f, step.g
+        if step.kind != DIMAP_S or not isinstance(f, Forward) or not isinstance(g, Backward):
+            return step
+        lens = f.lens
+        rule = _RULES.get(lens)
+
+        def fwd(ps: Any) -> Any:
+            p_, s_ = ps
+            m, a = rule.forward(p_, s_) if rule else like(lens.fwd(p_, s_))
+            madds = rule.madds(p_, s_) if rule else (None, None)
+            boxes.append(BoxCost(lens.name, madds[0], madds[1], _nbytes(m)))
+            pending.append(len(boxes) - 1)
+            return m, a
+
+        def bwd(dm_da: Any) -> Any:
+            pending.pop()
+            dm, da = dm_da
+            return rule.backward(dm, da) if rule else like(lens.bwd(dm, da))
+
+        return Step(step.kind, step.at, fwd, bwd)
+
+    fwd, bwd = compile_passes([abstract(st) for st in program.steps()])
+    m, a = fwd(like(p), like(s))
+    dp, ds = bwd(like(m), like(a))
+    return Reading(m, a, dp, ds, tuple(boxes))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Shapes(Program):
+    """The Trimbara module of shapes: a TriLens run on it reads as the shapes and dtypes it makes.
+
+    Haskell: ``instance Trimbara Shapes`` (a :class:`~prelens.Program` read abstractly).
+    :meth:`of` runs a TriLens on it and reads the shapes for given parameters and input
+    (real values or :func:`placeholder` ones: only their shapes matter).
+
+    >>> from prelens.nn import make_mlp, init_mlp
+    >>> sh = Shapes.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))
+    >>> sh["output"], sh["input delta"]
+    ('[f64, f64, f64]', 'f64[4]')
+    """
+
+    @staticmethod
+    def of(tri: AnyTriLens, p: Any, s: Any) -> dict[str, str]:
+        """The shapes of ``tri``'s output, residue and deltas on ``(p, s)``, each as prelens describes a tree."""
+        r = read(interpret(tri, Shapes()), p, s)
+        return {
+            "output": shape_of(r.output),
+            "residue": shape_of(r.residue),
+            "parameter delta": shape_of(r.param_delta),
+            "input delta": shape_of(r.input_delta),
+        }
+
+
+class _Shown:
+    """A leaf shown as its dtype and shape: ``f64[4]``, or ``f64`` for a scalar."""
+
+    def __init__(self, x: Any) -> None:
+        arr = np.asarray(x)
+        kind = {"f": "f", "i": "i", "u": "u", "b": "b", "c": "c"}.get(arr.dtype.kind, arr.dtype.kind)
+        dims = ",".join(str(d) for d in arr.shape)
+        self.text = f"{kind}{arr.dtype.itemsize * 8}" + (f"[{dims}]" if arr.shape else "")
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def shape_of(tree: Any) -> str:
+    """``tree`` written with every leaf as its dtype and shape.
+
+    Haskell::
+
+        shape_of :: Tree -> String
+
+    >>> shape_of(((), [np.zeros(3), 1.0]))
+    '((), [f64[3], f64])'
+    """
+    return repr(tree_map(_Shown, tree))
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """The cost of one forward and backward pass, per kind of box: ``rows`` of (lens, runs, fwd, bwd, bytes).
+
+    >>> t = CostTable((("linear_l(2)", 3, 6, 12, 96), ("activ_l", 3, 3, 6, 24)))
+    >>> t.total, t.residue_bytes
+    ((9, 18), 120)
+    """
+
+    rows: tuple[tuple[str, int, int | None, int | None, int], ...]
+
+    @property
+    def total(self) -> tuple[int | None, int | None]:
+        """Multiply-adds of the forward and the backward pass (``None`` if some box has no rule)."""
+        fwd = [r[2] for r in self.rows]
+        bwd = [r[3] for r in self.rows]
+        return (None if None in fwd else sum(f for f in fwd if f is not None)), (
+            None if None in bwd else sum(b for b in bwd if b is not None)
+        )
+
+    @property
+    def residue_bytes(self) -> int:
+        """Bytes of residue held between the passes."""
+        return sum(r[4] for r in self.rows)
+
+    def __iter__(self) -> Iterator[tuple[str, int, int | None, int | None, int]]:
+        return iter(self.rows)
+
+    def __str__(self) -> str:
+        head = ("box", "runs", "fwd madds", "bwd madds", "residue bytes")
+        body = [(name, str(n), _num(f), _num(b), str(m)) for name, n, f, b, m in self.rows]
+        f, b = self.total
+        body.append(("total", str(sum(r[1] for r in self.rows)), _num(f), _num(b), str(self.residue_bytes)))
+        widths = [max(len(row[i]) for row in [head, *body]) for i in range(5)]
+        lines = [
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            for row in [head, *body]
+        ]
+        return "\n".join(lines)
+
+
+def _num(x: int | None) -> str:
+    return "?" if x is None else str(x)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Cost(Program):
+    """The Trimbara module of costs: a TriLens run on it reads as the arithmetic and memory of backprop.
+
+    Haskell: ``instance Trimbara Cost`` (a :class:`~prelens.Program` read abstractly).
+    :meth:`of` gives a :class:`CostTable`: per kind of box, how often it ran, the
+    multiply-adds of its forward and backward passes, and the bytes of residue it held.
+
+    >>> from prelens.nn import make_mlp, init_mlp
+    >>> table = Cost.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))
+    >>> print(table)
+    box          runs  fwd madds  bwd madds  residue bytes
+    linear_l(4)    16         64        128           1024
+    bias_l         19         19          0              0
+    activ_l        19         19         38            152
+    linear_l(16)    3         48         96            768
+    total          57        150        262           1944
+    """
+
+    @staticmethod
+    def of(tri: AnyTriLens, p: Any, s: Any) -> CostTable:
+        """The :class:`CostTable` of one forward and backward pass of ``tri`` on ``(p, s)``."""
+        r = read(interpret(tri, Cost()), p, s)
+        rows: dict[str, list[Any]] = {}
+        for box in r.boxes:
+            row = rows.setdefault(box.lens, [box.lens, 0, 0, 0, 0])
+            row[1] += 1
+            row[2] = None if box.forward is None or row[2] is None else row[2] + box.forward
+            row[3] = None if box.backward is None or row[3] is None else row[3] + box.backward
+            row[4] += box.residue_bytes
+        return CostTable(tuple((r_[0], r_[1], r_[2], r_[3], r_[4]) for r_ in rows.values()))

@@ -1,0 +1,244 @@
+"""Model files: a lens's construction and its parameters in one file, loaded without pickle or code.
+
+A model file is a :mod:`prelens.checkpoint` (an ``.npz`` archive, written
+atomically, read with ``allow_pickle=False``) whose metadata holds, beside the
+caller's own metadata, a versioned description of the lens::
+
+    {"prelens-model": {"format": "prelens-model", "version": 1, "prelens": "0.2.0",
+                       "lens": "<JSON: how the lens was built>"},
+     "metadata": {...the caller's...}}
+
+The description (see :mod:`prelens._construction`) names constructors and their
+arguments; :func:`load_model` calls those constructors again, by name only. The
+file is untrusted input: its description is bounded in size and depth, unknown
+constructors are refused by name, the constructors check their arguments, the
+work of rebuilding and of making the parameters to compare with is bounded by
+the size of the parameters the file stores, and the stored parameters must fit
+the rebuilt lens (structure, shapes and dtypes) before anything is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _args, checkpoint
+from . import _construction as C
+from . import _errors as E
+from ._tree import structure_mismatch, tree_leaves, tree_paths
+
+__all__ = ["LoadedModel", "load_model", "save_model"]
+
+FORMAT = "prelens-model"
+VERSION = 1
+KEY = "prelens-model"
+USER_KEY = "metadata"
+MAX_DESCRIPTION_CHARS = 1_000_000
+
+
+class LoadedModel(NamedTuple):
+    """What :func:`load_model` returns: the rebuilt ``lens``, its ``params`` and the saved ``metadata``.
+
+    >>> LoadedModel._fields
+    ('lens', 'params', 'metadata')
+    """
+
+    lens: Any
+    params: Any
+    metadata: dict[str, Any]
+
+
+def save_model(
+    path: str | os.PathLike[str], lens: Any, params: Any, *, metadata: Mapping[str, Any] | None = None
+) -> None:
+    """Write ``lens`` (how it was built) and its ``params`` to one file, atomically.
+
+    Haskell::
+
+        save_model :: FilePath -> PreLens a da m dm p dp s ds -> p -> Metadata -> IO ()
+
+    ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``,
+    ``>>``, ``@``, ``chain``, ``.named`` ...) or by functions registered with
+    :func:`prelens.register_constructor`; anything else is refused, naming
+    the part that cannot be described. ``params`` must fit what
+    ``lens.init`` makes (structure, shapes, dtypes) when the lens has an
+    ``init``. ``metadata`` is a JSON-able mapping returned by
+    :func:`load_model` (a vocabulary, class names, how the model was trained).
+    Everything is checked before the file is written; a failed save leaves the
+    file that was at ``path`` as it was. The suffix is yours to choose
+    (``.prelens`` reads well).
+
+    >>> import os, tempfile
+    >>> from prelens.nn import mlp
+    >>> net = mlp(4, [8, 3], "relu")
+    >>> path = os.path.join(tempfile.mkdtemp(), "net.prelens")
+    >>> save_model(path, net, net.init(0), metadata={"classes": ["a", "b", "c"]})
+    >>> load_model(path).lens
+    mlp(4→8→3, relu)
+    """
+    target = _path("save_model", path)
+    _args.lens_or_trilens("save_model", "lens", lens)
+    user = _metadata(metadata)
+    try:
+        desc = C.describe(lens)
+    except C.Undescribable as why:
+        raise E.model_undescribable(repr(lens), why.where, why.what) from None
+    text = json.dumps(desc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        why_long = f"a description of {len(text):,} characters (at most {MAX_DESCRIPTION_CHARS:,})"
+        raise E.model_undescribable(repr(lens), "lens", why_long)
+    try:
+        again = C.rebuild(json.loads(text))
+    except C.Malformed as bad:
+        raise E.model_not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
+    if repr(again) != repr(lens):
+        raise E.model_not_rebuilt(repr(lens), repr(again))
+    init_fn = getattr(lens, "init_fn", None)
+    if init_fn is not None:
+        found = _misfit(lens.init(0), params)
+        if found is not None:
+            raise E.model_params_misfit(repr(lens), found)
+    import prelens
+
+    model = {"format": FORMAT, "version": VERSION, "prelens": prelens.__version__, "lens": text}
+    checkpoint.save(target, params, metadata={KEY: model, USER_KEY: user})
+
+
+def _path(fn: str, path: Any) -> str:
+    try:
+        name: str = os.fspath(path)
+    except TypeError:
+        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
+    if not isinstance(name, str):
+        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
+    return name
+
+
+def _metadata(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise E.bad_argument("save_model", "metadata", E.describe(metadata), "a mapping with string keys, or None")
+    try:
+        json.dumps(dict(metadata), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as err:
+        raise E.bad_argument("save_model", "metadata", E.describe(metadata), f"JSON-serialisable ({err})") from None
+    return dict(metadata)
+
+
+def _misfit(expected: Any, got: Any) -> str | None:
+    """Where ``got`` differs from ``expected`` in structure, shape or array dtype (None if nowhere)."""
+    found = structure_mismatch(expected, got, shapes=True)
+    if found is not None:
+        return found
+    for (where, a), (_, b) in zip(tree_paths(expected), tree_paths(got)):
+        if isinstance(a, np.ndarray) and (not isinstance(b, np.ndarray) or a.dtype != b.dtype):
+            return E.at_path(where, E.describe(a), E.describe(b))
+    return None
+
+
+def load_model(path: str | os.PathLike[str]) -> LoadedModel:
+    """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
+
+    Haskell::
+
+        load_model :: FilePath -> IO (PreLens a da m dm p dp s ds, p, Metadata)
+
+    Nothing in the file is executed or unpickled: the lens is rebuilt by
+    calling the registered constructors it names (prelens's own, and those
+    this process registered with :func:`prelens.register_constructor`).
+    Raises :class:`prelens.ModelFileError` (a :class:`~prelens.CheckpointError`)
+    for a missing, damaged or hostile file, an unknown constructor, a format
+    version this prelens does not read, or parameters that do not fit the lens.
+
+    >>> import os, tempfile
+    >>> from prelens import forward
+    >>> from prelens.nn import mlp
+    >>> net = mlp(2, [3, 1])
+    >>> params = net.init(0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "net.prelens")
+    >>> save_model(path, net, params)
+    >>> lens, loaded, metadata = load_model(path)
+    >>> x = np.ones((5, 2))
+    >>> bool((forward(lens, loaded, x) == forward(net, params, x)).all()), metadata
+    (True, {})
+    """
+    name = _path("load_model", path)
+    if not os.path.exists(name):
+        raise E.model_file_bad(name, "no such file")
+    try:
+        meta = checkpoint.load_metadata(name)
+    except E.CheckpointError as err:
+        raise E.model_file_bad(name, _detail(err, name)) from None
+    model, user = _header(name, meta)
+    try:
+        description = json.loads(model["lens"], parse_constant=_no_constant)
+    except RecursionError:
+        raise E.model_file_bad(name, f"the description is nested more than {C.MAX_DEPTH} deep") from None
+    except ValueError as err:
+        raise E.model_file_bad(name, f"the description is not strict JSON ({E.short_name(str(err), 120)})") from None
+    try:
+        params = checkpoint.load(name)
+    except E.CheckpointError as err:
+        raise E.model_file_bad(name, _detail(err, name)) from None
+    stored = sum(int(np.size(x)) for x in tree_leaves(params))
+    try:
+        with C.budget(stored):
+            lens = C.rebuild(description)
+            like = _init(lens)
+    except C.Malformed as bad:
+        raise E.model_file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
+    except C.OverBudget as over:
+        detail = f"the description needs more {over.what} than the {stored:,} stored parameter numbers justify"
+        raise E.model_file_bad(name, detail) from None
+    if like is not None:
+        found = _misfit(like, params)
+        if found is not None:
+            raise E.model_file_misfit(name, found)
+    return LoadedModel(lens, params, user)
+
+
+def _no_constant(word: str) -> Any:
+    raise ValueError(word)  # NaN, Infinity: not numbers JSON allows
+
+
+def _detail(err: BaseException, path: str) -> str:
+    """A checkpoint error's message without its own ``checkpoint <path>:`` prefix."""
+    text = str(err)
+    for prefix in (f"checkpoint {path}: cannot be read: ", f"checkpoint {path}: "):
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text
+
+
+def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    model = meta.get(KEY)
+    if model is None:
+        raise E.model_file_only_params(path)
+    if not isinstance(model, dict) or model.get("format") != FORMAT:
+        raise E.model_file_bad(path, "the model header is not a prelens model description")
+    version = model.get("version")
+    if type(version) is not int or version != VERSION:
+        raise E.model_file_version(path, version, VERSION, E.short_name(str(model.get("prelens", "?")), 40))
+    text = model.get("lens")
+    if not isinstance(text, str):
+        raise E.model_file_bad(path, "the model header has no description of its lens")
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        raise E.model_file_bad(
+            path, f"the description has {len(text):,} characters (at most {MAX_DESCRIPTION_CHARS:,})"
+        )
+    user = meta.get(USER_KEY, {})
+    if not isinstance(user, dict):
+        raise E.model_file_bad(path, "the metadata is not a mapping")
+    return model, user
+
+
+def _init(lens: Any) -> Any:
+    """``lens.init`` with a budgeted generator (None for a lens that cannot make parameters)."""
+    if getattr(lens, "init_fn", None) is None:
+        return None
+    return lens.init(C.BudgetedGenerator(np.random.PCG64(0)))

@@ -1,0 +1,310 @@
+"""The free Trimbara module: a TriLens run on a :class:`Program` writes its steps down as data.
+
+A TriLens is ``forall t. Trimbara t => t … -> t …``: a recipe of ``dimap_s``, ``dimap_p``,
+``dimap_m``, ``alpha`` and ``beta`` steps that any Trimbara module can follow. Run on a
+``Program``, the recipe is recorded as a list of steps instead of being executed, and the
+list can then be read in any way: run with two loops as a pre-lens (:meth:`Program.pre_lens`,
+which is what :func:`~prelens.from_tamb` does), or folded over another kind of value
+(:mod:`prelens._meanings`).
+
+Python has no fusion and a shallow stack, so a program never nests: each step says *where*
+it acts, as a focus path into the nested pairs and lists of the three slots. ``PLeft`` and
+``PRight`` (the post's parallel composition) append ``0`` or ``1`` to the path, and
+``vec_lens`` appends :data:`EACH` (every element of a list): the ``n`` copies of a lens are
+one sub-program run on each element, so the program of a layer of 256 neurons is as long as
+the program of one neuron, and running it costs one pass over the elements per step.
+
+Steps and their meaning (``x@P`` is the part of ``x`` at path ``P``)::
+
+    dimap_s f g   forward  s@P := f(s@P)              backward  ds@P := g(ds@P)
+    dimap_p f g   forward  p@P := f(p@P)              backward  dp@P := g(dp@P)
+    dimap_m f g   forward  m@P := f(m@P)  (leaving)   backward  dm@P := g(dm@P)  (entering)
+    alpha         forward  s@P = (n, s') moves n into m@P = (n, m)
+                  backward dm@P = (dn, dm') moves dn into ds@P = (dn, ds)
+    beta          forward  p@P = (p', p1) moves p1 into s@P = (p1, s)
+                  backward ds@P = (dp1, ds') moves dp1 into dp@P = (dp, dp1)
+
+The path of each slot is kept apart (``vec_lens`` files its copies' residues and parameters
+at different places from its inputs), so a focus is a triple of paths ``(m, p, s)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from . import _errors as E
+
+Fn = Callable[[Any], Any]
+Path = tuple[Any, ...]
+
+#: A path segment: every element of a list (``vec_lens``'s copies).
+EACH: Final = "*"
+
+DIMAP_S, DIMAP_P, DIMAP_M, ALPHA, BETA = "dimap_s", "dimap_p", "dimap_m", "alpha", "beta"
+_SLOT_OF = {DIMAP_S: 2, DIMAP_P: 1, DIMAP_M: 0}
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Where a step acts: one path into each of the residue, parameter and input slots.
+
+    >>> Focus().left()
+    Focus(m=(0,), p=(0,), s=(0,))
+    """
+
+    m: Path = ()
+    p: Path = ()
+    s: Path = ()
+
+    def left(self) -> Focus:
+        return Focus((*self.m, 0), (*self.p, 0), (*self.s, 0))
+
+    def right(self) -> Focus:
+        return Focus((*self.m, 1), (*self.p, 1), (*self.s, 1))
+
+    def each(self) -> Focus:
+        """The elements of ``vec_lens``'s lists: residues at ``m@(0, *)``, parameters at ``p@(1, *)``."""
+        return Focus((*self.m, 0, EACH), (*self.p, 1, EACH), (*self.s, EACH))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a program: ``kind`` (``"dimap_s"`` … ``"beta"``), where, and the maps of a dimap."""
+
+    kind: str
+    at: Focus
+    f: Fn | None = None
+    g: Fn | None = None
+
+    def __repr__(self) -> str:
+        paths = [p for p in (self.at.m, self.at.p, self.at.s) if p]
+        where = "" if not paths else " @" + ("/".join(_show(p) for p in (self.at.m, self.at.p, self.at.s)))
+        label = "" if self.f is None else f" {_fn_name(self.f)}"
+        return f"{self.kind}{label}{where}"
+
+
+def _show(path: Path) -> str:
+    return ".".join(str(x) for x in path) or "·"
+
+
+def _fn_name(f: Fn) -> str:
+    """A function's own name (``<lambda>``, ``_assoc``), or a map object's ``repr`` (``fwd(linear_l(3))``)."""
+    if hasattr(f, "__code__"):
+        return str(f.__qualname__).replace(".<locals>", "")
+    return repr(f)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Program:
+    """The free Trimbara module: the steps a TriLens took, held as data.
+
+    Each method returns a new program one step longer (the old one is shared, never copied,
+    so building costs one object per step). :meth:`steps` lists them in the order they were
+    taken; :meth:`pre_lens` runs them as a pre-lens with loops, never nesting calls.
+
+    >>> from prelens import to_tamb, id_pre_lens
+    >>> prog = to_tamb(id_pre_lens)(Program())
+    >>> prog
+    Program(alpha, dimap_s fwd(id_pre_lens), beta)
+    >>> prog.pre_lens().fwd(((), ()), 5)
+    (((), ()), 5)
+    """
+
+    previous: Program | None = None
+    step: Step | None = None
+    focus: Focus = Focus()
+    length: int = 0
+
+    def _then(self, step: Step) -> Program:
+        return type(self)(self, step, self.focus, self.length + 1)
+
+    # -- the Trimbara interface: every method records one step at the current focus
+
+    def dimap_s(self, f: Fn, g: Fn) -> Program:
+        return self._then(Step(DIMAP_S, self.focus, f, g))
+
+    def dimap_p(self, f: Fn, g: Fn) -> Program:
+        return self._then(Step(DIMAP_P, self.focus, f, g))
+
+    def dimap_m(self, f: Fn, g: Fn) -> Program:
+        return self._then(Step(DIMAP_M, self.focus, f, g))
+
+    def alpha(self) -> Program:
+        return self._then(Step(ALPHA, self.focus))
+
+    def beta(self) -> Program:
+        return self._then(Step(BETA, self.focus))
+
+    # -- focus: where the next steps act
+
+    def at(self, focus: Focus) -> Program:
+        """The same program, its next steps acting at ``focus``."""
+        return type(self)(self.previous, self.step, focus, self.length)
+
+    def steps(self) -> list[Step]:
+        """The steps in the order they were taken (found by a loop: programs never recurse)."""
+        out: list[Step] = []
+        node: Program | None = self
+        while node is not None and node.step is not None:
+            out.append(node.step)
+            node = node.previous
+        out.reverse()
+        return out
+
+    def __repr__(self) -> str:
+        shown = self.steps()
+        more = f", … {len(shown) - 12} more" if len(shown) > 12 else ""
+        return f"Program({', '.join(repr(s) for s in shown[:12])}{more})"
+
+    def __len__(self) -> int:
+        return self.length
+
+    def pre_lens(self, name: str = "program") -> Any:
+        """The program run as a pre-lens (the ``PreLens`` interpretation), with loops.
+
+        >>> from prelens import id_pre_lens
+        >>> Program().dimap_s(lambda s: s + 1, lambda ds: 2 * ds).pre_lens().bwd((), 5)
+        ((), 10)
+        """
+        from ._lens import PreLens
+
+        fwd, bwd = compile_passes(self.steps())
+        return PreLens(fwd, bwd, name, None)
+
+
+def compile_passes(steps: list[Step]) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
+    """The forward and backward passes of ``steps``, each two loops over the steps.
+
+    The last step taken is the outermost, so it meets the input first: the forward pass
+    walks the steps backwards changing ``(p, s)`` (``alpha`` parks what it takes), reaches
+    the identity at the core (``m = ()``, ``a = s``), then walks forwards building ``m``.
+    The backward pass does the same with ``dm`` in and ``(dp, ds)`` out.
+    """
+    inward = steps[::-1]
+    # (kind, where, map): the map is None for alpha and beta, which move halves instead
+    in_fwd: list[tuple[str, Focus, Any]] = [(st.kind, st.at, st.f) for st in inward if st.kind != DIMAP_M]
+    out_fwd: list[tuple[str, Path, Any]] = [(st.kind, st.at.m, st.f) for st in steps if st.kind in (DIMAP_M, ALPHA)]
+    in_bwd: list[tuple[str, Path, Any]] = [(st.kind, st.at.m, st.g) for st in inward if st.kind in (DIMAP_M, ALPHA)]
+    out_bwd: list[tuple[str, Focus, Any]] = [(st.kind, st.at, st.g) for st in steps if st.kind != DIMAP_M]
+
+    def fwd(p: Any, s: Any) -> tuple[Any, Any]:
+        parked: list[Any] = []
+        for kind, at, f in in_fwd:
+            if kind == DIMAP_S:
+                s = update(s, at.s, f)
+            elif kind == DIMAP_P:
+                p = update(p, at.p, f)
+            elif kind == ALPHA:
+                s, n = take(s, at.s, 0, "input", "(m1, s)")
+                parked.append(n)
+            else:  # BETA
+                p, p1 = take(p, at.p, 1, "parameters", "(p, p1)")
+                s = put(s, at.s, p1, 0)
+        m: Any = ()
+        for kind, path, f in out_fwd:
+            m = update(m, path, f) if kind == DIMAP_M else put(m, path, parked.pop(), 0)
+        return m, s
+
+    def bwd(dm: Any, da: Any) -> tuple[Any, Any]:
+        parked: list[Any] = []
+        for kind, path, g in in_bwd:
+            if kind == DIMAP_M:
+                dm = update(dm, path, g)
+            else:  # ALPHA
+                dm, dn = take(dm, path, 0, "residue", "(m1, m)")
+                parked.append(dn)
+        dp: Any = ()
+        ds = da
+        for kind, at, g in out_bwd:
+            if kind == DIMAP_S:
+                ds = update(ds, at.s, g)
+            elif kind == DIMAP_P:
+                dp = update(dp, at.p, g)
+            elif kind == ALPHA:
+                ds = put(ds, at.s, parked.pop(), 0)
+            else:  # BETA
+                ds, dp1 = take(ds, at.s, 0, "input delta", "(dp1, ds)")
+                dp = put(dp, at.p, dp1, 1)
+        return dp, ds
+
+    return fwd, bwd
+
+
+# ------------------------------------------------------------ values at a path
+
+
+def _pair(x: Any, what: str, layout: str) -> tuple[Any, Any]:
+    if type(x) is tuple and len(x) == 2:
+        return x  # a tuple of two is the pair itself
+    if isinstance(x, (tuple, list)) and len(x) == 2:
+        return x[0], x[1]
+    raise E.not_a_pair("program", what, layout, x)
+
+
+def _elements(x: Any) -> Any:
+    """The elements under an :data:`EACH`: a list's (or tuple's), or a 1-D array's rows."""
+    if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim >= 1):
+        return x
+    raise E.must_be("program", "a value under vec_lens", "a list", E.describe(x))
+
+
+def update(x: Any, path: Path, f: Fn) -> Any:
+    """``x`` with ``f`` applied to its part at ``path``.
+
+    >>> update((1, [2, 3]), (1, EACH), lambda v: v * 10)
+    (1, [20, 30])
+    """
+    if not path:
+        return f(x)
+    head, rest = path[0], path[1:]
+    if head == EACH:
+        return [update(e, rest, f) for e in _elements(x)]
+    a, b = _pair(x, "value", "(left, right)")
+    return (update(a, rest, f), b) if head == 0 else (a, update(b, rest, f))
+
+
+def take(x: Any, path: Path, side: int, what: str, layout: str) -> tuple[Any, Any]:
+    """Split the pair at ``path``: ``x`` with the pair replaced by its other half, and the half ``side``.
+
+    Under :data:`EACH` the halves taken come back as a list, one per element.
+
+    >>> take(((1, 2), 3), (0,), 0, "x", "(a, b)")
+    ((2, 3), 1)
+    """
+    if not path:
+        pair = _pair(x, what, layout)
+        return pair[1 - side], pair[side]
+    head, rest = path[0], path[1:]
+    if head == EACH:
+        split = [take(e, rest, side, what, layout) for e in _elements(x)]
+        return [kept for kept, _ in split], [taken for _, taken in split]
+    a, b = _pair(x, "value", "(left, right)")
+    if head == 0:
+        kept, taken = take(a, rest, side, what, layout)
+        return (kept, b), taken
+    kept, taken = take(b, rest, side, what, layout)
+    return (a, kept), taken
+
+
+def put(x: Any, path: Path, v: Any, side: int) -> Any:
+    """``x`` with its part ``y`` at ``path`` paired with ``v``: ``(v, y)`` for side 0, ``(y, v)`` for side 1.
+
+    Under :data:`EACH` ``v`` is a list, one per element.
+
+    >>> put((1, [2, 3]), (1, EACH), ["a", "b"], 0)
+    (1, [('a', 2), ('b', 3)])
+    """
+    if not path:
+        return (v, x) if side == 0 else (x, v)
+    head, rest = path[0], path[1:]
+    if head == EACH:
+        xs, vs = _elements(x), _elements(v)
+        if len(xs) != len(vs):
+            raise E.list_length_error("program", "a list under vec_lens", len(vs), len(xs))
+        return [put(e, rest, ve, side) for e, ve in zip(xs, vs)]
+    a, b = _pair(x, "value", "(left, right)")
+    return (put(a, rest, v, side), b) if head == 0 else (a, put(b, rest, v, side))

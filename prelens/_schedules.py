@@ -1,0 +1,258 @@
+"""Learning-rate schedules: pure functions of the step, for any optimiser's ``lr``.
+
+A schedule maps the number of updates already taken, ``t = 0, 1, 2, ...``, to the
+step size of the next update. Every optimiser of :mod:`prelens.optim` (and every
+optimiser lens of :mod:`prelens.learn`) takes either a number or a schedule as its
+``lr``; with a schedule its state becomes ``ScheduledState(step, state)`` (the step
+count travels with the state, so a resumed run continues the schedule where it
+stopped). Any function ``int -> float`` is a schedule; the ones here are frozen
+values that print as the call that made them:
+
+=====================  ==========================================================
+``constant(lr)``       ``lr``
+``step_decay``         ``lr · factor ** (t // every)``
+``exponential_decay``  ``lr · rate ** (t / every)``
+``warmup_cosine``      ``peak · (t + 1) / warmup`` while ``t < warmup``, then a
+                       half cosine from ``peak`` down to ``final`` at ``t = total``
+``one_cycle``          a half cosine up from ``peak / div`` to ``peak`` over the
+                       first ``warmup_fraction`` of ``total``, then down to
+                       ``peak / (div · final_div)`` (Smith's one-cycle policy)
+=====================  ==========================================================
+
+>>> sched = warmup_cosine(0.1, warmup=2, total=6)
+>>> [round(sched(t), 4) for t in range(8)]
+[0.05, 0.1, 0.1, 0.0854, 0.05, 0.0146, 0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from . import _args
+from . import _errors as E
+
+__all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay", "warmup_cosine"]
+
+
+class Schedule:
+    """The base of the schedules here: a frozen value, called with the step ``t`` (an int ``>= 0``).
+
+    ``Schedule :: Int -> Double``. Any function of the step serves as a schedule;
+    this base gives the library's schedules their checks and their ``repr``.
+
+    >>> isinstance(constant(0.1), Schedule), constant(0.1)(7)
+    (True, 0.1)
+    """
+
+    def __call__(self, step: int) -> float:
+        """The step size of update number ``step + 1`` (``step`` updates were taken before it)."""
+        return self.at(_step(self, step))
+
+    def at(self, t: int) -> float:
+        """The value at step ``t`` (already checked); each schedule defines it."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{_NAMES[type(self)]}({fields})"
+
+
+def _step(sched: Schedule, step: Any) -> int:
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        try:
+            ok = int(step) == step and step >= 0 and not isinstance(step, bool)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise E.bad_argument(_NAMES[type(sched)], "step", step, "an int >= 0")
+        return int(step)
+    return step
+
+
+@dataclass(frozen=True, repr=False)
+class _Constant(Schedule):
+    lr: float
+
+    def at(self, t: int) -> float:
+        return self.lr
+
+
+@dataclass(frozen=True, repr=False)
+class _StepDecay(Schedule):
+    lr: float
+    every: int
+    factor: float
+
+    def at(self, t: int) -> float:
+        return float(self.lr * self.factor ** (t // self.every))
+
+
+@dataclass(frozen=True, repr=False)
+class _ExponentialDecay(Schedule):
+    lr: float
+    rate: float
+    every: int
+
+    def at(self, t: int) -> float:
+        return float(self.lr * self.rate ** (t / self.every))
+
+
+@dataclass(frozen=True, repr=False)
+class _WarmupCosine(Schedule):
+    peak: float
+    warmup: int
+    total: int
+    final: float
+
+    def at(self, t: int) -> float:
+        if t < self.warmup:
+            return self.peak * (t + 1) / self.warmup
+        if t >= self.total:
+            return self.final
+        frac = (t - self.warmup) / (self.total - self.warmup)
+        return self.final + (self.peak - self.final) * 0.5 * (1.0 + math.cos(math.pi * frac))
+
+
+@dataclass(frozen=True, repr=False)
+class _OneCycle(Schedule):
+    peak: float
+    total: int
+    warmup_fraction: float
+    div: float
+    final_div: float
+
+    def at(self, t: int) -> float:
+        start = self.peak / self.div
+        end = start / self.final_div
+        up = max(1, round(self.warmup_fraction * self.total))
+        if t < up:
+            return start + (self.peak - start) * 0.5 * (1.0 - math.cos(math.pi * t / up))
+        if t >= self.total:
+            return end
+        frac = (t - up) / max(1, self.total - up)
+        return end + (self.peak - end) * 0.5 * (1.0 + math.cos(math.pi * frac))
+
+
+_NAMES: dict[type, str] = {
+    Schedule: "schedule",
+    _Constant: "constant",
+    _StepDecay: "step_decay",
+    _ExponentialDecay: "exponential_decay",
+    _WarmupCosine: "warmup_cosine",
+    _OneCycle: "one_cycle",
+}
+
+
+def _rate(fn: str, what: str, value: Any) -> float:
+    return _args.real(fn, what, value, low=0.0, low_open=True)
+
+
+def constant(lr: float) -> Schedule:
+    """The constant schedule ``t -> lr`` (what a plain number means).
+
+    Haskell::
+
+        constant :: Double -> Schedule
+
+    >>> constant(0.01)
+    constant(lr=0.01)
+    """
+    return _Constant(_rate("constant", "lr", lr))
+
+
+def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
+    """``lr · factor ** (t // every)``: multiply the step size by ``factor`` every ``every`` steps.
+
+    Haskell::
+
+        step_decay :: Double -> Int -> Double -> Schedule
+
+    ``factor`` lies in ``(0, 1]``.
+
+    >>> s = step_decay(1.0, every=10, factor=0.5)
+    >>> s(0), s(9), s(10), s(25)
+    (1.0, 1.0, 0.5, 0.25)
+    """
+    fn = "step_decay"
+    return _StepDecay(_rate(fn, "lr", lr), _args.count(fn, "every", every), _unit(fn, "factor", factor))
+
+
+def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
+    """``lr · rate ** (t / every)``: a smooth decay by ``rate`` every ``every`` steps.
+
+    Haskell::
+
+        exponential_decay :: Double -> Double -> Int -> Schedule
+
+    ``rate`` lies in ``(0, 1]``.
+
+    >>> s = exponential_decay(1.0, rate=0.5, every=2)
+    >>> s(0), s(1), s(2), s(4)
+    (1.0, 0.7071067811865476, 0.5, 0.25)
+    """
+    fn = "exponential_decay"
+    return _ExponentialDecay(_rate(fn, "lr", lr), _unit(fn, "rate", rate), _args.count(fn, "every", every))
+
+
+def warmup_cosine(peak: float, warmup: int, total: int, final: float = 0.0) -> Schedule:
+    """A linear warm-up to ``peak`` over ``warmup`` steps, then a half cosine down to ``final``.
+
+    Haskell::
+
+        warmup_cosine :: Double -> Int -> Int -> Double -> Schedule
+
+    ``lr(t) = peak · (t + 1) / warmup`` for ``t < warmup`` (the first update is
+    not wasted on a zero step); ``final + (peak − final) · ½ (1 + cos(π (t − warmup)
+    / (total − warmup)))`` up to ``total``; ``final`` after. ``0 <= warmup <= total``,
+    ``0 <= final <= peak``.
+
+    >>> s = warmup_cosine(1.0, warmup=4, total=12)
+    >>> [s(t) for t in (0, 3, 4, 8, 12, 99)]
+    [0.25, 1.0, 1.0, 0.5, 0.0, 0.0]
+    """
+    fn = "warmup_cosine"
+    top = _rate(fn, "peak", peak)
+    n = _args.count(fn, "total", total)
+    w = _args.count(fn, "warmup", warmup, least=0)
+    if w > n:
+        raise E.bad_argument(fn, "warmup", warmup, f"an int in [0, total={n}]")
+    low = _args.real(fn, "final", final, low=0.0)
+    if low > top:
+        raise E.bad_argument(fn, "final", final, f"a number in [0, peak={top:g}]")
+    return _WarmupCosine(top, w, n, low)
+
+
+def one_cycle(
+    peak: float, total: int, warmup_fraction: float = 0.3, div: float = 25.0, final_div: float = 1e4
+) -> Schedule:
+    """Smith's one-cycle policy: up from ``peak / div`` to ``peak``, then down far below the start.
+
+    Haskell::
+
+        one_cycle :: Double -> Int -> Double -> Double -> Double -> Schedule
+
+    Half-cosine ramps: up over the first ``round(warmup_fraction · total)`` steps,
+    then down to ``peak / (div · final_div)`` at ``t = total`` (and there after).
+    The defaults are PyTorch's ``OneCycleLR``'s. ``warmup_fraction`` lies in
+    ``(0, 1)``; ``div`` and ``final_div`` are ``>= 1``.
+
+    >>> s = one_cycle(1.0, total=10)
+    >>> round(s(0), 4), s(3), round(s(10), 8)
+    (0.04, 1.0, 4e-06)
+    """
+    fn = "one_cycle"
+    top = _rate(fn, "peak", peak)
+    n = _args.count(fn, "total", total)
+    frac = _args.real(fn, "warmup_fraction", warmup_fraction, low=0.0, low_open=True, high=1.0)
+    d = _args.real(fn, "div", div, low=1.0)
+    fd = _args.real(fn, "final_div", final_div, low=1.0)
+    return _OneCycle(top, n, frac, d, fd)
+
+
+def _unit(fn: str, what: str, value: Any) -> float:
+    x = _args.real(fn, what, value, low=0.0, low_open=True)
+    if x > 1.0:
+        raise E.bad_argument(fn, what, value, "a number in (0, 1]")
+    return x

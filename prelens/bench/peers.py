@@ -1,0 +1,514 @@
+"""Benchmark against the peers: one SGD step in prelens, by hand in numpy, in PyTorch eager, in JAX under ``jit``.
+
+The same three models as the other benchmarks, from the same weights and on
+the same batch, in float64 and float32:
+
+* the MLP 784-256-128-10 at batch 128 and the MLP 4-8-8-3 at batch 16 (``tanh``
+  on every layer, mean squared error);
+* the decoder-only language model of :mod:`prelens.bench.lm` (vocab 64,
+  sequence 32, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16).
+
+A *step* is forward, backward and a plain SGD update, each side in its own
+idiom: prelens with :func:`~prelens.vjp` and :func:`prelens.optim.sgd` (fresh
+parameter arrays every step); numpy by hand (:func:`~prelens.bench.numpy_mlp_grads`,
+:class:`~prelens.bench.HandLM`) updating in place; PyTorch with ``torch.nn``
+modules, ``loss.backward()`` and ``torch.optim.SGD``; JAX with
+``jax.value_and_grad`` and the update in one ``jax.jit``-compiled function. The
+**matmul floor** is the step's forward and backward matrix products alone, in
+numpy, into preallocated outputs: no implementation that calls BLAS for its
+products can go below it.
+
+Before anything is timed, every peer's gradient at the shared weights is
+checked equal to prelens's (relative to each leaf's largest entry: ``1e-9`` in
+float64, ``1e-3`` in float32); a mismatch is a :class:`~prelens.LawError`
+naming the peer, the case and the tree path. Then the steps of one case run
+interleaved (:func:`~prelens.bench._timing.time_interleaved`), and the table
+gives medians, the ratios that matter and prelens's peak memory per step.
+
+PyTorch and JAX are the optional extra ``peers`` (``pip install 'prelens[peers]'``);
+a peer that is not installed is left out of the table and named under it.
+Peers are plain values (:class:`Peer`): the tests run the whole machinery with
+numpy-only stand-ins.
+
+>>> report = run_peers([PeerCase((4, 8, 3), "float64", 8)], peers=[NUMPY_HAND, MATMUL_FLOOR], repeats=3, inner=2)
+>>> [name for name in report.rows[0].times], report.rows[0].grad_errors["numpy by hand"] < 1e-12
+(['prelens', 'numpy by hand', 'matmul floor'], True)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _errors as E
+from .._trace import vjp
+from .._tree import tree_paths
+from ..nn import mlp, mse
+from ..nn._fastcheck import Array
+from ..nn._transformer import LMParams, decoder_lm, token_cross_entropy
+from ..optim import sgd
+from ._floor import matmul_floor
+from ._timing import peak_bytes, time_interleaved
+from .lm import HandLM, LMConfig
+from .mlp import numpy_mlp_grads
+
+__all__ = [
+    "DEFAULT_PEERS",
+    "JAX_JIT",
+    "MATMUL_FLOOR",
+    "NUMPY_HAND",
+    "PEER_CASES",
+    "TORCH_EAGER",
+    "Peer",
+    "PeerCase",
+    "PeerReport",
+    "PeerRow",
+    "PeerStep",
+    "Problem",
+    "check_peer_gradients",
+    "make_problem",
+    "run_peers",
+]
+
+LR = 0.01
+
+
+@dataclass(frozen=True)
+class PeerCase:
+    """One row of the table: a model (layer widths of an MLP, or an :class:`LMConfig`), a dtype, a batch.
+
+    ``batch`` is the MLP's; a language model takes its own from its config.
+
+    >>> PeerCase((784, 256, 128, 10), "float64", 128).label
+    'MLP 784-256-128-10 b128 f64'
+    >>> PeerCase(LMConfig(), "float32").label
+    'LM v64 T32 d64 h4 ff256 x2 b16 f32'
+    """
+
+    model: tuple[int, ...] | LMConfig
+    dtype: str
+    batch: int = 16
+
+    @property
+    def is_lm(self) -> bool:
+        """True for the language model."""
+        return isinstance(self.model, LMConfig)
+
+    @property
+    def label(self) -> str:
+        """How the table names the case."""
+        dt = E.dtype_name(self.dtype)
+        if isinstance(self.model, LMConfig):
+            c = self.model
+            return f"LM v{c.vocab} T{c.seq_len} d{c.d_model} h{c.n_heads} ff{c.d_ff} x{c.n_layers} b{c.batch} {dt}"
+        return f"MLP {'-'.join(map(str, self.model))} b{self.batch} {dt}"
+
+
+#: The issue's rows: both MLPs and the language model, each in float64 and float32.
+PEER_CASES: tuple[PeerCase, ...] = tuple(
+    PeerCase(model, dtype, batch)
+    for model, batch in (((784, 256, 128, 10), 128), ((4, 8, 8, 3), 16), (LMConfig(), 16))
+    for dtype in ("float64", "float32")
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What every side of one case starts from: prelens-layout weights, a batch, the learning rate.
+
+    ``params`` is a list of :class:`~prelens.nn.DenseParams` (MLP) or an
+    :class:`~prelens.nn.LMParams`; ``x`` the inputs (floats, or token ids),
+    ``y`` the targets (floats, or labels with ``-1`` where a position does not count).
+    Every side copies what it keeps: nothing here is ever written into.
+    """
+
+    case: PeerCase
+    params: Any
+    x: Array
+    y: Array
+    lr: float = LR
+
+
+@dataclass(frozen=True)
+class PeerStep:
+    """One side of a case, prepared: ``grads()`` (once, before timing) and ``step()`` (timed).
+
+    ``grads()`` returns the gradient at the problem's weights as numpy arrays in
+    prelens's layout, or is ``None`` for a side with nothing to compare (the
+    matmul floor). ``step()`` runs one SGD step in the side's own idiom.
+    """
+
+    step: Callable[[], object]
+    grads: Callable[[], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A column of the table: its title, how to prepare a case, and whether it can run here.
+
+    ``missing()`` returns ``None`` when the peer can run, else what is missing
+    (``"torch"``); ``prepare(problem)`` returns a :class:`PeerStep`.
+
+    >>> NUMPY_HAND.name, NUMPY_HAND.missing() is None
+    ('numpy by hand', True)
+    """
+
+    name: str
+    prepare: Callable[[Problem], PeerStep]
+    missing: Callable[[], str | None] = field(default=lambda: None)
+
+
+@dataclass(frozen=True)
+class PeerRow:
+    """The medians of one case: seconds per step and minor page faults per step, by column.
+
+    ``grad_errors`` is the largest relative gradient difference of each checked
+    peer against prelens; ``prelens_peak`` the bytes allocated at the peak of one
+    prelens step (tracemalloc, above what was live before it).
+    """
+
+    case: PeerCase
+    times: dict[str, float]
+    faults: dict[str, float]
+    grad_errors: dict[str, float]
+    prelens_peak: int
+
+    def ratio(self, name: str) -> float | None:
+        """prelens's time over ``name``'s (``None`` if that column did not run)."""
+        t = self.times.get(name)
+        return None if t is None else self.times["prelens"] / t
+
+
+@dataclass(frozen=True)
+class PeerReport:
+    """Everything one run measured; ``str`` is the printed table (Markdown).
+
+    >>> row = PeerRow(PeerCase((2, 1), "float64", 2), {"prelens": 2e-3, "matmul floor": 1e-3}, {}, {}, 1024)
+    >>> print(PeerReport([row], 3, "a header", ("torch",)))  # doctest: +NORMALIZE_WHITESPACE
+    a header
+    <BLANKLINE>
+    | one SGD step (ms) | prelens | matmul floor | prelens / floor | prelens peak MiB |
+    |---|---:|---:|---:|---:|
+    | MLP 2-1 b2 f64 | 2.00 | 1.00 | 2.00 | 0.00 |
+    <BLANKLINE>
+    medians of 3 interleaved repetitions; gradients checked equal to prelens's first
+    not installed (pip install 'prelens[peers]'): torch
+    """
+
+    rows: list[PeerRow]
+    repeats: int
+    header: str = ""
+    missing: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return format_peers(self)
+
+
+# ----------------------------------------------------------------- the problem
+
+
+def make_problem(case: PeerCase, seed: int = 0) -> Problem:
+    """Weights (prelens's ``init``) and a batch for ``case``, drawn from ``seed``.
+
+    Haskell::
+
+        make_problem :: PeerCase -> Int -> Problem
+
+    >>> p = make_problem(PeerCase((4, 8, 3), "float32", 16))
+    >>> p.x.shape, p.y.shape, p.params[0].weight.dtype
+    ((16, 4), (16, 3), dtype('float32'))
+    """
+    dt = np.dtype(case.dtype)
+    rng = np.random.default_rng(seed)
+    if isinstance(case.model, LMConfig):
+        c = case.model
+        lm = decoder_lm(c.vocab, c.d_model, c.n_heads, c.d_ff, c.n_layers, c.seq_len, eps=c.eps, dtype=dt)
+        params = lm.init(rng)
+        ids = rng.integers(0, c.vocab, (c.batch, c.seq_len))
+        labels = rng.integers(0, c.vocab, (c.batch, c.seq_len))
+        labels[:, : c.seq_len // 4] = -1  # a prompt that does not count
+        return Problem(case, params, ids, labels)
+    n_in, *sizes = case.model
+    params = mlp(n_in, sizes, dtype=dt, input_delta=False).init(rng)
+    x = rng.standard_normal((case.batch, n_in)).astype(dt)
+    y = rng.uniform(-0.9, 0.9, (case.batch, sizes[-1])).astype(dt)
+    return Problem(case, params, x, y)
+
+
+def _copy_tree(tree: Any) -> Any:
+    from .._tree import tree_map
+
+    return tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, tree)
+
+
+# ------------------------------------------------------------- prelens itself
+
+
+def _prepare_prelens(problem: Problem) -> PeerStep:
+    case = problem.case
+    dt = np.dtype(case.dtype)
+    if isinstance(case.model, LMConfig):
+        c = case.model
+        net = decoder_lm(c.vocab, c.d_model, c.n_heads, c.d_ff, c.n_layers, c.seq_len, eps=c.eps, dtype=dt)
+        trained = net >> token_cross_entropy()
+    else:
+        n_in, *sizes = case.model
+        trained = mlp(n_in, sizes, dtype=dt, input_delta=False) >> mse
+    opt = sgd(problem.lr)
+    x, y = problem.x, problem.y
+    state: list[Any] = [problem.params]
+
+    def grads() -> Any:
+        _, pullback = vjp(trained, (y, state[0]), x)
+        (_, g), _ = pullback(1.0)
+        return g
+
+    def step() -> None:
+        state[0] = opt.update(grads(), (), state[0])[0]
+
+    return PeerStep(step, grads)
+
+
+#: prelens itself: the column every other is compared with.
+PRELENS = Peer("prelens", _prepare_prelens)
+
+
+# ---------------------------------------------------------------- numpy by hand
+
+
+def _prepare_numpy(problem: Problem) -> PeerStep:
+    params = _copy_tree(problem.params)
+    x, y, lr = problem.x, problem.y, problem.lr
+    if problem.case.is_lm:
+        assert isinstance(problem.case.model, LMConfig)
+        hand = HandLM(problem.case.model)
+
+        def lm_grads() -> Any:
+            return hand.loss_and_grads(params, x, y)[1]
+
+        def lm_step() -> None:
+            for (_, p), (_, g) in zip(tree_paths(params), tree_paths(lm_grads())):
+                p -= lr * g
+
+        return PeerStep(lm_step, lm_grads)
+    layers = [[p.weight, p.bias] for p in params]
+
+    def mlp_grads() -> Any:
+        from ..nn import DenseParams
+
+        return [DenseParams(dw, db) for dw, db in numpy_mlp_grads(layers, x, y)[1]]
+
+    def mlp_step() -> None:
+        for (w, b), (dw, db) in zip(layers, numpy_mlp_grads(layers, x, y)[1]):
+            w -= lr * dw
+            b -= lr * db
+
+    return PeerStep(mlp_step, mlp_grads)
+
+
+#: The same steps written by hand in numpy (:func:`numpy_mlp_grads`, :class:`HandLM`), updated in place.
+NUMPY_HAND = Peer("numpy by hand", _prepare_numpy)
+
+
+def _prepare_floor(problem: Problem) -> PeerStep:
+    return PeerStep(matmul_floor(problem.case, problem.params))
+
+
+#: The step's matrix products alone, into preallocated outputs (nothing to check: no gradients).
+MATMUL_FLOOR = Peer("matmul floor", _prepare_floor)
+
+
+def _module_missing(name: str) -> Callable[[], str | None]:
+    def missing() -> str | None:
+        import importlib.util
+
+        return None if name in sys.modules or importlib.util.find_spec(name) is not None else name
+
+    return missing
+
+
+def _prepare_torch(problem: Problem) -> PeerStep:
+    from ._peer_torch import prepare
+
+    return prepare(problem, _threads())
+
+
+def _prepare_jax(problem: Problem) -> PeerStep:
+    from ._peer_jax import prepare
+
+    return prepare(problem)
+
+
+#: PyTorch eager: ``torch.nn`` modules, ``loss.backward()``, ``torch.optim.SGD`` (the ``peers`` extra).
+TORCH_EAGER = Peer("PyTorch eager", _prepare_torch, _module_missing("torch"))
+#: Hand-written JAX: ``jax.value_and_grad`` and the SGD update under one ``jax.jit`` (the ``peers`` extra).
+JAX_JIT = Peer("JAX jit", _prepare_jax, _module_missing("jax"))
+
+#: The columns of ``prelens bench --peers`` after prelens itself.
+DEFAULT_PEERS: tuple[Peer, ...] = (NUMPY_HAND, TORCH_EAGER, JAX_JIT, MATMUL_FLOOR)
+
+
+def _threads() -> int:
+    """The BLAS threads numpy runs with now: the peers are given as many."""
+    from .._threads import current_blas_threads
+
+    return current_blas_threads()
+
+
+# -------------------------------------------------------------------- the check
+
+
+def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any) -> float:
+    """The largest relative gradient difference between prelens (``ours``) and ``peer``; raise if too large.
+
+    Haskell::
+
+        check_peer_gradients :: String -> PeerCase -> Params -> Params -> Double
+
+    Leaves are compared in tree order, each relative to the largest entry of
+    prelens's leaf; the tolerance is ``1e-9`` in float64 and ``1e-3`` in float32.
+    A different structure, shape or dtype, or a leaf too far off, is a
+    :class:`~prelens.LawError` naming the peer, the case and the path.
+
+    >>> from prelens.nn import DenseParams
+    >>> g = [DenseParams(np.ones((2, 2)), np.ones(2))]
+    >>> check_peer_gradients("numpy", PeerCase((2, 2), "float64", 1), g, g)
+    0.0
+    >>> check_peer_gradients("numpy", PeerCase((2, 2), "float64", 1), g, [DenseParams(np.ones((2, 2)), np.zeros(2))])
+    Traceback (most recent call last):
+    ...
+    prelens._errors.LawError: law 'numpy gradients = prelens gradients' fails: MLP 2-2 b1 f64 differ at [0].bias:
+    ...
+    """
+    law = f"{peer} gradients = prelens gradients"
+    tol = 1e-9 if np.dtype(case.dtype) == np.float64 else 1e-3
+    left, right = list(tree_paths(ours)), list(tree_paths(theirs))
+    if [p for p, _ in left] != [p for p, _ in right]:
+        diff = next((a for a, b in zip(left, right) if a[0] != b[0]), left[len(right)] if len(left) > len(right) else None)
+        path = diff[0] if diff is not None else "<root>"
+        raise E.law_violation(law, f"{case.label}: the tree structures", path, len(left), len(right))
+    worst = 0.0
+    for (path, a), (_, b) in zip(left, right):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise E.law_violation(law, case.label, path, E.describe(a), E.describe(b))
+        scale = float(np.max(np.abs(a))) if a.size else 0.0
+        err = float(np.max(np.abs(a.astype(np.float64) - b))) / (scale or 1.0) if a.size else 0.0
+        if not err <= tol:
+            raise E.law_violation(law, case.label, path, a, b)
+        worst = max(worst, err)
+    return worst
+
+
+# -------------------------------------------------------------------- the run
+
+
+def run_peers(
+    cases: Sequence[PeerCase] = PEER_CASES,
+    *,
+    peers: Sequence[Peer] = DEFAULT_PEERS,
+    repeats: int = 10,
+    inner: int | None = None,
+    seed: int = 0,
+) -> PeerReport:
+    """Check, then time, prelens and every installed peer on every case (see the module doc).
+
+    Haskell::
+
+        run_peers :: [PeerCase] -> [Peer] -> Int -> IO PeerReport
+
+    ``inner`` (steps per timed block) defaults to about 20 ms worth of
+    prelens steps. Peers that are not installed are left out and listed in
+    :attr:`PeerReport.missing`.
+
+    >>> r = run_peers([PeerCase((3, 2), "float32", 4)], peers=[MATMUL_FLOOR], repeats=3, inner=1)
+    >>> list(r.rows[0].times), r.rows[0].grad_errors
+    (['prelens', 'matmul floor'], {})
+    """
+    missing = tuple(m for m in (peer.missing() for peer in peers) if m is not None)
+    present = [peer for peer in peers if peer.missing() is None]
+    rows = [_run_case(case, present, repeats, inner, seed) for case in cases]
+    return PeerReport(rows, repeats, _header(present), missing)
+
+
+def _run_case(case: PeerCase, peers: Sequence[Peer], repeats: int, inner: int | None, seed: int) -> PeerRow:
+    problem = make_problem(case, seed)
+    sides = {"prelens": PRELENS.prepare(problem)}
+    ours = sides["prelens"].grads
+    assert ours is not None
+    reference = ours()
+    errors: dict[str, float] = {}
+    for peer in peers:
+        prepared = peer.prepare(problem)
+        if prepared.grads is not None:
+            errors[peer.name] = check_peer_gradients(peer.name, case, reference, prepared.grads())
+        sides[peer.name] = prepared
+    del reference
+    fns = {name: side.step for name, side in sides.items()}
+    for f in fns.values():  # warm up: caches, compilation, the allocator's thresholds
+        for _ in range(3):
+            f()
+    if inner is None:
+        t = time_interleaved({"prelens": fns["prelens"]}, 3, 1)["prelens"][0]
+        inner = max(1, min(500, int(0.02 / max(t, 1e-7))))
+    timed = time_interleaved(fns, repeats, inner)
+    return PeerRow(
+        case,
+        times={name: t for name, (t, _) in timed.items()},
+        faults={name: f for name, (_, f) in timed.items()},
+        grad_errors=errors,
+        prelens_peak=peak_bytes(fns["prelens"]),
+    )
+
+
+# ------------------------------------------------------------------ the table
+
+
+def _header(peers: Sequence[Peer]) -> str:
+    versions = [f"numpy {np.__version__}"]
+    for peer, module in ((TORCH_EAGER, "torch"), (JAX_JIT, "jax")):
+        if peer in peers and module in sys.modules:
+            versions.append(f"{module} {getattr(sys.modules[module], '__version__', '?')}")
+    from .._threads import current_blas_threads
+
+    return (
+        f"prelens bench --peers: {', '.join(versions)}, Python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} CPUs, {current_blas_threads()} BLAS/intra-op thread(s) for every side"
+    )
+
+
+_RATIOS = (("matmul floor", "floor"), ("PyTorch eager", "torch"), ("JAX jit", "JAX"), ("numpy by hand", "numpy"))
+
+
+def format_peers(report: PeerReport) -> str:
+    """The Markdown table of :class:`PeerReport` (milliseconds per step, ratios, prelens's peak)."""
+    names: list[str] = []
+    for row in report.rows:
+        names += [n for n in row.times if n not in names]
+    ratios = [(n, short) for n, short in _RATIOS if n in names]
+    head = ["one SGD step (ms)", *names, *(f"prelens / {short}" for _, short in ratios), "prelens peak MiB"]
+    lines = [report.header, "", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for row in report.rows:
+        cells = [row.case.label, *(_ms(row.times.get(n)) for n in names)]
+        for n, _ in ratios:
+            r = row.ratio(n)
+            cells.append("—" if r is None else f"{r:.2f}")
+        cells.append(f"{row.prelens_peak / 2**20:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"medians of {report.repeats} interleaved repetitions; gradients checked equal to prelens's first"]
+    if report.missing:
+        lines.append(f"not installed (pip install 'prelens[peers]'): {', '.join(report.missing)}")
+    return "\n".join(lines)
+
+
+def _ms(t: float | None) -> str:
+    if t is None:
+        return "—"
+    ms = t * 1e3
+    return f"{ms:.3f}" if ms < 0.1 else f"{ms:.2f}"
+

@@ -1,0 +1,326 @@
+"""What the model-file commands share: argument checks, reading data, and the CLI's metadata conventions.
+
+A model file written by ``prelens train`` carries, in its metadata (see
+``docs/model-files.md``):
+
+* ``kind``: ``"classifier"`` or ``"language_model"``;
+* ``loss``: the name of the loss it was trained with (one of :data:`LOSSES`);
+* ``input``: ``{"shape": [...], "dtype": ...}``, one example's shape and dtype;
+* a classifier: ``classes`` and ``features`` (names);
+* a language model: ``vocabulary`` (``{"chars": "..."}`` for text, or
+  ``{"task": "reverse", "length": 8, "symbols": 10}`` for a sequence task) and
+  ``context`` (the longest sequence it reads).
+
+Every check here runs before any work; a user's mistake is :class:`UsageError`,
+which the commands print as one line on stderr (exit status 2).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._model_file import LoadedModel, load_model, save_model
+from .._tree import tree_leaves
+
+#: The losses a model file may name in its metadata (``--loss`` names them too).
+LOSSES = ("softmax_cross_entropy", "mse", "squared_distance", "token_cross_entropy")
+
+
+class UsageError(Exception):
+    """A user's mistake on the command line: printed as one line, exit status 2."""
+
+
+def fail(command: str, err: BaseException) -> int:
+    """Print ``prelens <command>: <message>`` (one line) on stderr; return the exit status 2."""
+    import sys
+
+    text = " ".join(str(err).split())
+    print(f"prelens {command}: {text}", file=sys.stderr)
+    return 2
+
+
+# ---------------------------------------------------------------- argument checks
+
+
+def readable_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> str:
+    """``path`` if it is an existing, readable file (with one of ``suffixes``, if given)."""
+    if suffixes is not None and os.path.splitext(path)[1].lower() not in suffixes:
+        raise UsageError(f"{flag} {path!r}: expected a {' or '.join(suffixes)} file")
+    if not os.path.exists(path):
+        raise UsageError(f"{flag} {path!r}: no such file")
+    if not os.path.isfile(path):
+        raise UsageError(f"{flag} {path!r}: not a file")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{flag} {path!r}: not readable")
+    return path
+
+
+def writable_file(flag: str, path: str, suffixes: tuple[str, ...]) -> str:
+    """``path`` if a file with one of ``suffixes`` can be written there (its directory exists and is writable)."""
+    if os.path.splitext(path)[1].lower() not in suffixes:
+        raise UsageError(f"{flag} {path!r}: the name must end in {' or '.join(suffixes)}")
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path!r}: is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{flag} {path!r}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"{flag} {path!r}: cannot write there")
+    return path
+
+
+def at_least(flag: str, value: int | None, least: int) -> None:
+    """An int flag's value must be ``>= least`` (None: not given)."""
+    if value is not None and value < least:
+        raise UsageError(f"{flag} must be an int >= {least}, got {value}")
+
+
+def finite_at_least(flag: str, value: float | None, least: float) -> None:
+    """A float flag's value must be finite and ``>= least`` (None: not given)."""
+    if value is not None and not (math.isfinite(value) and value >= least):
+        raise UsageError(f"{flag} must be a finite number >= {least:g}, got {value}")
+
+
+def shape_flag(flag: str, text: str | None) -> tuple[int, ...] | None:
+    """``"1,4"`` -> ``(1, 4)``: a shape given on the command line."""
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(","))
+    except ValueError:
+        raise UsageError(f"{flag} must be sizes separated by commas, e.g. 1,4; got {text!r}") from None
+    if not shape or any(d < 1 for d in shape):
+        raise UsageError(f"{flag} must be sizes >= 1 separated by commas, e.g. 1,4; got {text!r}")
+    return shape
+
+
+# ---------------------------------------------------------------- the model
+
+
+def load(path: str) -> LoadedModel:
+    """The model file at ``path`` (a damaged or foreign file is a :class:`UsageError`)."""
+    readable_file("MODEL", path)
+    try:
+        return load_model(path)
+    except E.PrelensError as err:
+        raise UsageError(str(err)) from None
+
+
+def input_dtype(model: LoadedModel) -> np.dtype[Any]:
+    """The dtype the model takes: from its metadata, else its first float parameter, else float64."""
+    spec = model.metadata.get("input")
+    name = spec.get("dtype") if isinstance(spec, dict) else None
+    if name in _INPUT_DTYPES:
+        return np.dtype(name)
+    for leaf in tree_leaves(model.params):
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
+            found: np.dtype[Any] = leaf.dtype
+            return found
+    return np.dtype(np.float64)
+
+
+#: The input dtypes a model file's metadata may name (any other name is ignored).
+_INPUT_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+
+
+def input_shape(model: LoadedModel) -> tuple[int, ...] | None:
+    """One example's shape (no batch axis), from the metadata, if the file says it."""
+    spec = model.metadata.get("input")
+    shape = spec.get("shape") if isinstance(spec, dict) else None
+    if isinstance(shape, list) and all(type(d) is int and d >= 1 for d in shape):
+        return tuple(shape)
+    return None
+
+
+def classes(model: LoadedModel) -> list[str] | None:
+    """The class names of a classifier, if the metadata gives them."""
+    names = model.metadata.get("classes")
+    if isinstance(names, list) and names and all(isinstance(c, str) for c in names):
+        return names
+    return None
+
+
+def loss_lens(name: str) -> Any:
+    """The loss lens named ``name`` (one of :data:`LOSSES`)."""
+    from .. import nn
+
+    table = {
+        "softmax_cross_entropy": nn.softmax_cross_entropy,
+        "mse": nn.mse,
+        "squared_distance": nn.squared_distance,
+        "token_cross_entropy": nn.token_cross_entropy(),
+    }
+    if name not in table:
+        raise UsageError(f"unknown loss {name!r}: one of {', '.join(LOSSES)}")
+    return table[name]
+
+
+# ---------------------------------------------------------------- data files
+
+
+def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]:
+    """The rows of a CSV file as strings, and its header (a first row with a cell that is not a number)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise UsageError(f"{flag} {path!r}: cannot be read as CSV ({err})") from None
+    if not rows:
+        raise UsageError(f"{flag} {path!r}: no rows")
+    header = None
+    if _is_header(rows):
+        header, rows = [cell.strip() for cell in rows[0]], rows[1:]
+    if not rows:
+        raise UsageError(f"{flag} {path!r}: a header and no rows")
+    width = len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            line = i + (2 if header else 1)
+            raise UsageError(f"{flag} {path!r}: line {line} has {len(row)} columns, the first row {width}")
+    return header, [[cell.strip() for cell in row] for row in rows]
+
+
+def _is_header(rows: list[list[str]]) -> bool:
+    """The first row names the columns: it has a word where the next row has a number (or is all words).
+
+    >>> _is_header([["x", "label"], ["1.5", "cat"]]), _is_header([["1.5", "cat"], ["2", "dog"]])
+    (True, False)
+    """
+    first = [_is_number(cell) for cell in rows[0]]
+    if all(first):
+        return False
+    if len(rows) < 2:
+        return not any(first)
+    return not any(first) or any(not a and _is_number(b) for a, b in zip(first, rows[1]))
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def numbers(flag: str, path: str, rows: list[list[str]], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """A table of number cells as an array of ``dtype`` (a cell that is not a number is named)."""
+    out = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=np.float64)
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row):
+            try:
+                out[i, j] = float(cell)
+            except ValueError:
+                raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1}: {cell!r} is not a number") from None
+    if not np.isfinite(out).all():
+        i, j = np.argwhere(~np.isfinite(out))[0]
+        raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1} is not a finite number")
+    if dtype.kind in "iu":
+        if not (out == np.round(out)).all():
+            raise UsageError(f"{flag} {path!r}: the model takes integers (token ids), the file has fractions")
+        return out.astype(dtype)
+    return out.astype(dtype)
+
+
+def read_npy(flag: str, path: str) -> npt.NDArray[Any]:
+    """A ``.npy`` array (never with pickled objects)."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{flag} {path!r}: not a readable .npy array ({' '.join(str(err).split())})") from None
+    if not isinstance(arr, np.ndarray):
+        raise UsageError(f"{flag} {path!r}: not a single .npy array")
+    return arr
+
+
+def read_npz(flag: str, path: str, keys: tuple[str, ...]) -> dict[str, npt.NDArray[Any]]:
+    """Named arrays of a ``.npz`` archive (never with pickled objects)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            missing = [k for k in keys if k not in archive.files]
+            if missing:
+                have = ", ".join(archive.files) or "nothing"
+                raise UsageError(f"{flag} {path!r}: needs arrays named {', '.join(keys)}; it holds {have}")
+            return {k: archive[k] for k in keys}
+    except UsageError:
+        raise
+    except Exception as err:  # zipfile and numpy raise many kinds on damaged bytes
+        raise UsageError(f"{flag} {path!r}: not a readable .npz archive ({type(err).__name__})") from None
+
+
+def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel) -> npt.NDArray[Any]:
+    """``x`` checked against the model's example shape and cast to the dtype the model takes."""
+    dt = input_dtype(model)
+    if x.dtype.kind not in "biuf":
+        raise UsageError(f"{flag} {path!r}: expected numbers, got an array of {x.dtype}")
+    if dt.kind in "iu" and x.dtype.kind == "f":
+        if not (np.isfinite(x).all() and (x == np.round(x)).all()):
+            raise UsageError(f"{flag} {path!r}: the model takes integers (token ids), the file has fractions")
+    elif x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise UsageError(f"{flag} {path!r}: NaN or infinite values")
+    shape = input_shape(model)
+    if shape is not None and (x.ndim != len(shape) + 1 or x.shape[1:] != shape):
+        example = "×".join(map(str, shape))
+        got = "×".join(map(str, x.shape))
+        raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
+    return x.astype(dt, copy=False)
+
+
+# ---------------------------------------------------------------- writing (for prelens train)
+
+
+def save_classifier(
+    path: str, model: Any, params: Any, split: Any, dtype: Any, meta: dict[str, Any], raw_train: Any = None
+) -> Any:
+    """Write the classifier ``model`` trained on ``split`` as a model file; returns the lens written.
+
+    ``raw_train`` (the training rows before standardisation, if the model was
+    trained on standardised features): their statistics go in front of the
+    model as :func:`prelens.nn.normalize`, computed as
+    :func:`prelens.datasets.standardize` computes them, so that the file's lens
+    takes the features as they are.
+    """
+    from ..nn import normalize
+
+    lens, saved = model, params
+    if raw_train is not None:
+        mean, scale = standardization(raw_train)
+        lens, saved = normalize(mean, scale, dtype=dtype) >> model, (params, ())
+    info = {
+        **meta,
+        "kind": "classifier",
+        "loss": "softmax_cross_entropy",
+        "classes": list(split.class_names),
+        "features": list(split.feature_names),
+        "input": {"shape": [int(split.n_features)], "dtype": np.dtype(dtype).name},
+    }
+    save_model(path, lens, saved, metadata=info)
+    return lens
+
+
+def standardization(x_train: npt.NDArray[Any]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The mean and scale that :func:`prelens.datasets.standardize` uses for training rows ``x_train``."""
+    mean = x_train.mean(axis=0)
+    scale = x_train.std(axis=0)
+    return mean, np.where(scale > 0, scale, 1.0)
+
+
+def save_language_model(
+    path: str, model: Any, params: Any, vocabulary: dict[str, Any], context: int, meta: dict[str, Any]
+) -> None:
+    """Write a language model with the vocabulary it reads (``{"chars": ...}`` or a sequence task)."""
+    info = {
+        **meta,
+        "kind": "language_model",
+        "loss": "token_cross_entropy",
+        "vocabulary": vocabulary,
+        "context": int(context),
+        "input": {"shape": [int(context)], "dtype": "int64"},
+    }
+    save_model(path, model, params, metadata=info)

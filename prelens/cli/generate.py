@@ -1,0 +1,139 @@
+"""Continue a prompt with a saved language model.
+
+MODEL is a model file of a language model whose metadata carries its
+vocabulary (prelens train transformer --save writes it):
+
+* a character model (--task text): --prompt is text, every character of it in
+  the model's vocabulary; the output is the prompt and --steps more characters,
+  sampled at --temperature (0 is greedy) with --seed;
+* a sequence-task model (copy, reverse, sort): --prompt is the task's symbols,
+  separated by spaces or commas (as many as the task's length, each below its
+  number of symbols); the output is the model's answer, written greedily.
+
+Examples:
+  prelens generate sonnets.prelens --prompt "Shall I compare thee" --steps 200
+  prelens generate reverse.prelens --prompt "3 1 4 1 5 9 2 6"
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from ..datasets.sequences import CharVocab, SequenceTask
+from ..nn import generate
+from . import _model_io as io_
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keep the description's line breaks; show defaults."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``prelens generate``."""
+    parser.formatter_class = _Formatter
+    parser.add_argument("model", metavar="MODEL", help="a language model file (prelens train transformer --save)")
+    parser.add_argument("--prompt", required=True, help="the text (or the task's symbols) to continue")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="tokens to generate (default: 200 characters, or the task's length)"
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="sampling temperature, 0 for greedy (default: 0.5 for text, 0 for a sequence task)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the sampling")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate and print; 0 on success, 2 for a mistake in the arguments or the files."""
+    try:
+        io_.readable_file("MODEL", args.model)
+        io_.at_least("--steps", args.steps, 1)
+        io_.finite_at_least("--temperature", args.temperature, 0.0)
+        io_.at_least("--seed", args.seed, 0)
+        model = io_.load(args.model)
+        text = continue_prompt(model, args.prompt, args.steps, args.temperature, args.seed)
+    except (io_.UsageError, E.PrelensError) as err:
+        return io_.fail("generate", err)
+    print(text)
+    return 0
+
+
+def vocabulary(model: Any) -> CharVocab | SequenceTask:
+    """The vocabulary a language model file carries in its metadata."""
+    vocab = model.metadata.get("vocabulary")
+    if model.metadata.get("kind") != "language_model" or not isinstance(vocab, dict):
+        raise io_.UsageError(
+            "MODEL is not a language model file with its vocabulary (prelens train transformer --save)"
+        )
+    try:
+        if "chars" in vocab:
+            return CharVocab(vocab["chars"])
+        return SequenceTask(vocab["task"], vocab["length"], vocab["symbols"])
+    except (KeyError, E.PrelensError) as err:
+        raise io_.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
+
+
+def context(model: Any) -> int | None:
+    """The longest sequence the model reads (its metadata's ``context``)."""
+    n = model.metadata.get("context")
+    return n if type(n) is int and n >= 1 else None
+
+
+def continue_prompt(model: Any, prompt: str, steps: int | None, temperature: float | None, seed: int) -> str:
+    """What ``prelens generate`` prints (the same as :func:`prelens.nn.generate` on the same model and prompt)."""
+    vocab = vocabulary(model)
+    if isinstance(vocab, CharVocab):
+        ids = encode_text(vocab, prompt)
+        out = generate(
+            model.lens,
+            model.params,
+            ids[None],
+            steps or 200,
+            max_len=context(model),
+            temperature=0.5 if temperature is None else temperature,
+            rng=seed,
+        )
+        return vocab.decode(out[0])
+    prompts = vocab.prompts(task_symbols(vocab, prompt)[None])
+    answer = generate(
+        model.lens,
+        model.params,
+        prompts,
+        steps or vocab.length,
+        max_len=context(model),
+        temperature=0.0 if temperature is None else temperature,
+        rng=seed,
+    )[0, prompts.shape[1] :]
+    return " ".join(str(int(a)) if a < vocab.n_symbols else ("[BOS]" if a == vocab.bos else "[SEP]") for a in answer)
+
+
+def encode_text(vocab: CharVocab, prompt: str) -> npt.NDArray[np.int64]:
+    """The ids of ``prompt``; a character outside the vocabulary is named, with the vocabulary."""
+    if not prompt:
+        raise io_.UsageError("--prompt must not be empty")
+    unknown = sorted({c for c in prompt if c not in vocab.chars})
+    if unknown:
+        raise io_.UsageError(
+            f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}"
+        )
+    return vocab.encode(prompt)
+
+
+def task_symbols(task: SequenceTask, prompt: str) -> npt.NDArray[np.int64]:
+    """The symbols of a sequence-task prompt: ``task.length`` ints in ``[0, task.n_symbols)``."""
+    parts = prompt.replace(",", " ").split()
+    what = f"the {task.name} task's prompt, {task.length} symbols from 0 to {task.n_symbols - 1}"
+    try:
+        symbols = [int(p) for p in parts]
+    except ValueError:
+        raise io_.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
+    if len(symbols) != task.length or any(not 0 <= s < task.n_symbols for s in symbols):
+        raise io_.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
+    return np.array(symbols, dtype=np.int64)

@@ -1,0 +1,131 @@
+"""L2 regularisation as a term of the loss: a lens on the loss wire, parametrised by the weights.
+
+``l2(λ)`` takes the loss ``L`` as its input and the model's parameters ``p`` as
+its parameters, and outputs ``L + ½λ‖p‖²``; its backward pass gives ``p`` the
+delta ``da·λ·p`` and the loss ``da``. :func:`penalised` ties its parameters to
+the model's (the parameter wire is copied, and the two deltas are summed, as the
+copy map's backward pass does), so the penalty's gradient joins the loss's
+before any optimiser sees it. That is the difference from decoupled weight decay
+(:func:`~prelens.learn.adamw`): under Adam an L2 term is divided by ``√v̂`` like
+the rest of the gradient; decoupled decay is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _args
+from .. import _errors as E
+from .._lens import AnyLens, PreLens
+from .._tree import tree_add, tree_leaves, tree_map
+from ..optim import _check_params
+
+__all__ = ["l2", "penalised"]
+
+
+def _is_float(x: Any) -> bool:
+    return isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f")
+
+
+def l2(lam: float) -> AnyLens:
+    """The L2 penalty on the loss wire: ``(p, L) ↦ L + ½λ Σ p²`` over every float leaf of ``p``.
+
+    Haskell::
+
+        l2 :: Double -> PreLens L L P P P P L L
+
+    Backward: ``dp = da·λ·p`` (zeros at leaves that are not floats, such as
+    dropout keys), ``dL = da``. Its gradient ``λ·p`` is what ``weight_decay``
+    adds in SGD. Every float parameter is penalised, biases included. Use it
+    through :func:`penalised`.
+
+    >>> import numpy as np
+    >>> pen = l2(0.1)
+    >>> m, total = pen.fwd([np.array([3.0, 4.0])], 1.0)
+    >>> float(total), pen.bwd(m, 1.0)
+    (2.25, ([array([0.3, 0.4])], 1.0))
+    """
+    lam_ = _args.real("l2", "lam", lam, low=0.0)
+    name = f"l2({lam!r})"
+
+    def fwd(p: Any, loss: Any) -> tuple[Any, Any]:
+        _check_params(name, _floats_only(p))  # floats, and integer arrays (dropout keys) left out
+        if not _is_real_scalar(loss):
+            raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
+        total = 0.0
+        for x in _leaves(p):
+            a = np.asarray(x, dtype=np.float64)
+            total += float(np.vdot(a, a))
+        residue = tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x, p)
+        return residue, loss + 0.5 * lam_ * total
+
+    def bwd(m: Any, da: Any) -> tuple[Any, Any]:
+        _check_params(name, _floats_only(m))  # the residue is the parameters
+        if not _is_real_scalar(da):
+            raise E.must_be(name, "output delta", "a real number", E.describe(da))
+        scale = float(da) * lam_
+        return tree_map(lambda x: x * scale if _is_float(x) else _zero(x), m), da
+
+    return PreLens(fwd, bwd, name, None)
+
+
+def penalised(model: AnyLens, loss: AnyLens, penalty: AnyLens) -> AnyLens:
+    """``model >> loss >> penalty`` with the penalty's parameters tied to the model's.
+
+    Haskell::
+
+        penalised :: PreLens B dB m dm P dP A dA -> PreLens L dL n dn T dT B dB -> PreLens L dL k dk P dP L dL
+                  -> PreLens L dL ((m, n), k) ((dm, dn), dk) (T, P) (dT, dP) A dA
+
+    Parameters ``(targets, params)``, as ``model >> loss`` has them (so it is a
+    drop-in for it); the parameter delta is the model's plus the penalty's.
+
+    >>> import numpy as np
+    >>> from prelens import vjp
+    >>> from prelens.nn import linear, mse
+    >>> model = linear(2, 1)
+    >>> w = np.ones((2, 1))
+    >>> (targets, x) = (np.zeros((1, 1)), np.zeros((1, 2)))
+    >>> value, pullback = vjp(penalised(model, mse, l2(0.5)), (targets, w), x)
+    >>> float(value), pullback(1.0)[0][1].ravel()
+    (0.5, array([0.5, 0.5]))
+    """
+    model = _args.lens("penalised", "model", model)
+    loss = _args.lens("penalised", "loss", loss)
+    penalty = _args.lens("penalised", "penalty", penalty)
+    body = model >> loss >> penalty  # params (p_penalty, (targets, params))
+
+    def to(tp: Any) -> Any:
+        if not (isinstance(tp, tuple) and len(tp) == 2):
+            raise E.must_be(name, "parameters", "a pair (targets, params)", E.describe_tree(tp))
+        return tp[1], tp
+
+    def back(d: Any) -> Any:
+        d_pen, (d_t, d_p) = d
+        return d_t, tree_add(d_p, d_pen)
+
+    name = f"penalised({model!r}, {loss!r}, {penalty!r})"
+    return body.dimap_p(to, back).named(name)
+
+
+def _floats_only(p: Any) -> Any:
+    """``p`` with its integer arrays (dropout keys: not penalised) left out of the parameter check."""
+    return tree_map(lambda x: 0.0 if isinstance(x, np.ndarray) and x.dtype.kind in "iu" else x, p)
+
+
+def _leaves(p: Any) -> list[Any]:
+    return [x for x in tree_leaves(p) if _is_float(x)]
+
+
+def _zero(x: Any) -> Any:
+    return np.zeros_like(x) if isinstance(x, np.ndarray) else type(x)(0)
+
+
+def _is_real_scalar(x: Any) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, int, np.floating, np.integer)):
+        return True
+    return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "fiu"

@@ -1,0 +1,204 @@
+"""Reparameterisation, and the whole training step as one lens.
+
+A parametric lens ``f`` with parameters ``P`` is *reparameterised* by a lens
+``U`` from ``Q`` to ``P`` (an optimiser, ``Q = (P, S)``) by running ``U`` on the
+parameter wire: its forward pass makes the parameters ``f`` runs on, and ``f``'s
+parameter delta flows into ``U``'s backward pass. In the profunctor vocabulary
+of this library that is three steps, and :func:`reparameterise` is exactly them::
+
+    beta((U @ id_pre_lens) >> parameters_as_input(f))     -- then () units dropped
+
+(:func:`parameters_as_input` is ``beta``'s inverse: the parameters enter as part
+of the input). The paper's supervised learning step is then one lens::
+
+    learner(model, loss, U, rate=learning_rate(α))
+        = reparameterise(model >> loss, id_pre_lens @ U) >> learning_rate(α)
+
+whose parameters are ``((), (targets, (params, state)))`` and whose input is the
+batch ``xs``. One :func:`~prelens.vjp` and one pullback of ``()`` is a whole
+training step: the forward pass computes the loss, the learning-rate lens turns
+it into the delta ``−α``, the backward passes of the loss and the model carry it
+to the parameters, and the optimiser's backward pass returns the new parameters
+and state. :func:`learner_step` runs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _args
+from .. import _errors as E
+from .._lens import AnyLens, PreLens, id_pre_lens
+from .._trace import vjp
+from .._tree import tree_leaves
+from ._optimizer import find_optimizer, init_state
+from ._penalty import penalised
+from ._rate import learning_rate
+
+Tree = Any
+
+__all__ = ["learner", "learner_step", "parameters_as_input", "reparameterise"]
+
+
+def parameters_as_input(lens: AnyLens) -> AnyLens:
+    """``lens`` with its parameters moved into its input: parameters ``()``, input ``(p, s)``.
+
+    Haskell::
+
+        parameters_as_input :: PreLens a da m dm p dp s ds -> PreLens a da m dm () () (p, s) (dp, ds)
+
+    The inverse of :func:`~prelens.beta` for pre-lenses:
+    ``beta(parameters_as_input(f))`` runs as ``f`` (up to the unit ``((), p)``).
+    Its backward pass returns ``((), (dp, ds))``.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear
+    >>> f = parameters_as_input(linear(2, 1))
+    >>> f, f.fwd((), (np.ones((2, 1)), np.ones((1, 2))))[1]
+    (parameters_as_input(linear(2→1)), array([[2.]]))
+    """
+    f = _args.lens("parameters_as_input", "lens", lens)
+    name = f"parameters_as_input({f!r})"
+    f_fwd, f_bwd = f.fwd, f.bwd
+
+    def fwd(p: tuple[()], ps: tuple[Any, Any]) -> tuple[Any, Any]:
+        if type(p) is not tuple or p != ():
+            raise E.must_be(name, "parameters", "() (the parameters come in the input)", E.describe_tree(p))
+        if not (isinstance(ps, tuple) and len(ps) == 2):
+            raise E.must_be(name, "input", "a pair (parameters, input)", E.describe_tree(ps))
+        out: tuple[Any, Any] = f_fwd(ps[0], ps[1])
+        return out
+
+    def bwd(m: Any, da: Any) -> tuple[tuple[()], tuple[Any, Any]]:
+        dp, ds = f_bwd(m, da)
+        return (), (dp, ds)
+
+    return PreLens(fwd, bwd, name, None, "", (f,))
+
+
+def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
+    """``lens`` whose parameters are made, and updated, by the lens ``optimizer`` on its parameter wire.
+
+    Haskell::
+
+        reparameterise :: PreLens a da m dm p dp s ds -> PreLens p dp n dn () () q q
+                       -> PreLens a da (n, m) (n, m) q q s ds
+
+    If ``optimizer`` goes from ``q`` (say ``(params, state)``) to ``lens``'s
+    parameters, the result has parameters ``q``: its forward pass runs the
+    optimiser's forward pass, then ``lens`` on what it made; its backward pass
+    runs ``lens``'s, then the optimiser's on the parameter delta, and returns
+    *its* result as the parameters' "delta" (for an optimiser lens: the new
+    ``(params, state)``). Built as ``beta((optimizer @ id_pre_lens) >>
+    parameters_as_input(lens))`` with the unit parameters dropped. It creates
+    parameters when ``lens`` can and ``optimizer`` is an optimiser lens.
+
+    >>> import numpy as np
+    >>> from prelens import vjp
+    >>> from prelens.nn import linear
+    >>> from prelens.learn import gradient_descent
+    >>> f = reparameterise(linear(1, 1), gradient_descent(0.5))
+    >>> y, pullback = vjp(f, (np.ones((1, 1)), ()), np.array([[2.0]]))
+    >>> y, pullback(np.array([[1.0]]))[0]
+    (array([[2.]]), (array([[2.]]), ()))
+    """
+    f = _args.lens("reparameterise", "lens", lens)
+    u = _args.lens("reparameterise", "optimizer", optimizer)
+    units = _units(u)
+    body = ((u @ id_pre_lens) >> parameters_as_input(f)).beta()
+
+    def to(q: Any) -> Any:
+        return ((), (units, ())), q
+
+    def back(d: Any) -> Any:
+        return d[1]
+
+    out = body.dimap_p(to, back)
+    f_init = f.init_fn
+    init = None if f_init is None or find_optimizer(u) is None else _init_with(f_init, u)
+    return PreLens(out.fwd, out.bwd, f"reparameterise({f!r}, {u!r})", init, "", (u, f))
+
+
+def _units(u: AnyLens) -> Any:
+    """The parameters of ``u``: units only (``()``, ``((), ())``, ...); an optimiser has none of its own."""
+    units = None if u.init_fn is None else u.init(0)
+    if units is None or tree_leaves(units):
+        expected = "a lens without parameters of its own (its input is what it updates)"
+        raise E.must_be("reparameterise", "optimizer", expected, repr(u))
+    return units
+
+
+def _init_with(f_init: Any, u: AnyLens) -> Any:
+    def init(rng: np.random.Generator) -> tuple[Any, Any]:
+        params = f_init(rng)
+        return params, init_state(u, params)
+
+    return init
+
+
+def learner(
+    model: AnyLens,
+    loss: AnyLens,
+    optimizer: AnyLens,
+    *,
+    rate: AnyLens | None = None,
+    penalty: AnyLens | None = None,
+) -> AnyLens:
+    """The supervised learning step as one lens: ``reparameterise(model >> loss, id @ optimizer) >> rate``.
+
+    Haskell::
+
+        learner :: PreLens B dB m dm P dP X dX -> PreLens L dL n dn T dT B dB -> OptimizerLens S
+                -> PreLens L () k k ((), (T, (P, S))) ((), (dT, (P, S))) X dX
+
+    Parameters ``((), (targets, (params, state)))``, input the batch ``xs``,
+    output the loss. ``rate`` defaults to ``learning_rate(1.0)`` (the
+    optimiser's own ``lr`` is then its twin's); ``penalty`` (e.g. :func:`l2`)
+    is added to the loss through :func:`penalised`. With ``(loss, pullback) =
+    vjp(learner, ((), (targets, (params, state))), xs)``, ``pullback(())`` is one
+    training step: its parameter part holds the new ``(params, state)``.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear, mse
+    >>> from prelens.learn import gradient_descent
+    >>> step = learner(linear(1, 1), mse, gradient_descent(0.25))
+    >>> learner_step(step, np.ones((1, 1)), (), (np.array([[1.0]]), np.array([[3.0]])))
+    (array([[2.]]), (), 4.0)
+    """
+    model = _args.lens("learner", "model", model)
+    loss = _args.lens("learner", "loss", loss)
+    optimizer = _args.lens("learner", "optimizer", optimizer)
+    alpha = learning_rate(1.0) if rate is None else _args.lens("learner", "rate", rate)
+    trained = model >> loss if penalty is None else penalised(model, loss, _args.lens("learner", "penalty", penalty))
+    return reparameterise(trained, id_pre_lens @ optimizer) >> alpha
+
+
+def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, float]:
+    """One training step of a :func:`learner` lens: ``(new_params, new_state, loss)``.
+
+    Haskell::
+
+        learner_step :: PreLens L () k k ((), (T, (P, S))) ((), (dT, (P, S))) X dX -> P -> S -> (X, T) -> (P, S, Double)
+
+    ``batch = (xs, targets)``; ``loss`` is the loss at ``params`` (before the
+    update). One :func:`~prelens.vjp` of the lens and one pullback of ``()``.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear, mse
+    >>> from prelens.learn import momentum
+    >>> step = learner(linear(1, 1), mse, momentum(0.1))
+    >>> p, s, loss = learner_step(step, np.zeros((1, 1)), momentum(0.1).init_state(np.zeros((1, 1))),
+    ...                           (np.ones((1, 1)), np.ones((1, 1))))
+    >>> p, loss
+    (array([[0.2]]), 1.0)
+    """
+    step = _args.lens("learner_step", "step", step)
+    xs, targets = _args.batch("learner_step", batch)
+    value, pullback = vjp(step, ((), (targets, (params, state))), xs)
+    (_, (_, new)), _ = pullback(())
+    if not (isinstance(new, tuple) and len(new) == 2):
+        expected = "a learner lens (its backward pass returns (params, state))"
+        raise E.must_be("learner_step", "step", expected, repr(step))
+    return new[0], new[1], float(value)

@@ -1,0 +1,221 @@
+"""Dropout as a lens whose randomness is its parameter: a key, or no key.
+
+``dropout(rate)`` has one parameter, a :class:`DropoutKey`, and that parameter
+*is* the mode:
+
+* ``DropoutKey(())`` — no key, **evaluation**: the lens is the identity
+  (residue ``()``, ``ds = da``). This is what ``init`` makes, so a model's
+  parameters, as created, trained and saved, evaluate without noise, and
+  :func:`~prelens.train.predict` needs no flag;
+* ``DropoutKey(key)`` with ``key`` two ``uint64`` words — **training**: each entry
+  of ``x`` is kept with probability ``1 − rate`` and scaled by ``1 / (1 − rate)``
+  (inverted dropout, so the expected output is ``x``); the mask is drawn from
+  ``numpy.random.Philox(key=key)``, a counter-based generator, so the same key
+  gives the same mask and nothing else is read. The residue is the scaled mask,
+  and ``bwd`` multiplies the delta by it; the key's delta is zeros.
+
+A trainer turns dropout on for one step with :func:`with_dropout` (every
+``DropoutKey`` of the parameters gets the key ``(step_key, i)``, ``i`` counting
+the sites in tree order, so sites and steps draw independent masks), and maps the
+gradient back with :func:`without_dropout` before the optimiser sees it. The
+randomness is thus an explicit input threaded by the trainer, never hidden
+state: a run is reproduced from its step keys.
+
+>>> import numpy as np
+>>> drop = dropout(0.5)
+>>> x = np.ones((2, 4))
+>>> drop.fwd(drop.init(0), x)[1] is x
+True
+>>> p = with_dropout(drop.init(0), 7)
+>>> drop.fwd(p, x)[1]
+array([[2., 0., 0., 0.],
+       [0., 2., 0., 2.]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _args as A
+from .. import _errors as E
+from .._construction import constructor
+from .._lens import AnyLens, PreLens
+from ._fastcheck import Array
+
+__all__ = ["DropoutKey", "dropout", "with_dropout", "without_dropout"]
+
+_KEY_SHAPE = (2,)
+
+
+class DropoutKey(NamedTuple):
+    """The parameter of :func:`dropout`: ``key=()`` for evaluation, two ``uint64`` words for training.
+
+    >>> DropoutKey(())
+    DropoutKey(key=())
+    """
+
+    key: Any
+
+
+def _is_key(k: Any) -> bool:
+    return isinstance(k, np.ndarray) and k.dtype == np.uint64 and k.shape == _KEY_SHAPE
+
+
+@constructor
+def dropout(rate: float) -> AnyLens:
+    """Inverted dropout ``x ↦ x ⊙ mask / (1 − rate)``, its randomness the parameter :class:`DropoutKey`.
+
+    Haskell::
+
+        dropout :: Double -> PreLens A A Mask Mask DropoutKey DropoutKey A A
+
+    ``rate`` in ``[0, 1)`` is the probability of dropping an entry. With
+    ``DropoutKey(())`` (what ``init`` makes) the lens is the identity; with a
+    key (see :func:`with_dropout`) it draws the mask from ``Philox(key)``.
+    Input: any float array; output of its shape and dtype.
+
+    >>> import numpy as np
+    >>> drop = dropout(0.25)
+    >>> drop, drop.init(0)
+    (dropout(0.25), DropoutKey(key=()))
+    >>> m, y = drop.fwd(with_dropout(drop.init(0), 0), np.ones(8))
+    >>> y.round(2)
+    array([0.  , 0.  , 0.  , 1.33, 1.33, 1.33, 1.33, 1.33])
+    >>> drop.bwd(m, np.full(8, 3.0))[1].round(2)
+    array([0., 0., 0., 4., 4., 4., 4., 4.])
+    """
+    r = A.real("dropout", "rate", rate, low=0.0, high=1.0)
+    name = f"dropout({rate!r})"
+    scale = 1.0 / (1.0 - r)
+
+    def fwd(p: DropoutKey, x: Array) -> tuple[Any, Array]:
+        key = _key_of(name, p)
+        if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+            raise _input_error(name, "input", x)
+        if type(key) is tuple:  # no key: evaluation, the identity
+            return (), x
+        gen = np.random.Generator(np.random.Philox(key=key))
+        draws = gen.random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64)
+        mask = np.multiply(draws >= r, scale, dtype=x.dtype)
+        return mask, x * mask
+
+    def bwd(m: Any, da: Array) -> tuple[DropoutKey, Array]:
+        if type(m) is tuple and m == ():
+            return DropoutKey(()), da
+        if not isinstance(m, np.ndarray) or m.dtype.kind != "f":
+            raise E.bad_residue(name, m)
+        if not isinstance(da, np.ndarray) or da.shape != m.shape or da.dtype.kind != "f":
+            raise _input_error(name, "output delta", da, m)
+        return DropoutKey(np.zeros(_KEY_SHAPE, np.uint64)), da * m
+
+    def init(rng: np.random.Generator) -> DropoutKey:
+        return DropoutKey(())
+
+    return PreLens(fwd, bwd, name, init)
+
+
+def _key_of(name: str, p: Any) -> Any:
+    """``()`` or the key array of a :class:`DropoutKey` (a plain 1-tuple is accepted too)."""
+    if isinstance(p, tuple) and len(p) == 1 and (not hasattr(p, "_fields") or type(p) is DropoutKey):
+        k = p[0]
+        if (type(k) is tuple and k == ()) or _is_key(k):
+            return k
+    expected = "DropoutKey(()) (evaluation) or DropoutKey(uint64[2]) (training: see with_dropout)"
+    raise E.must_be(name, "parameters", expected, E.describe_tree(p))
+
+
+def _input_error(name: str, what: str, x: Any, like: Array | None = None) -> E.PrelensError:
+    expected = "a float array" if like is None else f"a float array of the input's shape {like.shape}"
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind != "f":
+            return E.lens_dtype_error(name, what, expected, E.describe(x))
+        return E.lens_shape_error(name, what, expected, E.describe(x))
+    return E.must_be(name, what, f"a numpy {expected}", E.describe(x))
+
+
+def with_dropout(params: Any, key: int) -> Any:
+    """``params`` with dropout on: the ``i``-th :class:`DropoutKey` (in tree order) gets the key ``(key, i)``.
+
+    Haskell::
+
+        with_dropout :: Tree -> Word64 -> Tree
+
+    ``key`` is an int in ``[0, 2⁶⁴)``: a trainer draws one per step (from its
+    seeded generator), so every step and every site has its own mask. Every
+    other leaf is kept (not copied). Parameters without dropout come back equal.
+
+    >>> with_dropout([DropoutKey(()), 1.0, (DropoutKey(()),)], 5)
+    [DropoutKey(key=array([5, 0], dtype=uint64)), 1.0, (DropoutKey(key=array([5, 1], dtype=uint64)),)]
+    """
+    if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)) or not 0 <= key < 2**64:
+        raise E.bad_argument("with_dropout", "key", key, "an int in [0, 2**64)")
+    counter = [0]
+    word = np.uint64(key)
+
+    def site(_: DropoutKey) -> DropoutKey:
+        out = DropoutKey(np.array([word, counter[0]], dtype=np.uint64))
+        counter[0] += 1
+        return out
+
+    return _map_keys(params, site)
+
+
+def without_dropout(tree: Any) -> Any:
+    """``tree`` with every :class:`DropoutKey` reset to ``DropoutKey(())`` (evaluation; no key).
+
+    Haskell::
+
+        without_dropout :: Tree -> Tree
+
+    A trainer maps the gradient of a step run :func:`with_dropout` back with it,
+    so that it has the structure of the parameters the optimiser holds.
+
+    >>> import numpy as np
+    >>> without_dropout((DropoutKey(np.zeros(2, np.uint64)), 2.0))
+    (DropoutKey(key=()), 2.0)
+    """
+    return _map_keys(tree, lambda _: DropoutKey(()))
+
+
+def then_dropout(lens: AnyLens, rate: float) -> AnyLens:
+    """``lens >> dropout(rate)``, or ``lens`` itself when ``rate`` is 0 (a sub-layer of a block)."""
+    return lens if rate == 0.0 else lens >> dropout(rate)
+
+
+def keyed_params(
+    p_to: Callable[[Any], Any], p_from: Callable[[Any], Any], fields: tuple[str, ...]
+) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """A block's parameter isomorphisms, for the block with a dropout after the sub-layers ``fields``.
+
+    ``p_to``/``p_from`` map the named-tuple parameters ``P`` of the block without
+    dropout to its body's and back. With dropout the block's parameters are
+    ``(P, keys)``, one :class:`DropoutKey` per field, and each field's sub-layer
+    in the body takes ``(key, params)`` (the parameters of ``sublayer >> dropout``).
+    """
+
+    def to(pk: Any) -> Any:
+        p, keys = pk
+        return p_to(p._replace(**{f: (k, getattr(p, f)) for f, k in zip(fields, keys)}))
+
+    def back(dp: Any) -> Any:
+        d = p_from(dp)
+        return d._replace(**{f: getattr(d, f)[1] for f in fields}), tuple(getattr(d, f)[0] for f in fields)
+
+    return to, back
+
+
+def _map_keys(tree: Any, f: Any) -> Any:
+    """``tree`` with ``f`` applied to its :class:`DropoutKey` nodes (tuples, lists, named tuples, dicts walked)."""
+    if type(tree) is DropoutKey:
+        return f(tree)
+    if isinstance(tree, dict):
+        return {k: _map_keys(v, f) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_map_keys(v, f) for v in tree]
+    if isinstance(tree, tuple):
+        children = [_map_keys(v, f) for v in tree]
+        return type(tree)(*children) if hasattr(tree, "_fields") else tuple(children)
+    return tree

@@ -1,0 +1,94 @@
+"""Fixed input standardisation as a lens: ``x ↦ (x − mean) / std`` with statistics taken from training data.
+
+The statistics are constants of the lens, not parameters: they are measured once
+on the training rows (see :func:`prelens.datasets.standardize`) and travel with
+the model, so a saved model takes raw inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _errors as E
+from .._construction import constructor
+from .._lens import PreLens
+from ._fastcheck import (
+    Array,
+    check_float_delta,
+    dtype_suffix,
+    features,
+    float_dtype,
+    input_error,
+    real_vector,
+    shape_residue,
+)
+
+__all__ = ["normalize"]
+
+
+@constructor
+def normalize(
+    mean: npt.ArrayLike, std: npt.ArrayLike, *, dtype: npt.DTypeLike = np.float64
+) -> PreLens[Array, Array, tuple[int, ...], tuple[int, ...], tuple[()], tuple[()], Array, Any]:
+    """Standardise inputs ``(..., n)`` with fixed statistics: ``x ↦ (x − mean) / std``.
+
+    Haskell::
+
+        normalize :: V -> V -> PreLens A A Shape Shape () () A A
+
+    ``mean`` and ``std`` are vectors of ``n`` finite numbers (``std > 0``),
+    kept in ``dtype``. Parameter-free; residue: the input's shape (to check the
+    delta); backward ``ds = da / std``. An output delta of ``None`` (a next
+    layer built with ``input_delta=False``, for which the input is data) gives
+    ``ds = None``. It equals ``linear(n, n) >> bias(n)`` with the fixed
+    parameters ``W = diag(1/std)``, ``b = −mean/std``. It is torchvision's
+    ``Normalize``; put it first in a model so that the model takes raw inputs.
+
+    >>> norm = normalize([1.0, 10.0], [2.0, 5.0])
+    >>> norm
+    normalize(2)
+    >>> m, y = norm.fwd((), np.array([[3.0, 0.0]]))
+    >>> y, norm.bwd(m, np.ones((1, 2)))[1]
+    (array([[ 1., -2.]]), array([[0.5, 0.2]]))
+    """
+    mu = real_vector("normalize", "mean", mean)
+    sigma = real_vector("normalize", "std", std, len(mu))
+    if len(mu) == 0:
+        raise E.lens_shape_error("normalize", "mean", "a vector of at least 1 number", E.describe(mu))
+    if not np.isfinite(mu).all():
+        raise E.bad_argument("normalize", "mean", _shown(mu), "finite numbers")
+    if not (np.isfinite(sigma).all() and (sigma > 0).all()):
+        raise E.bad_argument("normalize", "std", _shown(sigma), "finite numbers > 0")
+    dt = float_dtype("normalize", dtype)
+    n = len(mu)
+    name = f"normalize({n}{dtype_suffix(dt)})"
+    shift, scale = mu.astype(dt), sigma.astype(dt)
+    shift.flags.writeable = False
+    scale.flags.writeable = False
+    tail, expected = (n,), features(dt, n)
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+            raise input_error(name, "input", x, expected, dt)
+        y = np.subtract(x, shift)
+        y /= scale
+        return x.shape, y
+
+    def bwd(shape: tuple[int, ...], da: Array | None) -> tuple[tuple[()], Array | None]:
+        checked = shape_residue(name, shape, 1)
+        if da is None:
+            return (), None
+        check_float_delta(name, da, checked)
+        if da.dtype != dt:
+            raise input_error(name, "output delta", da, expected, dt)
+        return (), da / scale
+
+    return PreLens(fwd, bwd, name)
+
+
+def _shown(v: Array) -> Any:
+    """A short vector as its values, a long one as its description (for error messages)."""
+    return v.tolist() if v.size <= 8 else E.describe(v)

@@ -1,0 +1,243 @@
+"""Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?).
+
+A callback is any object with a method
+``on_epoch_end(epoch, history, params, opt_state) -> bool``: ``fit`` calls it once
+the epoch is recorded in ``history``; returning ``True`` stops training. The
+parameters and optimiser state it is shown are read-only views (a callback
+cannot change what is being trained); it may add a series to the history with
+:meth:`History.log`.
+
+The three here are frozen values whose every decision is a function of the
+history alone, so a run resumed from a checkpoint decides exactly as an
+uninterrupted one would:
+
+* :class:`EarlyStopping` stops when a monitored series has not improved for
+  ``patience`` epochs, and (``restore_best=True``) has ``fit`` hand back the
+  parameters of the best epoch;
+* :class:`CheckpointBest` saves the parameters whenever the monitored series
+  reaches a new best;
+* :class:`LearningRateLogger` records the optimiser's step size as ``"lr"``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .. import _args
+from .. import _errors as E
+from .._lens import PreLens
+from ._history import History
+
+Tree = Any
+
+__all__ = ["Callback", "CheckpointBest", "EarlyStopping", "LearningRateLogger"]
+
+
+class Callback(Protocol):
+    """The protocol of :func:`fit`'s ``callbacks``: ``on_epoch_end(epoch, history, params, opt_state) -> bool``.
+
+    ``epoch`` counts from 1 (and continues in a resumed run); ``history`` already
+    holds the epoch; ``params`` and ``opt_state`` are read-only. ``True`` stops
+    training after this epoch. A resumed run asks its callbacks again about the
+    last recorded epoch when a stop cut them short, so an answer should depend on
+    the history and the arguments only.
+
+    >>> class StopBelow:
+    ...     def on_epoch_end(self, epoch, history, params, opt_state):
+    ...         return history.loss[-1] < 0.1
+    >>> StopBelow().on_epoch_end(1, History(loss=[0.05]), None, ())
+    True
+    """
+
+    def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:
+        """``True`` to stop training after ``epoch``."""
+        ...
+
+
+class _Monitor:
+    """A monitored series of the history (``"loss"`` or a key of ``history.metrics``) and what "better" means.
+
+    A base of frozen dataclasses that declare the three fields (each in its own argument order).
+    """
+
+    monitor: str
+    mode: str
+    min_delta: float
+
+    def _check(self, who: str) -> None:
+        if not isinstance(self.monitor, str) or not self.monitor:
+            raise E.bad_argument(who, "monitor", self.monitor, "the name of a series fit records, e.g. 'val_loss'")
+        if self.mode not in ("min", "max"):
+            raise E.not_one_of(who, "mode", ("min", "max"), self.mode)
+        d = self.min_delta
+        if not (isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) and d >= 0):
+            raise E.bad_argument(who, "min_delta", d, "a finite number >= 0")
+
+    def series(self, history: History) -> list[float]:
+        """The monitored values, one per epoch (``nan`` where none was recorded)."""
+        values = history.loss if self.monitor == "loss" else history.metrics.get(self.monitor, [])
+        return list(values) + [math.nan] * (history.epochs - len(values))
+
+    def best_epoch(self, history: History) -> int | None:
+        """The epoch (from 1) of the best value so far: better than every earlier best by more than ``min_delta``.
+
+        ``None`` while no epoch has a finite value.
+        """
+        best: int | None = None
+        top = math.nan
+        sign = 1.0 if self.mode == "min" else -1.0
+        for epoch, value in enumerate(self.series(history), 1):
+            if math.isfinite(value) and (best is None or sign * value < sign * top - self.min_delta):
+                best, top = epoch, value
+        return best
+
+
+@dataclass(frozen=True)
+class EarlyStopping(_Monitor):
+    """Stop when ``monitor`` has not improved for ``patience`` epochs; hand back the best parameters.
+
+    ``EarlyStopping(monitor="val_loss", patience=5, min_delta=0.0, mode="min", restore_best=True)``.
+    An epoch improves when its value beats the best so far by more than
+    ``min_delta`` (``mode="min"``: lower is better; ``"max"``: higher). Training
+    stops after ``patience`` epochs in a row without improvement. With
+    ``restore_best`` ``fit`` returns the parameters and optimiser state of the
+    best epoch (when training ends, stopped or not) and records it in
+    ``history.best_epoch``. ``monitor`` must be a series ``fit`` records (checked
+    before training).
+
+    >>> stop = EarlyStopping("val_loss", patience=2)
+    >>> h = History(loss=[1.0] * 4, metrics={"val_loss": [0.9, 0.5, 0.6, 0.55]})
+    >>> stop.best_epoch(h), stop.on_epoch_end(4, h, None, ())
+    (2, True)
+    """
+
+    monitor: str = "val_loss"
+    patience: int = 5
+    min_delta: float = 0.0
+    mode: str = "min"
+    restore_best: bool = True
+
+    def __post_init__(self) -> None:
+        self._check("EarlyStopping")
+        if not isinstance(self.patience, int) or isinstance(self.patience, bool) or self.patience < 1:
+            raise E.bad_argument("EarlyStopping", "patience", self.patience, "an int >= 1")
+        _args.flag("EarlyStopping", "restore_best", self.restore_best)
+
+    def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:
+        """``True`` once ``patience`` epochs have passed since the best one."""
+        best = self.best_epoch(history)
+        return history.epochs - (best or 0) >= self.patience
+
+    def reason(self, history: History) -> str:
+        """Why it stopped, for ``history.stopped``."""
+        return E.early_stopped(self.monitor, self.patience, self.best_epoch(history), self.restore_best)
+
+
+@dataclass(frozen=True)
+class CheckpointBest(_Monitor):
+    """Save the parameters to ``path`` after every epoch that reaches a new best ``monitor``.
+
+    ``CheckpointBest(path, monitor="val_loss", mode="min", min_delta=0.0)``. The
+    file is a checkpoint like ``fit``'s own: ``{"params": ..., "opt_state": ...}``,
+    with the epoch, the monitored value and the history in its metadata
+    (:func:`prelens.checkpoint.load_metadata`). It is written atomically; a
+    failed write is a warning, and training goes on.
+
+    >>> import os, tempfile
+    >>> best = CheckpointBest(os.path.join(tempfile.mkdtemp(), "best.npz"), monitor="loss")
+    >>> best.on_epoch_end(1, History(loss=[0.3]), [1.0], ())
+    False
+    >>> from prelens.checkpoint import load, load_metadata
+    >>> load(best.path)["params"], load_metadata(best.path)["epoch"]
+    ([1.0], 1)
+    """
+
+    path: str = "best.npz"
+    monitor: str = "val_loss"
+    mode: str = "min"
+    min_delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, (str, os.PathLike)):
+            raise E.bad_argument("CheckpointBest", "path", self.path, "a file path (str or os.PathLike)")
+        from ..checkpoint import _unwritable_reason
+
+        why = _unwritable_reason(self.path)
+        if why is not None:
+            raise E.unwritable_path("CheckpointBest", "path", os.fspath(self.path), why)
+        self._check("CheckpointBest")
+
+    def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:
+        """Save when ``epoch`` is the best so far; never stops training."""
+        if self.best_epoch(history) != history.epochs:
+            return False
+        from ..checkpoint import save
+
+        value = self.series(history)[-1]
+        meta = {"epoch": epoch, "monitor": self.monitor, "value": value, "history": history.as_dict()}
+        try:
+            save(self.path, {"params": params, "opt_state": opt_state}, metadata=meta)
+        except E.CheckpointError as err:
+            warnings.warn(E.checkpoint_not_saved("CheckpointBest", str(err)), RuntimeWarning, stacklevel=2)
+        return False
+
+
+@dataclass(frozen=True, eq=False)
+class LearningRateLogger:
+    """Record the step size of ``optimizer``'s last update of each epoch as the history's ``"lr"``.
+
+    ``optimizer`` is the one given to ``fit`` (a :mod:`prelens.optim` optimiser,
+    ``clip_by_global_norm`` of one, or an optimiser lens of :mod:`prelens.learn`).
+    Under a schedule the value is the schedule's at the last step taken (its
+    state's ``step`` minus one); otherwise the constant ``lr``.
+
+    >>> from prelens.optim import adamw, warmup_cosine, ScheduledState
+    >>> log = LearningRateLogger(adamw(warmup_cosine(0.1, warmup=2, total=10)))
+    >>> h = History(loss=[1.0])
+    >>> log.on_epoch_end(1, h, None, ScheduledState(2, ()))
+    False
+    >>> h.metrics["lr"]
+    [0.1]
+    """
+
+    optimizer: Any
+
+    def __post_init__(self) -> None:
+        if _lr_of(self.optimizer) is None:
+            expected = "an optimiser with an lr (prelens.optim.adam(0.01), or a prelens.learn optimiser lens)"
+            raise E.must_be("LearningRateLogger", "optimizer", expected, E.describe(self.optimizer))
+
+    def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:
+        """Log ``"lr"``; never stops training."""
+        history.log("lr", self.rate(opt_state))
+        return False
+
+    def rate(self, opt_state: Any) -> float:
+        """The step size of the last update that made ``opt_state`` (of the first, before any)."""
+        from ..optim import ScheduledState, lr_at
+
+        lr = _lr_of(self.optimizer)
+        if isinstance(lr, (int, float)):
+            return float(lr)
+        step = opt_state.step if isinstance(opt_state, ScheduledState) else 0
+        return lr_at("LearningRateLogger", lr, max(int(step) - 1, 0))
+
+
+def _lr_of(optimizer: Any) -> Any:
+    """The ``lr`` (a number or a schedule) of a plain optimiser, a clipped one, or an optimiser lens."""
+    from ..learn._optimizer import find_optimizer
+    from ..optim import ClipByGlobalNorm
+
+    while isinstance(optimizer, ClipByGlobalNorm):
+        optimizer = optimizer.optimizer
+    if isinstance(optimizer, PreLens):
+        found = find_optimizer(optimizer)
+        optimizer = found
+    lr = getattr(optimizer, "lr", None)
+    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) or callable(lr)):
+        return None
+    return lr

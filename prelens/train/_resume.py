@@ -1,0 +1,179 @@
+"""What a checkpoint of :func:`~prelens.train.fit` holds beyond the parameters, and reading it back.
+
+A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the
+parameters and optimiser state of the best epoch, when an ``EarlyStopping`` with
+``restore_best`` runs), with metadata ``{"history", "epoch", "fit"}``. ``"fit"``
+is the position of training:
+
+* ``rng``: the state of the shuffling generator at the start of the epoch in
+  progress (its bit generator's name and state, arrays as lists of ints);
+* ``batch``: how many of the epoch's ``batches`` are done, and ``loss_sum``
+  their summed losses (exact: JSON keeps every bit of a float);
+* ``callbacks_done``: the last epoch whose callbacks all answered;
+  ``early_stopped``: a callback ended the run.
+
+From the epoch's start state ``fit`` draws the same permutation and dropout keys
+again and skips the batches already done, so a resumed run takes exactly the
+steps an uninterrupted one takes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _errors as E
+from ._history import History, history_from_dict
+
+Tree = Any
+
+__all__ = ["FORMAT", "Resumed", "generator_state", "read_checkpoint"]
+
+#: The version of the ``"fit"`` metadata this code writes and reads.
+FORMAT = 1
+
+#: The bit generators a checkpoint may name (numpy's own, by fixed name: nothing is imported from the file).
+_BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
+    cls.__name__: cls
+    for cls in (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64, np.random.MT19937)
+}
+
+
+class Resumed(NamedTuple):
+    """Everything ``fit`` needs to continue a run from a checkpoint."""
+
+    params: Tree
+    opt_state: Any
+    best: tuple[Tree, Any] | None
+    history: History
+    gen: np.random.Generator
+    batch: int
+    batches: int
+    loss_sum: float
+    callbacks_done: int
+    early_stopped: bool
+
+
+def generator_state(gen: np.random.Generator) -> dict[str, Any]:
+    """The state of ``gen``'s bit generator as JSON-able data (arrays become ``{"uint64": [...]}``)."""
+    return _jsonable(gen.bit_generator.state)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, np.ndarray):
+        return {x.dtype.name: [int(v) for v in x.ravel()]}
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def _from_jsonable(x: Any, depth: int = 0) -> Any:
+    if depth > 4:
+        raise ValueError("nested too deeply")
+    if isinstance(x, dict):
+        if len(x) == 1:
+            (kind, values), = x.items()
+            if kind in ("uint32", "uint64") and isinstance(values, list):
+                if not all(isinstance(v, int) and not isinstance(v, bool) for v in values) or len(values) > 1024:
+                    raise ValueError("a damaged array")
+                return np.array(values, dtype=kind)
+        return {k: _from_jsonable(v, depth + 1) for k, v in x.items()}
+    return x
+
+
+def _generator(state: Any) -> np.random.Generator | None:
+    """A generator in the state ``generator_state`` wrote, or ``None`` for a damaged or unknown one."""
+    if not isinstance(state, dict) or state.get("bit_generator") not in _BIT_GENERATORS:
+        return None
+    bits = _BIT_GENERATORS[state["bit_generator"]]()
+    try:
+        bits.state = _from_jsonable(state)
+    except (TypeError, ValueError, KeyError, OverflowError, IndexError):
+        return None
+    return np.random.Generator(bits)
+
+
+def read_checkpoint(path: str | os.PathLike[str], params_like: Tree, state_like: Any) -> Resumed:
+    """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like``.
+
+    ``params_like`` is ``None`` when the model cannot make parameters (then the
+    file's own structure is taken). Raises :class:`~prelens.CheckpointError` for a
+    file that is not a checkpoint of ``fit``, is damaged, or belongs to another model.
+    """
+    from ..checkpoint import load, load_metadata
+
+    name = os.fspath(path)
+    meta = load_metadata(name)
+    position = meta.get("fit")
+    if not isinstance(position, dict):
+        raise E.resume_refused(
+            name,
+            "it holds no training position (not written by fit, or by prelens before 0.2.0); load its parameters "
+            "with prelens.checkpoint.load and pass them as params= and opt_state=",
+        )
+    if position.get("version") != FORMAT:
+        raise E.resume_refused(name, f"its training position has format {position.get('version')!r}, not {FORMAT}")
+    has_best = position.get("best") is True
+    like = None
+    if params_like is not None:
+        like = {"params": params_like, "opt_state": state_like}
+        if has_best:
+            like["best"] = {"params": params_like, "opt_state": state_like}
+    tree = load(name, like=like)
+    if not isinstance(tree, dict) or not {"params", "opt_state"} <= set(tree):
+        raise E.resume_refused(name, "it does not hold params and opt_state")
+    history = history_from_dict(meta.get("history"))
+    if isinstance(history, str):
+        raise E.resume_refused(name, history)
+    gen = _generator(position.get("rng"))
+    if gen is None:
+        raise E.resume_refused(name, "the state of its shuffling generator is damaged")
+    batch, loss_sum, done = position.get("batch"), position.get("loss_sum"), position.get("callbacks_done")
+    batches = position.get("batches")
+    if not (_count(batch) and _count(batches) and batch <= batches and _count(done) and done <= history.epochs):
+        raise E.resume_refused(name, "its training position (batch, callbacks_done) is damaged")
+    if not (isinstance(loss_sum, (int, float)) and not isinstance(loss_sum, bool)):
+        raise E.resume_refused(name, "its training position (loss_sum) is damaged")
+    best = None
+    if has_best:
+        kept = tree.get("best")
+        if not (isinstance(kept, dict) and {"params", "opt_state"} <= set(kept)):
+            raise E.resume_refused(name, "its best parameters are damaged")
+        best = (kept["params"], kept["opt_state"])
+    history.interrupted = False
+    early = position.get("early_stopped") is True
+    if not early:
+        history.stopped = None
+    return Resumed(
+        tree["params"], tree["opt_state"], best, history, gen, batch, batches, float(loss_sum), done, early
+    )
+
+
+def position_metadata(
+    gen_state: dict[str, Any],
+    batch: int,
+    batches: int,
+    loss_sum: float,
+    callbacks_done: int,
+    early_stopped: bool,
+    best: bool,
+) -> dict[str, Any]:
+    """The ``"fit"`` metadata of a checkpoint (see the module docstring)."""
+    return {
+        "version": FORMAT,
+        "rng": gen_state,
+        "batch": batch,
+        "batches": batches,
+        "loss_sum": loss_sum,
+        "callbacks_done": callbacks_done,
+        "early_stopped": early_stopped,
+        "best": best,
+    }
+
+
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
