@@ -18,7 +18,17 @@ from . import _errors as E
 from ._construction import constructor
 from ._iso import _second as second
 from ._iso import _sym as sym
-from ._lens import AnyLens, PreLens, _witness_list, _WitnessList, as_pair, check_deltas, is_validated, unpack_error
+from ._lens import (
+    AnyLens,
+    PreLens,
+    _witness_list,
+    _WitnessList,
+    as_pair,
+    check_deltas,
+    is_validated,
+    unpack_error,
+    witnessing,
+)
 from ._program import Program
 from ._tambara import AnyTriLens, TriLens, _module, dimap_m, dimap_p, dimap_s, tri_tensor
 from ._tree import numeric_sum, tree_sum
@@ -139,7 +149,7 @@ def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
         _check_len(name, "input", ss, n)
         outs = [_run(lens, name, i, fwd1, p, s, "fwd") for i, (p, s) in enumerate(zip(ps, ss))]
         ms = [m for m, _ in outs]
-        if checking:
+        if checking and witnessing():
             return _witness_list(ms, (list(ps), list(ss))), [a for _, a in outs]
         return ms, [a for _, a in outs]
 
@@ -152,7 +162,7 @@ def vec_lens(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
         if given is not None:
             for i, out in enumerate(outs):
                 _check_copy(lens, name, i, out, given[0][i], given[1][i])
-        checking = False
+            checking = False
         return [dp for dp, _ in outs], [ds for _, ds in outs]
 
     init = None if init1 is None else (lambda rng: [init1(rng) for _ in range(n)])
@@ -282,7 +292,7 @@ def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
         _check_len(name, "input", ss, n)
         outs = [_run(lens, name, i, fwd1, p, s, "fwd") for i, s in enumerate(ss)]
         ms = [m for m, _ in outs]
-        if checking:
+        if checking and witnessing():
             return _witness_list(ms, (p, list(ss))), [a for _, a in outs]
         return ms, [a for _, a in outs]
 
@@ -295,7 +305,7 @@ def batch_n(n: int, lens: AnyLens | AnyTriLens) -> AnyLens | AnyTriLens:
         if given is not None:
             for i, out in enumerate(outs):
                 _check_copy(lens, name, i, out, given[0], given[1][i])
-        checking = False
+            checking = False
         return sum_trees(name, "parameter deltas of the copies", [dp for dp, _ in outs]), [ds for _, ds in outs]
 
     return PreLens(fwd, bwd, name, lens.init_fn, "", (lens,))
@@ -336,7 +346,7 @@ def chain(*lenses: AnyLens) -> AnyLens:
         if not isinstance(ps, list) or len(ps) != n:
             _check_len(name, "parameters", ps, n)
         ms = []
-        ins: list[Any] | None = [] if checking else None
+        ins: list[Any] | None = [] if checking and witnessing() else None
         for i, (f, p) in enumerate(zip(fwds, ps)):
             if ins is not None:
                 ins.append(s)
@@ -368,7 +378,8 @@ def chain(*lenses: AnyLens) -> AnyLens:
                 err = unpack_error(exc, lenses[i], locals(), "out", "bwd")
                 raise E.in_part(err, name, repr(lenses[i]), "the backward pass", da) from None
             dps[i], da = dp, da_next
-        checking = False
+        if given is not None:  # checked: witnesses are no longer needed
+            checking = False
         return dps, da
 
     ready = [i for i in inits if i is not None]

@@ -19,8 +19,10 @@ optimiser only.
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic
 
@@ -286,7 +288,9 @@ AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
 #   or list equal to the plain residue, which also carries what each part was
 #   given); its ``bwd`` then checks each part's ``(dp, ds)`` right after the part
 #   returns them, so the innermost lens that misbehaves is the one named. After
-#   its first backward pass a composite returns plain residues again;
+#   its first checked backward pass a composite returns plain residues again, and
+#   so does a forward pass inside :func:`forward_only` (``forward``, ``predict``,
+#   ``evaluate``, ``generate``: no backward pass will read that residue);
 # * :func:`~prelens.vjp` and :func:`~prelens.backward` check a lens that is not
 #   such a composite the first time they run it;
 # * a lens whose deltas have fitted once joins :data:`_VALIDATED` and is never
@@ -295,6 +299,29 @@ AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
 
 #: Lenses whose ``bwd`` has returned deltas that fit their ``p`` and ``s`` (checked once).
 _VALIDATED: weakref.WeakSet[AnyLens] = weakref.WeakSet()
+
+#: ``forward_only`` is set (per thread) while a pass runs whose residue no backward pass will read.
+_MODE = threading.local()
+
+
+def witnessing() -> bool:
+    """True unless inside :func:`forward_only`: only a residue that ``bwd`` may read needs a witness."""
+    return not getattr(_MODE, "forward_only", False)
+
+
+@contextmanager
+def forward_only() -> Iterator[None]:
+    """Run forward passes whose residues are dropped (``forward``, ``predict``, ``evaluate``, ``generate``).
+
+    Composites then return plain residues even before their first backward pass:
+    the first-call witness exists to check a backward pass, and none will run.
+    """
+    before = getattr(_MODE, "forward_only", False)
+    _MODE.forward_only = True
+    try:
+        yield
+    finally:
+        _MODE.forward_only = before
 
 
 class _Witness(tuple[Any, ...]):
@@ -518,7 +545,7 @@ def pre_compose(
         except Exception as exc:
             err = unpack_error(exc, g, locals(), "out_g", "fwd")
             raise E.in_part(err, name, g.name, "the forward pass", b, f"the output of {f.name}") from None
-        if checking:
+        if checking and witnessing():
             return _witness((m_f, m_g), (p_f, s, p_g, b)), a
         return (m_f, m_g), a
 
@@ -546,7 +573,7 @@ def pre_compose(
         except Exception as exc:
             err = unpack_error(exc, f, locals(), "out_f", "bwd")
             raise E.in_part(err, name, f.name, "the backward pass", db, f"the delta from {g.name}") from None
-        if checking:
+        if given is not None:  # checked: witnesses are no longer needed
             checking = False
         return (dp_g, dp_f), ds
 
@@ -613,7 +640,7 @@ def prod_lens(
             raise E.in_part(
                 unpack_error(exc, g, locals(), "out2", "fwd"), name, g.name, "the forward pass", s2
             ) from None
-        if checking:
+        if checking and witnessing():
             return _witness((m1, m2), (p1, s1, p2, s2)), (a1, a2)
         return (m1, m2), (a1, a2)
 
@@ -643,7 +670,7 @@ def prod_lens(
             raise E.in_part(
                 unpack_error(exc, g, locals(), "out2", "bwd"), name, g.name, "the backward pass", da2
             ) from None
-        if checking:
+        if given is not None:  # checked: witnesses are no longer needed
             checking = False
         return (dp1, dp2), (ds1, ds2)
 

@@ -45,7 +45,6 @@ Path = tuple[Any, ...]
 EACH: Final = "*"
 
 DIMAP_S, DIMAP_P, DIMAP_M, ALPHA, BETA = "dimap_s", "dimap_p", "dimap_m", "alpha", "beta"
-_SLOT_OF = {DIMAP_S: 2, DIMAP_P: 1, DIMAP_M: 0}
 
 
 @dataclass(frozen=True)
@@ -81,8 +80,8 @@ class Step:
     g: Fn | None = None
 
     def __repr__(self) -> str:
-        paths = [p for p in (self.at.m, self.at.p, self.at.s) if p]
-        where = "" if not paths else " @" + ("/".join(_show(p) for p in (self.at.m, self.at.p, self.at.s)))
+        paths = (self.at.m, self.at.p, self.at.s)
+        where = " @" + "/".join(_show(p) for p in paths) if any(paths) else ""
         label = "" if self.f is None else f" {_fn_name(self.f)}"
         return f"{self.kind}{label}{where}"
 
@@ -166,7 +165,6 @@ class Program:
     def pre_lens(self, name: str = "program") -> Any:
         """The program run as a pre-lens (the ``PreLens`` interpretation), with loops.
 
-        >>> from prelens import id_pre_lens
         >>> Program().dimap_s(lambda s: s + 1, lambda ds: 2 * ds).pre_lens().bwd((), 5)
         ((), 10)
         """

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _args
-from ._lens import DA, DP, DS, A, M, P, PreLens, S, as_pair, check_deltas, depth_error, is_validated
+from ._lens import DA, DP, DS, A, M, P, PreLens, S, as_pair, check_deltas, depth_error, forward_only, is_validated
 from ._tambara import AnyTriLens, from_tamb
 
 Lensish = PreLens[A, DA, M, M, P, DP, S, DS] | AnyTriLens
@@ -82,7 +82,9 @@ def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    _, a = _run_fwd(_as_prelens(lens, "forward"), p, s)
+    lens_ = _as_prelens(lens, "forward")
+    with forward_only():  # the residue is dropped: no first-call witness is built for it
+        _, a = _run_fwd(lens_, p, s)
     out: A = a
     return out
 

@@ -240,24 +240,45 @@ class SGD(_WithSchedule):
         return ()
 
     def _update(self, grads: Tree, state: tuple[()], params: Tree, lr: float) -> tuple[Tree, tuple[()]]:
-        _check_state("sgd", state, tuple, "()")
-        neg_lr = -lr
-
-        def leaf(p: Any, g: Any) -> Any:
-            if type(p) is np.ndarray:
-                if type(g) is np.ndarray and g.dtype == p.dtype and g.ndim:
-                    new = g * neg_lr  # a Python float keeps the dtype (0-d would give a scalar)
-                else:
-                    new = np.multiply(g, neg_lr, out=np.empty_like(p))
-                new += p
-                return new
-            return _scalar_like(p, p + neg_lr * g)
-
+        if state != () or type(state) is not tuple:
+            _check_state("sgd", state, tuple, "()")
         try:
-            new_params = _walk_pair(leaf, params, grads)
+            new_params = _sgd_walk(params, grads, -lr)
         except (_Mismatch, TypeError, ValueError):
             raise _diagnose("sgd", params, (grads,), ("grads",)) from None
         return new_params, ()
+
+
+def _sgd_leaf(p: Any, g: Any, neg_lr: float) -> Any:
+    """``p − lr·g`` for one leaf (``neg_lr = −lr``): a fresh array, or a scalar like ``p``."""
+    if type(p) is np.ndarray:
+        if type(g) is np.ndarray and g.dtype == p.dtype and g.ndim:
+            new = g * neg_lr  # a Python float keeps the dtype (0-d would give a scalar)
+        else:
+            new = np.multiply(g, neg_lr, out=np.empty_like(p))
+        new += p
+        return new
+    return _scalar_like(p, p + neg_lr * g)
+
+
+def _sgd_walk(p: Tree, g: Tree, neg_lr: float) -> Tree:
+    """SGD's update over the tree: :func:`_walk_pair` with the step inlined for float array leaves
+    (the hot path of a small model, whose step is mostly this walk)."""
+    cls = type(p)
+    if cls is np.ndarray:
+        if type(g) is np.ndarray and g.dtype == p.dtype and g.shape == p.shape and g.ndim and p.dtype.char in "fdg":
+            new = g * neg_lr
+            new += p
+            return new
+        return _walk_pair(lambda x, y: _sgd_leaf(x, y, neg_lr), p, g)
+    if cls is list or cls is tuple or cls in _NAMEDTUPLES:
+        if type(g) is not cls or len(g) != len(p):
+            raise _Mismatch
+        children = [_sgd_walk(c, d, neg_lr) for c, d in zip(p, g)]
+        if cls is list:
+            return children
+        return tuple.__new__(cls, children)  # a named tuple without its generated __new__
+    return _walk_pair(lambda x, y: _sgd_leaf(x, y, neg_lr), p, g)
 
 
 def sgd(lr: LR) -> SGD:

@@ -172,7 +172,7 @@ def test_spirals_geometry_and_seeding():
         (lambda: make_moons(10, noise=-1), r"make_moons: noise must be a number >= 0"),
         (lambda: make_spirals(10, classes=1), r"make_spirals: classes must be an int >= 2, got 1"),
         (lambda: make_spirals(10, turns=0), r"make_spirals: turns must be a number > 0"),
-        (lambda: load_dataset("mnist"), r"load_dataset: name must be one of \['iris', 'moons', 'spirals'\]"),
+        (lambda: load_dataset("mnist"), r"load_dataset: name must be one of \['glyphs', 'iris', 'moons', 'spirals'\]"),
     ],
 )
 def test_generator_argument_errors(call: object, match: str):
@@ -184,7 +184,7 @@ def test_generator_argument_errors(call: object, match: str):
 def test_load_dataset_by_name(name: str):
     split = load_dataset(name, 0.25, rng=0, standardize_features=True)
     assert split.name == name
-    assert len(split.y_train) + len(split.y_test) == {"iris": 150, "moons": 200, "spirals": 300}[name]
+    assert len(split.y_train) + len(split.y_test) == {"iris": 150, "moons": 200, "spirals": 300, "glyphs": 1000}[name]
     assert split.x_train.shape[1] == split.n_features == len(split.feature_names)
     assert set(np.unique(split.y_test)) == set(range(split.n_classes))
     np.testing.assert_allclose(split.x_train.mean(axis=0), 0.0, atol=1e-12)
@@ -194,3 +194,44 @@ def test_load_dataset_by_name(name: str):
 
 def test_load_dataset_iris_matches_load_iris():
     np.testing.assert_array_equal(load_dataset("iris", 0.2, rng=4).x_test, load_iris(0.2, rng=4).x_test)
+
+
+# ------------------------------------------------------------------ glyphs (issue 14)
+
+
+def test_glyphs_are_the_ten_bitmaps_shifted_inked_and_noised():
+    from prelens.datasets import GLYPHS, make_glyphs
+
+    xs, ys = make_glyphs(200, noise=0.0, rng=3)
+    assert xs.shape == (200, 64) and xs.dtype == np.float64 and ys.dtype == np.int64
+    assert np.bincount(ys).tolist() == [20] * 10
+    for image, digit in zip(xs.reshape(-1, 8, 8), ys):
+        ink = image.max()
+        assert 0.6 <= ink <= 1.0
+        (rows, cols) = np.nonzero(image)
+        top, left = rows.min(), cols.min() - np.nonzero(GLYPHS[digit])[1].min()
+        np.testing.assert_array_equal(image[top : top + 7, left : left + 5], ink * GLYPHS[digit])
+        assert np.count_nonzero(image) == np.count_nonzero(GLYPHS[digit])  # nothing else drawn
+    inks = xs.max(axis=1)
+    assert inks.min() < 0.65 and inks.max() > 0.95  # the ink strength varies from image to image
+    noisy, same_ys = make_glyphs(200, noise=0.25, rng=3)
+    assert np.array_equal(same_ys, ys) and 0.2 < float(np.std(noisy - xs)) < 0.3
+    assert np.array_equal(make_glyphs(50, rng=1)[0], make_glyphs(50, rng=1)[0])
+    assert not np.array_equal(make_glyphs(50, rng=1)[0], make_glyphs(50, rng=2)[0])
+    assert not GLYPHS.flags.writeable and len({g.tobytes() for g in GLYPHS}) == 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n": 0}, r"^make_glyphs: n must be an int >= 1, got 0$"),
+        ({"noise": -0.1}, r"^make_glyphs: noise must be a number >= 0"),
+        ({"noise": 1e308}, r"^make_glyphs: noise must be a number small enough for finite pixels"),
+        ({"rng": "x"}, r"^make_glyphs: rng must be a numpy\.random\.Generator"),
+    ],
+)
+def test_glyph_argument_errors(kwargs: dict, match: str):
+    from prelens.datasets import make_glyphs
+
+    with pytest.raises(ArgumentError, match=match):
+        make_glyphs(**kwargs)

@@ -42,7 +42,7 @@ from prelens.cli import main as cli_main
 from prelens.datasets import CharVocab, load_iris, text_windows
 from prelens.optim import adam, sgd
 from prelens.testing import check_lens_equal, check_pure, check_vjp
-from prelens.train import fit
+from prelens.train import EarlyStopping, fit
 
 from ._model_files import craft
 
@@ -190,6 +190,24 @@ def _damaged_iris(monkeypatch: pytest.MonkeyPatch) -> Any:
     finally:
         monkeypatch.undo()
         iris._read.cache_clear()
+
+
+def _plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import sys
+
+    from prelens.train import History
+
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    try:
+        return History(loss=[1.0]).plot()
+    finally:
+        monkeypatch.undo()
+
+
+def _resume_a_plain_checkpoint(tmp_path: Path) -> Any:
+    save(tmp_path / "plain.npz", {"params": np.zeros((3, 1)), "opt_state": ()})
+    return fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), progress=False,
+               resume=tmp_path / "plain.npz")  # fmt: skip
 
 
 class Case(NamedTuple):
@@ -453,6 +471,37 @@ CASES: dict[str, Case] = {
         lambda: sgd(lambda t: -0.5).update(np.ones(2), sgd(lambda t: -0.5).init(np.ones(2)), np.ones(2)),
         E.ArgumentError,
         r"^sgd: the lr schedule gave -0\.5 at step 0; a schedule must give a finite number >= 0$",
+    ),
+    # the training kit in fit (issue 14)
+    "data_cast_overflow": _case(
+        lambda: fit(
+            nn.linear(3, 1, dtype=np.float32), nn.mse, (np.full((2, 3), 1e300), np.ones((2, 1))), 1, 2, sgd(0.1)
+        ),
+        E.NonFiniteError,
+        r"^fit: data\[0\] overflows when cast to the model's float32, first in row 0; scale the data first$",
+    ),
+    "metrics_unmeasured": _case(
+        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), metrics={"m": lambda *a: 0.0}),
+        E.ArgumentError,
+        r"^fit: metrics has nothing to be measured on: give validation=\(xs, targets\), or train_metrics=True to "
+        r"measure them on the training data$",
+    ),
+    "monitor_unknown": _case(
+        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), callbacks=[EarlyStopping()]),
+        E.ArgumentError,
+        r"^fit: EarlyStopping monitors 'val_loss', which this fit does not record; it records 'loss'$",
+    ),
+    "resume_refused": _case(
+        _resume_a_plain_checkpoint,
+        E.CheckpointError,
+        r"^checkpoint .*plain\.npz: cannot resume from it: it holds no training position \(not written by fit, or "
+        r"by prelens before 0\.2\.0\); load its parameters with prelens\.checkpoint\.load and pass them as params= "
+        r"and opt_state=$",
+    ),
+    "missing_extra": _case(
+        _plot_without_matplotlib,
+        E.MissingExtraError,
+        r"^History\.plot needs matplotlib, which is not installed: pip install 'prelens\[plot\]'$",
     ),
     # datasets
     "data_damaged": _case(

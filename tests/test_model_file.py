@@ -94,6 +94,7 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("faithful attention", lambda: nn.multi_head_attention_faithful(8, 2), rows(2, 5, 8), None),
     ("attention pieces", lambda: chain(nn.split_heads(2), nn.merge_heads(2)), rows(2, 3, 4), None),
     ("more pieces", lambda: (nn.attention_scores(4), nn.causal_mask(), nn.weighted_sum(), nn.concat_heads(2)), None, None),
+    ("fused attention", lambda: nn.scaled_dot_product_attention(4, causal=True), None, None),
     ("embeddings", lambda: nn.token_embedding(7, 4) >> nn.positional_embedding(6, 4), ids(7, 2, 6), None),
     ("sinusoidal", lambda: nn.sinusoidal_encoding(4, max_len=10), rows(2, 6, 4), None),
     ("feed forward", lambda: nn.feed_forward(4, 8) >> nn.feed_forward_composed(4, 8, dtype=np.float64), rows(2, 3, 4), None),

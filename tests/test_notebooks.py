@@ -29,7 +29,16 @@ from traitlets import default
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
 #: Notebooks that docs/tutorial.md, docs/lecture.md and the other notebooks refer to by name.
-KNOWN = ["01_prelenses", "01b_optics", "02_tambara", "03_mlp", "04_attention", "05_laws", "06_transformer"]
+KNOWN = [
+    "01_prelenses",
+    "01b_optics",
+    "02_tambara",
+    "03_mlp",
+    "04_attention",
+    "05_laws",
+    "06_transformer",
+    "08_learning_as_optics",
+]
 CELL_TIMEOUT = 180  # seconds; the slowest cell (training a transformer) takes a few
 INLINE = "module://matplotlib_inline.backend_inline"
 BIBLIOGRAPHY = "../docs/bibliography.md"

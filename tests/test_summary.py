@@ -45,7 +45,8 @@ def test_named_models_are_opened_up_into_their_composition():
     s = summary(LM, TOKENS)
     rows = [(st.depth, st.name) for st in s.stages]
     assert rows[:3] == [(0, repr(LM)), (1, "token_embedding(16, 8)"), (1, "positional_embedding(6, 8)")]
-    assert (4, "multi_head_attention(8, heads=2, causal)") in rows and (7, "linear(8→8)") in rows
+    assert (4, "multi_head_attention(8, heads=2, causal)") in rows and (5, "linear(8→8)") in rows
+    assert (5, "projections(8, heads=2)") in rows and (5, "scaled_dot_product_attention(d_k=4, causal)") in rows
     leaves = [st for st in s.stages if not st.op]
     assert s.total_params == sum(st.count for st in leaves) == sum(x.size for x in tree_leaves(LM.init(0)))
     text = str(s)

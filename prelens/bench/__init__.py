@@ -7,13 +7,17 @@
   reports build and pass times, peak memory and counted work, and the TriLens route against
   the pre-lens route).
 
-Both check the two implementations' gradients equal before timing anything,
-then time them interleaved and report median times and their ratio. Run them
+* :mod:`prelens.bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
+  eager and in JAX under ``jit``, and the matmul floor (``prelens bench --peers``);
+* :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
+  (``prelens bench --profile``).
+
+Each checks the implementations' gradients equal before timing anything,
+then times them interleaved and reports median times and their ratios. Run them
 with ``OPENBLAS_NUM_THREADS=1 python -m prelens bench``.
 """
 
 from .lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
-from .tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
 from .mlp import (
     CASES,
     ChainResult,
@@ -27,23 +31,60 @@ from .mlp import (
     time_chains,
     time_mlp_step,
 )
+from .peers import (
+    DEFAULT_PEERS,
+    JAX_JIT,
+    MATMUL_FLOOR,
+    NUMPY_HAND,
+    PEER_CASES,
+    TORCH_EAGER,
+    Peer,
+    PeerCase,
+    PeerReport,
+    PeerRow,
+    PeerStep,
+    Problem,
+    check_peer_gradients,
+    make_problem,
+    run_peers,
+)
+from .profile import Profile, ProfileRow, profile_step
+from .tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
 
 __all__ = [
     "CASES",
+    "DEFAULT_PEERS",
+    "JAX_JIT",
+    "MATMUL_FLOOR",
+    "NUMPY_HAND",
+    "PEER_CASES",
+    "TORCH_EAGER",
     "ChainResult",
     "HandLM",
     "LMConfig",
     "MlpCase",
     "MlpResult",
+    "Peer",
+    "PeerCase",
+    "PeerReport",
+    "PeerRow",
+    "PeerStep",
+    "Problem",
+    "Profile",
+    "ProfileRow",
     "Report",
     "TambaraRow",
     "check_gradients",
+    "check_peer_gradients",
     "count_work",
     "lm_benchmark_rows",
+    "make_problem",
     "numpy_mlp_grads",
     "numpy_mlp_step",
+    "profile_step",
     "run_benchmarks",
     "run_lm_benchmark",
+    "run_peers",
     "tambara_routes",
     "tambara_sweep",
     "time_chains",

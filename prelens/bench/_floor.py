@@ -26,9 +26,10 @@ from ..nn._fastcheck import Array
 if TYPE_CHECKING:
     from .peers import PeerCase
 
-__all__ = ["matmul_floor"]
+__all__ = ["matmul_floor", "tagged_products"]
 
 Product = tuple[Array, Array, Array]  #: ``(a, b, out)``: ``out = a @ b``
+SDPA = "scaled_dot_product_attention"
 
 
 def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], None]:
@@ -45,6 +46,23 @@ def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], Non
     >>> case = PeerCase((4, 8, 3), "float64", 16)
     >>> matmul_floor(case, make_problem(case).params)()
     """
+    products = [p for _, p in tagged_products(case, params, seed)]
+    matmul = np.matmul
+
+    def run() -> None:
+        for a, b, out in products:
+            matmul(a, b, out=out)
+
+    return run
+
+
+def tagged_products(case: PeerCase, params: Any, seed: int = 0) -> list[tuple[str, Product]]:
+    """The products of ``case``'s step, each tagged with the lens that computes it in prelens.
+
+    Tags: ``dense`` (the MLP's layers, the LM's unembedding), ``projections`` (the
+    attention's ``W_Q``, ``W_K``, ``W_V``), ``linear`` (its ``W_O``),
+    ``scaled_dot_product_attention`` (the scores and the weighted sum), ``feed_forward``.
+    """
     from .lm import LMConfig
 
     rng = np.random.default_rng(seed)
@@ -54,17 +72,17 @@ def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], Non
         return rng.standard_normal(shape).astype(dt)
 
     def prod(a: Array, b: Array) -> Product:
-        return a, b, np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), dt)
+        return a, b, np.empty((*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1]), dt)
 
-    products: list[Product] = []
+    products: list[tuple[str, Product]] = []
 
-    def dense(x: Array, w: Array, input_delta: bool = True) -> None:
+    def dense(tag: str, x: Array, w: Array, input_delta: bool = True) -> None:
         """Forward ``x W``; backward ``xᵀ dy`` (and ``dy Wᵀ``)."""
         dy = rand(x.shape[0], w.shape[1])
-        products.append(prod(x, w))
-        products.append(prod(x.T, dy))
+        products.append((tag, prod(x, w)))
+        products.append((tag, prod(x.T, dy)))
         if input_delta:
-            products.append(prod(dy, w.T))
+            products.append((tag, prod(dy, w.T)))
 
     if isinstance(case.model, LMConfig):
         c = case.model
@@ -73,25 +91,21 @@ def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], Non
         for bp in params.blocks:
             x = rand(n, d)
             ap, ff = bp.attention, bp.feed_forward
-            for w in ap:
-                dense(x, w)
-            q, k, v, s, do = rand(b, h, t, dk), rand(b, h, t, dk), rand(b, h, t, dk), rand(b, h, t, t), rand(b, h, t, dk)
-            products += [prod(q, k.swapaxes(-1, -2)), prod(s, v)]  # forward: scores, weighted sum
-            products += [prod(s, k), prod(s.swapaxes(-1, -2), q)]  # dQ = dS K, dK = dSᵀ Q
-            products += [prod(do, v.swapaxes(-1, -2)), prod(s.swapaxes(-1, -2), do)]  # dA = dO Vᵀ, dV = Aᵀ dO
-            dense(x, ff.hidden.weight)
-            dense(rand(n, c.d_ff), ff.output.weight)
-        dense(rand(n, d), params.unembedding.weight)
+            for w in ap[:3]:  # prelens runs the three as one product with [W_Q | W_K | W_V]
+                dense("projections", x, w)
+            dense("linear", x, ap.W_O)
+            q, k, v, do = (rand(b, h, t, dk) for _ in range(4))
+            s = rand(b, h, t, t)
+            # scores Q Kᵀ and the weighted sum A V, with their backward products
+            # dQ = dS K, dK = dSᵀ Q, dA = dO Vᵀ, dV = Aᵀ dO
+            pairs = ((q, k.swapaxes(-1, -2)), (s, k), (s.swapaxes(-1, -2), q), (s, v), (do, v.swapaxes(-1, -2)))
+            products += [(SDPA, prod(a, b_)) for a, b_ in (*pairs, (s.swapaxes(-1, -2), do))]
+            dense("feed_forward", x, ff.hidden.weight)
+            dense("feed_forward", rand(n, c.d_ff), ff.output.weight)
+        dense("dense", rand(n, d), params.unembedding.weight)
     else:
         x = rand(case.batch, case.model[0])
         for i, p in enumerate(params):
-            dense(x, p.weight, input_delta=i > 0)
+            dense("dense", x, p.weight, input_delta=i > 0)
             x = rand(case.batch, p.weight.shape[1])
-
-    matmul = np.matmul
-
-    def run() -> None:
-        for a, b_, out in products:
-            matmul(a, b_, out=out)
-
-    return run
+    return products

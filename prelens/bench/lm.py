@@ -29,7 +29,8 @@ import numpy.typing as npt
 from .._errors import law_violation
 from .._trace import vjp
 from .._tree import tree_first_difference, tree_leaves, tree_paths
-from ..nn._attention import MASKED, AttentionParams
+from ..nn._attention import AttentionParams
+from ..nn._dot_attention import MASKED
 from ..nn._fastcheck import Array
 from ..nn._linear import DenseParams
 from ..nn._norm import LayerNormParams

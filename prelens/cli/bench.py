@@ -8,12 +8,20 @@
 2. Forward and backward of the decoder-only language model (vocab 64,
    sequence 32, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16).
 
-The two sides of each comparison start from the same weights, their gradients
+--peers: one SGD step of the same models (both MLPs and the language model, float64
+and float32) in prelens, by hand in numpy, in PyTorch eager and in JAX under jit,
+and the matrix products alone (the matmul floor), with the ratios; PyTorch and
+JAX come with the optional extra: pip install 'prelens[peers]'.
+--profile: where prelens's step spends its time, lens by lens (matrix products
+against everything else).
+
+The sides of each comparison start from the same weights, their gradients
 are checked equal before any timing, and they run interleaved in one process.
 The machine is noisy: compare ratios, not times,
 and set OPENBLAS_NUM_THREADS=1 for steadier numbers, e.g.
-"OPENBLAS_NUM_THREADS=1 python -m prelens bench" (or "... bench --quick" for a
-smoke test).
+"OPENBLAS_NUM_THREADS=1 python -m prelens bench --peers" (or "... bench --quick"
+for a smoke test). Freed memory is kept for reuse (prelens.train.retain_freed_memory),
+so that no side pays page faults that depend on what ran before it.
 """
 
 from __future__ import annotations
@@ -46,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="big: 784-256-128-10 at batch 128; small: 4-8-8-3 at batch 16; lm: the decoder-only language model",
     )
     parser.add_argument("--no-chain", action="store_true", help="skip the chain-length timings")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--peers",
+        action="store_true",
+        help="prelens against numpy by hand, PyTorch eager, JAX jit and the matmul floor (extra: prelens[peers])",
+    )
+    mode.add_argument("--profile", action="store_true", help="prelens's step lens by lens: matmuls against the rest")
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the batch")
 
 
@@ -59,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
     from ..bench import CASES, run_benchmarks, run_lm_benchmark  # here: the timing needs Unix's `resource`
+    from ..train import retain_freed_memory
 
+    retain_freed_memory()
+    if args.peers or args.profile:
+        return _peers_or_profile(args, repeats)
     cases = [
         c
         for c in CASES
@@ -76,3 +95,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _peers_or_profile(args: argparse.Namespace, repeats: int | None) -> int:
+    from ..bench import peers as P
+    from ..bench import profile_step
+
+    kinds = {"all": ("big", "small", "lm")}.get(args.case, (args.case,))
+    cases = [c for c in P.PEER_CASES if args.dtype in ("both", c.dtype) and _kind(c) in kinds]
+    if args.profile:
+        for case in cases:
+            print(f"{profile_step(case, repeats=repeats or (3 if args.quick else 30), seed=args.seed)}\n")
+        return 0
+    try:
+        n = repeats or (3 if args.quick else 10)
+        print(P.run_peers(cases, peers=P.DEFAULT_PEERS, repeats=n, seed=args.seed))
+    except E.LawError as exc:
+        print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _kind(case: object) -> str:
+    model = getattr(case, "model", None)
+    if not isinstance(model, tuple):
+        return "lm"
+    return "big" if model[0] == 784 else "small"

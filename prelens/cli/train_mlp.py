@@ -25,6 +25,7 @@ from ..optim import Optimizer, adam, momentum, sgd
 from ..train import accuracy, evaluate, fit
 from . import _checks as C
 from ._model_io import save_classifier
+from ._runtime import add_runtime_arguments, training_runtime
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
@@ -59,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--lr", type=float, default=0.01, help="learning rate (step size)")
     train.add_argument("--momentum", type=float, default=0.9, help="momentum coefficient (--optimizer momentum)")
     train.add_argument("--seed", type=int, default=0, help="seeds the data, the split, the init and the shuffling")
+    add_runtime_arguments(train)
     out = parser.add_argument_group("output")
     out.add_argument(
         "--save",
@@ -146,20 +148,21 @@ def run(args: argparse.Namespace) -> int:
     print(f"{split!r}; model {model!r}; {args.optimizer} lr={args.lr}")
     started = time.perf_counter()
     try:
-        params, _, history = fit(
-            model,
-            softmax_cross_entropy,
-            (x_train, split.y_train),
-            args.epochs,
-            args.batch_size,
-            opt,
-            args.seed,
-            validation=(x_test, split.y_test) if len(split.y_test) else None,
-            metrics={"accuracy": accuracy},
-            progress=False if args.no_progress else None,
-            checkpoint_every=args.checkpoint_every,
-            checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
-        )
+        with training_runtime(args, model.init(0), x_train[: args.batch_size]):  # init(0): the sizes only
+            params, _, history = fit(
+                model,
+                softmax_cross_entropy,
+                (x_train, split.y_train),
+                args.epochs,
+                args.batch_size,
+                opt,
+                args.seed,
+                validation=(x_test, split.y_test) if len(split.y_test) else None,
+                metrics={"accuracy": accuracy},
+                progress=False if args.no_progress else None,
+                checkpoint_every=args.checkpoint_every,
+                checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
+            )
     except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
         print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
         last = getattr(err, "history", None)  # the last good state rides on the error

@@ -22,10 +22,8 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -34,12 +32,13 @@ from .. import _errors as E
 from .._trace import forward
 from ..datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from ..nn import decoder_lm, generate, token_cross_entropy
-from ..optim import Adam, AdamState
+from ..optim import adam, warmup_cosine
 from ..train import evaluate, fit
 from . import _checks as C
 from ._model_io import save_language_model
+from ._runtime import add_runtime_arguments, training_runtime
 
-__all__ = ["WarmupCosine", "add_arguments", "run", "token_accuracy"]
+__all__ = ["add_arguments", "run", "token_accuracy"]
 
 #: Defaults that differ between the sequence tasks and the text.
 _SEQ = {"train_size": 20000, "epochs": 2, "batch_size": 64, "lr": 1e-3, "block": 0}
@@ -113,6 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--seed", type=int, default=0, help="seeds the data, the initial weights, shuffling and sampling"
     )
+    add_runtime_arguments(train)
     out = parser.add_argument_group("output")
     out.add_argument("--sample", type=int, default=300, metavar="CHARS", help="characters to generate (--task text)")
     out.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (--task text; 0 is greedy)")
@@ -124,45 +124,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the trained model (lens, vocabulary, parameters) to this model file, e.g. reverse.prelens",
     )
     out.add_argument("--no-progress", action="store_true", help="hide the progress line")
-
-
-@dataclass(frozen=True)
-class WarmupCosine:
-    """Adam whose step size follows a schedule: a linear warm-up, then a cosine decay to zero.
-
-    ``lr_t = lr · min(1, t / warmup) · ½ (1 + cos(π t / total))`` at step ``t``
-    (0-based). An optimiser like any other (``init``, pure ``update``); the
-    schedule reads the step count kept in Adam's state. Without the decay,
-    Adam at a constant step size tends to spike once the loss is near zero.
-
-    >>> opt = WarmupCosine(Adam(0.01), warmup=10, total=100)
-    >>> [round(opt.lr_at(t), 5) for t in (0, 5, 10, 50, 100)]
-    [0.001, 0.00596, 0.00976, 0.005, 0.0]
-    """
-
-    adam: Adam
-    warmup: int
-    total: int
-
-    def lr_at(self, step: int) -> float:
-        """The step size used for step ``step`` (0-based)."""
-        peak = self.adam.lr
-        if callable(peak):  # this class is the schedule: its Adam holds the peak step size, a number
-            raise E.bad_argument("WarmupCosine", "adam.lr", peak, "a number (the peak step size)")
-        ramp = min(1.0, (step + 1) / max(self.warmup, 1))
-        return peak * ramp * 0.5 * (1.0 + math.cos(math.pi * min(step, self.total) / max(self.total, 1)))
-
-    def init(self, params: Any) -> AdamState:
-        """Adam's state for ``params``."""
-        state: AdamState = self.adam.init(params)
-        return state
-
-    def update(self, grads: Any, state: AdamState, params: Any) -> tuple[Any, AdamState]:
-        """One Adam step at the scheduled step size (a zero step size leaves ``params`` as they are)."""
-        lr = self.lr_at(state.step)
-        if lr <= 0.0:
-            return params, AdamState(state.step + 1, state.mu, state.nu)
-        return replace(self.adam, lr=lr).update(grads, state, params)
 
 
 def _resolve(args: argparse.Namespace) -> dict[str, Any]:
@@ -220,7 +181,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             data, model, extra = _task_setup(args, opts, dtype)
         steps = opts["epochs"] * -(-len(data[0][0]) // opts["batch_size"])
-        optimizer = WarmupCosine(Adam(opts["lr"]), warmup=min(100, steps // 10 + 1), total=steps)
+        warmup = min(100, steps // 10 + 1)
+        # without the decay, Adam at a constant step size tends to spike once the loss is near zero
+        optimizer = adam(warmup_cosine(opts["lr"], warmup=min(warmup, steps), total=steps))
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
     (x_train, y_train), (x_test, y_test) = data
@@ -231,26 +194,27 @@ def run(args: argparse.Namespace) -> int:
     epochs = opts["epochs"]
     print(
         f"{len(x_train)} training sequences of {x_train.shape[1]} tokens, {len(x_test)} held out; "
-        f"Adam, peak lr {opts['lr']:g} (warm-up {optimizer.warmup} steps, cosine decay over {optimizer.total}), "
+        f"Adam, peak lr {opts['lr']:g} (warm-up {min(warmup, steps)} steps, cosine decay to step {steps}), "
         f"batch {opts['batch_size']}, {epochs} epoch{'' if epochs == 1 else 's'}; "
         f"held-out loss before training {start_loss:.4f}"
     )
     metrics = {} if args.task == "text" else {"token_accuracy": token_accuracy}
     started = time.perf_counter()
     try:
-        params, _, history = fit(
-            model,
-            loss,
-            (x_train, y_train),
-            opts["epochs"],
-            opts["batch_size"],
-            optimizer,
-            args.seed,
-            params=params,
-            validation=(x_test, y_test),
-            metrics=metrics,
-            progress=False if args.no_progress else True,
-        )
+        with training_runtime(args, params, x_train[: opts["batch_size"]]):
+            params, _, history = fit(
+                model,
+                loss,
+                (x_train, y_train),
+                opts["epochs"],
+                opts["batch_size"],
+                optimizer,
+                args.seed,
+                params=params,
+                validation=(x_test, y_test),
+                metrics=metrics,
+                progress=False if args.no_progress else True,
+            )
     except E.PrelensError as err:  # diverged (or refused mid-way)
         print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
         return 1

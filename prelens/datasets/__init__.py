@@ -4,7 +4,8 @@
   split train/test by species with a seed.
 * :data:`TOY_XS`, :data:`TOY_YS`: the four-point toy set of the Haskell ``Main.hs`` (from micrograd).
 * :func:`make_moons`, :func:`make_spirals`: seeded 2-D problems for pictures.
-* :func:`load_dataset`: any of ``iris``, ``moons``, ``spirals`` by name, as a
+* :func:`make_glyphs`: seeded, noisy 8×8 images of the ten digits (a small image set).
+* :func:`load_dataset`: any of ``iris``, ``moons``, ``spirals``, ``glyphs`` by name, as a
   :class:`Split`; :func:`stratified_split`, :func:`stratified_folds` and
   :func:`standardize` helpers.
 * :mod:`prelens.datasets.sequences`: sequence tasks and texts for the
@@ -18,6 +19,7 @@
 # One import line per dataset module.
 from ._catalog import DATASETS, load_dataset
 from ._split import Split, standardize, stratified_folds, stratified_split
+from .glyphs import GLYPHS, make_glyphs
 from .iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays, load_iris
 from .sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from .synthetic import make_moons, make_spirals
@@ -25,6 +27,7 @@ from .toy import TOY_XS, TOY_YS, load_toy
 
 __all__ = [
     "DATASETS",
+    "GLYPHS",
     "IRIS_CLASSES",
     "IRIS_FEATURES",
     "TASKS",
@@ -39,6 +42,7 @@ __all__ = [
     "load_iris",
     "load_text",
     "load_toy",
+    "make_glyphs",
     "make_moons",
     "make_sequences",
     "make_spirals",

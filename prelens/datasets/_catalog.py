@@ -9,18 +9,25 @@ import numpy as np
 from .. import _args
 from .. import _errors as E
 from ._split import Floats, Seed, Split, standardize, stratified_split
+from .glyphs import make_glyphs
 from .iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays
 from .synthetic import Points, make_moons, make_spirals
 
 __all__ = ["DATASETS", "load_dataset"]
 
 _XY = ("x", "y")
+_PIXELS = tuple(f"pixel ({r}, {c})" for r in range(8) for c in range(8))
 
 #: name -> (description, point generator taking (n or None, rng), class names or None (arm k))
 _SOURCES: dict[str, tuple[str, Callable[[int | None, np.random.Generator], Points], tuple[str, ...]]] = {
     "iris": ("Fisher's Iris: 150 flowers, 4 features, 3 species", lambda n, g: iris_arrays(), IRIS_CLASSES),
     "moons": ("two interleaved half circles in 2-D (200 points)", lambda n, g: make_moons(n or 200, rng=g), ()),
     "spirals": ("three spiral arms in 2-D (300 points)", lambda n, g: make_spirals(n or 300, rng=g), ()),
+    "glyphs": (
+        "the ten digits as noisy 8x8 images (1000 of them, 64 pixels each)",
+        lambda n, g: make_glyphs(n or 1000, rng=g),
+        tuple(str(d) for d in range(10)),
+    ),
 }
 
 #: Dataset names with one-line descriptions.
@@ -35,14 +42,14 @@ def load_dataset(
     n: int | None = None,
     standardize_features: bool = False,
 ) -> Split:
-    """A named dataset (``iris``, ``moons``, ``spirals``) as a stratified, seeded split.
+    """A named dataset (``iris``, ``moons``, ``spirals``, ``glyphs``) as a stratified, seeded split.
 
     Haskell::
 
         load_dataset :: String -> Double -> Gen -> Split
 
-    ``rng`` seeds both the generated points (moons, spirals; ``n`` of them,
-    the default if None; ignored for iris) and the split. With
+    ``rng`` seeds both the generated points (moons, spirals, glyphs; ``n`` of
+    them, the default if None; ignored for iris) and the split. With
     ``standardize_features=True`` every column is scaled to mean 0 and
     standard deviation 1 with the training rows' statistics.
 
@@ -61,5 +68,5 @@ def load_dataset(
     if standardize_features:
         x_train, x_test = standardize(x_train, x_test)
     class_names = classes or tuple(f"class {k}" for k in range(int(ys.max()) + 1))
-    features = IRIS_FEATURES if name == "iris" else _XY
+    features = IRIS_FEATURES if name == "iris" else _PIXELS if name == "glyphs" else _XY
     return Split(name, x_train, ys[train], x_test, ys[test], class_names, features)

@@ -64,6 +64,7 @@ from ._attention import (
     unstack_heads,
     weighted_sum,
 )
+from ._dot_attention import scaled_dot_product_attention
 from ._dropout import DropoutKey, dropout, with_dropout, without_dropout
 from ._embedding import positional_embedding, sinusoidal_encoding, sinusoidal_table, token_embedding
 from ._norm import LayerNormParams, layer_norm
@@ -159,6 +160,7 @@ __all__ = [
     "relu",
     "rematerialize",
     "residual",
+    "scaled_dot_product_attention",
     "sigmoid",
     "sinusoidal_encoding",
     "sinusoidal_table",

@@ -34,6 +34,7 @@ from .. import _args as A
 from .. import _errors as E
 from .._lens import PreLens
 from ._fastcheck import Array, delta_error, float_input_error, residue_error
+from ._rows import row_max, row_sum
 
 __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", "softmax", "tanh"]
 
@@ -111,16 +112,18 @@ def pointwise(
 
 
 def _tanh_grad(z: Array, da: Array) -> Array:
-    """``da ⊙ (1 − tanh(z)²)``, one fresh array.
+    """``da ⊙ (1 − tanh(z)²)``, one fresh array, computed as ``da − da ⊙ tanh(z)²``.
+
+    Array-with-array operations only: subtracting from the number 1 costs numpy
+    a conversion per call, a third of this function's time on small arrays.
 
     >>> _tanh_grad(np.array([0.0]), np.array([2.0]))
     array([2.])
     """
     t = np.tanh(z)
-    np.multiply(t, t, out=t)
-    np.subtract(1, t, out=t)
+    t *= t
     t *= da
-    return t
+    return np.subtract(da, t, out=t)
 
 
 #: ``tanh`` on every entry (the post's activation); Glorot initialisation suits it.
@@ -248,13 +251,13 @@ def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         if isinstance(s, np.ndarray) and s.dtype.kind == "f":
             raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
         raise float_input_error("softmax", s)
-    top = s.max(axis=-1, keepdims=True)
+    top = row_max(s)
     if not np.isfinite(top).all():  # rows of -inf (a mask written with -inf): weights as for MASKED
         s = np.maximum(s, -1e30)
-        top = s.max(axis=-1, keepdims=True)
-    y = np.subtract(s, top)  # shift: exp never overflows
+        top = row_max(s)
+    y = np.subtract(s, top[..., None])  # shift: exp never overflows
     np.exp(y, out=y)
-    y /= y.sum(axis=-1, keepdims=True)
+    y /= row_sum(y)[..., None]
     return y, y
 
 
@@ -264,7 +267,7 @@ def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
     if not isinstance(da, np.ndarray) or da.dtype != y.dtype or da.shape != y.shape:
         raise delta_error("softmax", da, y)
     ds = np.multiply(da, y)
-    ds = np.subtract(da, ds.sum(axis=-1, keepdims=True), out=ds)
+    ds = np.subtract(da, row_sum(ds)[..., None], out=ds)
     ds *= y
     return (), ds  # ds = y ⊙ (da − Σ da·y)
 

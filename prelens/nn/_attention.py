@@ -49,6 +49,8 @@ from .._construction import constructor
 from .._iso import unassoc_l
 from .._lens import AnyLens, PreLens, id_pre_lens
 from ._activations import softmax
+from ._dot_attention import MASKED as MASKED
+from ._dot_attention import _scaled_dot_product_attention
 from ._fastcheck import (
     Array,
     check_float_delta,
@@ -61,6 +63,7 @@ from ._fastcheck import (
     shape_str,
 )
 from ._linear import _linear, linear
+from ._projections import projections
 from ._transformer_wiring import reparam, with_probes
 
 __all__ = [
@@ -127,10 +130,6 @@ class FaithfulAttentionParams(NamedTuple):
 
 # ----------------------------------------------------------------- the pieces
 
-
-#: The "minus infinity" of the mask: finite in float32 and float64 (so a row with every key
-#: masked stays finite), far below any real score (so its ``exp`` underflows to exactly 0).
-MASKED = -1e30
 
 
 @constructor
@@ -379,8 +378,8 @@ def _split(name: str, h: int, x: Array, what: str) -> Array:
             raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
         raise E.lens_shape_error(name, what, f"(..., T, d) with d divisible by {h}", E.describe(x))
     *lead, t, d = x.shape
-    # one copy into the head-major layout: the matmuls that follow run on contiguous blocks
-    return np.ascontiguousarray(x.reshape(*lead, t, h, d // h).swapaxes(-2, -3))
+    # a view (no copy): the matmuls that follow read each head's (T, d_k) block in place, as fast
+    return x.reshape(*lead, t, h, d // h).swapaxes(-2, -3)
 
 
 def _merge(name: str, h: int, x: Array, what: str) -> Array:
@@ -614,31 +613,24 @@ def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtyp
     causal = A.flag(kind, "causal", causal)
     name = _label(kind, d, h, causal, dt)
 
-    def lin() -> AnyLens:
-        return linear(d, d, dtype=dt)
-
-    split = split_heads(h)
     body = chain(
-        *_wiring(cross),
-        (lin() @ lin()) @ lin(),
-        (split @ split) @ split,
-        *_attend(d // h, causal),
+        # _wiring's two stages, three linears side by side and three split_heads, fused (tested equal)
+        projections(d, h, dt, cross=cross),
+        # _attend's stages fused (tested equal); Q, K, V are the projections' arrays: kept without a copy
+        _scaled_dot_product_attention(d // h, causal=causal, copy_input=False),
         merge_heads(h),
         _linear(d, d, dtype=dt, copy_input=False),  # its input is the attention's own array
     )
-    before, after = _wiring_params(cross), _attend_params(causal)
-    split_units = (_UNITS2, ())
 
     def p_to(ap: AttentionParams) -> list[Any]:
-        return [*before, ((ap.W_Q, ap.W_K), ap.W_V), split_units, *after, (), ap.W_O]
+        return [(ap.W_Q, ap.W_K, ap.W_V), (), (), ap.W_O]
 
     def p_from(dps: list[Any]) -> AttentionParams:
-        (dq, dk), dv = dps[2]
+        dq, dk, dv = dps[0]
         return AttentionParams(dq, dk, dv, dps[-1])
 
     mha = reparam(body, name, p_to=p_to, p_from=p_from)
-    index = _softmax_index(causal) + 1  # the split stage comes before the scores
-    return with_probes(mha, {"": lambda m: m[index][0]})
+    return with_probes(mha, {"": lambda m: m[1][3]})  # the fused stage's residue (Q, K, V, A)
 
 
 @constructor
@@ -658,9 +650,13 @@ def multi_head_attention(
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
               (linear @ linear) @ linear,                  # ((Q, K), V), each (B, T, d_model)
               (split_heads @ split_heads) @ split_heads,   # each (B, h, T, d_k)
-              attention_scores(d_k) @ id,                  # (S (B, h, T, T), V)
-              [causal_mask() @ id,] softmax @ id,          # (A, V)
-              weighted_sum(), merge_heads(h), linear)      # A V -> (B, T, d_model) -> W_O
+              scaled_dot_product_attention(d_k, causal),   # A V, (B, h, T, d_k)
+              merge_heads(h), linear)                      # (B, T, d_model) -> W_O
+
+    where :func:`scaled_dot_product_attention` is the pipeline
+    ``attention_scores(d_k) @ id >> [causal_mask() @ id >>] softmax @ id >> weighted_sum()``
+    fused into one lens, and the first four stages run as one lens too (one product
+    with ``[W_Q | W_K | W_V]`` each way): both tested equal to what they fuse.
 
     Parameters :class:`AttentionParams` ``(W_Q, W_K, W_V, W_O)``, each
     ``(d_model, d_model)``; ``d_k = d_model / n_heads`` (not divisible: an

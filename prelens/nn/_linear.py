@@ -50,6 +50,7 @@ from ._fastcheck import (
     residue_error,
     shape_str,
 )
+from ._rows import column_sum
 
 __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linear"]
 
@@ -118,9 +119,12 @@ def _times_transpose(da: Array, w: Array) -> Array:
     """``da Wᵀ`` (the input delta); BLAS reads ``Wᵀ`` in place, nothing is copied.
 
     ``np.dot`` on 1-D and 2-D arrays (less call overhead than ``@`` on small
-    ones), ``@`` beyond.
+    ones); leading axes are flattened first, as one product of ``(N, n_out)`` by
+    ``Wᵀ``: a stacked ``da @ Wᵀ`` runs BLAS once per leading index and, with the
+    transposed operand, at up to half the speed (measured on ``(16, 32, 64)``).
     """
-    return np.dot(da, w.T) if da.ndim <= 2 else da @ w.T
+    out: Array = np.dot(da, w.T) if da.ndim <= 2 else np.dot(da.reshape(-1, da.shape[-1]), w.T)
+    return out if da.ndim <= 2 else out.reshape(*da.shape[:-1], w.shape[0])
 
 
 # ------------------------------------------------------------------ linear
@@ -350,11 +354,11 @@ def _dense(
             ok = False
         if not ok:
             raise _dense_params_error(name, p, n_in, n_out, dt)
-        z = np.dot(x, w) if x.ndim <= 2 else x @ w
-        z += b  # z is ours: add the bias in place
         # The residue keeps copies of what bwd reads from x and W (the caller may write into
         # them after this pass); z is ours. Without ds, bwd reads only W's shape: no copy.
         x_kept = x.copy() if copy_input else x
+        z = np.dot(x, w) if x.ndim <= 2 else x @ w
+        z += b  # z is ours: add the bias in place
         return (x_kept, w.copy() if input_delta else w, z), (z if apply is None else apply(z))
 
     def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
@@ -373,10 +377,10 @@ def _dense(
         try:
             dz = da if grad is None else grad(z, da)
             if dz.ndim == 2:
-                dw, db = np.dot(x.T, dz), dz.sum(axis=0)
+                dw, db = np.dot(x.T, dz), column_sum(dz)
             else:
                 dz2 = dz.reshape(-1, n_out)
-                dw, db = np.dot(x.reshape(-1, n_in).T, dz2), dz2.sum(axis=0)
+                dw, db = np.dot(x.reshape(-1, n_in).T, dz2), column_sum(dz2)
             ds = _times_transpose(dz, w) if input_delta else None
         except (TypeError, ValueError, AttributeError):
             raise residue_error(name, m) from None

@@ -38,6 +38,7 @@ import numpy as np
 from .. import _errors as E
 from .._lens import PreLens
 from ._fastcheck import Array, residue_error, scalar_delta, shape_str
+from ._rows import row_max, row_sum
 
 __all__ = ["mse", "softmax_cross_entropy", "squared_distance"]
 
@@ -173,9 +174,9 @@ def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
         if lo < 0 or hi >= n:
             bad = lo if lo < 0 else hi
             raise E.out_of_range(_CE, "labels", f"[0, {n}) (one per class)", bad)
-    shifted = np.subtract(s, s.max(axis=-1, keepdims=True))  # log-sum-exp shift: no overflow
+    shifted = np.subtract(s, row_max(s)[..., None])  # log-sum-exp shift: no overflow
     probs = np.exp(shifted)
-    total = probs.sum(axis=-1)
+    total = row_sum(probs)
     picked = np.take_along_axis(shifted, y[..., None], axis=-1)[..., 0]
     loss = (np.log(total) - picked).sum() / max(y.size, 1)
     probs /= total[..., None]

@@ -25,6 +25,7 @@ from ._fastcheck import (
     param_error,
     residue_error,
 )
+from ._rows import ones, row_sum
 
 __all__ = ["LayerNormParams", "layer_norm"]
 
@@ -84,9 +85,9 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect, dt)
         gain, bias = _params(name, p, tail, dt, vec)
-        mean = np.add.reduce(x, axis=-1, keepdims=True)
+        mean = row_sum(x)  # one BLAS matrix-vector product: faster than a sum over a short axis
         mean *= inv_n
-        xhat = np.subtract(x, mean)
+        xhat = np.subtract(x, mean[..., None])
         r = np.einsum("...i,...i->...", xhat, xhat)[..., None]  # Σ (x − μ)², no temporary
         r *= inv_n
         r += eps_
@@ -116,13 +117,13 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
             raise delta_error(name, da, xhat)
         da2 = da.reshape(-1, n)
         dgain = np.einsum("ij,ij->j", da2, xhat.reshape(-1, n))
-        dbias = da2.sum(axis=0)
+        dbias = np.dot(ones(da2.shape[0], da.dtype), da2)  # column sums as one BLAS product
         g = np.multiply(da, gain)
-        mean_g = np.add.reduce(g, axis=-1, keepdims=True)
+        mean_g = row_sum(g)
         mean_g *= inv_n
         mean_gx = np.einsum("...i,...i->...", g, xhat)[..., None]
         mean_gx *= inv_n
-        g -= mean_g
+        g -= mean_g[..., None]
         g -= xhat * mean_gx
         g *= r
         return LayerNormParams(dgain, dbias), g

@@ -41,7 +41,7 @@ from .. import _errors as E
 from .._combinators import chain, copy_l
 from .._construction import constructor
 from .._iso import sym_l, unassoc_l
-from .._lens import AnyLens, PreLens, as_pair, id_pre_lens
+from .._lens import AnyLens, PreLens, as_pair, forward_only, id_pre_lens
 from ._activations import relu
 from ._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from ._dropout import keyed_params, then_dropout
@@ -59,6 +59,7 @@ from ._fastcheck import (
 from ._linear import DenseParams, dense
 from ._norm import LayerNormParams, layer_norm
 from ._residual import residual
+from ._rows import column_sum, row_max, row_sum
 from ._transformer_wiring import join, probes_of, reparam, with_probes
 
 __all__ = [
@@ -272,10 +273,10 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
         if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != shape:
             raise input_error(name, "output delta", da, f"{E.dtype_name(dt)}[{','.join(map(str, shape))}]", dt)
         da2 = da.reshape(-1, d)
-        d_output = DenseParams(h.T @ da2, da2.sum(axis=0))
+        d_output = DenseParams(h.T @ da2, column_sum(da2))
         dh = da2 @ w2.T
         dh *= h > 0  # dh is ours: the ReLU's derivative in place
-        d_hidden = DenseParams(x2.T @ dh, dh.sum(axis=0))
+        d_hidden = DenseParams(x2.T @ dh, column_sum(dh))
         return FeedForwardParams(d_hidden, d_output), (dh @ w1.T).reshape(shape)
 
     def init(rng: np.random.Generator) -> FeedForwardParams:
@@ -523,6 +524,7 @@ def decoder_lm(
     positional: Positional = "learned",
     eps: float = 1e-5,
     dtype: npt.DTypeLike = np.float64,
+    dropout: float = 0.0,
 ) -> AnyLens:
     """A decoder-only language model: token ids ``(B, T)`` -> next-token logits ``(B, T, vocab)``.
 
@@ -540,7 +542,9 @@ def decoder_lm(
     Parameters :class:`LMParams`; residue: the chain's list, in data-flow
     order. Position ``t``'s logits depend on ids ``0..t`` only. Compose with
     :func:`token_cross_entropy` for the loss. Attention probes
-    ``"block0.self"``, ``"block1.self"``, ...
+    ``"block0.self"``, ``"block1.self"``, ... ``dropout=r > 0`` is passed to every
+    block (each block's parameters in ``blocks`` are then ``(EncoderBlockParams,
+    keys)``; see :func:`encoder_block`).
 
     >>> lm = decoder_lm(16, 8, 2, 32, 1, 10)
     >>> lm
@@ -557,13 +561,16 @@ def decoder_lm(
     f = check_size(fn, "d_ff", d_ff)
     dt = float_dtype(fn, dtype)
     norm_ = _check_norm(fn, norm)
+    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
     emb, pos = _embed(fn, v, d, t, positional, dt)
     blocks = [
-        _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt), f"block{i}") for i in range(n)
+        _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt, dropout=rate), f"block{i}")
+        for i in range(n)
     ]
     final = [layer_norm(d, eps=eps, dtype=dt)] if norm_ == "pre" else []
     body = chain(emb, pos, *blocks, *final, dense(d, v, None, dtype=dt))
     flags = (", pre-LN" if norm_ == "pre" else "") + (", sinusoidal" if positional == "sinusoidal" else "")
+    flags += f", dropout={rate:g}" if rate else ""
     name = (
         f"decoder_lm(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
         f"max_len={t}{flags}{dtype_suffix(dt)})"
@@ -594,6 +601,7 @@ def encoder_decoder(
     positional: Positional = "learned",
     eps: float = 1e-5,
     dtype: npt.DTypeLike = np.float64,
+    dropout: float = 0.0,
 ) -> AnyLens:
     """The encoder-decoder transformer: ``(source ids (B, S), target ids (B, T)) -> logits (B, T, target_vocab)``.
 
@@ -613,6 +621,8 @@ def encoder_decoder(
 
     Parameters :class:`EncoderDecoderParams`; attention probes
     ``"encoder0.self"``, ``"decoder0.self"``, ``"decoder0.cross"``, ...
+    ``dropout=r > 0`` is passed to every encoder and decoder block (their
+    parameters then carry their :class:`DropoutKey` s, as the blocks' do).
 
     >>> from prelens.nn import attention_weights
     >>> ed = encoder_decoder(5, 7, 8, 2, 16, 1, 6)
@@ -630,10 +640,12 @@ def encoder_decoder(
     dt = float_dtype(fn, dtype)
     norm_ = _check_norm(fn, norm)
     pre = norm_ == "pre"
+    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
     src_emb, src_pos = _embed(fn, vs, d, t, positional, dt)
     tgt_emb, tgt_pos = _embed(fn, vt, d, t, positional, dt)
-    enc = [_named(encoder_block(d, n_heads, f, norm=norm_, eps=eps, dtype=dt), f"encoder{i}") for i in range(n)]
-    dec = [_named(decoder_block(d, n_heads, f, norm=norm_, eps=eps, dtype=dt), f"decoder{i}") for i in range(n)]
+    kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
+    enc = [_named(encoder_block(d, n_heads, f, **kw), f"encoder{i}") for i in range(n)]
+    dec = [_named(decoder_block(d, n_heads, f, **kw), f"decoder{i}") for i in range(n)]
     enc_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
     dec_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
     body = chain(
@@ -645,7 +657,7 @@ def encoder_decoder(
         *dec_norm,
         dense(d, vt, None, dtype=dt),
     )
-    flags = ", pre-LN" if pre else ""
+    flags = (", pre-LN" if pre else "") + (f", dropout={rate:g}" if rate else "")
     name = (
         f"encoder_decoder(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
         f"max_len={t}{flags}{dtype_suffix(dt)})"
@@ -730,10 +742,10 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         if safe.size and (safe.min() < 0 or safe.max() >= v):
             bad = safe[(safe < 0) | (safe >= v)][0]
             raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
-        probs = np.subtract(s, s.max(axis=-1, keepdims=True))
+        probs = np.subtract(s, row_max(s)[..., None])
         picked = np.take_along_axis(probs, safe[..., None], axis=-1)[..., 0]
         np.exp(probs, out=probs)
-        total = probs.sum(axis=-1)
+        total = row_sum(probs)
         per = np.log(total)
         per -= picked
         per *= counted
@@ -848,7 +860,8 @@ def generate(
 
 def _last_logits(lm: AnyLens, params: Any, window: Array, step: int) -> Array:
     """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked."""
-    out = lm.fwd(params, window)
+    with forward_only():  # each step's residue is dropped: no first-call witness for it
+        out = lm.fwd(params, window)
     logits = out[1] if type(out) is tuple and len(out) == 2 else as_pair(lm, out, "fwd")[1]
     b, t = window.shape
     ok = isinstance(logits, np.ndarray) and logits.dtype.kind == "f" and logits.ndim == 3

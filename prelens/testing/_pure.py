@@ -59,6 +59,7 @@ def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, f
     ...
     prelens._errors.LawError: check_pure: in_place: fwd mutated its input s at path s ...
     """
+    fn = _args.name("check_pure", "fn", fn)
     gen = _args.seed(fn, rng)
     pl = _as_prelens(lens, fn)
     name = repr(pl)

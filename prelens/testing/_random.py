@@ -122,12 +122,18 @@ def first_change(before: Any, after: Any) -> str | None:
     "is it close?"), of the structure, the dtypes, the shapes and the values.
     """
     found = structure_mismatch(before, after, shapes=True)
-    if found:
-        return ""  # the structure itself changed (a list grew or shrank): the root is named
+    if found:  # the structure itself changed (a list grew or shrank): the node where it did
+        return _mismatch_path(found)
     for (path, x), (_, y) in zip(tree_paths(before), tree_paths(after)):
         if not _identical(x, y):
             return path
     return None
+
+
+def _mismatch_path(found: str) -> str:
+    """The path in a :func:`~prelens.structure_mismatch` message ``at <path>: expected …``."""
+    path = found[len("at ") : found.index(": expected")] if found.startswith("at ") else ""
+    return "" if path == "<root>" else path
 
 
 def _identical(x: Any, y: Any) -> bool:
@@ -151,8 +157,9 @@ def first_difference(left: Any, right: Any, rtol: float = 1e-9) -> str | None:
     Leaves agree when ``|x − y| <= rtol·max(|x|, |y|)`` taken over the whole leaf
     (so a summation order that differs by round-off passes); NaN equals NaN.
     """
-    if structure_mismatch(left, right, shapes=True):
-        return ""  # results of another structure: the root is named
+    found = structure_mismatch(left, right, shapes=True)
+    if found:  # results of another structure: the node where they differ
+        return _mismatch_path(found)
     for (path, x), (_, y) in zip(tree_paths(left), tree_paths(right)):
         a, b = np.asarray(x), np.asarray(y)
         if a.dtype.kind in "fc" and b.dtype.kind in "fc":

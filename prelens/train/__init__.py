@@ -10,6 +10,8 @@
   and exact resuming from a checkpoint.
 * :func:`predict`, :func:`accuracy`, :func:`evaluate`; for classifiers
   :func:`predict_proba` and :func:`confusion_matrix`.
+* the runtime: :func:`blas_threads` (chosen by :func:`choose_blas_threads` from the
+  problem's sizes) and :func:`retain_freed_memory` (docs/performance.md).
 
 >>> import numpy as np
 >>> from prelens.nn import mlp, softmax_cross_entropy
@@ -29,6 +31,7 @@ from ._fit import FitResult, Metric, fit
 from ._history import History
 from ._metrics import confusion_matrix, predict_proba
 from ._progress import Progress
+from ._runtime import blas_threads, choose_blas_threads, retain_freed_memory
 from ._step import step, value_and_grad
 
 __all__ = [
@@ -41,11 +44,14 @@ __all__ = [
     "Metric",
     "Progress",
     "accuracy",
+    "blas_threads",
+    "choose_blas_threads",
     "confusion_matrix",
     "evaluate",
     "fit",
     "predict",
     "predict_proba",
+    "retain_freed_memory",
     "step",
     "value_and_grad",
 ]

@@ -71,7 +71,7 @@ class _Monitor:
     def _check(self, who: str) -> None:
         if not isinstance(self.monitor, str) or not self.monitor:
             raise E.bad_argument(who, "monitor", self.monitor, "the name of a series fit records, e.g. 'val_loss'")
-        if self.mode not in ("min", "max"):
+        if not isinstance(self.mode, str) or self.mode not in ("min", "max"):
             raise E.not_one_of(who, "mode", ("min", "max"), self.mode)
         d = self.min_delta
         if not (isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) and d >= 0):

@@ -59,12 +59,12 @@ from .. import _args
 from .. import _errors as E
 from .._lens import AnyLens, PreLens
 from .._sigint import deferred_sigint
-from .._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
+from .._tree import tree_first_nonfinite, tree_leaves, tree_map
 from ..learn._optimizer import find_optimizer, init_state
 from ..learn._penalty import penalised
 from ..learn._reparam import learner, learner_step
-from ..nn._dropout import DropoutKey, with_dropout, without_dropout
 from ._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
+from ._data import cast, has_dropout, keyed, model_dtype, rows, take
 from ._evaluate import evaluate
 from ._history import History
 from ._progress import Progress
@@ -107,7 +107,7 @@ def fit(
     metrics: Mapping[str, Metric] | None = None,
     train_metrics: bool = False,
     penalty: AnyLens | None = None,
-    callbacks: Sequence[Any] = (),
+    callbacks: Sequence[Any] | None = (),
     shuffle: bool = True,
     progress: bool | None = None,
     stream: TextIO | None = None,
@@ -194,10 +194,10 @@ def fit(
     cbs = _check_callbacks(callbacks)
     _check_monitors(cbs, _recorded(measures, validation is not None, train_metrics, cbs))
     xs, ys = _args.batch("fit", data, "data")
-    n = _rows("fit", xs, ys)
+    n = rows("fit", xs, ys)
     if validation is not None:
         validation = _args.batch("fit", validation, "validation")
-        _rows("fit (validation)", *validation)
+        rows("fit (validation)", *validation)
     if resume is not None:
         for name, value in (("params", params), ("opt_state", opt_state)):
             if value is not None:
@@ -221,12 +221,12 @@ def fit(
         raise E.non_finite("fit: params", bad)
 
     # ------------------------------------------------ the data in the model's dtype, the step composed once
-    dtype = _model_dtype(params)
-    xs, ys = _cast("fit", (xs, ys), dtype)
+    dtype = model_dtype(params)
+    xs, ys = cast("fit", (xs, ys), dtype)
     if validation is not None:
-        validation = _cast("fit (validation)", validation, dtype)
-    keyed = _has_dropout(params)
-    trained_model = _keyed(model) if keyed else model
+        validation = cast("fit (validation)", validation, dtype)
+    dropout = has_dropout(params)
+    trained_model = keyed(model) if dropout else model
     if lens_form:
         step_lens = learner(trained_model, loss, optimizer, penalty=penalty)
         trained = None
@@ -242,7 +242,7 @@ def fit(
     if resumed is not None:
         if 0 < resumed.batch and resumed.batches != n_batches:
             raise E.resume_refused(
-                os.fspath(resume),
+                os.fspath(resume or ""),
                 f"it stopped after batch {resumed.batch} of {resumed.batches} of an epoch, and this run has "
                 f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
             )
@@ -256,11 +256,11 @@ def fit(
                 break
             started = time.perf_counter()
             order = gen.permutation(n) if shuffle else None
-            keys = gen.integers(0, 2**63, size=n_batches) if keyed else None
+            keys = gen.integers(0, 2**63, size=n_batches) if dropout else None
             for b in range(run.position.batch, n_batches):
                 lo, hi = b * batch_size, min(n, (b + 1) * batch_size)
-                inputs = _take(xs, order, lo, hi)
-                batch = ((int(keys[b]), inputs) if keys is not None else inputs, _take(ys, order, lo, hi))
+                inputs = take(xs, order, lo, hi)
+                batch = ((int(keys[b]), inputs) if keys is not None else inputs, take(ys, order, lo, hi))
                 run.where = f"epoch {epoch}/{epochs}, batch {b + 1}/{n_batches}"
                 value = run.step(batch, b)
                 bar.batch_end(epoch, b + 1, value, hi - lo)
@@ -538,36 +538,6 @@ def _read_resume(path: Any, model: AnyLens, optimizer: Any, lens_form: bool, res
     return resumed
 
 
-# ---------------------------------------------------------------------- dropout
-
-
-def _has_dropout(tree: Tree) -> bool:
-    """Whether the parameters hold a :class:`DropoutKey` (a dropout site)."""
-    if type(tree) is DropoutKey:
-        return True
-    if isinstance(tree, dict):
-        return any(_has_dropout(v) for v in tree.values())
-    if isinstance(tree, (list, tuple)):
-        return any(_has_dropout(v) for v in tree)
-    return False
-
-
-def _keyed(model: AnyLens) -> AnyLens:
-    """``model`` taking ``(key, xs)``: run on ``with_dropout(params, key)``, its gradient through ``without_dropout``."""
-    m_fwd, m_bwd = model.fwd, model.bwd
-
-    def fwd(p: Tree, kx: tuple[int, Any]) -> tuple[Any, Any]:
-        key, x = kx
-        out: tuple[Any, Any] = m_fwd(with_dropout(p, key), x)
-        return out
-
-    def bwd(m: Any, da: Any) -> tuple[Tree, tuple[int, Any]]:
-        dp, dx = m_bwd(m, da)
-        return without_dropout(dp), (0, dx)
-
-    return PreLens(fwd, bwd, f"{model!r} (dropout keyed)", model.init_fn)
-
-
 # ---------------------------------------------------------------------- metrics and callbacks
 
 
@@ -587,13 +557,14 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
 
 
 def _check_callbacks(callbacks: Any) -> tuple[Any, ...]:
-    if isinstance(callbacks, (str, bytes, Mapping)) or not isinstance(callbacks, (list, tuple)):
-        raise E.bad_argument("fit", "callbacks", E.describe(callbacks), "a list of callbacks (objects with on_epoch_end)")
+    expected = "a list of callbacks (objects with on_epoch_end), e.g. [EarlyStopping()]"
+    if callbacks is None:
+        return ()
+    if not isinstance(callbacks, (list, tuple)):
+        raise E.bad_argument("fit", "callbacks", E.describe(callbacks), expected)
     for cb in callbacks:
         if isinstance(cb, type) or not callable(getattr(cb, "on_epoch_end", None)):
-            raise E.bad_argument(
-                "fit", "callbacks", E.describe(cb), "a list of callbacks (objects with on_epoch_end), e.g. EarlyStopping()"
-            )
+            raise E.bad_argument("fit", "callbacks", E.describe(cb), expected)
     if sum(isinstance(cb, EarlyStopping) and cb.restore_best for cb in callbacks) > 1:
         raise E.bad_argument(
             "fit", "callbacks", "two EarlyStopping(restore_best=True)", "at most one callback that restores parameters"
@@ -638,37 +609,7 @@ def _scores(
     return scores
 
 
-# ---------------------------------------------------------------------- data
-
-
-def _model_dtype(params: Tree) -> np.dtype[Any] | None:
-    """The one float dtype of the parameters' arrays (``None`` if they have none, or several)."""
-    kinds = {x.dtype for x in tree_leaves(params) if isinstance(x, np.ndarray) and x.dtype.kind == "f"}
-    return kinds.pop() if len(kinds) == 1 else None
-
-
-def _cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[Any, Any]:
-    """``data`` with its float arrays of another float dtype cast to ``dtype`` (once); overflow refused."""
-    if dtype is None:
-        return data
-    cast = False
-
-    def leaf(a: Any) -> Any:
-        nonlocal cast
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.dtype != dtype:
-            cast = True
-            with np.errstate(over="ignore"):
-                return a.astype(dtype)
-        return a
-
-    out = tree_map(leaf, data)
-    if cast:
-        for path, a in tree_paths(out):
-            if a.dtype.kind == "f" and not np.isfinite(a).all():
-                bad_rows = ~np.isfinite(a.reshape(len(a), -1)).all(axis=1)
-                raise E.data_cast_overflow(fn, f"data{E.path_str(path)}", int(np.argmax(bad_rows)), str(dtype))
-    result: tuple[Any, Any] = out
-    return result
+# ---------------------------------------------------------------------- checks
 
 
 def _all_finite(tree: Tree) -> bool:
@@ -695,34 +636,6 @@ def _all_finite(tree: Tree) -> bool:
 
 def _leaf(path: str) -> str:
     return "" if path == "<root>" else path
-
-
-def _take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
-    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``)."""
-    if order is None:
-        return tree_map(lambda a: a[lo:hi], tree)
-    idx = order[lo:hi]
-    return tree_map(lambda a: a[idx], tree)
-
-
-def _rows(fn: str, xs: Any, ys: Any) -> int:
-    what = "validation" if "validation" in fn else "data"
-    for leaf in tree_leaves((xs, ys)):
-        if not isinstance(leaf, np.ndarray) or leaf.ndim == 0:
-            raise E.bad_argument(
-                "fit", what, E.describe_tree((xs, ys)), "(xs, targets) of arrays with a leading batch axis"
-            )
-    lengths = {len(a) for a in tree_leaves((xs, ys))}
-    if len(lengths) != 1:
-        raise E.bad_argument("fit", what, f"leading lengths {sorted(lengths)}", "(xs, targets) of one length")
-    (n,) = lengths
-    if n == 0:
-        raise E.bad_argument("fit", what, "0 rows", "at least one row")
-    for path, leaf in tree_paths((xs, ys)):
-        if leaf.dtype.kind in "fc" and not np.isfinite(leaf).all():
-            bad_rows = ~np.isfinite(leaf.reshape(n, -1)).all(axis=1)
-            raise E.data_non_finite(fn, E.path_str(path), int(np.argmax(bad_rows)))
-    return n
 
 
 def _check_args(epochs: int, batch_size: int, every: int | None, path: Any, resume: Any) -> None:

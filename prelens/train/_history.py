@@ -113,7 +113,7 @@ class History:
         losses = all(n.endswith("loss") for n in chosen)
         ax.set_xlabel("epoch")
         ax.set_ylabel("loss" if losses else ", ".join(chosen) if len(chosen) <= 2 else "value")
-        ax.set_title("training history" + (f" ({self.stopped})" if self.stopped and len(self.stopped) < 40 else ""))
+        ax.set_title("training history")
         ax.legend()
         return ax
 
@@ -144,8 +144,11 @@ def history_from_dict(d: Any) -> History | str:
     seconds = _numbers(d.get("seconds", []))
     steps, best = d.get("steps", 0), d.get("best_epoch")
     stopped = d.get("stopped")
-    if seconds is None or not _count(steps) or not (best is None or _count(best)) or not isinstance(
-        stopped, (str, type(None))
+    if (
+        seconds is None
+        or not _count(steps)
+        or not (best is None or _count(best))
+        or not isinstance(stopped, (str, type(None)))
     ):
         return "the history's seconds, steps, best_epoch or stopped are damaged"
     return History(loss, metrics, seconds, steps, bool(d.get("interrupted", False)), stopped, best)

@@ -58,7 +58,8 @@ class Resumed(NamedTuple):
 
 def generator_state(gen: np.random.Generator) -> dict[str, Any]:
     """The state of ``gen``'s bit generator as JSON-able data (arrays become ``{"uint64": [...]}``)."""
-    return _jsonable(gen.bit_generator.state)
+    state: dict[str, Any] = _jsonable(gen.bit_generator.state)
+    return state
 
 
 def _jsonable(x: Any) -> Any:
@@ -76,7 +77,7 @@ def _from_jsonable(x: Any, depth: int = 0) -> Any:
         raise ValueError("nested too deeply")
     if isinstance(x, dict):
         if len(x) == 1:
-            (kind, values), = x.items()
+            ((kind, values),) = x.items()
             if kind in ("uint32", "uint64") and isinstance(values, list):
                 if not all(isinstance(v, int) and not isinstance(v, bool) for v in values) or len(values) > 1024:
                     raise ValueError("a damaged array")
@@ -87,9 +88,10 @@ def _from_jsonable(x: Any, depth: int = 0) -> Any:
 
 def _generator(state: Any) -> np.random.Generator | None:
     """A generator in the state ``generator_state`` wrote, or ``None`` for a damaged or unknown one."""
-    if not isinstance(state, dict) or state.get("bit_generator") not in _BIT_GENERATORS:
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    if not isinstance(name, str) or name not in _BIT_GENERATORS:
         return None
-    bits = _BIT_GENERATORS[state["bit_generator"]]()
+    bits = _BIT_GENERATORS[name]()
     try:
         bits.state = _from_jsonable(state)
     except (TypeError, ValueError, KeyError, OverflowError, IndexError):
@@ -132,10 +134,10 @@ def read_checkpoint(path: str | os.PathLike[str], params_like: Tree, state_like:
     gen = _generator(position.get("rng"))
     if gen is None:
         raise E.resume_refused(name, "the state of its shuffling generator is damaged")
-    batch, loss_sum, done = position.get("batch"), position.get("loss_sum"), position.get("callbacks_done")
-    batches = position.get("batches")
-    if not (_count(batch) and _count(batches) and batch <= batches and _count(done) and done <= history.epochs):
-        raise E.resume_refused(name, "its training position (batch, callbacks_done) is damaged")
+    batch, batches, done = (_count(position.get(k)) for k in ("batch", "batches", "callbacks_done"))
+    if batch is None or batches is None or done is None or batch > batches or done > history.epochs:
+        raise E.resume_refused(name, "its training position (batch, batches, callbacks_done) is damaged")
+    loss_sum = position.get("loss_sum")
     if not (isinstance(loss_sum, (int, float)) and not isinstance(loss_sum, bool)):
         raise E.resume_refused(name, "its training position (loss_sum) is damaged")
     best = None
@@ -148,9 +150,7 @@ def read_checkpoint(path: str | os.PathLike[str], params_like: Tree, state_like:
     early = position.get("early_stopped") is True
     if not early:
         history.stopped = None
-    return Resumed(
-        tree["params"], tree["opt_state"], best, history, gen, batch, batches, float(loss_sum), done, early
-    )
+    return Resumed(tree["params"], tree["opt_state"], best, history, gen, batch, batches, float(loss_sum), done, early)
 
 
 def position_metadata(
@@ -175,5 +175,6 @@ def position_metadata(
     }
 
 
-def _count(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+def _count(x: Any) -> int | None:
+    """``x`` if it is an int >= 0, else ``None``."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None

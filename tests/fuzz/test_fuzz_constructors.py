@@ -9,7 +9,9 @@ data in ``test_fuzz_functions.py``.
 from __future__ import annotations
 
 import io
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,9 @@ from prelens import datasets, learn, nn
 from ._bad import mutate
 from ._harness import attempt
 from .test_fuzz_lenses import examples
+
+#: Where the CheckpointBest case writes (a fresh directory).
+_TMP_BEST = os.path.join(tempfile.mkdtemp(prefix="prelens-fuzz-"), "best.npz")
 
 #: Bad values for any argument (kept small: no size here allocates much memory).
 GENERAL: list[Any] = [
@@ -175,6 +180,7 @@ CTORS: list[Ctor] = [
         check=lambda out, kw: _normalize_ok(out, kw),
     ),
     Ctor("attention_scores", nn.attention_scores, {"d_k": 2}),
+    Ctor("scaled_dot_product_attention", nn.scaled_dot_product_attention, {"d_k": 2, "causal": True}),
     Ctor("split_heads", nn.split_heads, {"n_heads": 2}),
     Ctor("merge_heads", nn.merge_heads, {"n_heads": 2}),
     Ctor("concat_heads", nn.concat_heads, {"n_heads": 2}),
@@ -444,6 +450,49 @@ CTORS: list[Ctor] = [
             "penalty": LENSES,
         },
     ),
+    # fit's callbacks (issue 14): made, then asked about a small history
+    Ctor(
+        "EarlyStopping",
+        lambda monitor, patience, min_delta, mode, restore_best: prelens.train.EarlyStopping(
+            monitor, patience, min_delta, mode, restore_best
+        ).on_epoch_end(4, _HISTORY, None, ()),
+        {"monitor": "val_loss", "patience": 2, "min_delta": 0.01, "mode": "min", "restore_best": True},
+        {"patience": [0, -1, 2.0], "min_delta": [-0.1, np.nan, np.inf], "mode": ["auto", "MIN", np.array(["min"])]},
+        check=lambda out, kw: _stop_ok(out, kw),
+        covers=(prelens.train.EarlyStopping,),
+    ),
+    Ctor(
+        "CheckpointBest",
+        lambda path, monitor, mode, min_delta: prelens.train.CheckpointBest(
+            path, monitor, mode, min_delta
+        ).on_epoch_end(4, _HISTORY, [np.zeros(2)], ()),
+        {"path": _TMP_BEST, "monitor": "val_loss", "mode": "max", "min_delta": 0.0},
+        {"path": ["/no/such/dir/b.npz", ".", 3, b"b.npz"], "monitor": ["", 3], "mode": ["auto"], "min_delta": [-1.0]},
+        check=lambda out, kw: _never_stops(out),
+        covers=(prelens.train.CheckpointBest,),
+    ),
+    Ctor(
+        "LearningRateLogger",
+        lambda optimizer: prelens.train.LearningRateLogger(optimizer).on_epoch_end(4, _history(), None, ()),
+        {"optimizer": prelens.optim.adam(0.1)},
+        {"optimizer": [prelens.optim.Adam, learn.learning_rate(0.1), nn.dense(2, 2), lambda t: 0.1, "adam"]},
+        check=lambda out, kw: _never_stops(out),
+        covers=(prelens.train.LearningRateLogger,),
+    ),
+    Ctor(
+        "decoder_lm dropout",
+        nn.decoder_lm,
+        {"vocab_size": 5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "max_len": 4, "dropout": 0.1},
+        {"dropout": [1.0, -0.1, np.nan, "0.1"]},
+        covers=(nn.decoder_lm,),
+    ),
+    Ctor(
+        "encoder_decoder dropout",
+        nn.encoder_decoder,
+        dict(source_vocab=5, target_vocab=6, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=4, dropout=0.1),
+        {"dropout": [1.0, -0.1, np.nan, "0.1"]},
+        covers=(nn.encoder_decoder,),
+    ),
     # the Tambara structure maps and the TriLens machinery
     Ctor("alpha", prelens.alpha, {"t": nn.tanh}, {"t": [*LENSES, nn.activ_t, prelens.PLeft(prelens.id_pre_lens)]}),
     Ctor("beta", prelens.beta, {"t": prelens.add_l}, {"t": [*LENSES, nn.bias_t, prelens.PRight(prelens.add_l)]}),
@@ -501,6 +550,13 @@ CTORS: list[Ctor] = [
         {"n": 12, "classes": 3, "noise": 0.2, "turns": 1.0, "rng": 0},
         {"classes": [1, 2.0, True, 20], "turns": [0, -1.0, np.nan, np.inf], "noise": [np.inf], "rng": SEEDS},
         check=lambda out, kw: _points_ok(out, kw["n"], kw["classes"]),
+    ),
+    Ctor(
+        "make_glyphs",
+        datasets.make_glyphs,
+        {"n": 12, "noise": 0.25, "rng": 0},
+        {"n": [0, 2.0, True], "noise": [-0.1, np.nan, np.inf, 1e308, "x"], "rng": SEEDS},
+        check=lambda out, kw: _glyphs_ok(out, kw["n"]),
     ),
     Ctor("load_text", datasets.load_text, {"name": "sonnets"}, {"name": ["SONNETS", ["sonnets"], {}]}),
     Ctor(
@@ -587,6 +643,28 @@ def _registered_ok(out: Any, kw: dict[str, Any]) -> None:
         out = out(_fuzz_made)
     lens = out(3)
     assert describe(lens) == {"call": kw["name"], "args": [3]}, describe(lens)
+
+
+def _glyphs_ok(out: Any, n: int) -> None:
+    xs, ys = out
+    assert xs.shape == (n, 64) and xs.dtype == np.float64 and np.isfinite(xs).all(), f"images {xs.dtype}{xs.shape}"
+    assert ys.shape == (n,) and ys.dtype == np.int64 and set(ys.tolist()) <= set(range(10))
+
+
+def _history() -> Any:
+    """Four epochs of a run whose validation loss was best at epoch 2."""
+    return prelens.train.History(loss=[1.0, 0.9, 0.8, 0.7], metrics={"val_loss": [1.0, 0.5, 0.6, 0.7]})
+
+
+_HISTORY = _history()
+
+
+def _stop_ok(out: Any, kw: dict[str, Any]) -> None:
+    assert out is (kw["patience"] <= 2), f"stop after 2 epochs without improvement with patience {kw['patience']}"
+
+
+def _never_stops(out: Any) -> None:
+    assert out is False, f"only EarlyStopping stops training, got {out!r}"
 
 
 def _split_ok(out: Any) -> None:

@@ -96,8 +96,11 @@ EXEMPT: dict[str, str] = {
     },
     "prelens.datasets.iris_arrays": "takes no argument",
     "prelens.datasets.load_toy": "takes no argument",
+    "prelens.train.retain_freed_memory": "takes no argument (a process setting; tests/test_runtime.py runs it)",
     "prelens.nn.causal_mask": "takes no argument (the lens it makes has a forward/backward case)",
     "prelens.nn.DropoutKey": _RECORD + " (dropout's parameter: fuzzed as corrupted parameters of dropout)",
+    "prelens.train.Callback": "a Protocol (a type for annotations); the callbacks fit takes are fuzzed with fit",
+    "prelens.datasets.GLYPHS": _CONSTANT + " (a read-only array: the bitmaps make_glyphs draws)",
     "prelens.optim.Schedule": "a base class (for isinstance and annotations); each schedule made from it is fuzzed",
     "prelens.nn.weighted_sum": "takes no argument (the lens it makes has a forward/backward case)",
 }

@@ -861,6 +861,37 @@ FUNCS += [
     ),
 ]
 
+def _with_blas_threads(threads: Any, params: Any, batch: Any) -> int:
+    """Enter :func:`prelens.train.blas_threads` and return the number of threads it ran the block with."""
+    with prelens.train.blas_threads(threads, params=params, batch=batch) as n:
+        return n
+
+
+def _threads_check(out: Any, kw: dict[str, Any]) -> None:
+    assert isinstance(out, int) and out >= 1, f"{out!r} threads"
+    assert kw.get("cpus") is None or out <= kw["cpus"]
+
+
+FUNCS += [
+    Ctor(
+        "choose_blas_threads",
+        prelens.train.choose_blas_threads,
+        {"params": D32.init(0), "batch": X3, "cpus": 2},
+        {"cpus": [0, -1, 1.5, "2", True], "batch": [None, 3, "x", {}, np.float64(1.0)]},
+        trees=("params", "batch"),
+        check=_threads_check,
+    ),
+    Ctor(
+        "blas_threads",
+        _with_blas_threads,
+        {"threads": 1, "params": D32.init(0), "batch": X3},
+        {"threads": [0, -1, 1.5, "two", True, "AUTO"]},
+        trees=("params", "batch"),
+        check=_threads_check,
+        covers=(prelens.train.blas_threads,),
+    ),
+]
+
 if importlib.util.find_spec("matplotlib") is not None:  # draw needs the notebooks extra
     FUNCS.append(
         Ctor(

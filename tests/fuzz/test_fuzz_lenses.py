@@ -162,6 +162,20 @@ def _pair_rows(a: tuple[int, ...], b: tuple[int, ...]) -> Callable[[Any, np.rand
     return lambda lens, rng, n: (_init(lens, rng), (rng.standard_normal((n, *a)), rng.standard_normal((n, *b))))
 
 
+def _qkv_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
+    """``((Q (b, 3, 2), K (b, 4, 2)), V (b, 4, 3))`` for ``scaled_dot_product_attention(2)``."""
+    q, k, v = (rng.standard_normal((b, t, d)) for t, d in ((3, 2), (4, 2), (4, 3)))
+    return (), ((q, k), v)
+
+
+def _sdpa_ref(p: Any, qkv: Any) -> Array:
+    """What the four lenses it fuses give: scores, causal mask, softmax (non-finite rows and all), weighted sum."""
+    stages = [nn.attention_scores(2) @ prelens.id_pre_lens, nn.causal_mask() @ prelens.id_pre_lens]
+    twin = prelens.chain(*stages, nn.softmax @ prelens.id_pre_lens, nn.weighted_sum())
+    with np.errstate(all="ignore"):
+        return twin.fwd([((), ())] * 3 + [()], qkv)[1]
+
+
 def _loss_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
     return rng.standard_normal((b, 3)), rng.standard_normal((b, 3))
 
@@ -407,6 +421,13 @@ CASES: list[Case] = [
         _pair_rows((3, 4), (4, 2)),
         lambda p, av: av[0] @ av[1],
         covers=(nn.weighted_sum,),
+    ),
+    Case(
+        "scaled_dot_product_attention",
+        lambda: nn.scaled_dot_product_attention(2, causal=True),
+        _qkv_good,
+        _sdpa_ref,
+        covers=(nn.scaled_dot_product_attention,),
     ),
     Case("split_heads", lambda: nn.split_heads(2), rows(3, 4), _split_ref(2), covers=(nn.split_heads,)),
     Case("merge_heads", lambda: nn.merge_heads(2), rows(2, 3, 2), _merge_ref, covers=(nn.merge_heads,)),

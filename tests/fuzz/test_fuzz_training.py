@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from prelens import CheckpointError, tree_paths
 from prelens.checkpoint import load, load_metadata, save
+from prelens.learn import adam as adam_lens
+from prelens.learn import l2, learning_rate
 from prelens.nn import mlp, softmax_cross_entropy
 from prelens.optim import (
     AdagradState,
@@ -40,7 +42,7 @@ from prelens.optim import (
     sgd,
     warmup_cosine,
 )
-from prelens.train import accuracy, evaluate, fit, predict, step
+from prelens.train import EarlyStopping, accuracy, evaluate, fit, predict, step
 
 from ._bad import NOT_ARRAYS, mutate
 from ._harness import attempt
@@ -289,6 +291,17 @@ def test_save_of_bad_trees_and_paths(data: st.DataObject) -> None:
 # ------------------------------------------------------------------ training
 
 
+#: fit's arguments of issue 14, with bad values beyond the general pool.
+FIT_EXTRAS: dict[str, list[Any]] = {
+    "validation": [(np.ones((3, 3)), np.zeros(2, int)), (np.full((2, 3), np.nan), np.zeros(2, int)), (np.ones(3),)],
+    "metrics": [{"accuracy": accuracy}, {"acc": 3}, {3: accuracy}, ["accuracy"]],
+    "train_metrics": ["yes", 1, None],
+    "penalty": [l2(0.1), learning_rate(0.1), mlp(3, [2])],
+    "callbacks": [[EarlyStopping()], [EarlyStopping("loss"), EarlyStopping("loss")], [EarlyStopping], [print]],
+    "resume": ["/no/such/dir/c.npz", ".", 3, b"c.npz"],
+}
+
+
 def _task() -> tuple[Any, Any, Any, Any]:
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((12, 3))
@@ -301,7 +314,9 @@ def test_fit_and_evaluation_of_bad_input(data: st.DataObject) -> None:
     model, loss, xs, ys = _task()
     kwargs: dict[str, Any] = {"epochs": 2, "batch_size": 4, "optimizer": sgd(0.1), "rng": 0, "progress": False}
     target = data.draw(
-        st.sampled_from(["xs", "ys", "data", "epochs", "batch_size", "optimizer", "rng", "params", "shuffle"]),
+        st.sampled_from(
+            ["xs", "ys", "data", "epochs", "batch_size", "optimizer", "rng", "params", "shuffle", *FIT_EXTRAS]
+        ),
         label="target",
     )
     data_ = (xs, ys)
@@ -315,8 +330,11 @@ def test_fit_and_evaluation_of_bad_input(data: st.DataObject) -> None:
         data_, how = mutate(data, data_, "data")
     elif target == "params":
         kwargs["params"], how = mutate(data, model.init(0), "params")
+    elif target in FIT_EXTRAS:
+        kwargs[target] = data.draw(st.sampled_from([*NOT_ARRAYS, *FIT_EXTRAS[target]]), label=target)
+        how = f"{target}={kwargs[target]!r}"
     else:
-        extra = [Adam] if target == "optimizer" else []
+        extra = [Adam, adam_lens(0.1) @ adam_lens(0.1), learning_rate(0.1)] if target == "optimizer" else []
         kwargs[target] = data.draw(
             st.sampled_from([*NOT_ARRAYS, *extra, -2, 0, np.nan, 10**9 if target == "batch_size" else -5]), label=target
         )
@@ -334,3 +352,45 @@ def test_fit_and_evaluation_of_bad_input(data: st.DataObject) -> None:
         "step": lambda: step(model, loss, params, (xs, ys), sgd(0.1), ()),
     }[fn]
     attempt(f"{fn}: {how}", run, inputs=(xs, ys))
+
+
+# ------------------------------------------------------------------ resuming from a hostile checkpoint
+
+#: Values a hostile file may hold in place of a field of fit's training position.
+HOSTILE_POSITION: list[Any] = [None, -1, 10**30, 1.5, "x", [], {}, [1, 2], {"uint64": [1]}, True, {"a": {"b": 1}}]
+
+
+@pytest.fixture(scope="module")
+def fit_checkpoint() -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """A checkpoint fit wrote mid-run (its tree and metadata, to be rewritten with hostile fields)."""
+    model, loss, xs, ys = _task()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "run.npz")
+        fit(model, loss, (xs, ys), 2, 4, adam(0.01), rng=0, progress=False, checkpoint_path=path)
+        yield d, load(path), load_metadata(path)
+
+
+@settings(max_examples=examples(40))
+@given(data=st.data())
+def test_resume_from_a_hostile_training_position(fit_checkpoint: tuple[str, Any, dict[str, Any]], data: st.DataObject):
+    directory, tree, meta = fit_checkpoint
+    position = dict(meta["fit"])
+    key = data.draw(st.sampled_from([*sorted(position), "rng.state", "rng.bit_generator", "history"]), label="field")
+    value = data.draw(st.sampled_from(HOSTILE_POSITION), label="value")
+    hostile = {**meta}
+    if key == "history":
+        hostile["history"] = {**meta["history"], data.draw(st.sampled_from(sorted(meta["history"]))): value}
+    elif key.startswith("rng."):
+        position["rng"] = {**position["rng"], key[4:]: value}
+    else:
+        position[key] = value
+    hostile.setdefault("fit", position)
+    hostile["fit"] = position
+    path = os.path.join(directory, "hostile.npz")
+    save(path, tree, metadata=hostile)
+    model, loss, xs, ys = _task()
+    attempt(
+        f"fit(resume=...) with {key} = {value!r}",
+        lambda: fit(model, loss, (xs, ys), 3, 4, adam(0.01), progress=False, resume=path),
+        inputs=(xs, ys),
+    )

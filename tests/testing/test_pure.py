@@ -178,6 +178,13 @@ def test_a_fwd_that_appends_to_an_input_list_is_named():
     with pytest.raises(LawError, match=r"fwd mutated its input s at path s "):
         check_pure(PreLens(fwd, lambda m, da: ((), [da]), name="appender"), (), [np.ones(2)])
 
+    def fwd_p(p, s):
+        p[1].append(p[1][0])
+        return (), s
+
+    with pytest.raises(LawError, match=r"fwd mutated its parameters p at path p\[1\] "):
+        check_pure(PreLens(fwd_p, lambda m, da: (((), [np.zeros(1)]), da), name="p_appender"), ((), [np.ones(1)]), X)
+
 
 def test_a_bwd_that_writes_into_its_residue_or_delta_is_named_as_such():
     def bwd_residue(m, da):

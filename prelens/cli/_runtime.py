@@ -1,0 +1,43 @@
+"""The runtime flags every ``prelens train`` command shares: ``--blas-threads``, and freed memory kept."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+
+def threads_flag(value: str) -> int | str:
+    """``--blas-threads``: ``auto`` or a number of threads >= 1.
+
+    >>> threads_flag("auto"), threads_flag("2")
+    ('auto', 2)
+    """
+    if value == "auto":
+        return value
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected auto or a number of threads >= 1, got {value!r}")
+
+
+def add_runtime_arguments(group: Any) -> None:
+    """Add ``--blas-threads`` to a parser or an argument group."""
+    group.add_argument(
+        "--blas-threads",
+        type=threads_flag,
+        default="auto",
+        metavar="N",
+        help="BLAS threads for training: auto chooses from the model's and the batch's sizes (1 unless the "
+        "matrix products are large; PRELENS_BLAS_THREADS or OPENBLAS_NUM_THREADS override auto), or a number",
+    )
+
+
+@contextlib.contextmanager
+def training_runtime(args: argparse.Namespace, params: Any, batch: Any) -> Iterator[int]:
+    """Freed memory kept for reuse, and the block run with ``--blas-threads`` threads; yields their number."""
+    from ..train import blas_threads, retain_freed_memory
+
+    retain_freed_memory()
+    with blas_threads(getattr(args, "blas_threads", "auto"), params=params, batch=batch) as n:
+        yield n

@@ -1,0 +1,247 @@
+"""Scaled dot-product attention in one lens: the fused form of scores ≫ (mask) ≫ softmax ≫ weighted sum.
+
+The seeds' attention pipeline, after the projections, is four small lenses
+(:mod:`prelens.nn._attention`)::
+
+    ((Q, K), V) ─attention_scores ⊗ id─> (S, V) ─[causal_mask ⊗ id]─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
+
+:func:`scaled_dot_product_attention` is that composite in one Python call per
+pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``: the
+scores are an array it makes, so it masks them and turns them into weights in
+place; the scale ``1/√d_k`` is applied to the smaller of the two factors; each
+row's maximum and sum are the fast ones of :mod:`prelens.nn._rows`; and its
+backward pass needs no mask (the weights of hidden keys are exactly 0, so are
+their score deltas). Property tests prove it equal to the four lenses composed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _args as A
+from .. import _errors as E
+from .._construction import constructor
+from .._lens import AnyLens, PreLens
+from ._fastcheck import Array, check_size, input_error, residue_error, shape_str
+from ._rows import row_max, row_sum
+
+__all__ = ["MASKED", "scaled_dot_product_attention"]
+
+#: The "minus infinity" of the mask: finite in float32 and float64 (so a row with every key
+#: masked stays finite), far below any real score (so its ``exp`` underflows to exactly 0).
+MASKED = -1e30
+
+#: The residue: ``Q``, ``K``, ``V`` (copies) and the attention weights ``A``.
+AttentionResidue = tuple[Array, Array, Array, Array]
+
+
+def masked_value(dtype: np.dtype[Any]) -> Any:
+    """What a hidden score becomes: :data:`MASKED`, or the lowest finite value of a narrower float."""
+    return MASKED if dtype.itemsize >= 4 else np.finfo(dtype).min
+
+
+def causal_keep(tq: int, tk: int) -> Array:
+    """``keep[i, j]``: key ``j`` is not after query ``i`` (the last ``T_q`` of ``T_k`` positions).
+
+    >>> causal_keep(2, 3).astype(int)
+    array([[1, 1, 0],
+           [1, 1, 1]])
+    """
+    return np.tri(tq, tk, tk - tq, dtype=bool)
+
+
+@constructor
+def scaled_dot_product_attention(d_k: int, *, causal: bool = False) -> AnyLens:
+    """``((Q, K), V) -> softmax(mask(Q Kᵀ / √d_k)) V``, the attention pipeline fused into one lens.
+
+    Haskell::
+
+        scaled_dot_product_attention :: Int -> PreLens A A (A, A, A, A) (A, A, A, A) () () ((A, A), A) ((A, A), A)
+
+    Equal to ``chain(attention_scores(d_k) @ id, [causal_mask() @ id,] softmax @ id, weighted_sum())``
+    (tested), in one Python call per pass. Shapes: ``Q (..., T_q, d_k)``,
+    ``K (..., T_k, d_k)``, ``V (..., T_k, d_v)`` with the same leading axes (batch,
+    heads) and one float dtype ``-> (..., T_q, d_v)``. Parameter-free. Residue
+    ``(Q, K, V, A)`` (copies of the inputs, and ``A``, the attention weights,
+    rows summing to 1). With ``causal=True`` key ``j`` is hidden from query ``i``
+    when ``j > i + (T_k − T_q)``: its score becomes :data:`MASKED` and its
+    weight exactly 0. Backward: ``dA = dO Vᵀ``, ``dV = Aᵀ dO``,
+    ``dS = A ⊙ (dA − Σ_j dA ⊙ A)``, ``dQ = dS K / √d_k``, ``dK = dSᵀ Q / √d_k``.
+
+    >>> attend = scaled_dot_product_attention(2, causal=True)
+    >>> attend
+    scaled_dot_product_attention(d_k=2, causal)
+    >>> q = k = np.ones((1, 2, 2))
+    >>> v = np.array([[[1.0], [3.0]]])
+    >>> attend.fwd((), ((q, k), v))[1]
+    array([[[1.],
+            [2.]]])
+    """
+    return _scaled_dot_product_attention(d_k, causal=causal)
+
+
+def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input: bool = True) -> AnyLens:
+    """:func:`scaled_dot_product_attention`. ``copy_input=False`` is for the attention lenses, which
+    made ``Q``, ``K`` and ``V`` themselves (``split_heads``'s outputs): the residue keeps them without a
+    copy, as no caller holds them."""
+    dk = check_size("scaled_dot_product_attention", "d_k", d_k)
+    causal = A.flag("scaled_dot_product_attention", "causal", causal)
+    name = f"scaled_dot_product_attention(d_k={dk}{', causal' if causal else ''})"
+    scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
+    masks: dict[tuple[int, int, np.dtype[Any]], tuple[Array, Array]] = {}
+
+    def mask(tq: int, tk: int, dt: np.dtype[Any]) -> tuple[Array, Array]:
+        """``(hide, keep)`` of one shape and dtype: ``hide`` is 0 where kept and MASKED where hidden,
+        ``keep`` 1 where kept and 0 where hidden (both read-only, made once)."""
+        key = (tq, tk, dt)
+        found = masks.get(key)
+        if found is None:
+            kept = causal_keep(tq, tk)
+            found = np.where(kept, dt.type(0), dt.type(masked_value(dt))), kept.astype(dt)
+            for a in found:
+                a.flags.writeable = False
+            if len(masks) < 64:
+                masks[key] = found
+        return found
+
+    def fwd(p: tuple[()], qkv: tuple[tuple[Array, Array], Array]) -> tuple[AttentionResidue, Array]:
+        q, k, v = _inputs(name, dk, qkv)
+        qs = np.multiply(q, scale)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
+        s = qs @ k.swapaxes(-1, -2)
+        tq, tk = s.shape[-2:]
+        # The softmax's shift, per row: not the row's maximum (a slow search over short rows) but
+        # Cauchy-Schwarz's bound on it, |Q_i/√d_k|·max_j |K_j| over the keys row i sees (two passes
+        # over Q and K, the small arrays; a running maximum under the mask, so that no row depends
+        # on a later key even in its rounding). exp then never overflows; a bound so far above a
+        # row's maximum that the row's sum underflows (below 1e-18), or scores beyond 1e13 (where
+        # s + MASKED stops being MASKED exactly), or a row whose keys are all hidden, send the pass
+        # to the exact maximum below.
+        shift = row_sum(qs * qs)
+        kk = row_sum(k * k)
+        if causal and tq <= tk:
+            shift *= np.maximum.accumulate(kk, axis=-1)[..., tk - tq :]
+        else:
+            shift *= row_max(kk)[..., None]
+        np.sqrt(shift, out=shift)
+        fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
+        if fast:
+            if causal:
+                s += mask(tq, tk, s.dtype)[0]  # in place on the scores this lens made
+            s -= shift[..., None]
+            _exp(s, causal, tq, tk, mask)
+            total = row_sum(s)
+            fast = not total.size or total.min() >= 1e-18
+        if not fast:
+            s = _exact_scores(qs, k, causal, tq, tk)
+            s -= row_max(s)[..., None]
+            np.exp(s, out=s)
+            total = row_sum(s)
+        s /= total[..., None]
+        kept = (q.copy(), k.copy(), v.copy()) if copy_input else (q, k, v)  # never the caller's arrays
+        return (*kept, s), _weighted(s, v)
+
+    def bwd(m: AttentionResidue, do: Array) -> tuple[tuple[()], tuple[tuple[Array, Array], Array]]:
+        try:
+            q, k, v, a = m
+            ok = (
+                all(x.dtype == a.dtype for x in (q, k, v))
+                and a.dtype.kind == "f"
+                and q.ndim == k.ndim == v.ndim == a.ndim >= 2
+                and q.shape[-1] == dk == k.shape[-1]
+                and a.shape == (*q.shape[:-1], k.shape[-2])
+                and v.shape[:-1] == k.shape[:-1]
+                and q.shape[:-2] == k.shape[:-2]
+            )
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise residue_error(name, m)
+        out_shape = (*a.shape[:-1], v.shape[-1])
+        if not (isinstance(do, np.ndarray) and do.dtype == a.dtype and do.shape == out_shape):
+            raise input_error(name, "output delta", do, shape_str(a.dtype, out_shape), a.dtype)
+        dv = a.swapaxes(-1, -2) @ do
+        ds = do @ v.swapaxes(-1, -2)  # dA; then, in place, dS = A ⊙ (dA − Σ_j dA ⊙ A)
+        ds -= np.einsum("...ij,...ij->...i", ds, a)[..., None]  # the row sums, without a temporary
+        ds *= a
+        tq, tk = a.shape[-2:]
+        if causal and tq > tk:  # rows with every key hidden have uniform weights, and no score delta
+            ds *= mask(tq, tk, ds.dtype)[1]
+        dq = ds @ k
+        dq *= scale
+        dk_ = ds.swapaxes(-1, -2) @ q
+        dk_ *= scale
+        return (), ((dq, dk_), dv)
+
+    return PreLens(fwd, bwd, name)
+
+
+def _exp(s: Array, causal: bool, tq: int, tk: int, mask: Any) -> None:
+    """``exp`` in place on shifted scores.
+
+    float64 exp is up to 8x slower on arguments below -708 (where it underflows), and
+    every hidden score is one: under a causal mask exp runs on arguments clamped at
+    -700, and the hidden weights are then set to exactly 0 (a kept score 700 below its
+    row's shift gets e^-700 ≈ 1e-304 instead of a smaller number: 0 to any use).
+    """
+    if causal and s.dtype == np.float64:
+        np.maximum(s, -700.0, out=s)
+        np.exp(s, out=s)
+        s *= mask(tq, tk, s.dtype)[1]
+    else:
+        np.exp(s, out=s)
+
+
+def _weighted(a: Array, v: Array) -> Array:
+    """``A V``; with heads on an axis ``(..., h, T, d_v)``, written into a ``(..., T, h, d_v)`` array and
+    returned as its view, so that merging the heads after it is a reshape, not a copy."""
+    if a.ndim < 3:
+        out: Array = a @ v
+        return out
+    *lead, h, tq, _ = a.shape
+    merged = np.empty((*lead, tq, h, v.shape[-1]), a.dtype)
+    view = merged.swapaxes(-2, -3)
+    np.matmul(a, v, out=view)
+    return view
+
+
+def _exact_scores(qs: Array, k: Array, causal: bool, tq: int, tk: int) -> Array:
+    """The scores with hidden ones replaced (not shifted) by the mask value, and rows of ``-inf`` lifted."""
+    s = qs @ k.swapaxes(-1, -2)
+    if causal:
+        np.copyto(s, s.dtype.type(masked_value(s.dtype)), where=~causal_keep(tq, tk))
+    if not np.isfinite(row_max(s)).all():  # rows of -inf: weights as for MASKED (as softmax does)
+        np.maximum(s, -1e30, out=s)
+    return s
+
+
+def _inputs(name: str, dk: int, qkv: Any) -> tuple[Array, Array, Array]:
+    """``((Q, K), V)``, checked: float arrays of one dtype, ``d_k`` features for Q and K, matching axes."""
+    try:
+        qk, v = qkv
+        q, k = qk
+        ok = (
+            isinstance(qk, tuple)  # as attention_scores takes (Q, K)
+            and isinstance(q, np.ndarray)
+            and isinstance(k, np.ndarray)
+            and isinstance(v, np.ndarray)
+            and q.dtype.kind == "f"
+            and q.dtype == k.dtype == v.dtype
+            and q.ndim == k.ndim == v.ndim >= 2
+            and q.shape[-1] == dk == k.shape[-1]
+            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+            and k.shape[-2] == v.shape[-2] >= 1
+        )
+    except (TypeError, ValueError):
+        ok = False
+    if ok:
+        return q, k, v
+    raise E.lens_shape_error(
+        name,
+        "input ((Q, K), V)",
+        f"Q (..., T_q, {dk}), K (..., T_k, {dk}), V (..., T_k, d_v) with T_k >= 1, of one float dtype "
+        "and the same leading axes",
+        E.describe_tree(qkv),
+    )

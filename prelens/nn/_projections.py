@@ -1,0 +1,163 @@
+"""The projections of the fast attention in one lens: ``x -> ((Q, K), V)``, heads on an axis.
+
+:func:`~prelens.nn.multi_head_attention` starts with four stages::
+
+    copy_l, copy_l @ id,                          # x -> ((x, x), x)
+    (linear @ linear) @ linear,                   # ((x W_Q, x W_K), x W_V)
+    (split_heads @ split_heads) @ split_heads     # each (..., h, T, d_k)
+
+(``id @ copy_l, unassoc_l`` for cross-attention: ``(x, c) -> ((x, c), c)``, keys
+and values from ``c``). :func:`projections` is that composite in one Python call
+per pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``: the
+three weight matrices side by side make one product ``x [W_Q | W_K | W_V]``
+forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (where the composite sums the
+three input deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` are views of
+that product with the heads on an axis, and the residue keeps one copy of the
+input and the side-by-side weights. Tests prove it equal to the composite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _errors as E
+from .._lens import AnyLens, PreLens
+from ._fastcheck import Array, features, input_error, param_error, residue_error, shape_str
+from ._linear import init_weight
+
+__all__ = ["projections"]
+
+#: The residue: the input rows ``(N, d)`` (and the context's rows for cross-attention, else
+#: None), the weights side by side ``(d, 3d)``, and the input's (and context's) shape.
+ProjectionResidue = tuple[Array, Array | None, Array, tuple[int, ...], tuple[int, ...]]
+
+
+def _heads(y: Array, lead: tuple[int, ...], t: int, parts: int, h: int, dk: int) -> list[Array]:
+    """The ``parts`` column blocks of ``y (N, parts·h·d_k)`` as views ``(*lead, h, t, d_k)``."""
+    y5 = y.reshape(*lead, t, parts, h, dk)
+    return [y5[..., i, :, :].swapaxes(-2, -3) for i in range(parts)]
+
+
+def _is_shape(shape: Any, d: int) -> bool:
+    """A shape ``(..., T, d)`` as the forward pass records it: a tuple of at least two ints >= 0."""
+    return (
+        type(shape) is tuple and len(shape) >= 2 and all(type(n) is int and n >= 0 for n in shape) and shape[-1] == d
+    )
+
+
+def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> AnyLens:
+    """``x -> ((Q, K), V)`` (or ``(x, c) -> ((Q, K), V)`` with keys and values from ``c``), heads on an axis.
+
+    Haskell::
+
+        projections :: Int -> Int -> PreLens ((A, A), A) ((A, A), A) ProjectionResidue ProjectionResidue
+                                             (W, W, W) (W, W, W) A A
+
+    Parameters ``(W_Q, W_K, W_V)``, each ``(d, d)``; input ``x (..., T, d)``
+    (cross: ``(x (..., T, d), c (..., S, d))`` with the same leading axes);
+    output ``Q (..., h, T, d/h)``, ``K`` and ``V (..., h, S, d/h)``, views of the
+    product (outputs may alias what the lens made). Private to the fast attention
+    lenses; tested equal to the composite it fuses.
+
+    >>> lens = projections(4, 2, np.dtype(np.float64))
+    >>> w = np.eye(4)
+    >>> m, ((q, k), v) = lens.fwd((w, w, w), np.arange(8.0).reshape(1, 2, 4))
+    >>> q.shape, q[0, 1].tolist()
+    ((1, 2, 2, 2), [[2.0, 3.0], [6.0, 7.0]])
+    """
+    dk = d // h
+    name = f"projections({d}, heads={h}{', cross' if cross else ''})"
+    tail, w_shape = (d,), (d, d)
+    expect = features(dt, d)
+
+    def check_x(x: Any, what: str) -> Array:
+        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail or x.ndim < 2:
+            raise input_error(name, what, x, expect, dt)
+        return x
+
+    def fwd(p: tuple[Array, Array, Array], s: Any) -> tuple[ProjectionResidue, tuple[tuple[Array, Array], Array]]:
+        try:
+            w_q, w_k, w_v = p
+        except (TypeError, ValueError):
+            raise E.must_be(
+                name, "parameters", f"(W_Q, W_K, W_V), each {shape_str(dt, w_shape)}", E.describe_tree(p)
+            ) from None
+        for what, w in (("W_Q", w_q), ("W_K", w_k), ("W_V", w_v)):
+            if not isinstance(w, np.ndarray) or w.shape != w_shape or w.dtype != dt:
+                raise param_error(name, what, w, shape_str(dt, w_shape), dt)
+        if cross:
+            if not (isinstance(s, tuple) and len(s) == 2):
+                raise E.must_be(name, "input", "a pair (x, context)", E.describe_tree(s))
+            x, c = check_x(s[0], "input x"), check_x(s[1], "context")
+            if x.shape[:-2] != c.shape[:-2]:
+                raise E.lens_shape_error(name, "context", f"the leading axes of x {x.shape[:-2]}", E.describe(c))
+            w = np.concatenate((w_q, w_k, w_v), axis=1)  # the lens's own: the residue needs no other copy
+            x2, c2 = x.reshape(-1, d).copy(), c.reshape(-1, d).copy()
+            (q,) = _heads(x2 @ w[:, :d], x.shape[:-2], x.shape[-2], 1, h, dk)
+            k, v = _heads(c2 @ w[:, d:], c.shape[:-2], c.shape[-2], 2, h, dk)
+            return (x2, c2, w, x.shape, c.shape), ((q, k), v)
+        x = check_x(s, "input")
+        w = np.concatenate((w_q, w_k, w_v), axis=1)
+        x2 = x.reshape(-1, d).copy()  # the caller's x: the residue keeps a copy
+        q, k, v = _heads(x2 @ w, x.shape[:-2], x.shape[-2], 3, h, dk)
+        return (x2, None, w, x.shape, x.shape), ((q, k), v)
+
+    def bwd(m: ProjectionResidue, da: Any) -> tuple[tuple[Array, Array, Array], Any]:
+        try:
+            x2, c2, w, x_shape, c_shape = m
+            ok = (
+                _is_shape(x_shape, d)
+                and _is_shape(c_shape, d)
+                and x_shape[:-2] == c_shape[:-2]
+                and w.shape == (d, 3 * d)
+                and w.dtype == dt
+                and x2.dtype == dt
+                and x2.shape == (int(np.prod(x_shape[:-1])), d)
+                and (c2 is None) != cross
+                and (c2 is None or (c2.dtype == dt and c2.shape == (int(np.prod(c_shape[:-1])), d)))
+            )
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise residue_error(name, m)
+        want_q = (*x_shape[:-2], h, x_shape[-2], dk)
+        want_kv = (*c_shape[:-2], h, c_shape[-2], dk)
+        try:
+            (dq, dk_), dv = da
+            ok = all(
+                isinstance(a, np.ndarray) and a.dtype == dt and a.shape == want
+                for a, want in ((dq, want_q), (dk_, want_kv), (dv, want_kv))
+            )
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            expected = f"((dQ {shape_str(dt, want_q)}, dK {shape_str(dt, want_kv)}), dV {shape_str(dt, want_kv)})"
+            raise E.must_be(name, "output delta", expected, E.describe_tree(da))
+        if not cross:
+            dy = np.empty((x2.shape[0], 3 * d), dt)  # the three deltas side by side, heads merged
+            for view, delta in zip(_heads(dy, x_shape[:-2], x_shape[-2], 3, h, dk), (dq, dk_, dv)):
+                view[...] = delta
+            dw = x2.T @ dy
+            dx = dy @ w.T  # the three input deltas summed by the product itself
+            return (dw[:, :d], dw[:, d : 2 * d], dw[:, 2 * d :]), dx.reshape(x_shape)
+        assert c2 is not None
+        dqy = np.empty((x2.shape[0], d), dt)
+        dkv = np.empty((c2.shape[0], 2 * d), dt)
+        (view,) = _heads(dqy, x_shape[:-2], x_shape[-2], 1, h, dk)
+        view[...] = dq
+        for view, delta in zip(_heads(dkv, c_shape[:-2], c_shape[-2], 2, h, dk), (dk_, dv)):
+            view[...] = delta
+        dw_kv = c2.T @ dkv
+        dx = (dqy @ w[:, :d].T).reshape(x_shape)
+        dc = (dkv @ w[:, d:].T).reshape(c_shape)
+        return (x2.T @ dqy, dw_kv[:, :d], dw_kv[:, d:]), (dx, dc)
+
+    def init(rng: np.random.Generator) -> tuple[Array, Array, Array]:
+        # the three linears' draws, in their order: the same parameters from the same seed
+        w_q = init_weight("glorot", d, d, dt, rng)
+        w_k = init_weight("glorot", d, d, dt, rng)
+        return w_q, w_k, init_weight("glorot", d, d, dt, rng)
+
+    return PreLens(fwd, bwd, name, init)
