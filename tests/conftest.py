@@ -7,6 +7,9 @@ run it before a release (``HYPOTHESIS_PROFILE=thorough python -m pytest tests/fu
 """
 
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hypothesis import HealthCheck, settings
 
@@ -16,3 +19,14 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=20, deadline=None)
 settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@contextmanager
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default recursion limit (1000 frames) inside the block: nothing may lean on a raised one."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)

@@ -8,7 +8,6 @@ The cost is shown to grow linearly by counting the places the plumbing visits, n
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -46,17 +45,14 @@ from prelens.testing import (
     program_equal,
     reading_equal,
 )
+from tests.conftest import default_recursion_limit
 
 
 @pytest.fixture(autouse=True)
-def default_recursion_limit() -> Iterator[None]:
-    """Python's default limit (1000 frames) for the whole test: nothing may lean on a raised one."""
-    before = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
+def _default_limit() -> Iterator[None]:
+    """Every test here runs at Python's default recursion limit."""
+    with default_recursion_limit():
         yield
-    finally:
-        sys.setrecursionlimit(before)
 
 
 RNG = np.random.default_rng(0)

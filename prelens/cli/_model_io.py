@@ -37,15 +37,6 @@ class UsageError(Exception):
     """A user's mistake on the command line: printed as one line, exit status 2."""
 
 
-def fail(command: str, err: BaseException) -> int:
-    """Print ``prelens <command>: <message>`` (one line) on stderr; return the exit status 2."""
-    import sys
-
-    text = " ".join(str(err).split())
-    print(f"prelens {command}: {text}", file=sys.stderr)
-    return 2
-
-
 # ---------------------------------------------------------------- argument checks
 
 

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from .. import _errors as E
 from ..train import evaluate, predict
+from . import _checks as C
 from . import _model_io as io_
 
 
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         loss = io_.loss_lens(loss_name) if isinstance(loss_name, str) else None
         report = measure(model, x, y, loss, args.batch_size)
     except (io_.UsageError, E.PrelensError) as err:
-        return io_.fail("evaluate", err)
+        return C.fail(err, "prelens evaluate")
     print(f"model {model.lens!r} ({args.model})")
     print(f"data {args.data}: {len(x)} examples")
     if loss is not None:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from .. import _errors as E
 from ..datasets.sequences import CharVocab, SequenceTask
 from ..nn import generate
+from . import _checks as C
 from . import _model_io as io_
 
 
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         model = io_.load(args.model)
         text = continue_prompt(model, args.prompt, args.steps, args.temperature, args.seed)
     except (io_.UsageError, E.PrelensError) as err:
-        return io_.fail("generate", err)
+        return C.fail(err, "prelens generate")
     print(text)
     return 0
 

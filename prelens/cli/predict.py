@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from .. import _errors as E
 from ..train import predict
+from . import _checks as C
 from . import _model_io as io_
 
 OUTPUTS = ("auto", "label", "proba", "raw")
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             result = np.array(names)[result]  # class names in a table, class indices in an array
         write(args.output, result, header)
     except (io_.UsageError, E.PrelensError) as err:
-        return io_.fail("predict", err)
+        return C.fail(err, "prelens predict")
     if args.output is not None:
         print(f"wrote {len(result)} rows ({what}) to {args.output}")
     return 0

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _errors as E
 from .._summary import summary
+from . import _checks as C
 from . import _model_io as io_
 
 IMAGES = (".png", ".svg", ".pdf")
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         if args.diagram is not None:
             draw(model, example, dtype, args.depth, args.diagram)
     except (io_.UsageError, E.PrelensError) as err:
-        return io_.fail("summary", err)
+        return C.fail(err, "prelens summary")
     print(f"model file {args.model}")
     for key, value in model.metadata.items():
         print(f"  {key}: {_short(value)}")

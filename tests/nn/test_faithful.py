@@ -1,7 +1,5 @@
 """The post's network, faithfully: golden values, the two representations, laws and gradients."""
 
-import sys
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -59,17 +57,7 @@ from prelens.nn import (
     un_para,
 )
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
-
-
-@contextmanager
-def default_stack():
-    """Python's default recursion limit: the TriLens batch ``from_tamb(batch_n(n, make_mlp(...)))`` needs no more."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+from tests.conftest import default_recursion_limit
 
 
 def random_para(m: int, rng: np.random.Generator) -> Para:
@@ -252,7 +240,7 @@ def test_trilens_batch_of_the_mlp_agrees_with_the_batched_prelens(seed, n):
     mlp = make_mlp(3, [4, 4, 1])
     params, xs = init_mlp(3, [4, 4, 1], rng), [rng.standard_normal(3) for _ in range(n)]
     ys = [rng.standard_normal(1) for _ in range(n)]
-    with default_stack():
+    with default_recursion_limit():
         check_lens_equal(
             "batch_n on the TriLens = batch_n on the pre-lens",
             from_tamb(batch_n(n, mlp)) >> loss_l,
@@ -295,7 +283,7 @@ def test_laws_hold_for_the_layer(form, c):
 def test_laws_hold_for_the_mlp(form, c):
     m_in, sizes, ps, s = c
     lens = from_tamb(make_mlp(m_in, sizes)) if form == "TriLens" else make_mlp_l(m_in, sizes)
-    with default_stack():  # check_combinators batches the network 3 times
+    with default_recursion_limit():  # check_combinators batches the network 3 times
         check_lens_laws(lens, ps, s)
 
 
@@ -430,7 +418,7 @@ def test_the_posts_trilens_batch_passes_check_vjp(seed, n):
     rng = np.random.default_rng(seed)
     net = from_tamb(batch_n(n, make_mlp(3, [4, 4, 1]))) >> loss_l
     params = tree_map(lambda x: x + rng.standard_normal(np.shape(x)), init_mlp(3, [4, 4, 1], rng))
-    with default_stack():
+    with default_recursion_limit():
         check_vjp(net, ([rng.standard_normal(1) for _ in range(n)], params), [rng.standard_normal(3) for _ in range(n)])
 
 
@@ -454,12 +442,12 @@ def test_the_original_concatenating_branch_fails_the_gradient_check(monkeypatch)
     """The test that exposes the original defect: with ``mconcat`` the first layer's gradient is wrong."""
     params = tree_map(lambda x: x + 0.1, init_mlp(3, [4, 4, 1], np.random.default_rng(0)))
     net_args = ((list(TOY_YS), params), list(TOY_XS))
-    with default_stack():
+    with default_recursion_limit():
         check_vjp(from_tamb(batch_n(4, make_mlp(3, [4, 4, 1]))) >> loss_l, *net_args)  # ours passes
 
     monkeypatch.setattr(faithful, "branch_t", haskell_branch_t)
     original = make_mlp(3, [4, 4, 1])
-    with default_stack(), pytest.raises(LawError, match=r"first wrong leaf is p\[1\]\[0\]"):  # θ, first layer
+    with default_recursion_limit(), pytest.raises(LawError, match=r"first wrong leaf is p\[1\]\[0\]"):  # θ, first layer
         check_vjp(from_tamb(batch_n(4, original)) >> loss_l, *net_args)
 
     grad, numeric = gradient_and_differences(original, params, **TOY)
