@@ -4,6 +4,7 @@ A port of Bartosz Milewski's "Neural Networks, Pre-lenses, and Triple Tambara
 Modules" to Python on numpy. See the README and ``docs/`` for a tour.
 """
 
+from ._backend import BACKENDS, to_backend, to_numpy
 from ._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
 from ._construction import register_constructor
 from ._errors import (
@@ -83,6 +84,7 @@ from ._tree import (
 __version__ = "0.2.0"
 
 __all__ = [
+    "BACKENDS",
     "ArgumentError",
     "CheckpointError",
     "Cost",
@@ -149,6 +151,8 @@ __all__ = [
     "summary",
     "sym",
     "sym_l",
+    "to_backend",
+    "to_numpy",
     "to_tamb",
     "tree_add",
     "tree_allclose",

@@ -13,7 +13,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from . import _args
+from . import _args, _backend
 from . import _errors as E
 from ._construction import constructor
 from ._iso import _second as second
@@ -424,6 +424,10 @@ def sum_trees(lens: str, what: str, trees: Any) -> Any:
     if type(first) is np.ndarray and first.dtype.kind == "f" and len(trees) == 2:  # the common case, fast
         second_ = trees[1]
         if type(second_) is np.ndarray and second_.shape == first.shape and second_.dtype == first.dtype:
+            return first + second_
+    elif len(trees) == 2 and _backend.is_array(first):  # another library's arrays
+        second_ = trees[1]
+        if _backend.is_array(second_) and tuple(second_.shape) == tuple(first.shape) and second_.dtype == first.dtype:
             return first + second_
     try:
         return numeric_sum(lens, list(trees), what)

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _backend
+
 
 class PrelensError(Exception):
     """Base class of every error raised on purpose by prelens.
@@ -122,6 +124,9 @@ def describe(x: Any) -> str:
     """A short description of a value for error messages: ``f64[3,4]``, ``tuple of 2``."""
     if isinstance(x, np.ndarray):
         return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]"
+    if _backend.is_array(x):  # another library's array: say which
+        lib = _backend.namespace_name(_backend.namespace(x))
+        return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}] ({lib})"
     if isinstance(x, (bool, int, float, complex, np.generic)):
         return f"{type(x).__name__} {x!r}"
     if x is None:
@@ -139,8 +144,13 @@ def describe(x: Any) -> str:
 
 def dtype_name(dtype: Any) -> str:
     """``float64 -> f64``, ``int32 -> i32``: the short names used in reprs."""
-    dt = np.dtype(dtype)
-    return f"{dt.kind}{dt.itemsize * 8}"
+    if not isinstance(dtype, np.dtype):
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:  # another library's dtype: by its name
+            name = _backend.dtype_name(dtype)
+            return f"{_backend.dtype_kind(dtype)}{name.lstrip('abcdefghijklmnopqrstuvwxyz') or ''}"
+    return f"{dtype.kind}{dtype.itemsize * 8}"
 
 
 def describe_tree(x: Any, limit: int = 160) -> str:
@@ -626,8 +636,7 @@ def model_not_rebuilt(lens: str, got: str) -> ArgumentError:
 
 def model_params_misfit(lens: str, found: str) -> StructureError:
     return StructureError(
-        f"save_model: the parameters do not fit {short_name(lens, 80)} (compared with what its init makes): "
-        f"{found}"
+        f"save_model: the parameters do not fit {short_name(lens, 80)} (compared with what its init makes): {found}"
     )
 
 
@@ -732,8 +741,7 @@ def metrics_unmeasured() -> ArgumentError:
 
 def monitor_unknown(who: str, monitor: Any, recorded: Sequence[str]) -> ArgumentError:
     return ArgumentError(
-        f"fit: {who} monitors {monitor!r}, which this fit does not record; it records "
-        + ", ".join(map(repr, recorded))
+        f"fit: {who} monitors {monitor!r}, which this fit does not record; it records " + ", ".join(map(repr, recorded))
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any, Generic
 import numpy as np
 from typing_extensions import TypeVar
 
-from . import _args
+from . import _args, _backend
 from . import _errors as E
 from ._construction import constructor
 
@@ -426,7 +426,13 @@ def _is_empty(x: Any) -> bool:
 
 
 def _is_numeric(x: Any) -> bool:
-    return (isinstance(x, np.ndarray) and x.dtype.kind in "biufc") or isinstance(x, _NUMBERS)
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biufc"
+    return isinstance(x, _NUMBERS) or (_backend.is_array(x) and _backend.dtype_kind(x.dtype) in "biufc")
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x.shape) if _backend.is_array(x) else np.shape(x)
 
 
 def _same_node(primal: tuple[Any, ...] | list[Any], delta: Any) -> bool:
@@ -472,7 +478,7 @@ def _misfit(primal: Any, delta: Any, path: str, data_ok: bool) -> tuple[str, str
         return None
     if not _is_numeric(primal):
         return None  # a symbol, not a number: nothing to compare
-    if not _is_numeric(delta) or np.shape(delta) != np.shape(primal):
+    if not _is_numeric(delta) or _shape(delta) != _shape(primal):
         return path, E.describe(primal), E.describe_tree(delta)
     return None
 

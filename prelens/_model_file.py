@@ -29,6 +29,7 @@ import numpy as np
 from . import _args, checkpoint
 from . import _construction as C
 from . import _errors as E
+from ._backend import has_dtype, is_array, resolve_backend
 from ._tree import structure_mismatch, tree_leaves, tree_paths
 
 __all__ = ["LoadedModel", "load_model", "save_model"]
@@ -66,8 +67,10 @@ def save_model(
     :func:`prelens.register_constructor`; anything else is refused, naming
     the part that cannot be described. ``params`` must fit what
     ``lens.init`` makes (structure, shapes, dtypes) when the lens has an
-    ``init``. ``metadata`` is a JSON-able mapping returned by
-    :func:`load_model` (a vocabulary, class names, how the model was trained).
+    ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...:
+    they are stored exactly, as numpy arrays). ``metadata`` is a JSON-able
+    mapping returned by :func:`load_model` (a vocabulary, class names, how the
+    model was trained).
     Everything is checked before the file is written; a failed save leaves the
     file that was at ``path`` as it was. The suffix is yours to choose
     (``.prelens`` reads well).
@@ -136,17 +139,21 @@ def _misfit(expected: Any, got: Any) -> str | None:
     if found is not None:
         return found
     for (where, a), (_, b) in zip(tree_paths(expected), tree_paths(got)):
-        if isinstance(a, np.ndarray) and (not isinstance(b, np.ndarray) or a.dtype != b.dtype):
+        if isinstance(a, np.ndarray) and (not is_array(b) or not has_dtype(b, a.dtype)):
             return E.at_path(where, E.describe(a), E.describe(b))
     return None
 
 
-def load_model(path: str | os.PathLike[str]) -> LoadedModel:
+def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
     Haskell::
 
-        load_model :: FilePath -> IO (PreLens a da m dm p dp s ds, p, Metadata)
+        load_model :: FilePath -> Backend -> IO (PreLens a da m dm p dp s ds, p, Metadata)
+
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``:
+    see :func:`prelens.to_backend`) is the library the parameters are
+    returned in, once they are checked against the rebuilt lens.
 
     Nothing in the file is executed or unpickled: the lens is rebuilt by
     calling the registered constructors it names (prelens's own, and those
@@ -168,6 +175,7 @@ def load_model(path: str | os.PathLike[str]) -> LoadedModel:
     (True, {})
     """
     name = _path("load_model", path)
+    xp = resolve_backend("load_model", backend)
     if not os.path.exists(name):
         raise E.model_file_bad(name, "no such file")
     try:
@@ -199,6 +207,8 @@ def load_model(path: str | os.PathLike[str]) -> LoadedModel:
         found = _misfit(like, params)
         if found is not None:
             raise E.model_file_misfit(name, found)
+    if xp is not np:
+        params = checkpoint._in_backend("load_model", params, backend)
     return LoadedModel(lens, params, user)
 
 

@@ -19,6 +19,12 @@ values that print as the call that made them:
                        ``peak / (div · final_div)`` (Smith's one-cycle policy)
 =====================  ==========================================================
 
+Under ``jax.jit`` the step count in an optimiser's state is traced: the
+schedules here then compute their value with array operations, branch-free, as a
+0-d array of the widest float the library has (float64 under JAX's 64-bit mode),
+and trace into the compiled step. A known step (an int, or a concrete 0-d
+integer array) always takes the Python path, so the numbers are numpy's.
+
 >>> sched = warmup_cosine(0.1, warmup=2, total=6)
 >>> [round(sched(t), 4) for t in range(8)]
 [0.05, 0.1, 0.1, 0.0854, 0.05, 0.0146, 0.0, 0.0]
@@ -32,6 +38,8 @@ from typing import Any
 
 from . import _args
 from . import _errors as E
+from ._backend import dtype_kind, is_array, is_concrete, namespace
+from ._optim_xp import wide_float
 
 __all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay", "warmup_cosine"]
 
@@ -47,12 +55,30 @@ class Schedule:
     """
 
     def __call__(self, step: int) -> float:
-        """The step size of update number ``step + 1`` (``step`` updates were taken before it)."""
+        """The step size of update number ``step + 1`` (``step`` updates were taken before it).
+
+        A traced step (a 0-d integer array under ``jax.jit``) gives a traced 0-d
+        float array.
+        """
+        t: Any = step
+        if type(t) is not int and is_array(t) and not is_concrete(t):
+            if t.ndim != 0 or dtype_kind(t.dtype) not in "iu":
+                raise E.bad_argument(_NAMES[type(self)], "step", t, "an int >= 0")
+            xp = namespace(t)
+            out: float = self._at_array(xp, t, xp.astype(t, wide_float(xp)))
+            return out
         return self.at(_step(self, step))
 
     def at(self, t: int) -> float:
         """The value at step ``t`` (already checked); each schedule defines it."""
         raise NotImplementedError
+
+    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+        """The value at the traced integer step ``t`` (``tf``: it as a float array), branch-free.
+
+        A subclass that defines only :meth:`at` has it run on the traced step.
+        """
+        return self.at(t)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
@@ -78,6 +104,9 @@ class _Constant(Schedule):
     def at(self, t: int) -> float:
         return self.lr
 
+    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+        return self.lr
+
 
 @dataclass(frozen=True, repr=False)
 class _StepDecay(Schedule):
@@ -88,6 +117,9 @@ class _StepDecay(Schedule):
     def at(self, t: int) -> float:
         return float(self.lr * self.factor ** (t // self.every))
 
+    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+        return self.lr * self.factor ** xp.astype(t // self.every, tf.dtype)
+
 
 @dataclass(frozen=True, repr=False)
 class _ExponentialDecay(Schedule):
@@ -97,6 +129,9 @@ class _ExponentialDecay(Schedule):
 
     def at(self, t: int) -> float:
         return float(self.lr * self.rate ** (t / self.every))
+
+    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+        return self.lr * self.rate ** (tf / self.every)
 
 
 @dataclass(frozen=True, repr=False)
@@ -113,6 +148,14 @@ class _WarmupCosine(Schedule):
             return self.final
         frac = (t - self.warmup) / (self.total - self.warmup)
         return self.final + (self.peak - self.final) * 0.5 * (1.0 + math.cos(math.pi * frac))
+
+    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+        frac = (tf - self.warmup) / max(1, self.total - self.warmup)  # total = warmup: never picked
+        down = self.final + (self.peak - self.final) * 0.5 * (1.0 + xp.cos(math.pi * frac))
+        out = xp.where(t >= self.total, xp.full_like(tf, self.final), down)
+        if self.warmup == 0:
+            return out
+        return xp.where(t < self.warmup, self.peak * (tf + 1) / self.warmup, out)
 
 
 @dataclass(frozen=True, repr=False)
@@ -133,6 +176,15 @@ class _OneCycle(Schedule):
             return end
         frac = (t - up) / max(1, self.total - up)
         return end + (self.peak - end) * 0.5 * (1.0 + math.cos(math.pi * frac))
+
+    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+        start = self.peak / self.div
+        end = start / self.final_div
+        up = max(1, round(self.warmup_fraction * self.total))
+        rise = start + (self.peak - start) * 0.5 * (1.0 - xp.cos(math.pi * tf / up))
+        frac = (tf - up) / max(1, self.total - up)
+        fall = end + (self.peak - end) * 0.5 * (1.0 + xp.cos(math.pi * frac))
+        return xp.where(t < up, rise, xp.where(t >= self.total, xp.full_like(tf, end), fall))
 
 
 _NAMES: dict[type, str] = {

@@ -10,6 +10,7 @@ other lens is one stage. Nested compositions are shown as a tree.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _args
+from . import _args, _backend
 from ._errors import describe_tree
 from ._lens import AnyLens
 from ._tree import tree_leaves
@@ -129,7 +130,27 @@ def walk(lens: AnyLens, params: Any, s: Any, depth: int | None = None) -> list[S
 
 
 def _count(params: Any) -> int:
-    return int(sum(np.size(x) for x in tree_leaves(params)))
+    return int(sum(_size(x) for x in tree_leaves(params)))
+
+
+def _size(x: Any) -> int:
+    """How many numbers a leaf holds (an array of any library, or a number)."""
+    if isinstance(x, np.ndarray) or not _backend.is_array(x):
+        return int(np.size(x))
+    return math.prod(x.shape)
+
+
+def _like_params(example: Any, params: Any) -> Any:
+    """The example's numpy arrays in the library (and on the device) of ``params``' arrays, if another."""
+    other = [x for x in tree_leaves(params) if _backend.is_array(x) and not isinstance(x, np.ndarray)]
+    if not other:
+        return example
+    import array_api_compat
+
+    xp, where = _backend.namespace(other[0]), array_api_compat.device(other[0])
+    return _backend.tree_map_arrays(
+        lambda a: _backend.to_backend(a, xp, device=where) if isinstance(a, np.ndarray) else a, example
+    )
 
 
 def _walk(lens: AnyLens, p: Any, s: Any, depth: int, rows: list[Stage], limit: int | None) -> Any:
@@ -185,7 +206,8 @@ def summary(
 
     ``input_shape`` is a shape tuple (random normal data of ``dtype`` is made),
     an example value (e.g. integer token ids), or a tuple/list tree of those.
-    Parameters come from ``lens.init(rng)`` unless given. Composites nested
+    Parameters come from ``lens.init(rng)`` unless given (as arrays of any
+    array-API library: the random data is then made in theirs). Composites nested
     deeper than ``depth`` are shown as one stage (``None``: open everything).
     Display the result (or ``print`` it) to see the table.
 
@@ -213,4 +235,6 @@ def example_run(
         _args.count(fn, "depth", depth, least=0)
     gen = _args.seed(fn, rng)
     example = _example(fn, input_shape, gen, _args.float_dtype(fn, "dtype", dtype))
-    return example, lens.init(gen) if params is None else params
+    if params is None:
+        return example, lens.init(gen)
+    return _like_params(example, params), params

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _args
+from . import _args, _backend
 from . import _errors as E
 
 Tree = Any
@@ -94,8 +94,8 @@ def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     ):
         return E.at_path(path, _node_desc(a), _node_desc(b))
     if ka == "leaf":
-        if shapes and np.shape(a) != np.shape(b):
-            return E.at_path(path, f"shape {np.shape(a)}", f"shape {np.shape(b)}")
+        if shapes and _shape(a) != _shape(b):
+            return E.at_path(path, f"shape {_shape(a)}", f"shape {_shape(b)}")
         return None
     if ka == "dict" and list(a.keys()) != list(b.keys()):
         return E.at_path(path, f"keys {list(a)}", f"keys {list(b)}")
@@ -226,11 +226,17 @@ def tree_add(a: Tree, b: Tree) -> Tree:
     return numeric_sum("tree_add", [a, b])
 
 
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x.shape) if _backend.is_array(x) else np.shape(x)
+
+
 def _is_number_leaf(x: Any) -> bool:
     """A leaf of the vector space of deltas: a number or a numeric array (bools do not add)."""
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "iufc"
-    return isinstance(x, (int, float, complex, np.number)) and not isinstance(x, (bool, np.bool_))
+    if isinstance(x, (int, float, complex, np.number)):
+        return not isinstance(x, (bool, np.bool_))
+    return _backend.is_array(x) and _backend.dtype_kind(x.dtype) in "iufc"
 
 
 def _check_numbers(fn: str, what: str, tree: Tree) -> None:
@@ -312,12 +318,14 @@ def tree_zeros_like(tree: Tree) -> Tree:
 
 
 def _is_bool_array(x: Any) -> bool:
-    return isinstance(x, np.ndarray) and x.dtype.kind == "b"
+    return _backend.is_array(x) and _backend.dtype_kind(x.dtype) == "b"
 
 
 def _zeros_like(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.zeros_like(x)
+    if _backend.is_array(x):
+        return _backend.namespace(x).zeros_like(x)
     return type(x)(0)
 
 
@@ -364,14 +372,19 @@ def tree_first_difference(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float =
 
 def _leaves_close(x: Any, y: Any, rtol: float, atol: float) -> bool:
     """Numbers within the tolerances (NaN is close to nothing); any other leaves equal."""
-    if _is_number_leaf(x) and _is_number_leaf(y):
+    if _is_number_leaf(x) and _is_number_leaf(y):  # compared on the host, whatever their library
+        x, y = _host(x), _host(y)
         return bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=False))
     if x is y:
         return True
     try:
-        return bool(np.array_equal(np.asarray(x), np.asarray(y)))
+        return bool(np.array_equal(np.asarray(_host(x)), np.asarray(_host(y))))
     except (TypeError, ValueError):  # leaves that do not compare: different
         return False
+
+
+def _host(x: Any) -> Any:
+    return _backend.to_numpy(x) if _backend.is_array(x) else x
 
 
 def tree_first_nonfinite(tree: Tree) -> str | None:
@@ -385,7 +398,9 @@ def tree_first_nonfinite(tree: Tree) -> str | None:
     '[1][0]'
     """
     for path, x in tree_paths(tree):
-        arr = np.asarray(x)
+        if not _backend.is_concrete(x):  # traced by JAX: no values to look at
+            continue
+        arr = np.asarray(_host(x))
         if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
             return E.path_str(path)
     return None

@@ -36,6 +36,11 @@ the types in ``like=`` when it is given, otherwise from a registry of allowed
 classes (prelens's own, such as ``prelens.nn.Para`` and the optimiser states,
 plus any registered with :func:`register_namedtuple`).
 
+Arrays of any array-API library (PyTorch tensors, JAX arrays,
+``array_api_strict``) are saved exactly, as numpy arrays of the same dtype and
+values (the file does not say which library they came from);
+``load(path, backend="torch")`` puts the arrays it reads in that library.
+
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
 >>> save(path, [(np.float32([1, 2]), 0.5), {"steps": 3}])
@@ -58,6 +63,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
+from . import _backend
 from . import _errors as E
 from ._sigint import deferred_sigint
 
@@ -140,7 +146,10 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
     The file is written exactly at ``path`` (no suffix is added). Leaves may
     be numpy arrays of bool/int/uint/float/complex dtypes, numpy scalars, and
     Python ``float``, ``int``, ``bool``, ``str``; nodes tuples, lists, named
-    tuples, dicts with ``str`` or ``int`` keys, and ``None``.
+    tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another
+    array-API library (PyTorch, JAX, ``array_api_strict``, on any device) are
+    copied to the host and stored as the numpy arrays of the same dtype and
+    values; a value being traced by ``jax.jit`` cannot be stored.
 
     Raises :class:`prelens.CheckpointError` for anything else (naming the
     path in the tree), for trees or metadata nested more than 100 levels
@@ -348,24 +357,51 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
         arrays[key] = np.asarray(x)
         kind = "array" if isinstance(x, np.ndarray) else "npscalar"
         return {"kind": kind, "key": key, "dtype": x.dtype.str, "shape": list(x.shape)}
+    if _backend.is_array(x):
+        host = _host_copy(x, path)
+        arrays[key] = host
+        return {"kind": "array", "key": key, "dtype": host.dtype.str, "shape": list(host.shape)}
     raise E.checkpoint_unsupported(path, f"cannot store a leaf of type {type(x).__name__}")
+
+
+def _host_copy(x: Any, path: str) -> np.ndarray:
+    """Another library's array as the numpy array of the same dtype, shape and values (for :func:`save`)."""
+    lib = _backend.namespace_name(_backend.namespace(x))
+    if not _backend.is_concrete(x):
+        raise E.checkpoint_unsupported(
+            path, f"a {lib} value being traced (under jax.jit) has no numbers yet: save outside the compiled function"
+        )
+    try:
+        host = np.asarray(_backend.to_numpy(x))
+    except (TypeError, ValueError, RuntimeError, BufferError) as err:
+        dtype = _backend.dtype_name(x.dtype)
+        raise E.checkpoint_unsupported(path, f"{lib} arrays of dtype {dtype} are not supported ({_why(err)})") from None
+    if host.dtype.kind not in "biufc" or tuple(host.shape) != tuple(x.shape):
+        raise E.checkpoint_unsupported(path, f"{lib} arrays of dtype {_backend.dtype_name(x.dtype)} are not supported")
+    return host
 
 
 # ------------------------------------------------------------------ load
 
 
-def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
+def load(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
     Haskell::
 
-        load :: FilePath -> Maybe Tree -> IO Tree
+        load :: FilePath -> Maybe Tree -> Backend -> IO Tree
 
     ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
     the checkpoint must have its structure, leaf kinds, shapes and dtypes
     (checked before any array is read), and named tuples are rebuilt with
     ``like``'s classes. Without ``like`` named tuples must be registered (see
-    :func:`register_namedtuple`).
+    :func:`register_namedtuple`). ``like``'s arrays may be of any array-API
+    library (their shapes and dtype names are compared).
+
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or
+    a namespace: see :func:`prelens.to_backend`) is the library the arrays
+    are returned in, with the dtypes and values saved; numbers, numpy scalars
+    and strings stay as they are.
 
     Raises :class:`prelens.CheckpointError` when the file is missing,
     truncated, corrupt or inconsistent (sizes that disagree, nesting deeper
@@ -381,13 +417,24 @@ def load(path: str | os.PathLike[str], like: Tree = None) -> Tree:
     prelens._errors.CheckpointError: checkpoint ... does not fit the model: at [0]: expected f64[3], got f64[2]
     """
     name = _path("load", path)
+    xp = _backend.resolve_backend("load", backend)
     with _open(name) as archive:
         header = _read_header(archive)
         known = _known_namedtuples() if like is None else {}
         try:
-            return _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
+            tree = _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
         except RecursionError:  # the caller's own stack was nearly full: still no bare RecursionError
             raise E.checkpoint_unreadable(name, "the tree description is nested too deeply") from None
+    return tree if xp is np else _in_backend("load", tree, backend)
+
+
+def _in_backend(fn: str, tree: Tree, backend: Any) -> Tree:
+    """The arrays of a tree just read moved to ``backend`` (a name or namespace that resolved)."""
+    try:
+        return _backend.to_backend(tree, backend)
+    except (TypeError, ValueError, RuntimeError) as err:
+        expected = f"a library that holds every array of the file ({_why(err)})"
+        raise E.bad_argument(fn, "backend", backend, expected) from None
 
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -728,8 +775,8 @@ class _Reader:
             what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
             raise self.corrupt(path, f"malformed {kind} leaf ({what})")
         if check:
-            same_kind = isinstance(like, np.ndarray) if is_array else isinstance(like, np.generic)
-            if not same_kind or like.dtype != dtype or like.shape != shape:
+            same_kind = _backend.is_array(like) if is_array else isinstance(like, np.generic)
+            if not same_kind or not _backend.has_dtype(like, dtype) or tuple(like.shape) != shape:
                 got = _shape_str(dtype, shape) if is_array else f"{E.dtype_name(dtype)} scalar"
                 raise self.mismatch(path, like, got)
         # Sizes checked against like= (the model bounds them) need no budget; without it they do.

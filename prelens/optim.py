@@ -20,6 +20,15 @@ Every ``lr`` is a number or a schedule (a function of the step, see
 optimiser. Each optimiser has a twin lens in :mod:`prelens.learn` (the same
 update, written as a reparameterisation of the parameters), tested equal.
 
+The parameters may be arrays of any array-API library (numpy, PyTorch, JAX,
+``array_api_strict``): ``init`` makes the state in their library, dtype and
+device, and ``update`` returns arrays of that library, written with the array
+API only (numpy keeps its in-place fast path). ``update`` traces under
+``jax.jit`` with the state as an argument: a step count (``AdamState.step``,
+``ScheduledState.step``; a Python int from ``init``) is then traced and comes
+back a 0-d JAX integer array, taken as a count from then on; the schedules and
+the clipping compute without branching on values.
+
 >>> import numpy as np
 >>> opt = sgd(0.1)
 >>> params = (np.array([1.0, 2.0]), [0.5])
@@ -39,6 +48,8 @@ import numpy as np
 
 from . import _args
 from . import _errors as E
+from ._backend import dtype_kind, dtype_name, is_array, is_concrete, namespace
+from ._optim_xp import as_step, cast, fit, known, power_gap, sum_squares, traced_value, wide_float
 from ._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
 from ._tree import check_structure, tree_map, tree_paths
 
@@ -182,7 +193,7 @@ class _WithSchedule:
     def _init(self, params: Tree) -> Any:
         raise NotImplementedError
 
-    def _update(self, grads: Tree, state: Any, params: Tree, lr: float) -> tuple[Tree, Any]:
+    def _update(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         raise NotImplementedError
 
 
@@ -198,22 +209,62 @@ def check_lr(opt: str, lr: Any) -> None:
         raise E.bad_argument(opt, "lr", lr, "a finite number > 0 or a schedule (a function of the step)")
 
 
-def scheduled_state(opt: str, state: Any) -> tuple[int, Any]:
-    """``(step, inner state)`` of a :class:`ScheduledState`, checked."""
-    if type(state) is not ScheduledState or not isinstance(state.step, (int, np.integer)) or state.step < 0:
+def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
+    """``(step, inner state)`` of a :class:`ScheduledState`, checked.
+
+    The step is an int, or a 0-d integer array of another library (traced under
+    ``jax.jit``), kept as it is so that the step after it stays in that library.
+    """
+    if type(state) is ScheduledState and isinstance(state.step, (int, np.integer)) and state.step >= 0:
+        return int(state.step), state.state
+    step = as_step(state.step) if type(state) is ScheduledState else None
+    if step is None:
         raise E.optim_bad_state(opt, "a ScheduledState with an int step >= 0 (lr is a schedule)", state)
-    return int(state.step), state.state
+    return step, state.state
 
 
-def lr_at(opt: str, schedule: Callable[[int], float], step: int) -> float:
-    """The schedule's value at ``step``: a finite number >= 0, or an error naming the step."""
-    value = schedule(step)
+def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
+    """The schedule's value at ``step``: a finite number >= 0, or an error naming the step.
+
+    ``step`` is an int or a 0-d integer array: a concrete one is read as its int;
+    a traced one (under ``jax.jit``) gives a traced 0-d float array, in the widest
+    float of its library, whose value cannot be checked while tracing.
+    """
+    if not isinstance(step, int):
+        n = known(step)
+        if n is None:
+            return _traced_lr(opt, schedule, step)
+        step = n
+    return _checked_lr(opt, step, schedule(step))
+
+
+def _checked_lr(opt: str, step: Any, value: Any) -> float:
+    """A schedule's value as a float: a finite number >= 0 (or a concrete 0-d real array of one)."""
     if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-        raise E.bad_schedule_value(opt, step, value)
+        if not (_is_real_scalar_array(value) and is_concrete(value)):
+            raise E.bad_schedule_value(opt, step, value)
+        value = float(value)  # a schedule written with array operations (to be traced), run at a known step
     lr = float(value)
     if not (math.isfinite(lr) and lr >= 0.0):
         raise E.bad_schedule_value(opt, step, value)
     return lr
+
+
+def _is_real_scalar_array(x: Any) -> bool:
+    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "iuf"
+
+
+def _traced_lr(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
+    """The schedule at a traced step: traced with it, or called back on the host (see ``traced_value``).
+
+    A traced value is a 0-d array of the widest float; its value is checked only
+    when it is known (a constant, or the host call back, which checks it there).
+    """
+    value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
+    if not _is_real_scalar_array(value) or is_concrete(value):
+        return _checked_lr(opt, step, value)
+    xp = namespace(value)
+    return xp.astype(value, wide_float(xp))
 
 
 # ------------------------------------------------------------------ SGD
@@ -239,7 +290,7 @@ class SGD(_WithSchedule):
         _check_params("sgd", params)
         return ()
 
-    def _update(self, grads: Tree, state: tuple[()], params: Tree, lr: float) -> tuple[Tree, tuple[()]]:
+    def _update(self, grads: Tree, state: tuple[()], params: Tree, lr: Any) -> tuple[Tree, tuple[()]]:
         if state != () or type(state) is not tuple:
             _check_state("sgd", state, tuple, "()")
         try:
@@ -249,7 +300,7 @@ class SGD(_WithSchedule):
         return new_params, ()
 
 
-def _sgd_leaf(p: Any, g: Any, neg_lr: float) -> Any:
+def _sgd_leaf(p: Any, g: Any, neg_lr: Any) -> Any:
     """``p − lr·g`` for one leaf (``neg_lr = −lr``): a fresh array, or a scalar like ``p``."""
     if type(p) is np.ndarray:
         if type(g) is np.ndarray and g.dtype == p.dtype and g.ndim:
@@ -258,10 +309,12 @@ def _sgd_leaf(p: Any, g: Any, neg_lr: float) -> Any:
             new = np.multiply(g, neg_lr, out=np.empty_like(p))
         new += p
         return new
-    return _scalar_like(p, p + neg_lr * g)
+    if _is_scalar(p):
+        return _scalar_like(p, p + neg_lr * g)
+    return _as_leaf(g, p) * cast(neg_lr, p) + p  # any other library: the array API, nothing written into
 
 
-def _sgd_walk(p: Tree, g: Tree, neg_lr: float) -> Tree:
+def _sgd_walk(p: Tree, g: Tree, neg_lr: Any) -> Tree:
     """SGD's update over the tree: :func:`_walk_pair` with the step inlined for float array leaves
     (the hot path of a small model, whose step is mostly this walk)."""
     cls = type(p)
@@ -330,7 +383,7 @@ class Momentum(_WithSchedule):
         _check_params("momentum", params)
         return MomentumState(tree_map(_zeros_like, params))
 
-    def _update(self, grads: Tree, state: MomentumState, params: Tree, lr: float) -> tuple[Tree, MomentumState]:
+    def _update(self, grads: Tree, state: MomentumState, params: Tree, lr: Any) -> tuple[Tree, MomentumState]:
         _check_state("momentum", state, MomentumState, "a MomentumState")
         beta, nesterov = self.beta, self.nesterov
 
@@ -344,6 +397,10 @@ class Momentum(_WithSchedule):
                 new *= -lr
                 new += p
                 return new, v_new
+            if not _is_scalar(p):  # any other library: the same steps, as expressions
+                v_new = v * beta + _as_leaf(g, p)
+                step = v_new * beta + _as_leaf(g, p) if nesterov else v_new
+                return step * -cast(lr, p) + p, fit(v_new, p)
             v_s = beta * v + g
             step = g + beta * v_s if nesterov else v_s
             return _scalar_like(p, p - lr * step), _scalar_like(p, v_s)
@@ -402,7 +459,7 @@ class Adam(_WithSchedule):
         _check_params("adam", params)
         return AdamState(0, tree_map(_zeros_like, params), tree_map(_zeros_like, params))
 
-    def _update(self, grads: Tree, state: AdamState, params: Tree, lr: float) -> tuple[Tree, AdamState]:
+    def _update(self, grads: Tree, state: AdamState, params: Tree, lr: Any) -> tuple[Tree, AdamState]:
         return _adam_update("adam", grads, state, params, lr, self.b1, self.b2, self.eps, 0.0)
 
 
@@ -429,16 +486,21 @@ def _check_adam(opt: str, lr: Any, b1: float, b2: float, eps: float) -> None:
 
 
 def _adam_update(
-    opt: str, grads: Tree, state: AdamState, params: Tree, lr: float, b1: float, b2: float, eps: float, wd: float
+    opt: str, grads: Tree, state: AdamState, params: Tree, lr: Any, b1: float, b2: float, eps: float, wd: float
 ) -> tuple[Tree, AdamState]:
-    """One Adam step at step size ``lr``, with decoupled weight decay ``wd`` (AdamW; 0 for Adam)."""
+    """One Adam step at step size ``lr``, with decoupled weight decay ``wd`` (AdamW; 0 for Adam).
+
+    ``lr`` is a float, or a 0-d array under a trace (a schedule's value); the
+    step count an int or a 0-d integer array (see :mod:`prelens._optim_xp`).
+    """
     _check_state(opt, state, AdamState, "an AdamState")
-    if not isinstance(state.step, (int, np.integer)) or isinstance(state.step, bool) or state.step < 0:
-        raise E.optim_bad_state(opt, "an AdamState with an int step >= 0", state)
-    t = int(state.step) + 1
-    root_c2 = math.sqrt(1.0 - b2**t)
-    lr_t = lr * root_c2 / (1.0 - b1**t)
-    eps_t = eps * root_c2
+    if isinstance(state.step, (int, np.integer)) and not isinstance(state.step, bool) and state.step >= 0:
+        t = int(state.step) + 1
+        root_c2 = math.sqrt(1.0 - b2**t)
+        lr_t = lr * root_c2 / (1.0 - b1**t)
+        eps_t = eps * root_c2
+    else:
+        t, lr_t, eps_t = _adam_scalars(opt, state, lr, b1, b2, eps)
     keep = 1.0 - lr * wd  # decoupled decay: p ← p − lr·wd·p, besides the Adam step
 
     def leaf(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -456,6 +518,13 @@ def _adam_update(
             new *= -lr_t
             new += p if keep == 1.0 else p * keep
             return new, mu, nu
+        if not _is_scalar(p):  # any other library: the same steps, as expressions
+            g = _as_leaf(g, p)
+            mu = m * b1 + g * (1.0 - b1)
+            nu = v * b2 + (g * g) * (1.0 - b2)
+            new = mu / (namespace(p).sqrt(nu) + cast(eps_t, p)) * -cast(lr_t, p)
+            kept = p if wd == 0.0 or (isinstance(keep, float) and keep == 1.0) else p * cast(keep, p)
+            return new + kept, fit(mu, p), fit(nu, p)
         mu_s = b1 * m + (1.0 - b1) * g
         nu_s = b2 * v + (1.0 - b2) * g * g
         new_s = keep * p - lr_t * mu_s / (math.sqrt(nu_s) + eps_t)
@@ -465,6 +534,25 @@ def _adam_update(
         opt, leaf, params, (grads, state.mu, state.nu), ("grads", f"{opt} mu", f"{opt} nu")
     )
     return new_params, AdamState(t, mu, nu)
+
+
+def _adam_scalars(opt: str, state: AdamState, lr: Any, b1: float, b2: float, eps: float) -> tuple[Any, Any, Any]:
+    """``(t, lr_t, eps_t)`` for a step count that is an array (another library's, perhaps traced).
+
+    The count after it stays an array of its library; the scalars are Python
+    floats while the count is known (numpy's numbers), 0-d arrays under a trace.
+    """
+    step = as_step(state.step)
+    if step is None:
+        raise E.optim_bad_state(opt, "an AdamState with an int step >= 0", state)
+    t = step + 1
+    c2 = power_gap(b2, t)
+    if isinstance(c2, float):
+        root_c2 = math.sqrt(c2)
+    else:
+        root_c2 = namespace(c2).sqrt(c2)
+        lr = cast(lr, c2)
+    return t, lr * root_c2 / power_gap(b1, t), eps * root_c2
 
 
 @dataclass(frozen=True)
@@ -501,7 +589,7 @@ class AdamW(_WithSchedule):
         _check_params("adamw", params)
         return AdamState(0, tree_map(_zeros_like, params), tree_map(_zeros_like, params))
 
-    def _update(self, grads: Tree, state: AdamState, params: Tree, lr: float) -> tuple[Tree, AdamState]:
+    def _update(self, grads: Tree, state: AdamState, params: Tree, lr: Any) -> tuple[Tree, AdamState]:
         return _adam_update("adamw", grads, state, params, lr, self.b1, self.b2, self.eps, self.weight_decay)
 
 
@@ -551,7 +639,7 @@ class Adagrad(_WithSchedule):
         _check_params("adagrad", params)
         return AdagradState(tree_map(_zeros_like, params))
 
-    def _update(self, grads: Tree, state: AdagradState, params: Tree, lr: float) -> tuple[Tree, AdagradState]:
+    def _update(self, grads: Tree, state: AdagradState, params: Tree, lr: Any) -> tuple[Tree, AdagradState]:
         _check_state("adagrad", state, AdagradState, "an AdagradState")
         eps = self.eps
 
@@ -565,12 +653,14 @@ class Adagrad(_WithSchedule):
                 new *= -lr
                 new += p
                 return new, s_new
+            if not _is_scalar(p):  # any other library: the same steps, as expressions
+                g = _as_leaf(g, p)
+                s_new = s + g * g
+                return g / (namespace(p).sqrt(s_new) + eps) * -cast(lr, p) + p, fit(s_new, p)
             s_s = s + g * g
             return _scalar_like(p, p - lr * g / (math.sqrt(s_s) + eps)), _scalar_like(p, s_s)
 
-        new_params, sum_sq = _map_leaves(
-            "adagrad", leaf, params, (grads, state.sum_sq), ("grads", "adagrad sum_sq")
-        )
+        new_params, sum_sq = _map_leaves("adagrad", leaf, params, (grads, state.sum_sq), ("grads", "adagrad sum_sq"))
         return new_params, AdagradState(sum_sq)
 
 
@@ -621,7 +711,7 @@ class RMSprop(_WithSchedule):
         _check_params("rmsprop", params)
         return RMSpropState(tree_map(_zeros_like, params))
 
-    def _update(self, grads: Tree, state: RMSpropState, params: Tree, lr: float) -> tuple[Tree, RMSpropState]:
+    def _update(self, grads: Tree, state: RMSpropState, params: Tree, lr: Any) -> tuple[Tree, RMSpropState]:
         _check_state("rmsprop", state, RMSpropState, "an RMSpropState")
         rho, eps = self.rho, self.eps
 
@@ -637,12 +727,14 @@ class RMSprop(_WithSchedule):
                 new *= -lr
                 new += p
                 return new, v_new
+            if not _is_scalar(p):  # any other library: the same steps, as expressions
+                g = _as_leaf(g, p)
+                v_new = v * rho + (g * g) * (1.0 - rho)
+                return g / (namespace(p).sqrt(v_new) + eps) * -cast(lr, p) + p, fit(v_new, p)
             v_s = rho * v + (1.0 - rho) * g * g
             return _scalar_like(p, p - lr * g / (math.sqrt(v_s) + eps)), _scalar_like(p, v_s)
 
-        new_params, mean_sq = _map_leaves(
-            "rmsprop", leaf, params, (grads, state.mean_sq), ("grads", "rmsprop mean_sq")
-        )
+        new_params, mean_sq = _map_leaves("rmsprop", leaf, params, (grads, state.mean_sq), ("grads", "rmsprop mean_sq"))
         return new_params, RMSpropState(mean_sq)
 
 
@@ -690,7 +782,9 @@ class ClipByGlobalNorm:
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
         """Clip ``grads`` to the global norm ``max_norm``, then one step of the wrapped optimiser."""
         scale = clip_scale("clip_by_global_norm", grads, self.max_norm)
-        if scale != 1.0:
+        if type(scale) is not float:  # another library's arrays: scaled always, by exactly 1 when short enough
+            grads = scale_tree(grads, scale)
+        elif scale != 1.0:
             grads = tree_map(lambda g: g * scale if isinstance(g, np.ndarray) else type(g)(g * scale), grads)
         return self.optimizer.update(grads, state, params)
 
@@ -708,21 +802,50 @@ def clip_by_global_norm(optimizer: Optimizer[StateT], max_norm: float) -> ClipBy
     return ClipByGlobalNorm(optimizer, max_norm)
 
 
-def global_norm(fn: str, tree: Tree) -> float:
-    """``√(Σ x²)`` over every real leaf of ``tree`` (accumulated in float64)."""
+def global_norm(fn: str, tree: Tree) -> Any:
+    """``√(Σ x²)`` over every real leaf of ``tree`` (accumulated in float64).
+
+    A float for numpy arrays and numbers; with another library's arrays, a 0-d
+    array of that library (its widest float), never read back to the host.
+    """
     total = 0.0
+    arrays: Any = None  # the sum over other libraries' arrays, kept on their device
     for path, x in tree_paths(tree):
         if not _is_real_leaf(x):
             raise E.optim_delta_dtype(fn, "grads", path, E.describe(x))
+        if not isinstance(x, np.ndarray) and is_array(x):
+            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
+            continue
         a = np.asarray(x, dtype=np.float64)
         total += float(np.vdot(a, a))
-    return math.sqrt(total)
+    if arrays is None:
+        return math.sqrt(total)
+    return namespace(arrays).sqrt(arrays + total)
 
 
-def clip_scale(fn: str, tree: Tree, max_norm: float) -> float:
-    """The factor ``min(1, max_norm / ‖tree‖)`` (1 for a norm that is not finite)."""
+def clip_scale(fn: str, tree: Tree, max_norm: float) -> Any:
+    """The factor ``min(1, max_norm / ‖tree‖)`` (1 for a norm that is not finite).
+
+    A float for numpy; a 0-d array, computed without a branch, for another
+    library's arrays (so that it traces under ``jax.jit``).
+    """
     norm = global_norm(fn, tree)
-    return max_norm / norm if math.isfinite(norm) and norm > max_norm else 1.0
+    if isinstance(norm, float):
+        return max_norm / norm if math.isfinite(norm) and norm > max_norm else 1.0
+    xp = namespace(norm)
+    capped = max_norm / xp.maximum(norm, xp.full_like(norm, max_norm))  # exactly 1 when the norm is short enough
+    return xp.where(xp.isfinite(norm), capped, xp.ones_like(norm))
+
+
+def scale_tree(tree: Tree, scale: Any) -> Tree:
+    """Every leaf of ``tree`` times the 0-d array ``scale`` (in each leaf's dtype; numbers stay numbers when known)."""
+
+    def leaf(g: Any) -> Any:
+        if is_array(g):
+            return g * cast(scale, g)
+        return type(g)(g * scale) if is_concrete(scale) else g * scale
+
+    return tree_map(leaf, tree)
 
 
 # -------------------------------------------------------------- helpers
@@ -750,13 +873,22 @@ def _check_state(opt: str, state: Any, cls: type, expected: str) -> None:
 
 
 def _check_params(opt: str, params: Tree) -> None:
-    """Every leaf must be a float array or a Python/numpy float (or int) scalar."""
+    """Every leaf must be a float array (of any library) or a Python/numpy float (or int) scalar."""
     for path, x in tree_paths(params):
         if isinstance(x, np.ndarray):
             if x.dtype.char not in "fdg":  # float16 is too coarse for the moments (eps underflows)
                 raise E.optim_leaf_dtype(opt, path, E.describe(x))
         elif not isinstance(x, (int, float, np.floating)) or isinstance(x, bool):
-            raise E.optim_leaf_dtype(opt, path, E.describe(x))
+            if not _is_real_leaf(x, floats_only=True):  # another library's float array passes
+                raise E.optim_leaf_dtype(opt, path, E.describe(x))
+
+
+#: Leaves that are numbers, not arrays: updated by Python arithmetic and kept numbers.
+_SCALARS = (int, float, np.generic)
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, _SCALARS)
 
 
 def _zeros_like(x: Any) -> Any:
@@ -764,7 +896,16 @@ def _zeros_like(x: Any) -> Any:
         return np.zeros_like(x)
     if isinstance(x, np.generic):
         return type(x)(0)
+    if is_array(x):
+        return namespace(x).zeros_like(x)  # the parameter's library, dtype and device
     return 0.0
+
+
+def _as_leaf(g: Any, p: Any) -> Any:
+    """The delta ``g`` (an array, or a number) as an array in the dtype of the parameter array ``p``."""
+    if not is_array(g):
+        return g
+    return g if g.dtype == p.dtype else namespace(g).astype(g, p.dtype)
 
 
 def _scalar_like(p: Any, x: Any) -> Any:
@@ -879,12 +1020,16 @@ def _walk_other(f: LeafFn, n_out: int, p: Tree, others: list[Tree]) -> tuple[Tre
 
 
 def _is_real_leaf(x: Any, floats_only: bool = False) -> bool:
-    """A real number or an array of them (of floats only, for parameters)."""
+    """A real number or an array of them, of any library (of floats only, float32 or float64, for parameters)."""
     if isinstance(x, np.ndarray):
         return x.dtype.char in "fdg" if floats_only else x.dtype.kind in "iuf"
     if isinstance(x, (bool, np.bool_)):
         return False
-    return isinstance(x, (float, np.floating)) or (not floats_only and isinstance(x, (int, np.integer)))
+    if isinstance(x, (float, np.floating)) or (not floats_only and isinstance(x, (int, np.integer))):
+        return True
+    if not is_array(x):
+        return False
+    return dtype_name(x.dtype) in ("float32", "float64") if floats_only else dtype_kind(x.dtype) in "iuf"
 
 
 def _check_leaf(p: Any, o: Any) -> None:
@@ -892,8 +1037,12 @@ def _check_leaf(p: Any, o: Any) -> None:
     the parameter a float (array) or a number."""
     if not (_is_real_leaf(p, floats_only=True) or (isinstance(p, (int, np.integer)) and not isinstance(p, bool))):
         raise _Mismatch
-    if not _is_real_leaf(o) or np.shape(o) != np.shape(p):
+    if not _is_real_leaf(o) or _shape(o) != _shape(p):
         raise _Mismatch
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x.shape) if is_array(x) else np.shape(x)
 
 
 def _diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]) -> E.PrelensError:

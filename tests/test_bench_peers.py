@@ -91,6 +91,75 @@ def test_the_table_has_the_issues_columns_and_names_what_is_missing():
     assert "medians of 3 interleaved repetitions" in text
 
 
+def _renamed(peer: Peer, name: str, missing: str | None = None) -> Peer:
+    """``peer`` under another column's title (a numpy stand-in for a peer that needs an extra)."""
+    return Peer(name, peer.prepare, lambda: missing)
+
+
+def test_prelens_on_jax_has_its_column_and_its_two_ratios():
+    """Stand-ins under the JAX columns' titles: the table gains prelens JAX / JAX and / torch."""
+    stand_ins = [
+        _renamed(NUMPY_HAND, "PyTorch eager"),
+        _renamed(NUMPY_HAND, "JAX jit"),
+        _renamed(P.PRELENS, "prelens JAX"),
+    ]
+    report = run_peers(CASES[:1], peers=stand_ins, repeats=3, inner=1)
+    (row,) = report.rows
+    assert list(row.times) == ["prelens", "PyTorch eager", "JAX jit", "prelens JAX"]
+    assert row.grad_errors["prelens JAX"] == 0.0  # the same lenses on the same arrays
+    assert row.ratio("JAX jit", of="prelens JAX") == row.times["prelens JAX"] / row.times["JAX jit"]
+    assert row.ratio("JAX jit", of="no such column") is None
+    head, _, first = str(report).splitlines()[2:5]
+    titles = [c.strip() for c in head.strip("|").split("|")]
+    assert titles == [
+        "one SGD step (ms)",
+        "prelens",
+        "PyTorch eager",
+        "JAX jit",
+        "prelens JAX",
+        "prelens / torch",
+        "prelens / JAX",
+        "prelens JAX / JAX",
+        "prelens JAX / torch",
+        "prelens peak MiB",
+    ]
+    cells = [c.strip() for c in first.strip("|").split("|")]
+    assert cells[7] == f"{row.times['prelens JAX'] / row.times['JAX jit']:.2f}"
+    assert cells[8] == f"{row.times['prelens JAX'] / row.times['PyTorch eager']:.2f}"
+
+
+def test_the_jax_ratios_are_dashes_where_a_row_lacks_a_column():
+    case = PeerCase((2, 1), "float64", 2)
+    rows = [
+        P.PeerRow(case, {"prelens": 4e-3, "JAX jit": 2e-3, "prelens JAX": 3e-3}, {}, {}, 0),
+        P.PeerRow(case, {"prelens": 4e-3, "JAX jit": 2e-3}, {}, {}, 0),
+    ]
+    lines = str(P.PeerReport(rows, 3)).splitlines()
+    assert "| prelens / JAX | prelens JAX / JAX |" in lines[2] and "prelens JAX / torch" not in lines[2]
+    assert lines[4].endswith("| 2.00 | 1.50 | 0.00 |") and lines[5].endswith("| 2.00 | — | 0.00 |")
+
+
+def test_without_jax_both_jax_columns_are_left_out_and_named():
+    assert P.PRELENS_JAX in P.DEFAULT_PEERS and P.PRELENS_JAX.name == "prelens JAX"
+    no_jax = [_renamed(P.JAX_JIT, "JAX jit", "jax"), _renamed(P.PRELENS_JAX, "prelens JAX", "jax"), MATMUL_FLOOR]
+    report = run_peers(CASES[:1], peers=no_jax, repeats=3, inner=1)
+    assert list(report.rows[0].times) == ["prelens", "matmul floor"]
+    assert report.missing == ("jax",) and report.left_out == ("JAX jit", "prelens JAX")
+    text = str(report)
+    assert "not installed (pip install 'prelens[peers]'): jax; left out: JAX jit, prelens JAX" in text
+    assert "JAX" not in text.splitlines()[2]
+    assert P._module_missing("prelens_no_such_module")() == "prelens_no_such_module"
+
+
+def test_the_check_names_what_it_compares():
+    case = PeerCase((2, 2), "float64", 1)
+    g = [DenseParams(np.ones((2, 2)), np.ones(2))]
+    off = [DenseParams(np.ones((2, 2)), np.full(2, 1.5))]
+    law = r"law 'prelens JAX parameters after one SGD step = prelens parameters after one SGD step' fails"
+    with pytest.raises(LawError, match=law + r": MLP 2-2 b1 f64 differ at \[0\]\.bias"):
+        check_peer_gradients("prelens JAX", case, g, off, what="parameters after one SGD step")
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_a_peer_with_a_wrong_gradient_stops_the_run_before_anything_is_timed(case):
     with pytest.raises(LawError, match=rf"numpy, off by a bit gradients = prelens gradients.*{case.label}"):

@@ -150,3 +150,34 @@ def test_a_bad_thread_count_on_the_command_line_is_exit_2(bad, capsys):
         main(["train", "transformer", "--blas-threads", bad])
     assert info.value.code == 2
     assert "--blas-threads: expected auto or a number of threads >= 1" in capsys.readouterr().err
+
+
+def test_fit_sizes_blas_threads_for_its_run_and_restores_them(clean_env):
+    from prelens.nn import mse
+    from prelens.optim import sgd
+    from prelens.train import fit
+
+    seen = []
+
+    class Spy:
+        def on_epoch_end(self, epoch, history, params, opt_state):
+            seen.append(current_blas_threads())
+            return False
+
+    with blas_threads(2):  # as if BLAS ran two threads before: fit's "auto" gives this small model one
+        data = (np.ones((8, 4)), np.zeros((8, 3)))
+        fit(mlp(4, [3]), mse, data, 2, 4, sgd(0.1), 0, progress=False, callbacks=[Spy()])
+        assert seen == [1, 1] and current_blas_threads() == 2
+        seen.clear()
+        fit(mlp(4, [3]), mse, data, 1, 4, sgd(0.1), 0, progress=False, callbacks=[Spy()], blas_threads=None)
+        assert seen == [2]
+
+
+@pytest.mark.parametrize("bad", [0, -1, "two", 1.5, True])
+def test_fit_refuses_a_bad_thread_count_before_training(bad):
+    from prelens.nn import mse
+    from prelens.optim import sgd
+    from prelens.train import fit
+
+    with pytest.raises(ArgumentError, match="threads"):
+        fit(mlp(4, [3]), mse, (np.ones((8, 4)), np.zeros((8, 3))), 1, 4, sgd(0.1), blas_threads=bad)

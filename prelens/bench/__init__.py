@@ -8,7 +8,8 @@
   the pre-lens route).
 
 * :mod:`prelens.bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
-  eager and in JAX under ``jit``, and the matmul floor (``prelens bench --peers``);
+  eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
+  matmul floor (``prelens bench --peers``);
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``).
 
@@ -37,6 +38,7 @@ from .peers import (
     MATMUL_FLOOR,
     NUMPY_HAND,
     PEER_CASES,
+    PRELENS_JAX,
     TORCH_EAGER,
     Peer,
     PeerCase,
@@ -58,6 +60,7 @@ __all__ = [
     "MATMUL_FLOOR",
     "NUMPY_HAND",
     "PEER_CASES",
+    "PRELENS_JAX",
     "TORCH_EAGER",
     "ChainResult",
     "HandLM",

@@ -1,5 +1,7 @@
 """Benchmark against the peers: one SGD step in prelens, by hand in numpy, in PyTorch eager, in JAX under ``jit``.
 
+And prelens itself on JAX, compiled: the same lenses, one :func:`~prelens.train.compile_step`.
+
 The same three models as the other benchmarks, from the same weights and on
 the same batch, in float64 and float32:
 
@@ -13,7 +15,10 @@ idiom: prelens with :func:`~prelens.vjp` and :func:`prelens.optim.sgd` (fresh
 parameter arrays every step); numpy by hand (:func:`~prelens.bench.numpy_mlp_grads`,
 :class:`~prelens.bench.HandLM`) updating in place; PyTorch with ``torch.nn``
 modules, ``loss.backward()`` and ``torch.optim.SGD``; JAX with
-``jax.value_and_grad`` and the update in one ``jax.jit``-compiled function. The
+``jax.value_and_grad`` and the update in one ``jax.jit``-compiled function;
+**prelens JAX** is the ``prelens`` column's model and loss on JAX arrays, the step
+compiled by :func:`~prelens.train.compile_step` (parameters, optimiser state and
+batch already on the device, as in a training loop). The
 **matmul floor** is the step's forward and backward matrix products alone, in
 numpy, into preallocated outputs: no implementation that calls BLAS for its
 products can go below it.
@@ -23,7 +28,8 @@ checked equal to prelens's (relative to each leaf's largest entry: ``1e-9`` in
 float64, ``1e-4`` in float32); a mismatch is a :class:`~prelens.LawError`
 naming the peer, the case and the tree path. Then the steps of one case run
 interleaved (:func:`~prelens.bench._timing.time_interleaved`), and the table
-gives medians, the ratios that matter and prelens's peak memory per step.
+gives medians, the ratios that matter (prelens against each peer, and prelens JAX
+against JAX jit and PyTorch eager) and prelens's peak memory per step.
 
 PyTorch and JAX are the optional extra ``peers`` (``pip install 'prelens[peers]'``);
 a peer that is not installed is left out of the table and named under it.
@@ -46,6 +52,8 @@ from typing import Any
 import numpy as np
 
 from .. import _errors as E
+from .._backend import is_array, to_numpy
+from .._lens import AnyLens
 from .._trace import vjp
 from .._tree import tree_paths
 from ..nn import mlp, mse
@@ -63,6 +71,7 @@ __all__ = [
     "MATMUL_FLOOR",
     "NUMPY_HAND",
     "PEER_CASES",
+    "PRELENS_JAX",
     "TORCH_EAGER",
     "Peer",
     "PeerCase",
@@ -179,9 +188,10 @@ class PeerRow:
     peer against prelens; ``prelens_peak`` the bytes allocated at the peak of one
     prelens step (tracemalloc, above what was live before it).
 
-    >>> row = PeerRow(PeerCase((2, 1), "float64", 2), {"prelens": 3e-3, "JAX jit": 2e-3}, {}, {}, 0)
-    >>> row.ratio("JAX jit"), row.ratio("PyTorch eager")
-    (1.5, None)
+    >>> times = {"prelens": 3e-3, "JAX jit": 2e-3, "prelens JAX": 2.2e-3}
+    >>> row = PeerRow(PeerCase((2, 1), "float64", 2), times, {}, {}, 0)
+    >>> row.ratio("JAX jit"), row.ratio("PyTorch eager"), round(row.ratio("JAX jit", of="prelens JAX"), 2)
+    (1.5, None, 1.1)
     """
 
     case: PeerCase
@@ -190,18 +200,21 @@ class PeerRow:
     grad_errors: dict[str, float]
     prelens_peak: int
 
-    def ratio(self, name: str) -> float | None:
-        """prelens's time over ``name``'s (``None`` if that column did not run)."""
-        t = self.times.get(name)
-        return None if t is None else self.times["prelens"] / t
+    def ratio(self, name: str, *, of: str = "prelens") -> float | None:
+        """``of``'s time (prelens's by default) over ``name``'s (``None`` if either column did not run)."""
+        t, mine = self.times.get(name), self.times.get(of)
+        return None if t is None or mine is None else mine / t
 
 
 @dataclass(frozen=True)
 class PeerReport:
     """Everything one run measured; ``str`` is the printed table (Markdown).
 
+    ``missing`` names the libraries that are not installed, ``left_out`` the
+    columns that need them.
+
     >>> row = PeerRow(PeerCase((2, 1), "float64", 2), {"prelens": 2e-3, "matmul floor": 1e-3}, {}, {}, 1024)
-    >>> print(PeerReport([row], 3, "a header", ("torch",)))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(PeerReport([row], 3, "a header", ("torch",), ("PyTorch eager",)))  # doctest: +NORMALIZE_WHITESPACE
     a header
     <BLANKLINE>
     | one SGD step (ms) | prelens | matmul floor | prelens / floor | prelens peak MiB |
@@ -209,13 +222,14 @@ class PeerReport:
     | MLP 2-1 b2 f64 | 2.00 | 1.00 | 2.00 | 0.00 |
     <BLANKLINE>
     medians of 3 interleaved repetitions; gradients checked equal to prelens's first
-    not installed (pip install 'prelens[peers]'): torch
+    not installed (pip install 'prelens[peers]'): torch; left out: PyTorch eager
     """
 
     rows: list[PeerRow]
     repeats: int
     header: str = ""
     missing: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return format_peers(self)
@@ -261,16 +275,25 @@ def _copy_tree(tree: Any) -> Any:
 # ------------------------------------------------------------- prelens itself
 
 
-def _prepare_prelens(problem: Problem) -> PeerStep:
-    case = problem.case
+def _trained_parts(case: PeerCase) -> tuple[AnyLens, AnyLens]:
+    """The model and the loss prelens trains in ``case``: ``(mlp, mse)`` or ``(decoder_lm, token_cross_entropy)``.
+
+    >>> model, loss = _trained_parts(PeerCase((4, 8, 3), "float64", 16))
+    >>> loss is mse, model.name
+    (True, 'mlp(4→8→3, tanh, input_delta=False)')
+    """
     dt = np.dtype(case.dtype)
     if isinstance(case.model, LMConfig):
         c = case.model
         net = decoder_lm(c.vocab, c.d_model, c.n_heads, c.d_ff, c.n_layers, c.seq_len, eps=c.eps, dtype=dt)
-        trained = net >> token_cross_entropy()
-    else:
-        n_in, *sizes = case.model
-        trained = mlp(n_in, sizes, dtype=dt, input_delta=False) >> mse
+        return net, token_cross_entropy()
+    n_in, *sizes = case.model
+    return mlp(n_in, sizes, dtype=dt, input_delta=False), mse
+
+
+def _prepare_prelens(problem: Problem) -> PeerStep:
+    model, loss = _trained_parts(problem.case)
+    trained = model >> loss
     opt = sgd(problem.lr)
     x, y = problem.x, problem.y
     state: list[Any] = [problem.params]
@@ -361,8 +384,18 @@ TORCH_EAGER = Peer("PyTorch eager", _prepare_torch, _module_missing("torch"))
 #: Hand-written JAX: ``jax.value_and_grad`` and the SGD update under one ``jax.jit`` (the ``peers`` extra).
 JAX_JIT = Peer("JAX jit", _prepare_jax, _module_missing("jax"))
 
+
+def _prepare_prelens_jax(problem: Problem) -> PeerStep:
+    from ._peer_prelens_jax import prepare
+
+    return prepare(problem)
+
+
+#: prelens itself on JAX arrays, the step compiled by :func:`~prelens.train.compile_step` (the ``peers`` extra).
+PRELENS_JAX = Peer("prelens JAX", _prepare_prelens_jax, _module_missing("jax"))
+
 #: The columns of ``prelens bench --peers`` after prelens itself.
-DEFAULT_PEERS: tuple[Peer, ...] = (NUMPY_HAND, TORCH_EAGER, JAX_JIT, MATMUL_FLOOR)
+DEFAULT_PEERS: tuple[Peer, ...] = (NUMPY_HAND, TORCH_EAGER, JAX_JIT, PRELENS_JAX, MATMUL_FLOOR)
 
 
 def _threads() -> int:
@@ -375,12 +408,16 @@ def _threads() -> int:
 # -------------------------------------------------------------------- the check
 
 
-def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any) -> float:
+def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any, *, what: str = "gradients") -> float:
     """The largest relative gradient difference between prelens (``ours``) and ``peer``; raise if too large.
 
     Haskell::
 
         check_peer_gradients :: String -> PeerCase -> Params -> Params -> Double
+
+    ``what`` names the trees in the law (``"parameters after one SGD step"`` to
+    compare updated parameters instead of gradients); any array library's
+    leaves are compared on the host.
 
     Leaves are compared in tree order, each relative to the largest entry of
     prelens's leaf; the tolerance is ``1e-9`` in float64 and ``1e-4`` in float32.
@@ -397,7 +434,7 @@ def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any) -> f
     prelens._errors.LawError: law 'numpy gradients = prelens gradients' fails: MLP 2-2 b1 f64 differ at [0].bias:
     ...
     """
-    law = f"{peer} gradients = prelens gradients"
+    law = f"{peer} {what} = prelens {what}"
     tol = 1e-9 if np.dtype(case.dtype) == np.float64 else 1e-4
     left, right = list(tree_paths(ours)), list(tree_paths(theirs))
     paths_l, paths_r = [p for p, _ in left], [p for p, _ in right]
@@ -407,7 +444,7 @@ def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any) -> f
         raise E.law_violation(law, f"{case.label}: the gradient trees", path, len(left), len(right))
     worst = 0.0
     for (path, a), (_, b) in zip(left, right):
-        a, b = np.asarray(a), np.asarray(b)
+        a, b = to_numpy(a) if is_array(a) else np.asarray(a), to_numpy(b) if is_array(b) else np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             raise E.law_violation(law, case.label, path, E.describe(a), E.describe(b))
         scale = float(np.max(np.abs(a))) if a.size else 0.0
@@ -443,10 +480,12 @@ def run_peers(
     >>> list(r.rows[0].times), r.rows[0].grad_errors
     (['prelens', 'matmul floor'], {})
     """
-    missing = tuple(m for m in (peer.missing() for peer in peers) if m is not None)
-    present = [peer for peer in peers if peer.missing() is None]
+    needs = {peer.name: peer.missing() for peer in peers}
+    missing = tuple(dict.fromkeys(m for m in needs.values() if m is not None))
+    left_out = tuple(name for name, m in needs.items() if m is not None)
+    present = [peer for peer in peers if needs[peer.name] is None]
     rows = [_run_case(case, present, repeats, inner, seed) for case in cases]
-    return PeerReport(rows, repeats, _header(present), missing)
+    return PeerReport(rows, repeats, _header(present), missing, left_out)
 
 
 def _run_case(case: PeerCase, peers: Sequence[Peer], repeats: int, inner: int | None, seed: int) -> PeerRow:
@@ -484,8 +523,8 @@ def _run_case(case: PeerCase, peers: Sequence[Peer], repeats: int, inner: int | 
 
 def _header(peers: Sequence[Peer]) -> str:
     versions = [f"numpy {np.__version__}"]
-    for peer, module in ((TORCH_EAGER, "torch"), (JAX_JIT, "jax")):
-        if peer in peers and module in sys.modules:
+    for module, users in (("torch", (TORCH_EAGER,)), ("jax", (JAX_JIT, PRELENS_JAX))):
+        if any(peer in peers for peer in users) and module in sys.modules:
             versions.append(f"{module} {getattr(sys.modules[module], '__version__', '?')}")
     from ..train._runtime import current_blas_threads
 
@@ -495,7 +534,16 @@ def _header(peers: Sequence[Peer]) -> str:
     )
 
 
-_RATIOS = (("matmul floor", "floor"), ("PyTorch eager", "torch"), ("JAX jit", "JAX"), ("numpy by hand", "numpy"))
+#: ``(numerator, denominator, title)`` of each ratio column: prelens against every peer, then
+#: prelens on JAX against the two it is meant to match (issue 15).
+_RATIOS = (
+    ("prelens", "matmul floor", "prelens / floor"),
+    ("prelens", "PyTorch eager", "prelens / torch"),
+    ("prelens", "JAX jit", "prelens / JAX"),
+    ("prelens", "numpy by hand", "prelens / numpy"),
+    ("prelens JAX", "JAX jit", "prelens JAX / JAX"),
+    ("prelens JAX", "PyTorch eager", "prelens JAX / torch"),
+)
 
 
 def format_peers(report: PeerReport) -> str:
@@ -503,19 +551,20 @@ def format_peers(report: PeerReport) -> str:
     names: list[str] = []
     for row in report.rows:
         names += [n for n in row.times if n not in names]
-    ratios = [(n, short) for n, short in _RATIOS if n in names]
-    head = ["one SGD step (ms)", *names, *(f"prelens / {short}" for _, short in ratios), "prelens peak MiB"]
+    ratios = [(of, n, title) for of, n, title in _RATIOS if of in names and n in names]
+    head = ["one SGD step (ms)", *names, *(title for *_, title in ratios), "prelens peak MiB"]
     lines = [report.header, "", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for row in report.rows:
         cells = [row.case.label, *(_ms(row.times.get(n)) for n in names)]
-        for n, _ in ratios:
-            r = row.ratio(n)
+        for of, n, _ in ratios:
+            r = row.ratio(n, of=of)
             cells.append("—" if r is None else f"{r:.2f}")
         cells.append(f"{row.prelens_peak / 2**20:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"medians of {report.repeats} interleaved repetitions; gradients checked equal to prelens's first"]
     if report.missing:
-        lines.append(f"not installed (pip install 'prelens[peers]'): {', '.join(report.missing)}")
+        gone = f"; left out: {', '.join(report.left_out)}" if report.left_out else ""
+        lines.append(f"not installed (pip install 'prelens[peers]'): {', '.join(report.missing)}{gone}")
     return "\n".join(lines)
 
 

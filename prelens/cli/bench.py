@@ -9,9 +9,10 @@
    sequence 32, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16).
 
 --peers: one SGD step of the same models (both MLPs and the language model, float64
-and float32) in prelens, by hand in numpy, in PyTorch eager and in JAX under jit,
-and the matrix products alone (the matmul floor), with the ratios; PyTorch and
-JAX come with the optional extra: pip install 'prelens[peers]'.
+and float32) in prelens, by hand in numpy, in PyTorch eager, in JAX under jit, in
+prelens on JAX compiled by compile_step, and the matrix products alone (the matmul
+floor), with the ratios; PyTorch and JAX come with the optional extra:
+pip install 'prelens[peers]'.
 --profile: where prelens's step spends its time, lens by lens (matrix products
 against everything else).
 
@@ -58,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--peers",
         action="store_true",
-        help="prelens against numpy by hand, PyTorch eager, JAX jit and the matmul floor (extra: prelens[peers])",
+        help="prelens against numpy by hand, PyTorch eager, JAX jit, prelens on JAX compiled and the matmul floor "
+        "(extra: prelens[peers])",
     )
     mode.add_argument("--profile", action="store_true", help="prelens's step lens by lens: matmuls against the rest")
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the batch")

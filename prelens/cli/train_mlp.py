@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
                 validation=(x_test, split.y_test) if len(split.y_test) else None,
                 metrics={"accuracy": accuracy},
                 progress=False if args.no_progress else None,
+                blas_threads=None,  # training_runtime has set them (--blas-threads)
                 checkpoint_every=args.checkpoint_every,
                 checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
             )

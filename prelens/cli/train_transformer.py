@@ -214,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
                 validation=(x_test, y_test),
                 metrics=metrics,
                 progress=False if args.no_progress else True,
+                blas_threads=None,  # training_runtime has set them (--blas-threads)
             )
     except E.PrelensError as err:  # diverged (or refused mid-way)
         print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)

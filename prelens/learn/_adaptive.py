@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._optim_xp import as_step, cast, power_gap
 from .._tree import tree_map, tree_zip_map
 from ..optim import (
     AdagradState,
@@ -64,9 +65,9 @@ def adagrad(lr: Any, eps: float = 1e-10) -> OptimizerLens:
     check_lr("adagrad", lr)
     _check_positive("adagrad", "eps", eps)
 
-    def put(p: Tree, state: AdagradState, dp: Tree, lr_t: float, lr_before: float) -> tuple[Tree, AdagradState]:
+    def put(p: Tree, state: AdagradState, dp: Tree, lr_t: Any, lr_before: Any) -> tuple[Tree, AdagradState]:
         s = tree_zip_map(lambda a, d: like(a, a + d * d), state.sum_sq, dp)
-        new = tree_zip_map(lambda x, d, a: like(x, x + lr_t * d / (root(a) + eps)), p, dp, s)
+        new = tree_zip_map(lambda x, d, a: like(x, x + cast(lr_t, x) * d / (root(a) + eps)), p, dp, s)
         return new, AdagradState(s)
 
     name = f"adagrad({lr!r}{'' if eps == 1e-10 else f', eps={eps!r}'})"
@@ -89,9 +90,9 @@ def rmsprop(lr: Any, rho: float = 0.9, eps: float = 1e-8) -> OptimizerLens:
     _check_unit("rmsprop", "rho", rho)
     _check_positive("rmsprop", "eps", eps)
 
-    def put(p: Tree, state: RMSpropState, dp: Tree, lr_t: float, lr_before: float) -> tuple[Tree, RMSpropState]:
+    def put(p: Tree, state: RMSpropState, dp: Tree, lr_t: Any, lr_before: Any) -> tuple[Tree, RMSpropState]:
         v = tree_zip_map(lambda a, d: like(a, rho * a + (1.0 - rho) * d * d), state.mean_sq, dp)
-        new = tree_zip_map(lambda x, d, a: like(x, x + lr_t * d / (root(a) + eps)), p, dp, v)
+        new = tree_zip_map(lambda x, d, a: like(x, x + cast(lr_t, x) * d / (root(a) + eps)), p, dp, v)
         return new, RMSpropState(v)
 
     extra = ("" if rho == 0.9 else f", rho={rho!r}") + ("" if eps == 1e-8 else f", eps={eps!r}")
@@ -101,14 +102,14 @@ def rmsprop(lr: Any, rho: float = 0.9, eps: float = 1e-8) -> OptimizerLens:
 
 
 def _adam(fn: str, lr: Any, b1: float, b2: float, eps: float, wd: float, extra: str) -> OptimizerLens:
-    def put(p: Tree, state: AdamState, dp: Tree, lr_t: float, lr_before: float) -> tuple[Tree, AdamState]:
-        t = int(state.step) + 1
-        c1, c2 = 1.0 - b1**t, 1.0 - b2**t
+    def put(p: Tree, state: AdamState, dp: Tree, lr_t: Any, lr_before: Any) -> tuple[Tree, AdamState]:
+        t = as_step(state.step) + 1  # an int, or an integer array (traced under jax.jit)
+        c1, c2 = power_gap(b1, t), power_gap(b2, t)  # 1 − β₁ᵗ, 1 − β₂ᵗ
         m = tree_zip_map(lambda a, d: like(a, b1 * a - (1.0 - b1) * d), state.mu, dp)  # g = −p'
         v = tree_zip_map(lambda a, d: like(a, b2 * a + (1.0 - b2) * d * d), state.nu, dp)
 
         def step(x: Any, a: Any, b: Any) -> Any:
-            return like(x, x - lr_t * ((a / c1) / (root(b / c2) + eps) + wd * x))
+            return like(x, x - cast(lr_t, x) * ((a / cast(c1, x)) / (root(b / cast(c2, x)) + eps) + wd * x))
 
         return tree_zip_map(step, p, m, v), AdamState(t, m, v)
 

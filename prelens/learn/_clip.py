@@ -13,7 +13,7 @@ from typing import Any
 from .. import _errors as E
 from .._lens import PreLens
 from .._tree import tree_map
-from ..optim import _check_params, _check_positive, clip_scale
+from ..optim import _check_params, _check_positive, clip_scale, scale_tree
 
 __all__ = ["clip_by_global_norm"]
 
@@ -47,6 +47,8 @@ def clip_by_global_norm(max_norm: float) -> PreLens[Any, Any, tuple[()], tuple[(
         if type(m) is not tuple or m != ():
             raise E.bad_residue(name, m)
         scale = clip_scale(name, delta, max_norm)
+        if type(scale) is not float:  # another library's arrays: a 0-d array, no branch on its value
+            return (), scale_tree(delta, scale)
         return (), delta if scale == 1.0 else tree_map(lambda d: d * scale, delta)
 
     return PreLens(fwd, bwd, name)

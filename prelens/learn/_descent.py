@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._optim_xp import cast
 from .._tree import tree_map, tree_zip_map
 from ..optim import MomentumState, _check_unit, _zeros_like, check_lr
 from ._optimizer import OptimizerLens, like, optimizer_lens
@@ -61,8 +62,8 @@ def gradient_descent(lr: Any) -> OptimizerLens:
     """
     check_lr("gradient_descent", lr)
 
-    def put(p: Tree, state: tuple[()], dp: Tree, lr_t: float, lr_before: float) -> tuple[Tree, tuple[()]]:
-        return tree_zip_map(lambda x, d: like(x, x + lr_t * d), p, dp), ()
+    def put(p: Tree, state: tuple[()], dp: Tree, lr_t: Any, lr_before: Any) -> tuple[Tree, tuple[()]]:
+        return tree_zip_map(lambda x, d: like(x, x + cast(lr_t, x) * d), p, dp), ()
 
     return optimizer_lens(_label("gradient_descent", lr), lr, tuple, lambda p: (), put)
 
@@ -94,9 +95,9 @@ def momentum(lr: Any, beta: float = 0.9) -> OptimizerLens:
     _check_unit("momentum", "beta", beta)
     put_v = _velocity(beta)
 
-    def put(p: Tree, state: MomentumState, dp: Tree, lr_t: float, lr_before: float) -> tuple[Tree, MomentumState]:
+    def put(p: Tree, state: MomentumState, dp: Tree, lr_t: Any, lr_before: Any) -> tuple[Tree, MomentumState]:
         v = put_v(state.velocity, dp)
-        return tree_zip_map(lambda x, u: like(x, x - lr_t * u), p, v), MomentumState(v)
+        return tree_zip_map(lambda x, u: like(x, x - cast(lr_t, x) * u), p, v), MomentumState(v)
 
     label = _label("momentum", lr, f", beta={beta!r}")
     return optimizer_lens(label, lr, MomentumState, lambda p: MomentumState(tree_map(_zeros_like, p)), put)
@@ -126,15 +127,18 @@ def nesterov(lr: Any, beta: float = 0.9) -> OptimizerLens:
     _check_unit("nesterov", "beta", beta)
     put_v = _velocity(beta)
 
-    def get(p: Tree, state: MomentumState, lr_t: float) -> Tree:
-        return tree_zip_map(lambda x, u: like(x, x - lr_t * beta * u), p, state.velocity)
+    def get(p: Tree, state: MomentumState, lr_t: Any) -> Tree:
+        return tree_zip_map(lambda x, u: like(x, x - cast(lr_t, x) * beta * u), p, state.velocity)
 
-    def put(p: Tree, state: MomentumState, dp: Tree, lr_t: float, lr_before: float) -> tuple[Tree, MomentumState]:
+    def put(p: Tree, state: MomentumState, dp: Tree, lr_t: Any, lr_before: Any) -> tuple[Tree, MomentumState]:
         v = put_v(state.velocity, dp)
         # p − lr·v' at a constant step size; under a schedule the old momentum moves at the old step size
         change = (lr_t - lr_before) * beta
-        new = tree_zip_map(lambda x, u, w: like(x, x - lr_t * u + change * w), p, v, state.velocity)
-        return new, MomentumState(v)
+
+        def step(x: Any, u: Any, w: Any) -> Any:
+            return like(x, x - cast(lr_t, x) * u + cast(change, x) * w)
+
+        return tree_zip_map(step, p, v, state.velocity), MomentumState(v)
 
     label = _label("nesterov", lr, f", beta={beta!r}")
     return optimizer_lens(label, lr, MomentumState, lambda p: MomentumState(tree_map(_zeros_like, p)), put, get)

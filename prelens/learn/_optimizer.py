@@ -31,16 +31,19 @@ from typing import Any
 import numpy as np
 
 from .. import _errors as E
+from .._backend import copy, is_array, is_concrete, namespace
 from .._lens import PreLens
+from .._optim_xp import as_step, before
 from .._tree import check_structure, tree_map, tree_paths
 from ..optim import ScheduledState, _check_params, _is_real_leaf, lr_at, scheduled_state
 
 Tree = Any
 #: ``put(params, state, delta, lr, lr_before) -> (new_params, new_state)``: the update at step
-#: size ``lr`` (``lr_before``: the step size of the update before, which made the state).
-Put = Callable[[Tree, Any, Tree, float, float], tuple[Tree, Any]]
+#: size ``lr`` (``lr_before``: the step size of the update before, which made the state). A step
+#: size is a float, or a 0-d array when a schedule is read at a traced step (under ``jax.jit``).
+Put = Callable[[Tree, Any, Tree, Any, Any], tuple[Tree, Any]]
 #: ``get(params, state, lr) -> what the model sees`` (``lr``: the step size of the last update).
-Get = Callable[[Tree, Any, float], Tree]
+Get = Callable[[Tree, Any, Any], Tree]
 
 __all__ = ["OptimizerLens", "init_state"]
 
@@ -116,7 +119,9 @@ def optimizer_lens(
     ``ScheduledState(step, inner)`` and ``put`` gets the schedule's values at
     ``step`` and at the step before (the one the state came from), ``get`` the latter.
     ``state_type`` is the type of the inner state (``tuple`` for ``()``); its tree
-    fields must have the parameters' structure and shapes.
+    fields must have the parameters' structure and shapes. The step count may be
+    a 0-d integer array of the parameters' library (traced under ``jax.jit``):
+    the count after it is then one too.
     """
     scheduled = not isinstance(lr, (int, float))
 
@@ -125,13 +130,13 @@ def optimizer_lens(
         inner = init_inner(params)
         return ScheduledState(0, inner) if scheduled else inner
 
-    def split(params: Tree, state: Any) -> tuple[int, Any]:
+    def split(params: Tree, state: Any) -> tuple[Any, Any]:
         """``(step, inner state)``, checked against ``params``."""
         _check_params(name, params)
         t, inner = scheduled_state(name, state) if scheduled else (0, state)
         return t, _check_inner(name, state_type, params, inner)
 
-    def rate(t: int) -> float:
+    def rate(t: Any) -> Any:
         return lr_at(name, lr, t) if scheduled else float(lr)
 
     def fwd(p: tuple[()], s: tuple[Tree, Any]) -> tuple[tuple[Tree, Any], Tree]:
@@ -139,7 +144,7 @@ def optimizer_lens(
             raise E.must_be(name, "parameters", "() (the parameters it updates come in its input)", E.describe_tree(p))
         params, state = _pair(name, "input", s)
         t, inner = split(params, state)
-        seen = params if get is None else get(params, inner, rate(max(t - 1, 0)))
+        seen = params if get is None else get(params, inner, rate(before(t)))
         return (_copy(params), _copy(state)), seen
 
     def bwd(m: tuple[Tree, Any], delta: Tree) -> tuple[tuple[()], tuple[Tree, Any]]:
@@ -147,7 +152,7 @@ def optimizer_lens(
         t, inner = split(params, state)
         check_structure(params, delta, what=f"{name}: the parameter delta", shapes=True)
         _check_real(name, "the parameter delta", delta)
-        new_params, new_inner = put(params, inner, delta, rate(t), rate(max(t - 1, 0)))
+        new_params, new_inner = put(params, inner, delta, rate(t), rate(before(t)))
         return (), (new_params, ScheduledState(t + 1, new_inner) if scheduled else new_inner)
 
     return OptimizerLens(fwd, bwd, name, init_state=state_for, lr=lr)
@@ -176,7 +181,7 @@ def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
     values: tuple[Any, ...] = tuple(inner)
     for field, tree in zip(fields, values):
         if field == "step":
-            if not isinstance(tree, (int, np.integer)) or isinstance(tree, bool) or tree < 0:
+            if isinstance(tree, bool) or as_step(tree) is None:
                 raise E.optim_bad_state(name, f"{article} {kind} with an int step >= 0", inner)
         else:
             check_structure(params, tree, what=f"{name}: the state's {field}", shapes=True)
@@ -192,16 +197,24 @@ def _check_real(name: str, what: str, tree: Tree) -> None:
 
 
 def _copy(tree: Tree) -> Tree:
-    """A copy of every array of ``tree`` (a residue never aliases its caller's values)."""
-    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x, tree)
+    """A copy of every array of ``tree`` (a residue never aliases its caller's values; JAX's are immutable)."""
+    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
 
 
 def like(p: Any, x: Any) -> Any:
-    """``x`` as a value of ``p``'s kind: an array of its dtype, a numpy scalar of its type, or a float."""
+    """``x`` as a value of ``p``'s kind: an array of its dtype, a numpy scalar of its type, or a float.
+
+    For another library's array ``p``, ``x`` (an array of that library) in ``p``'s
+    dtype; a number ``p`` under a trace stays the traced 0-d array it became.
+    """
     if isinstance(p, np.ndarray):
         return np.asarray(x, dtype=p.dtype)
     if isinstance(p, np.generic):
         return p.dtype.type(x)
+    if is_array(p):
+        return x if not is_array(x) or x.dtype == p.dtype else namespace(x).astype(x, p.dtype)
+    if is_array(x) and not is_concrete(x):
+        return x
     return float(x)
 
 
@@ -212,4 +225,7 @@ def root(x: Any) -> Any:
     nothing; it makes the update defined on every state, as a lens's backward
     map must be (the law kit runs it on random residues).
     """
-    return np.sqrt(np.maximum(x, 0.0))
+    if isinstance(x, np.ndarray) or not is_array(x):
+        return np.sqrt(np.maximum(x, 0.0))
+    xp = namespace(x)
+    return xp.sqrt(xp.maximum(x, xp.zeros_like(x)))

@@ -18,7 +18,9 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
+from .._backend import copy, dtype_kind, is_array, namespace
 from .._lens import AnyLens, PreLens
+from .._optim_xp import cast, sum_squares
 from .._tree import tree_add, tree_leaves, tree_map
 from ..optim import _check_params
 
@@ -26,7 +28,14 @@ __all__ = ["l2", "penalised"]
 
 
 def _is_float(x: Any) -> bool:
-    return isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f")
+    if isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f"):
+        return True
+    return _is_other_array(x) and dtype_kind(x.dtype) == "f"
+
+
+def _is_other_array(x: Any) -> bool:
+    """An array of a library other than numpy (summed and scaled with the array API)."""
+    return not isinstance(x, np.ndarray) and is_array(x)
 
 
 def l2(lam: float) -> AnyLens:
@@ -55,18 +64,24 @@ def l2(lam: float) -> AnyLens:
         if not _is_real_scalar(loss):
             raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
         total = 0.0
+        arrays: Any = None  # another library's squares, summed there (no value read back)
         for x in _leaves(p):
+            if _is_other_array(x):
+                arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
+                continue
             a = np.asarray(x, dtype=np.float64)
             total += float(np.vdot(a, a))
-        residue = tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x, p)
-        return residue, loss + 0.5 * lam_ * total
+        residue = tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, p)
+        if arrays is None:
+            return residue, loss + 0.5 * lam_ * total
+        return residue, loss + cast(0.5 * lam_ * (arrays + total), loss)
 
     def bwd(m: Any, da: Any) -> tuple[Any, Any]:
         _check_params(name, _floats_only(m))  # the residue is the parameters
         if not _is_real_scalar(da):
             raise E.must_be(name, "output delta", "a real number", E.describe(da))
-        scale = float(da) * lam_
-        return tree_map(lambda x: x * scale if _is_float(x) else _zero(x), m), da
+        scale = da * lam_ if _is_other_array(da) else float(da) * lam_
+        return tree_map(lambda x: x * cast(scale, x) if _is_float(x) else _zero(x), m), da
 
     return PreLens(fwd, bwd, name, None)
 
@@ -112,7 +127,7 @@ def penalised(model: AnyLens, loss: AnyLens, penalty: AnyLens) -> AnyLens:
 
 def _floats_only(p: Any) -> Any:
     """``p`` with its integer arrays (dropout keys: not penalised) left out of the parameter check."""
-    return tree_map(lambda x: 0.0 if isinstance(x, np.ndarray) and x.dtype.kind in "iu" else x, p)
+    return tree_map(lambda x: 0.0 if is_array(x) and dtype_kind(x.dtype) in "iu" else x, p)
 
 
 def _leaves(p: Any) -> list[Any]:
@@ -120,7 +135,9 @@ def _leaves(p: Any) -> list[Any]:
 
 
 def _zero(x: Any) -> Any:
-    return np.zeros_like(x) if isinstance(x, np.ndarray) else type(x)(0)
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
+    return namespace(x).zeros_like(x) if is_array(x) else type(x)(0)
 
 
 def _is_real_scalar(x: Any) -> bool:
@@ -128,4 +145,6 @@ def _is_real_scalar(x: Any) -> bool:
         return False
     if isinstance(x, (float, int, np.floating, np.integer)):
         return True
-    return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "fiu"
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "fiu"
+    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "fiu"

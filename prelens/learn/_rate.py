@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
+from .._backend import dtype_kind, is_array
 from .._lens import PreLens
 
 __all__ = ["learning_rate"]
@@ -69,4 +70,6 @@ def _is_loss(x: Any) -> bool:
         return False
     if isinstance(x, (float, int, np.floating, np.integer)):
         return True
-    return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "fiu"
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "fiu"
+    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "fiu"  # another library's (traced under jit)

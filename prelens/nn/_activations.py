@@ -12,6 +12,11 @@ The pointwise ones (:class:`Activation`) keep the post's residue, the input
 the fast lenses residue-for-residue twins of the faithful ones. They take any shape and keep the dtype.
 ``softmax`` (over the last axis) keeps its output instead.
 
+Every lens here runs on the arrays of any array-API library (numpy, PyTorch,
+JAX, ``array_api_strict``) and returns arrays of that library; numpy keeps its
+in-place fast path. The other libraries run branch-free code (no Python ``if``
+on values), so a JAX ``jit`` traces through them.
+
 >>> import numpy as np
 >>> tanh
 tanh
@@ -27,13 +32,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import copy, device, is_float, namespace, namespace_name, same_library
 from .._lens import PreLens
-from ._fastcheck import Array, delta_error, float_input_error, residue_error
+from ._fastcheck import Array, delta_error, float_input_error, residue_error, shape_str
 from ._rows import row_max, row_sum
 
 __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", "softmax", "tanh"]
@@ -49,8 +56,10 @@ class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array
     Besides being a lens it carries its two array functions, so that a dense
     layer can apply them inside its own passes: ``apply(z)`` returns ``f(z)``
     and ``grad(z, da)`` returns ``da ⊙ f'(z)``, each in a fresh array, never
-    writing into ``z`` or ``da``. ``init_scheme`` (``"glorot"``, ``"he"`` or
-    ``"lecun"``, see :func:`init_weight`) is the weight initialisation that suits it.
+    writing into ``z`` or ``da``; they take the arrays of any library (the
+    built-in ones do; see :func:`pointwise` for a user's). ``init_scheme``
+    (``"glorot"``, ``"he"`` or ``"lecun"``, see :func:`init_weight`) is the
+    weight initialisation that suits it.
 
     >>> relu.grad(np.array([-1.0, 2.0]), np.array([5.0, 5.0]))
     array([0., 5.])
@@ -59,6 +68,38 @@ class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array
     apply: Callable[[Array], Array]
     grad: Callable[[Array, Array], Array]
     init_scheme: str
+
+
+def check_delta(lens: str, da: object, like: Any) -> None:
+    """An output delta of another library than numpy: an array of ``like``'s library, dtype and shape.
+
+    The messages are numpy's, with the library named: ``expected f64[2,3] (torch)``.
+
+    >>> check_delta("tanh", np.zeros(3), np.zeros(3))
+    """
+    ok = same_library(da, like)
+    if ok and da.dtype == like.dtype and tuple(da.shape) == tuple(like.shape):  # type: ignore[attr-defined]
+        return
+    lib = namespace_name(namespace(like))
+    expected = f"{shape_str(like.dtype, tuple(like.shape))} ({lib})"
+    if not ok:
+        raise E.must_be(lens, "output delta", f"an array {expected}", E.describe(da))
+    if da.dtype != like.dtype:  # type: ignore[attr-defined]
+        raise E.lens_dtype_error(lens, "output delta", expected, E.describe(da))
+    raise E.lens_shape_error(lens, "output delta", expected, E.describe(da))
+
+
+def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
+    """``out`` (what a user's function made from ``like``) if it is an array of ``like``'s library.
+
+    >>> checked_result("softplus", "apply", np.ones(2), np.zeros(2))
+    array([1., 1.])
+    """
+    if same_library(out, like):
+        return out
+    lib = namespace_name(namespace(like))
+    expected = f"an array of {lib}, like its argument (write {what} for that library)"
+    raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
 
 
 def pointwise(
@@ -74,12 +115,26 @@ def pointwise(
     :func:`dense` can then fuse the activation. Check a new one with
     :func:`prelens.testing.check_vjp`.
 
+    They receive the caller's arrays as they are: numpy arrays on numpy,
+    PyTorch tensors on PyTorch, JAX arrays (tracers, under ``jax.jit``) on JAX.
+    Written with numpy functions (``softplus`` below) the activation is for
+    numpy arrays only. To run it on every library, write both functions with
+    their argument's namespace (``xp = array_api_compat.array_namespace(z)``,
+    then ``xp.exp``, ``xp.abs``, ...) and without a Python ``if`` on values
+    (``softsign`` below). A function that answers with another library's
+    array than it was given is an error naming the activation.
+
     >>> softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
     >>> from prelens.testing import check_vjp
     >>> check_vjp(softplus, (), np.array([-1.0, 0.5]))
     >>> from prelens.nn import dense
     >>> dense(2, 3, softplus)
     dense(2→3, softplus)
+    >>> from array_api_compat import array_namespace
+    >>> def softsign_grad(z, da):
+    ...     return da / (1 + array_namespace(z).abs(z)) ** 2
+    >>> softsign = pointwise("softsign", lambda z: z / (1 + array_namespace(z).abs(z)), softsign_grad)
+    >>> check_vjp(softsign, (), np.array([-1.0, 0.5]))
     """
 
     A.name("pointwise", "name", name)
@@ -90,7 +145,9 @@ def pointwise(
 
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
-            raise float_input_error(name, s)
+            if isinstance(s, np.ndarray) or not is_float(s):
+                raise float_input_error(name, s)
+            return copy(s), checked_result(name, "apply", apply(s), s)  # another library's array
         kept = s.copy()  # the residue keeps its own copy: the caller may write into s afterwards
         if s.ndim == 0:  # numpy turns 0-d results into scalars: run on one element
             return kept, apply(s.reshape(1)).reshape(())
@@ -98,7 +155,10 @@ def pointwise(
 
     def bwd(s: Array, da: Array) -> tuple[tuple[()], Array]:
         if not isinstance(s, np.ndarray):
-            raise residue_error(name, s)
+            if not is_float(s):
+                raise residue_error(name, s)
+            check_delta(name, da, s)  # another library's array
+            return (), checked_result(name, "grad", grad(s, da), s)
         if not isinstance(da, np.ndarray) or da.dtype != s.dtype or da.shape != s.shape:
             raise delta_error(name, da, s)
         if s.ndim == 0:
@@ -111,6 +171,17 @@ def pointwise(
 # ------------------------------------------------------------------- tanh
 
 
+def _tanh_apply(z: Array) -> Array:
+    """``tanh(z)``: numpy's ufunc on numpy arrays, the array's own library's ``tanh`` on others.
+
+    >>> _tanh_apply(np.array([0.0]))
+    array([0.])
+    """
+    if type(z) is np.ndarray:
+        return np.tanh(z)
+    return namespace(z).tanh(z)  # type: ignore[no-any-return]
+
+
 def _tanh_grad(z: Array, da: Array) -> Array:
     """``da ⊙ (1 − tanh(z)²)``, one fresh array, computed as ``da − da ⊙ tanh(z)²``.
 
@@ -120,6 +191,9 @@ def _tanh_grad(z: Array, da: Array) -> Array:
     >>> _tanh_grad(np.array([0.0]), np.array([2.0]))
     array([2.])
     """
+    if type(z) is not np.ndarray:
+        t = namespace(z).tanh(z)
+        return da - t * t * da  # type: ignore[no-any-return]
     t = np.tanh(z)
     t *= t
     t *= da
@@ -127,7 +201,7 @@ def _tanh_grad(z: Array, da: Array) -> Array:
 
 
 #: ``tanh`` on every entry (the post's activation); Glorot initialisation suits it.
-tanh: Activation = pointwise("tanh", np.tanh, _tanh_grad, "glorot")
+tanh: Activation = pointwise("tanh", _tanh_apply, _tanh_grad, "glorot")
 
 
 # ------------------------------------------------------------------- relu
@@ -139,6 +213,8 @@ def _relu_apply(z: Array) -> Array:
     >>> _relu_apply(np.array([-1.0, 2.0]))
     array([0., 2.])
     """
+    if type(z) is not np.ndarray:
+        return namespace(z).maximum(z, 0)  # type: ignore[no-any-return]
     return np.maximum(z, 0)
 
 
@@ -148,6 +224,8 @@ def _relu_grad(z: Array, da: Array) -> Array:
     >>> _relu_grad(np.array([-1.0, 0.0, 2.0]), np.array([3.0, 3.0, 3.0]))
     array([0., 0., 3.])
     """
+    if type(z) is not np.ndarray:  # numpy's product by the mask: NaN or inf in da at z <= 0 gives NaN there too
+        return da * namespace(z).astype(z > 0, da.dtype)  # type: ignore[no-any-return]
     return np.multiply(da, z > 0)
 
 
@@ -164,6 +242,8 @@ def _sigmoid_apply(z: Array) -> Array:
     >>> _sigmoid_apply(np.array([0.0, -1000.0, 1000.0]))
     array([0.5, 0. , 1. ])
     """
+    if type(z) is not np.ndarray:
+        return (namespace(z).tanh(z * 0.5) + 1) * 0.5  # type: ignore[no-any-return]
     y = np.multiply(z, 0.5)
     np.tanh(y, out=y)
     y += 1
@@ -178,6 +258,8 @@ def _sigmoid_grad(z: Array, da: Array) -> Array:
     array([0.25])
     """
     y = _sigmoid_apply(z)
+    if type(z) is not np.ndarray:
+        return (1 - y) * y * da
     g = np.subtract(1, y)
     g *= y
     g *= da
@@ -200,6 +282,9 @@ def _gelu_apply(z: Array) -> Array:
     >>> _gelu_apply(np.array([0.0, 1.0])).round(6)
     array([0.      , 0.841192])
     """
+    if type(z) is not np.ndarray:  # the same operations in the same order, without out=
+        t = namespace(z).tanh((z * z * _GELU_K + 1) * z * _GELU_C)
+        return (t + 1) * z * 0.5  # type: ignore[no-any-return]
     u = np.multiply(z, z)
     u *= _GELU_K
     u += 1
@@ -219,6 +304,11 @@ def _gelu_grad(z: Array, da: Array) -> Array:
     >>> _gelu_grad(np.array([0.0]), np.array([1.0]))
     array([0.5])
     """
+    if type(z) is not np.ndarray:
+        zz = z * z
+        th = namespace(z).tanh((zz * _GELU_K + 1) * z * _GELU_C)
+        cq = (zz * (3 * _GELU_K) + 1) * _GELU_C * z
+        return ((1 - th * th) * cq + th + 1) * 0.5 * da  # type: ignore[no-any-return]
     z2 = np.multiply(z, z)
     t = np.multiply(z2, _GELU_K)
     t += 1
@@ -248,8 +338,12 @@ gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
 
 def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
     if not isinstance(s, np.ndarray) or s.dtype.kind != "f" or s.ndim == 0 or s.shape[-1] == 0:
-        if isinstance(s, np.ndarray) and s.dtype.kind == "f":
-            raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
+        if is_float(s):
+            if s.ndim == 0 or s.shape[-1] == 0:
+                raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
+            if not isinstance(s, np.ndarray):
+                y = _softmax_any(s)
+                return y, y
         raise float_input_error("softmax", s)
     top = row_max(s)
     if not np.isfinite(top).all():  # rows of -inf (a mask written with -inf): weights as for MASKED
@@ -261,9 +355,28 @@ def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
     return y, y
 
 
+def _softmax_any(s: Any) -> Any:
+    """numpy's softmax, on another library's array, in the standard's functions and without a branch.
+
+    Where numpy tests "is any row's maximum not finite?" and then raises every
+    entry to at least ``-1e30``, this raises every entry to at least ``floor``,
+    which is ``-1e30`` when some row's maximum is not finite and ``-inf`` (no
+    change) otherwise: the same numbers, and a JAX ``jit`` traces it.
+    """
+    xp = namespace(s)
+    top = xp.max(s, axis=-1, keepdims=True)
+    floor = xp.where(xp.all(xp.isfinite(top)), -math.inf, xp.full((), -1e30, dtype=s.dtype, device=device(s)))
+    s, top = xp.maximum(s, floor), xp.maximum(top, floor)  # max(max(s, f)) = max(max(s), f)
+    y = xp.exp(s - top)  # shift: exp never overflows
+    return y / xp.sum(y, axis=-1, keepdims=True)
+
+
 def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
     if not isinstance(y, np.ndarray):
-        raise residue_error("softmax", y)
+        if not is_float(y) or y.ndim == 0:
+            raise residue_error("softmax", y)
+        check_delta("softmax", da, y)  # another library's array: ds = y ⊙ (da − Σ da·y)
+        return (), (da - namespace(y).sum(da * y, axis=-1, keepdims=True)) * y
     if not isinstance(da, np.ndarray) or da.dtype != y.dtype or da.shape != y.shape:
         raise delta_error("softmax", da, y)
     ds = np.multiply(da, y)

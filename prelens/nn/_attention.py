@@ -25,6 +25,11 @@ Two layouts of multi-head attention, tested equal by property tests:
 After a forward pass, :func:`~prelens.nn.attention_weights` reads the
 attention matrices ``(B, heads, T_q, T_k)`` out of the residue.
 
+Every lens here also runs on the arrays of another array-API library
+(PyTorch, JAX, ``array_api_strict``), through the standard's functions only
+and without a branch on values (so ``jax.jit`` traces it); on numpy it runs
+as it always has.
+
 >>> import numpy as np
 >>> mha = multi_head_attention(8, 2, causal=True)
 >>> mha
@@ -37,6 +42,7 @@ multi_head_attention(8, heads=2, causal)
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,20 +50,29 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import copy, dtype_kind, is_array, is_concrete, is_float, namespace, namespace_name
 from .._combinators import branch, chain, copy_l, vec_lens
 from .._construction import constructor
 from .._iso import unassoc_l
 from .._lens import AnyLens, PreLens, id_pre_lens
 from ._activations import softmax
 from ._dot_attention import MASKED as MASKED
-from ._dot_attention import _scaled_dot_product_attention
+from ._dot_attention import (
+    _scaled_dot_product_attention,
+    float_like,
+    keep_like,
+    masked_like,
+    numpy_dtype,
+    output_delta_error,
+    swap_heads_axes,
+    swap_last,
+)
 from ._fastcheck import (
     Array,
     check_float_delta,
     check_size,
     dtype_suffix,
     float_dtype,
-    input_error,
     residue_error,
     shape_residue,
     shape_str,
@@ -131,7 +146,6 @@ class FaithfulAttentionParams(NamedTuple):
 # ----------------------------------------------------------------- the pieces
 
 
-
 @constructor
 def attention_scores(d_k: int) -> AnyLens:
     """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
@@ -168,35 +182,42 @@ def _attention_scores(d_k: int, copy_input: bool = True) -> AnyLens:
                 f"Q (..., T_q, {dk}) and K (..., T_k, {dk}) of one float dtype",
                 f"({E.describe(q)}, {E.describe(k)})",
             )
-        s = q @ k.swapaxes(-1, -2)
-        s *= scale
-        return ((q.copy(), k.copy()) if copy_input else (q, k)), s  # never the caller's arrays
+        s = q @ swap_last(k)
+        s *= scale  # s is ours (a JAX array is rebound, not written)
+        return ((copy(q), copy(k)) if copy_input else (q, k)), s  # never the caller's arrays
 
     def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
         q, k = _pair_residue(name, m)
         if q.shape[-1] != dk or k.shape[-1] != dk or q.shape[:-2] != k.shape[:-2]:
             raise residue_error(name, m)
         out_shape = (*q.shape[:-1], k.shape[-2])
-        if not (isinstance(ds, np.ndarray) and ds.dtype == q.dtype and ds.shape == out_shape):
-            raise input_error(name, "output delta", ds, shape_str(q.dtype, out_shape), q.dtype)
+        if not (float_like(ds, q) and ds.shape == out_shape):
+            raise output_delta_error(name, ds, q, out_shape)
         dq = ds @ k
         dq *= scale
-        dk_ = ds.swapaxes(-1, -2) @ q
+        dk_ = swap_last(ds) @ q
         dk_ *= scale
         return (), (dq, dk_)
 
     return PreLens(fwd, bwd, name)
 
 
+def _same_library(a: Array, b: Any) -> bool:
+    """``b`` is an array of ``a``'s library: both numpy, or both another's."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray)
+    return is_array(b) and not isinstance(b, np.ndarray)
+
+
 def _pair(name: str, x: Any) -> tuple[Array, Array]:
     if (
         isinstance(x, tuple)
         and len(x) == 2
-        and isinstance(x[0], np.ndarray)
-        and isinstance(x[1], np.ndarray)
+        and is_array(x[0])
+        and _same_library(x[0], x[1])
         and x[0].ndim >= 2
         and x[0].ndim == x[1].ndim
-        and x[0].dtype.kind == "f"
+        and is_float(x[0])
     ):
         return x[0], x[1]
     raise E.must_be(name, "input", "a pair of float arrays (..., T, d)", _desc(x))
@@ -206,7 +227,7 @@ def _pair_residue(name: str, m: Any) -> tuple[Array, Array]:
     """The residue ``(Q, K)`` or ``(A, V)``: two float arrays of one dtype, ndim >= 2."""
     try:
         x, y = m
-        ok = x.dtype.kind == "f" and x.dtype == y.dtype and x.ndim >= 2 and x.ndim == y.ndim
+        ok = is_float(x) and x.dtype == y.dtype and x.ndim >= 2 and x.ndim == y.ndim
     except (TypeError, ValueError, AttributeError):
         ok = False
     if not ok:
@@ -244,9 +265,12 @@ def causal_mask() -> AnyLens:
     keeps: dict[tuple[int, int], Array] = {}
 
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
-        if not isinstance(s, np.ndarray) or s.ndim < 2 or s.dtype.kind != "f":
+        if not is_float(s) or s.ndim < 2:
             raise E.must_be(name, "input", "float scores (..., T_q, T_k)", _desc(s))
         tq, tk = s.shape[-2:]
+        if not isinstance(s, np.ndarray):  # another library: its own mask, made each pass
+            keep_ = keep_like(s, tq, tk)
+            return keep_, namespace(s).where(keep_, s, masked_like(s))
         keep = keeps.get((tq, tk))
         if keep is None:
             keep = keeps[tq, tk] = np.tri(tq, tk, tk - tq, dtype=bool)
@@ -254,6 +278,8 @@ def causal_mask() -> AnyLens:
         return keep, np.where(keep, s, MASKED if s.dtype.itemsize >= 4 else np.finfo(s.dtype).min)
 
     def bwd(keep: Array, da: Array) -> tuple[tuple[()], Array]:
+        if is_array(keep) and not isinstance(keep, np.ndarray):
+            return _generic_mask_bwd(keep, da)
         if not (isinstance(keep, np.ndarray) and keep is keeps.get(keep.shape)):  # not fwd's mask: is it one?
             if not (isinstance(keep, np.ndarray) and keep.dtype == bool and keep.ndim == 2):
                 raise residue_error(name, keep)
@@ -269,6 +295,25 @@ def causal_mask() -> AnyLens:
         return (), np.where(keep, da, da.dtype.type(0))
 
     return PreLens(fwd, bwd, name)
+
+
+def _generic_mask_bwd(keep: Array, da: Any) -> tuple[tuple[()], Array]:
+    """:func:`causal_mask`'s backward pass on another library's arrays (the residue's values
+    are checked only where they are concrete: not under ``jax.jit``)."""
+    name = "causal_mask"
+    xp = namespace(keep)
+    ok = dtype_kind(keep.dtype) == "b" and keep.ndim == 2
+    if ok and is_concrete(keep):
+        ok = bool(xp.all(keep == keep_like(keep, *keep.shape)))
+    if not ok:
+        raise residue_error(name, keep)
+    tq, tk = keep.shape
+    if not (is_float(da) and _same_library(keep, da) and da.ndim >= 2 and da.shape[-2:] == keep.shape):
+        if is_float(da) and _same_library(keep, da):
+            raise E.lens_shape_error(name, "output delta", f"a float array (..., {tq}, {tk})", E.describe(da))
+        lib = namespace_name(xp)
+        raise E.must_be(name, "output delta", f"a {lib} float array (..., T_q, T_k)", E.describe_tree(da))
+    return (), xp.where(keep, da, 0.0)
 
 
 @constructor
@@ -299,16 +344,16 @@ def _weighted_sum(copy_input: bool = True) -> AnyLens:
             raise E.lens_shape_error(
                 name, "input (A, V)", "A (..., T_q, T_k) and V (..., T_k, d_v) of one dtype", _desc(av)
             )
-        return ((a.copy(), v.copy()) if copy_input else (a, v)), a @ v  # never the caller's arrays
+        return ((copy(a), copy(v)) if copy_input else (a, v)), a @ v  # never the caller's arrays
 
     def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
         a, v = _pair_residue(name, m)
         if a.shape[-1] != v.shape[-2] or a.shape[:-2] != v.shape[:-2]:
             raise residue_error(name, m)
         out_shape = (*a.shape[:-1], v.shape[-1])
-        if not (isinstance(do, np.ndarray) and do.dtype == a.dtype and do.shape == out_shape):
-            raise input_error(name, "output delta", do, shape_str(a.dtype, out_shape), a.dtype)
-        return (), (do @ v.swapaxes(-1, -2), a.swapaxes(-1, -2) @ do)
+        if not (float_like(do, a) and do.shape == out_shape):
+            raise output_delta_error(name, do, a, out_shape)
+        return (), (do @ swap_last(v), swap_last(a) @ do)
 
     return PreLens(fwd, bwd, name)
 
@@ -334,7 +379,7 @@ def split_heads(n_heads: int) -> AnyLens:
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
         y = _split(name, h, x, "input")
-        return x.shape, y
+        return tuple(x.shape), y
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
         *lead, t, d = shape_residue(name, shape, 2)
@@ -362,7 +407,7 @@ def merge_heads(n_heads: int) -> AnyLens:
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
         y = _merge(name, h, x, "input")
-        return x.shape, y
+        return tuple(x.shape), y
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
         *lead, _, t, dk = shape_residue(name, shape, 3)
@@ -373,21 +418,27 @@ def merge_heads(n_heads: int) -> AnyLens:
 
 
 def _split(name: str, h: int, x: Array, what: str) -> Array:
-    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim < 2 or x.shape[-1] % h:
-        if isinstance(x, np.ndarray) and x.dtype.kind != "f":
+    if not is_float(x) or x.ndim < 2 or x.shape[-1] % h:
+        if is_array(x) and not is_float(x):
             raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
         raise E.lens_shape_error(name, what, f"(..., T, d) with d divisible by {h}", E.describe(x))
     *lead, t, d = x.shape
+    if not isinstance(x, np.ndarray):
+        xp = namespace(x)
+        return xp.permute_dims(xp.reshape(x, (*lead, t, h, d // h)), swap_heads_axes(len(lead)))
     # a view (no copy): the matmuls that follow read each head's (T, d_k) block in place, as fast
     return x.reshape(*lead, t, h, d // h).swapaxes(-2, -3)
 
 
 def _merge(name: str, h: int, x: Array, what: str) -> Array:
-    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim < 3 or x.shape[-3] != h:
-        if isinstance(x, np.ndarray) and x.dtype.kind != "f":
+    if not is_float(x) or x.ndim < 3 or x.shape[-3] != h:
+        if is_array(x) and not is_float(x):
             raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
         raise E.lens_shape_error(name, what, f"(..., {h}, T, d_k)", E.describe(x))
     *lead, _, t, dk = x.shape
+    if not isinstance(x, np.ndarray):
+        xp = namespace(x)
+        return xp.reshape(xp.permute_dims(x, swap_heads_axes(len(lead))), (*lead, t, h * dk))
     return x.swapaxes(-3, -2).reshape(*lead, t, h * dk)
 
 
@@ -416,8 +467,8 @@ def concat_heads(n_heads: int) -> AnyLens:
         first = xs[0]
         for x in xs:
             if (
-                not isinstance(x, np.ndarray)
-                or x.dtype.kind != "f"
+                not is_float(x)
+                or not _same_library(first, x)
                 or x.ndim == 0
                 or x.dtype != first.dtype
                 or x.shape[:-1] != first.shape[:-1]
@@ -429,6 +480,9 @@ def concat_heads(n_heads: int) -> AnyLens:
                     E.describe_tree(xs),
                 )
         offsets = tuple(np.cumsum([x.shape[-1] for x in xs[:-1]]).tolist())
+        if not isinstance(first, np.ndarray):
+            y = namespace(first).concat(xs, axis=-1)
+            return (tuple(y.shape), offsets), y
         y = np.concatenate(xs, axis=-1)
         return (y.shape, offsets), y
 
@@ -447,6 +501,9 @@ def concat_heads(n_heads: int) -> AnyLens:
         if not shape_ok:
             raise residue_error(name, m)
         check_float_delta(name, da, shape)
+        if not isinstance(da, np.ndarray):
+            bounds = (0, *offsets, shape[-1])
+            return (), [da[..., lo:hi] for lo, hi in pairwise(bounds)]
         return (), np.split(da, list(offsets), axis=-1)
 
     return PreLens(fwd, bwd, name)
@@ -557,7 +614,7 @@ def attention_head(
 
     head = reparam(body, name, p_to=p_to, p_from=p_from)
     index = _softmax_index(causal)
-    return with_probes(head, {"": lambda m: np.expand_dims(m[index][0], -3)})
+    return with_probes(head, {"": lambda m: _one_head(m[index][0])})
 
 
 @constructor
@@ -604,7 +661,23 @@ def multi_head_attention_faithful(
 
     mha = reparam(body, name, p_to=p_to, p_from=p_from)
     index = _softmax_index(causal)
-    return with_probes(mha, {"": lambda m: np.stack([hm[index][0] for hm in m[1]], axis=-3)})
+    return with_probes(mha, {"": lambda m: _heads_axis([hm[index][0] for hm in m[1]])})
+
+
+def _one_head(a: Array) -> Array:
+    """One head's weights ``(..., T_q, T_k)`` with a heads axis of 1: ``(..., 1, T_q, T_k)``."""
+    if isinstance(a, np.ndarray):
+        return np.expand_dims(a, -3)
+    out: Array = namespace(a).expand_dims(a, axis=-3)
+    return out
+
+
+def _heads_axis(heads: list[Array]) -> Array:
+    """The heads' weights ``(..., T_q, T_k)`` stacked on a heads axis: ``(..., h, T_q, T_k)``."""
+    if isinstance(heads[0], np.ndarray):
+        return np.stack(heads, axis=-3)
+    out: Array = namespace(heads[0]).stack(heads, axis=-3)
+    return out
 
 
 def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtype: npt.DTypeLike) -> AnyLens:
@@ -709,25 +782,27 @@ def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
     ((4, 4), True)
     """
     heads, w_o = _faithful_layout(fp)
+    join = np.concatenate if isinstance(w_o, np.ndarray) else namespace(w_o).concat
     return AttentionParams(
-        np.concatenate([hp.W_Q for hp in heads], axis=-1),
-        np.concatenate([hp.W_K for hp in heads], axis=-1),
-        np.concatenate([hp.W_V for hp in heads], axis=-1),
+        join([hp.W_Q for hp in heads], axis=-1),
+        join([hp.W_K for hp in heads], axis=-1),
+        join([hp.W_V for hp in heads], axis=-1),
         w_o,
     )
 
 
 def _matrix(fn: str, what: str, x: Any, shape: tuple[int, ...] | None, dt: Any) -> Array:
     """``x`` if it is a 2-D float array (of ``shape`` and dtype ``dt`` when given), else the error."""
-    if not isinstance(x, np.ndarray):
+    if not is_array(x):
         raise E.must_be(fn, what, "a numpy float array (a matrix)", E.describe_tree(x))
-    if x.dtype.kind != "f" or (dt is not None and x.dtype != dt):
+    if not is_float(x) or (dt is not None and x.dtype != dt):
         expected = "a float array" if dt is None else f"a {E.dtype_name(dt)} array like W_Q"
         raise E.lens_dtype_error(fn, what, expected, E.describe(x))
     if x.ndim != 2 or (shape is not None and x.shape != shape):
-        expected = "a matrix" if shape is None else shape_str(x.dtype, shape)
+        expected = "a matrix" if shape is None else shape_str(numpy_dtype(x.dtype), shape)
         raise E.lens_shape_error(fn, what, expected, E.describe(x))
-    return x
+    matrix: Array = x
+    return matrix
 
 
 def _faithful_layout(fp: Any) -> tuple[list[HeadParams], Array]:
@@ -772,5 +847,9 @@ def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
     d = w_q.shape[0]
     ws = [_matrix(fn, name, w, (d, d), w_q.dtype) for name, w in zip(AttentionParams._fields, ap)]
     check_heads(fn, d, n_heads)
-    parts = [np.split(w, n_heads, axis=-1) for w in ws[:3]]
-    return FaithfulAttentionParams([HeadParams(q.copy(), k.copy(), v.copy()) for q, k, v in zip(*parts)], ws[3])
+    if isinstance(ws[0], np.ndarray):
+        parts = [np.split(w, n_heads, axis=-1) for w in ws[:3]]
+    else:
+        dk = d // n_heads
+        parts = [[w[:, i * dk : (i + 1) * dk] for i in range(n_heads)] for w in ws[:3]]
+    return FaithfulAttentionParams([HeadParams(copy(q), copy(k), copy(v)) for q, k, v in zip(*parts)], ws[3])

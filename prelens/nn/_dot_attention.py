@@ -12,6 +12,12 @@ place; the scale ``1/√d_k`` is applied to the smaller of the two factors; each
 row's maximum and sum are the fast ones of :mod:`prelens.nn._rows`; and its
 backward pass needs no mask (the weights of hidden keys are exactly 0, so are
 their score deltas). Property tests prove it equal to the four lenses composed.
+
+On arrays of another library (PyTorch, JAX, ``array_api_strict``) it runs the
+array API standard only, and branch-free, so that ``jax.jit`` traces it: the
+scores masked with ``where`` and shifted by each row's exact maximum (the path
+numpy takes for huge or non-finite scores), rows of ``-inf`` lifted to
+:data:`MASKED` by a ``where`` on "is any row's maximum not finite".
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import numpy as np
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import copy, device, dtype_name, is_array, is_float, namespace, namespace_name
 from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import Array, check_size, input_error, residue_error, shape_str
@@ -39,8 +46,84 @@ AttentionResidue = tuple[Array, Array, Array, Array]
 
 
 def masked_value(dtype: np.dtype[Any]) -> Any:
-    """What a hidden score becomes: :data:`MASKED`, or the lowest finite value of a narrower float."""
+    """What a hidden score becomes: :data:`MASKED`, or the lowest finite value of a narrower float
+    (``dtype`` a numpy dtype; for an array of any library see :func:`masked_like`)."""
     return MASKED if dtype.itemsize >= 4 else np.finfo(dtype).min
+
+
+def masked_like(x: Array) -> float:
+    """:func:`masked_value` for the dtype of ``x``, an array of any library (a Python float).
+
+    >>> masked_like(np.zeros(1, np.float32)), masked_like(np.zeros(1, np.float16))
+    (-1e+30, -65504.0)
+    """
+    if isinstance(x, np.ndarray):
+        return float(masked_value(x.dtype))
+    info = namespace(x).finfo(x.dtype)
+    return MASKED if info.bits >= 32 else float(info.min)
+
+
+def keep_like(x: Array, tq: int, tk: int) -> Array:
+    """:func:`causal_keep` as a boolean array of ``x``'s library and device (made with the
+    standard's ``arange``, so that ``jax.jit`` folds it into a constant).
+
+    >>> keep_like(np.zeros(1), 2, 3).astype(int)
+    array([[1, 1, 0],
+           [1, 1, 1]])
+    """
+    if isinstance(x, np.ndarray):
+        return causal_keep(tq, tk)
+    xp, dev = namespace(x), device(x)
+    rows = xp.arange(tq, device=dev)[:, None]
+    cols = xp.arange(tk, device=dev)[None, :]
+    keep: Array = cols <= rows + (tk - tq)
+    return keep
+
+
+def float_like(x: Any, ref: Array) -> bool:
+    """``x`` is an array of ``ref``'s library (numpy or not) and of its dtype."""
+    if isinstance(ref, np.ndarray):
+        return isinstance(x, np.ndarray) and x.dtype == ref.dtype
+    return not isinstance(x, np.ndarray) and is_array(x) and x.dtype == ref.dtype
+
+
+def output_delta_error(lens: str, da: Any, like: Array, shape: tuple[int, ...]) -> E.PrelensError:
+    """The error for an output delta that is not an array of ``like``'s library and dtype, of ``shape``.
+
+    >>> output_delta_error("weighted_sum", np.zeros(2), np.zeros(1), (2, 3))
+    ShapeError('weighted_sum: output delta: expected f64[2,3], got f64[2]')
+    """
+    dt = numpy_dtype(like.dtype)
+    expected = shape_str(dt, shape)
+    if is_array(da) and isinstance(da, np.ndarray) != isinstance(like, np.ndarray):  # another library's
+        lib = "numpy" if isinstance(like, np.ndarray) else namespace_name(namespace(like))
+        return E.must_be(lens, "output delta", f"a {lib} array {expected}", E.describe(da))
+    return input_error(lens, "output delta", da, expected, dt)
+
+
+def numpy_dtype(dt: Any) -> np.dtype[Any]:
+    """A numpy dtype named as the dtype ``dt`` of any library (for the error messages).
+
+    >>> numpy_dtype(np.dtype(np.float32))
+    dtype('float32')
+    """
+    return dt if isinstance(dt, np.dtype) else np.dtype(dtype_name(dt))
+
+
+def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
+    """The order of axes that swaps the two after ``n_lead`` leading ones: ``(..., T, h, d) -> (..., h, T, d)``.
+
+    >>> swap_heads_axes(1)
+    (0, 2, 1, 3)
+    """
+    return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
+
+
+def swap_last(x: Array) -> Array:
+    """``x`` with its last two axes swapped (numpy: ``swapaxes``, a view; others: ``.mT``)."""
+    if isinstance(x, np.ndarray):
+        return x.swapaxes(-1, -2)
+    return x.mT
 
 
 def causal_keep(tq: int, tk: int) -> Array:
@@ -109,6 +192,10 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 
     def fwd(p: tuple[()], qkv: tuple[tuple[Array, Array], Array]) -> tuple[AttentionResidue, Array]:
         q, k, v = _inputs(name, dk, qkv)
+        if not isinstance(q, np.ndarray):  # another library: the standard's functions, branch-free
+            a = _generic_weights(q, k, causal, scale)
+            kept_ = (copy(q), copy(k), copy(v)) if copy_input else (q, k, v)
+            return (*kept_, a), a @ v
         qs = np.multiply(q, scale)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
         s = qs @ k.swapaxes(-1, -2)
         tq, tk = s.shape[-2:]
@@ -148,7 +235,7 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
             q, k, v, a = m
             ok = (
                 all(x.dtype == a.dtype for x in (q, k, v))
-                and a.dtype.kind == "f"
+                and is_float(a)
                 and q.ndim == k.ndim == v.ndim == a.ndim >= 2
                 and q.shape[-1] == dk == k.shape[-1]
                 and a.shape == (*q.shape[:-1], k.shape[-2])
@@ -160,8 +247,10 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
         if not ok:
             raise residue_error(name, m)
         out_shape = (*a.shape[:-1], v.shape[-1])
-        if not (isinstance(do, np.ndarray) and do.dtype == a.dtype and do.shape == out_shape):
-            raise input_error(name, "output delta", do, shape_str(a.dtype, out_shape), a.dtype)
+        if not (float_like(do, a) and do.shape == out_shape):
+            raise output_delta_error(name, do, a, out_shape)
+        if not isinstance(a, np.ndarray):
+            return (), _generic_deltas(q, k, v, a, do, causal, scale)
         dv = a.swapaxes(-1, -2) @ do
         ds = do @ v.swapaxes(-1, -2)  # dA; then, in place, dS = A ⊙ (dA − Σ_j dA ⊙ A)
         ds -= np.einsum("...ij,...ij->...i", ds, a)[..., None]  # the row sums, without a temporary
@@ -176,6 +265,39 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
         return (), ((dq, dk_), dv)
 
     return PreLens(fwd, bwd, name)
+
+
+def _generic_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
+    """The attention weights on another library's arrays: the exact path, without a branch on values.
+
+    As numpy's exact path: hidden scores replaced by the mask value, and, when some
+    row's maximum is not finite (a row of ``-inf``), every score lifted to
+    :data:`MASKED`; then each row shifted by its maximum, ``exp``, normalised.
+    """
+    xp = namespace(q)
+    s = (q * scale) @ k.mT
+    if causal:
+        s = xp.where(keep_like(s, *s.shape[-2:]), s, masked_like(s))
+    top = xp.max(s, axis=-1, keepdims=True)
+    finite = xp.all(xp.isfinite(top))
+    s = xp.where(finite, s, xp.maximum(s, MASKED))
+    top = xp.where(finite, top, xp.maximum(top, MASKED))  # the lifted rows' maxima, without a second pass
+    e = xp.exp(s - top)
+    weights: Array = e / xp.sum(e, axis=-1, keepdims=True)
+    return weights
+
+
+def _generic_deltas(
+    q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
+) -> tuple[tuple[Array, Array], Array]:
+    """``((dQ, dK), dV)`` on another library's arrays: the numpy backward pass, without ``out=``."""
+    xp = namespace(a)
+    da = do @ v.mT
+    ds = (da - xp.sum(da * a, axis=-1, keepdims=True)) * a  # dS = A ⊙ (dA − Σ_j dA ⊙ A)
+    tq, tk = a.shape[-2:]
+    if causal and tq > tk:  # rows with every key hidden have uniform weights, and no score delta
+        ds = ds * xp.astype(keep_like(ds, tq, tk), ds.dtype)
+    return ((ds @ k) * scale, (ds.mT @ q) * scale), a.mT @ do
 
 
 def _exp(s: Array, causal: bool, tq: int, tk: int, mask: Any) -> None:
@@ -222,13 +344,14 @@ def _inputs(name: str, dk: int, qkv: Any) -> tuple[Array, Array, Array]:
     try:
         qk, v = qkv
         q, k = qk
+        if isinstance(q, np.ndarray):  # numpy: the checks inline (this lens runs per layer per step)
+            same = isinstance(k, np.ndarray) and isinstance(v, np.ndarray) and q.dtype.kind == "f"
+            same = same and q.dtype == k.dtype == v.dtype
+        else:  # another library: float arrays of q's library and dtype
+            same = is_float(q) and float_like(k, q) and float_like(v, q)
         ok = (
             isinstance(qk, tuple)  # as attention_scores takes (Q, K)
-            and isinstance(q, np.ndarray)
-            and isinstance(k, np.ndarray)
-            and isinstance(v, np.ndarray)
-            and q.dtype.kind == "f"
-            and q.dtype == k.dtype == v.dtype
+            and same
             and q.ndim == k.ndim == v.ndim >= 2
             and q.shape[-1] == dk == k.shape[-1]
             and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]

@@ -21,6 +21,14 @@ gradient back with :func:`without_dropout` before the optimiser sees it. The
 randomness is thus an explicit input threaded by the trainer, never hidden
 state: a run is reproduced from its step keys.
 
+On another array library (PyTorch, JAX, ``array_api_strict``) numpy still draws
+the mask from the key, and the mask moves to the input's library and device:
+one key gives one mask on every backend, bit for bit. The key must then be
+known: under ``jax.jit`` a key passed in as an argument is traced (its value is
+not known when the program is built) and is refused with an error that says so;
+keying the parameters inside the traced function (``with_dropout(params, step)``
+with a Python int) works, the mask then being a constant of the compiled program.
+
 >>> import numpy as np
 >>> drop = dropout(0.5)
 >>> x = np.ones((2, 4))
@@ -41,6 +49,7 @@ import numpy as np
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import constant_like, dtype_kind, dtype_name, is_array, is_concrete, namespace, to_numpy
 from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import Array
@@ -61,7 +70,9 @@ class DropoutKey(NamedTuple):
 
 
 def _is_key(k: Any) -> bool:
-    return isinstance(k, np.ndarray) and k.dtype == np.uint64 and k.shape == _KEY_SHAPE
+    if isinstance(k, np.ndarray):
+        return bool(k.dtype == np.uint64) and k.shape == _KEY_SHAPE
+    return is_array(k) and dtype_name(k.dtype) == "uint64" and tuple(k.shape) == _KEY_SHAPE
 
 
 @constructor
@@ -93,23 +104,55 @@ def dropout(rate: float) -> AnyLens:
 
     def fwd(p: DropoutKey, x: Array) -> tuple[Any, Array]:
         key = _key_of(name, p)
-        if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        if not (isinstance(x, np.ndarray) and x.dtype.kind == "f") and not _is_float(x):
             raise _input_error(name, "input", x)
         if type(key) is tuple:  # no key: evaluation, the identity
             return (), x
-        gen = np.random.Generator(np.random.Philox(key=key))
+        if type(x) is not np.ndarray:
+            return fwd_any(key, x)
+        gen = np.random.Generator(np.random.Philox(key=_host_key(name, key)))
         draws = gen.random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64)
         mask = np.multiply(draws >= r, scale, dtype=x.dtype)
         return mask, x * mask
 
+    def fwd_any(key: Any, x: Any) -> tuple[tuple[Any, Any], Any]:
+        """``fwd`` for another library's input: numpy draws the mask (as above), then it moves to ``x``'s device.
+
+        The mask is numpy's, bit for bit, so every library trains with the same
+        noise. The residue is ``(mask, zeros like the key)``: the key's delta
+        stays in the key's library.
+        """
+        gen = np.random.Generator(np.random.Philox(key=_host_key(name, key)))
+        kind = dtype_name(x.dtype)
+        draws = gen.random(tuple(x.shape), dtype=np.float32 if kind == "float32" else np.float64)
+        try:
+            mask_dt = np.dtype(kind)
+        except TypeError:  # a float numpy does not know (bfloat16): made in float32, then cast
+            mask_dt = np.dtype(np.float32)
+        mask = constant_like(np.multiply(draws >= r, scale, dtype=mask_dt), x)
+        if mask_dt.name != kind:
+            mask = namespace(x).astype(mask, x.dtype)
+        return (mask, namespace(key).zeros_like(key)), x * mask
+
     def bwd(m: Any, da: Array) -> tuple[DropoutKey, Array]:
-        if type(m) is tuple and m == ():
-            return DropoutKey(()), da
+        if type(m) is tuple:
+            if m == ():
+                return DropoutKey(()), da
+            return bwd_any(m, da)
         if not isinstance(m, np.ndarray) or m.dtype.kind != "f":
             raise E.bad_residue(name, m)
         if not isinstance(da, np.ndarray) or da.shape != m.shape or da.dtype.kind != "f":
             raise _input_error(name, "output delta", da, m)
         return DropoutKey(np.zeros(_KEY_SHAPE, np.uint64)), da * m
+
+    def bwd_any(m: tuple[Any, Any], da: Any) -> tuple[DropoutKey, Any]:
+        """``bwd`` for another library's mask; the key's delta: zeros of the key's library."""
+        if len(m) != 2 or not _is_float(m[0]) or not _is_key(m[1]):
+            raise E.bad_residue(name, m)
+        mask, zero = m
+        if not _is_float(da) or tuple(da.shape) != tuple(mask.shape):
+            raise _input_error(name, "output delta", da, mask)
+        return DropoutKey(namespace(zero).zeros_like(zero)), da * mask
 
     def init(rng: np.random.Generator) -> DropoutKey:
         return DropoutKey(())
@@ -127,10 +170,32 @@ def _key_of(name: str, p: Any) -> Any:
     raise E.must_be(name, "parameters", expected, E.describe_tree(p))
 
 
+def _host_key(name: str, key: Any) -> Array:
+    """The key's two words on the host, for numpy's ``Philox``; a key traced by ``jax.jit`` is an error."""
+    if isinstance(key, np.ndarray):
+        return key
+    if not is_concrete(key):
+        raise E.must_be(name, "key", _CONCRETE_KEY, "a key traced by jax.jit (its values are not known yet)")
+    host: Array = to_numpy(key)
+    return host
+
+
+def _is_float(x: Any) -> bool:
+    """A float array of any library."""
+    return is_array(x) and dtype_kind(x.dtype) == "f"
+
+
+#: What a training key must be for another library's input (numpy draws the mask from its values).
+_CONCRETE_KEY = (
+    "a concrete uint64[2] key (numpy draws the mask from the key's values, which jax.jit does not know: "
+    "key the parameters inside the traced function, with_dropout(params, <a Python int>))"
+)
+
+
 def _input_error(name: str, what: str, x: Any, like: Array | None = None) -> E.PrelensError:
-    expected = "a float array" if like is None else f"a float array of the input's shape {like.shape}"
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind != "f":
+    expected = "a float array" if like is None else f"a float array of the input's shape {tuple(like.shape)}"
+    if is_array(x):
+        if dtype_kind(x.dtype) != "f":
             return E.lens_dtype_error(name, what, expected, E.describe(x))
         return E.lens_shape_error(name, what, expected, E.describe(x))
     return E.must_be(name, what, f"a numpy {expected}", E.describe(x))

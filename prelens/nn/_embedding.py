@@ -10,6 +10,14 @@
   All You Need": ``PE[t, 2i] = sin(t / 10000^(2i/d))``, ``PE[t, 2i+1] = cos(...)``;
   parameter-free.
 
+Every lens here takes the arrays of any array-API library (PyTorch, JAX,
+``array_api_strict``) as well as numpy's, and returns arrays of that library:
+the table's, for :func:`token_embedding` (numpy ids given with another
+library's table are data, and move to it), the input's for the positional
+encodings (the sinusoidal table, made by numpy, moves to the input's device).
+Ids out of range are refused wherever their values are known; under
+``jax.jit`` they are not (the first call, outside the compiled program, checks them).
+
 >>> import numpy as np
 >>> emb = token_embedding(5, 3)
 >>> table = np.arange(15.0).reshape(5, 3)
@@ -36,6 +44,19 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import (
+    constant_like,
+    copy,
+    device,
+    dtype_kind,
+    dtype_name,
+    is_array,
+    is_concrete,
+    namespace,
+    namespace_name,
+    scatter_add_rows,
+    to_numpy,
+)
 from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import (
@@ -45,11 +66,13 @@ from ._fastcheck import (
     dtype_suffix,
     float_dtype,
     input_error,
+    is_float_array,
     param_error,
     residue_error,
     shape_residue,
     shape_str,
 )
+from ._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
 
@@ -87,17 +110,21 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
     std_ = A.real("token_embedding", "std", std, low=0.0)
 
     def fwd(table: Array, ids: Array) -> tuple[Array, Array]:
-        if not isinstance(table, np.ndarray) or table.shape != (v, d) or table.dtype != dt:
+        if not isinstance(table, np.ndarray):  # another library's table (numpy ids are moved to it)
+            if not is_float_array(table, dt) or table.shape != (v, d):
+                raise param_error(name, "table", table, table_desc, dt)
+            given, ids = ids, _check_ids_any(name, ids, v, table)
+            rows = namespace(table).take(table, reshape(ids, (-1,)), axis=0)
+            return (copy(ids) if ids is given else ids), reshape(rows, (*ids.shape, d))
+        if table.shape != (v, d) or table.dtype != dt:
             raise param_error(name, "table", table, table_desc, dt)
         _check_ids(name, ids, v)
         return ids.copy(), table[ids]  # a residue never aliases the caller's arrays
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:
-        if (
-            not isinstance(ids, np.ndarray)
-            or ids.dtype.kind not in "iu"
-            or (ids.size and (ids.min() < 0 or ids.max() >= v))
-        ):
+        if not isinstance(ids, np.ndarray):
+            return bwd_any(ids, da)
+        if ids.dtype.kind not in "iu" or (ids.size and (ids.min() < 0 or ids.max() >= v)):
             raise residue_error(name, ids)
         if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != (*ids.shape, d):
             raise input_error(name, "output delta", da, shape_str(dt, (*ids.shape, d)), dt)
@@ -108,10 +135,45 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
         np.add.at(d_table.reshape(-1), (flat + cols).reshape(-1), da.reshape(-1))
         return d_table, np.zeros(ids.shape, ids.dtype)
 
+    def bwd_any(ids: Any, da: Any) -> tuple[Any, Any]:
+        """``bwd`` for another library's ids: the scatter-add of :func:`~prelens.scatter_add_rows`."""
+        if not is_array(ids) or dtype_kind(ids.dtype) not in "iu" or _any_out_of_range(ids, v):
+            raise residue_error(name, ids)
+        if not is_float_array(da, dt) or da.shape != (*ids.shape, d):
+            raise input_error(name, "output delta", da, shape_str(dt, (*ids.shape, d)), dt)
+        d_table = scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d)))
+        return d_table, namespace(ids).zeros_like(ids)
+
     def init(rng: np.random.Generator) -> Array:
         return (rng.standard_normal((v, d)) * std_).astype(dt)
 
     return PreLens(fwd, bwd, name, init)
+
+
+def _any_out_of_range(ids: Any, vocab: int) -> bool:
+    """True when a concrete integer array of any library holds an id outside ``[0, vocab)``.
+
+    A JAX array being traced (``jax.jit``) has no values yet: it is not checked
+    here (the first call, run outside the compiled program, checks it).
+    """
+    if not is_concrete(ids) or math.prod(ids.shape) == 0:
+        return False
+    xp = namespace(ids)
+    return bool(xp.any((ids < 0) | (ids >= vocab)))
+
+
+def _check_ids_any(name: str, ids: Any, vocab: int, table: Any) -> Any:
+    """The ids given with another library's table, checked (numpy ids: moved to the table's library)."""
+    if not is_array(ids) or dtype_kind(ids.dtype) not in "iu":
+        if is_array(ids):
+            raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
+        raise E.must_be(name, "token ids", "an integer numpy array", E.describe(ids))
+    if not isinstance(ids, np.ndarray) and namespace(ids) is not namespace(table):
+        want = f"an integer array of the table's library ({namespace_name(namespace(table))})"
+        raise E.must_be(name, "token ids", want, E.describe(ids))
+    if _any_out_of_range(ids, vocab):
+        _check_ids(name, to_numpy(ids), vocab)  # names the first bad id, as for numpy
+    return constant_like(ids, table) if isinstance(ids, np.ndarray) else ids
 
 
 def _check_ids(name: str, ids: Any, vocab: int) -> None:
@@ -155,9 +217,11 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
     std_ = A.real("positional_embedding", "std", std, low=0.0)
 
     def fwd(table: Array, x: Array) -> tuple[tuple[int, ...], Array]:
-        if not isinstance(table, np.ndarray) or table.shape != (n, d) or table.dtype != dt:
+        if not is_float_array(table, dt) or table.shape != (n, d):
             raise param_error(name, "table", table, table_desc, dt)
         _check_positions(name, x, n, d, dt)
+        if type(x) is not np.ndarray:
+            return tuple(x.shape), x + table[: x.shape[-2], :]
         return x.shape, np.add(x, table[: x.shape[-2]])
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
@@ -165,8 +229,13 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
         if shape[-1] != d or not 0 <= shape[-2] <= n:
             raise residue_error(name, shape)
         t = shape[-2]
-        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != shape:
+        if not is_float_array(da, dt) or da.shape != shape:
             raise input_error(name, "output delta", da, shape_str(dt, shape), dt)
+        if type(da) is not np.ndarray:  # the rows past T get zeros: a concatenation, no writes
+            xp = namespace(da)
+            used = xp.sum(reshape(da, (-1, t, d)), axis=0)
+            rest = xp.zeros((n - t, d), dtype=da.dtype, device=device(da))
+            return xp.concat((used, rest), axis=0), da
         d_table = np.zeros((n, d), dtype=da.dtype)
         np.sum(da.reshape(-1, t, d), axis=0, out=d_table[:t])
         return d_table, da
@@ -178,7 +247,7 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
 
 
 def _check_positions(name: str, x: Any, max_len: int, d: int, dt: np.dtype[Any]) -> None:
-    if not isinstance(x, np.ndarray) or x.dtype != dt or x.ndim < 2 or x.shape[-1] != d or x.shape[-2] > max_len:
+    if not is_float_array(x, dt) or x.ndim < 2 or x.shape[-1] != d or x.shape[-2] > max_len:
         expected = f"at most {max_len} positions ({E.dtype_name(dt)}[...,T,{d}] with T <= {max_len})"
         raise input_error(name, "input", x, expected, dt)
 
@@ -233,13 +302,29 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     tables: dict[np.dtype[Any], Array] = {}
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
-        dt = x.dtype if isinstance(x, np.ndarray) and x.dtype.kind == "f" else np.dtype(np.float64)
+        if type(x) is not np.ndarray:
+            return fwd_any(x)
+        dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
         _check_positions(name, x, n, d, dt)
+        return x.shape, np.add(x, table_of(dt)[: x.shape[-2]])
+
+    def table_of(dt: np.dtype[Any]) -> Array:
         table = tables.get(dt)
         if table is None:
             table = tables[dt] = sinusoidal_table(n, d, dt)
             table.flags.writeable = False
-        return x.shape, np.add(x, table[: x.shape[-2]])
+        return table
+
+    def fwd_any(x: Any) -> tuple[tuple[int, ...], Any]:
+        """``fwd`` for another library's input: the numpy table's first ``T`` rows moved to it."""
+        dt = np.dtype(np.float64)
+        if is_array(x) and dtype_kind(x.dtype) == "f":
+            try:
+                dt = np.dtype(dtype_name(x.dtype))
+            except TypeError:  # a float numpy does not know (bfloat16): named by its own library
+                raise E.lens_dtype_error(name, "input", "float32 or float64", E.describe(x)) from None
+        _check_positions(name, x, n, d, dt)
+        return tuple(x.shape), x + constant_like(table_of(dt)[: x.shape[-2]], x)
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
         check_float_delta(name, da, shape_residue(name, shape, 2))

@@ -14,9 +14,21 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import dtype_kind, has_dtype, is_array
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
 Array = npt.NDArray[Any]
+
+
+def is_float_array(x: Any, dt: np.dtype[Any]) -> bool:
+    """True when ``x`` is an array of any library with the float dtype ``dt`` (numpy: one compare).
+
+    >>> is_float_array(np.zeros(2), np.dtype(np.float64)), is_float_array([0.0], np.dtype(np.float64))
+    (True, False)
+    """
+    if type(x) is np.ndarray:
+        return bool(x.dtype == dt)
+    return is_array(x) and has_dtype(x, dt)
 
 
 def float_dtype(fn: str, dtype: npt.DTypeLike) -> np.dtype[Any]:
@@ -76,9 +88,9 @@ def input_error(lens: str, what: str, x: object, expected: str, dt: np.dtype[Any
     >>> input_error("dense(784→256, tanh)", "input", np.zeros((2, 100)), "f64[...,784]", np.dtype("f8"))
     ShapeError('dense(784→256, tanh): input: expected f64[...,784], got f64[2,100]')
     """
-    if not isinstance(x, np.ndarray):
+    if not is_array(x):
         return E.must_be(lens, what, f"a numpy array {expected}", E.describe(x))
-    if x.dtype != dt:
+    if not has_dtype(x, dt):
         return E.lens_dtype_error(lens, what, expected, E.describe(x))
     return E.lens_shape_error(lens, what, expected, E.describe(x))
 
@@ -98,7 +110,7 @@ def float_input_error(lens: str, x: object) -> E.PrelensError:
     >>> float_input_error("tanh", np.arange(3))
     DTypeError('tanh: input: expected a float array, got i64[3]')
     """
-    if not isinstance(x, np.ndarray):
+    if not is_array(x):
         return E.must_be(lens, "input", "a numpy float array", E.describe(x))
     return E.lens_dtype_error(lens, "input", "a float array", E.describe(x))
 
@@ -135,6 +147,8 @@ def scalar_delta(lens: str, da: Any) -> Any:
         return da
     if isinstance(da, np.ndarray) and da.shape == () and da.dtype.kind in "iuf":
         return da[()]
+    if is_array(da) and da.shape == () and dtype_kind(da.dtype) in "iuf":  # another library's 0-d array
+        return da
     raise E.must_be(lens, "output delta", "a real number (a loss's delta; training seeds 1.0)", E.describe(da))
 
 
@@ -183,7 +197,7 @@ def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:
     return v
 
 
-def check_float_delta(lens: str, da: object, shape: tuple[int, ...]) -> None:
+def check_float_delta(lens: str, da: Any, shape: tuple[int, ...]) -> None:
     """The output delta of a lens that keeps any float dtype: a float array of ``shape``, else an error.
 
     >>> check_float_delta("split_heads(2)", np.zeros((2, 3), np.int64), (2, 3))
@@ -191,11 +205,11 @@ def check_float_delta(lens: str, da: object, shape: tuple[int, ...]) -> None:
     ...
     prelens._errors.DTypeError: split_heads(2): output delta: expected a float array of shape (2, 3), got i64[2,3]
     """
-    if isinstance(da, np.ndarray) and da.dtype.kind == "f" and da.shape == shape:
+    if is_array(da) and dtype_kind(da.dtype) == "f" and tuple(da.shape) == tuple(shape):
         return
     expected = f"a float array of shape {shape}"
-    if not isinstance(da, np.ndarray):
+    if not is_array(da):
         raise E.must_be(lens, "output delta", f"a numpy {expected[2:]}", E.describe_tree(da))
-    if da.dtype.kind != "f":
+    if dtype_kind(da.dtype) != "f":
         raise E.lens_dtype_error(lens, "output delta", expected, E.describe(da))
     raise E.lens_shape_error(lens, "output delta", expected, E.describe(da))

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import copy
 from .._construction import constructor
 from .._lens import PreLens
 from ._activations import Activation, resolve_activation, tanh
@@ -46,11 +47,12 @@ from ._fastcheck import (
     features,
     float_dtype,
     input_error,
+    is_float_array,
     param_error,
     residue_error,
     shape_str,
 )
-from ._rows import column_sum
+from ._rows import column_sum, matmul, reshape
 
 __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linear"]
 
@@ -123,8 +125,22 @@ def _times_transpose(da: Array, w: Array) -> Array:
     ``Wᵀ``: a stacked ``da @ Wᵀ`` runs BLAS once per leading index and, with the
     transposed operand, at up to half the speed (measured on ``(16, 32, 64)``).
     """
+    if type(da) is not np.ndarray:
+        return da @ w.T
     out: Array = np.dot(da, w.T) if da.ndim <= 2 else np.dot(da.reshape(-1, da.shape[-1]), w.T)
     return out if da.ndim <= 2 else out.reshape(*da.shape[:-1], w.shape[0])
+
+
+def _has_dtype(a: Array, dt: np.dtype[Any], on_numpy: bool) -> bool:
+    """A result's dtype is ``dt`` (numpy: an identity test first, the cheapest)."""
+    return (a.dtype is dt or a.dtype == dt) if on_numpy else is_float_array(a, dt)
+
+
+def _weight_delta(x: Array, da: Array, n_in: int, n_out: int) -> Array:
+    """``xᵀ da`` summed over every leading axis: ``(n_in, n_out)``."""
+    if da.ndim == 2:
+        return matmul(x.T, da)
+    return matmul(reshape(x, (-1, n_in)).T, reshape(da, (-1, n_out)))
 
 
 # ------------------------------------------------------------------ linear
@@ -189,14 +205,17 @@ def _linear(
     expect_x, expect_w = features(dt, n_in), f"{E.dtype_name(dt)}[{n_in},{n_out}]"
 
     def fwd(w: Array, x: Array) -> tuple[tuple[Array, Array], Array]:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+        on_numpy = type(x) is np.ndarray  # numpy: inline checks, no call more (the small MLP's step)
+        if not (x.dtype == dt if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect_x, dt)
-        if not isinstance(w, np.ndarray) or w.dtype != dt or w.shape != w_shape:
+        if not (type(w) is np.ndarray and w.dtype == dt if on_numpy else is_float_array(w, dt)) or w.shape != w_shape:
             raise param_error(name, "weight", w, expect_w, dt)
         # The residue keeps copies of what bwd reads (x, and W for ds): the caller may write
         # into x or W after this pass. Without ds, bwd reads only W's shape: no copy.
-        kept = (x.copy() if copy_input else x), (w.copy() if input_delta else w)
-        return kept, (np.dot(x, w) if x.ndim <= 2 else x @ w)
+        if on_numpy:
+            kept = (x.copy() if copy_input else x), (w.copy() if input_delta else w)
+            return kept, (np.dot(x, w) if x.ndim <= 2 else x @ w)
+        return ((copy(x) if copy_input else x), (copy(w) if input_delta else w)), x @ w
 
     def bwd(m: tuple[Array, Array], da: Array) -> tuple[Array, Array | None]:
         try:  # checked as in dense: shapes before, the results' shapes and dtypes after
@@ -206,22 +225,19 @@ def _linear(
             bad_m = True
         if bad_m:
             raise residue_error(name, m)
+        on_numpy = type(da) is np.ndarray
         if (
-            not isinstance(da, np.ndarray)
-            or da.dtype != dt
+            not (da.dtype == dt if on_numpy else is_float_array(da, dt))
             or da.shape[-1:] != out_tail
             or da.shape[:-1] != x.shape[:-1]
         ):
             raise input_error(name, "output delta", da, shape_str(dt, (*x.shape[:-1], n_out)), dt)
         try:
-            if da.ndim == 2:
-                dw = np.dot(x.T, da)
-            else:
-                dw = np.dot(x.reshape(-1, n_in).T, da.reshape(-1, n_out))
+            dw = _weight_delta(x, da, n_in, n_out)
             ds = _times_transpose(da, w) if input_delta else None
         except (TypeError, ValueError):
             raise residue_error(name, m) from None
-        if (dw.dtype is not dt and dw.dtype != dt) or (ds is not None and ds.dtype is not dt and ds.dtype != dt):
+        if not _has_dtype(dw, dt, on_numpy) or (ds is not None and not _has_dtype(ds, dt, on_numpy)):
             raise residue_error(name, m)
         return dw, ds
 
@@ -258,16 +274,16 @@ def bias(
     expect = features(dt, n)
 
     def fwd(b: Array, x: Array) -> tuple[tuple[()], Array]:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+        if not is_float_array(x, dt) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect, dt)
-        if not isinstance(b, np.ndarray) or b.dtype != dt or b.shape != tail:
+        if not is_float_array(b, dt) or b.shape != tail:
             raise param_error(name, "bias", b, f"{E.dtype_name(dt)}[{n}]", dt)
         return (), x + b
 
     def bwd(m: tuple[()], da: Array) -> tuple[Array, Array]:
-        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape[-1:] != tail:
+        if not is_float_array(da, dt) or da.shape[-1:] != tail:
             raise input_error(name, "output delta", da, expect, dt)
-        return da.reshape(-1, n).sum(axis=0), da
+        return column_sum(reshape(da, (-1, n))), da
 
     return PreLens(fwd, bwd, name, lambda rng: np.zeros(n, dt))
 
@@ -345,21 +361,31 @@ def _dense(
     expect_x = features(dt, n_in)
 
     def fwd(p: DenseParams, x: Array) -> tuple[DenseResidue, Array]:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+        on_numpy = type(x) is np.ndarray  # numpy: inline checks, no call more (the small MLP's step)
+        if not (x.dtype == dt if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect_x, dt)
         try:  # DenseParams only: the dp it returns has that type, so a plain pair would not fit it
             w, b = p
-            ok = type(p) is DenseParams and w.shape == w_shape and b.shape == b_shape and w.dtype == dt == b.dtype
+            ok = (
+                type(p) is DenseParams
+                and w.shape == w_shape
+                and b.shape == b_shape
+                and (w.dtype == dt == b.dtype if on_numpy else is_float_array(w, dt) and is_float_array(b, dt))
+            )
         except (TypeError, ValueError, AttributeError):
             ok = False
         if not ok:
             raise _dense_params_error(name, p, n_in, n_out, dt)
         # The residue keeps copies of what bwd reads from x and W (the caller may write into
         # them after this pass); z is ours. Without ds, bwd reads only W's shape: no copy.
-        x_kept = x.copy() if copy_input else x
-        z = np.dot(x, w) if x.ndim <= 2 else x @ w
-        z += b  # z is ours: add the bias in place
-        return (x_kept, w.copy() if input_delta else w, z), (z if apply is None else apply(z))
+        if on_numpy:
+            x_kept = x.copy() if copy_input else x
+            z = np.dot(x, w) if x.ndim <= 2 else x @ w
+            w_kept = w.copy() if input_delta else w
+        else:
+            x_kept, z, w_kept = (copy(x) if copy_input else x), x @ w, (copy(w) if input_delta else w)
+        z += b  # z is ours: add the bias in place (a JAX array is rebound, not written)
+        return (x_kept, w_kept, z), (z if apply is None else apply(z))
 
     def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
         # The checks cost a few attribute reads: the shapes that decide the results' shapes
@@ -372,23 +398,25 @@ def _dense(
             bad_m = True
         if bad_m:
             raise residue_error(name, m)
-        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != z.shape:
+        on_numpy = type(da) is np.ndarray
+        if not (da.dtype == dt if on_numpy else is_float_array(da, dt)) or da.shape != z.shape:
             raise delta_error(name, da, z)
         try:
             dz = da if grad is None else grad(z, da)
-            if dz.ndim == 2:
+            if on_numpy and dz.ndim == 2:  # the common case, without a call more
                 dw, db = np.dot(x.T, dz), column_sum(dz)
             else:
-                dz2 = dz.reshape(-1, n_out)
-                dw, db = np.dot(x.reshape(-1, n_in).T, dz2), column_sum(dz2)
+                dw = _weight_delta(x, dz, n_in, n_out)
+                db = column_sum(dz if dz.ndim == 2 else reshape(dz, (-1, n_out)))
             ds = _times_transpose(dz, w) if input_delta else None
         except (TypeError, ValueError, AttributeError):
             raise residue_error(name, m) from None
-        if (
-            dw.shape != w_shape
-            or (dw.dtype is not dt and dw.dtype != dt)
-            or (ds is not None and ds.dtype is not dt and ds.dtype != dt)
-        ):
+        if on_numpy:
+            bad = dw.shape != w_shape or (dw.dtype is not dt and dw.dtype != dt)
+            bad = bad or (ds is not None and ds.dtype is not dt and ds.dtype != dt)
+        else:
+            bad = dw.shape != w_shape or not is_float_array(dw, dt) or (ds is not None and not is_float_array(ds, dt))
+        if bad:
             raise residue_error(name, m)
         return DenseParams(dw, db), ds
 
@@ -405,6 +433,6 @@ def _dense_params_error(lens: str, p: object, n_in: int, n_out: int, dt: np.dtyp
             lens, "parameters", f"DenseParams(weight {dn}[{n_in},{n_out}], bias {dn}[{n_out}])", E.describe(p)
         )
     w, b = p
-    if not (isinstance(w, np.ndarray) and w.dtype == dt and w.shape == (n_in, n_out)):
+    if not (is_float_array(w, dt) and w.shape == (n_in, n_out)):
         return param_error(lens, "weight", w, f"{dn}[{n_in},{n_out}]", dt)
     return param_error(lens, "bias", b, f"{dn}[{n_out}]", dt)

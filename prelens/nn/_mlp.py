@@ -62,6 +62,10 @@ def mlp(
     network's input as data (the first layer returns ``ds = None`` and skips its
     input-delta product): the cheaper choice for training.
 
+    Like every fast lens it runs on the arrays of any array-API library (numpy,
+    PyTorch, JAX, also under ``jax.jit``): move the parameters and the input
+    there (:func:`~prelens.to_backend`) and every residue and delta stays there.
+
     >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
     >>> clf
     mlp(4→8→8→3, relu, last=None, f32)
@@ -84,7 +88,12 @@ def mlp(
     ins = [n_in, *widths[:-1]]
     layers = [  # a hidden layer's input is the layer before's fresh output: kept without a copy
         _dense(
-            m, n, act if i < len(widths) - 1 else last, dtype=dt, init=init, input_delta=input_delta or i > 0,
+            m,
+            n,
+            act if i < len(widths) - 1 else last,
+            dtype=dt,
+            init=init,
+            input_delta=input_delta or i > 0,
             copy_input=i == 0,
         )
         for i, (m, n) in enumerate(zip(ins, widths))

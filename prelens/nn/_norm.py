@@ -2,6 +2,8 @@
 
 ``y = g ⊙ (x − μ) / √(σ² + ε) + b`` over the last axis of ``x (..., d)``;
 ``μ`` and ``σ²`` are the mean and the (biased) variance of that vector.
+numpy runs the fast path (BLAS row sums, in-place updates); the arrays of any
+other array-API library run the same formulas through the standard's functions.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _errors as E
+from .._backend import copy, is_array, namespace
 from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import (
@@ -22,10 +25,11 @@ from ._fastcheck import (
     features,
     float_dtype,
     input_error,
+    is_float_array,
     param_error,
     residue_error,
 )
-from ._rows import ones, row_sum
+from ._rows import ones, reshape, row_sum
 
 __all__ = ["LayerNormParams", "layer_norm"]
 
@@ -82,9 +86,11 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
     inv_n = 1.0 / n  # Python floats never up-cast float32
 
     def fwd(p: LayerNormParams, x: Array) -> tuple[LayerNormResidue, Array]:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+        if not is_float_array(x, dt) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect, dt)
         gain, bias = _params(name, p, tail, dt, vec)
+        if type(x) is not np.ndarray:
+            return fwd_any(x, gain, bias)
         mean = row_sum(x)  # one BLAS matrix-vector product: faster than a sum over a short axis
         mean *= inv_n
         xhat = np.subtract(x, mean[..., None])
@@ -98,13 +104,21 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         y += bias
         return (xhat, r, gain.copy()), y  # xhat and r are ours; the gain is the caller's
 
+    def fwd_any(x: Any, gain: Any, bias: Any) -> tuple[LayerNormResidue, Any]:
+        """``fwd`` for another library's arrays: the same formulas, without ``out=`` or BLAS tricks."""
+        xp = namespace(x)
+        xhat = x - xp.sum(x, axis=-1, keepdims=True) * inv_n
+        r = 1.0 / xp.sqrt(xp.sum(xhat * xhat, axis=-1, keepdims=True) * inv_n + eps_)
+        xhat = xhat * r
+        return (xhat, r, copy(gain)), xhat * gain + bias
+
     def bwd(m: LayerNormResidue, da: Array) -> tuple[LayerNormParams, Array]:
         try:
             xhat, r, gain = m
             bad_m = (
-                xhat.dtype != dt
-                or r.dtype != dt
-                or gain.dtype != dt
+                not is_float_array(xhat, dt)
+                or not is_float_array(r, dt)
+                or not is_float_array(gain, dt)
                 or xhat.shape[-1:] != tail
                 or r.shape != (*xhat.shape[:-1], 1)
                 or gain.shape != tail
@@ -113,8 +127,10 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
             bad_m = True
         if bad_m:
             raise residue_error(name, m)
-        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != xhat.shape:
+        if not is_float_array(da, dt) or da.shape != xhat.shape:
             raise delta_error(name, da, xhat)
+        if type(da) is not np.ndarray:
+            return bwd_any(xhat, r, gain, da)
         da2 = da.reshape(-1, n)
         dgain = np.einsum("ij,ij->j", da2, xhat.reshape(-1, n))
         dbias = np.dot(ones(da2.shape[0], da.dtype), da2)  # column sums as one BLAS product
@@ -128,6 +144,16 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         g *= r
         return LayerNormParams(dgain, dbias), g
 
+    def bwd_any(xhat: Any, r: Any, gain: Any, da: Any) -> tuple[LayerNormParams, Any]:
+        xp = namespace(da)
+        da2 = reshape(da, (-1, n))
+        dgain = xp.sum(da2 * reshape(xhat, (-1, n)), axis=0)
+        dbias = xp.sum(da2, axis=0)
+        g = da * gain
+        mean_g = xp.sum(g, axis=-1, keepdims=True) * inv_n
+        mean_gx = xp.sum(g * xhat, axis=-1, keepdims=True) * inv_n
+        return LayerNormParams(dgain, dbias), (g - mean_g - xhat * mean_gx) * r
+
     def init(rng: np.random.Generator) -> LayerNormParams:
         return LayerNormParams(np.ones(n, dt), np.zeros(n, dt))
 
@@ -137,12 +163,12 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
 def _params(name: str, p: Any, tail: tuple[int], dt: np.dtype[Any], vec: str) -> tuple[Array, Array]:
     try:
         gain, bias = p
-        ok = gain.shape == tail and bias.shape == tail and gain.dtype == dt and bias.dtype == dt
+        ok = gain.shape == tail and bias.shape == tail and is_float_array(gain, dt) and is_float_array(bias, dt)
     except (TypeError, ValueError, AttributeError):
         ok = False
     if ok:
         return gain, bias
     if not isinstance(p, tuple) or len(p) != 2:
         raise E.must_be(name, "parameters", f"LayerNormParams(gain {vec}, bias {vec})", E.describe(p))
-    bad, what = (p[0], "gain") if not (isinstance(p[0], np.ndarray) and p[0].shape == tail) else (p[1], "bias")
+    bad, what = (p[0], "gain") if not (is_array(p[0]) and p[0].shape == tail) else (p[1], "bias")
     raise param_error(name, what, bad, vec, dt)

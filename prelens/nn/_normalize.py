@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _errors as E
+from .._backend import constant_like
 from .._construction import constructor
 from .._lens import PreLens
 from ._fastcheck import (
@@ -22,6 +23,7 @@ from ._fastcheck import (
     features,
     float_dtype,
     input_error,
+    is_float_array,
     real_vector,
     shape_residue,
 )
@@ -71,8 +73,10 @@ def normalize(
     tail, expected = (n,), features(dt, n)
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+        if not is_float_array(x, dt) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expected, dt)
+        if type(x) is not np.ndarray:  # the statistics moved to x's library: the same operations
+            return tuple(x.shape), (x - constant_like(shift, x)) / constant_like(scale, x)
         y = np.subtract(x, shift)
         y /= scale
         return x.shape, y
@@ -82,9 +86,9 @@ def normalize(
         if da is None:
             return (), None
         check_float_delta(name, da, checked)
-        if da.dtype != dt:
+        if not is_float_array(da, dt):
             raise input_error(name, "output delta", da, expected, dt)
-        return (), da / scale
+        return (), da / constant_like(scale, da)
 
     return PreLens(fwd, bwd, name)
 

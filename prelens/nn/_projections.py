@@ -14,6 +14,10 @@ forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (where the composite sums t
 three input deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` are views of
 that product with the heads on an axis, and the residue keeps one copy of the
 input and the side-by-side weights. Tests prove it equal to the composite.
+
+On arrays of another library the same products run through the array API
+standard (``concat``, ``reshape``, ``permute_dims``): no views written into,
+the three deltas joined with ``concat`` instead.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from typing import Any
 import numpy as np
 
 from .. import _errors as E
+from .._backend import copy, namespace
 from .._lens import AnyLens, PreLens
-from ._fastcheck import Array, features, input_error, param_error, residue_error, shape_str
+from ._dot_attention import swap_heads_axes
+from ._fastcheck import Array, features, input_error, is_float_array, param_error, residue_error, shape_str
 from ._linear import init_weight
 
 __all__ = ["projections"]
@@ -36,15 +42,26 @@ ProjectionResidue = tuple[Array, Array | None, Array, tuple[int, ...], tuple[int
 
 def _heads(y: Array, lead: tuple[int, ...], t: int, parts: int, h: int, dk: int) -> list[Array]:
     """The ``parts`` column blocks of ``y (N, parts·h·d_k)`` as views ``(*lead, h, t, d_k)``."""
+    if not isinstance(y, np.ndarray):
+        xp = namespace(y)
+        y5 = xp.reshape(y, (*lead, t, parts, h, dk))
+        order = swap_heads_axes(len(lead))  # (*lead, t, h, d_k) -> (*lead, h, t, d_k)
+        return [xp.permute_dims(y5[..., i, :, :], order) for i in range(parts)]
     y5 = y.reshape(*lead, t, parts, h, dk)
     return [y5[..., i, :, :].swapaxes(-2, -3) for i in range(parts)]
 
 
+def _rows(delta: Array, rows: int) -> Array:
+    """A delta ``(*lead, h, t, d_k)`` (another library's) as rows ``(N, h·d_k)``, heads merged."""
+    xp = namespace(delta)
+    merged = xp.permute_dims(delta, swap_heads_axes(delta.ndim - 3))
+    out: Array = xp.reshape(merged, (rows, delta.shape[-3] * delta.shape[-1]))
+    return out
+
+
 def _is_shape(shape: Any, d: int) -> bool:
     """A shape ``(..., T, d)`` as the forward pass records it: a tuple of at least two ints >= 0."""
-    return (
-        type(shape) is tuple and len(shape) >= 2 and all(type(n) is int and n >= 0 for n in shape) and shape[-1] == d
-    )
+    return type(shape) is tuple and len(shape) >= 2 and all(type(n) is int and n >= 0 for n in shape) and shape[-1] == d
 
 
 def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> AnyLens:
@@ -73,9 +90,10 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
     expect = features(dt, d)
 
     def check_x(x: Any, what: str) -> Array:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail or x.ndim < 2:
+        if not is_float_array(x, dt) or x.shape[-1:] != tail or x.ndim < 2:
             raise input_error(name, what, x, expect, dt)
-        return x
+        checked: Array = x
+        return checked
 
     def fwd(p: tuple[Array, Array, Array], s: Any) -> tuple[ProjectionResidue, tuple[tuple[Array, Array], Array]]:
         try:
@@ -85,7 +103,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
                 name, "parameters", f"(W_Q, W_K, W_V), each {shape_str(dt, w_shape)}", E.describe_tree(p)
             ) from None
         for what, w in (("W_Q", w_q), ("W_K", w_k), ("W_V", w_v)):
-            if not isinstance(w, np.ndarray) or w.shape != w_shape or w.dtype != dt:
+            if not is_float_array(w, dt) or w.shape != w_shape:
                 raise param_error(name, what, w, shape_str(dt, w_shape), dt)
         if cross:
             if not (isinstance(s, tuple) and len(s) == 2):
@@ -93,16 +111,50 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
             x, c = check_x(s[0], "input x"), check_x(s[1], "context")
             if x.shape[:-2] != c.shape[:-2]:
                 raise E.lens_shape_error(name, "context", f"the leading axes of x {x.shape[:-2]}", E.describe(c))
+            if not isinstance(x, np.ndarray):
+                return _generic_fwd((w_q, w_k, w_v), x, c)
             w = np.concatenate((w_q, w_k, w_v), axis=1)  # the lens's own: the residue needs no other copy
             x2, c2 = x.reshape(-1, d).copy(), c.reshape(-1, d).copy()
             (q,) = _heads(x2 @ w[:, :d], x.shape[:-2], x.shape[-2], 1, h, dk)
             k, v = _heads(c2 @ w[:, d:], c.shape[:-2], c.shape[-2], 2, h, dk)
             return (x2, c2, w, x.shape, c.shape), ((q, k), v)
         x = check_x(s, "input")
+        if not isinstance(x, np.ndarray):
+            return _generic_fwd((w_q, w_k, w_v), x, None)
         w = np.concatenate((w_q, w_k, w_v), axis=1)
         x2 = x.reshape(-1, d).copy()  # the caller's x: the residue keeps a copy
         q, k, v = _heads(x2 @ w, x.shape[:-2], x.shape[-2], 3, h, dk)
         return (x2, None, w, x.shape, x.shape), ((q, k), v)
+
+    def _generic_fwd(ws: tuple[Array, Array, Array], x: Array, c: Array | None) -> Any:
+        """The forward pass on another library's arrays (``c`` None: self-attention)."""
+        xp = namespace(x)
+        w = xp.concat(ws, axis=1)
+        x2 = copy(xp.reshape(x, (-1, d)))  # the caller's x (and c): the residue keeps copies
+        lead, t = tuple(x.shape[:-2]), x.shape[-2]
+        if c is None:
+            q, k, v = _heads(x2 @ w, lead, t, 3, h, dk)
+            return (x2, None, w, tuple(x.shape), tuple(x.shape)), ((q, k), v)
+        c2 = copy(xp.reshape(c, (-1, d)))
+        (q,) = _heads(x2 @ w[:, :d], lead, t, 1, h, dk)
+        k, v = _heads(c2 @ w[:, d:], lead, c.shape[-2], 2, h, dk)
+        return (x2, c2, w, tuple(x.shape), tuple(c.shape)), ((q, k), v)
+
+    def _generic_bwd(m: ProjectionResidue, dq: Array, dk_: Array, dv: Array) -> tuple[tuple[Array, Array, Array], Any]:
+        """The backward pass on another library's arrays: the deltas joined with ``concat``."""
+        x2, c2, w, x_shape, c_shape = m
+        xp = namespace(w)
+        if c2 is None:
+            dy = xp.concat([_rows(delta, x2.shape[0]) for delta in (dq, dk_, dv)], axis=1)
+            dw = x2.T @ dy
+            dx = dy @ w.T  # the three input deltas summed by the product itself
+            return (dw[:, :d], dw[:, d : 2 * d], dw[:, 2 * d :]), xp.reshape(dx, x_shape)
+        dqy = _rows(dq, x2.shape[0])
+        dkv = xp.concat([_rows(delta, c2.shape[0]) for delta in (dk_, dv)], axis=1)
+        dw_kv = c2.T @ dkv
+        dx = xp.reshape(dqy @ w[:, :d].T, x_shape)
+        dc = xp.reshape(dkv @ w[:, d:].T, c_shape)
+        return (x2.T @ dqy, dw_kv[:, :d], dw_kv[:, d:]), (dx, dc)
 
     def bwd(m: ProjectionResidue, da: Any) -> tuple[tuple[Array, Array, Array], Any]:
         try:
@@ -112,11 +164,11 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
                 and _is_shape(c_shape, d)
                 and x_shape[:-2] == c_shape[:-2]
                 and w.shape == (d, 3 * d)
-                and w.dtype == dt
-                and x2.dtype == dt
+                and is_float_array(w, dt)
+                and is_float_array(x2, dt)
                 and x2.shape == (int(np.prod(x_shape[:-1])), d)
                 and (c2 is None) != cross
-                and (c2 is None or (c2.dtype == dt and c2.shape == (int(np.prod(c_shape[:-1])), d)))
+                and (c2 is None or (is_float_array(c2, dt) and c2.shape == (int(np.prod(c_shape[:-1])), d)))
             )
         except (TypeError, ValueError, AttributeError):
             ok = False
@@ -126,8 +178,9 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         want_kv = (*c_shape[:-2], h, c_shape[-2], dk)
         try:
             (dq, dk_), dv = da
+            numpy = isinstance(w, np.ndarray)
             ok = all(
-                isinstance(a, np.ndarray) and a.dtype == dt and a.shape == want
+                is_float_array(a, dt) and isinstance(a, np.ndarray) == numpy and a.shape == want
                 for a, want in ((dq, want_q), (dk_, want_kv), (dv, want_kv))
             )
         except (TypeError, ValueError):
@@ -135,6 +188,8 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         if not ok:
             expected = f"((dQ {shape_str(dt, want_q)}, dK {shape_str(dt, want_kv)}), dV {shape_str(dt, want_kv)})"
             raise E.must_be(name, "output delta", expected, E.describe_tree(da))
+        if not numpy:
+            return _generic_bwd(m, dq, dk_, dv)
         if not cross:
             dy = np.empty((x2.shape[0], 3 * d), dt)  # the three deltas side by side, heads merged
             for view, delta in zip(_heads(dy, x_shape[:-2], x_shape[-2], 3, h, dk), (dq, dk_, dv)):

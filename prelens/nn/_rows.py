@@ -1,4 +1,4 @@
-"""Reductions over the last axis, row by row, done the fast way numpy allows.
+"""Reductions over the last axis, row by row, done the fast way numpy allows (any library's arrays too).
 
 The fast lenses reduce short rows over and over (softmax over 32 keys, layer
 norm over 64 features, cross-entropy over 64 classes). numpy's ``max`` and
@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import namespace
 from ._fastcheck import Array
 
-__all__ = ["column_sum", "ones", "row_max", "row_sum"]
+__all__ = ["column_sum", "matmul", "ones", "reshape", "row_max", "row_sum"]
 
 _ONES: dict[tuple[int, np.dtype[Any]], Array] = {}
 
@@ -47,11 +48,14 @@ def ones(n: int, dtype: np.dtype[Any]) -> Array:
 
 
 def row_sum(x: Array) -> Array:
-    """``x.sum(axis=-1)`` of a float array, as one BLAS matrix-vector product.
+    """``x.sum(axis=-1)`` of a float array, as one BLAS matrix-vector product (numpy).
 
     >>> row_sum(np.ones((2, 3, 4), np.float32)).shape
     (2, 3)
     """
+    if type(x) is not np.ndarray:
+        res: Array = namespace(x).sum(x, axis=-1)
+        return res
     out: Array = np.matmul(x, ones(x.shape[-1], x.dtype))
     return out
 
@@ -62,6 +66,9 @@ def row_max(x: Array) -> Array:
     >>> row_max(np.array([[0.0, np.nan, 1.0]]))
     array([nan])
     """
+    if type(x) is not np.ndarray:
+        res: Array = namespace(x).max(x, axis=-1)
+        return res
     n = x.shape[-1]
     at = x.argmax(axis=-1)
     if x.flags.c_contiguous:
@@ -79,5 +86,32 @@ def column_sum(x: Array) -> Array:
     >>> column_sum(np.arange(6.0).reshape(3, 2))
     array([6., 9.])
     """
+    if type(x) is not np.ndarray:
+        res: Array = namespace(x).sum(x, axis=0)
+        return res
     out: Array = np.dot(ones(x.shape[0], x.dtype), x)
     return out
+
+
+def reshape(x: Array, shape: tuple[int, ...]) -> Array:
+    """``x`` in another shape, for an array of any library (numpy: the method, without a call more).
+
+    >>> reshape(np.arange(6), (2, 3)).shape
+    (2, 3)
+    """
+    if type(x) is np.ndarray:
+        return x.reshape(shape)
+    out: Array = namespace(x).reshape(x, shape)
+    return out
+
+
+def matmul(a: Array, b: Array) -> Array:
+    """``a @ b`` for arrays of any library; numpy's ``dot`` on 1-D and 2-D ones (less call overhead).
+
+    >>> matmul(np.ones((2, 3)), np.ones((3, 4))).shape
+    (2, 4)
+    """
+    if type(a) is np.ndarray and a.ndim <= 2:
+        out: Array = np.dot(a, b)
+        return out
+    return a @ b

@@ -19,6 +19,12 @@
 Every model keeps its composition's residue, so
 :func:`~prelens.nn.attention_weights` reads every attention matrix from it.
 
+Every lens here runs on the arrays of any array-API library (PyTorch, JAX,
+``array_api_strict``), with results in that library; ``jax.jit`` traces them.
+:func:`token_cross_entropy` then returns a 0-d array (numpy: a numpy scalar)
+and checks that labels lie in range only where their values are known;
+:func:`generate` moves the ids to the model's library and samples with numpy.
+
 >>> import numpy as np
 >>> from prelens.nn import attention_weights
 >>> lm = decoder_lm(vocab_size=10, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=6)
@@ -38,6 +44,18 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
+from .._backend import (
+    constant_like,
+    copy,
+    device,
+    dtype_kind,
+    is_array,
+    is_concrete,
+    namespace,
+    namespace_name,
+    to_numpy,
+    tree_map_arrays,
+)
 from .._combinators import chain, copy_l
 from .._construction import constructor
 from .._iso import sym_l, unassoc_l
@@ -53,13 +71,14 @@ from ._fastcheck import (
     features,
     float_dtype,
     input_error,
+    is_float_array,
     residue_error,
     scalar_delta,
 )
 from ._linear import DenseParams, dense
 from ._norm import LayerNormParams, layer_norm
 from ._residual import residual
-from ._rows import column_sum, row_max, row_sum
+from ._rows import column_sum, reshape, row_max, row_sum
 from ._transformer_wiring import join, probes_of, reparam, with_probes
 
 __all__ = [
@@ -230,11 +249,11 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     tail = (d,)
 
     def fwd(p: FeedForwardParams, x: Array) -> tuple[FeedForwardResidue, Array]:
-        if not isinstance(x, np.ndarray) or x.dtype != dt or x.shape[-1:] != tail:
+        if not is_float_array(x, dt) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, features(dt, d), dt)
         try:
             (w1, b1), (w2, b2) = p
-            ok = all(a.shape == s and a.dtype == dt for a, s in zip((w1, b1, w2, b2), shapes))
+            ok = all(a.shape == s and is_float_array(a, dt) for a, s in zip((w1, b1, w2, b2), shapes))
         except (TypeError, ValueError, AttributeError):
             ok = False
         if not ok:
@@ -244,6 +263,8 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
                 f"FeedForwardParams({hidden!r} params, {output!r} params) of {dt}",
                 E.describe_tree(p),
             )
+        if type(x) is not np.ndarray:
+            return fwd_any(x, w1, b1, w2, b2)
         x2 = x.reshape(-1, d).copy()  # the residue keeps copies of the caller's x, W1 and W2
         h = x2 @ w1
         h += b1
@@ -252,11 +273,19 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
         y += b2
         return (x2, h, w1.copy(), w2.copy(), x.shape), y.reshape(x.shape)
 
+    def fwd_any(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> tuple[FeedForwardResidue, Any]:
+        """``fwd`` for another library's arrays: the same products, the ReLU as ``maximum(h, 0)``."""
+        xp = namespace(x)
+        x2 = copy(reshape(x, (-1, d)))
+        h = xp.maximum(x2 @ w1 + b1, xp.zeros((), dtype=x.dtype, device=device(x)))
+        y = h @ w2 + b2
+        return (x2, h, copy(w1), copy(w2), tuple(x.shape)), reshape(y, tuple(x.shape))
+
     def bwd(m: FeedForwardResidue, da: Array) -> tuple[FeedForwardParams, Array]:
         try:
             x2, h, w1, w2, shape = m
             bad_m = (
-                any(a.dtype != dt for a in (x2, h, w1, w2))
+                not all(is_float_array(a, dt) for a in (x2, h, w1, w2))
                 or w1.shape != (d, f)
                 or w2.shape != (f, d)
                 or x2.shape[1:] != tail
@@ -264,20 +293,30 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
                 or not isinstance(shape, tuple)
                 or not all(isinstance(k, int) for k in shape)
                 or shape[-1:] != tail
-                or math.prod(shape) != x2.size
+                or math.prod(shape) != x2.shape[0] * d
             )
         except (TypeError, ValueError, AttributeError):
             bad_m = True
         if bad_m:
             raise residue_error(name, m)
-        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != shape:
+        if not is_float_array(da, dt) or da.shape != shape:
             raise input_error(name, "output delta", da, f"{E.dtype_name(dt)}[{','.join(map(str, shape))}]", dt)
+        if type(da) is not np.ndarray:
+            return bwd_any(x2, h, w1, w2, shape, da)
         da2 = da.reshape(-1, d)
         d_output = DenseParams(h.T @ da2, column_sum(da2))
         dh = da2 @ w2.T
         dh *= h > 0  # dh is ours: the ReLU's derivative in place
         d_hidden = DenseParams(x2.T @ dh, column_sum(dh))
         return FeedForwardParams(d_hidden, d_output), (dh @ w1.T).reshape(shape)
+
+    def bwd_any(x2: Any, h: Any, w1: Any, w2: Any, shape: tuple[int, ...], da: Any) -> tuple[FeedForwardParams, Any]:
+        xp = namespace(da)
+        da2 = reshape(da, (-1, d))
+        d_output = DenseParams(h.T @ da2, column_sum(da2))
+        dh = (da2 @ w2.T) * xp.astype(h > 0, da.dtype)  # a product, as numpy's: NaN stays NaN
+        d_hidden = DenseParams(x2.T @ dh, column_sum(dh))
+        return FeedForwardParams(d_hidden, d_output), reshape(dh @ w1.T, shape)
 
     def init(rng: np.random.Generator) -> FeedForwardParams:
         return FeedForwardParams(hidden.init(rng), output.init(rng))
@@ -393,7 +432,7 @@ def _drop_second() -> AnyLens:
         return yc[1], yc[0]
 
     def bwd(c: Array, dy: Any) -> tuple[tuple[()], tuple[Any, Array]]:
-        return (), (dy, np.zeros_like(c))
+        return (), (dy, np.zeros_like(c) if isinstance(c, np.ndarray) else namespace(c).zeros_like(c))
 
     return PreLens(fwd, bwd, "drop_memory")
 
@@ -697,8 +736,9 @@ def encoder_decoder(
 
 
 #: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``-1`` where
-#: ignored), the 0/1 weight of each position (in the logits' dtype), and the number counted.
-CrossEntropyResidue = tuple[Array, Array, Array, int]
+#: ignored), the 0/1 weight of each position (in the logits' dtype), and the number counted
+#: (an int; on another library, the labels are ``0`` where ignored and the count a 0-d array).
+CrossEntropyResidue = tuple[Array, Array, Array, Any]
 
 
 @constructor
@@ -728,9 +768,10 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
 
     def fwd(labels: Array, s: Array) -> tuple[CrossEntropyResidue, Any]:
+        if type(s) is not np.ndarray:
+            return fwd_any(labels, s)
         if (
-            not isinstance(s, np.ndarray)
-            or not isinstance(labels, np.ndarray)
+            not isinstance(labels, np.ndarray)
             or s.dtype.kind != "f"
             or labels.dtype.kind not in "iu"
             or labels.shape != s.shape[:-1]
@@ -755,8 +796,46 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         loss = per.sum() / max(count, 1)
         return (probs, np.where(counted, labels, -1), weight, count), loss
 
+    def fwd_any(labels: Any, s: Any) -> tuple[CrossEntropyResidue, Any]:
+        """``fwd`` for another library's logits: branch-free, so that ``jax.jit`` traces it.
+
+        The residue's labels are ``0`` where ignored (the weight says which
+        count) and its count is a 0-d array of the logits' dtype.
+        """
+        if not is_array(labels) or not is_array(s) or dtype_kind(s.dtype) != "f":
+            raise _ce_input_error(name, labels, s)
+        if dtype_kind(labels.dtype) not in "iu" or tuple(labels.shape) != tuple(s.shape[:-1]):
+            raise _ce_input_error(name, labels, s)
+        xp = namespace(s)
+        if isinstance(labels, np.ndarray):  # labels are data: numpy labels move to the logits' library
+            labels = constant_like(labels, s)
+        elif namespace(labels) is not xp:
+            want = f"an integer array of the logits' library ({namespace_name(xp)})"
+            raise E.must_be(name, "labels", want, E.describe(labels))
+        v = s.shape[-1]
+        if ignore < 0 and dtype_kind(labels.dtype) == "u":  # unsigned labels never equal a negative index
+            counted = xp.ones(tuple(labels.shape), dtype=xp.bool, device=device(labels))
+        else:
+            counted = labels != ignore
+        safe = xp.where(counted, labels, xp.zeros_like(labels))
+        if is_concrete(safe) and bool(xp.any((safe < 0) | (safe >= v))):
+            host = to_numpy(safe)
+            bad = host[(host < 0) | (host >= v)][0]
+            raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
+        z = s - xp.max(s, axis=-1, keepdims=True)
+        hit = safe[..., None] == xp.arange(v, dtype=safe.dtype, device=device(s))
+        picked = xp.sum(xp.where(hit, z, xp.zeros_like(z)), axis=-1)  # z at the label, exactly
+        e = xp.exp(z)
+        total = xp.sum(e, axis=-1)
+        weight = xp.astype(counted, s.dtype)
+        count = xp.sum(weight)
+        loss = xp.sum((xp.log(total) - picked) * weight) / xp.maximum(count, xp.ones_like(count))
+        return (e / total[..., None], safe, weight, count), loss
+
     def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
         da = scalar_delta(name, da)
+        if type(m) is tuple and len(m) == 4 and type(m[0]) is not np.ndarray and is_array(m[0]):
+            return bwd_any(m, da)
         try:
             probs, labels, weight, count = m
             ok = (
@@ -782,18 +861,47 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         ds *= w[..., None]
         return np.zeros(labels.shape, labels.dtype), ds
 
+    def bwd_any(m: CrossEntropyResidue, da: Any) -> tuple[Any, Any]:
+        probs, labels, weight, count = m
+        try:
+            ok = (
+                dtype_kind(probs.dtype) == "f"
+                and probs.ndim >= 1
+                and is_array(labels)
+                and dtype_kind(labels.dtype) in "iu"
+                and tuple(labels.shape) == tuple(probs.shape[:-1])
+                and is_array(weight)
+                and tuple(weight.shape) == tuple(labels.shape)
+                and weight.dtype == probs.dtype
+                and is_array(count)
+                and tuple(count.shape) == ()
+                and count.dtype == probs.dtype
+            )
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok or (is_concrete(labels) and bool(namespace(labels).any((labels < 0) | (labels >= probs.shape[-1])))):
+            raise residue_error(name, m)
+        xp = namespace(probs)
+        v = probs.shape[-1]
+        hit = labels[..., None] == xp.arange(v, dtype=labels.dtype, device=device(probs))
+        # A 0-d array of the logits' library (perhaps traced) in their dtype; a number as a Python float.
+        da = xp.astype(da, probs.dtype) if is_array(da) and namespace(da) is xp else float(da)
+        w = weight * (da / xp.maximum(count, xp.ones_like(count)))
+        ds = (probs - xp.astype(hit, probs.dtype)) * w[..., None]
+        return xp.zeros_like(labels), ds
+
     return PreLens(fwd, bwd, name, None)
 
 
 def _ce_input_error(name: str, labels: Any, s: Any) -> E.PrelensError:
-    if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
-        if isinstance(s, np.ndarray):
+    if not is_array(s) or dtype_kind(s.dtype) != "f":
+        if is_array(s):
             return E.lens_dtype_error(name, "logits", "a float array (..., T, vocab)", E.describe(s))
         return E.must_be(name, "logits", "a numpy float array", E.describe(s))
     want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
-    if not isinstance(labels, np.ndarray):
+    if not is_array(labels):
         return E.must_be(name, "labels", f"an integer array {want}", E.describe(labels))
-    if labels.dtype.kind not in "iu":
+    if dtype_kind(labels.dtype) not in "iu":
         return E.lens_dtype_error(name, "labels", f"integer token ids {want}", E.describe(labels))
     return E.lens_shape_error(name, "labels", f"{want} (the logits' shape without the last axis)", E.describe(labels))
 
@@ -839,11 +947,12 @@ def generate(
     window_len = None if max_len is None else A.count("generate", "max_len", max_len)
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
+    like = _library_leaf(params)  # a model of another library: the ids go to it, the logits come back
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
-        _last_logits(lm, params, ids if window_len is None else ids[:, -window_len:], 0)
+        _last_logits(lm, params, ids if window_len is None else ids[:, -window_len:], 0, like)
     for k in range(n_steps):
         window = ids if window_len is None else ids[:, -window_len:]
-        logits = _last_logits(lm, params, window, k)
+        logits = _last_logits(lm, params, window, k, like)
         if temp == 0:
             nxt = logits.argmax(axis=-1)
         else:
@@ -858,11 +967,17 @@ def generate(
     return ids
 
 
-def _last_logits(lm: AnyLens, params: Any, window: Array, step: int) -> Array:
-    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked."""
+def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any = None) -> Array:
+    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked.
+
+    With parameters of another library (PyTorch, JAX, ...) the window moves to
+    it and the logits come back to numpy: the sampling stays numpy's.
+    """
     with forward_only():  # each step's residue is dropped: no first-call witness for it
-        out = lm.fwd(params, window)
+        out = lm.fwd(params, window if like is None else constant_like(window, like))
     logits = out[1] if type(out) is tuple and len(out) == 2 else as_pair(lm, out, "fwd")[1]
+    if is_array(logits) and not isinstance(logits, np.ndarray):
+        logits = to_numpy(logits)
     b, t = window.shape
     ok = isinstance(logits, np.ndarray) and logits.dtype.kind == "f" and logits.ndim == 3
     if not ok or logits.shape[:2] != (b, t) or logits.shape[2] == 0:
@@ -872,3 +987,10 @@ def _last_logits(lm: AnyLens, params: Any, window: Array, step: int) -> Array:
     if not np.isfinite(last).all():
         raise E.non_finite(f"generate: the logits of step {step}", "")
     return last
+
+
+def _library_leaf(params: Any) -> Any:
+    """An array leaf of ``params`` of a library other than numpy (the model's library), or None."""
+    leaves: list[Any] = []
+    tree_map_arrays(leaves.append, params)
+    return next((a for a in leaves if not isinstance(a, np.ndarray)), None)

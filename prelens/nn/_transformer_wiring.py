@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
+from .._backend import copy, dtype_kind, dtype_name, is_array
 from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from .._summary import register_opening
@@ -100,7 +101,7 @@ def params_misfit(expected: Any, got: Any) -> str | None:
     if found is not None:
         return found
     for (path, a), (_, b) in zip(tree_paths(expected), tree_paths(got)):
-        if isinstance(a, np.ndarray) and (not isinstance(b, np.ndarray) or a.dtype != b.dtype):
+        if isinstance(a, np.ndarray) and (not is_array(b) or dtype_name(a.dtype) != dtype_name(b.dtype)):
             return E.at_path(path, E.describe(a), E.describe(b))
     return None
 
@@ -143,7 +144,7 @@ def rematerialize(lens: AnyLens) -> AnyLens:
 
 
 def _copied(x: Any) -> Any:
-    return x.copy() if isinstance(x, np.ndarray) else x
+    return x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x
 
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:
@@ -237,7 +238,7 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
             weights = get(residue)
         except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise E.not_a_residue_of(repr(model), f"{type(exc).__name__}: {exc}") from exc
-        if not (isinstance(weights, np.ndarray) and weights.ndim == 4 and weights.dtype.kind == "f"):
+        if not (is_array(weights) and weights.ndim == 4 and dtype_kind(weights.dtype) == "f"):
             got = E.describe(weights)
             raise E.not_a_residue_of(
                 repr(model), f"at {key or 'attention'}: expected float weights (B, H, T_q, T_k), got {got}"

@@ -8,6 +8,9 @@
   ``penalty``, dropout, metrics on the training and validation data, callbacks
   (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`),
   and exact resuming from a checkpoint.
+* :func:`compile_step`: a whole step (forward, backward, optimiser) as one
+  XLA program on JAX, data-parallel over a ``jax.sharding.Mesh``; ``fit(...,
+  backend="jax")`` trains with it.
 * :func:`predict`, :func:`accuracy`, :func:`evaluate`; for classifiers
   :func:`predict_proba` and :func:`confusion_matrix`.
 * the runtime: :func:`blas_threads` (chosen by :func:`choose_blas_threads` from the
@@ -26,6 +29,7 @@ True
 """
 
 from ._callbacks import Callback, CheckpointBest, EarlyStopping, LearningRateLogger
+from ._compiled import CompiledStep, compile_step
 from ._evaluate import accuracy, evaluate, predict
 from ._fit import FitResult, Metric, fit
 from ._history import History
@@ -37,6 +41,7 @@ from ._step import step, value_and_grad
 __all__ = [
     "Callback",
     "CheckpointBest",
+    "CompiledStep",
     "EarlyStopping",
     "FitResult",
     "History",
@@ -46,6 +51,7 @@ __all__ = [
     "accuracy",
     "blas_threads",
     "choose_blas_threads",
+    "compile_step",
     "confusion_matrix",
     "evaluate",
     "fit",

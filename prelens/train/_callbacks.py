@@ -224,7 +224,7 @@ class LearningRateLogger:
         if isinstance(lr, (int, float)):
             return float(lr)
         step = opt_state.step if isinstance(opt_state, ScheduledState) else 0
-        return lr_at("LearningRateLogger", lr, max(int(step) - 1, 0))
+        return float(lr_at("LearningRateLogger", lr, max(int(step) - 1, 0)))
 
 
 def _lr_of(optimizer: Any) -> Any:

@@ -1,4 +1,9 @@
-"""What fit does to its data before training: rows checked, floats cast, batches taken, dropout keyed."""
+"""What fit does to its data before training: rows checked, floats cast, batches taken, dropout keyed.
+
+The data may be arrays of any array-API library (numpy, PyTorch, JAX, ...):
+checks, casts and batches stay in the data's library and on its device (a
+batch of another library's arrays is taken with the standard's ``take``).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,11 @@ from typing import Any
 import numpy as np
 
 from .. import _errors as E
+from .._backend import dtype_kind, dtype_name, has_dtype, is_array, is_concrete, namespace, to_numpy
 from .._lens import AnyLens, PreLens
 from .._tree import tree_leaves, tree_map, tree_paths
 from ..nn._dropout import DropoutKey, with_dropout, without_dropout
+from ._evaluate import row_slice
 
 Tree = Any
 
@@ -17,9 +24,40 @@ __all__ = ["cast", "has_dropout", "keyed", "model_dtype", "rows", "take"]
 
 
 def model_dtype(params: Tree) -> np.dtype[Any] | None:
-    """The one float dtype of the parameters' arrays (``None`` if they have none, or several)."""
-    kinds = {x.dtype for x in tree_leaves(params) if isinstance(x, np.ndarray) and x.dtype.kind == "f"}
+    """The one float dtype of the parameters' arrays (``None`` if they have none, or several).
+
+    Another library's dtype is given as the numpy dtype of the same name (``torch.float32``
+    is ``float32``); one that numpy lacks (``bfloat16``) gives ``None``.
+    """
+    kinds = {_float_dtype(x) for x in tree_leaves(params) if is_array(x) and dtype_kind(x.dtype) == "f"}
     return kinds.pop() if len(kinds) == 1 else None
+
+
+def _float_dtype(x: Any) -> np.dtype[Any] | None:
+    if isinstance(x, np.ndarray):
+        dt: np.dtype[Any] = x.dtype
+        return dt
+    try:
+        return np.dtype(dtype_name(x.dtype))
+    except TypeError:
+        return None
+
+
+def _all_finite(a: Any) -> bool:
+    """Whether every number of ``a`` (an array of any library) is finite; a traced value is not looked at."""
+    if isinstance(a, np.ndarray):
+        return bool(np.isfinite(a).all())
+    if not is_concrete(a):
+        return True
+    xp = namespace(a)
+    return bool(xp.all(xp.isfinite(a)))
+
+
+def _first_bad_row(a: Any, n: int) -> int:
+    """The first of the ``n`` rows of ``a`` holding a NaN or an infinity (looked for on the host)."""
+    host = a if isinstance(a, np.ndarray) else to_numpy(a)
+    bad_rows = ~np.isfinite(host.reshape(n, -1)).all(axis=1)
+    return int(np.argmax(bad_rows))
 
 
 def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[Any, Any]:
@@ -30,47 +68,68 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
 
     def leaf(a: Any) -> Any:
         nonlocal changed
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.dtype != dtype:
+        if isinstance(a, np.ndarray):
+            if a.dtype.kind == "f" and a.dtype != dtype:
+                changed = True
+                with np.errstate(over="ignore"):
+                    return a.astype(dtype)
+        elif is_array(a) and dtype_kind(a.dtype) == "f" and not has_dtype(a, dtype):
             changed = True
-            with np.errstate(over="ignore"):
-                return a.astype(dtype)
+            xp = namespace(a)
+            return xp.astype(a, getattr(xp, dtype.name))
         return a
 
     out = tree_map(leaf, data)
     if changed:
         for path, a in tree_paths(out):
-            if a.dtype.kind == "f" and not np.isfinite(a).all():
-                bad_rows = ~np.isfinite(a.reshape(len(a), -1)).all(axis=1)
-                raise E.data_cast_overflow(fn, f"data{E.path_str(path)}", int(np.argmax(bad_rows)), str(dtype))
+            if dtype_kind(a.dtype) == "f" and not _all_finite(a):
+                raise E.data_cast_overflow(fn, f"data{E.path_str(path)}", _first_bad_row(a, a.shape[0]), str(dtype))
     result: tuple[Any, Any] = out
     return result
 
 
 def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
-    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``)."""
+    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array).
+
+    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with
+    ``xp.take(a, idx, axis=0)``, ``idx`` those indices made once per library and device
+    (for JAX without a device: JAX places them where ``a`` is, sharded or not).
+    """
     if order is None:
-        return tree_map(lambda a: a[lo:hi], tree)
+        return tree_map(lambda a: a[lo:hi] if isinstance(a, np.ndarray) else row_slice(a, lo, hi), tree)
     idx = order[lo:hi]
-    return tree_map(lambda a: a[idx], tree)
+    moved: dict[tuple[int, str], Any] = {}
+    return tree_map(lambda a: a[idx] if isinstance(a, np.ndarray) else _take_rows(a, idx, moved), tree)
+
+
+def _take_rows(a: Any, idx: np.ndarray, moved: dict[tuple[int, str], Any]) -> Any:
+    """``xp.take(a, idx, axis=0)``, ``idx`` made an array of ``a``'s library once per library and device."""
+    import array_api_compat as c
+
+    xp = namespace(a)
+    where = None if c.is_jax_array(a) else c.device(a)
+    key = (id(xp), repr(where))
+    if key not in moved:
+        moved[key] = xp.asarray(idx) if where is None else xp.asarray(idx, device=where)
+    return xp.take(a, moved[key], axis=0)
 
 
 def rows(fn: str, xs: Any, ys: Any) -> int:
     what = "validation" if "validation" in fn else "data"
     for leaf in tree_leaves((xs, ys)):
-        if not isinstance(leaf, np.ndarray) or leaf.ndim == 0:
+        if not is_array(leaf) or leaf.ndim == 0:
             raise E.bad_argument(
                 "fit", what, E.describe_tree((xs, ys)), "(xs, targets) of arrays with a leading batch axis"
             )
-    lengths = {len(a) for a in tree_leaves((xs, ys))}
+    lengths = {int(a.shape[0]) for a in tree_leaves((xs, ys))}
     if len(lengths) != 1:
         raise E.bad_argument("fit", what, f"leading lengths {sorted(lengths)}", "(xs, targets) of one length")
     (n,) = lengths
     if n == 0:
         raise E.bad_argument("fit", what, "0 rows", "at least one row")
     for path, leaf in tree_paths((xs, ys)):
-        if leaf.dtype.kind in "fc" and not np.isfinite(leaf).all():
-            bad_rows = ~np.isfinite(leaf.reshape(n, -1)).all(axis=1)
-            raise E.data_non_finite(fn, E.path_str(path), int(np.argmax(bad_rows)))
+        if dtype_kind(leaf.dtype) in "fc" and not _all_finite(leaf):
+            raise E.data_non_finite(fn, E.path_str(path), _first_bad_row(leaf, n))
     return n
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _errors as E
+from .._backend import is_array, namespace, to_numpy
 from .._lens import AnyLens
 from .._trace import forward
 
@@ -24,7 +25,9 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
         predict :: Lens -> Params -> X -> Maybe Int -> Y
 
     ``batch_size=None`` runs all rows at once; chunks bound the memory the
-    residues take. Shapes: ``(n, ...) -> (n, ...)``.
+    residues take. Shapes: ``(n, ...) -> (n, ...)``. ``xs`` and ``params`` may be
+    arrays of any array-API library (PyTorch, JAX, ...): the outputs are that
+    library's arrays, the chunks joined with its ``concat``.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -36,11 +39,25 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
         return forward(model, params, xs)
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise E.bad_argument("predict", "batch_size", batch_size, "an int >= 1 or None")
-    if not isinstance(xs, np.ndarray) or xs.ndim == 0:
+    if not is_array(xs) or xs.ndim == 0:
         raise E.bad_argument("predict", "xs", E.describe_tree(xs), "an array with a leading batch axis")
-    n = len(xs)
-    parts = [forward(model, params, xs[i : i + batch_size]) for i in range(0, n, batch_size)]
-    return np.concatenate(parts) if parts else forward(model, params, xs)
+    n = xs.shape[0]
+    parts = [forward(model, params, row_slice(xs, i, min(n, i + batch_size))) for i in range(0, n, batch_size)]
+    if not parts:
+        return forward(model, params, xs)
+    if type(parts[0]) is np.ndarray:
+        return np.concatenate(parts)
+    return namespace(parts[0]).concat(parts, axis=0)
+
+
+def row_slice(a: Any, lo: int, hi: int) -> Any:
+    """Rows ``lo:hi`` of an array of any library (a stop past the end is cut to it, as numpy does)."""
+    return a[lo:hi] if isinstance(a, np.ndarray) else a[lo : min(hi, a.shape[0]), ...]
+
+
+def _host(x: Any) -> Any:
+    """Another library's array as a numpy array (a host copy); anything else as it is."""
+    return x if isinstance(x, np.ndarray) or not is_array(x) else to_numpy(x)
 
 
 def _classes(values: npt.NDArray[Any], like_outputs: bool) -> npt.NDArray[Any]:
@@ -51,6 +68,13 @@ def _classes(values: npt.NDArray[Any], like_outputs: bool) -> npt.NDArray[Any]:
     if like_outputs or flat.dtype.kind == "f":
         return (flat > 0).astype(np.int64)
     return np.asarray(flat)
+
+
+def labels_array(labels: Any) -> npt.NDArray[Any] | None:
+    """``labels`` (an array of any library, a list or a tuple) as a numpy array; ``None`` for anything else."""
+    if isinstance(labels, (np.ndarray, list, tuple)):
+        return np.asarray(labels)
+    return to_numpy(labels) if is_array(labels) else None
 
 
 def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int | None = None) -> float:
@@ -65,6 +89,8 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     (or 1-D outputs) is a binary score: class 1 when positive (a tanh
     output against ±1 targets, or a logit). ``labels`` are class indices
     ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 / 0-1 values.
+    Outputs and labels of another array library are compared on the host
+    (one copy of the outputs): the answer is a Python float either way.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -72,12 +98,13 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     >>> accuracy(linear(2, 2), np.eye(2), xs, np.array([0, 1, 0]))
     0.6666666666666666
     """
-    outputs = np.asarray(predict(model, params, xs, batch_size))
-    truth = np.asarray(labels) if isinstance(labels, (np.ndarray, list, tuple)) else None
+    outputs = np.asarray(_host(predict(model, params, xs, batch_size)))
+    truth = labels_array(labels)
     if truth is None or truth.ndim == 0 or truth.dtype.kind not in "biuf" or outputs.ndim == 0:
         raise E.bad_argument("accuracy", "labels", E.describe_tree(labels), "an array of labels, one per row of xs")
     if len(outputs) != len(truth):
-        raise E.bad_argument("accuracy", "labels", E.describe(truth), f"one label per row of xs ({len(outputs)})")
+        said = E.describe(labels if is_array(labels) else truth)
+        raise E.bad_argument("accuracy", "labels", said, f"one label per row of xs ({len(outputs)})")
     if len(truth) == 0:
         return float("nan")
     return float(np.mean(_classes(outputs, True) == _classes(truth, False)))
@@ -89,6 +116,9 @@ def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any)
     Haskell::
 
         evaluate :: Lens -> Loss -> Params -> X -> Y -> Double
+
+    Arrays of any array-API library are evaluated in that library; the loss is
+    returned as a Python float.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse

@@ -57,19 +57,23 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
-from .._lens import AnyLens, PreLens
+from .._backend import copy, dtype_kind, is_array, namespace, namespace_name, resolve_backend, to_backend
+from .._lens import AnyLens
 from .._sigint import deferred_sigint
 from .._tree import tree_first_nonfinite, tree_leaves, tree_map
-from ..learn._optimizer import find_optimizer, init_state
+from ..learn._optimizer import init_state
 from ..learn._penalty import penalised
 from ..learn._reparam import learner, learner_step
 from ._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
+from ._compiled import CompiledStep, compile_step
 from ._data import cast, has_dropout, keyed, model_dtype, rows, take
 from ._evaluate import evaluate
 from ._history import History
 from ._progress import Progress
 from ._resume import generator_state, position_metadata, read_checkpoint
-from ._step import value_and_grad_of
+from ._runtime import blas_threads as _blas_threads
+from ._runtime import resolve_threads
+from ._step import optimizer_form, value_and_grad_of
 
 Tree = Any
 #: A metric: ``metric(model, params, xs, targets) -> float``, e.g. :func:`accuracy`.
@@ -114,6 +118,9 @@ def fit(
     checkpoint_every: int | None = None,
     checkpoint_path: str | os.PathLike[str] | None = None,
     resume: str | os.PathLike[str] | None = None,
+    backend: Any = None,
+    mesh: Any = None,
+    blas_threads: int | str | None = "auto",
 ) -> FitResult:
     """Train ``model >> loss`` on ``data = (xs, targets)`` with mini-batches.
 
@@ -161,6 +168,19 @@ def fit(
     generator state replace ``params``, ``opt_state`` and ``rng``), bit for bit
     as the uninterrupted run. A run that a callback stopped stays stopped.
 
+    ``backend``: train on another array library (``"jax"``, ``"torch"``,
+    ``"array_api_strict"``, see :func:`~prelens.to_backend`): the parameters,
+    optimiser state and data are moved there once, before the first step, and
+    the result stays there. On ``"jax"`` each step is one compiled XLA program
+    (:func:`compile_step`); ``mesh`` (a :class:`jax.sharding.Mesh`) trains
+    data-parallel over its devices, each batch split along its leading axis.
+    By default the parameters' own library is used (numpy for ``model.init``).
+
+    ``blas_threads``: on numpy, the BLAS threads training runs with (restored
+    after): ``"auto"`` chooses from the model's and the batch's sizes (one for
+    small products; see :func:`blas_threads`), a number sets it, ``None`` leaves
+    BLAS as it is.
+
     Returns :class:`FitResult` ``(params, opt_state, history)`` (copies: never
     the objects passed in). On Ctrl-C it returns what was learned so far with
     ``history.interrupted = True``. Raises :class:`~prelens.NonFiniteError`
@@ -181,9 +201,15 @@ def fit(
     """
     # ------------------------------------------------ every argument, before any work
     _check_args(epochs, batch_size, checkpoint_every, checkpoint_path, resume)
+    xp = None if backend is None else resolve_backend("fit", backend)
+    if blas_threads is not None and blas_threads != "auto":
+        resolve_threads(blas_threads)  # a number >= 1, or an error naming it
+    on_jax = xp is not None and namespace_name(xp) == "jax"
+    if mesh is not None and not on_jax:
+        raise E.bad_argument("fit", "mesh", type(mesh).__name__, 'None unless backend="jax"')
     model = _args.lens("fit", "model", model)
     loss = _args.lens("fit", "loss", loss)
-    lens_form = _check_optimizer(optimizer)
+    lens_form = optimizer_form("fit", optimizer)
     if penalty is not None:
         penalty = _args.lens("fit", "penalty", penalty)
     shuffle = _args.flag("fit", "shuffle", shuffle)
@@ -227,6 +253,20 @@ def fit(
         validation = cast("fit (validation)", validation, dtype)
     dropout = has_dropout(params)
     trained_model = keyed(model) if dropout else model
+    compiled = None
+    if xp is not None:  # the run's arrays move to the backend once, here
+        params, opt_state, xs, ys, validation = to_backend((params, opt_state, xs, ys, validation), xp)
+        if on_jax:
+            if dropout:
+                raise E.bad_argument(
+                    "fit",
+                    "backend",
+                    "jax",
+                    "numpy or torch for a model with dropout (a compiled step cannot draw dropout keys yet)",
+                )
+            compiled = compile_step(model, loss, optimizer, penalty=penalty, mesh=mesh)
+            if mesh is not None:
+                _check_mesh_batches(mesh, compiled.axis, n, batch_size)
     if lens_form:
         step_lens = learner(trained_model, loss, optimizer, penalty=penalty)
         trained = None
@@ -239,6 +279,7 @@ def fit(
     bar = Progress(epochs, n_batches, out, live=live, enabled=progress if progress is not None else live)
     run = _Run(history, checkpoint_path, params, opt_state, gen, cbs, restorer)
     run.trained, run.step_lens, run.optimizer, run.n_batches = trained, step_lens, optimizer, n_batches
+    run.compiled = compiled
     if resumed is not None:
         if 0 < resumed.batch and resumed.batches != n_batches:
             raise E.resume_refused(
@@ -247,6 +288,9 @@ def fit(
                 f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
             )
         run.resume_from(resumed)
+    threads = contextlib.ExitStack()
+    if blas_threads is not None and (xp is None or xp is np) and isinstance(_first_leaf(xs), np.ndarray):
+        threads.enter_context(_blas_threads(blas_threads, params=params, batch=take(xs, None, 0, batch_size)))
     try:
         stopped = run.early_stopped
         if not stopped and resumed is not None and history.epochs > run.callbacks_done:
@@ -286,12 +330,19 @@ def fit(
         with deferred_sigint(absorb=True):
             run.failed(err, bar)
         raise
+    finally:
+        threads.close()
     return run.result(finished=True)
+
+
+def _first_leaf(tree: Tree) -> Any:
+    leaves = tree_leaves(tree)
+    return leaves[0] if leaves else None
 
 
 def _copy(tree: Tree) -> Tree:
     """``tree`` with every array leaf copied (the other leaves are immutable values)."""
-    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x, tree)
+    return tree_map(lambda x: copy(x) if is_array(x) else x, tree)
 
 
 def _readonly(tree: Tree) -> Tree:
@@ -322,6 +373,7 @@ class _Run:
 
     trained: AnyLens | None
     step_lens: AnyLens | None
+    compiled: CompiledStep | None
     optimizer: Any
     n_batches: int
 
@@ -374,7 +426,14 @@ class _Run:
     def step(self, batch: tuple[Any, Any], b: int) -> float:
         """One optimiser step on batch ``b``; the state changes only when the loss, gradient and update are finite."""
         params, opt_state, steps, _, total = self.position
-        if self.step_lens is not None:
+        if self.compiled is not None:
+            new_params, new_opt_state, loss_value, finite = self.compiled.run(params, opt_state, batch)
+            value = float(loss_value)
+            if not math.isfinite(value):
+                raise self._stop_non_finite("the loss", f"loss = {value}")
+            if not bool(finite):
+                new_params, new_opt_state = self._check_updated(new_params, new_opt_state)
+        elif self.step_lens is not None:
             new_params, new_opt_state, value = learner_step(self.step_lens, params, opt_state, batch)
             if not math.isfinite(value):
                 raise self._stop_non_finite("the loss", f"loss = {value}")
@@ -384,14 +443,19 @@ class _Run:
             if not math.isfinite(value) or not _all_finite(grads):
                 raise self._non_finite(value, grads)
             new_params, new_opt_state = self.optimizer.update(grads, opt_state, params)
+        if self.compiled is None:
+            self._check_updated(new_params, new_opt_state)
+        self.position = _Position(new_params, new_opt_state, steps + 1, b + 1, total + value)
+        self.history.steps = steps + 1
+        return value
+
+    def _check_updated(self, new_params: Tree, new_opt_state: Any) -> tuple[Tree, Any]:
         updated = (("the parameters", "params", new_params), ("the optimiser state", "opt_state", new_opt_state))
         for what, name, tree in updated:
             if not _all_finite(tree):
                 bad = tree_first_nonfinite(tree) or ""
                 raise self._stop_non_finite(what, f"first non-finite leaf: {name}{_leaf(bad)}")
-        self.position = _Position(new_params, new_opt_state, steps + 1, b + 1, total + value)
-        self.history.steps = steps + 1
-        return value
+        return new_params, new_opt_state
 
     def _non_finite(self, value: float, grads: Tree) -> E.TrainingNonFiniteError:
         if not math.isfinite(value):
@@ -502,17 +566,6 @@ class _Run:
 
 
 # ---------------------------------------------------------------------- the forms of optimiser
-
-
-def _check_optimizer(optimizer: Any) -> bool:
-    """``True`` for an optimiser lens (or a composite ``opt >> ...`` of one), ``False`` for a plain optimiser."""
-    if isinstance(optimizer, PreLens):
-        if find_optimizer(optimizer) is None:
-            expected = "a prelens.optim optimiser or an optimiser lens of prelens.learn (or opt >> ... of one)"
-            raise E.must_be("fit", "optimizer", expected, repr(optimizer))
-        return True
-    _args.optimizer("fit", optimizer)
-    return False
 
 
 def _init_state(optimizer: Any, lens_form: bool, params: Tree) -> Any:
@@ -631,7 +684,25 @@ def _all_finite(tree: Tree) -> bool:
                 return tree_first_nonfinite(tree) is None  # x·x can overflow on finite values
         elif isinstance(leaf, (float, np.floating)) and not math.isfinite(leaf):
             return False
+        elif is_array(leaf) and dtype_kind(leaf.dtype) in "fc":  # another library's array
+            xp = namespace(leaf)
+            if not bool(xp.all(xp.isfinite(leaf))):
+                return False
     return True
+
+
+def _check_mesh_batches(mesh: Any, axis: str | None, n: int, batch_size: int) -> None:
+    """Every batch of an epoch (the last one may be smaller) must split evenly over the mesh's devices."""
+    n_dev = mesh.shape[axis]
+    last = n % batch_size or batch_size
+    if batch_size % n_dev or last % n_dev:
+        raise E.bad_argument(
+            "fit",
+            "batch_size",
+            batch_size,
+            f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among "
+            f"the mesh's {n_dev} devices",
+        )
 
 
 def _leaf(path: str) -> str:

@@ -9,15 +9,16 @@ import numpy.typing as npt
 
 from .. import _args
 from .. import _errors as E
+from .._backend import dtype_kind, is_array, is_concrete, namespace, to_backend, to_numpy
 from .._lens import AnyLens
-from ._evaluate import _classes, predict
+from ._evaluate import _classes, labels_array, predict
 
 Tree = Any
 
 __all__ = ["confusion_matrix", "predict_proba"]
 
 
-def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> npt.NDArray[Any]:
+def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """Class probabilities ``(n, k)`` from a model that outputs logits.
 
     Haskell::
@@ -27,8 +28,9 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     Outputs ``(n, k)`` with ``k > 1`` (as trained with ``softmax_cross_entropy``)
     become ``softmax`` rows; a single logit per row, ``(n, 1)`` or ``(n,)``, becomes
     ``(n, 2)`` columns ``[1 − σ(z), σ(z)]`` (class 1 when the logit is positive, as
-    :func:`accuracy` reads it). Rows sum to 1; the dtype is the outputs'. A model
-    that ends in its own softmax already gives probabilities: use :func:`predict`.
+    :func:`accuracy` reads it). Rows sum to 1; the dtype, library and device are
+    the outputs' (numpy, PyTorch, JAX, ...). A model that ends in its own
+    softmax already gives probabilities: use :func:`predict`.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -37,6 +39,8 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     """
     out = predict(model, params, xs, batch_size)
     z = _logits("predict_proba", out)
+    if type(z) is not np.ndarray:
+        return _proba(namespace(z), z)
     if z.ndim >= 2 and z.shape[-1] > 1:
         e: npt.NDArray[Any] = np.exp(z - z.max(axis=-1, keepdims=True))
         e /= e.sum(axis=-1, keepdims=True)
@@ -44,6 +48,16 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     flat = z[..., 0] if z.ndim >= 2 else z
     positive = np.exp(-np.logaddexp(0.0, -flat)).astype(z.dtype)  # σ(z), stable for large |z|
     return np.stack([1.0 - positive, positive], axis=-1)
+
+
+def _proba(xp: Any, z: Any) -> Any:
+    """:func:`predict_proba`'s arithmetic in the array API namespace ``xp`` (the same formulas)."""
+    if z.ndim >= 2 and z.shape[-1] > 1:
+        e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
+        return e / xp.sum(e, axis=-1, keepdims=True)
+    flat = z[..., 0] if z.ndim >= 2 else z
+    positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))
+    return xp.stack([1.0 - positive, positive], axis=-1)
 
 
 def confusion_matrix(
@@ -69,13 +83,17 @@ def confusion_matrix(
     array([[1, 1],
            [0, 1]])
     """
-    out = np.asarray(predict(model, params, xs, batch_size))
-    _logits("confusion_matrix", out)
-    truth = np.asarray(labels) if isinstance(labels, (np.ndarray, list, tuple)) else None
+    outputs = predict(model, params, xs, batch_size)
+    other = is_array(outputs) and not isinstance(outputs, np.ndarray)  # another library's: counted on the host
+    out = to_numpy(_logits("confusion_matrix", outputs)) if other else np.asarray(outputs)
+    if not other:
+        _logits("confusion_matrix", out)
+    truth = labels_array(labels)
     if truth is None or truth.ndim == 0 or truth.dtype.kind not in "biuf":
         raise E.bad_argument("confusion_matrix", "labels", E.describe_tree(labels), "an array of labels, one per row")
     if len(truth) != len(out):
-        raise E.bad_argument("confusion_matrix", "labels", E.describe(truth), f"one label per row of xs ({len(out)})")
+        said = E.describe(labels if is_array(labels) else truth)
+        raise E.bad_argument("confusion_matrix", "labels", said, f"one label per row of xs ({len(out)})")
     width = out.shape[-1] if out.ndim >= 2 and out.shape[-1] > 1 else 2
     k = width if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
     predicted, true = _classes(out, True), _classes(truth, False)
@@ -86,14 +104,31 @@ def confusion_matrix(
             raise E.out_of_range("confusion_matrix", what, f"[0, {k}) (n_classes={k})", int(bad[0]))
     counts = np.zeros((k, k), dtype=np.int64)
     np.add.at(counts, (true, predicted), 1)
-    return counts
+    if not other:
+        return counts
+    result: npt.NDArray[np.int64] = to_backend(counts, namespace(outputs), device=_device(outputs))
+    return result
 
 
-def _logits(fn: str, out: Any) -> npt.NDArray[Any]:
-    """The model's outputs as a float array with a leading batch axis, finite."""
-    z = np.asarray(out) if isinstance(out, np.ndarray) else None
-    if z is None or z.dtype.kind != "f" or z.ndim == 0:
+def _device(x: Any) -> Any:
+    import array_api_compat
+
+    return array_api_compat.device(x)
+
+
+def _logits(fn: str, out: Any) -> Any:
+    """The model's outputs as a float array (of any library) with a leading batch axis, finite."""
+    if isinstance(out, np.ndarray):
+        z = np.asarray(out)
+        if z.dtype.kind != "f" or z.ndim == 0:
+            raise E.must_be(fn, "the model's output", "a float array (n, k) or (n,) of scores", E.describe_tree(out))
+        if not np.isfinite(z).all():
+            raise E.non_finite(f"{fn}: the model's output", "")
+        return z
+    if not is_array(out) or dtype_kind(out.dtype) != "f" or out.ndim == 0:
         raise E.must_be(fn, "the model's output", "a float array (n, k) or (n,) of scores", E.describe_tree(out))
-    if not np.isfinite(z).all():
-        raise E.non_finite(f"{fn}: the model's output", "")
-    return z
+    if is_concrete(out):
+        xp = namespace(out)
+        if not bool(xp.all(xp.isfinite(out))):
+            raise E.non_finite(f"{fn}: the model's output", "")
+    return out

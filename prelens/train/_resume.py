@@ -99,15 +99,22 @@ def _generator(state: Any) -> np.random.Generator | None:
     return np.random.Generator(bits)
 
 
-def read_checkpoint(path: str | os.PathLike[str], params_like: Tree, state_like: Any) -> Resumed:
+def read_checkpoint(
+    path: str | os.PathLike[str], params_like: Tree, state_like: Any, *, backend: Any = "numpy"
+) -> Resumed:
     """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like``.
 
     ``params_like`` is ``None`` when the model cannot make parameters (then the
-    file's own structure is taken). Raises :class:`~prelens.CheckpointError` for a
-    file that is not a checkpoint of ``fit``, is damaged, or belongs to another model.
+    file's own structure is taken); its arrays may be of any library (shapes and
+    dtype names are compared). The parameters and optimiser states come back as
+    ``backend``'s arrays (see :func:`prelens.checkpoint.load`). Raises
+    :class:`~prelens.CheckpointError` for a file that is not a checkpoint of
+    ``fit``, is damaged, or belongs to another model.
     """
+    from .._backend import resolve_backend
     from ..checkpoint import load, load_metadata
 
+    resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)
     meta = load_metadata(name)
     position = meta.get("fit")
@@ -125,7 +132,7 @@ def read_checkpoint(path: str | os.PathLike[str], params_like: Tree, state_like:
         like = {"params": params_like, "opt_state": state_like}
         if has_best:
             like["best"] = {"params": params_like, "opt_state": state_like}
-    tree = load(name, like=like)
+    tree = load(name, like=like, backend=backend)
     if not isinstance(tree, dict) or not {"params", "opt_state"} <= set(tree):
         raise E.resume_refused(name, "it does not hold params and opt_state")
     history = history_from_dict(meta.get("history"))

@@ -13,15 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _args
-from .._lens import AnyLens
+from .. import _errors as E
+from .._lens import AnyLens, PreLens
 from .._trace import vjp
+from ..learn._optimizer import find_optimizer
 from ..nn._dropout import with_dropout, without_dropout
 from ..optim import Optimizer
 
 Tree = Any
 Batch = tuple[Any, Any]
 
-__all__ = ["step", "value_and_grad"]
+__all__ = ["optimizer_form", "step", "value_and_grad"]
 
 
 def value_and_grad(
@@ -100,3 +102,21 @@ def step(
     value, grads = value_and_grad(model, loss, params, batch, key=key)
     new_params, new_state = optimizer.update(grads, state, params)
     return new_params, new_state, value
+
+
+def optimizer_form(fn: str, optimizer: Any) -> bool:
+    """``True`` for an optimiser lens (or a composite ``opt >> ...`` of one), ``False`` for a plain optimiser.
+
+    Anything else is an error naming ``fn``.
+
+    >>> from prelens.optim import sgd
+    >>> optimizer_form("fit", sgd(0.1))
+    False
+    """
+    if isinstance(optimizer, PreLens):
+        if find_optimizer(optimizer) is None:
+            expected = "a prelens.optim optimiser or an optimiser lens of prelens.learn (or opt >> ... of one)"
+            raise E.must_be(fn, "optimizer", expected, repr(optimizer))
+        return True
+    _args.optimizer(fn, optimizer)
+    return False

@@ -57,6 +57,10 @@ EXEMPT: dict[str, str] = {
             "StructureError",
         )
     },
+    "prelens.BACKENDS": _CONSTANT + " (the backend names to_backend takes; to_backend is fuzzed)",
+    "prelens.train.compile_step": "needs the jax extra, absent from the main suite: its every argument check "
+    "(model, loss, optimizer, mesh, axis, a batch that does not split) is tested in tests_peers/test_compiled.py",
+    "prelens.train.CompiledStep": _RECORD + " (what compile_step returns; see compile_step)",
     "prelens.TriProfunctor": "a Protocol (a type for annotations and isinstance)",
     "prelens.Program": "the free Trimbara module: made empty and grown by its methods, which only record steps; "
     "what runs a program (from_tamb, interpret, Shapes.of, Cost.of) is fuzzed",

@@ -361,6 +361,15 @@ FUNCS: list[Ctor] = [
         trees=("tree",),
         check=lambda out, kw: _same_leaf_count(out, kw["tree"]),
     ),
+    Ctor(
+        "to_backend",
+        prelens.to_backend,
+        {"tree": T0, "backend": "numpy"},
+        {"backend": [None, 3, "cupy", "JAX", b"numpy", np]},
+        trees=("tree",),
+        check=lambda out, kw: _same_leaf_count(out, kw["tree"]),
+    ),
+    Ctor("to_numpy", prelens.to_numpy, {"x": np.ones((2, 3))}, {"x": [None, [1.0], 2.0, "a", (np.ones(2),)]}),
     Ctor("tree_first_nonfinite", prelens.tree_first_nonfinite, {"tree": T0}, trees=("tree",), check=_nonfinite_check),
     Ctor(
         "tree_add",
@@ -760,8 +769,10 @@ FUNCS += [
     Ctor(
         "register_rule",
         lambda lens, rule: prelens.register_rule(lens, rule),
-        {"lens": prelens.PreLens(lambda p, s: ((), s), lambda m, d: ((), d), "fuzzed"), "rule": prelens.Rule(
-            lambda p, s: ((), s), lambda m, d: ((), d), lambda p, s: (0, 0))},
+        {
+            "lens": prelens.PreLens(lambda p, s: ((), s), lambda m, d: ((), d), "fuzzed"),
+            "rule": prelens.Rule(lambda p, s: ((), s), lambda m, d: ((), d), lambda p, s: (0, 0)),
+        },
         {"lens": LENSES, "rule": [None, 3, "rule", np.tanh, (np.tanh, np.tanh, np.tanh)]},
         covers=(prelens.register_rule, prelens.Rule),
     ),
@@ -860,6 +871,7 @@ FUNCS += [
         check=lambda out, kw: _equals((len(out), type(out[2])), (3, float)),
     ),
 ]
+
 
 def _with_blas_threads(threads: Any, params: Any, batch: Any) -> int:
     """Enter :func:`prelens.train.blas_threads` and return the number of threads it ran the block with."""

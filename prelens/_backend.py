@@ -1,0 +1,381 @@
+"""Array namespaces: which array library an array belongs to, and the few things every lens needs of it.
+
+prelens's fast lenses run on any library that follows the Python array API
+standard: numpy (the default, and the fast path), ``array_api_strict`` (the
+conformance check), PyTorch tensors and JAX arrays. A lens takes its namespace
+``xp`` from the arrays it is given, so parameters, residues and deltas stay in
+the caller's library and on the caller's device. numpy arrays never leave
+numpy: :func:`namespace` returns ``numpy`` itself for them, and
+``array-api-compat`` (the adapter scikit-learn and SciPy use for the other
+libraries) is imported only when another library's array first arrives.
+
+A lens is built with a numpy dtype (``dtype=np.float32``); an array of another
+library matches it when its dtype has the same name (``torch.float32``,
+``jax.numpy.float32``, ``array_api_strict.float32``): :func:`has_dtype`.
+
+>>> import numpy as np
+>>> namespace(np.zeros(2)) is np, is_array(np.zeros(2)), is_array([1.0])
+(True, True, False)
+>>> dtype_name(np.float32), has_dtype(np.zeros(2, np.float32), np.dtype(np.float32))
+('float32', True)
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BACKENDS",
+    "constant_like",
+    "copy",
+    "device",
+    "dtype_kind",
+    "dtype_name",
+    "has_dtype",
+    "is_array",
+    "is_concrete",
+    "is_float",
+    "namespace",
+    "namespace_name",
+    "resolve_backend",
+    "same_library",
+    "scatter_add_rows",
+    "to_backend",
+    "to_numpy",
+    "tree_map_arrays",
+]
+
+#: The backends a name may pick: numpy, the standard's strict reference, PyTorch and JAX.
+BACKENDS = ("numpy", "array_api_strict", "torch", "jax")
+
+_NOT_ARRAYS = (int, float, complex, bool, str, bytes, tuple, list, dict, type(None), np.generic)
+
+
+@functools.cache
+def _compat() -> ModuleType:
+    import array_api_compat
+
+    return array_api_compat
+
+
+def is_array(x: Any) -> bool:
+    """True for an array of any array-API library (numpy scalars and Python numbers are not arrays).
+
+    >>> is_array(np.float64(1.0)), is_array(np.ones(1))
+    (False, True)
+    """
+    if type(x) is np.ndarray:
+        return True
+    if isinstance(x, _NOT_ARRAYS) or not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        return False
+    return isinstance(x, np.ndarray) or bool(_compat().is_array_api_obj(x))
+
+
+def namespace(x: Any) -> Any:
+    """The array API namespace of the array ``x``: ``numpy`` itself for numpy arrays.
+
+    For PyTorch it is ``array_api_compat.torch`` (torch's functions under the
+    standard's names), for JAX ``jax.numpy``.
+
+    >>> namespace(np.ones(3)).__name__
+    'numpy'
+    """
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np
+    return _compat().array_namespace(x)
+
+
+def device(x: Any) -> Any:
+    """The device of an array of any library (``"cpu"`` for numpy; ``None`` for a JAX array being traced).
+
+    Arrays a lens makes from nothing (constants, one-hot masks) go where its input is.
+
+    >>> device(np.ones(2))
+    'cpu'
+    """
+    return _compat().device(x)
+
+
+def is_float(x: Any) -> bool:
+    """True for a float array of any library (numpy: one attribute read).
+
+    >>> is_float(np.zeros(1)), is_float(np.zeros(1, int)), is_float(1.0)
+    (True, False, False)
+    """
+    if isinstance(x, np.ndarray):
+        return bool(x.dtype.kind == "f")
+    return is_array(x) and dtype_kind(x.dtype) == "f"
+
+
+def same_library(x: Any, like: Any) -> bool:
+    """True when ``x`` is an array of the library of the array ``like`` (a JAX tracer is JAX's).
+
+    >>> same_library(np.zeros(2), np.ones(3)), same_library([0.0], np.ones(3))
+    (True, False)
+    """
+    return type(x) is type(like) or (is_array(x) and namespace(x) is namespace(like))
+
+
+def constant_like(c: Any, x: Any) -> Any:
+    """The numpy constant ``c`` as an array of ``x``'s library on ``x``'s device (numpy: ``c`` itself).
+
+    The values and the dtype of ``c`` are kept. Under ``jax.jit`` the constant
+    becomes part of the compiled program.
+
+    >>> c = np.ones(2); constant_like(c, np.zeros(3)) is c
+    True
+    """
+    if isinstance(x, np.ndarray):
+        return c
+    return namespace(x).asarray(c, device=device(x))
+
+
+def namespace_name(xp: Any) -> str:
+    """The short name of a namespace: ``numpy``, ``torch``, ``jax``, ``array_api_strict``.
+
+    >>> namespace_name(np)
+    'numpy'
+    """
+    name = getattr(xp, "__name__", type(xp).__name__)
+    if name.startswith("array_api_compat."):
+        name = name.split(".")[1]
+    return {"jax.numpy": "jax"}.get(name, name)
+
+
+def dtype_name(dtype: Any) -> str:
+    """The standard name of a dtype of any library: ``float32``, ``int64``, ``bool``.
+
+    >>> dtype_name(np.dtype("f8"))
+    'float64'
+    """
+    if isinstance(dtype, np.dtype):
+        return dtype.name
+    # Cached by (library, dtype): a library's dtype may hash as numpy's and warn when compared with it.
+    return _dtype_name(type(dtype).__module__, dtype)
+
+
+@functools.cache
+def _dtype_name(_: str, dtype: Any) -> str:
+    try:
+        return str(np.dtype(dtype).name)
+    except TypeError:
+        return str(dtype).rsplit(".", 1)[-1]
+
+
+_KINDS = {"float": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c", "bfloat": "f"}
+
+
+def dtype_kind(dtype: Any) -> str:
+    """numpy's one-letter kind of a dtype of any library: ``f``, ``i``, ``u``, ``b``, ``c``.
+
+    >>> dtype_kind(np.float32), dtype_kind(np.int8)
+    ('f', 'i')
+    """
+    if isinstance(dtype, np.dtype):
+        return dtype.kind
+    return _KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
+
+
+def has_dtype(x: Any, dt: np.dtype[Any]) -> bool:
+    """True when ``x`` (an array of any library) has the dtype named as the numpy dtype ``dt``.
+
+    >>> has_dtype(np.zeros(1), np.dtype(np.float32))
+    False
+    """
+    d = x.dtype
+    return d == dt if isinstance(d, np.dtype) else dtype_name(d) == dt.name
+
+
+def copy(x: Any) -> Any:
+    """A copy of an array that no one else can write into (JAX arrays are immutable: ``x`` itself).
+
+    >>> a = np.ones(2); b = copy(a); b[0] = 5.0; a
+    array([1., 1.])
+    """
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    c = _compat()
+    if c.is_jax_array(x):
+        return x
+    if c.is_torch_array(x):
+        return x.clone()
+    return namespace(x).asarray(x, copy=True)
+
+
+def is_concrete(x: Any) -> bool:
+    """False for an abstract value being traced by JAX (under ``jit``): its numbers are not known yet.
+
+    Checks that need values (NaN refusal) run only on concrete arrays.
+
+    >>> is_concrete(np.ones(1))
+    True
+    """
+    if isinstance(x, np.ndarray):
+        return True
+    jax = sys.modules.get("jax")
+    return jax is None or not isinstance(x, jax.core.Tracer)
+
+
+def to_numpy(x: Any) -> Any:
+    """An array of any library as a numpy array on the host (numpy arrays are returned as they are).
+
+    Haskell::
+
+        to_numpy :: A -> NDArray
+
+    >>> to_numpy(np.arange(2))
+    array([0, 1])
+    """
+    if isinstance(x, np.ndarray):
+        return x
+    if not is_array(x):
+        from . import _errors as E
+
+        raise E.must_be("to_numpy", "x", "an array of numpy, PyTorch, JAX or another array API library", E.describe(x))
+    c = _compat()
+    if c.is_torch_array(x):
+        return x.detach().cpu().numpy()
+    if c.is_jax_array(x):
+        return np.asarray(x)
+    return np.from_dlpack(x)
+
+
+def resolve_backend(fn: str, backend: Any) -> Any:
+    """The namespace a backend name or module stands for (``"numpy"``, ``"torch"``, ``"jax"``, ...).
+
+    Imports the library on demand; an unknown name or one not installed is a
+    clear error naming ``fn``.
+
+    >>> resolve_backend("to_backend", "numpy") is np
+    True
+    """
+    from . import _errors as E
+
+    if not isinstance(backend, str):
+        if isinstance(backend, ModuleType) and hasattr(backend, "asarray") and hasattr(backend, "float64"):
+            return np if backend is np else backend
+        raise E.bad_argument(fn, "backend", backend, f"one of {', '.join(BACKENDS)} or an array API namespace")
+    if backend not in BACKENDS:
+        raise E.not_one_of(fn, "backend", BACKENDS, backend)
+    if backend == "numpy":
+        return np
+    try:
+        if backend == "jax":
+            import jax.numpy as jnp
+
+            return jnp
+        if backend == "torch":
+            import torch
+
+            return _compat().array_namespace(torch.zeros(0))
+        import array_api_strict
+
+        return array_api_strict
+    except ImportError:
+        extra = {"jax": "jax", "torch": "torch"}.get(backend, "test")
+        raise E.bad_argument(fn, "backend", backend, f"an installed library (pip install 'prelens[{extra}]')") from None
+
+
+def scatter_add_rows(n_rows: int, idx: Any, values: Any) -> Any:
+    """``out[idx[k]] += values[k]`` into zeros of ``(n_rows, d)``: repeated indices add up.
+
+    The gradient of a table lookup (an embedding). ``idx`` is a 1-D integer
+    array, ``values`` is ``(len(idx), d)``, both of one library. numpy uses
+    ``bincount`` per column, PyTorch ``index_add``, JAX ``.at[].add``; any other
+    library a one-hot matrix product (exact: each sum is the same additions).
+
+    >>> scatter_add_rows(3, np.array([0, 2, 0]), np.ones((3, 2)))
+    array([[2., 2.],
+           [0., 0.],
+           [1., 1.]])
+    """
+    if isinstance(values, np.ndarray):
+        out = np.zeros((n_rows, values.shape[1]), values.dtype)
+        np.add.at(out, idx, values)
+        return out
+    c = _compat()
+    xp = namespace(values)
+    if c.is_torch_array(values):
+        import torch
+
+        out = torch.zeros((n_rows, values.shape[1]), dtype=values.dtype, device=values.device)
+        return out.index_add(0, idx, values)
+    if c.is_jax_array(values):
+        return xp.zeros((n_rows, values.shape[1]), values.dtype).at[idx].add(values)
+    rows = xp.arange(n_rows, dtype=idx.dtype, device=c.device(idx))
+    one_hot = xp.astype(idx[None, :] == rows[:, None], values.dtype)
+    return one_hot @ values
+
+
+def tree_map_arrays(f: Callable[[Any], Any], tree: Any) -> Any:
+    """``f`` applied to every array leaf of a tree of tuples, named tuples, lists and dicts.
+
+    >>> tree_map_arrays(lambda a: a * 2, (np.ones(1), [3.0]))
+    (array([2.]), [3.0])
+    """
+    if is_array(tree):
+        return f(tree)
+    if isinstance(tree, tuple):
+        items = [tree_map_arrays(f, t) for t in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    if isinstance(tree, list):
+        return [tree_map_arrays(f, t) for t in tree]
+    if isinstance(tree, dict):
+        return {k: tree_map_arrays(f, v) for k, v in tree.items()}
+    return tree
+
+
+def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
+    """A copy of ``tree`` with every array leaf moved to ``backend`` (and ``device``): the way in and out.
+
+    Haskell::
+
+        to_backend :: Tree A -> Backend -> Tree A
+
+    ``backend`` is ``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"`` or
+    a namespace module. Dtypes and values are kept exactly; numbers and other
+    leaves are left as they are. Moving float64 arrays to JAX turns on JAX's
+    64-bit mode (``jax_enable_x64``), without which JAX would round them to
+    float32. ``device`` is the library's device (``"cuda:0"``,
+    ``jax.devices()[1]``); by default the library's own.
+
+    >>> import numpy as np
+    >>> to_backend((np.ones(2), 3.0), "numpy")
+    (array([1., 1.]), 3.0)
+    """
+    xp = resolve_backend("to_backend", backend)
+    name = namespace_name(xp)
+    if name == "jax" and _has_float64(tree):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+
+    def move(a: Any) -> Any:
+        host = to_numpy(a)
+        if xp is np:
+            return host.copy() if host is a else host
+        if name == "torch":
+            import torch
+
+            t = torch.from_numpy(np.array(host, order="C"))  # a C-ordered copy, 0-d kept 0-d
+            return t if device is None else t.to(device)
+        if name == "jax":
+            import jax
+
+            return jax.device_put(host, device)
+        out = xp.asarray(host) if device is None else xp.asarray(host, device=device)
+        return out
+
+    return tree_map_arrays(move, tree)
+
+
+def _has_float64(tree: Any) -> bool:
+    found = []
+    tree_map_arrays(lambda a: found.append(dtype_name(a.dtype) == "float64"), tree)
+    return any(found)

@@ -1,0 +1,191 @@
+"""What the optimisers need on any array library, and under ``jax.jit``: step counts and step-size scalars.
+
+numpy keeps its own path in :mod:`prelens.optim` (in-place ufuncs into arrays the
+optimiser made, every scalar a Python float). Another library's arrays take the
+array API path: pure expressions, nothing written into an array it was given.
+Two things change there, and they live here:
+
+* **A step count** (``AdamState.step``, ``ScheduledState.step``) is a Python int
+  (as ``init`` makes it) or a 0-d integer array of the parameters' library. Under
+  ``jax.jit`` every leaf of the state is traced, so the count arrives as a traced
+  integer array; the count after it is ``step + 1`` of the same kind
+  (:func:`as_step`, :func:`known`, :func:`before`).
+* **Scalars that depend on the step** (Adam's bias corrections, a schedule's
+  value) are Python floats whenever the step is known, computed exactly as numpy
+  computes them; under a trace they are 0-d arrays of the widest float the
+  library has (:func:`wide_float`), and :func:`cast` turns them into each leaf's
+  dtype before they meet it (float32 stays float32, as numpy keeps it).
+
+>>> import numpy as np
+>>> as_step(3), as_step(np.int64(2)), as_step(-1), as_step(1.5)
+(3, 2, None, None)
+>>> known(4), before(0), before(5), power_gap(0.5, 2)
+(4, 0, 4, 0.75)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._backend import dtype_kind, dtype_name, is_array, is_concrete, namespace
+
+__all__ = [
+    "as_step",
+    "before",
+    "cast",
+    "fit",
+    "known",
+    "power_gap",
+    "sum_squares",
+    "traced_value",
+    "wide_float",
+]
+
+
+def wide_float(xp: Any) -> Any:
+    """The widest real float dtype the namespace ``xp`` offers now: float64, or float32 (JAX without x64).
+
+    Read from the standard's inspection API, so JAX's 64-bit switch is honoured.
+
+    >>> wide_float(np)
+    dtype('float64')
+    """
+    if xp is np:
+        return np.dtype(np.float64)
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is None:
+        return xp.float64
+    found = info().dtypes(kind="real floating")
+    return found["float64"] if "float64" in found else found["float32"]
+
+
+def as_step(x: Any) -> Any:
+    """``x`` as a step count, or None if it is not one.
+
+    A Python or numpy integer, or a numpy 0-d integer array, gives an int
+    (``>= 0``); a 0-d integer array of another library is returned as it is (its
+    value checked ``>= 0`` only when it is concrete: a traced one has none yet).
+
+    >>> as_step(np.asarray(7)), as_step(True) is None
+    (7, True)
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x) if x >= 0 else None
+    if not is_array(x) or x.ndim != 0 or dtype_kind(x.dtype) not in "iu":
+        return None
+    if isinstance(x, np.ndarray):
+        return int(x) if x >= 0 else None
+    if is_concrete(x) and int(x) < 0:
+        return None
+    return x
+
+
+def known(t: Any) -> int | None:
+    """The value of a step count when it is known (an int, or a concrete array), else None (traced).
+
+    >>> known(3)
+    3
+    """
+    if isinstance(t, int):
+        return t
+    return int(t) if is_concrete(t) else None
+
+
+def before(t: Any) -> Any:
+    """The step count before ``t``, never below 0 (``max(t - 1, 0)``, branch-free for an array).
+
+    >>> before(1), before(0)
+    (0, 0)
+    """
+    if isinstance(t, int):
+        return max(t - 1, 0)
+    xp = namespace(t)
+    return xp.where(t > 0, t - 1, t)
+
+
+def power_gap(b: float, t: Any) -> Any:
+    """``1 − bᵗ`` for a step ``t >= 1``: a Python float when ``t`` is known (numpy's number, bit for bit).
+
+    Under a trace, a 0-d array of the widest float: ``−expm1(t·log b)``, which
+    keeps its digits where ``1 − bᵗ`` is small (``b = 0.999``, ``t = 1``) even
+    in float32, ``log b`` taken in double precision first.
+
+    >>> power_gap(0.9, 1)
+    0.09999999999999998
+    """
+    n = known(t)
+    if n is not None:
+        return 1.0 - b**n
+    xp = namespace(t)
+    tf = xp.astype(t, wide_float(xp))
+    if b == 0.0:
+        return xp.ones_like(tf)
+    return -xp.expm1(tf * math.log(b))
+
+
+def cast(c: Any, like: Any) -> Any:
+    """The scalar ``c`` ready to meet the array ``like``: a Python float as it is, a 0-d array in ``like``'s dtype.
+
+    >>> cast(0.5, np.ones(2, np.float32))
+    0.5
+    """
+    if type(c) is float or not is_array(c) or not is_array(like) or c.dtype == like.dtype:
+        return c
+    return namespace(c).astype(c, like.dtype)
+
+
+def fit(x: Any, p: Any) -> Any:
+    """The array ``x`` in the dtype of the parameter ``p`` (what numpy's ``out=`` into ``p``'s buffer does).
+
+    >>> fit(np.ones(1), np.zeros(1, np.float32)).dtype
+    dtype('float32')
+    """
+    if x.dtype == p.dtype:
+        return x
+    return namespace(x).astype(x, p.dtype)
+
+
+def sum_squares(x: Any) -> Any:
+    """``Σ x²`` of one array as a 0-d array of the widest float of its library (numpy's ``vdot`` in float64).
+
+    >>> float(sum_squares(np.array([3.0, 4.0])))
+    25.0
+    """
+    xp = namespace(x)
+    a = xp.astype(x, wide_float(xp))
+    return xp.sum(a * a)
+
+
+def traced_value(schedule: Callable[[Any], Any], t: Any, at_step: Callable[[int], float]) -> Any:
+    """A schedule's value at a traced step ``t``: the schedule run on the traced array, or on the host.
+
+    prelens's schedules, and any function written with array operations, are
+    traced into the program. A function that needs the step's value (a Python
+    ``if t < 100``, ``math.cos(t)``) cannot be: it is called back on the host at
+    run time instead (``jax.pure_callback``), as ``at_step(int(t))``, which
+    checks its value there. Returns what the schedule gave (for the caller to
+    check) or the callback's 0-d array of the widest float.
+    """
+    jax = sys.modules["jax"]  # only JAX traces: a traced step is a JAX tracer
+    untraceable = (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+    )
+    try:
+        return schedule(t)
+    except untraceable:
+        pass
+    dtype = np.dtype(dtype_name(wide_float(namespace(t))))
+
+    def on_host(step: Any) -> Any:
+        return np.asarray(at_step(int(step)), dtype=dtype)
+
+    return jax.pure_callback(on_host, jax.ShapeDtypeStruct((), dtype), t)

@@ -1,0 +1,245 @@
+"""A whole training step, compiled: forward, backward and the optimiser update as one XLA program.
+
+Lenses are pure functions of arrays, so JAX can trace a step of
+``model >> loss`` followed by the optimiser's update into one program and
+compile it (``jax.jit``). :func:`compile_step` does that; ``fit(...,
+backend="jax")`` uses it. Every check a lens makes of shapes, dtypes and tree
+structure runs in Python while JAX traces the step, once, with the messages
+they always give; the program itself only computes. Checks that need values
+(a non-finite loss or parameter) are one flag the program returns, read by the
+caller where the values are concrete.
+
+With a ``mesh`` (a :class:`jax.sharding.Mesh`), the step is data-parallel: the
+batch is split along its leading axis over the mesh's ``axis``, parameters and
+optimiser state are replicated, and XLA sums the parameter deltas across
+devices, so the result equals one device's up to rounding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _args
+from .. import _errors as E
+from .._backend import to_backend
+from .._lens import AnyLens
+from .._trace import vjp
+from .._tree import tree_leaves
+from ..learn._penalty import penalised
+from ..learn._reparam import learner
+from ._data import has_dropout
+from ._step import optimizer_form
+
+Tree = Any
+
+__all__ = ["CompiledStep", "compile_step"]
+
+
+class CompiledStep:
+    """One training step of ``model >> loss`` compiled by JAX; call it as ``step(params, opt_state, batch)``.
+
+    Returns ``(new_params, new_opt_state, loss)``: JAX arrays (``loss`` a 0-d
+    one, the loss at ``params``, before the update). Pure: the arguments are
+    not modified. numpy arguments are moved to JAX first (float64 turns on
+    JAX's 64-bit mode); pass the returned JAX arrays back in a loop.
+    Made by :func:`compile_step`.
+
+    >>> from prelens.nn import linear, mse
+    >>> from prelens.optim import sgd
+    >>> compile_step(linear(3, 1), mse, sgd(0.1))
+    compile_step(linear(3→1) >> mse)
+    """
+
+    def __init__(self, name: str, pure: Any, mesh: Any, axis: str | None) -> None:
+        import jax
+
+        self.name, self.mesh, self.axis = name, mesh, axis
+
+        def plain(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
+            new_params, new_state, value, _ = pure(params, state, xs, targets)
+            return new_params, new_state, value  # no finiteness flag: XLA drops its reductions
+
+        if mesh is None:
+            self._batch_sharding = self._replicated = None
+            self._jitted, self._jitted_plain = jax.jit(pure), jax.jit(plain)
+        else:
+            from jax.sharding import NamedSharding
+            from jax.sharding import PartitionSpec as P
+
+            self._batch_sharding = NamedSharding(mesh, P(axis))
+            self._replicated = NamedSharding(mesh, P())
+            rep, shard = self._replicated, self._batch_sharding
+            self._jitted = jax.jit(pure, in_shardings=(rep, rep, shard, shard), out_shardings=rep)
+            self._jitted_plain = jax.jit(plain, in_shardings=(rep, rep, shard, shard), out_shardings=rep)
+
+    def __repr__(self) -> str:
+        where = "" if self.mesh is None else f", data-parallel over {self.mesh.shape[self.axis]} devices"
+        return f"compile_step({self.name}{where})"
+
+    def place(self, tree: Tree, *, batch: bool = False) -> Tree:
+        """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated.
+
+        Without a mesh, arrays go to JAX's default device. Calling this on the
+        data once, before a loop, saves a transfer per step.
+        """
+        import jax
+
+        if self.mesh is None:
+            return tree if _all_jax(tree) else to_backend(tree, "jax")
+        if batch:
+            n_dev = self.mesh.shape[self.axis]
+            for leaf in tree_leaves(tree):
+                if getattr(leaf, "ndim", 0) == 0 or leaf.shape[0] % n_dev:
+                    what = f"a batch whose leading axis divides among the mesh's {n_dev} devices"
+                    raise E.must_be(repr(self), "batch", what, E.describe_tree(tree))
+        moved = tree if _all_jax(tree) else to_backend(tree, "jax")
+        return jax.device_put(moved, self._batch_sharding if batch else self._replicated)
+
+    def run(self, params: Tree, opt_state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, Any, Any]:
+        """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite.
+
+        The flag is one more output of the program (a reduction per leaf), so
+        ``run`` is a program of its own, compiled on its first call.
+        """
+        out: tuple[Tree, Any, Any, Any] = self._call(self._jitted, params, opt_state, batch)
+        return out
+
+    def __call__(self, params: Tree, opt_state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, Any]:
+        out: tuple[Tree, Any, Any] = self._call(self._jitted_plain, params, opt_state, batch)
+        return out
+
+    def _call(self, program: Any, params: Tree, opt_state: Any, batch: tuple[Any, Any]) -> Any:
+        if type(batch) is not tuple or len(batch) != 2:
+            _args.batch(repr(self), batch)
+        xs, targets = batch
+        if self.mesh is None and _all_jax((params, opt_state, xs, targets)):
+            # a loop passing back the last step's outputs, with a batch placed once: nothing to move
+            return program(params, opt_state, xs, targets)
+        params, opt_state = self.place(params), self.place(opt_state)
+        xs, targets = self.place(xs, batch=True), self.place(targets, batch=True)
+        return program(params, opt_state, xs, targets)
+
+
+def compile_step(
+    model: AnyLens,
+    loss: AnyLens,
+    optimizer: Any,
+    *,
+    penalty: AnyLens | None = None,
+    mesh: Any = None,
+    axis: str | None = None,
+) -> CompiledStep:
+    """One training step of ``model >> loss`` and ``optimizer``, compiled by JAX into one program.
+
+    Haskell::
+
+        compile_step :: Lens -> Loss -> Optimizer s -> (Params -> s -> (X, Y) -> (Params, s, Double))
+
+    ``optimizer`` is a :mod:`prelens.optim` optimiser or an optimiser lens of
+    :mod:`prelens.learn`; ``penalty`` an L2 term as in :func:`~prelens.train.fit`.
+    The step is traced on its first call (and again if the shapes change):
+    every lens checks its inputs then, in Python, and the compiled program
+    only computes. ``mesh``: a :class:`jax.sharding.Mesh` to train data-parallel
+    over, the batch split along ``axis`` (the mesh's first axis by default)
+    and the parameters replicated. Dropout needs a fresh key each step, which
+    a compiled step cannot draw yet: a model with dropout is refused.
+
+    >>> import numpy as np
+    >>> from prelens.nn import mlp, mse
+    >>> from prelens.optim import sgd
+    >>> model = mlp(2, [4, 1])
+    >>> step = compile_step(model, mse, sgd(0.1))
+    >>> params = model.init(0)
+    >>> batch = (np.ones((8, 2)), np.zeros((8, 1)))
+    >>> new_params, state, loss = step(params, (), batch)
+    >>> type(loss).__module__.startswith("jax"), float(loss) > 0
+    (True, True)
+    """
+    model = _args.lens("compile_step", "model", model)
+    loss = _args.lens("compile_step", "loss", loss)
+    if penalty is not None:
+        penalty = _args.lens("compile_step", "penalty", penalty)
+    lens_form = optimizer_form("compile_step", optimizer)
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        raise E.bad_argument("compile_step", "backend", "jax", "installed: pip install 'prelens[jax]'") from None
+    if mesh is not None:
+        from jax.sharding import Mesh
+
+        if not isinstance(mesh, Mesh):
+            raise E.must_be("compile_step", "mesh", "a jax.sharding.Mesh or None", E.describe(mesh))
+        axis = mesh.axis_names[0] if axis is None else axis
+        if axis not in mesh.axis_names:
+            raise E.not_one_of("compile_step", "axis", tuple(mesh.axis_names), axis)
+    elif axis is not None:
+        raise E.bad_argument("compile_step", "axis", axis, "None without a mesh")
+    name = f"{model.name} >> {loss.name}"
+    return CompiledStep(name, _pure_step(model, loss, optimizer, lens_form, penalty), mesh, axis)
+
+
+def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
+    """The step as a pure function of ``(params, opt_state, xs, targets)``, for JAX to trace."""
+    if lens_form:
+        learner_lens = learner(model, loss, optimizer, penalty=penalty)
+
+        def core(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
+            value, pullback = vjp(learner_lens, ((), (targets, (params, state))), xs)
+            (_, (_, (new_params, new_state))), _ = pullback(())
+            return new_params, new_state, value
+
+    else:
+        trained = model >> loss if penalty is None else penalised(model, loss, penalty)
+
+        def core(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
+            value, pullback = vjp(trained, (targets, params), xs)
+            (_, grads), _ = pullback(1.0)
+            new_params, new_state = optimizer.update(grads, state, params)
+            return new_params, new_state, value
+
+    def pure(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any, Any]:
+        if has_dropout(params):
+            raise E.bad_argument(
+                "compile_step", "params", "a model with dropout", "one without (a compiled step cannot draw keys yet)"
+            )
+        new_params, new_state, value = core(params, state, xs, targets)
+        return new_params, new_state, value, _all_finite((value, new_params, new_state))
+
+    return pure
+
+
+def _all_finite(tree: Tree) -> Any:
+    import jax.numpy as jnp
+
+    flags = [jnp.all(jnp.isfinite(x)) for x in tree_leaves(tree) if _is_float(x)]
+    return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
+
+
+def _is_float(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, float)
+    return bool(np.dtype(dtype).kind == "f")
+
+
+def _all_jax(tree: Tree) -> bool:
+    """Every array leaf of ``tree`` a JAX array (JAX's own flattening: a step's per-call check stays cheap)."""
+    import jax
+
+    try:
+        leaves = jax.tree_util.tree_leaves(tree)
+    except (TypeError, ValueError):  # a tree JAX cannot flatten (dict keys that do not sort): prelens's walk
+        leaves = tree_leaves(tree)
+    for x in leaves:
+        if type(x) in _JAX_ARRAY_TYPES or not hasattr(x, "dtype"):
+            continue
+        if not isinstance(x, jax.Array):  # jax.Array's isinstance is slow: each type is asked once
+            return False
+        _JAX_ARRAY_TYPES.add(type(x))
+    return True
+
+
+#: The concrete types found to be JAX arrays so far (``jax.Array`` is an abstract base).
+_JAX_ARRAY_TYPES: set[type] = set()

@@ -1,0 +1,78 @@
+"""Activations and losses on another library than numpy: mistakes are clear errors naming the library.
+
+Run on ``array_api_strict`` (the standard's reference); the values themselves
+are compared with numpy's by the cases in ``cases_activations.py`` and
+``cases_losses.py``.
+"""
+
+from __future__ import annotations
+
+import array_api_strict as xs
+import numpy as np
+import pytest
+
+from prelens import DTypeError, ShapeError, StructureError
+from prelens._backend import namespace, namespace_name
+from prelens.nn import mse, pointwise, softmax, softmax_cross_entropy, squared_distance, tanh
+
+
+def test_activation_deltas_of_another_library_dtype_or_shape_are_refused() -> None:
+    s = xs.asarray(np.linspace(-1, 1, 6).reshape(2, 3))
+    m, _ = tanh.fwd((), s)
+    with pytest.raises(StructureError, match=r"tanh: output delta must be an array f64\[2,3\] \(array_api_strict\)"):
+        tanh.bwd(m, np.zeros((2, 3)))
+    with pytest.raises(DTypeError, match=r"tanh: output delta: expected f64\[2,3\] .*, got f32\[2,3\]"):
+        tanh.bwd(m, xs.zeros((2, 3), dtype=xs.float32))
+    with pytest.raises(ShapeError, match=r"softmax: output delta: expected f64\[2,3\] .*, got f64\[3\]"):
+        softmax.bwd(softmax.fwd((), s)[0], xs.zeros(3, dtype=xs.float64))
+
+
+def test_activation_inputs_must_be_float_arrays_with_a_last_axis() -> None:
+    with pytest.raises(DTypeError, match=r"tanh: input: .* got i64\[3\] \(array_api_strict\)"):
+        tanh.fwd((), xs.asarray([1, 2, 3]))
+    with pytest.raises(ShapeError, match=r"softmax: input: expected a float array \(\.\.\., n\) with n >= 1"):
+        softmax.fwd((), xs.asarray(1.0))
+
+
+def test_a_user_activation_written_for_numpy_is_refused_on_another_library() -> None:
+    softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
+    with pytest.raises(StructureError, match=r"softplus: the result of apply must be an array of array_api_strict"):
+        softplus.fwd((), xs.asarray([0.5, 1.0]))
+
+
+def test_a_loss_parameter_must_be_of_the_input_library() -> None:
+    s = xs.zeros((3, 4), dtype=xs.float64)
+    with pytest.raises(StructureError, match=r"mse: ground truth must be an array f64\[3,4\] \(array_api_strict, "):
+        mse.fwd(np.zeros((3, 4)), s)
+    with pytest.raises(DTypeError, match=r"squared_distance: ground truth: expected f64\[3,4\], got f32\[3,4\]"):
+        squared_distance.fwd(xs.zeros((3, 4), dtype=xs.float32), s)
+    with pytest.raises(StructureError, match=r"labels must be an integer array i64\[3\] \(array_api_strict, "):
+        softmax_cross_entropy.fwd(np.array([0, 1, 2]), s)
+
+
+def test_labels_of_another_library_are_checked_while_their_values_are_known() -> None:
+    s = xs.zeros((3, 4), dtype=xs.float64)
+    with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got 4"):
+        softmax_cross_entropy.fwd(xs.asarray([0, 4, 1]), s)
+    with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got -1"):
+        softmax_cross_entropy.fwd(xs.asarray([0, -1, 1]), s)
+    with pytest.raises(DTypeError, match=r"labels: expected integer class indices i64\[3\], got f64\[3\]"):
+        softmax_cross_entropy.fwd(xs.asarray([0.0, 1.0, 1.0]), s)
+    with pytest.raises(ShapeError, match=r"labels: expected i64\[3\] .* got i64\[2\]"):
+        softmax_cross_entropy.fwd(xs.asarray([0, 1]), s)
+
+
+@pytest.mark.parametrize("loss", [squared_distance, mse, softmax_cross_entropy], ids=repr)
+def test_a_loss_value_is_a_0d_array_and_float32_stays_float32(loss: object) -> None:
+    s = xs.asarray(np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2))
+    p = xs.asarray([0, 1, 1]) if loss is softmax_cross_entropy else xs.zeros((3, 2), dtype=xs.float32)
+    m, value = loss.fwd(p, s)  # type: ignore[attr-defined]
+    assert _strict(value) and value.shape == () and value.dtype == xs.float32
+    for seed in (1, 1.0, np.float64(1.0), np.array(1.0), xs.asarray(1.0, dtype=xs.float64)):
+        dp, ds = loss.bwd(m, seed)  # type: ignore[attr-defined]
+        assert _strict(ds) and ds.dtype == xs.float32, seed
+        assert _strict(dp) and dp.dtype == p.dtype, seed
+
+
+def _strict(x: object) -> bool:
+    return namespace_name(namespace(x)) == "array_api_strict"

@@ -1,0 +1,99 @@
+"""Every backend case of ``tests/backends`` on PyTorch tensors and JAX arrays, eager and under ``jax.jit``.
+
+The same cases run on ``array_api_strict`` in the main suite. Here each one
+runs on torch and on JAX (float64 with JAX's 64-bit mode), equal to numpy to
+1e-12, every result in the caller's library; and under ``jax.jit``, where a
+lens is traced: no Python branch on values, no conversion to numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+import torch  # noqa: F401  (the extra must be there: a missing peer fails, never skips)
+
+import prelens
+from tests.backends.harness import Case, all_cases, assert_close, check_case
+from tests.backends.optim_cases import CASES as OPTIM_CASES
+from tests.backends.optim_cases import check_optimizer_jit, check_optimizer_on
+from tests.backends.train_cases import CHECKS, JAX_CHECKS
+
+CASES = all_cases()
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_on_peer(case: Case, backend: str) -> None:
+    check_case(case, backend)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_under_jit(case: Case) -> None:
+    lens, p, s, da = case.make(np.random.default_rng(1))
+    m_ref, a_ref = lens.fwd(p, s)
+    dp_ref, ds_ref = lens.bwd(m_ref, da)
+
+    pj, sj, daj = prelens.to_backend((p, s, da), "jax")
+    if _keyed(p):  # dropout in training mode: numpy draws its mask from the key's values, so the
+        # key is a constant of the program (a traced key is refused: test_dropout_key_traced)
+
+        @jax.jit
+        def both(s: object, da: object) -> object:
+            m, a = lens.fwd(pj, s)
+            return a, lens.bwd(m, da)
+
+        a, (dp, ds) = both(sj, daj)
+    else:
+
+        @jax.jit
+        def both(p: object, s: object, da: object) -> object:
+            m, a = lens.fwd(p, s)
+            return a, lens.bwd(m, da)
+
+        a, (dp, ds) = both(pj, sj, daj)
+    assert_close(a_ref, a, f"{case.name} under jit: output")
+    assert_close(dp_ref, dp, f"{case.name} under jit: dp")
+    assert_close(ds_ref, ds, f"{case.name} under jit: ds")
+
+
+def _keyed(tree: object) -> bool:
+    """Whether a parameter tree holds a dropout key (a uint64 array)."""
+    return any(getattr(leaf, "dtype", None) == np.uint64 for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def test_dropout_key_traced() -> None:
+    from prelens.nn import dropout, with_dropout
+
+    lens = dropout(0.5)
+    key = prelens.to_backend(with_dropout(lens.init(0), 7), "jax")
+    with pytest.raises(prelens.PrelensError, match="concrete uint64"):
+        jax.jit(lambda k, x: lens.fwd(k, x)[1])(key, jax.numpy.ones(4))
+
+
+# ------------------------------------------------------------ optimisers, training functions, checkpoints
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+@pytest.mark.parametrize("name", list(OPTIM_CASES))
+def test_optimizer_on_peer(name: str, backend: str) -> None:
+    check_optimizer_on(backend, name)
+
+
+@pytest.mark.parametrize("name", list(OPTIM_CASES))
+def test_optimizer_under_jit(name: str) -> None:
+    check_optimizer_jit(name)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_training_functions_on_peer(check: Callable[[str, Path], None], backend: str, tmp_path: Path) -> None:
+    check(backend, tmp_path)
+
+
+@pytest.mark.parametrize("check", JAX_CHECKS, ids=lambda c: c.__name__)
+def test_training_functions_under_jit(check: Callable[[str, Path], None], tmp_path: Path) -> None:
+    check("jax", tmp_path)
