@@ -38,7 +38,7 @@ from .. import _errors as E
 from .._backend import copy
 from .._construction import constructor
 from .._lens import PreLens
-from ._activations import Activation, resolve_activation, tanh
+from ._activations import NUMPY_APPLY, Activation, resolve_activation, tanh
 from ._fastcheck import (
     Array,
     check_size,
@@ -356,6 +356,7 @@ def _dense(
         f"{'' if input_delta else ', input_delta=False'})"
     )
     apply = act.apply if act is not None else None
+    apply_np = NUMPY_APPLY.get(apply, apply) if apply is not None else None
     grad = act.grad if act is not None else None
     tail, w_shape, b_shape, out_tail = (n_in,), (n_in, n_out), (n_out,), (n_out,)
     expect_x = features(dt, n_in)
@@ -385,7 +386,9 @@ def _dense(
         else:
             x_kept, z, w_kept = (copy(x) if copy_input else x), x @ w, (copy(w) if input_delta else w)
         z += b  # z is ours: add the bias in place (a JAX array is rebound, not written)
-        return (x_kept, w_kept, z), (z if apply is None else apply(z))
+        if apply is None or apply_np is None:
+            return (x_kept, w_kept, z), z
+        return (x_kept, w_kept, z), (apply_np(z) if on_numpy else apply(z))
 
     def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
         # The checks cost a few attribute reads: the shapes that decide the results' shapes
@@ -403,12 +406,13 @@ def _dense(
             raise delta_error(name, da, z)
         try:
             dz = da if grad is None else grad(z, da)
-            if on_numpy and dz.ndim == 2:  # the common case, without a call more
+            if on_numpy and dz.ndim == 2:  # the common case, inline: no call more than numpy's
                 dw, db = np.dot(x.T, dz), column_sum(dz)
+                ds = np.dot(dz, w.T) if input_delta else None
             else:
                 dw = _weight_delta(x, dz, n_in, n_out)
                 db = column_sum(dz if dz.ndim == 2 else reshape(dz, (-1, n_out)))
-            ds = _times_transpose(dz, w) if input_delta else None
+                ds = _times_transpose(dz, w) if input_delta else None
         except (TypeError, ValueError, AttributeError):
             raise residue_error(name, m) from None
         if on_numpy:
