@@ -66,12 +66,32 @@ def _keyed(tree: object) -> bool:
 
 
 def test_dropout_key_traced() -> None:
+    """A numpy key traced by jit is refused (numpy cannot draw from it); a JAX key draws with JAX."""
     from prelens.nn import dropout, with_dropout
+    from prelens.nn._dropout import with_jax_keys
 
-    lens = dropout(0.5)
+    lens = dropout(0.25)
     key = prelens.to_backend(with_dropout(lens.init(0), 7), "jax")
-    with pytest.raises(prelens.PrelensError, match="concrete uint64"):
+    with pytest.raises(prelens.PrelensError, match="JAX key's uint32"):
         jax.jit(lambda k, x: lens.fwd(k, x)[1])(key, jax.numpy.ones(4))
+
+    @jax.jit
+    def both(words: object, x: object, da: object) -> object:
+        m, y = lens.fwd(with_jax_keys(lens.init(0), words), x)
+        return y, lens.bwd(m, da)
+
+    x = jax.numpy.asarray(np.random.default_rng(0).standard_normal((200, 300)))
+    da = jax.numpy.asarray(np.random.default_rng(1).standard_normal((200, 300)))
+    words = jax.random.key_data(jax.random.key(3))
+    y, (dp, ds) = both(words, x, da)
+    kept = np.asarray(y) != 0
+    assert abs(kept.mean() - 0.75) < 0.01  # 60,000 draws: 0.75 ± 0.002 (one sd)
+    np.testing.assert_allclose(np.asarray(y)[kept], np.asarray(x)[kept] / 0.75, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(ds), np.where(kept, np.asarray(da) / 0.75, 0.0), rtol=1e-15)
+    assert type(dp) is prelens.nn.DropoutKey and not np.asarray(dp.key).any()  # the key's delta: zeros
+    y_again, _ = both(words, x, da)
+    y_other, _ = both(jax.random.key_data(jax.random.key(4)), x, da)
+    assert np.array_equal(np.asarray(y_again), np.asarray(y)) and not np.array_equal(np.asarray(y_other), np.asarray(y))
 
 
 # ------------------------------------------------------------ optimisers, training functions, checkpoints

@@ -127,8 +127,10 @@ def test_mistakes_are_one_clear_error() -> None:
     with pytest.raises(prelens.PrelensError, match="optimizer"):
         compile_step(model, loss, 0.1)
     drop = mlp(4, [8]) >> dropout(0.5) >> mlp(8, [3])
-    with pytest.raises(prelens.ArgumentError, match="dropout"):
-        fit(drop, loss, batch, 1, 5, sgd(0.1), backend="jax", progress=False)
+    with pytest.raises(prelens.ArgumentError, match="key for a model with dropout"):
+        compile_step(drop, loss, sgd(0.1))(drop.init(0), (), batch)
+    with pytest.raises(prelens.ArgumentError, match="key"):
+        compile_step(drop, loss, sgd(0.1))(drop.init(0), (), batch, key=-1)
 
 
 def test_a_lens_error_names_the_lens_while_tracing() -> None:
@@ -166,3 +168,25 @@ def test_a_non_finite_step_is_flagged_and_fit_stops_with_the_last_good_state() -
     with pytest.raises(prelens.NonFiniteError) as err:
         fit(model, loss, (xs, ys * 1e300), 3, 8, sgd(1e300), rng=0, progress=False, backend="jax")
     assert err.value.history.steps == 0 and prelens.tree_first_nonfinite(err.value.params) is None
+
+
+def test_dropout_trains_compiled_with_masks_drawn_by_jax() -> None:
+    model = mlp(4, [32]) >> dropout(0.3) >> mlp(32, [3])
+    xs = RNG.standard_normal((64, 4))
+    ys = np.tanh(xs[:, :3])
+    compiled = compile_step(model, mse, sgd(0.1))
+    params = model.init(0)
+    p1, _, _ = compiled(params, (), (xs, ys), key=1)
+    p1_again, _, _ = compiled(params, (), (xs, ys), key=1)
+    p2, _, _ = compiled(params, (), (xs, ys), key=2)
+    w = lambda p: np.asarray(jax.tree_util.tree_leaves(p)[0])
+    assert np.array_equal(w(p1), w(p1_again)) and not np.array_equal(w(p1), w(p2))
+    kinds = {leaf.dtype.kind for leaf in jax.tree_util.tree_leaves(p1)}
+    assert kinds == {"f"}  # the parameters never hold a key
+    run = dict(epochs=30, batch_size=16, optimizer=adam(0.01), progress=False, backend="jax")
+    a = fit(model, mse, (xs, ys), rng=0, validation=(xs, ys), **run)  # type: ignore[arg-type]
+    b = fit(model, mse, (xs, ys), rng=0, **run)  # type: ignore[arg-type]
+    assert a.history.loss[-1] < 0.5 * a.history.loss[0]
+    assert a.history.loss == b.history.loss  # one seed, one run: the keys come from fit's generator
+    on_numpy = fit(model, mse, (xs, ys), rng=0, **{**run, "backend": None})  # type: ignore[arg-type]
+    assert abs(a.history.loss[-1] - on_numpy.history.loss[-1]) < 0.5 * on_numpy.history.loss[0]

@@ -22,12 +22,13 @@ randomness is thus an explicit input threaded by the trainer, never hidden
 state: a run is reproduced from its step keys.
 
 On another array library (PyTorch, JAX, ``array_api_strict``) numpy still draws
-the mask from the key, and the mask moves to the input's library and device:
-one key gives one mask on every backend, bit for bit. The key must then be
-known: under ``jax.jit`` a key passed in as an argument is traced (its value is
-not known when the program is built) and is refused with an error that says so;
-keying the parameters inside the traced function (``with_dropout(params, step)``
-with a Python int) works, the mask then being a constant of the compiled program.
+the mask from a known key, and the mask moves to the input's library and device:
+one key gives one mask on every backend, bit for bit. A key that ``jax.jit`` is
+tracing (its value is not known while the program is built, as in a compiled
+training step: :func:`~prelens.train.compile_step`) is a JAX key instead, its raw
+``uint32`` words (``jax.random.key_data``), and the mask is drawn inside the
+program by JAX's own generator: the same distribution, other draws than numpy's.
+:func:`~prelens.train.compile_step` keys a model's parameters so, one key a step.
 
 >>> import numpy as np
 >>> drop = dropout(0.5)
@@ -72,7 +73,9 @@ class DropoutKey(NamedTuple):
 def _is_key(k: Any) -> bool:
     if isinstance(k, np.ndarray):
         return bool(k.dtype == np.uint64) and k.shape == _KEY_SHAPE
-    return is_array(k) and dtype_name(k.dtype) == "uint64" and tuple(k.shape) == _KEY_SHAPE
+    if not is_array(k) or tuple(k.shape) != _KEY_SHAPE:
+        return False
+    return dtype_name(k.dtype) == "uint64" or (not is_concrete(k) and dtype_name(k.dtype) == "uint32")
 
 
 @constructor
@@ -122,6 +125,9 @@ def dropout(rate: float) -> AnyLens:
         noise. The residue is ``(mask, zeros like the key)``: the key's delta
         stays in the key's library.
         """
+        if not is_concrete(key):  # traced by jax.jit: a JAX key, JAX's generator
+            mask = _traced_mask(key, x, r, scale)
+            return (mask, namespace(key).zeros_like(key)), x * mask
         gen = np.random.Generator(np.random.Philox(key=_host_key(name, key)))
         kind = dtype_name(x.dtype)
         draws = gen.random(tuple(x.shape), dtype=np.float32 if kind == "float32" else np.float64)
@@ -178,6 +184,39 @@ def _host_key(name: str, key: Any) -> Array:
         raise E.must_be(name, "key", _CONCRETE_KEY, "a key traced by jax.jit (its values are not known yet)")
     host: Array = to_numpy(key)
     return host
+
+
+def _traced_mask(key: Any, x: Any, rate: float, scale: float) -> Any:
+    """The scaled mask for ``x`` drawn by JAX from a traced JAX key (its ``uint32[2]`` words)."""
+    import jax
+    import jax.numpy as jnp
+
+    if dtype_name(key.dtype) != "uint32":
+        raise E.must_be("dropout", "key", "a JAX key's uint32[2] words under jax.jit", E.describe(key))
+    draws = jax.random.uniform(jax.random.wrap_key_data(key), tuple(x.shape), dtype=x.dtype)
+    return jnp.where(draws >= rate, jnp.asarray(scale, x.dtype), jnp.asarray(0, x.dtype))
+
+
+def with_jax_keys(params: Any, key: Any) -> Any:
+    """``params`` with dropout on, for JAX: site ``i`` gets the ``uint32[2]`` words of ``fold_in(key, i)``.
+
+    ``key`` is a JAX key (``jax.random.key(n)``) or its raw ``uint32[2]`` words,
+    concrete or traced: what a compiled training step does each step. Under
+    ``jax.jit`` the masks are then drawn inside the program by JAX's generator.
+    (Not exported: it needs JAX; :func:`~prelens.train.compile_step` uses it.)
+    """
+    import jax
+
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.wrap_key_data(key)
+    counter = [0]
+
+    def site(_: DropoutKey) -> DropoutKey:
+        out = DropoutKey(jax.random.key_data(jax.random.fold_in(key, counter[0])))
+        counter[0] += 1
+        return out
+
+    return _map_keys(params, site)
 
 
 def _is_float(x: Any) -> bool:

@@ -24,11 +24,12 @@ import numpy as np
 from .. import _args
 from .. import _errors as E
 from .._backend import to_backend
-from .._lens import AnyLens
+from .._lens import AnyLens, PreLens
 from .._trace import vjp
 from .._tree import tree_leaves
 from ..learn._penalty import penalised
 from ..learn._reparam import learner
+from ..nn._dropout import with_jax_keys, without_dropout
 from ._data import has_dropout
 from ._step import optimizer_form
 
@@ -57,8 +58,8 @@ class CompiledStep:
 
         self.name, self.mesh, self.axis = name, mesh, axis
 
-        def plain(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
-            new_params, new_state, value, _ = pure(params, state, xs, targets)
+        def plain(params: Tree, state: Any, xs: Any, targets: Any, key: Any) -> tuple[Tree, Any, Any]:
+            new_params, new_state, value, _ = pure(params, state, xs, targets, key)
             return new_params, new_state, value  # no finiteness flag: XLA drops its reductions
 
         if mesh is None:
@@ -71,8 +72,9 @@ class CompiledStep:
             self._batch_sharding = NamedSharding(mesh, P(axis))
             self._replicated = NamedSharding(mesh, P())
             rep, shard = self._replicated, self._batch_sharding
-            self._jitted = jax.jit(pure, in_shardings=(rep, rep, shard, shard), out_shardings=rep)
-            self._jitted_plain = jax.jit(plain, in_shardings=(rep, rep, shard, shard), out_shardings=rep)
+            shardings = (rep, rep, shard, shard, rep)
+            self._jitted = jax.jit(pure, in_shardings=shardings, out_shardings=rep)
+            self._jitted_plain = jax.jit(plain, in_shardings=shardings, out_shardings=rep)
 
     def __repr__(self) -> str:
         where = "" if self.mesh is None else f", data-parallel over {self.mesh.shape[self.axis]} devices"
@@ -97,29 +99,35 @@ class CompiledStep:
         moved = tree if _all_jax(tree) else to_backend(tree, "jax")
         return jax.device_put(moved, self._batch_sharding if batch else self._replicated)
 
-    def run(self, params: Tree, opt_state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, Any, Any]:
+    def run(
+        self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
+    ) -> tuple[Tree, Any, Any, Any]:
         """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite.
 
         The flag is one more output of the program (a reduction per leaf), so
         ``run`` is a program of its own, compiled on its first call.
         """
-        out: tuple[Tree, Any, Any, Any] = self._call(self._jitted, params, opt_state, batch)
+        out: tuple[Tree, Any, Any, Any] = self._call(self._jitted, params, opt_state, batch, key)
         return out
 
-    def __call__(self, params: Tree, opt_state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, Any]:
-        out: tuple[Tree, Any, Any] = self._call(self._jitted_plain, params, opt_state, batch)
+    def __call__(
+        self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
+    ) -> tuple[Tree, Any, Any]:
+        out: tuple[Tree, Any, Any] = self._call(self._jitted_plain, params, opt_state, batch, key)
         return out
 
-    def _call(self, program: Any, params: Tree, opt_state: Any, batch: tuple[Any, Any]) -> Any:
+    def _call(self, program: Any, params: Tree, opt_state: Any, batch: tuple[Any, Any], key: Any) -> Any:
         if type(batch) is not tuple or len(batch) != 2:
             _args.batch(repr(self), batch)
         xs, targets = batch
+        if key is not None:
+            key = _key_words(repr(self), key)
         if self.mesh is None and _all_jax((params, opt_state, xs, targets)):
             # a loop passing back the last step's outputs, with a batch placed once: nothing to move
-            return program(params, opt_state, xs, targets)
+            return program(params, opt_state, xs, targets, key)
         params, opt_state = self.place(params), self.place(opt_state)
         xs, targets = self.place(xs, batch=True), self.place(targets, batch=True)
-        return program(params, opt_state, xs, targets)
+        return program(params, opt_state, xs, targets, key if key is None else self.place(key))
 
 
 def compile_step(
@@ -143,8 +151,10 @@ def compile_step(
     every lens checks its inputs then, in Python, and the compiled program
     only computes. ``mesh``: a :class:`jax.sharding.Mesh` to train data-parallel
     over, the batch split along ``axis`` (the mesh's first axis by default)
-    and the parameters replicated. Dropout needs a fresh key each step, which
-    a compiled step cannot draw yet: a model with dropout is refused.
+    and the parameters replicated. A model with dropout needs a fresh key
+    each step: ``step(..., key=n)``, an int ``n`` (or a JAX key); each dropout
+    site gets its own JAX key folded from it, and JAX draws the masks inside
+    the program (the same distribution as numpy's masks, other draws).
 
     >>> import numpy as np
     >>> from prelens.nn import mlp, mse
@@ -181,7 +191,28 @@ def compile_step(
 
 
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
-    """The step as a pure function of ``(params, opt_state, xs, targets)``, for JAX to trace."""
+    """The step as a pure function of ``(params, opt_state, xs, targets, key)``, for JAX to trace.
+
+    A model with dropout sites runs as ``_jax_keyed(model)`` on ``(key, xs)``:
+    each site gets its own JAX key folded from the step's ``key``.
+    """
+    cores = {
+        dropout: _core(_jax_keyed(model) if dropout else model, loss, optimizer, lens_form, penalty)
+        for dropout in (False, True)
+    }
+
+    def pure(params: Tree, state: Any, xs: Any, targets: Any, key: Any) -> tuple[Tree, Any, Any, Any]:
+        dropout = has_dropout(params)
+        if dropout and key is None:
+            raise E.bad_argument("compile_step", "key", None, "a key for a model with dropout (step(..., key=n))")
+        new_params, new_state, value = cores[dropout](params, state, (key, xs) if dropout else xs, targets)
+        return new_params, new_state, value, _all_finite((value, new_params, new_state))
+
+    return pure
+
+
+def _core(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
+    """``(params, state, xs, targets) -> (new_params, new_state, loss)`` for either form of optimiser."""
     if lens_form:
         learner_lens = learner(model, loss, optimizer, penalty=penalty)
 
@@ -190,24 +221,45 @@ def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, p
             (_, (_, (new_params, new_state))), _ = pullback(())
             return new_params, new_state, value
 
-    else:
-        trained = model >> loss if penalty is None else penalised(model, loss, penalty)
+        return core
+    trained = model >> loss if penalty is None else penalised(model, loss, penalty)
 
-        def core(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
-            value, pullback = vjp(trained, (targets, params), xs)
-            (_, grads), _ = pullback(1.0)
-            new_params, new_state = optimizer.update(grads, state, params)
-            return new_params, new_state, value
+    def core_(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
+        value, pullback = vjp(trained, (targets, params), xs)
+        (_, grads), _ = pullback(1.0)
+        new_params, new_state = optimizer.update(grads, state, params)
+        return new_params, new_state, value
 
-    def pure(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any, Any]:
-        if has_dropout(params):
-            raise E.bad_argument(
-                "compile_step", "params", "a model with dropout", "one without (a compiled step cannot draw keys yet)"
-            )
-        new_params, new_state, value = core(params, state, xs, targets)
-        return new_params, new_state, value, _all_finite((value, new_params, new_state))
+    return core_
 
-    return pure
+
+def _jax_keyed(model: AnyLens) -> AnyLens:
+    """``model`` taking ``(key, xs)``: runs on ``with_jax_keys(params, key)``; its gradient via ``without_dropout``."""
+    m_fwd, m_bwd = model.fwd, model.bwd
+
+    def fwd(p: Tree, kx: tuple[Any, Any]) -> tuple[Any, Any]:
+        key, x = kx
+        out: tuple[Any, Any] = m_fwd(with_jax_keys(p, key), x)
+        return out
+
+    def bwd(m: Any, da: Any) -> tuple[Tree, tuple[Any, Any]]:
+        dp, dx = m_bwd(m, da)
+        return without_dropout(dp), (None, dx)
+
+    return PreLens(fwd, bwd, f"{model!r} (dropout keyed by JAX)", model.init_fn)
+
+
+def _key_words(fn: str, key: Any) -> Any:
+    """A step's dropout key as the two ``uint32`` words of a JAX key: from an int in ``[0, 2**64)``, or a JAX key."""
+    import jax
+
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)) and 0 <= key < 2**64:
+        k = int(key)
+        return np.array([k >> 32, k & 0xFFFFFFFF], dtype=np.uint32)
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    raise E.bad_argument(fn, "key", key, "an int in [0, 2**64) or a JAX key (jax.random.key(n))")
 
 
 def _all_finite(tree: Tree) -> Any:

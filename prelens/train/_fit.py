@@ -11,7 +11,8 @@ step draws a key from the seeded generator and runs on
 ``with_dropout(params, key)``; the gradient comes back through
 ``without_dropout``. The parameters ``fit`` holds, hands to metrics and
 callbacks, saves and returns never hold a key, so everything but the training
-step runs in evaluation mode.
+step runs in evaluation mode. On JAX (``backend="jax"``) the compiled step takes
+the step's key and JAX draws the masks inside the program.
 
 ``fit`` never loses what it has learned, whatever ends it:
 
@@ -257,13 +258,6 @@ def fit(
     if xp is not None:  # the run's arrays move to the backend once, here
         params, opt_state, xs, ys, validation = to_backend((params, opt_state, xs, ys, validation), xp)
         if on_jax:
-            if dropout:
-                raise E.bad_argument(
-                    "fit",
-                    "backend",
-                    "jax",
-                    "numpy or torch for a model with dropout (a compiled step cannot draw dropout keys yet)",
-                )
             compiled = compile_step(model, loss, optimizer, penalty=penalty, mesh=mesh)
             if mesh is not None:
                 _check_mesh_batches(mesh, compiled.axis, n, batch_size)
@@ -279,7 +273,7 @@ def fit(
     bar = Progress(epochs, n_batches, out, live=live, enabled=progress if progress is not None else live)
     run = _Run(history, checkpoint_path, params, opt_state, gen, cbs, restorer)
     run.trained, run.step_lens, run.optimizer, run.n_batches = trained, step_lens, optimizer, n_batches
-    run.compiled = compiled
+    run.compiled, run.dropout = compiled, dropout
     if resumed is not None:
         if 0 < resumed.batch and resumed.batches != n_batches:
             raise E.resume_refused(
@@ -374,6 +368,7 @@ class _Run:
     trained: AnyLens | None
     step_lens: AnyLens | None
     compiled: CompiledStep | None
+    dropout: bool
     optimizer: Any
     n_batches: int
 
@@ -427,7 +422,9 @@ class _Run:
         """One optimiser step on batch ``b``; the state changes only when the loss, gradient and update are finite."""
         params, opt_state, steps, _, total = self.position
         if self.compiled is not None:
-            new_params, new_opt_state, loss_value, finite = self.compiled.run(params, opt_state, batch)
+            xs, ys = batch
+            key, xs = xs if self.dropout else (None, xs)  # with dropout: (step key, inputs), JAX draws the masks
+            new_params, new_opt_state, loss_value, finite = self.compiled.run(params, opt_state, (xs, ys), key=key)
             value = float(loss_value)
             if not math.isfinite(value):
                 raise self._stop_non_finite("the loss", f"loss = {value}")

@@ -140,26 +140,26 @@ def _projections(dt: type, lead: tuple[int, ...], cross: bool) -> Case:
 # --------------------------------------------------------------- whole lenses
 
 
-def _head(dt: type, causal: bool, cross: bool) -> Case:
+def _whole(ctor: Any, d_out: int, t: int, t_kv: int, dt: type, causal: bool, cross: bool) -> Case:
+    """A whole attention lens (``attention_head`` or ``multi_head_attention_faithful``, d_model 6, 3 heads)
+    on a ``(2, t, 6)`` batch, attending to ``(2, t_kv, 6)`` when ``cross``."""
+
     def make(rng: np.random.Generator):  # type: ignore[no-untyped-def]
-        lens = attention_head(6, 3, causal=causal, cross=cross, dtype=dt)
-        x = _normal(rng, (2, 5, 6), dt)
-        s = (x, _normal(rng, (2, 3, 6), dt)) if cross else x
-        return lens, lens.init(rng), s, _normal(rng, (2, 5, 3), dt)
+        lens = ctor(6, 3, causal=causal, cross=cross, dtype=dt)
+        x = _normal(rng, (2, t, 6), dt)
+        s = (x, _normal(rng, (2, t_kv, 6), dt)) if cross else x
+        return lens, lens.init(rng), s, _normal(rng, (2, t, d_out), dt)
 
     flags = (", causal" if causal else "") + (", cross" if cross else "")
-    return Case(f"attention_head({_tag(dt)}{flags})", make)
+    return Case(f"{ctor.__name__}({_tag(dt)}{flags})", make)
+
+
+def _head(dt: type, causal: bool, cross: bool) -> Case:
+    return _whole(attention_head, 3, 5, 3, dt, causal, cross)
 
 
 def _faithful(dt: type, causal: bool, cross: bool) -> Case:
-    def make(rng: np.random.Generator):  # type: ignore[no-untyped-def]
-        lens = multi_head_attention_faithful(6, 3, causal=causal, cross=cross, dtype=dt)
-        x = _normal(rng, (2, 4, 6), dt)
-        s = (x, _normal(rng, (2, 6, 6), dt)) if cross else x
-        return lens, lens.init(rng), s, _normal(rng, (2, 4, 6), dt)
-
-    flags = (", causal" if causal else "") + (", cross" if cross else "")
-    return Case(f"multi_head_attention_faithful({_tag(dt)}{flags})", make)
+    return _whole(multi_head_attention_faithful, 6, 4, 6, dt, causal, cross)
 
 
 def _mha(dt: type, lead: tuple[int, ...], t: int, causal: bool) -> Case:
