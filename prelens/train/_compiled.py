@@ -24,13 +24,13 @@ import numpy as np
 from .. import _args
 from .. import _errors as E
 from .._backend import to_backend
-from .._lens import AnyLens, PreLens
+from .._lens import AnyLens
 from .._trace import vjp
 from .._tree import tree_leaves
 from ..learn._penalty import penalised
 from ..learn._reparam import learner
-from ..nn._dropout import with_jax_keys, without_dropout
-from ._data import has_dropout
+from ..nn._dropout import with_jax_keys
+from ._data import has_dropout, keyed
 from ._step import optimizer_form
 
 Tree = Any
@@ -193,11 +193,11 @@ def compile_step(
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
     """The step as a pure function of ``(params, opt_state, xs, targets, key)``, for JAX to trace.
 
-    A model with dropout sites runs as ``_jax_keyed(model)`` on ``(key, xs)``:
+    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``:
     each site gets its own JAX key folded from the step's ``key``.
     """
     cores = {
-        dropout: _core(_jax_keyed(model) if dropout else model, loss, optimizer, lens_form, penalty)
+        dropout: _core(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)
         for dropout in (False, True)
     }
 
@@ -231,22 +231,6 @@ def _core(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalt
         return new_params, new_state, value
 
     return core_
-
-
-def _jax_keyed(model: AnyLens) -> AnyLens:
-    """``model`` taking ``(key, xs)``: runs on ``with_jax_keys(params, key)``; its gradient via ``without_dropout``."""
-    m_fwd, m_bwd = model.fwd, model.bwd
-
-    def fwd(p: Tree, kx: tuple[Any, Any]) -> tuple[Any, Any]:
-        key, x = kx
-        out: tuple[Any, Any] = m_fwd(with_jax_keys(p, key), x)
-        return out
-
-    def bwd(m: Any, da: Any) -> tuple[Tree, tuple[Any, Any]]:
-        dp, dx = m_bwd(m, da)
-        return without_dropout(dp), (None, dx)
-
-    return PreLens(fwd, bwd, f"{model!r} (dropout keyed by JAX)", model.init_fn)
 
 
 def _key_words(fn: str, key: Any) -> Any:

@@ -7,6 +7,7 @@ batch of another library's arrays is taken with the standard's ``take``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -144,17 +145,18 @@ def has_dropout(tree: Tree) -> bool:
     return False
 
 
-def keyed(model: AnyLens) -> AnyLens:
-    """``model`` taking ``(key, xs)``: runs on ``with_dropout(params, key)``; its gradient via ``without_dropout``."""
+def keyed(model: AnyLens, key_params: Callable[[Tree, Any], Tree] = with_dropout) -> AnyLens:
+    """``model`` taking ``(key, xs)``: runs on ``key_params(params, key)`` (``with_dropout``, or the
+    compiled step's ``with_jax_keys``); its gradient via ``without_dropout``. The key is data: no delta."""
     m_fwd, m_bwd = model.fwd, model.bwd
 
-    def fwd(p: Tree, kx: tuple[int, Any]) -> tuple[Any, Any]:
+    def fwd(p: Tree, kx: tuple[Any, Any]) -> tuple[Any, Any]:
         key, x = kx
-        out: tuple[Any, Any] = m_fwd(with_dropout(p, key), x)
+        out: tuple[Any, Any] = m_fwd(key_params(p, key), x)
         return out
 
-    def bwd(m: Any, da: Any) -> tuple[Tree, tuple[int, Any]]:
+    def bwd(m: Any, da: Any) -> tuple[Tree, tuple[None, Any]]:
         dp, dx = m_bwd(m, da)
-        return without_dropout(dp), (0, dx)
+        return without_dropout(dp), (None, dx)
 
     return PreLens(fwd, bwd, f"{model!r} (dropout keyed)", model.init_fn)
