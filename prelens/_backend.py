@@ -38,14 +38,17 @@ __all__ = [
     "dtype_kind",
     "dtype_name",
     "has_dtype",
+    "host",
     "is_array",
     "is_concrete",
     "is_float",
+    "is_real_scalar",
     "namespace",
     "namespace_name",
     "resolve_backend",
     "same_library",
     "scatter_add_rows",
+    "shape",
     "to_backend",
     "to_numpy",
     "tree_map_arrays",
@@ -111,6 +114,30 @@ def is_float(x: Any) -> bool:
     if isinstance(x, np.ndarray):
         return bool(x.dtype.kind == "f")
     return is_array(x) and dtype_kind(x.dtype) == "f"
+
+
+def shape(x: Any) -> tuple[int, ...]:
+    """The shape of an array of any library as a tuple of ints, or numpy's ``np.shape`` of anything else.
+
+    >>> shape(np.zeros((2, 3))), shape(1.5), shape([1.0, 2.0])
+    ((2, 3), (), (2,))
+    """
+    return tuple(x.shape) if is_array(x) else np.shape(x)
+
+
+def is_real_scalar(x: Any) -> bool:
+    """A real number: a Python or numpy int or float, or a 0-d int or float array of any library (not a bool).
+
+    >>> is_real_scalar(2), is_real_scalar(np.array(0.5)), is_real_scalar(True), is_real_scalar(np.ones(2))
+    (True, True, False, False)
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, int, np.floating, np.integer)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "fiu"
+    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "fiu"
 
 
 def same_library(x: Any, like: Any) -> bool:
@@ -244,6 +271,15 @@ def to_numpy(x: Any) -> Any:
     if c.is_jax_array(x):
         return np.asarray(x)
     return np.from_dlpack(x)
+
+
+def host(x: Any) -> Any:
+    """An array of any library as a numpy array (:func:`to_numpy`); anything else as it is.
+
+    >>> host(2.0), host(np.ones(1))
+    (2.0, array([1.]))
+    """
+    return to_numpy(x) if is_array(x) else x
 
 
 def resolve_backend(fn: str, backend: Any) -> Any:

@@ -431,10 +431,6 @@ def _is_numeric(x: Any) -> bool:
     return isinstance(x, _NUMBERS) or (_backend.is_array(x) and _backend.dtype_kind(x.dtype) in "biufc")
 
 
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(x.shape) if _backend.is_array(x) else np.shape(x)
-
-
 def _same_node(primal: tuple[Any, ...] | list[Any], delta: Any) -> bool:
     """Lists fit lists; tuples fit tuples of their length. A plain tuple and a named tuple fit
     each other (lenses accept plain tuples for their named parameters); two named tuple types do not."""
@@ -478,7 +474,7 @@ def _misfit(primal: Any, delta: Any, path: str, data_ok: bool) -> tuple[str, str
         return None
     if not _is_numeric(primal):
         return None  # a symbol, not a number: nothing to compare
-    if not _is_numeric(delta) or _shape(delta) != _shape(primal):
+    if not _is_numeric(delta) or _backend.shape(delta) != _backend.shape(primal):
         return path, E.describe(primal), E.describe_tree(delta)
     return None
 

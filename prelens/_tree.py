@@ -94,8 +94,8 @@ def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     ):
         return E.at_path(path, _node_desc(a), _node_desc(b))
     if ka == "leaf":
-        if shapes and _shape(a) != _shape(b):
-            return E.at_path(path, f"shape {_shape(a)}", f"shape {_shape(b)}")
+        if shapes and _backend.shape(a) != _backend.shape(b):
+            return E.at_path(path, f"shape {_backend.shape(a)}", f"shape {_backend.shape(b)}")
         return None
     if ka == "dict" and list(a.keys()) != list(b.keys()):
         return E.at_path(path, f"keys {list(a)}", f"keys {list(b)}")
@@ -224,10 +224,6 @@ def tree_add(a: Tree, b: Tree) -> Tree:
     prelens._errors.StructureError: tree_add: ... at <root>: expected shape (2,), got shape (3,)
     """
     return numeric_sum("tree_add", [a, b])
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(x.shape) if _backend.is_array(x) else np.shape(x)
 
 
 def _is_number_leaf(x: Any) -> bool:
@@ -373,18 +369,14 @@ def tree_first_difference(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float =
 def _leaves_close(x: Any, y: Any, rtol: float, atol: float) -> bool:
     """Numbers within the tolerances (NaN is close to nothing); any other leaves equal."""
     if _is_number_leaf(x) and _is_number_leaf(y):  # compared on the host, whatever their library
-        x, y = _host(x), _host(y)
+        x, y = _backend.host(x), _backend.host(y)
         return bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=False))
     if x is y:
         return True
     try:
-        return bool(np.array_equal(np.asarray(_host(x)), np.asarray(_host(y))))
+        return bool(np.array_equal(np.asarray(_backend.host(x)), np.asarray(_backend.host(y))))
     except (TypeError, ValueError):  # leaves that do not compare: different
         return False
-
-
-def _host(x: Any) -> Any:
-    return _backend.to_numpy(x) if _backend.is_array(x) else x
 
 
 def tree_first_nonfinite(tree: Tree) -> str | None:
@@ -400,7 +392,7 @@ def tree_first_nonfinite(tree: Tree) -> str | None:
     for path, x in tree_paths(tree):
         if not _backend.is_concrete(x):  # traced by JAX: no values to look at
             continue
-        arr = np.asarray(_host(x))
+        arr = np.asarray(_backend.host(x))
         if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
             return E.path_str(path)
     return None

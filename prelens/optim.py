@@ -48,7 +48,7 @@ import numpy as np
 
 from . import _args
 from . import _errors as E
-from ._backend import dtype_kind, dtype_name, is_array, is_concrete, namespace
+from ._backend import dtype_kind, dtype_name, is_array, is_concrete, is_real_scalar, namespace, shape
 from ._optim_xp import as_step, cast, fit, known, power_gap, sum_squares, traced_value, wide_float
 from ._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
 from ._tree import check_structure, tree_map, tree_paths
@@ -251,7 +251,7 @@ def _checked_lr(opt: str, step: Any, value: Any) -> float:
 
 
 def _is_real_scalar_array(x: Any) -> bool:
-    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "iuf"
+    return is_array(x) and is_real_scalar(x)
 
 
 def _traced_lr(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
@@ -1037,12 +1037,8 @@ def _check_leaf(p: Any, o: Any) -> None:
     the parameter a float (array) or a number."""
     if not (_is_real_leaf(p, floats_only=True) or (isinstance(p, (int, np.integer)) and not isinstance(p, bool))):
         raise _Mismatch
-    if not _is_real_leaf(o) or _shape(o) != _shape(p):
+    if not _is_real_leaf(o) or shape(o) != shape(p):
         raise _Mismatch
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(x.shape) if is_array(x) else np.shape(x)
 
 
 def _diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]) -> E.PrelensError:

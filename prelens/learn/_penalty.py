@@ -18,10 +18,10 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
-from .._backend import copy, dtype_kind, is_array, namespace
+from .._backend import copy, dtype_kind, is_array, is_real_scalar
 from .._lens import AnyLens, PreLens
 from .._optim_xp import cast, sum_squares
-from .._tree import tree_add, tree_leaves, tree_map
+from .._tree import _zeros_like, tree_add, tree_leaves, tree_map
 from ..optim import _check_params
 
 __all__ = ["l2", "penalised"]
@@ -61,7 +61,7 @@ def l2(lam: float) -> AnyLens:
 
     def fwd(p: Any, loss: Any) -> tuple[Any, Any]:
         _check_params(name, _floats_only(p))  # floats, and integer arrays (dropout keys) left out
-        if not _is_real_scalar(loss):
+        if not is_real_scalar(loss):
             raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
         total = 0.0
         arrays: Any = None  # another library's squares, summed there (no value read back)
@@ -78,10 +78,10 @@ def l2(lam: float) -> AnyLens:
 
     def bwd(m: Any, da: Any) -> tuple[Any, Any]:
         _check_params(name, _floats_only(m))  # the residue is the parameters
-        if not _is_real_scalar(da):
+        if not is_real_scalar(da):
             raise E.must_be(name, "output delta", "a real number", E.describe(da))
         scale = da * lam_ if _is_other_array(da) else float(da) * lam_
-        return tree_map(lambda x: x * cast(scale, x) if _is_float(x) else _zero(x), m), da
+        return tree_map(lambda x: x * cast(scale, x) if _is_float(x) else _zeros_like(x), m), da
 
     return PreLens(fwd, bwd, name, None)
 
@@ -132,19 +132,3 @@ def _floats_only(p: Any) -> Any:
 
 def _leaves(p: Any) -> list[Any]:
     return [x for x in tree_leaves(p) if _is_float(x)]
-
-
-def _zero(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.zeros_like(x)
-    return namespace(x).zeros_like(x) if is_array(x) else type(x)(0)
-
-
-def _is_real_scalar(x: Any) -> bool:
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    if isinstance(x, (float, int, np.floating, np.integer)):
-        return True
-    if isinstance(x, np.ndarray):
-        return x.ndim == 0 and x.dtype.kind in "fiu"
-    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "fiu"

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import _args
 from .. import _errors as E
-from .._backend import dtype_kind, is_array
+from .._backend import is_real_scalar
 from .._lens import PreLens
 
 __all__ = ["learning_rate"]
@@ -53,7 +51,7 @@ def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple
     def fwd(p: tuple[()], loss: Any) -> tuple[tuple[()], Any]:
         if type(p) is not tuple or p != ():
             raise E.must_be(name, "parameters", "()", E.describe_tree(p))
-        if not _is_loss(loss):
+        if not is_real_scalar(loss):
             raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
         return (), loss
 
@@ -63,13 +61,3 @@ def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple
         return (), delta
 
     return PreLens(fwd, bwd, name)
-
-
-def _is_loss(x: Any) -> bool:
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    if isinstance(x, (float, int, np.floating, np.integer)):
-        return True
-    if isinstance(x, np.ndarray):
-        return x.ndim == 0 and x.dtype.kind in "fiu"
-    return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "fiu"  # another library's (traced under jit)

@@ -50,7 +50,7 @@ import numpy as np
 
 from .. import _args as A
 from .. import _errors as E
-from .._backend import constant_like, dtype_kind, dtype_name, is_array, is_concrete, namespace, to_numpy
+from .._backend import constant_like, dtype_kind, dtype_name, is_array, is_concrete, is_float, namespace, to_numpy
 from .._construction import constructor
 from .._lens import AnyLens, PreLens
 from ._fastcheck import Array
@@ -107,7 +107,7 @@ def dropout(rate: float) -> AnyLens:
 
     def fwd(p: DropoutKey, x: Array) -> tuple[Any, Array]:
         key = _key_of(name, p)
-        if not (isinstance(x, np.ndarray) and x.dtype.kind == "f") and not _is_float(x):
+        if not is_float(x):
             raise _input_error(name, "input", x)
         if type(key) is tuple:  # no key: evaluation, the identity
             return (), x
@@ -153,10 +153,10 @@ def dropout(rate: float) -> AnyLens:
 
     def bwd_any(m: tuple[Any, Any], da: Any) -> tuple[DropoutKey, Any]:
         """``bwd`` for another library's mask; the key's delta: zeros of the key's library."""
-        if len(m) != 2 or not _is_float(m[0]) or not _is_key(m[1]):
+        if len(m) != 2 or not is_float(m[0]) or not _is_key(m[1]):
             raise E.bad_residue(name, m)
         mask, zero = m
-        if not _is_float(da) or tuple(da.shape) != tuple(mask.shape):
+        if not is_float(da) or tuple(da.shape) != tuple(mask.shape):
             raise _input_error(name, "output delta", da, mask)
         return DropoutKey(namespace(zero).zeros_like(zero)), da * mask
 
@@ -217,11 +217,6 @@ def with_jax_keys(params: Any, key: Any) -> Any:
         return out
 
     return _map_keys(params, site)
-
-
-def _is_float(x: Any) -> bool:
-    """A float array of any library."""
-    return is_array(x) and dtype_kind(x.dtype) == "f"
 
 
 #: What a training key must be for another library's input (numpy draws the mask from its values).

@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _errors as E
-from .._backend import is_array, namespace, to_numpy
+from .._backend import host, is_array, namespace, to_numpy
 from .._lens import AnyLens
 from .._trace import forward
 
@@ -55,11 +55,6 @@ def row_slice(a: Any, lo: int, hi: int) -> Any:
     return a[lo:hi] if isinstance(a, np.ndarray) else a[lo : min(hi, a.shape[0]), ...]
 
 
-def _host(x: Any) -> Any:
-    """Another library's array as a numpy array (a host copy); anything else as it is."""
-    return x if isinstance(x, np.ndarray) or not is_array(x) else to_numpy(x)
-
-
 def _classes(values: npt.NDArray[Any], like_outputs: bool) -> npt.NDArray[Any]:
     """Class indices from scores ``(n, k)`` (argmax), or from one column / 1-D (positive = 1)."""
     if values.ndim >= 2 and values.shape[-1] > 1:
@@ -98,7 +93,7 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     >>> accuracy(linear(2, 2), np.eye(2), xs, np.array([0, 1, 0]))
     0.6666666666666666
     """
-    outputs = np.asarray(_host(predict(model, params, xs, batch_size)))
+    outputs = np.asarray(host(predict(model, params, xs, batch_size)))
     truth = labels_array(labels)
     if truth is None or truth.ndim == 0 or truth.dtype.kind not in "biuf" or outputs.ndim == 0:
         raise E.bad_argument("accuracy", "labels", E.describe_tree(labels), "an array of labels, one per row of xs")
