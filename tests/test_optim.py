@@ -151,6 +151,27 @@ def test_float32_stays_float32_with_float64_grads():
         assert all(x.dtype == np.float32 for x in tree_leaves(state) if isinstance(x, np.ndarray))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.longdouble])
+def test_sgd_is_numpy_own_product_bit_for_bit(dtype: Any):
+    """sgd steps a node's array leaves in its own loop, by ``−lr`` as a 0-d array of their dtype:
+    the result is numpy's ``g * (−lr) + p`` with a Python float, to the last bit, as at the root."""
+    rng = np.random.default_rng(0)
+    lr = 0.1234567  # not exact in any of the dtypes
+
+    def draw(*shape: int) -> Any:
+        return rng.standard_normal(shape).astype(dtype)
+
+    params = [Para(draw(3), draw(3, 2)), (draw(4), [draw(2, 2, 2)]), draw(5)]
+    grads = tree_map(lambda p: rng.standard_normal(p.shape).astype(p.dtype), params)
+    expected = tree_zip_map(lambda p, g: g * -lr + p, params, grads)
+    new, _ = sgd(lr).update(grads, (), params)
+    assert_identical(new, expected)
+    # float64 grads for float32 parameters take the general path, and keep the parameters' dtype
+    wide = tree_map(lambda g: g.astype(np.float64), grads)
+    new_wide, _ = sgd(lr).update(wide, (), params)
+    assert tree_map(lambda x: x.dtype, new_wide) == tree_map(lambda x: x.dtype, params)
+
+
 def test_adam_first_step_moves_every_coordinate_by_lr():
     # m̂ = g, v̂ = g², so the first step is lr·sign(g) (up to eps)
     g = np.array([-3.0, 0.01, 7.0])

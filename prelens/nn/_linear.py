@@ -206,9 +206,12 @@ def _linear(
 
     def fwd(w: Array, x: Array) -> tuple[tuple[Array, Array], Array]:
         on_numpy = type(x) is np.ndarray  # numpy: inline checks, no call more (the small MLP's step)
-        if not (x.dtype == dt if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
+        if not ((x.dtype is dt or x.dtype == dt) if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect_x, dt)
-        if not (type(w) is np.ndarray and w.dtype == dt if on_numpy else is_float_array(w, dt)) or w.shape != w_shape:
+        if (
+            not (type(w) is np.ndarray and (w.dtype is dt or w.dtype == dt) if on_numpy else is_float_array(w, dt))
+            or w.shape != w_shape
+        ):
             raise param_error(name, "weight", w, expect_w, dt)
         # The residue keeps copies of what bwd reads (x, and W for ds): the caller may write
         # into x or W after this pass. Without ds, bwd reads only W's shape: no copy.
@@ -227,7 +230,7 @@ def _linear(
             raise residue_error(name, m)
         on_numpy = type(da) is np.ndarray
         if (
-            not (da.dtype == dt if on_numpy else is_float_array(da, dt))
+            not ((da.dtype is dt or da.dtype == dt) if on_numpy else is_float_array(da, dt))
             or da.shape[-1:] != out_tail
             or da.shape[:-1] != x.shape[:-1]
         ):
@@ -363,7 +366,7 @@ def _dense(
 
     def fwd(p: DenseParams, x: Array) -> tuple[DenseResidue, Array]:
         on_numpy = type(x) is np.ndarray  # numpy: inline checks, no call more (the small MLP's step)
-        if not (x.dtype == dt if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
+        if not ((x.dtype is dt or x.dtype == dt) if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect_x, dt)
         try:  # DenseParams only: the dp it returns has that type, so a plain pair would not fit it
             w, b = p
@@ -371,7 +374,11 @@ def _dense(
                 type(p) is DenseParams
                 and w.shape == w_shape
                 and b.shape == b_shape
-                and (w.dtype == dt == b.dtype if on_numpy else is_float_array(w, dt) and is_float_array(b, dt))
+                and (
+                    (w.dtype is dt is b.dtype or w.dtype == dt == b.dtype)
+                    if on_numpy
+                    else is_float_array(w, dt) and is_float_array(b, dt)
+                )
             )
         except (TypeError, ValueError, AttributeError):
             ok = False
@@ -402,7 +409,7 @@ def _dense(
         if bad_m:
             raise residue_error(name, m)
         on_numpy = type(da) is np.ndarray
-        if not (da.dtype == dt if on_numpy else is_float_array(da, dt)) or da.shape != z.shape:
+        if not ((da.dtype is dt or da.dtype == dt) if on_numpy else is_float_array(da, dt)) or da.shape != z.shape:
             raise delta_error(name, da, z)
         try:
             dz = da if grad is None else grad(z, da)

@@ -163,7 +163,7 @@ squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array
 # ---------------------------------------------------------------------- mse
 
 
-def _mse_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
+def _mse_fwd(g: Array, s: Array) -> tuple[Array, Scalar]:
     if (
         not isinstance(s, np.ndarray)
         or not isinstance(g, np.ndarray)
@@ -173,27 +173,28 @@ def _mse_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
         if isinstance(s, np.ndarray) or not _pair_fits(g, s):
             _check_pair("mse", g, s)
         d = s - g  # another library's arrays
-        return (copy(g), copy(s)), namespace(s).sum(d * d) / _count(tuple(d.shape))
-    d = np.subtract(s, g)
-    return (g.copy(), s.copy()), np.vdot(d, d) / max(d.size, 1)
+        return d, namespace(s).sum(d * d) / _count(tuple(d.shape))
+    d = np.subtract(s, g) if s.ndim else np.subtract(s, g, out=np.empty_like(s))  # 0-d: an array, not a scalar
+    return d, np.vdot(d, d) / max(d.size, 1)  # the residue is d = s − g, made here: it aliases nothing
 
 
-def _mse_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
+def _mse_bwd(m: Array, da: Any) -> tuple[Array, Array]:
     if type(da) is not float:  # training seeds 1.0
         da = scalar_delta("mse", da)
-    g, s = _pair_residue("mse", m)
-    if not isinstance(s, np.ndarray):
-        ds = (s - g) * (2.0 / _count(tuple(s.shape)) * _factor(da, s))
-        return -ds, ds
-    ds = np.subtract(s, g)
-    ds *= 2.0 / max(ds.size, 1) * da  # one pass; an in-place product keeps the dtype
-    return np.negative(ds), ds
+    if type(m) is np.ndarray and m.dtype.kind == "f":
+        ds = np.multiply(m, 2.0 / max(m.size, 1) * float(da))  # a Python float keeps the dtype
+        return np.negative(ds), ds
+    if isinstance(m, np.ndarray) or not is_array(m) or dtype_kind(m.dtype) != "f":
+        raise residue_error("mse", m)
+    ds = m * (2.0 / _count(tuple(m.shape)) * _factor(da, m))
+    return -ds, ds
 
 
 #: Mean squared error ``L = Σ (s − g)² / K`` over all ``K`` entries, ground truth ``g`` as the
-#: parameter. Haskell: ``PreLens D D (A, A) (A, A) A A A A``. Backward gives
-#: ``ds = 2 da (s − g) / K`` and ``dg = −ds``; it is ``squared_distance`` scaled by ``2 / K``.
-mse: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array, Array, Array] = PreLens(
+#: parameter. Haskell: ``PreLens D D A A A A A A``: the residue is the difference ``d = s − g``
+#: (all that backward needs, made by the forward pass). Backward gives ``ds = 2 da d / K`` and
+#: ``dg = −ds``; it is ``squared_distance`` scaled by ``2 / K``.
+mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens(
     _mse_fwd, _mse_bwd, "mse", init_fn=None
 )
 

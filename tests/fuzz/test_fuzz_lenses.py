@@ -287,6 +287,7 @@ def _clipped(da: Any, max_norm: float) -> Any:
         return da
     return tree_map_(lambda x: x * (max_norm / norm), da)
 
+
 CASES: list[Case] = [
     # the fast layers
     Case("linear", lambda: nn.linear(3, 2), rows(3), lambda w, x: x @ w, covers=(nn.linear,)),
@@ -346,7 +347,7 @@ CASES: list[Case] = [
         lambda: nn.mse,
         _loss_good,
         lambda g, s: ((s - g) ** 2).sum() / max(s.size, 1),
-        residue_primal=lambda m: (m[0], m[1]),
+        residue_primal=lambda m: (m, m),  # the difference s − g: the shape of both
         covers=(nn.mse,),
     ),
     Case(
@@ -745,7 +746,7 @@ CASES: list[Case] = [
         _vec_good,
         lambda p, s: float(p[0]) + float(np.asarray(p[1], float) @ np.asarray(s, float)),
         covers=(nn.affine_l,),
-    ),    # learning as optics (issue 14): dropout, optimiser lenses, the learning rate, penalties, the learner
+    ),  # learning as optics (issue 14): dropout, optimiser lenses, the learning rate, penalties, the learner
     Case(
         "dropout eval",
         lambda: nn.dropout(0.3),
@@ -823,7 +824,6 @@ CASES: list[Case] = [
         covers=(learn.learner,),
     ),
 ]
-
 
 
 def _alpha_fit(dm: Any, p: Any, s: Any) -> Callable[[Any], None]:

@@ -57,8 +57,9 @@ def test_mse_is_the_mean_and_a_rescaled_squared_distance():
     m, value = mse.fwd(g, s)
     assert value == pytest.approx(((s - g) ** 2).mean(), rel=1e-14)
     assert value == pytest.approx(2 / 15 * squared_distance.fwd(g, s)[1], rel=1e-14)
+    np.testing.assert_array_equal(m, s - g)  # mse keeps the difference, all its backward pass needs
     dg, ds = mse.bwd(m, 1.0)
-    dg_sum, ds_sum = squared_distance.bwd(m, 2 / 15)
+    dg_sum, ds_sum = squared_distance.bwd(squared_distance.fwd(g, s)[0], 2 / 15)
     np.testing.assert_allclose(ds, ds_sum, rtol=1e-14)
     np.testing.assert_allclose(dg, dg_sum, rtol=1e-14)
 
