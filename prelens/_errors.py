@@ -704,10 +704,10 @@ def flag_needs(command: str, flag: str, needed: str) -> ArgumentError:
 
 
 def renamed_text(old: str, new: str) -> str:
-    """The warning for a name renamed in 0.2.0 so that no public name has two meanings."""
+    """The error for a name renamed in 0.2.0 (so that no public name has two meanings) and removed in 0.3.1."""
     return (
         f"{old} was renamed {new} in prelens 0.2.0 (the old name meant something else elsewhere in "
-        "prelens); the old name goes away in 0.3.0"
+        "prelens) and removed in 0.3.1"
     )
 
 

@@ -3,8 +3,8 @@
 A name exported by two of these namespaces (``__all__``, or a public subpackage such as
 ``prelens.train`` itself) must be the same object in both: ``prelens.nn.predict`` (the faithful
 network's outputs, a list) beside ``prelens.train.predict`` (a fast model's outputs, an array)
-was the kind of pair this forbids. The names renamed in 0.2.0 still work under their old names
-for one release, with a DeprecationWarning.
+was the kind of pair this forbids. The names renamed in 0.2.0 warned under their old names until
+0.3.1; now the old names are errors that give the new ones.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ def test_the_same_object_under_one_name_is_no_collision(monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize(("old", "new"), [("predict", "predict_faithful"), ("train", "train_faithful")])
-def test_renamed_faithful_functions_warn_under_their_old_names(old: str, new: str):
-    with pytest.warns(DeprecationWarning, match=rf"prelens\.nn\.{old} was renamed prelens\.nn\.{new} in prelens 0\.2\.0"):
-        fn = getattr(prelens.nn, old)
-    assert fn is getattr(prelens.nn, new)
+def test_renamed_faithful_functions_name_their_new_names_under_the_old(old: str, new: str):
+    with pytest.raises(AttributeError, match=rf"prelens\.nn\.{old} was renamed prelens\.nn\.{new} in prelens 0\.2\.0 .* removed in 0\.3\.1"):
+        getattr(prelens.nn, old)
+    assert not hasattr(prelens.nn, old) and callable(getattr(prelens.nn, new))
     assert old not in prelens.nn.__all__
 
 

@@ -183,16 +183,14 @@ __all__ = [
 
 
 #: Names renamed in 0.2.0 (they meant something else in ``prelens`` or ``prelens.train``): old -> new.
+#: They warned under their old names until 0.3.1, which removed them.
 _RENAMED = {"predict": "predict_faithful", "train": "train_faithful"}
 
 
 def __getattr__(name: str) -> Any:
-    """The renamed faithful functions under their old names, for one release, with a DeprecationWarning."""
+    """An old name of a renamed faithful function is an ``AttributeError`` that gives the new name."""
     if name in _RENAMED:
-        import warnings
-
         from .._errors import renamed_text
 
-        warnings.warn(renamed_text(f"prelens.nn.{name}", f"prelens.nn.{_RENAMED[name]}"), DeprecationWarning, 2)
-        return globals()[_RENAMED[name]]
+        raise AttributeError(renamed_text(f"prelens.nn.{name}", f"prelens.nn.{_RENAMED[name]}"))
     raise AttributeError(f"module 'prelens.nn' has no attribute {name!r}")
