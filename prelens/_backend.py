@@ -125,15 +125,22 @@ def shape(x: Any) -> tuple[int, ...]:
     return tuple(x.shape) if is_array(x) else np.shape(x)
 
 
+def is_real(x: object) -> bool:
+    """A real number: ints and floats, Python's or numpy's (bools are not).
+
+    >>> is_real(2), is_real(np.float32(1.5)), is_real(True), is_real("1")
+    (True, True, False, False)
+    """
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
 def is_real_scalar(x: Any) -> bool:
-    """A real number: a Python or numpy int or float, or a 0-d int or float array of any library (not a bool).
+    """A real number (:func:`is_real`) or a 0-d int or float array of any library (not a bool).
 
     >>> is_real_scalar(2), is_real_scalar(np.array(0.5)), is_real_scalar(True), is_real_scalar(np.ones(2))
     (True, True, False, False)
     """
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    if isinstance(x, (float, int, np.floating, np.integer)):
+    if is_real(x):
         return True
     if isinstance(x, np.ndarray):
         return x.ndim == 0 and x.dtype.kind in "fiu"

@@ -319,14 +319,8 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
     (the hot path of a small model, whose step is mostly this walk). A node steps its float array
     children in its own loop, without a call each, by ``steps[dtype]``: ``−lr`` as a 0-d array of
     the leaf's dtype, made once per update (numpy multiplies by it faster than by a Python float,
-    with the same result)."""
+    with the same result). Every other leaf, and a tree that is one array, takes :func:`_walk_pair`."""
     cls = type(p)
-    if cls is np.ndarray:
-        if type(g) is np.ndarray and g.dtype == p.dtype and g.shape == p.shape and g.ndim and p.dtype.char in "fdg":
-            new = g * neg_lr
-            new += p
-            return new
-        return _walk_pair(lambda x, y: _sgd_leaf(x, y, neg_lr), p, g)
     if cls is list or cls is tuple or cls in _NAMEDTUPLES:
         if type(g) is not cls or len(g) != len(p):
             raise _Mismatch
@@ -336,7 +330,7 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
                 shape, dt = c.shape, c.dtype
                 if d.shape == shape and shape and d.dtype is dt:  # not 0-d: numpy would give a scalar
                     step = steps.get(dt)
-                    if step is None and dt in _SGD_FLOATS:
+                    if step is None and dt.char in "fdg":
                         step = steps[dt] = np.array(neg_lr, dt)
                     if step is not None:
                         new = d * step
@@ -348,10 +342,6 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
             return children
         return tuple.__new__(cls, children)  # a named tuple without its generated __new__
     return _walk_pair(lambda x, y: _sgd_leaf(x, y, neg_lr), p, g)
-
-
-#: The float dtypes :func:`_sgd_walk` steps inline (``"fdg"``, as for a leaf at the root), native order.
-_SGD_FLOATS = tuple(np.dtype(t) for t in ("float64", "float32", "longdouble"))
 
 
 def sgd(lr: LR) -> SGD:

@@ -27,8 +27,9 @@ import numpy.typing as npt
 
 from .. import _args
 from .. import _errors as E
+from .._backend import is_real
 from ._faithful import Para
-from ._fastcheck import float_dtype, is_real, real_vector
+from ._fastcheck import float_dtype, real_vector
 from ._linear import DenseParams
 
 __all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras"]

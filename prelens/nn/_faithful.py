@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from .. import _args
 from .. import _errors as E
+from .._backend import is_real
 from .._combinators import branch, branch_t, chain, vec_lens
 from .._construction import constructor
 from .._iso import _first as first  # the plumbing's isos: from_tamb names their failures
@@ -51,7 +52,7 @@ from .._meanings import Rule, placeholder, register_rule
 from .._tambara import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
 from ._faithful_loss import loss_l  # re-exported here, so prelens.nn needs one import line
 from ._faithful_train import TOY_XS, TOY_YS, batch_loss_l, predict_faithful, train_faithful, train_step
-from ._fastcheck import is_real, real_vector
+from ._fastcheck import real_vector
 
 D = float
 Vec = npt.NDArray[np.float64]

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from .. import _args as A
 from .. import _errors as E
-from .._backend import dtype_kind, has_dtype, is_array
+from .._backend import dtype_kind, has_dtype, is_array, is_real
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
 Array = npt.NDArray[Any]
@@ -159,15 +159,6 @@ def residue_error(lens: str, m: object) -> E.PrelensError:
     StructureError("tanh: the residue must be the one this lens's forward pass returned, got None")
     """
     return E.bad_residue(lens, m)
-
-
-def is_real(x: object) -> bool:
-    """A real number: ints and floats, Python's or numpy's (bools are not).
-
-    >>> is_real(2), is_real(np.float32(1.5)), is_real(True), is_real("1")
-    (True, True, False, False)
-    """
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:

@@ -206,12 +206,9 @@ def _linear(
 
     def fwd(w: Array, x: Array) -> tuple[tuple[Array, Array], Array]:
         on_numpy = type(x) is np.ndarray  # numpy: inline checks, no call more (the small MLP's step)
-        if not ((x.dtype is dt or x.dtype == dt) if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
+        if not (x.dtype == dt if on_numpy else is_float_array(x, dt)) or x.shape[-1:] != tail:
             raise input_error(name, "input", x, expect_x, dt)
-        if (
-            not (type(w) is np.ndarray and (w.dtype is dt or w.dtype == dt) if on_numpy else is_float_array(w, dt))
-            or w.shape != w_shape
-        ):
+        if not (type(w) is np.ndarray and w.dtype == dt if on_numpy else is_float_array(w, dt)) or w.shape != w_shape:
             raise param_error(name, "weight", w, expect_w, dt)
         # The residue keeps copies of what bwd reads (x, and W for ds): the caller may write
         # into x or W after this pass. Without ds, bwd reads only W's shape: no copy.
@@ -230,7 +227,7 @@ def _linear(
             raise residue_error(name, m)
         on_numpy = type(da) is np.ndarray
         if (
-            not ((da.dtype is dt or da.dtype == dt) if on_numpy else is_float_array(da, dt))
+            not (da.dtype == dt if on_numpy else is_float_array(da, dt))
             or da.shape[-1:] != out_tail
             or da.shape[:-1] != x.shape[:-1]
         ):
