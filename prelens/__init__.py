@@ -81,7 +81,7 @@ from ._tree import (
     tree_zip_map,
 )
 
-__version__ = "0.3.1"
+__version__ = "0.3.2"
 
 __all__ = [
     "BACKENDS",

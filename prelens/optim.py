@@ -294,7 +294,7 @@ class SGD(_WithSchedule):
         if state != () or type(state) is not tuple:
             _check_state("sgd", state, tuple, "()")
         try:
-            new_params = _sgd_walk(params, grads, -lr, {})
+            new_params = _sgd_walk(params, grads, -lr, _steps(-lr))
         except (_Mismatch, TypeError, ValueError):
             raise _diagnose("sgd", params, (grads,), ("grads",)) from None
         return new_params, ()
@@ -314,21 +314,36 @@ def _sgd_leaf(p: Any, g: Any, neg_lr: Any) -> Any:
     return _as_leaf(g, p) * cast(neg_lr, p) + p  # any other library: the array API, nothing written into
 
 
+#: ``−lr`` as 0-d arrays by dtype, for each learning rate (see :func:`_sgd_walk`): a fixed rate
+#: makes them once; a schedule, for its first 64 rates.
+_STEPS: dict[float, dict[Any, np.ndarray]] = {}
+
+
+def _steps(neg_lr: Any) -> dict[Any, np.ndarray]:
+    """The step arrays of ``neg_lr`` by dtype (filled by :func:`_sgd_walk`; not kept for 0 or a traced rate)."""
+    steps = _STEPS.get(neg_lr) if type(neg_lr) is float else None
+    if steps is None:
+        steps = {}
+        if type(neg_lr) is float and neg_lr and len(_STEPS) < 64:
+            _STEPS[neg_lr] = steps
+    return steps
+
+
 def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tree:
     """SGD's update over the tree: :func:`_walk_pair` with the step inlined for float array leaves
     (the hot path of a small model, whose step is mostly this walk). A node steps its float array
     children in its own loop, without a call each, by ``steps[dtype]``: ``−lr`` as a 0-d array of
-    the leaf's dtype, made once per update (numpy multiplies by it faster than by a Python float,
-    with the same result). Every other leaf, and a tree that is one array, takes :func:`_walk_pair`."""
+    the leaf's dtype (numpy multiplies by it faster than by a Python float, with the same result).
+    Every other leaf, and a tree that is one array, takes :func:`_walk_pair`."""
     cls = type(p)
     if cls is list or cls is tuple or cls in _NAMEDTUPLES:
         if type(g) is not cls or len(g) != len(p):
             raise _Mismatch
         children = []
         for c, d in zip(p, g):
-            if type(c) is np.ndarray and type(d) is np.ndarray:
-                shape, dt = c.shape, c.dtype
-                if d.shape == shape and shape and d.dtype is dt:  # not 0-d: numpy would give a scalar
+            if type(c) is np.ndarray is type(d) and c.ndim:  # not 0-d: numpy would give a scalar
+                dt = c.dtype
+                if d.dtype is dt and d.shape == c.shape:
                     step = steps.get(dt)
                     if step is None and dt.char in "fdg":
                         step = steps[dt] = np.array(neg_lr, dt)

@@ -98,6 +98,7 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("embeddings", lambda: nn.token_embedding(7, 4) >> nn.positional_embedding(6, 4), ids(7, 2, 6), None),
     ("sinusoidal", lambda: nn.sinusoidal_encoding(4, max_len=10), rows(2, 6, 4), None),
     ("feed forward", lambda: nn.feed_forward(4, 8) >> nn.feed_forward_composed(4, 8, dtype=np.float64), rows(2, 3, 4), None),
+    ("residual composed", lambda: nn.residual_composed(nn.feed_forward(4, 8)), rows(2, 3, 4), None),
     ("encoder block", lambda: nn.encoder_block(8, 2, 16, causal=True, norm="pre"), rows(2, 5, 8), None),
     ("decoder block", lambda: nn.decoder_block(8, 2, 16), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),
     ("decoder lm", lambda: nn.decoder_lm(7, 8, 2, 16, 1, 6, positional="sinusoidal"), ids(7, 2, 6), None),

@@ -5,12 +5,13 @@
 in a timer, runs it, and charges each call its *exclusive* time (its own, less
 the lenses it calls). Lenses are grouped by kind (``linear``, ``layer_norm``,
 ``softmax``, ...); the lenses that only run other lenses (``>>``, ``@``,
-``chain``, the reparametrisations that give blocks their named parameters) are
-one row, *composition*, and so are the wiring lenses (``copy_l``, ``add_l``,
-``id_pre_lens``, the isos). The matrix products of each kind, run alone into
-preallocated outputs (:mod:`prelens.bench._floor`), are its *matmul* column;
-the rest of its time is everything else it does: elementwise work, softmax,
-normalisation, copies, reshapes of heads, allocation, its checks, Python.
+``chain``, the reparametrisations that give blocks their named parameters, the
+residual connection that adds around its inner lens) are one row, *composition*,
+and so are the wiring lenses (``copy_l``, ``add_l``, ``id_pre_lens``, the isos).
+The matrix products of each kind, run alone into preallocated outputs
+(:mod:`prelens.bench._floor`), are its *matmul* column; the rest of its time is
+everything else it does: elementwise work, softmax, normalisation, copies,
+reshapes of heads, allocation, its checks, Python.
 
 The timers cost about a microsecond a call; that cost, measured on a lens that
 does nothing, is taken off every call, and the report gives the instrumented

@@ -69,7 +69,7 @@ from ._dropout import DropoutKey, dropout, with_dropout, without_dropout
 from ._embedding import positional_embedding, sinusoidal_encoding, sinusoidal_table, token_embedding
 from ._norm import LayerNormParams, layer_norm
 from ._normalize import normalize
-from ._residual import residual
+from ._residual import residual, residual_composed
 from ._transformer import (
     DecoderBlockParams,
     EncoderBlockParams,
@@ -160,6 +160,7 @@ __all__ = [
     "relu",
     "rematerialize",
     "residual",
+    "residual_composed",
     "scaled_dot_product_attention",
     "sigmoid",
     "sinusoidal_encoding",

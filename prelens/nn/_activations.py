@@ -219,7 +219,8 @@ def _relu_apply(z: Array) -> Array:
     """
     if type(z) is not np.ndarray:
         return namespace(z).maximum(z, 0)  # type: ignore[no-any-return]
-    return np.maximum(z, 0)
+    zero = np.zeros(z.shape, z.dtype)  # numpy's maximum runs 2-3x faster against an array than against 0
+    return np.maximum(z, zero, out=zero)
 
 
 def _relu_grad(z: Array, da: Array) -> Array:

@@ -1,7 +1,8 @@
-"""The residual connection ``x + f(x)``, built from the wiring lenses ``copy_l``, ``@`` and ``add_l``.
+"""The residual connection ``x + f(x)``: the wiring ``copy_l``, ``@``, ``add_l`` around ``f``, fused.
 
 The seeds' "adjusted meaning" ``E' = E + ΔE``: the input travels past ``f``
-unchanged and is added to what ``f`` makes of it. As a lens::
+unchanged and is added to what ``f`` makes of it. As a lens it is
+:func:`residual_composed`::
 
     residual(f) = copy_l >> (id_pre_lens @ f) >> add_l
 
@@ -14,20 +15,26 @@ flows through it. With ``context=True``, ``f`` takes a pair ``(x, c)``
 
 The wiring has unit parameters and residues; they are stripped by the
 unitors, so ``residual(f)`` has exactly the parameters and the residue of ``f``.
+:func:`residual` runs that composite as one lens (one Python call per pass
+instead of seven: 1% of a small language model's step), proven equal to it;
+summaries and diagrams open it up into the composite.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import _args as A
-from .._combinators import add_l, copy_l
+from .. import _errors as E
+from .._combinators import add_l, copy_l, sum_trees
 from .._construction import constructor
 from .._iso import assoc_l
-from .._lens import AnyLens, id_pre_lens
+from .._lens import AnyLens, as_pair, id_pre_lens
+from .._summary import register_opening
 from ._transformer_wiring import lift_probes, reparam, with_probes
 
-__all__ = ["residual"]
+__all__ = ["residual", "residual_composed"]
 
 
 @constructor
@@ -40,7 +47,9 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
         -- context=True:
         residual :: PreLens a da m dm p dp (a, c) (da, dc) -> PreLens a da m dm p dp (a, c) (da, dc)
 
-    ``f``'s output must have the shape of ``x``.
+    ``f``'s output must have the shape of ``x``. Forward ``(p, x) -> (m, x + a)``
+    where ``(m, a) = f.fwd(p, x)``; backward ``(m, da) -> (dp, dx + da)`` where
+    ``(dp, dx) = f.bwd(m, da)``: equal to :func:`residual_composed` (tested).
 
     >>> import numpy as np
     >>> from prelens import parameter_free
@@ -49,15 +58,64 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     >>> r, r.fwd((), np.array([1.0])), r.bwd((), np.array([1.0]))
     (residual(double), ((), array([3.])), ((), array([3.])))
     """
-    f = A.lens("residual", "f", f)
-    if A.flag("residual", "context", context):
+    composed = _composed("residual", f, context)
+    f_fwd, f_bwd, name = f.fwd, f.bwd, composed.name
+
+    def fwd(p: Any, s: Any) -> tuple[Any, Any]:
+        if context and not (type(s) is tuple and len(s) == 2):
+            raise E.not_a_pair(name, "input", "(x, context)", s)
+        out = f_fwd(p, s)
+        m, a = out if type(out) is tuple and len(out) == 2 else as_pair(f, out, "fwd")
+        x = s[0] if context else s
+        try:
+            return m, sum_trees(name, "input", (x, a))
+        except E.PrelensError:
+            like = f"like the input x, {E.describe_tree(x)}"
+            raise E.must_be(name, f"the output of {E.short_name(f.name)}", like, E.describe_tree(a)) from None
+
+    def bwd(m: Any, da: Any) -> tuple[Any, Any]:
+        out = f_bwd(m, da)
+        dp, ds = out if type(out) is tuple and len(out) == 2 else as_pair(f, out, "bwd")
+        if not context:
+            return dp, sum_trees(name, "input delta", (ds, da))
+        if not (type(ds) is tuple and len(ds) == 2):
+            raise E.not_a_pair(name, f"the input delta of {E.short_name(f.name)}", "(dx, dc)", ds)
+        return dp, (sum_trees(name, "input delta", (ds[0], da)), ds[1])
+
+    fused = replace(composed, fwd=fwd, bwd=bwd)  # its name, initializer and parts: the composite's
+    register_opening(fused, _body_params(context))
+    return with_probes(fused, lift_probes(f, "", _same))
+
+
+@constructor
+def residual_composed(f: AnyLens, *, context: bool = False) -> AnyLens:
+    """:func:`residual` as the composition it is: ``copy_l >> (id_pre_lens @ f) >> add_l``, seen
+    through the unitors (with ``context=True``: ``(copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l``).
+
+    Haskell::
+
+        residual_composed :: PreLens a da m dm p dp a da -> PreLens a da m dm p dp a da
+
+    >>> import numpy as np
+    >>> from prelens import parameter_free
+    >>> double = parameter_free("double", lambda s: ((), 2 * s), lambda m, da: 2 * da)
+    >>> residual_composed(double).fwd((), np.array([1.0]))
+    ((), array([3.]))
+    """
+    return _composed("residual_composed", f, context)
+
+
+def _composed(fn: str, f: AnyLens, context: bool) -> AnyLens:
+    """The composite, named ``fn(f)`` (or ``fn(f, context)``), with ``f``'s probes."""
+    f = A.lens(fn, "f", f)
+    if A.flag(fn, "context", context):
         # (x, c) -> ((x, x), c) -> (x, (x, c)) -> (x, f(x, c)) -> x + f(x, c)
         body = (copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l
         # params (p_add, (p_par, (p_assoc, p_copy))); residue (((m_copy, m_assoc), m_par), m_add)
         lens = reparam(
             body,
-            f"residual({f!r}, context)",
-            p_to=lambda p: ((), (((), p), ((), ((), ())))),
+            f"{fn}({f!r}, context)",
+            p_to=_body_params(True),
             p_from=lambda dp: dp[1][0][1],
             m_to=lambda m: m[0][1][1],
             m_from=lambda m: (((((), ()), ()), ((), m)), ()),
@@ -67,13 +125,20 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
         # params (p_add, (p_par, p_copy)); residue ((m_copy, m_par), m_add)
         lens = reparam(
             body,
-            f"residual({f!r})",
-            p_to=lambda p: ((), (((), p), ())),
+            f"{fn}({f!r})",
+            p_to=_body_params(False),
             p_from=lambda dp: dp[1][0][1],
             m_to=lambda m: m[0][1][1],
             m_from=lambda m: (((), ((), m)), ()),
         )
     return with_probes(lens, lift_probes(f, "", _same))
+
+
+def _body_params(context: bool) -> Any:
+    """``f``'s parameters as the composite's body takes them (its wiring's units around them)."""
+    if context:
+        return lambda p: ((), (((), p), ((), ((), ()))))
+    return lambda p: ((), (((), p), ()))
 
 
 def _same(m: Any) -> Any:

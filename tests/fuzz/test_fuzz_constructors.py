@@ -204,6 +204,7 @@ CTORS: list[Ctor] = [
     ),
     Ctor("cross_attention", nn.cross_attention, {"d_model": 4, "n_heads": 2}, {"n_heads": [3]}),
     Ctor("residual", nn.residual, {"f": nn.dense(3, 3), "context": False}, {"f": LENSES}),
+    Ctor("residual_composed", nn.residual_composed, {"f": nn.dense(3, 3), "context": False}, {"f": LENSES}),
     Ctor("feed_forward", nn.feed_forward, {"d_model": 4, "d_ff": 8, "dtype": np.float64}, _dt("dtype")),
     Ctor("feed_forward_composed", nn.feed_forward_composed, {"d_model": 4, "d_ff": 8}),
     Ctor(

@@ -468,13 +468,16 @@ CASES: list[Case] = [
         heavy=True,
         covers=(nn.cross_attention,),
     ),
-    Case(
-        "residual",
-        lambda: nn.residual(nn.dense(3, 3)),
-        rows(3),
-        lambda p, x: x + np.tanh(x @ p[0] + p[1]),
-        covers=(nn.residual,),
-    ),
+    *[
+        Case(
+            make.__name__,
+            lambda make=make: make(nn.dense(3, 3)),
+            rows(3),
+            lambda p, x: x + np.tanh(x @ p[0] + p[1]),
+            covers=(make,),
+        )
+        for make in (nn.residual, nn.residual_composed)
+    ],
     Case("feed_forward", lambda: nn.feed_forward(4, 8), rows(3, 4), covers=(nn.feed_forward,)),
     Case(
         "feed_forward_composed", lambda: nn.feed_forward_composed(4, 8), rows(3, 4), covers=(nn.feed_forward_composed,)

@@ -14,6 +14,7 @@ from prelens import (
     ShapeError,
     StructureError,
     chain,
+    summary,
     tree_allclose,
     tree_leaves,
     tree_paths,
@@ -36,6 +37,7 @@ from prelens.nn import (
     positional_embedding,
     rematerialize,
     residual,
+    residual_composed,
     sinusoidal_encoding,
     sinusoidal_table,
     token_cross_entropy,
@@ -174,6 +176,53 @@ def test_residual_adds_the_input_and_keeps_the_inner_params_and_residue():
     dp_in, dx_in = ffn.bwd(m_in, da)
     assert tree_allclose(dp, dp_in) and np.allclose(dx, da + dx_in)
     check_lens_laws(res, p, x, rng=rng)
+
+
+@settings(max_examples=25)
+@given(st.sampled_from(["ffn", "attention", "cross"]), st.sampled_from([np.float64, np.float32]), seeds())
+def test_fused_residual_equals_the_composite(kind, dtype, seed):
+    """``residual(f)`` = ``copy_l >> (id @ f) >> add_l`` (and the context form), bit for bit: same
+    parameters, residue, outputs and deltas on random residues, and the composite's summary rows."""
+    rng = np.random.default_rng(seed)
+    context = kind == "cross"
+    from prelens.nn import cross_attention
+
+    f = {
+        "ffn": lambda: feed_forward(4, 6, dtype=dtype),
+        "attention": lambda: multi_head_attention(4, 2, causal=True, dtype=dtype),
+        "cross": lambda: cross_attention(4, 2, dtype=dtype),
+    }[kind]()
+    fused, composed = residual(f, context=context), residual_composed(f, context=context)
+    x = rng.standard_normal((2, 3, 4)).astype(dtype)
+    s = (x, rng.standard_normal((2, 5, 4)).astype(dtype)) if context else x
+    check_lens_equal("residual = residual_composed", composed, fused, f.init(rng), s, rng=rng, rtol=0, atol=0)
+    assert repr(fused.parts) == repr(composed.parts) and repr(fused) == repr(composed).replace(
+        "residual_composed", "residual"
+    )
+    assert [st.name for st in summary(fused, s).stages][1:] == [st.name for st in summary(composed, s).stages][1:]
+    p0 = f.init(0)
+    if kind != "ffn":  # the attention weights are read off the same residue
+        assert set(attention_weights(fused, fused.fwd(p0, s)[0])) == set(
+            attention_weights(composed, composed.fwd(p0, s)[0])
+        )
+
+
+def test_fused_residual_names_itself_when_the_shapes_do_not_add():
+    from prelens import parameter_free
+
+    widen = parameter_free("widen", lambda s: ((), np.concatenate([s, s], axis=-1)), lambda m, da: da[..., :2])
+    with pytest.raises(
+        StructureError,
+        match=r"residual\(widen\): the output of widen must be like the input x, f64\[3,2\], got f64\[3,4\]",
+    ):
+        residual(widen).fwd((), np.ones((3, 2)))
+    with pytest.raises(StructureError, match=r"residual\(widen, context\): input must be a pair \(x, context\)"):
+        residual(widen, context=True).fwd((), np.ones((3, 2)))
+    lone = PreLens(lambda p, s: s, lambda m, da: da, name="lone")  # returns no pairs
+    with pytest.raises(StructureError, match=r"lone"):
+        residual(lone).fwd((), np.ones(2))
+    with pytest.raises(StructureError, match=r"lone"):
+        residual(lone).bwd((), np.ones(2))
 
 
 def test_residual_with_context_passes_the_context_to_f():
