@@ -52,6 +52,7 @@ __all__ = [
     "to_backend",
     "to_numpy",
     "tree_map_arrays",
+    "zeros_like",
 ]
 
 #: The backends a name may pick: numpy, the standard's strict reference, PyTorch and JAX.
@@ -145,6 +146,19 @@ def is_real_scalar(x: Any) -> bool:
     if isinstance(x, np.ndarray):
         return x.ndim == 0 and x.dtype.kind in "fiu"
     return is_array(x) and x.ndim == 0 and dtype_kind(x.dtype) in "fiu"
+
+
+def zeros_like(x: Any) -> Any:
+    """Zeros like ``x``: an array of its library, dtype and device, or a number of its type.
+
+    >>> zeros_like(np.ones(2, np.float32)), zeros_like(np.float64(3.0)), zeros_like(7)
+    (array([0., 0.], dtype=float32), np.float64(0.0), 0)
+    """
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
+    if is_array(x):
+        return namespace(x).zeros_like(x)
+    return type(x)(0)
 
 
 def same_library(x: Any, like: Any) -> bool:

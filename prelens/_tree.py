@@ -310,19 +310,11 @@ def tree_zeros_like(tree: Tree) -> Tree:
         if not (_is_number_leaf(leaf) or isinstance(leaf, (bool, np.bool_)) or _is_bool_array(leaf)):
             where = f"the leaf at {E.path_str(path)}"
             raise E.must_be("tree_zeros_like", where, "a number or a numeric array", E.describe(leaf))
-    return _zip_map(_zeros_like, tree, ())
+    return _zip_map(_backend.zeros_like, tree, ())
 
 
 def _is_bool_array(x: Any) -> bool:
     return _backend.is_array(x) and _backend.dtype_kind(x.dtype) == "b"
-
-
-def _zeros_like(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.zeros_like(x)
-    if _backend.is_array(x):
-        return _backend.namespace(x).zeros_like(x)
-    return type(x)(0)
 
 
 def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:

@@ -48,7 +48,7 @@ import numpy as np
 
 from . import _args
 from . import _errors as E
-from ._backend import dtype_kind, dtype_name, is_array, is_concrete, is_real_scalar, namespace, shape
+from ._backend import dtype_kind, dtype_name, is_array, is_concrete, is_real_scalar, namespace, shape, zeros_like
 from ._optim_xp import as_step, cast, fit, known, power_gap, sum_squares, traced_value, wide_float
 from ._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
 from ._tree import check_structure, tree_map, tree_paths
@@ -321,10 +321,12 @@ _STEPS: dict[float, dict[Any, np.ndarray]] = {}
 
 def _steps(neg_lr: Any) -> dict[Any, np.ndarray]:
     """The step arrays of ``neg_lr`` by dtype (filled by :func:`_sgd_walk`; not kept for 0 or a traced rate)."""
-    steps = _STEPS.get(neg_lr) if type(neg_lr) is float else None
+    if type(neg_lr) is not float:
+        return {}
+    steps = _STEPS.get(neg_lr)
     if steps is None:
         steps = {}
-        if type(neg_lr) is float and neg_lr and len(_STEPS) < 64:
+        if neg_lr and len(_STEPS) < 64:
             _STEPS[neg_lr] = steps
     return steps
 
@@ -917,13 +919,8 @@ def _is_scalar(x: Any) -> bool:
 
 
 def _zeros_like(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.zeros_like(x)
-    if isinstance(x, np.generic):
-        return type(x)(0)
-    if is_array(x):
-        return namespace(x).zeros_like(x)  # the parameter's library, dtype and device
-    return 0.0
+    """A state leaf of zeros: :func:`zeros_like` (the parameter's library, dtype and device), 0.0 for a Python int."""
+    return 0.0 if type(x) is int else zeros_like(x)
 
 
 def _as_leaf(g: Any, p: Any) -> Any:

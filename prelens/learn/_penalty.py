@@ -18,10 +18,10 @@ import numpy as np
 
 from .. import _args
 from .. import _errors as E
-from .._backend import copy, dtype_kind, is_array, is_real_scalar
+from .._backend import copy, dtype_kind, is_array, is_real_scalar, zeros_like
 from .._lens import AnyLens, PreLens
 from .._optim_xp import cast, sum_squares
-from .._tree import _zeros_like, tree_add, tree_leaves, tree_map
+from .._tree import tree_add, tree_leaves, tree_map
 from ..optim import _check_params
 
 __all__ = ["l2", "penalised"]
@@ -81,7 +81,7 @@ def l2(lam: float) -> AnyLens:
         if not is_real_scalar(da):
             raise E.must_be(name, "output delta", "a real number", E.describe(da))
         scale = da * lam_ if _is_other_array(da) else float(da) * lam_
-        return tree_map(lambda x: x * cast(scale, x) if _is_float(x) else _zeros_like(x), m), da
+        return tree_map(lambda x: x * cast(scale, x) if _is_float(x) else zeros_like(x), m), da
 
     return PreLens(fwd, bwd, name, None)
 

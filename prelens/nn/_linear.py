@@ -411,7 +411,7 @@ def _dense(
         try:
             dz = da if grad is None else grad(z, da)
             if on_numpy and dz.ndim == 2:  # the common case, inline: no call more than numpy's
-                dw, db = np.dot(x.T, dz), np.dot(ones(dz.shape[0], dt), dz)  # column sums by BLAS
+                dw, db = np.dot(x.T, dz), np.dot(ones(dz.shape[0], dt), dz)  # column_sum, inline
                 ds = np.dot(dz, w.T) if input_delta else None
             else:
                 dw = _weight_delta(x, dz, n_in, n_out)

@@ -32,7 +32,7 @@ from .._construction import constructor
 from .._iso import assoc_l
 from .._lens import AnyLens, as_pair, id_pre_lens
 from .._summary import register_opening
-from ._transformer_wiring import lift_probes, reparam, with_probes
+from ._transformer_wiring import lift_probes, probes_of, reparam, with_probes
 
 __all__ = ["residual", "residual_composed"]
 
@@ -84,7 +84,7 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
 
     fused = replace(composed, fwd=fwd, bwd=bwd)  # its name, initializer and parts: the composite's
     register_opening(fused, _body_params(context))
-    return with_probes(fused, lift_probes(f, "", _same))
+    return with_probes(fused, probes_of(composed))
 
 
 @constructor
