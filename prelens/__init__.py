@@ -4,10 +4,10 @@ A port of Bartosz Milewski's "Neural Networks, Pre-lenses, and Triple Tambara
 Modules" to Python on numpy. See the README and ``docs/`` for a tour.
 """
 
-from ._backend import BACKENDS, to_backend, to_numpy
-from ._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
-from ._construction import register_constructor
-from ._errors import (
+from prelens.backend._arrays import BACKENDS, to_backend, to_numpy
+from prelens.core._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
+from prelens.core._registry import register_constructor
+from prelens.errors import (
     ArgumentError,
     CheckpointError,
     DTypeError,
@@ -18,7 +18,7 @@ from ._errors import (
     ShapeError,
     StructureError,
 )
-from ._iso import (
+from prelens.core._iso import (
     assoc,
     assoc_l,
     first,
@@ -41,12 +41,12 @@ from ._iso import (
     unrunit,
     unrunit_l,
 )
-from ._lens import PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
-from ._meanings import Cost, CostTable, Rule, Shapes, placeholder, register_rule, shape_of
-from ._model_file import LoadedModel, load_model, save_model
-from ._program import Program
-from ._summary import Stage, Summary, summary
-from ._tambara import (
+from prelens.core._lens import PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
+from prelens.tambara._meanings import Cost, CostTable, Rule, Shapes, placeholder, register_rule, shape_of
+from prelens.io._model_file import LoadedModel, load_model, save_model
+from prelens.tambara._program import Program
+from prelens.show._summary import Stage, Summary, summary
+from prelens.tambara._trilens import (
     PLeft,
     PRight,
     TriLens,
@@ -63,8 +63,8 @@ from ._tambara import (
     tri_compose,
     tri_tensor,
 )
-from ._trace import backward, forward, vjp
-from ._tree import (
+from prelens.core._trace import backward, forward, vjp
+from prelens.core._tree import (
     check_structure,
     structure_mismatch,
     tree_add,
@@ -81,7 +81,7 @@ from ._tree import (
     tree_zip_map,
 )
 
-__version__ = "0.3.2"
+from prelens._version import __version__
 
 __all__ = [
     "BACKENDS",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prelens import checkpoint
+from prelens.io import _checkpoint as checkpoint
 
 #: What the model header of a well-formed file says, key by key.
 GOOD_HEADER = {"format": "prelens-model", "version": 1, "prelens": "0.2.0"}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import prelens
-import prelens._lens as L
+import prelens.core._lens as L
 import prelens.nn as nn
 from prelens.bench import LMConfig, PeerCase, profile_step
 from prelens.bench.profile import ProfileRow

@@ -24,9 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prelens import CheckpointError, tree_paths
-from prelens.checkpoint import load, load_metadata, register_namedtuple, save
+from prelens.io._checkpoint import load, load_metadata, register_namedtuple, save
 from prelens.nn import Para
-from prelens.optim import adam
+from prelens.learn._objects import adam
 
 
 class Unregistered(NamedTuple):
@@ -382,7 +382,7 @@ def test_save_and_load_from_another_thread(tmp_path: Path):
 
 WRITER = """
 import os, sys, numpy as np
-import prelens.checkpoint as ck
+import prelens.io._checkpoint as ck
 real_fsync, paused = os.fsync, []
 def fsync(fd):
     if not paused:  # the first fsync: of the temporary file, open, written and locked

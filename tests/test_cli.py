@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from prelens import load_model
-from prelens.checkpoint import load, load_metadata
+from prelens.io._checkpoint import load, load_metadata
 from prelens.cli import demo, train_mlp
 
 

@@ -7,7 +7,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from prelens._errors import ArgumentError
+from prelens.errors import ArgumentError
 from prelens.datasets import (
     DATASETS,
     IRIS_CLASSES,

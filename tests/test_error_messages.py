@@ -1,6 +1,6 @@
-"""Every message template of ``prelens._errors``, triggered through the public API and matched.
+"""Every message template of ``prelens.errors``, triggered through the public API and matched.
 
-``TEMPLATES`` lists every function in ``prelens._errors`` that returns an exception;
+``TEMPLATES`` lists every function in ``prelens.errors`` that returns an exception;
 ``CASES`` gives, for each, a call of the public API that must raise it, the class
 raised and a pattern its text must match. While a case runs, the template is
 wrapped in a spy, so the test also proves that the message came from *that*
@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-import prelens._errors as E
+import prelens.errors as E
 from prelens import (
     PreLens,
     batch_n,
@@ -37,10 +37,10 @@ from prelens import (
     vjp,
 )
 from prelens import forward as run_forward
-from prelens.checkpoint import load, save
+from prelens.io._checkpoint import load, save
 from prelens.cli import main as cli_main
 from prelens.datasets import CharVocab, load_iris, text_windows
-from prelens.optim import adam, sgd
+from prelens.learn._objects import adam, sgd
 from prelens.testing import check_lens_equal, check_pure, check_vjp
 from prelens.train import EarlyStopping, fit
 
@@ -54,7 +54,7 @@ def _returns_exception(f: Callable[..., Any]) -> bool:
     return isinstance(ret, type) and issubclass(ret, BaseException)
 
 
-#: Every message template: the functions of ``prelens._errors`` that return an exception.
+#: Every message template: the functions of ``prelens.errors`` that return an exception.
 TEMPLATES = sorted(
     name
     for name, f in vars(E).items()

@@ -79,7 +79,7 @@ def test_a_bwd_returning_the_wrong_structure_is_named():
 from typing import Any, NamedTuple  # noqa: E402
 
 from prelens import DTypeError, backward, batch_n, from_tamb, interpret, vec_lens  # noqa: E402
-from prelens._errors import DepthError  # noqa: E402
+from prelens.errors import DepthError  # noqa: E402
 from prelens.nn import DenseParams, dense, init_mlp, layer_norm, make_mlp, tanh, token_embedding  # noqa: E402
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, chain, forward, learn, optim, tree_allclose, tree_leaves
-from prelens._errors import ArgumentError, DTypeError, MissingExtraError, StructureError
+from prelens import NonFiniteError, chain, forward, learn, tree_allclose, tree_leaves
+from prelens.learn import _objects as optim
+from prelens.errors import ArgumentError, DTypeError, MissingExtraError, StructureError
 from prelens.datasets import load_iris
 from prelens.nn import (
     DropoutKey,

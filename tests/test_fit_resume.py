@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prelens import CheckpointError, PreLens, PrelensError, chain, learn, optim, tree_leaves
-from prelens._errors import ArgumentError
-from prelens.checkpoint import load, load_metadata, save
+from prelens import CheckpointError, PreLens, PrelensError, chain, learn, tree_leaves
+from prelens.learn import _objects as optim
+from prelens.errors import ArgumentError
+from prelens.io._checkpoint import load, load_metadata, save
 from prelens.datasets import load_dataset, load_iris
 from prelens.nn import dense, dropout, mlp, softmax_cross_entropy
 from prelens.train import (

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import prelens._lens as L
+import prelens.core._lens as L
 from prelens import PreLens, StructureError, chain, forward, vjp
-from prelens._lens import forward_only
+from prelens.core._lens import forward_only
 from prelens.nn import decoder_lm, dense, generate, mse
 from prelens.train import evaluate, predict
 
@@ -35,7 +35,7 @@ def witnesses(monkeypatch):
     made = []
     real, real_list = L._witness, L._witness_list
     monkeypatch.setattr(L, "_witness", lambda m, g: made.append("w") or real(m, g))
-    import prelens._combinators as C
+    import prelens.core._combinators as C
 
     monkeypatch.setattr(C, "_witness_list", lambda m, g: made.append("l") or real_list(m, g))
     return made

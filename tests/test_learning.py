@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from prelens import PreLens, forward, id_pre_lens, learn, optim, tree_first_difference, tree_map, tree_zip_map, vjp
-from prelens import _errors as E
+from prelens import PreLens, forward, id_pre_lens, learn, tree_first_difference, tree_map, tree_zip_map, vjp
+from prelens.learn import _objects as optim
+from prelens import errors as E
 from prelens.nn import mlp, mse, softmax_cross_entropy
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 from prelens.train import step as train_step

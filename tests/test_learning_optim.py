@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prelens import tree_allclose, tree_leaves, tree_map, tree_zip_map
-from prelens._errors import ArgumentError, StructureError
-from prelens.optim import (
+from prelens.errors import ArgumentError, StructureError
+from prelens.learn._objects import (
     AdagradState,
     AdamState,
     RMSpropState,

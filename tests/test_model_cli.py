@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prelens import checkpoint, forward, load_model, save_model
+from prelens.io import _checkpoint as checkpoint
+from prelens import forward, load_model, save_model
 from prelens.cli import main
 from prelens.cli.predict import probabilities
 from prelens.datasets import IRIS_CLASSES, iris_arrays, load_dataset, make_sequences

@@ -36,7 +36,6 @@ from prelens import (
     branch,
     branch_t,
     chain,
-    checkpoint,
     copy_l,
     forward,
     from_tamb,
@@ -51,7 +50,8 @@ from prelens import (
     tri_tensor,
     vec_lens,
 )
-from prelens import _construction as C
+from prelens.io import _checkpoint as checkpoint
+from prelens.core import _registry as C
 
 from ._model_files import craft
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prelens import StructureError, tree_allclose, tree_leaves, tree_map, tree_paths, tree_zip_map
-from prelens._errors import ArgumentError, DTypeError
-from prelens.optim import Adam, AdamState, Momentum, MomentumState, adam, momentum, sgd
+from prelens.errors import ArgumentError, DTypeError
+from prelens.learn._objects import Adam, AdamState, Momentum, MomentumState, adam, momentum, sgd
 
 
 class Para(NamedTuple):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from prelens._sigint import deferred_sigint
+from prelens.io._sigint import deferred_sigint
 
 
 @pytest.fixture

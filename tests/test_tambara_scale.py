@@ -30,7 +30,7 @@ from prelens import (
 )
 from prelens.bench import count_work, tambara_routes, tambara_sweep
 from prelens.nn import Para, init_mlp, layer, make_mlp, make_mlp_l, train_faithful, train_step
-from prelens.nn._faithful_loss import loss_l
+from prelens.faithful._loss import loss_l
 from prelens.testing import (
     check_alpha_composition,
     check_alpha_unit,
@@ -172,7 +172,8 @@ def test_each_interpretation_keeps_the_trimbara_laws(name, unit, equal):
 
 
 def test_a_law_broken_in_the_free_module_is_caught(monkeypatch):
-    from prelens import LawError, _program
+    from prelens import LawError
+    from prelens.tambara import _program
 
     monkeypatch.setattr(_program.Program, "alpha", lambda self: self)  # forgets to thread the residue
     with pytest.raises(LawError, match="alpha"):

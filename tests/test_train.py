@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from prelens import NonFiniteError, PreLens, PrelensError, tree_allclose
-from prelens._errors import ArgumentError, CheckpointError, TrainingNonFiniteError
-from prelens.checkpoint import load, load_metadata
+from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteError
+from prelens.io._checkpoint import load, load_metadata
 from prelens.datasets import load_iris
 from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
-from prelens.optim import adam, momentum, sgd
+from prelens.learn._objects import adam, momentum, sgd
 from prelens.train import Progress, accuracy, evaluate, fit, predict, step, value_and_grad
 
 
@@ -319,7 +319,7 @@ def test_keyboard_interrupt_returns_the_work_so_far(tmp_path: Path):
 
 
 def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import prelens.checkpoint as ck
+    import prelens.io._checkpoint as ck
 
     saves: list[int] = []
     real = ck.save
@@ -341,7 +341,7 @@ def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_a_failing_checkpoint_warns_and_training_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import prelens.checkpoint as ck
+    import prelens.io._checkpoint as ck
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise CheckpointError("disk full")

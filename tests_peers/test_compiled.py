@@ -17,7 +17,7 @@ from jax.sharding import Mesh
 import prelens
 from prelens import learn
 from prelens.nn import decoder_lm, dropout, mlp, mse, softmax_cross_entropy, token_cross_entropy
-from prelens.optim import adam, sgd
+from prelens.learn._objects import adam, sgd
 from prelens.train import compile_step, fit, step
 from tests.backends.harness import assert_close, assert_in_library
 

@@ -18,8 +18,8 @@ then times them interleaved and reports median times and their ratios. Run them
 with ``OPENBLAS_NUM_THREADS=1 python -m prelens bench``.
 """
 
-from .lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
-from .mlp import (
+from prelens.bench.lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
+from prelens.bench.mlp import (
     CASES,
     ChainResult,
     MlpCase,
@@ -32,7 +32,7 @@ from .mlp import (
     time_chains,
     time_mlp_step,
 )
-from .peers import (
+from prelens.bench.peers import (
     DEFAULT_PEERS,
     JAX_JIT,
     MATMUL_FLOOR,
@@ -50,8 +50,8 @@ from .peers import (
     make_problem,
     run_peers,
 )
-from .profile import Profile, ProfileRow, profile_step
-from .tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
+from prelens.bench.profile import Profile, ProfileRow, profile_step
+from prelens.bench.tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
 
 __all__ = [
     "CASES",

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..nn._fastcheck import Array
+from prelens.nn._fastcheck import Array
 
 if TYPE_CHECKING:
-    from .peers import PeerCase
+    from prelens.bench.peers import PeerCase
 
 __all__ = ["matmul_floor", "tagged_products"]
 
@@ -63,7 +63,7 @@ def tagged_products(case: PeerCase, params: Any, seed: int = 0) -> list[tuple[st
     attention's ``W_Q``, ``W_K``, ``W_V``), ``linear`` (its ``W_O``),
     ``scaled_dot_product_attention`` (the scores and the weighted sum), ``feed_forward``.
     """
-    from .lm import LMConfig
+    from prelens.bench.lm import LMConfig
 
     rng = np.random.default_rng(seed)
     dt = np.dtype(case.dtype)

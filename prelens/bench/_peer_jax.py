@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _errors as E
-from ..nn._dot_attention import MASKED
-from .lm import LMConfig
+from prelens import errors as E
+from prelens.nn._dot_attention import MASKED
+from prelens.bench.lm import LMConfig
 
 if TYPE_CHECKING:
-    from .peers import PeerStep, Problem
+    from prelens.bench.peers import PeerStep, Problem
 
 try:
     import jax
@@ -76,7 +76,7 @@ def _lm_loss(cfg: LMConfig) -> Any:
 
 def prepare(problem: Problem) -> PeerStep:
     """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in JAX, compiled once here."""
-    from .peers import PeerStep
+    from prelens.bench.peers import PeerStep
 
     if np.dtype(problem.case.dtype) == np.float64:
         jax.config.update("jax_enable_x64", True)

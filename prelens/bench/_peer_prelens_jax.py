@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import _errors as E
-from .._backend import to_numpy, tree_map_arrays
-from .._trace import vjp
-from ..optim import sgd
-from ..train import compile_step
+from prelens import errors as E
+from prelens.backend._arrays import to_numpy, tree_map_arrays
+from prelens.core._trace import vjp
+from prelens.learn._objects import sgd
+from prelens.train import compile_step
 
 if TYPE_CHECKING:
-    from .peers import PeerStep, Problem
+    from prelens.bench.peers import PeerStep, Problem
 
 try:
     import jax
@@ -52,7 +52,7 @@ class _GradientOut:
 
 def prepare(problem: Problem) -> PeerStep:
     """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in prelens on JAX, compiled and checked here."""
-    from .peers import PeerStep, _trained_parts, check_peer_gradients
+    from prelens.bench.peers import PeerStep, _trained_parts, check_peer_gradients
 
     model, loss = _trained_parts(problem.case)
     opt = sgd(problem.lr)

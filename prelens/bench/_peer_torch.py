@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _errors as E
-from ..nn import DenseParams
-from ..nn._attention import AttentionParams
-from ..nn._norm import LayerNormParams
-from ..nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams
-from .lm import LMConfig
+from prelens import errors as E
+from prelens.nn import DenseParams
+from prelens.nn._attention import AttentionParams
+from prelens.nn._norm import LayerNormParams
+from prelens.nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams
+from prelens.bench.lm import LMConfig
 
 if TYPE_CHECKING:
-    from .peers import PeerStep, Problem
+    from prelens.bench.peers import PeerStep, Problem
 
 try:
     import torch
@@ -70,7 +70,7 @@ def _norm_grad(ln: Any) -> LayerNormParams:
 
 def prepare(problem: Problem, threads: int) -> PeerStep:
     """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in PyTorch eager, on ``threads`` threads."""
-    from .peers import PeerStep
+    from prelens.bench.peers import PeerStep
 
     torch.set_num_threads(max(1, threads))
     dt = torch.float64 if np.dtype(problem.case.dtype) == np.float64 else torch.float32

@@ -52,13 +52,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from .._combinators import chain
-from .._lens import AnyLens, id_pre_lens
-from .._trace import vjp
-from ..nn import DenseParams, mlp, mse
-from ..optim import sgd
-from ._timing import peak_bytes, time_interleaved
+from prelens import errors as E
+from prelens.core._combinators import chain
+from prelens.core._lens import AnyLens, id_pre_lens
+from prelens.core._trace import vjp
+from prelens.nn import DenseParams, mlp, mse
+from prelens.learn._objects import sgd
+from prelens.bench._timing import peak_bytes, time_interleaved
 
 __all__ = [
     "CASES",

@@ -51,19 +51,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._backend import is_array, to_numpy
-from .._lens import AnyLens
-from .._trace import vjp
-from .._tree import tree_paths
-from ..nn import mlp, mse
-from ..nn._fastcheck import Array
-from ..nn._transformer import decoder_lm, token_cross_entropy
-from ..optim import sgd
-from ._floor import matmul_floor
-from ._timing import peak_bytes, time_interleaved
-from .lm import HandLM, LMConfig
-from .mlp import numpy_mlp_grads
+from prelens import errors as E
+from prelens.backend._arrays import is_array, to_numpy
+from prelens.core._lens import AnyLens
+from prelens.core._trace import vjp
+from prelens.core._tree import tree_paths
+from prelens.nn import mlp, mse
+from prelens.nn._fastcheck import Array
+from prelens.nn._transformer import decoder_lm, token_cross_entropy
+from prelens.learn._objects import sgd
+from prelens.bench._floor import matmul_floor
+from prelens.bench._timing import peak_bytes, time_interleaved
+from prelens.bench.lm import HandLM, LMConfig
+from prelens.bench.mlp import numpy_mlp_grads
 
 __all__ = [
     "DEFAULT_PEERS",
@@ -267,7 +267,7 @@ def make_problem(case: PeerCase, seed: int = 0) -> Problem:
 
 
 def _copy_tree(tree: Any) -> Any:
-    from .._tree import tree_map
+    from prelens.core._tree import tree_map
 
     return tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, tree)
 
@@ -334,7 +334,7 @@ def _prepare_numpy(problem: Problem) -> PeerStep:
     layers = [[p.weight, p.bias] for p in params]
 
     def mlp_grads() -> Any:
-        from ..nn import DenseParams
+        from prelens.nn import DenseParams
 
         return [DenseParams(dw, db) for dw, db in numpy_mlp_grads(layers, x, y)[1]]
 
@@ -368,13 +368,13 @@ def _module_missing(name: str) -> Callable[[], str | None]:
 
 
 def _prepare_torch(problem: Problem) -> PeerStep:
-    from ._peer_torch import prepare
+    from prelens.bench._peer_torch import prepare
 
     return prepare(problem, _threads())
 
 
 def _prepare_jax(problem: Problem) -> PeerStep:
-    from ._peer_jax import prepare
+    from prelens.bench._peer_jax import prepare
 
     return prepare(problem)
 
@@ -386,7 +386,7 @@ JAX_JIT = Peer("JAX jit", _prepare_jax, _module_missing("jax"))
 
 
 def _prepare_prelens_jax(problem: Problem) -> PeerStep:
-    from ._peer_prelens_jax import prepare
+    from prelens.bench._peer_prelens_jax import prepare
 
     return prepare(problem)
 
@@ -400,7 +400,7 @@ DEFAULT_PEERS: tuple[Peer, ...] = (NUMPY_HAND, TORCH_EAGER, JAX_JIT, PRELENS_JAX
 
 def _threads() -> int:
     """The BLAS threads numpy runs with now: the peers are given as many."""
-    from ..train._runtime import current_blas_threads
+    from prelens.train._runtime import current_blas_threads
 
     return current_blas_threads()
 
@@ -431,7 +431,7 @@ def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any, *, w
     >>> check_peer_gradients("numpy", PeerCase((2, 2), "float64", 1), g, [DenseParams(np.ones((2, 2)), np.zeros(2))])
     Traceback (most recent call last):
     ...
-    prelens._errors.LawError: law 'numpy gradients = prelens gradients' fails: MLP 2-2 b1 f64 differ at [0].bias:
+    prelens.errors.LawError: law 'numpy gradients = prelens gradients' fails: MLP 2-2 b1 f64 differ at [0].bias:
     ...
     """
     law = f"{peer} {what} = prelens {what}"
@@ -526,7 +526,7 @@ def _header(peers: Sequence[Peer]) -> str:
     for module, users in (("torch", (TORCH_EAGER,)), ("jax", (JAX_JIT, PRELENS_JAX))):
         if any(peer in peers for peer in users) and module in sys.modules:
             versions.append(f"{module} {getattr(sys.modules[module], '__version__', '?')}")
-    from ..train._runtime import current_blas_threads
+    from prelens.train._runtime import current_blas_threads
 
     return (
         f"prelens bench --peers: {', '.join(versions)}, Python {sys.version.split()[0]}, "

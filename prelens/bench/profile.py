@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _lens
-from .._lens import PreLens
-from .._trace import vjp
-from ..optim import sgd
-from ._floor import tagged_products
-from ._timing import peak_bytes, time_interleaved
-from .lm import LMConfig
-from .peers import PeerCase, make_problem
+from prelens.core import _lens
+from prelens.core._lens import PreLens
+from prelens.core._trace import vjp
+from prelens.learn._objects import sgd
+from prelens.bench._floor import tagged_products
+from prelens.bench._timing import peak_bytes, time_interleaved
+from prelens.bench.lm import LMConfig
+from prelens.bench.peers import PeerCase, make_problem
 
 __all__ = ["Profile", "ProfileRow", "profile_step"]
 
@@ -178,7 +178,7 @@ def _timed_lenses(clock: _Clock) -> Iterator[None]:
 
 
 def _trained(case: PeerCase) -> Any:
-    from ..nn import decoder_lm, mlp, mse, token_cross_entropy
+    from prelens.nn import decoder_lm, mlp, mse, token_cross_entropy
 
     dt = np.dtype(case.dtype)
     if isinstance(case.model, LMConfig):

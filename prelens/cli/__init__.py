@@ -17,7 +17,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ._checks import Parser
+from prelens.cli._checks import Parser
 
 #: (command, module, one-line help); ``train`` has one sub-command per model.
 COMMANDS = [
@@ -36,7 +36,7 @@ TRAIN_MODELS = [
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (subcommand modules are imported here)."""
-    from .. import __version__
+    from prelens._version import __version__
 
     parser = Parser(prog="prelens", description="Neural networks as composable pre-lenses.")
     parser.add_argument("--version", action="version", version=f"prelens {__version__}")

@@ -3,7 +3,7 @@
 A user's mistake (a flag out of range, a ``--save`` path that cannot be
 written, a bad value the library refuses) ends the command with one line on
 stderr and exit code 2, as argparse's own errors do: no usage block, no
-traceback. The messages come from :mod:`prelens._errors`.
+traceback. The messages come from :mod:`prelens.errors`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from .. import _args
-from .. import _errors as E
-from ..checkpoint import _unwritable_reason
+from prelens.core import _args
+from prelens import errors as E
+from prelens.io._checkpoint import _unwritable_reason
 
 __all__ = ["Parser", "at_least", "fail", "non_negative_real", "one_line", "positive_real", "writable"]
 

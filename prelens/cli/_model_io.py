@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from .._model_file import LoadedModel, load_model, save_model
-from .._tree import tree_leaves
+from prelens import errors as E
+from prelens.io._model_file import LoadedModel, load_model, save_model
+from prelens.core._tree import tree_leaves
 
 #: The losses a model file may name in its metadata (``--loss`` names them too).
 LOSSES = ("softmax_cross_entropy", "mse", "squared_distance", "token_cross_entropy")
@@ -140,7 +140,7 @@ def classes(model: LoadedModel) -> list[str] | None:
 
 def loss_lens(name: str) -> Any:
     """The loss lens named ``name`` (one of :data:`LOSSES`)."""
-    from .. import nn
+    from prelens import nn
 
     table = {
         "softmax_cross_entropy": nn.softmax_cross_entropy,
@@ -277,7 +277,7 @@ def save_classifier(
     :func:`prelens.datasets.standardize` computes them, so that the file's lens
     takes the features as they are.
     """
-    from ..nn import normalize
+    from prelens.nn import normalize
 
     lens, saved = model, params
     if raw_train is not None:

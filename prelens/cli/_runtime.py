@@ -36,7 +36,7 @@ def add_runtime_arguments(group: Any) -> None:
 @contextlib.contextmanager
 def training_runtime(args: argparse.Namespace, params: Any, batch: Any) -> Iterator[int]:
     """Freed memory kept for reuse, and the block run with ``--blas-threads`` threads; yields their number."""
-    from ..train import blas_threads, retain_freed_memory
+    from prelens.train import blas_threads, retain_freed_memory
 
     retain_freed_memory()
     with blas_threads(getattr(args, "blas_threads", "auto"), params=params, batch=batch) as n:

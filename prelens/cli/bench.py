@@ -30,8 +30,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import _errors as E
-from . import _checks as C
+from prelens import errors as E
+from prelens.cli import _checks as C
 
 COMMAND = "prelens bench"
 
@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
         C.at_least(COMMAND, "--seed", args.seed, 0)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
-    from ..bench import CASES, run_benchmarks, run_lm_benchmark  # here: the timing needs Unix's `resource`
-    from ..train import retain_freed_memory
+    from prelens.bench import CASES, run_benchmarks, run_lm_benchmark  # here: the timing needs Unix's `resource`
+    from prelens.train import retain_freed_memory
 
     retain_freed_memory()
     if args.peers or args.profile:
@@ -100,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _peers_or_profile(args: argparse.Namespace, repeats: int | None) -> int:
-    from ..bench import peers as P
-    from ..bench import profile_step
+    from prelens.bench import peers as P
+    from prelens.bench import profile_step
 
     kinds = {"all": ("big", "small", "lm")}.get(args.case, (args.case,))
     cases = [c for c in P.PEER_CASES if args.dtype in ("both", c.dtype) and _kind(c) in kinds]

@@ -27,13 +27,13 @@ from typing import TextIO
 
 import numpy as np
 
-from .. import _errors as E
-from .._meanings import Cost
-from ..datasets import TOY_XS, TOY_YS, iris_arrays, load_iris, standardize, stratified_folds
-from ..nn import init_mlp, make_mlp, mlp, predict_faithful, softmax_cross_entropy, train_step
-from ..optim import adam
-from ..train import Progress, accuracy, evaluate, fit
-from . import _checks as C
+from prelens import errors as E
+from prelens.tambara._meanings import Cost
+from prelens.datasets import TOY_XS, TOY_YS, iris_arrays, load_iris, standardize, stratified_folds
+from prelens.nn import init_mlp, make_mlp, mlp, predict_faithful, softmax_cross_entropy, train_step
+from prelens.learn._objects import adam
+from prelens.train import Progress, accuracy, evaluate, fit
+from prelens.cli import _checks as C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

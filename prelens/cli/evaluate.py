@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from ..train import evaluate, predict
-from . import _checks as C
-from . import _model_io as io_
+from prelens import errors as E
+from prelens.train import evaluate, predict
+from prelens.cli import _checks as C
+from prelens.cli import _model_io as io_
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):

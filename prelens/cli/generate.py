@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from ..datasets.sequences import CharVocab, SequenceTask
-from ..nn import generate
-from . import _checks as C
-from . import _model_io as io_
+from prelens import errors as E
+from prelens.datasets.sequences import CharVocab, SequenceTask
+from prelens.nn import generate
+from prelens.cli import _checks as C
+from prelens.cli import _model_io as io_
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from ..train import predict
-from . import _checks as C
-from . import _model_io as io_
+from prelens import errors as E
+from prelens.train import predict
+from prelens.cli import _checks as C
+from prelens.cli import _model_io as io_
 
 OUTPUTS = ("auto", "label", "proba", "raw")
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._summary import summary
-from . import _checks as C
-from . import _model_io as io_
+from prelens import errors as E
+from prelens.show._summary import summary
+from prelens.cli import _checks as C
+from prelens.cli import _model_io as io_
 
 IMAGES = (".png", ".svg", ".pdf")
 
@@ -87,7 +87,7 @@ def draw(model: Any, example: Any, dtype: np.dtype[Any], depth: int | None, path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..diagram import draw as draw_diagram
+    from prelens.show._diagram import draw as draw_diagram
 
     ax = draw_diagram(model.lens, example, params=model.params, dtype=dtype, depth=depth)
     ax.figure.savefig(path, bbox_inches="tight", dpi=150)

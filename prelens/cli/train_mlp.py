@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from ..datasets import DATASETS, load_dataset
-from ..nn import ACTIVATIONS, mlp, softmax_cross_entropy
-from ..optim import Optimizer, adam, momentum, sgd
-from ..train import accuracy, evaluate, fit
-from . import _checks as C
-from ._model_io import save_classifier
-from ._runtime import add_runtime_arguments, training_runtime
+from prelens import errors as E
+from prelens.datasets import DATASETS, load_dataset
+from prelens.nn import ACTIVATIONS, mlp, softmax_cross_entropy
+from prelens.learn._objects import Optimizer, adam, momentum, sgd
+from prelens.train import accuracy, evaluate, fit
+from prelens.cli import _checks as C
+from prelens.cli._model_io import save_classifier
+from prelens.cli._runtime import add_runtime_arguments, training_runtime
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 

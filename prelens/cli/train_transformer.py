@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._trace import forward
-from ..datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
-from ..nn import decoder_lm, generate, token_cross_entropy
-from ..optim import adam, warmup_cosine
-from ..train import evaluate, fit
-from . import _checks as C
-from ._model_io import save_language_model
-from ._runtime import add_runtime_arguments, training_runtime
+from prelens import errors as E
+from prelens.core._trace import forward
+from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
+from prelens.nn import decoder_lm, generate, token_cross_entropy
+from prelens.learn._objects import adam, warmup_cosine
+from prelens.train import evaluate, fit
+from prelens.cli import _checks as C
+from prelens.cli._model_io import save_language_model
+from prelens.cli._runtime import add_runtime_arguments, training_runtime
 
 __all__ = ["add_arguments", "run", "token_accuracy"]
 

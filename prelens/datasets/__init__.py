@@ -17,13 +17,13 @@
 """
 
 # One import line per dataset module.
-from ._catalog import DATASETS, load_dataset
-from ._split import Split, standardize, stratified_folds, stratified_split
-from .glyphs import GLYPHS, make_glyphs
-from .iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays, load_iris
-from .sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
-from .synthetic import make_moons, make_spirals
-from .toy import TOY_XS, TOY_YS, load_toy
+from prelens.datasets._catalog import DATASETS, load_dataset
+from prelens.datasets._split import Split, standardize, stratified_folds, stratified_split
+from prelens.datasets.glyphs import GLYPHS, make_glyphs
+from prelens.datasets.iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays, load_iris
+from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
+from prelens.datasets.synthetic import make_moons, make_spirals
+from prelens.datasets.toy import TOY_XS, TOY_YS, load_toy
 
 __all__ = [
     "DATASETS",

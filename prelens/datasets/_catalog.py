@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from ._split import Floats, Seed, Split, standardize, stratified_split
-from .glyphs import make_glyphs
-from .iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays
-from .synthetic import Points, make_moons, make_spirals
+from prelens.core import _args
+from prelens import errors as E
+from prelens.datasets._split import Floats, Seed, Split, standardize, stratified_split
+from prelens.datasets.glyphs import make_glyphs
+from prelens.datasets.iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays
+from prelens.datasets.synthetic import Points, make_moons, make_spirals
 
 __all__ = ["DATASETS", "load_dataset"]
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
-from ._split import Seed
-from .synthetic import Points, _check
+from prelens.core import _args
+from prelens import errors as E
+from prelens.datasets._split import Seed
+from prelens.datasets.synthetic import Points, _check
 
 __all__ = ["GLYPHS", "make_glyphs"]
 

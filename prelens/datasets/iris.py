@@ -22,9 +22,9 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
-from ._split import Seed, Split, standardize, stratified_split
+from prelens.core import _args
+from prelens import errors as E
+from prelens.datasets._split import Seed, Split, standardize, stratified_split
 
 __all__ = ["IRIS_CLASSES", "IRIS_FEATURES", "iris_arrays", "load_iris"]
 

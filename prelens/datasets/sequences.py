@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
+from prelens.core import _args
+from prelens import errors as E
 
 __all__ = [
     "TASKS",

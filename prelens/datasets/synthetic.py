@@ -16,9 +16,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
-from ._split import Seed
+from prelens.core import _args
+from prelens import errors as E
+from prelens.datasets._split import Seed
 
 __all__ = ["make_moons", "make_spirals"]
 

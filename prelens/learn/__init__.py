@@ -35,13 +35,13 @@ pullback is one training step, and :func:`learner_step` runs it.
 True
 """
 
-from ._adaptive import adagrad, adam, adamw, rmsprop
-from ._clip import clip_by_global_norm
-from ._descent import gradient_descent, momentum, nesterov
-from ._optimizer import OptimizerLens, init_state
-from ._penalty import l2, penalised
-from ._rate import learning_rate
-from ._reparam import learner, learner_step, parameters_as_input, reparameterise
+from prelens.learn._adaptive import adagrad, adam, adamw, rmsprop
+from prelens.learn._clip import clip_by_global_norm
+from prelens.learn._descent import gradient_descent, momentum, nesterov
+from prelens.learn._optimizer import OptimizerLens, init_state
+from prelens.learn._penalty import l2, penalised
+from prelens.learn._rate import learning_rate
+from prelens.learn._reparam import learner, learner_step, parameters_as_input, reparameterise
 
 __all__ = [
     "OptimizerLens",

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._optim_xp import as_step, cast, power_gap
-from .._tree import tree_map, tree_zip_map
-from ..optim import (
+from prelens.learn._xp import as_step, cast, power_gap
+from prelens.core._tree import tree_map, tree_zip_map
+from prelens.learn._objects import (
     AdagradState,
     AdamState,
     RMSpropState,
@@ -43,7 +43,7 @@ from ..optim import (
     _zeros_like,
     check_lr,
 )
-from ._optimizer import OptimizerLens, like, optimizer_lens, root
+from prelens.learn._optimizer import OptimizerLens, like, optimizer_lens, root
 
 Tree = Any
 

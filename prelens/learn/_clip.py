@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _errors as E
-from .._lens import PreLens
-from .._tree import tree_map
-from ..optim import _check_params, _check_positive, clip_scale, scale_tree
+from prelens import errors as E
+from prelens.core._lens import PreLens
+from prelens.core._tree import tree_map
+from prelens.learn._objects import _check_params, _check_positive, clip_scale, scale_tree
 
 __all__ = ["clip_by_global_norm"]
 

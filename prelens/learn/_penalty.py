@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._backend import copy, dtype_kind, is_array, is_real_scalar, zeros_like
-from .._lens import AnyLens, PreLens
-from .._optim_xp import cast, sum_squares
-from .._tree import tree_add, tree_leaves, tree_map
-from ..optim import _check_params
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import copy, dtype_kind, is_array, is_real_scalar, zeros_like
+from prelens.core._lens import AnyLens, PreLens
+from prelens.learn._xp import cast, sum_squares
+from prelens.core._tree import tree_add, tree_leaves, tree_map
+from prelens.learn._objects import _check_params
 
 __all__ = ["l2", "penalised"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _args
-from .. import _errors as E
-from .._backend import is_real_scalar
-from .._lens import PreLens
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import is_real_scalar
+from prelens.core._lens import PreLens
 
 __all__ = ["learning_rate"]
 

@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._lens import AnyLens, PreLens, id_pre_lens
-from .._trace import vjp
-from .._tree import tree_leaves
-from ._optimizer import find_optimizer, init_state
-from ._penalty import penalised
-from ._rate import learning_rate
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens, PreLens, id_pre_lens
+from prelens.core._trace import vjp
+from prelens.core._tree import tree_leaves
+from prelens.learn._optimizer import find_optimizer, init_state
+from prelens.learn._penalty import penalised
+from prelens.learn._rate import learning_rate
 
 Tree = Any
 

@@ -9,7 +9,7 @@ batch axis (for training). Every fast lens is tested equal to a faithful twin.
 from typing import Any
 
 # The faithful level (docs/faithful.md): the blog's network, one neuron at a time.
-from ._faithful import (
+from prelens.faithful._network import (
     TOY_XS,
     TOY_YS,
     Para,
@@ -39,14 +39,14 @@ from ._faithful import (
 )
 
 # The fast level: whole arrays with a leading batch axis, each tested equal to its faithful twin.
-from ._activations import ACTIVATIONS, Activation, gelu, pointwise, relu, sigmoid, softmax, tanh
-from ._convert import dense_from_paras, dense_to_paras, mlp_from_paras, mlp_to_paras
-from ._linear import DenseParams, bias, dense, init_weight, linear
-from ._losses import mse, softmax_cross_entropy, squared_distance
-from ._mlp import mlp
+from prelens.nn._activations import ACTIVATIONS, Activation, gelu, pointwise, relu, sigmoid, softmax, tanh
+from prelens.nn._convert import dense_from_paras, dense_to_paras, mlp_from_paras, mlp_to_paras
+from prelens.nn._linear import DenseParams, bias, dense, init_weight, linear
+from prelens.nn._losses import mse, softmax_cross_entropy, squared_distance
+from prelens.nn._mlp import mlp
 
 # Attention and transformers, on the fast level.
-from ._attention import (
+from prelens.nn._attention import (
     MASKED,
     AttentionParams,
     FaithfulAttentionParams,
@@ -64,13 +64,13 @@ from ._attention import (
     unstack_heads,
     weighted_sum,
 )
-from ._dot_attention import scaled_dot_product_attention
-from ._dropout import DropoutKey, dropout, with_dropout, without_dropout
-from ._embedding import positional_embedding, sinusoidal_encoding, sinusoidal_table, token_embedding
-from ._norm import LayerNormParams, layer_norm
-from ._normalize import normalize
-from ._residual import residual, residual_composed
-from ._transformer import (
+from prelens.nn._dot_attention import scaled_dot_product_attention
+from prelens.nn._dropout import DropoutKey, dropout, with_dropout, without_dropout
+from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, sinusoidal_table, token_embedding
+from prelens.nn._norm import LayerNormParams, layer_norm
+from prelens.nn._normalize import normalize
+from prelens.nn._residual import residual, residual_composed
+from prelens.nn._transformer import (
     DecoderBlockParams,
     EncoderBlockParams,
     EncoderDecoderParams,
@@ -85,7 +85,7 @@ from ._transformer import (
     generate,
     token_cross_entropy,
 )
-from ._transformer_wiring import attention_weights, rematerialize
+from prelens.nn._transformer_wiring import attention_weights, rematerialize
 
 __all__ = [
     "ACTIVATIONS",
@@ -191,7 +191,7 @@ _RENAMED = {"predict": "predict_faithful", "train": "train_faithful"}
 def __getattr__(name: str) -> Any:
     """An old name of a renamed faithful function is an ``AttributeError`` that gives the new name."""
     if name in _RENAMED:
-        from .._errors import renamed_text
+        from prelens.errors import renamed_text
 
         raise AttributeError(renamed_text(f"prelens.nn.{name}", f"prelens.nn.{_RENAMED[name]}"))
     raise AttributeError(f"module 'prelens.nn' has no attribute {name!r}")

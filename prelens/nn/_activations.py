@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import copy, device, is_float, namespace, namespace_name, same_library
-from .._lens import PreLens
-from ._fastcheck import Array, delta_error, float_input_error, residue_error, shape_str
-from ._rows import row_max, row_sum
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import copy, device, is_float, namespace, namespace_name, same_library
+from prelens.core._lens import PreLens
+from prelens.nn._fastcheck import Array, delta_error, float_input_error, residue_error, shape_str
+from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", "softmax", "tanh"]
 

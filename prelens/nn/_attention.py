@@ -48,16 +48,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import copy, dtype_kind, is_array, is_concrete, is_float, namespace, namespace_name
-from .._combinators import branch, chain, copy_l, vec_lens
-from .._construction import constructor
-from .._iso import unassoc_l
-from .._lens import AnyLens, PreLens, id_pre_lens
-from ._activations import softmax
-from ._dot_attention import MASKED as MASKED
-from ._dot_attention import (
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import copy, dtype_kind, is_array, is_concrete, is_float, namespace, namespace_name
+from prelens.core._combinators import branch, chain, copy_l, vec_lens
+from prelens.core._registry import constructor
+from prelens.core._iso import unassoc_l
+from prelens.core._lens import AnyLens, PreLens, id_pre_lens
+from prelens.nn._activations import softmax
+from prelens.nn._dot_attention import MASKED
+from prelens.nn._dot_attention import (
     _scaled_dot_product_attention,
     float_like,
     keep_like,
@@ -67,7 +67,7 @@ from ._dot_attention import (
     swap_heads_axes,
     swap_last,
 )
-from ._fastcheck import (
+from prelens.nn._fastcheck import (
     Array,
     check_float_delta,
     check_size,
@@ -77,9 +77,9 @@ from ._fastcheck import (
     shape_residue,
     shape_str,
 )
-from ._linear import _linear, linear
-from ._projections import projections
-from ._transformer_wiring import reparam, with_probes
+from prelens.nn._linear import _linear, linear
+from prelens.nn._projections import projections
+from prelens.nn._transformer_wiring import reparam, with_probes
 
 __all__ = [
     "AttentionParams",
@@ -518,7 +518,7 @@ def check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
     >>> check_heads("decoder_lm", 6, 4)
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: decoder_lm: d_model must be divisible by the number of heads: d_model=6, n_heads=4
+    prelens.errors.StructureError: decoder_lm: d_model must be divisible by the number of heads: d_model=6, n_heads=4
     """
     d = check_size(fn, "d_model", d_model)
     h = check_size(fn, "n_heads", n_heads)
@@ -739,7 +739,7 @@ def multi_head_attention(
     >>> mha = multi_head_attention(6, 4)
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: multi_head_attention: d_model must be divisible by the number of heads: ...
+    prelens.errors.StructureError: multi_head_attention: d_model must be divisible by the number of heads: ...
     """
     return _fast("multi_head_attention", d_model, n_heads, causal, False, dtype)
 

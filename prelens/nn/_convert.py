@@ -25,12 +25,12 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
-from .._backend import is_real
-from ._faithful import Para
-from ._fastcheck import float_dtype, real_vector
-from ._linear import DenseParams
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import is_real
+from prelens.faithful._network import Para
+from prelens.nn._fastcheck import float_dtype, real_vector
+from prelens.nn._linear import DenseParams
 
 __all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras"]
 
@@ -108,7 +108,7 @@ def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = n
 
     Layer ``k`` of ``n_k`` neurons with ``m_k`` inputs gives ``W (m_k, n_k)``, ``b (n_k,)``.
 
-    >>> from prelens.nn._faithful import init_mlp
+    >>> from prelens.faithful._network import init_mlp
     >>> [p.weight.shape for p in mlp_from_paras(init_mlp(3, [4, 2], np.random.default_rng(0)))]
     [(3, 4), (4, 2)]
     """

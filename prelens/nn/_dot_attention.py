@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import copy, device, dtype_name, is_array, is_float, namespace, namespace_name
-from .._construction import constructor
-from .._lens import AnyLens, PreLens
-from ._fastcheck import Array, check_size, input_error, residue_error, shape_str
-from ._rows import row_max, row_sum
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import copy, device, dtype_name, is_array, is_float, namespace, namespace_name
+from prelens.core._registry import constructor
+from prelens.core._lens import AnyLens, PreLens
+from prelens.nn._fastcheck import Array, check_size, input_error, residue_error, shape_str
+from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["MASKED", "scaled_dot_product_attention"]
 

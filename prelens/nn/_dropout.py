@@ -48,12 +48,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import constant_like, dtype_kind, dtype_name, is_array, is_concrete, is_float, namespace, to_numpy
-from .._construction import constructor
-from .._lens import AnyLens, PreLens
-from ._fastcheck import Array
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import (
+    constant_like,
+    dtype_kind,
+    dtype_name,
+    is_array,
+    is_concrete,
+    is_float,
+    namespace,
+    to_numpy,
+)
+from prelens.core._registry import constructor
+from prelens.core._lens import AnyLens, PreLens
+from prelens.nn._fastcheck import Array
 
 __all__ = ["DropoutKey", "dropout", "with_dropout", "without_dropout"]
 

@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import (
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import (
     constant_like,
     copy,
     device,
@@ -57,9 +57,9 @@ from .._backend import (
     scatter_add_rows,
     to_numpy,
 )
-from .._construction import constructor
-from .._lens import AnyLens, PreLens
-from ._fastcheck import (
+from prelens.core._registry import constructor
+from prelens.core._lens import AnyLens, PreLens
+from prelens.nn._fastcheck import (
     Array,
     check_float_delta,
     check_size,
@@ -72,7 +72,7 @@ from ._fastcheck import (
     shape_residue,
     shape_str,
 )
-from ._rows import reshape
+from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
 
@@ -99,7 +99,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
     >>> emb.fwd(emb.init(0), np.array([[1, 7]]))
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: token_embedding(4, 2): token ids must lie in [0, 4), got 7 at index (0, 1)
+    prelens.errors.StructureError: token_embedding(4, 2): token ids must lie in [0, 4), got 7 at index (0, 1)
     """
     v = check_size("token_embedding", "vocab_size", vocab_size)
     d = check_size("token_embedding", "d_model", d_model)
@@ -207,7 +207,7 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
     >>> pos.fwd(np.ones((4, 2)), np.zeros((1, 5, 2)))
     Traceback (most recent call last):
     ...
-    prelens._errors.ShapeError: positional_embedding(4, 2): input: expected at most 4 positions ..., got f64[1,5,2]
+    prelens.errors.ShapeError: positional_embedding(4, 2): input: expected at most 4 positions ..., got f64[1,5,2]
     """
     n = check_size("positional_embedding", "max_len", max_len)
     d = check_size("positional_embedding", "d_model", d_model)

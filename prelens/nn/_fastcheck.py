@@ -2,7 +2,7 @@
 
 The checks in a hot ``fwd`` are a few attribute compares inline; only when one
 fails is a helper here called to work out *what* is wrong and build the error
-from the templates in :mod:`prelens._errors`.
+from the templates in :mod:`prelens.errors`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import dtype_kind, has_dtype, is_array, is_real
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import dtype_kind, has_dtype, is_array, is_real
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
 Array = npt.NDArray[Any]
@@ -172,7 +172,7 @@ def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:
     >>> real_vector("linear_l(2)", "input", [1, 2, 3], 2)
     Traceback (most recent call last):
     ...
-    prelens._errors.ShapeError: linear_l(2): input: expected a vector of length 2, got f64[3]
+    prelens.errors.ShapeError: linear_l(2): input: expected a vector of length 2, got f64[3]
     """
     length = "" if n is None else f"{n} "
     if isinstance(x, np.ndarray):
@@ -194,7 +194,7 @@ def check_float_delta(lens: str, da: Any, shape: tuple[int, ...]) -> None:
     >>> check_float_delta("split_heads(2)", np.zeros((2, 3), np.int64), (2, 3))
     Traceback (most recent call last):
     ...
-    prelens._errors.DTypeError: split_heads(2): output delta: expected a float array of shape (2, 3), got i64[2,3]
+    prelens.errors.DTypeError: split_heads(2): output delta: expected a float array of shape (2, 3), got i64[2,3]
     """
     if is_array(da) and dtype_kind(da.dtype) == "f" and tuple(da.shape) == tuple(shape):
         return

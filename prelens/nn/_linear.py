@@ -33,13 +33,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import copy
-from .._construction import constructor
-from .._lens import PreLens
-from ._activations import NUMPY_APPLY, Activation, resolve_activation, tanh
-from ._fastcheck import (
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import copy
+from prelens.core._registry import constructor
+from prelens.core._lens import PreLens
+from prelens.nn._activations import NUMPY_APPLY, Activation, resolve_activation, tanh
+from prelens.nn._fastcheck import (
     Array,
     check_size,
     delta_error,
@@ -52,7 +52,7 @@ from ._fastcheck import (
     residue_error,
     shape_str,
 )
-from ._rows import column_sum, matmul, ones, reshape
+from prelens.nn._rows import column_sum, matmul, ones, reshape
 
 __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linear"]
 
@@ -328,7 +328,7 @@ def dense(
     >>> layer.fwd(layer.init(0), np.zeros((8, 100), np.float32))
     Traceback (most recent call last):
     ...
-    prelens._errors.ShapeError: dense(784→256, relu, f32): input: expected f32[...,784], got f32[8,100]
+    prelens.errors.ShapeError: dense(784→256, relu, f32): input: expected f32[...,784], got f32[8,100]
     """
     return _dense(n_in, n_out, activation, dtype=dtype, init=init, input_delta=input_delta)
 

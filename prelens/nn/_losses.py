@@ -43,11 +43,20 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from .. import _errors as E
-from .._backend import copy, device, dtype_kind, is_array, is_concrete, namespace, namespace_name, same_library
-from .._lens import PreLens
-from ._fastcheck import Array, residue_error, scalar_delta, shape_str
-from ._rows import row_max, row_sum
+from prelens import errors as E
+from prelens.backend._arrays import (
+    copy,
+    device,
+    dtype_kind,
+    is_array,
+    is_concrete,
+    namespace,
+    namespace_name,
+    same_library,
+)
+from prelens.core._lens import PreLens
+from prelens.nn._fastcheck import Array, residue_error, scalar_delta, shape_str
+from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["mse", "softmax_cross_entropy", "squared_distance"]
 

@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args as A
-from .. import _errors as E
-from .._combinators import chain
-from .._construction import constructor
-from .._lens import PreLens
-from ._activations import Activation, resolve_activation, tanh
-from ._fastcheck import Array, check_size, dtype_suffix, float_dtype
-from ._linear import DenseParams, DenseResidue, _dense
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.core._combinators import chain
+from prelens.core._registry import constructor
+from prelens.core._lens import PreLens
+from prelens.nn._activations import Activation, resolve_activation, tanh
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
+from prelens.nn._linear import DenseParams, DenseResidue, _dense
 
 __all__ = ["mlp"]
 

@@ -13,11 +13,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from .._backend import copy, is_array, namespace
-from .._construction import constructor
-from .._lens import AnyLens, PreLens
-from ._fastcheck import (
+from prelens import errors as E
+from prelens.backend._arrays import copy, is_array, namespace
+from prelens.core._registry import constructor
+from prelens.core._lens import AnyLens, PreLens
+from prelens.nn._fastcheck import (
     Array,
     check_size,
     delta_error,
@@ -29,7 +29,7 @@ from ._fastcheck import (
     param_error,
     residue_error,
 )
-from ._rows import ones, reshape, row_sum
+from prelens.nn._rows import ones, reshape, row_sum
 
 __all__ = ["LayerNormParams", "layer_norm"]
 

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from .._backend import constant_like
-from .._construction import constructor
-from .._lens import PreLens
-from ._fastcheck import (
+from prelens import errors as E
+from prelens.backend._arrays import constant_like
+from prelens.core._registry import constructor
+from prelens.core._lens import PreLens
+from prelens.nn._fastcheck import (
     Array,
     check_float_delta,
     dtype_suffix,

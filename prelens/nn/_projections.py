@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._backend import copy, namespace
-from .._lens import AnyLens, PreLens
-from ._dot_attention import swap_heads_axes
-from ._fastcheck import Array, features, input_error, is_float_array, param_error, residue_error, shape_str
-from ._linear import init_weight
+from prelens import errors as E
+from prelens.backend._arrays import copy, namespace
+from prelens.core._lens import AnyLens, PreLens
+from prelens.nn._dot_attention import swap_heads_axes
+from prelens.nn._fastcheck import Array, features, input_error, is_float_array, param_error, residue_error, shape_str
+from prelens.nn._linear import init_weight
 
 __all__ = ["projections"]
 

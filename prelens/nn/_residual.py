@@ -25,14 +25,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .. import _args as A
-from .. import _errors as E
-from .._combinators import add_l, copy_l, sum_trees
-from .._construction import constructor
-from .._iso import assoc_l
-from .._lens import AnyLens, as_pair, id_pre_lens
-from .._summary import register_opening
-from ._transformer_wiring import lift_probes, probes_of, reparam, with_probes
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.core._combinators import add_l, copy_l, sum_trees
+from prelens.core._registry import constructor
+from prelens.core._iso import assoc_l
+from prelens.core._lens import AnyLens, as_pair, id_pre_lens
+from prelens.show._summary import register_opening
+from prelens.nn._transformer_wiring import lift_probes, probes_of, reparam, with_probes
 
 __all__ = ["residual", "residual_composed"]
 

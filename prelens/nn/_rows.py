@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import namespace
-from ._fastcheck import Array
+from prelens.backend._arrays import namespace
+from prelens.nn._fastcheck import Array
 
 __all__ = ["column_sum", "matmul", "ones", "reshape", "row_max", "row_sum"]
 

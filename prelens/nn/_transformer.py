@@ -42,9 +42,9 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args as A
-from .. import _errors as E
-from .._backend import (
+from prelens.core import _args as A
+from prelens import errors as E
+from prelens.backend._arrays import (
     constant_like,
     copy,
     device,
@@ -56,15 +56,15 @@ from .._backend import (
     to_numpy,
     tree_map_arrays,
 )
-from .._combinators import chain, copy_l
-from .._construction import constructor
-from .._iso import sym_l, unassoc_l
-from .._lens import AnyLens, PreLens, as_pair, forward_only, id_pre_lens
-from ._activations import relu
-from ._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
-from ._dropout import keyed_params, then_dropout
-from ._embedding import positional_embedding, sinusoidal_encoding, token_embedding
-from ._fastcheck import (
+from prelens.core._combinators import chain, copy_l
+from prelens.core._registry import constructor
+from prelens.core._iso import sym_l, unassoc_l
+from prelens.core._lens import AnyLens, PreLens, as_pair, forward_only, id_pre_lens
+from prelens.nn._activations import relu
+from prelens.nn._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
+from prelens.nn._dropout import keyed_params, then_dropout
+from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
+from prelens.nn._fastcheck import (
     Array,
     check_size,
     dtype_suffix,
@@ -75,11 +75,11 @@ from ._fastcheck import (
     residue_error,
     scalar_delta,
 )
-from ._linear import DenseParams, dense
-from ._norm import LayerNormParams, layer_norm
-from ._residual import residual
-from ._rows import column_sum, reshape, row_max, row_sum
-from ._transformer_wiring import join, probes_of, reparam, with_probes
+from prelens.nn._linear import DenseParams, dense
+from prelens.nn._norm import LayerNormParams, layer_norm
+from prelens.nn._residual import residual
+from prelens.nn._rows import column_sum, reshape, row_max, row_sum
+from prelens.nn._transformer_wiring import join, probes_of, reparam, with_probes
 
 __all__ = [
     "DecoderBlockParams",

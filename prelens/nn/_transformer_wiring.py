@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._backend import copy, dtype_kind, dtype_name, is_array
-from .._construction import constructor
-from .._lens import AnyLens, PreLens
-from .._summary import register_opening
-from .._tree import structure_mismatch, tree_map, tree_paths
-from ._fastcheck import Array
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import copy, dtype_kind, dtype_name, is_array
+from prelens.core._registry import constructor
+from prelens.core._lens import AnyLens, PreLens
+from prelens.show._summary import register_opening
+from prelens.core._tree import structure_mismatch, tree_map, tree_paths
+from prelens.nn._fastcheck import Array
 
 Fn = Callable[[Any], Any]
 #: name -> function from the lens's residue to an attention array ``(batch, heads, Tq, Tk)``.

@@ -19,7 +19,7 @@ The strategies need ``hypothesis`` (the ``test`` extra); the checkers do not.
 
 from typing import Any
 
-from ._laws import (
+from prelens.testing._laws import (
     check_alpha_composition,
     check_alpha_unit,
     check_assoc,
@@ -43,9 +43,9 @@ from ._laws import (
     program_equal,
     reading_equal,
 )
-from ._pure import check_pure
-from ._random import random_affine, random_like
-from ._vjp import check_vjp
+from prelens.testing._pure import check_pure
+from prelens.testing._random import random_affine, random_like
+from prelens.testing._vjp import check_vjp
 
 _STRATEGIES = (
     "GeneratedLens",
@@ -63,7 +63,7 @@ _STRATEGIES = (
 
 def __getattr__(name: str) -> Any:
     if name in _STRATEGIES:
-        from . import _strategies
+        from prelens.testing import _strategies
 
         return getattr(_strategies, name)
     raise AttributeError(f"module 'prelens.testing' has no attribute {name!r}")

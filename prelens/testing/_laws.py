@@ -12,14 +12,25 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._combinators import batch_n, branch, branch_t, vec_lens
-from .._iso import assoc, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
-from .._lens import AnyLens, id_pre_lens
-from .._meanings import read, shape_of
-from .._tambara import alpha, beta, dimap_m, dimap_p, dimap_s, from_tamb, interpret, to_tamb, tri_compose, tri_tensor
-from .._tree import tree_first_difference
-from ._random import random_affine, random_like
+from prelens import errors as E
+from prelens.core._combinators import batch_n, branch, branch_t, vec_lens
+from prelens.core._iso import assoc, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
+from prelens.core._lens import AnyLens, id_pre_lens
+from prelens.tambara._meanings import read, shape_of
+from prelens.tambara._trilens import (
+    alpha,
+    beta,
+    dimap_m,
+    dimap_p,
+    dimap_s,
+    from_tamb,
+    interpret,
+    to_tamb,
+    tri_compose,
+    tri_tensor,
+)
+from prelens.core._tree import tree_first_difference
+from prelens.testing._random import random_affine, random_like
 
 Fn = Callable[[Any], Any]
 #: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
@@ -66,7 +77,7 @@ def check_lens_equal(
     >>> check_lens_equal("id is double", id_pre_lens, double, (), 1.0)
     Traceback (most recent call last):
     ...
-    prelens._errors.LawError: law 'id is double' fails: forward outputs differ at <root>:
+    prelens.errors.LawError: law 'id is double' fails: forward outputs differ at <root>:
       left:  1.0
       right: 2.0
     """
@@ -633,8 +644,8 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     >>> from prelens import id_pre_lens
     >>> check_lens_laws(id_pre_lens, (), np.ones(3))
     """
-    from ._pure import check_pure
-    from ._vjp import check_derivative
+    from prelens.testing._pure import check_pure
+    from prelens.testing._vjp import check_derivative
 
     gen = np.random.default_rng(rng)
     check_pure(l, p, s, rng=gen, fn="check_lens_laws")

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._lens import AnyLens
-from .._trace import _as_prelens
-from ._random import first_change, first_difference, perturbed, random_like, scramble_in_place, snapshot
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens
+from prelens.core._trace import _as_prelens
+from prelens.testing._random import first_change, first_difference, perturbed, random_like, scramble_in_place, snapshot
 
 Rng = np.random.Generator | int | None
 
@@ -57,7 +57,7 @@ def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, f
     >>> check_pure(PreLens(doubling_in_place, double.bwd, name="in_place"), (), np.ones(3))
     Traceback (most recent call last):
     ...
-    prelens._errors.LawError: check_pure: in_place: fwd mutated its input s at path s ...
+    prelens.errors.LawError: check_pure: in_place: fwd mutated its input s at path s ...
     """
     fn = _args.name("check_pure", "fn", fn)
     gen = _args.seed(fn, rng)

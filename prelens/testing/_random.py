@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._tree import structure_mismatch, tree_map, tree_paths
+from prelens.core._tree import structure_mismatch, tree_map, tree_paths
 
 
 def is_float_leaf(x: Any) -> bool:

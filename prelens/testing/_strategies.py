@@ -17,10 +17,10 @@ from typing import Any, Union
 import numpy as np
 from hypothesis import strategies as st
 
-from .._combinators import add_l, copy_l
-from .._iso import sym_l
-from .._lens import AnyLens, PreLens, id_pre_lens, parameter_free
-from ._random import random_like
+from prelens.core._combinators import add_l, copy_l
+from prelens.core._iso import sym_l
+from prelens.core._lens import AnyLens, PreLens, id_pre_lens, parameter_free
+from prelens.testing._random import random_like
 
 ValueType = Union[int, tuple["ValueType", "ValueType"]]  # noqa: UP007 (a recursive alias needs Union)
 

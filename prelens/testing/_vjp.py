@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._lens import AnyLens
-from .._trace import _as_prelens, vjp
-from .._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
-from ._fd import EPS, Difference, directional_derivative, noise_level
-from ._pure import check_pure, slot_path
-from ._random import first_change, is_float_leaf, random_like, snapshot
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens
+from prelens.core._trace import _as_prelens, vjp
+from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
+from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
+from prelens.testing._pure import check_pure, slot_path
+from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
 #: (each costs six forward passes): a wrong small leaf (a bias beside a large weight) then
@@ -73,7 +73,7 @@ def check_vjp(
     >>> check_vjp(wrong, (), np.array([0.5, -2.0]))
     Traceback (most recent call last):
     ...
-    prelens._errors.LawError: check_vjp: wrong: bwd is not the reverse derivative of fwd: ...
+    prelens.errors.LawError: check_vjp: wrong: bwd is not the reverse derivative of fwd: ...
     """
     check_derivative(lens, p, s, da=da, rng=rng, eps=eps, rtol=rtol, atol=atol, directions=directions, pure=True)
 

@@ -28,15 +28,15 @@
 True
 """
 
-from ._callbacks import Callback, CheckpointBest, EarlyStopping, LearningRateLogger
-from ._compiled import CompiledStep, compile_step
-from ._evaluate import accuracy, evaluate, predict
-from ._fit import FitResult, Metric, fit
-from ._history import History
-from ._metrics import confusion_matrix, predict_proba
-from ._progress import Progress
-from ._runtime import blas_threads, choose_blas_threads, retain_freed_memory
-from ._step import step, value_and_grad
+from prelens.train._callbacks import Callback, CheckpointBest, EarlyStopping, LearningRateLogger
+from prelens.train._compiled import CompiledStep, compile_step
+from prelens.train._evaluate import accuracy, evaluate, predict
+from prelens.train._fit import FitResult, Metric, fit
+from prelens.train._history import History
+from prelens.train._metrics import confusion_matrix, predict_proba
+from prelens.train._progress import Progress
+from prelens.train._runtime import blas_threads, choose_blas_threads, retain_freed_memory
+from prelens.train._step import step, value_and_grad
 
 __all__ = [
     "Callback",

@@ -27,10 +27,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import _args
-from .. import _errors as E
-from .._lens import PreLens
-from ._history import History
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import PreLens
+from prelens.train._history import History
 
 Tree = Any
 
@@ -164,7 +164,7 @@ class CheckpointBest(_Monitor):
     def __post_init__(self) -> None:
         if not isinstance(self.path, (str, os.PathLike)):
             raise E.bad_argument("CheckpointBest", "path", self.path, "a file path (str or os.PathLike)")
-        from ..checkpoint import _unwritable_reason
+        from prelens.io._checkpoint import _unwritable_reason
 
         why = _unwritable_reason(self.path)
         if why is not None:
@@ -175,7 +175,7 @@ class CheckpointBest(_Monitor):
         """Save when ``epoch`` is the best so far; never stops training."""
         if self.best_epoch(history) != history.epochs:
             return False
-        from ..checkpoint import save
+        from prelens.io._checkpoint import save
 
         value = self.series(history)[-1]
         meta = {"epoch": epoch, "monitor": self.monitor, "value": value, "history": history.as_dict()}
@@ -218,7 +218,7 @@ class LearningRateLogger:
 
     def rate(self, opt_state: Any) -> float:
         """The step size of the last update that made ``opt_state`` (of the first, before any)."""
-        from ..optim import ScheduledState, lr_at
+        from prelens.learn._objects import ScheduledState, lr_at
 
         lr = _lr_of(self.optimizer)
         if isinstance(lr, (int, float)):
@@ -229,8 +229,8 @@ class LearningRateLogger:
 
 def _lr_of(optimizer: Any) -> Any:
     """The ``lr`` (a number or a schedule) of a plain optimiser, a clipped one, or an optimiser lens."""
-    from ..learn._optimizer import find_optimizer
-    from ..optim import ClipByGlobalNorm
+    from prelens.learn._optimizer import find_optimizer
+    from prelens.learn._objects import ClipByGlobalNorm
 
     while isinstance(optimizer, ClipByGlobalNorm):
         optimizer = optimizer.optimizer

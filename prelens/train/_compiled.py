@@ -21,17 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._backend import to_backend
-from .._lens import AnyLens
-from .._trace import vjp
-from .._tree import tree_leaves
-from ..learn._penalty import penalised
-from ..learn._reparam import learner
-from ..nn._dropout import with_jax_keys
-from ._data import has_dropout, keyed
-from ._step import optimizer_form
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import to_backend
+from prelens.core._lens import AnyLens
+from prelens.core._trace import vjp
+from prelens.core._tree import tree_leaves
+from prelens.learn._penalty import penalised
+from prelens.learn._reparam import learner
+from prelens.nn._dropout import with_jax_keys
+from prelens.train._data import has_dropout, keyed
+from prelens.train._step import optimizer_form
 
 Tree = Any
 

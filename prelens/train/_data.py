@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._backend import dtype_kind, dtype_name, has_dtype, is_array, is_concrete, namespace, to_numpy
-from .._lens import AnyLens, PreLens
-from .._tree import tree_leaves, tree_map, tree_paths
-from ..nn._dropout import DropoutKey, with_dropout, without_dropout
-from ._evaluate import row_slice
+from prelens import errors as E
+from prelens.backend._arrays import dtype_kind, dtype_name, has_dtype, is_array, is_concrete, namespace, to_numpy
+from prelens.core._lens import AnyLens, PreLens
+from prelens.core._tree import tree_leaves, tree_map, tree_paths
+from prelens.nn._dropout import DropoutKey, with_dropout, without_dropout
+from prelens.train._evaluate import row_slice
 
 Tree = Any
 

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from .._backend import host, is_array, namespace, to_numpy
-from .._lens import AnyLens
-from .._trace import forward
+from prelens import errors as E
+from prelens.backend._arrays import host, is_array, namespace, to_numpy
+from prelens.core._lens import AnyLens
+from prelens.core._trace import forward
 
 Tree = Any
 

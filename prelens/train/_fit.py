@@ -56,25 +56,25 @@ from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
-from .. import _args
-from .. import _errors as E
-from .._backend import copy, dtype_kind, is_array, namespace, namespace_name, resolve_backend, to_backend
-from .._lens import AnyLens
-from .._sigint import deferred_sigint
-from .._tree import tree_first_nonfinite, tree_leaves, tree_map
-from ..learn._optimizer import init_state
-from ..learn._penalty import penalised
-from ..learn._reparam import learner, learner_step
-from ._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
-from ._compiled import CompiledStep, compile_step
-from ._data import cast, has_dropout, keyed, model_dtype, rows, take
-from ._evaluate import evaluate
-from ._history import History
-from ._progress import Progress
-from ._resume import generator_state, position_metadata, read_checkpoint
-from ._runtime import blas_threads as _blas_threads
-from ._runtime import resolve_threads
-from ._step import optimizer_form, value_and_grad_of
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import copy, dtype_kind, is_array, namespace, namespace_name, resolve_backend, to_backend
+from prelens.core._lens import AnyLens
+from prelens.io._sigint import deferred_sigint
+from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
+from prelens.learn._optimizer import init_state
+from prelens.learn._penalty import penalised
+from prelens.learn._reparam import learner, learner_step
+from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
+from prelens.train._compiled import CompiledStep, compile_step
+from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
+from prelens.train._evaluate import evaluate
+from prelens.train._history import History
+from prelens.train._progress import Progress
+from prelens.train._resume import generator_state, position_metadata, read_checkpoint
+from prelens.train._runtime import blas_threads as _blas_threads
+from prelens.train._runtime import resolve_threads
+from prelens.train._step import optimizer_form, value_and_grad_of
 
 Tree = Any
 #: A metric: ``metric(model, params, xs, targets) -> float``, e.g. :func:`accuracy`.
@@ -532,7 +532,7 @@ class _Run:
         """Save the current state; a failure is a warning (``warn``) or returned (training state stays in memory)."""
         if self.checkpoint_path is None:
             return None
-        from ..checkpoint import save
+        from prelens.io._checkpoint import save
 
         position = self.position
         self.history.steps = position.steps
@@ -720,7 +720,7 @@ def _check_args(epochs: int, batch_size: int, every: int | None, path: Any, resu
     if every is not None and path is None:
         raise E.bad_argument("fit", "checkpoint_path", path, "a file path when checkpoint_every is given")
     if path is not None:
-        from ..checkpoint import _unwritable_reason
+        from prelens.io._checkpoint import _unwritable_reason
 
         why = _unwritable_reason(path)
         if why is not None:

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _errors as E
+from prelens import errors as E
 
 __all__ = ["History"]
 

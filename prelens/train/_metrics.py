@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
-from .._backend import dtype_kind, is_array, is_concrete, namespace, to_backend, to_numpy
-from .._lens import AnyLens
-from ._evaluate import _classes, labels_array, predict
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace, to_backend, to_numpy
+from prelens.core._lens import AnyLens
+from prelens.train._evaluate import _classes, labels_array, predict
 
 Tree = Any
 

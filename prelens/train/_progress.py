@@ -15,7 +15,7 @@ import shutil
 import time
 from typing import TextIO
 
-from .. import _args
+from prelens.core import _args
 
 __all__ = ["Progress"]
 

@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import _errors as E
-from ._history import History, history_from_dict
+from prelens import errors as E
+from prelens.train._history import History, history_from_dict
 
 Tree = Any
 
@@ -111,8 +111,8 @@ def read_checkpoint(
     :class:`~prelens.CheckpointError` for a file that is not a checkpoint of
     ``fit``, is damaged, or belongs to another model.
     """
-    from .._backend import resolve_backend
-    from ..checkpoint import load, load_metadata
+    from prelens.backend._arrays import resolve_backend
+    from prelens.io._checkpoint import load, load_metadata
 
     resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _errors as E
-from .._tree import tree_leaves
+from prelens import errors as E
+from prelens.core._tree import tree_leaves
 
 __all__ = [
     "MIN_WORK_PER_THREAD",

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _args
-from .. import _errors as E
-from .._lens import AnyLens, PreLens
-from .._trace import vjp
-from ..learn._optimizer import find_optimizer
-from ..nn._dropout import with_dropout, without_dropout
-from ..optim import Optimizer
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens, PreLens
+from prelens.core._trace import vjp
+from prelens.learn._optimizer import find_optimizer
+from prelens.nn._dropout import with_dropout, without_dropout
+from prelens.learn._objects import Optimizer
 
 Tree = Any
 Batch = tuple[Any, Any]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from prelens import PreLens, tree_map
-from prelens._backend import is_array
+from prelens.backend._arrays import is_array
 from prelens.nn import mlp, mse, softmax_cross_entropy, squared_distance
 
 from .harness import Case

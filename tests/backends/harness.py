@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import prelens
-from prelens import _backend as B
+from prelens.backend import _arrays as B
 
 Tree = Any
 

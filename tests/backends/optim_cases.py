@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 import prelens
-from prelens import _backend as B
+from prelens.backend import _arrays as B
 from prelens import learn as L
-from prelens import optim as O
+from prelens.learn import _objects as O
 from prelens import vjp
 from prelens.nn import DenseParams
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from prelens import DTypeError, ShapeError, StructureError
-from prelens._backend import namespace, namespace_name
+from prelens.backend._arrays import namespace, namespace_name
 from prelens.nn import mse, pointwise, softmax, softmax_cross_entropy, squared_distance, tanh
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import prelens
 from prelens import PrelensError
-from prelens.checkpoint import load, save
+from prelens.io._checkpoint import load, save
 from prelens.nn import mlp
 from prelens.train._resume import read_checkpoint
 

@@ -26,10 +26,10 @@ import pytest
 
 import prelens
 from prelens import PrelensError
-from prelens import _backend as B
-from prelens.checkpoint import load, save
+from prelens.backend import _arrays as B
+from prelens.io._checkpoint import load, save
 from prelens.nn import DenseParams, dense, mlp, mse, softmax_cross_entropy
-from prelens.optim import AdamState, sgd
+from prelens.learn._objects import AdamState, sgd
 from prelens.train import accuracy, confusion_matrix, evaluate, fit, predict, predict_proba
 from prelens.train._data import cast, model_dtype, rows, take
 from prelens.train._resume import read_checkpoint

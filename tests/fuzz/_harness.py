@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from prelens import PrelensError, tree_paths
-from prelens._lens import _misfit
+from prelens.core._lens import _misfit
 
 #: Session-wide counts: ``cases``, ``rejected``, ``accepted``, ``escaped``.
 STATS: Counter[str] = Counter()

@@ -638,7 +638,7 @@ def _normalize_ok(out: Any, kw: dict[str, Any]) -> None:
 
 def _registered_ok(out: Any, kw: dict[str, Any]) -> None:
     """A registered constructor is the function, recording: a lens it makes is described by ``name``."""
-    from prelens._construction import describe
+    from prelens.core._registry import describe
 
     if kw["fn"] is None:  # register_constructor(name=...) is a decorator: apply it
         out = out(_fuzz_made)

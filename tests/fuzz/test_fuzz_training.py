@@ -21,11 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prelens import CheckpointError, tree_paths
-from prelens.checkpoint import load, load_metadata, save
+from prelens.io._checkpoint import load, load_metadata, save
 from prelens.learn import adam as adam_lens
 from prelens.learn import l2, learning_rate
 from prelens.nn import mlp, softmax_cross_entropy
-from prelens.optim import (
+from prelens.learn._objects import (
     AdagradState,
     Adam,
     AdamState,

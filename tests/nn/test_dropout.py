@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prelens import chain, tree_map, vjp
-from prelens._errors import ArgumentError, DTypeError, ShapeError, StructureError
+from prelens.errors import ArgumentError, DTypeError, ShapeError, StructureError
 from prelens.nn import (
     DropoutKey,
     attention_weights,
@@ -169,7 +169,7 @@ def test_a_training_loop_threads_the_keys() -> None:
     """The trainer's contract: key the parameters for each step, map the gradient back, evaluate unkeyed."""
     from prelens.datasets import load_iris
     from prelens.nn import softmax_cross_entropy
-    from prelens.optim import adamw, warmup_cosine
+    from prelens.learn._objects import adamw, warmup_cosine
     from prelens.train import accuracy, value_and_grad
 
     iris = load_iris(rng=1, standardize_features=True)

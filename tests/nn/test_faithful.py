@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prelens.nn._faithful as faithful
+import prelens.faithful._network as faithful
 from prelens import (
     LawError,
     PrelensError,

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from prelens.checkpoint import load
+from prelens.io._checkpoint import load
 from prelens.cli import main
 from prelens.nn import LMParams
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-import prelens._lens as lens_mod
+import prelens.core._lens as lens_mod
 import prelens.testing._laws as laws_mod
 from prelens import LawError, PreLens, branch, id_pre_lens, iso_lens, sym
-from prelens import _tambara as tamb
+from prelens.tambara import _trilens as tamb
 from prelens.testing import (
     check_alpha_composition,
     check_alpha_unit,

@@ -12,9 +12,9 @@ from typing import Any
 
 from typing_extensions import TypeVar
 
-from . import _args
-from . import _errors as E
-from ._lens import AnyLens, PreLens
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens, PreLens
 
 X = TypeVar("X")
 Y = TypeVar("Y")

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _errors as E
-from .._lens import PreLens
-from ._fastcheck import real_vector, scalar_delta
+from prelens import errors as E
+from prelens.core._lens import PreLens
+from prelens.nn._fastcheck import real_vector, scalar_delta
 
 Vec = npt.NDArray[np.float64]
 Batch = list[Vec]

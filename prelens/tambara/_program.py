@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from . import _errors as E
+from prelens import errors as E
 
 Fn = Callable[[Any], Any]
 Path = tuple[Any, ...]
@@ -168,7 +168,7 @@ class Program:
         >>> Program().dimap_s(lambda s: s + 1, lambda ds: 2 * ds).pre_lens().bwd((), 5)
         ((), 10)
         """
-        from ._lens import PreLens
+        from prelens.core._lens import PreLens
 
         fwd, bwd = compile_passes(self.steps())
         return PreLens(fwd, bwd, name, None)

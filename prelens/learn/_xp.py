@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import dtype_kind, dtype_name, is_array, is_concrete, namespace
+from prelens.backend._arrays import dtype_kind, dtype_name, is_array, is_concrete, namespace
 
 __all__ = [
     "as_step",

@@ -36,10 +36,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from . import _args
-from . import _errors as E
-from ._backend import dtype_kind, is_array, is_concrete, namespace
-from ._optim_xp import wide_float
+from prelens.core import _args
+from prelens import errors as E
+from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace
+from prelens.learn._xp import wide_float
 
 __all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay", "warmup_cosine"]
 

@@ -13,12 +13,13 @@ from typing import Any, overload
 
 import numpy as np
 
-from . import _args, _backend
-from . import _errors as E
-from ._construction import constructor
-from ._iso import _second as second
-from ._iso import _sym as sym
-from ._lens import (
+from prelens.core import _args
+from prelens.backend import _arrays as _backend
+from prelens import errors as E
+from prelens.core._registry import constructor
+from prelens.core._iso import _second as second
+from prelens.core._iso import _sym as sym
+from prelens.core._lens import (
     AnyLens,
     PreLens,
     _witness_list,
@@ -29,9 +30,9 @@ from ._lens import (
     unpack_error,
     witnessing,
 )
-from ._program import Program
-from ._tambara import AnyTriLens, TriLens, _module, dimap_m, dimap_p, dimap_s, tri_tensor
-from ._tree import numeric_sum, tree_sum
+from prelens.tambara._program import Program
+from prelens.tambara._trilens import AnyTriLens, TriLens, _module, dimap_m, dimap_p, dimap_s, tri_tensor
+from prelens.core._tree import numeric_sum, tree_sum
 
 
 def _is_seq(xs: Any) -> bool:

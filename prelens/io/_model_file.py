@@ -26,11 +26,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _args, checkpoint
-from . import _construction as C
-from . import _errors as E
-from ._backend import has_dtype, is_array, resolve_backend
-from ._tree import structure_mismatch, tree_leaves, tree_paths
+from prelens.core import _args
+from prelens.io import _checkpoint as checkpoint
+from prelens.core import _registry as C
+from prelens import errors as E
+from prelens._version import __version__
+from prelens.backend._arrays import has_dtype, is_array, resolve_backend
+from prelens.core._tree import structure_mismatch, tree_leaves, tree_paths
 
 __all__ = ["LoadedModel", "load_model", "save_model"]
 
@@ -105,9 +107,7 @@ def save_model(
         found = _misfit(lens.init(0), params)
         if found is not None:
             raise E.model_params_misfit(repr(lens), found)
-    import prelens
-
-    model = {"format": FORMAT, "version": VERSION, "prelens": prelens.__version__, "lens": text}
+    model = {"format": FORMAT, "version": VERSION, "prelens": __version__, "lens": text}
     checkpoint.save(target, params, metadata={KEY: model, USER_KEY: user})
 
 

@@ -13,8 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend
+from prelens.backend import _arrays as _backend
 
+
+__all__ = [
+    "ArgumentError",
+    "CheckpointError",
+    "DTypeError",
+    "LawError",
+    "ModelFileError",
+    "NonFiniteError",
+    "PrelensError",
+    "ShapeError",
+    "StructureError",
+]
 
 class PrelensError(Exception):
     """Base class of every error raised on purpose by prelens.
@@ -40,7 +52,7 @@ class StructureError(PrelensError, ValueError):
     >>> check_structure((1.0, [2.0]), (1.0, 2.0), what="params")
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: params: at [1]: expected list of 1, got float 2.0
+    prelens.errors.StructureError: params: at [1]: expected list of 1, got float 2.0
     """
 
 
@@ -53,7 +65,7 @@ class ShapeError(PrelensError, ValueError):
     >>> layer.fwd(layer.init(0), np.ones((2, 4)))
     Traceback (most recent call last):
     ...
-    prelens._errors.ShapeError: dense(3→2, tanh): input: expected f64[...,3], got f64[2,4]
+    prelens.errors.ShapeError: dense(3→2, tanh): input: expected f64[...,3], got f64[2,4]
     """
 
 
@@ -66,7 +78,7 @@ class DTypeError(PrelensError, TypeError):
     >>> emb.fwd(emb.init(0), np.ones((1, 2)))
     Traceback (most recent call last):
     ...
-    prelens._errors.DTypeError: token_embedding(5, 2): token ids: expected an integer array, got f64[1,2]
+    prelens.errors.DTypeError: token_embedding(5, 2): token ids: expected an integer array, got f64[1,2]
     """
 
 
@@ -80,7 +92,7 @@ class LawError(PrelensError, AssertionError):
     >>> check_vjp(half, (), np.array([1.0, 2.0]))
     Traceback (most recent call last):
     ...
-    prelens._errors.LawError: check_vjp: half_square: bwd is not the reverse derivative of fwd: ...
+    prelens.errors.LawError: check_vjp: half_square: bwd is not the reverse derivative of fwd: ...
     """
 
 
@@ -94,7 +106,7 @@ class NonFiniteError(PrelensError, FloatingPointError):
     >>> generate(nan_lm, (), np.array([[0]]), 1)
     Traceback (most recent call last):
     ...
-    prelens._errors.NonFiniteError: generate: the logits of step 0: non-finite value at <root>
+    prelens.errors.NonFiniteError: generate: the logits of step 0: non-finite value at <root>
     """
 
 
@@ -105,7 +117,7 @@ class CheckpointError(PrelensError, OSError):
     >>> load("/no/such/dir/params.npz")
     Traceback (most recent call last):
     ...
-    prelens._errors.CheckpointError: checkpoint /no/such/dir/params.npz: cannot be read: no such file
+    prelens.errors.CheckpointError: checkpoint /no/such/dir/params.npz: cannot be read: no such file
     """
 
 
@@ -116,7 +128,7 @@ class ArgumentError(PrelensError, ValueError):
     >>> sgd(-1.0)
     Traceback (most recent call last):
     ...
-    prelens._errors.ArgumentError: sgd: lr must be a finite number > 0, got -1.0
+    prelens.errors.ArgumentError: sgd: lr must be a finite number > 0, got -1.0
     """
 
 
@@ -613,7 +625,7 @@ class ModelFileError(CheckpointError):
     >>> load_model("/no/such/dir/m.prelens")
     Traceback (most recent call last):
     ...
-    prelens._errors.ModelFileError: model file /no/such/dir/m.prelens: cannot be read: no such file
+    prelens.errors.ModelFileError: model file /no/such/dir/m.prelens: cannot be read: no such file
     """
 
 

@@ -36,8 +36,8 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 import numpy as np
 
-from . import _args
-from . import _errors as E
+from prelens.core import _args
+from prelens import errors as E
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -148,6 +148,10 @@ def _snapshot(x: Any, depth: int) -> Any:
 _SNAPSHOT_ELEMENTS = 200_000
 
 
+#: Packages whose public names are re-exported at the top level (``prelens.pre_compose``).
+_TOP_LEVEL = ("prelens.core", "prelens.tambara")
+
+
 def _library_name(fn: Callable[..., Any]) -> str:
     """``prelens.nn._mlp.mlp`` -> ``prelens.nn.mlp``: the public module that re-exports it."""
     module = []
@@ -155,7 +159,8 @@ def _library_name(fn: Callable[..., Any]) -> str:
         if part.startswith("_"):
             break
         module.append(part)
-    return ".".join([*module, fn.__qualname__])
+    public = ".".join(module)
+    return f"{'prelens' if public in _TOP_LEVEL else public}.{fn.__qualname__}"
 
 
 def constructor(fn: Callable[P, R]) -> Callable[P, R]:
@@ -238,8 +243,11 @@ def _origin(f: Callable[..., Any]) -> str:
 
 
 def registered(name: str) -> Callable[..., Any] | None:
-    """The constructor registered as ``name``, or None."""
-    return _CONSTRUCTORS.get(name)
+    """The constructor registered as ``name`` (or under its 0.3 name, ``prelens.nn.make_mlp``), or None."""
+    found = _CONSTRUCTORS.get(name)
+    if found is None and name.startswith("prelens.nn."):  # the faithful level moved out of nn in 0.4
+        found = _CONSTRUCTORS.get("prelens.faithful." + name.removeprefix("prelens.nn."))
+    return found
 
 
 def call_of(lens: Any) -> Call | None:
@@ -411,7 +419,7 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
         layout = '{"call": "<constructor>", "args": [...], "kwargs": {...}} or {"value": ...}'
         raise Malformed(where, f"a lens must be {layout}")
     name = node["call"]
-    fn = _CONSTRUCTORS.get(name)
+    fn = registered(name)
     if fn is None:
         raise Malformed(
             where,

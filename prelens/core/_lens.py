@@ -29,9 +29,10 @@ from typing import Any, Generic
 import numpy as np
 from typing_extensions import TypeVar
 
-from . import _args, _backend
-from . import _errors as E
-from ._construction import constructor
+from prelens.core import _args
+from prelens.backend import _arrays as _backend
+from prelens import errors as E
+from prelens.core._registry import constructor
 
 A = TypeVar("A")
 DA = TypeVar("DA")

@@ -20,7 +20,7 @@ their parts themselves) is run backward here, its ``(dp, ds)`` is checked
 against the ``p`` and ``s`` of the forward pass (see ``prelens._lens``): a
 ``bwd`` that returns the wrong structure is named with the tree path of the
 first misfit. A lens nested too deeply for Python's stack raises one
-:class:`~prelens._errors.DepthError` that says how to flatten it.
+:class:`~prelens.errors.DepthError` that says how to flatten it.
 """
 
 from __future__ import annotations
@@ -28,9 +28,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import _args
-from ._lens import DA, DP, DS, A, M, P, PreLens, S, as_pair, check_deltas, depth_error, forward_only, is_validated
-from ._tambara import AnyTriLens, from_tamb
+from prelens.core import _args
+from prelens.core._lens import (
+    DA,
+    DP,
+    DS,
+    A,
+    M,
+    P,
+    PreLens,
+    S,
+    as_pair,
+    check_deltas,
+    depth_error,
+    forward_only,
+    is_validated,
+)
+from prelens.tambara._trilens import AnyTriLens, from_tamb
 
 Lensish = PreLens[A, DA, M, M, P, DP, S, DS] | AnyTriLens
 

@@ -283,7 +283,7 @@ def to_numpy(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x
     if not is_array(x):
-        from . import _errors as E
+        from prelens import errors as E
 
         raise E.must_be("to_numpy", "x", "an array of numpy, PyTorch, JAX or another array API library", E.describe(x))
     c = _compat()
@@ -312,7 +312,7 @@ def resolve_backend(fn: str, backend: Any) -> Any:
     >>> resolve_backend("to_backend", "numpy") is np
     True
     """
-    from . import _errors as E
+    from prelens import errors as E
 
     if not isinstance(backend, str):
         if isinstance(backend, ModuleType) and hasattr(backend, "asarray") and hasattr(backend, "float64"):

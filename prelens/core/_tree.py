@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _args, _backend
-from . import _errors as E
+from prelens.core import _args
+from prelens.backend import _arrays as _backend
+from prelens import errors as E
 
 Tree = Any
 
@@ -118,7 +119,7 @@ def check_structure(expected: Tree, got: Tree, *, what: str = "tree", shapes: bo
     >>> check_structure((0.0, 0.0), (1.0,), what="params of f >> g")
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: params of f >> g: at <root>: expected tuple of 2, got tuple of 1
+    prelens.errors.StructureError: params of f >> g: at <root>: expected tuple of 2, got tuple of 1
     """
     _args.name("check_structure", "what", what)
     found = structure_mismatch(expected, got, shapes=_args.flag("check_structure", "shapes", shapes))
@@ -221,7 +222,7 @@ def tree_add(a: Tree, b: Tree) -> Tree:
     >>> tree_add(np.ones(2), np.ones(3))
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: tree_add: ... at <root>: expected shape (2,), got shape (3,)
+    prelens.errors.StructureError: tree_add: ... at <root>: expected shape (2,), got shape (3,)
     """
     return numeric_sum("tree_add", [a, b])
 
@@ -247,7 +248,7 @@ def numeric_sum(fn: str, trees: list[Tree], what: str = "tree") -> Tree:
     >>> numeric_sum("branch(2)", [np.ones(2), np.ones(3)], "delta")
     Traceback (most recent call last):
     ...
-    prelens._errors.StructureError: branch(2): delta 1 does not have the structure and shapes of delta 0: ...shape (3,)
+    prelens.errors.StructureError: branch(2): delta 1 does not have the structure and shapes of delta 0: ...shape (3,)
     """
     first = trees[0]
     for i, tree in enumerate(trees[1:], start=1):

@@ -17,21 +17,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, runtime_checkable
 
-from . import _args
-from . import _errors as E
-from ._construction import constructor
-from ._iso import _assoc as assoc
-from ._iso import _first as first
-from ._iso import _lunit as lunit
-from ._iso import _runit as runit
-from ._iso import _second as second
-from ._iso import _skip_left as skip_left
-from ._iso import _skip_right as skip_right
-from ._iso import _unassoc as unassoc
-from ._iso import _unlunit as unlunit
-from ._iso import _unrunit as unrunit
-from ._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens  # noqa: F401  (the doctests use it)
-from ._program import Program, compile_passes
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._registry import constructor
+from prelens.core._iso import _assoc as assoc
+from prelens.core._iso import _first as first
+from prelens.core._iso import _lunit as lunit
+from prelens.core._iso import _runit as runit
+from prelens.core._iso import _second as second
+from prelens.core._iso import _skip_left as skip_left
+from prelens.core._iso import _skip_right as skip_right
+from prelens.core._iso import _unassoc as unassoc
+from prelens.core._iso import _unlunit as unlunit
+from prelens.core._iso import _unrunit as unrunit
+from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens  # noqa: F401  (the doctests use it)
+from prelens.tambara._program import Program, compile_passes
 
 Fn = Callable[[Any], Any]
 

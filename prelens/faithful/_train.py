@@ -27,16 +27,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _args
-from .. import _errors as E
-from .._combinators import batch_n
-from .._construction import constructor
-from .._lens import AnyLens
-from .._tambara import AnyTriLens, TriLens, from_tamb
-from .._trace import forward, vjp
-from .._tree import tree_add, tree_scale
-from ._faithful_loss import loss_l
-from ._fastcheck import real_vector
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._combinators import batch_n
+from prelens.core._registry import constructor
+from prelens.core._lens import AnyLens
+from prelens.tambara._trilens import AnyTriLens, TriLens, from_tamb
+from prelens.core._trace import forward, vjp
+from prelens.core._tree import tree_add, tree_scale
+from prelens.faithful._loss import loss_l
+from prelens.nn._fastcheck import real_vector
 
 Vec = npt.NDArray[np.float64]
 Params = Any  # [[Para]] for make_mlp; any parameter tree for another network

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from . import _args
-from . import _errors as E
-from ._lens import AnyLens
-from ._program import DIMAP_S, Program, Step, compile_passes
-from ._tambara import AnyTriLens, Backward, Forward, interpret
-from ._tree import tree_map
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens
+from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
+from prelens.tambara._trilens import AnyTriLens, Backward, Forward, interpret
+from prelens.core._tree import tree_map
 
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -146,7 +146,7 @@ class Reading:
 
 
 def _nbytes(tree: Any) -> int:
-    from ._tree import tree_leaves
+    from prelens.core._tree import tree_leaves
 
     return int(sum(np.asarray(x).dtype.itemsize * int(np.size(x)) for x in tree_leaves(tree)))
 

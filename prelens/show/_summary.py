@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _args, _backend
-from ._errors import describe_tree
-from ._lens import AnyLens
-from ._tree import tree_leaves
+from prelens.core import _args
+from prelens.backend import _arrays as _backend
+from prelens.errors import describe_tree
+from prelens.core._lens import AnyLens
+from prelens.core._tree import tree_leaves
 
 Shape = tuple[int, ...]
 

@@ -1,7 +1,7 @@
 """Checks of the arguments of prelens's public functions (sizes, numbers, flags, seeds, lenses).
 
 Each returns the argument (normalised where that is natural) or raises an error
-built from a template in :mod:`prelens._errors`, naming the function and the
+built from a template in :mod:`prelens.errors`, naming the function and the
 argument.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _errors as E
+from prelens import errors as E
 
 
 def seed(fn: str, rng: Any) -> np.random.Generator:
@@ -92,8 +92,8 @@ def name(fn: str, what: str, value: Any) -> str:
 @functools.cache
 def _lens_types() -> tuple[type, type]:
     """``(PreLens, TriLens)``, imported on first use (their modules import this one)."""
-    from ._lens import PreLens
-    from ._tambara import TriLens
+    from prelens.core._lens import PreLens
+    from prelens.tambara._trilens import TriLens
 
     return PreLens, TriLens
 

@@ -1,0 +1,36 @@
+"""Names that moved or merged in 0.4.0: each still works for one release, with a warning naming the new one."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+#: The release that removes every name listed through :func:`moved`.
+REMOVED_IN = "0.5.0"
+
+
+def moved(module: str, names: Mapping[str, tuple[str, Any]]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for old names: ``names[old] = (new dotted name, the object)``.
+
+    >>> import warnings
+    >>> getattr_ = moved("pkg", {"old": ("pkg.new", 42)})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     value = getattr_("old")
+    >>> value, str(caught[0].message)
+    (42, 'pkg.old is deprecated: use pkg.new (pkg.old goes in prelens 0.5.0)')
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            new, value = names[name]
+            warnings.warn(
+                f"{module}.{name} is deprecated: use {new} ({module}.{name} goes in prelens {REMOVED_IN})",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

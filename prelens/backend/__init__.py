@@ -1,0 +1,3 @@
+"""``prelens.backend``: array namespaces (numpy, array_api_strict, PyTorch, JAX) and moves between them."""
+
+from prelens.backend._arrays import BACKENDS, to_backend, to_numpy

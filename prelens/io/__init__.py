@@ -1,0 +1,4 @@
+"""``prelens.io``: checkpoints and model files (no pickle, atomic writes)."""
+
+from prelens.io._checkpoint import load, load_metadata, register_namedtuple, save
+from prelens.io._model_file import LoadedModel, load_model, save_model

@@ -1,0 +1,821 @@
+"""Checkpoints: parameter trees to ``.npz`` files and back, without pickle.
+
+A checkpoint is an ordinary ``.npz`` archive (readable by ``numpy.load`` with
+``allow_pickle=False``) holding
+
+* one array per leaf, keyed by the leaf's tree path (``[0][1].weight``);
+* ``__prelens__``: a JSON string describing the tree: node kinds (tuple, list,
+  dict, named tuple, ``None``), Python ``float``/``int``/``bool``/``str``
+  leaves versus arrays, every leaf's dtype and shape, and optional metadata.
+
+:func:`save` writes atomically: a temporary file in the same directory, flushed
+and fsynced, then ``os.replace``; a failed save leaves the file that was there
+untouched, and a Ctrl-C during the write takes effect once the write is done
+(in the main thread, where Python delivers it), so the file is always whole.
+A save killed outright (``SIGKILL``, a power cut) can leave its temporary file
+behind: the next save to the same place removes it. A temporary file is named
+``.<name>.<pid>.<random>.tmp`` and is locked (``flock``) while it is written;
+a leftover is removed only when no process with its pid is alive *and* no one
+holds its lock, so a live writer's file is never touched (on systems without
+``flock``, such as Windows, leftovers are not removed).
+
+:func:`load` raises :class:`prelens.CheckpointError` for a missing, truncated,
+corrupt or hostile file, and, given ``like=`` (a tree of the model's
+parameters), for a file that belongs to another model, naming the tree path of
+the first difference in structure, shape or dtype. It trusts no size in the
+file: every shape in the description must equal the shape in the array's own
+header, the number of bytes the archive says it holds, and (with ``like=``)
+the model's, all checked before anything is allocated or decompressed; it
+reads no more than those sizes. So loading never takes much more memory than
+the model (with ``like=``) or 16 times the file (without). Trees nest at most
+100 levels deep (:func:`save` refuses deeper ones; :func:`load` refuses deeper
+descriptions), and so does the metadata.
+
+Named tuples are rebuilt without importing anything named in the file: from
+the types in ``like=`` when it is given, otherwise from a registry of allowed
+classes (prelens's own, such as ``prelens.nn.Para`` and the optimiser states,
+plus any registered with :func:`register_namedtuple`).
+
+Arrays of any array-API library (PyTorch tensors, JAX arrays,
+``array_api_strict``) are saved exactly, as numpy arrays of the same dtype and
+values (the file does not say which library they came from);
+``load(path, backend="torch")`` puts the arrays it reads in that library.
+
+>>> import numpy as np, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
+>>> save(path, [(np.float32([1, 2]), 0.5), {"steps": 3}])
+>>> load(path)
+[(array([1., 2.], dtype=float32), 0.5), {'steps': 3}]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import math
+import os
+import re
+import secrets
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, TypeVar
+
+import numpy as np
+
+from prelens.backend import _arrays as _backend
+from prelens import errors as E
+from prelens.io._sigint import deferred_sigint
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+Tree = Any
+T = TypeVar("T", bound=type)
+
+__all__ = ["load", "load_metadata", "register_namedtuple", "save"]
+
+_HEADER = "__prelens__"
+_FORMAT = "prelens-checkpoint"
+_VERSION = 1
+
+#: Trees and metadata nest at most this many levels (containers inside containers).
+_MAX_DEPTH = 100
+#: Without ``like=``, the arrays read from a file may take at most this many times its size.
+_MAX_INFLATION = 16
+#: Plus this much, so that tiny files of empty or small arrays always load.
+_INFLATION_SLACK = 1 << 20
+#: Data is read in pieces of this size (never one more copy of a whole array).
+_CHUNK = 1 << 20
+
+_registry: dict[str, type] = {}
+
+
+def register_namedtuple(cls: T) -> T:
+    """Allow :func:`load` to rebuild the named tuple class ``cls`` (usable as a decorator).
+
+    Haskell::
+
+        register_namedtuple :: Type t -> IO (Type t)
+
+    Returns ``cls`` itself.
+
+    >>> from typing import NamedTuple
+    >>> @register_namedtuple
+    ... class Scale(NamedTuple):
+    ...     gain: float
+    >>> Scale(2.0)
+    Scale(gain=2.0)
+    """
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        raise E.bad_argument("register_namedtuple", "cls", cls, "a NamedTuple class")
+    _registry[_qualified(cls)] = cls
+    return cls
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _known_namedtuples() -> dict[str, type]:
+    """The registry plus the named tuples prelens itself exports (imported by fixed name)."""
+    import prelens.nn
+    import prelens.optim
+
+    known: dict[str, type] = {}
+    for module in (prelens.optim, prelens.nn):
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
+                known[_qualified(value)] = value
+    known.update(_registry)
+    return known
+
+
+# ------------------------------------------------------------------ save
+
+
+def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
+    """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
+
+    Haskell::
+
+        save :: FilePath -> Tree -> Metadata -> IO ()
+
+    The file is written exactly at ``path`` (no suffix is added). Leaves may
+    be numpy arrays of bool/int/uint/float/complex dtypes, numpy scalars, and
+    Python ``float``, ``int``, ``bool``, ``str``; nodes tuples, lists, named
+    tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another
+    array-API library (PyTorch, JAX, ``array_api_strict``, on any device) are
+    copied to the host and stored as the numpy arrays of the same dtype and
+    values; a value being traced by ``jax.jit`` cannot be stored.
+
+    Raises :class:`prelens.CheckpointError` for anything else (naming the
+    path in the tree), for trees or metadata nested more than 100 levels
+    deep, and when writing fails; either way the file that was at ``path``
+    stays as it was. A Ctrl-C during the write is acted on when the file is
+    complete.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
+    >>> save(path, {"w": np.eye(2)}, metadata={"epoch": 3})
+    >>> load_metadata(path)
+    {'epoch': 3}
+    """
+    try:
+        target = os.fspath(path)
+    except TypeError:
+        raise E.bad_argument("save", "path", path, "a file path (str or os.PathLike)") from None
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise E.checkpoint_unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
+    arrays: dict[str, np.ndarray] = {}
+    spec = _encode(tree, "", arrays, 0)
+    meta = dict(metadata or {})
+    if _too_deep(meta, _MAX_DEPTH - 1):
+        raise E.checkpoint_unsupported("metadata", f"nested more than {_MAX_DEPTH} levels deep")
+    header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": meta}
+    try:
+        text = json.dumps(header, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise E.checkpoint_unsupported("metadata", f"must be JSON-serialisable ({err})") from None
+    arrays[_HEADER] = np.array(text)
+    _write_atomically(target, arrays)
+
+
+def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    _remove_stale_temporaries(directory, base)
+    tmp_name = None
+    with deferred_sigint():  # a Ctrl-C now is acted on once the file is whole (or the write has failed)
+        try:
+            fd, tmp_name = _create_temporary(directory, base)
+            with os.fdopen(fd, "wb") as f:
+                if fcntl is not None:
+                    fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # "being written": see _remove_stale_temporaries
+                _write_npz(f, arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp_name, path)
+            tmp_name = None
+            _fsync_directory(directory)
+        except OSError as err:
+            raise E.checkpoint_write_failed(path, f"{type(err).__name__}: {err}") from err
+        finally:
+            if tmp_name is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp_name)
+
+
+def _write_npz(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """What ``numpy.savez`` writes (one uncompressed ``<key>.npy`` member per array), abandoned cleanly on failure."""
+    archive = zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True)
+    try:
+        for key, arr in arrays.items():
+            with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
+                np.lib.format.write_array(member, arr, allow_pickle=False)
+    except BaseException:
+        # The archive is dropped (the caller deletes its temporary file). An exception that lands
+        # between opening and closing a member leaves zipfile refusing to close the archive
+        # ("open writing handle", a ValueError that would hide the real exception, and again when
+        # the object is collected): mark the handle gone, then close without a care for the result.
+        vars(archive)["_writing"] = False
+        with contextlib.suppress(Exception):
+            archive.close()
+        raise
+    archive.close()
+
+
+def _create_temporary(directory: str, base: str) -> tuple[int, str]:
+    """A new file next to the target, created exclusively with the usual permissions (umask applies).
+
+    Its name carries this process's pid (see :func:`_remove_stale_temporaries`).
+    """
+    for _ in range(100):
+        name = os.path.join(directory, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.path.join(directory, f".{base}.*.tmp"))
+
+
+def _remove_stale_temporaries(directory: str, base: str) -> None:
+    """Delete the temporary files that earlier, killed saves to ``directory/base`` left behind.
+
+    A temporary file ``.<base>.<pid>.<8 hex digits>.tmp`` is stale when no process with that pid
+    is alive here and no one holds its ``flock`` (a writer holds it from just after creating
+    the file until it is complete; in the moment between, the writer's pid is alive). A pid
+    alive here but not the writer's (reused) only means the file stays. Best effort: errors are
+    ignored, and nothing is removed where ``flock`` is missing (Windows).
+    """
+    if fcntl is None:
+        return
+    pattern = re.compile(rf"\.{re.escape(base)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
+    try:
+        entries = [e.name for e in os.scandir(directory)]
+    except OSError:
+        return
+    for name in entries:
+        found = pattern.fullmatch(name)
+        if found is None or _pid_alive(int(found.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError if a writer holds it
+                os.unlink(os.path.join(directory, name))
+            finally:
+                os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists here (when unsure: yes)."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # e.g. PermissionError: it exists, and is someone else's
+        return True
+    return True
+
+
+def _unwritable_reason(path: Any) -> str | None:
+    """Why :func:`save` could not write to ``path`` (checked before any work), or None if it could."""
+    try:
+        target = os.fspath(path)
+    except TypeError:
+        return "it is not a file path"
+    if not isinstance(target, str) or target == "":
+        return "it is not a file path"
+    if os.path.isdir(target):
+        return "it is a directory"
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.exists(directory):
+        return f"the directory {directory} does not exist"
+    if not os.path.isdir(directory):
+        return f"{directory} is not a directory"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"the directory {directory} is not writable"
+    return None
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename durable where the platform allows it (best effort)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_SCALARS: dict[type, str] = {bool: "bool", int: "int", float: "float"}
+
+
+def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dict[str, Any]:
+    """The JSON spec of ``x`` (inside ``depth`` nodes); leaves go into ``arrays`` under their path."""
+    is_node = (isinstance(x, tuple) and hasattr(x, "_fields")) or type(x) in (tuple, list, dict)
+    if is_node and depth >= _MAX_DEPTH:
+        raise E.checkpoint_unsupported(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        cls = type(x)
+        children = [_encode(v, f"{path}.{f}", arrays, depth + 1) for f, v in zip(cls._fields, x)]
+        return {"kind": "namedtuple", "name": _qualified(cls), "fields": list(cls._fields), "children": children}
+    if type(x) in (tuple, list):
+        children = [_encode(v, f"{path}[{i}]", arrays, depth + 1) for i, v in enumerate(x)]
+        return {"kind": type(x).__name__, "children": children}
+    if type(x) is dict:
+        keys = list(x)
+        for k in keys:
+            if type(k) not in (str, int):
+                raise E.checkpoint_unsupported(path, f"dict keys must be str or int, got {k!r}")
+        children = [_encode(x[k], f"{path}[{k!r}]", arrays, depth + 1) for k in keys]
+        return {"kind": "dict", "keys": keys, "children": children}
+    if x is None:
+        return {"kind": "none"}
+    if type(x) is str:
+        return {"kind": "str", "value": x}
+    key = E.path_str(path)
+    if key in arrays:
+        raise E.checkpoint_unsupported(path, "two leaves would be stored under the same path")
+    if type(x) in _SCALARS:
+        if type(x) is int and not -(2**63) <= x < 2**63:
+            raise E.checkpoint_unsupported(path, f"int {x} does not fit in int64")
+        arrays[key] = np.array(x)
+        return {"kind": _SCALARS[type(x)], "key": key}
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind not in "biufc":
+            raise E.checkpoint_unsupported(path, f"arrays of dtype {x.dtype} are not supported")
+        arrays[key] = np.asarray(x)
+        kind = "array" if isinstance(x, np.ndarray) else "npscalar"
+        return {"kind": kind, "key": key, "dtype": x.dtype.str, "shape": list(x.shape)}
+    if _backend.is_array(x):
+        host = _host_copy(x, path)
+        arrays[key] = host
+        return {"kind": "array", "key": key, "dtype": host.dtype.str, "shape": list(host.shape)}
+    raise E.checkpoint_unsupported(path, f"cannot store a leaf of type {type(x).__name__}")
+
+
+def _host_copy(x: Any, path: str) -> np.ndarray:
+    """Another library's array as the numpy array of the same dtype, shape and values (for :func:`save`)."""
+    lib = _backend.namespace_name(_backend.namespace(x))
+    if not _backend.is_concrete(x):
+        raise E.checkpoint_unsupported(
+            path, f"a {lib} value being traced (under jax.jit) has no numbers yet: save outside the compiled function"
+        )
+    try:
+        host = np.asarray(_backend.to_numpy(x))
+    except (TypeError, ValueError, RuntimeError, BufferError) as err:
+        dtype = _backend.dtype_name(x.dtype)
+        raise E.checkpoint_unsupported(path, f"{lib} arrays of dtype {dtype} are not supported ({_why(err)})") from None
+    if host.dtype.kind not in "biufc" or tuple(host.shape) != tuple(x.shape):
+        raise E.checkpoint_unsupported(path, f"{lib} arrays of dtype {_backend.dtype_name(x.dtype)} are not supported")
+    return host
+
+
+# ------------------------------------------------------------------ load
+
+
+def load(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
+    """Read the tree saved at ``path``; with ``like``, check it fits that tree.
+
+    Haskell::
+
+        load :: FilePath -> Maybe Tree -> Backend -> IO Tree
+
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
+    the checkpoint must have its structure, leaf kinds, shapes and dtypes
+    (checked before any array is read), and named tuples are rebuilt with
+    ``like``'s classes. Without ``like`` named tuples must be registered (see
+    :func:`register_namedtuple`). ``like``'s arrays may be of any array-API
+    library (their shapes and dtype names are compared).
+
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or
+    a namespace: see :func:`prelens.to_backend`) is the library the arrays
+    are returned in, with the dtypes and values saved; numbers, numpy scalars
+    and strings stay as they are.
+
+    Raises :class:`prelens.CheckpointError` when the file is missing,
+    truncated, corrupt or inconsistent (sizes that disagree, nesting deeper
+    than 100 levels, more data than 16 times the file's size without
+    ``like``), or does not fit ``like`` (naming the tree path).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
+    >>> save(path, (np.zeros(2), [1.5]))
+    >>> load(path, like=(np.ones(3), [0.0]))
+    Traceback (most recent call last):
+    ...
+    prelens.errors.CheckpointError: checkpoint ... does not fit the model: at [0]: expected f64[3], got f64[2]
+    """
+    name = _path("load", path)
+    xp = _backend.resolve_backend("load", backend)
+    with _open(name) as archive:
+        header = _read_header(archive)
+        known = _known_namedtuples() if like is None else {}
+        try:
+            tree = _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
+        except RecursionError:  # the caller's own stack was nearly full: still no bare RecursionError
+            raise E.checkpoint_unreadable(name, "the tree description is nested too deeply") from None
+    return tree if xp is np else _in_backend("load", tree, backend)
+
+
+def _in_backend(fn: str, tree: Tree, backend: Any) -> Tree:
+    """The arrays of a tree just read moved to ``backend`` (a name or namespace that resolved)."""
+    try:
+        return _backend.to_backend(tree, backend)
+    except (TypeError, ValueError, RuntimeError) as err:
+        expected = f"a library that holds every array of the file ({_why(err)})"
+        raise E.bad_argument(fn, "backend", backend, expected) from None
+
+
+def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``metadata`` mapping stored by :func:`save` (``{}`` if none).
+
+    Haskell::
+
+        load_metadata :: FilePath -> IO Metadata
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
+    >>> save(path, (), metadata={"dataset": "iris"})
+    >>> load_metadata(path)["dataset"]
+    'iris'
+    """
+    name = _path("load_metadata", path)
+    with _open(name) as archive:
+        meta = _read_header(archive).get("metadata", {})
+    if not isinstance(meta, dict):
+        raise E.checkpoint_unreadable(name, "the metadata is not a mapping")
+    if _too_deep(meta, _MAX_DEPTH - 1):
+        raise E.checkpoint_unreadable(name, f"the metadata is nested more than {_MAX_DEPTH} levels deep")
+    return meta
+
+
+class _Archive:
+    """An open checkpoint: its ZIP directory, its size on disk, and how much more it may inflate to."""
+
+    def __init__(self, path: str, zip_: zipfile.ZipFile, size: int) -> None:
+        self.path, self.zip, self.size = path, zip_, size
+        self.budget = _MAX_INFLATION * size + _INFLATION_SLACK
+
+    def unreadable(self, detail: str) -> E.CheckpointError:
+        return E.checkpoint_unreadable(self.path, detail)
+
+    def read(
+        self,
+        key: str,
+        where: str | None,
+        kinds: str,
+        dtype: np.dtype[Any] | None,
+        shape: tuple[int, ...] | None,
+        *,
+        charge: bool,
+    ) -> np.ndarray:
+        """The array stored under ``key`` (the leaf at tree path ``where``), read once its header is checked.
+
+        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape
+        equal to ``shape``, when given); the archive must say it holds exactly that many bytes,
+        within the file. With ``charge``, the bytes count against the budget of 16 times the
+        file's size (without ``like=`` nothing else bounds them). Nothing is allocated before
+        all of that holds, and no more than the declared bytes are ever decompressed.
+        """
+        try:
+            info = self.zip.getinfo(f"{key}.npy")
+        except KeyError:
+            raise self.unreadable(f"the array for {key} is missing") from None
+        self._check_entry(key, info)
+        try:
+            with self.zip.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise self.unreadable(f"the array for {key} has an unsupported .npy version {version}")
+                if got_dtype.hasobject:
+                    raise self.unreadable(
+                        f"the array for {key} is corrupt (it holds Python objects, which would need allow_pickle=True)"
+                    )
+                if (
+                    got_dtype.kind not in kinds
+                    or (dtype is not None and got_dtype != dtype)
+                    or (shape is not None and tuple(got_shape) != shape)
+                ):
+                    got = _shape_str(got_dtype, got_shape)
+                    if where is None:
+                        raise self.unreadable(f"the array for {key} is corrupt (it is {got})")
+                    said = (
+                        _shape_str(dtype, shape)
+                        if dtype is not None and shape is not None
+                        else {"b": "a bool", "i": "an int", "f": "a float"}.get(kinds, "an array")
+                    )
+                    raise E.checkpoint_corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
+                nbytes = math.prod(got_shape) * got_dtype.itemsize
+                data_at = f.tell()
+                if info.file_size != data_at + nbytes:
+                    short = "shorter" if info.file_size < data_at + nbytes else "longer"
+                    raise self.unreadable(f"the array for {key} is {short} than its header says")
+                if charge:
+                    self.budget -= info.file_size
+                    if self.budget < 0:
+                        raise self.unreadable(
+                            f"the array for {key} would take the data read past {_MAX_INFLATION} times the file's "
+                            "size (a decompression bomb?); pass like=<the model's parameters> to load a file "
+                            "this compressed"
+                        )
+                return _read_data(f, got_dtype, tuple(got_shape), fortran, nbytes, key, self.unreadable)
+        except E.CheckpointError:
+            raise
+        except Exception as err:  # damaged bytes make numpy and zipfile raise many kinds
+            raise self.unreadable(f"the array for {key} is corrupt ({_why(err)})") from None
+
+    def _check_entry(self, key: str, info: zipfile.ZipInfo) -> None:
+        """The archive's own claims about a member, against the file: before any byte of it is read."""
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise self.unreadable(
+                f"the array for {key} is compressed with method {info.compress_type}, which prelens does not read"
+            )
+        if info.flag_bits & 0x1:
+            raise self.unreadable(f"the array for {key} is encrypted")
+        if info.header_offset + info.compress_size > self.size:
+            raise self.unreadable(f"the array for {key} claims {info.compress_size} bytes, past the end of the file")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise self.unreadable(f"the array for {key} is corrupt (its stored and unpacked sizes differ)")
+
+
+def _read_data(
+    f: Any,
+    dtype: np.dtype[Any],
+    shape: tuple[int, ...],
+    fortran: bool,
+    nbytes: int,
+    key: str,
+    unreadable: Callable[[str], E.CheckpointError],
+) -> np.ndarray:
+    """Exactly ``nbytes`` from ``f`` into a new array, in pieces (the stream's CRC is checked at its end)."""
+    flat = np.empty(math.prod(shape), dtype)
+    raw = flat.view(np.uint8)
+    got = 0
+    while got < nbytes:
+        piece = f.read(min(_CHUNK, nbytes - got))
+        if not piece:
+            raise unreadable(f"the array for {key} is shorter than its header says")
+        raw[got : got + len(piece)] = np.frombuffer(piece, np.uint8)
+        got += len(piece)
+    if f.read(1):
+        raise unreadable(f"the array for {key} is longer than its header says")
+    return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+
+
+def _shape_str(dtype: np.dtype[Any] | None, shape: tuple[int, ...]) -> str:
+    """``f64[3,4]``, as :func:`prelens.errors.describe` writes an array, without making one."""
+    name = "?" if dtype is None else E.dtype_name(dtype)
+    return f"{name}[{','.join(map(str, shape))}]"
+
+
+@contextlib.contextmanager
+def _open(path: str) -> Iterator[_Archive]:
+    try:
+        f = open(path, "rb")  # closed below, after the archive
+    except FileNotFoundError:
+        raise E.checkpoint_unreadable(path, "no such file") from None
+    except OSError as err:
+        raise E.checkpoint_unreadable(path, _why(err)) from None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if f.read(6) == b"\x93NUMPY":
+                raise E.checkpoint_unreadable(path, "not a .npz archive (a single .npy array)")
+            f.seek(0)
+            zip_ = zipfile.ZipFile(f)
+        except E.CheckpointError:
+            raise
+        except Exception as err:  # zipfile raises many kinds on damaged bytes
+            raise E.checkpoint_unreadable(path, f"not a valid .npz archive ({_why(err)})") from None
+        with zip_:
+            yield _Archive(path, zip_, size)
+
+
+def _path(fn: str, path: Any) -> str:
+    try:
+        name: str = os.fspath(path)
+    except TypeError:
+        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
+    return name
+
+
+def _why(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def _too_deep(x: Any, levels: int) -> bool:
+    """Whether the JSON-like value ``x`` nests containers more than ``levels`` deep below itself (no recursion)."""
+    stack = [(x, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, (list, tuple)) else ()
+        for child in children:
+            if isinstance(child, (dict, list, tuple)):
+                if depth + 1 > levels:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _read_header(archive: _Archive) -> dict[str, Any]:
+    path = archive.path
+    try:
+        archive.zip.getinfo(f"{_HEADER}.npy")
+    except KeyError:
+        raise E.checkpoint_unreadable(path, f"no {_HEADER} entry (not written by prelens.checkpoint.save)") from None
+    raw = archive.read(_HEADER, None, "U", None, (), charge=True)
+    try:
+        header = json.loads(str(raw[()]))
+    except RecursionError:
+        raise E.checkpoint_unreadable(path, "the tree description is nested too deeply") from None
+    except (ValueError, TypeError, IndexError) as err:
+        raise E.checkpoint_unreadable(path, f"the tree description is corrupt ({_why(err)})") from None
+    if not isinstance(header, dict) or header.get("format") != _FORMAT or "tree" not in header:
+        raise E.checkpoint_unreadable(path, "the tree description is not a prelens checkpoint header")
+    if header.get("version") != _VERSION:
+        raise E.checkpoint_unreadable(path, f"format version {header.get('version')!r} is not supported")
+    return header
+
+
+class _Reader:
+    """Rebuilds a tree from its JSON spec and the archive, optionally against ``like``."""
+
+    def __init__(self, archive: _Archive, known: dict[str, type]) -> None:
+        self.path = archive.path
+        self.archive = archive
+        self.known = known
+
+    def corrupt(self, where: str, detail: str) -> E.CheckpointError:
+        return E.checkpoint_corrupt_at(self.path, where, detail)
+
+    def mismatch(self, where: str, like: Any, got: str) -> E.CheckpointError:
+        expected = _kind_of(like)
+        return E.checkpoint_mismatch(self.path, E.at_path(where, expected, got))
+
+    def decode(self, spec: Any, path: str, like: Any, check: bool, depth: int) -> Tree:
+        if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
+            raise self.corrupt(path, "malformed tree description")
+        kind = spec["kind"]
+        handler = self._handlers().get(kind)
+        if handler is None:
+            raise self.corrupt(path, f"unknown node kind {kind!r}")
+        if kind in _NODE_KINDS and depth >= _MAX_DEPTH:
+            raise self.corrupt(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
+        try:
+            return handler(spec, path, like, check, depth)
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, E.PrelensError):
+                raise
+            raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
+
+    def _handlers(self) -> dict[str, Callable[[dict[str, Any], str, Any, bool, int], Tree]]:
+        return {
+            "tuple": self._sequence,
+            "list": self._sequence,
+            "namedtuple": self._namedtuple,
+            "dict": self._dict,
+            "none": self._none,
+            "str": self._str,
+            "bool": self._scalar,
+            "int": self._scalar,
+            "float": self._scalar,
+            "array": self._array,
+            "npscalar": self._array,
+        }
+
+    def _children(
+        self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], check: bool, depth: int
+    ) -> list[Any]:
+        children = spec["children"]
+        if not isinstance(children, list) or len(children) != len(segs):
+            raise self.corrupt(path, "malformed children list")
+        return [self.decode(c, path + s, lk, check, depth + 1) for c, s, lk in zip(children, segs, likes)]
+
+    def _sequence(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        kind, n = spec["kind"], len(spec["children"])
+        if check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
+            raise self.mismatch(path, like, f"{kind} of {n}")
+        likes = list(like) if check else [None] * n
+        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, check, depth)
+        return tuple(items) if kind == "tuple" else items
+
+    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        name, fields = spec["name"], spec["fields"]
+        if not isinstance(name, str) or not isinstance(fields, list):
+            raise self.corrupt(path, "malformed named tuple")
+        short = name.rsplit(".", 1)[-1]
+        if check:
+            if not (isinstance(like, tuple) and hasattr(like, "_fields")) or type(like).__name__ != short:
+                raise self.mismatch(path, like, short)
+            cls = type(like)
+        else:
+            found = self.known.get(name)
+            if found is None:
+                raise E.checkpoint_unknown_namedtuple(self.path, path, name)
+            cls = found
+        if list(cls._fields) != fields:
+            detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
+            raise E.checkpoint_mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
+        likes = list(like) if check else [None] * len(fields)
+        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, check, depth))
+
+    def _dict(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        keys = spec["keys"]
+        if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
+            raise self.corrupt(path, "malformed dict keys")
+        if check and (type(like) is not dict or list(like) != keys):
+            got = f"dict with keys {sorted(map(str, keys))}"
+            raise self.mismatch(path, like, got)
+        likes = [like[k] for k in keys] if check else [None] * len(keys)
+        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, check, depth)))
+
+    def _none(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        if check and like is not None:
+            raise self.mismatch(path, like, "None")
+        return None
+
+    def _str(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        value = spec["value"]
+        if not isinstance(value, str):
+            raise self.corrupt(path, "malformed str leaf")
+        if check and type(like) is not str:
+            raise self.mismatch(path, like, "str")
+        return value
+
+    def _scalar(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        kind = spec["kind"]
+        py_type = {"bool": bool, "int": int, "float": float}[kind]
+        if check and type(like) is not py_type:
+            raise self.mismatch(path, like, kind)
+        key = _key(spec)
+        if key is None:
+            raise self.corrupt(path, f"malformed {kind} leaf (key {spec['key']!r})")
+        arr = self.archive.read(key, path, {"bool": "b", "int": "i", "float": "f"}[kind], None, (), charge=False)
+        return py_type(arr[()])
+
+    def _array(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        kind, key, dtype, shape = spec["kind"], _key(spec), _dtype(spec["dtype"]), _shape(spec["shape"])
+        is_array = kind == "array"
+        if key is None or dtype is None or shape is None or (not is_array and shape != ()):
+            what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
+            raise self.corrupt(path, f"malformed {kind} leaf ({what})")
+        if check:
+            same_kind = _backend.is_array(like) if is_array else isinstance(like, np.generic)
+            if not same_kind or not _backend.has_dtype(like, dtype) or tuple(like.shape) != shape:
+                got = _shape_str(dtype, shape) if is_array else f"{E.dtype_name(dtype)} scalar"
+                raise self.mismatch(path, like, got)
+        # Sizes checked against like= (the model bounds them) need no budget; without it they do.
+        arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not check)
+        return arr if is_array else arr[()]
+
+
+#: The spec kinds that are containers (count towards the nesting depth).
+_NODE_KINDS = frozenset({"tuple", "list", "namedtuple", "dict"})
+
+
+def _key(spec: dict[str, Any]) -> str | None:
+    key = spec["key"]
+    return key if isinstance(key, str) else None
+
+
+def _dtype(text: Any) -> np.dtype[Any] | None:
+    """A leaf dtype from the description: a plain bool, int, uint, float or complex type, nothing else."""
+    if not isinstance(text, str) or len(text) > 8:
+        return None
+    try:
+        dtype = np.dtype(text)
+    except TypeError:
+        return None
+    if dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None:
+        return None
+    return dtype
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if not isinstance(value, list) or len(value) > 64 or any(type(d) is not int or d < 0 for d in value):
+        return None
+    return tuple(value)
+
+
+def _kind_of(x: Any) -> str:
+    """What a node or leaf is, for mismatch messages: ``f32[3,4]``, ``float``, ``list of 2``."""
+    if type(x) in (bool, int, float, str):
+        return type(x).__name__
+    if isinstance(x, np.generic):
+        return f"{E.dtype_name(x.dtype)} scalar"
+    return E.describe(x)

@@ -1,0 +1,512 @@
+"""String diagrams of lenses, both passes, drawn with matplotlib (the ``notebooks`` extra).
+
+The picture of the post's section "Pre-Lenses", for any lens: the **forward
+pass** above, data flowing left to right, ``>>`` placing stages side by side
+and ``@`` stacking them; the **backward pass** below, its mirror image, deltas
+flowing right to left. Each stage is a box in each half. Its parameters ``p``
+enter the forward box from above and its parameter delta ``dp`` leaves the
+backward box below; its residue ``m`` leaves the forward box on the right and
+turns back into the backward box (the trace: the backward pass gets the residue
+itself as its ``dm``). Wires are labelled with the *types* of what flows on them
+(``f64[2]``, ``float``, ``Para(bias=float, weight=f64[3])``), never with values.
+
+``draw(lens, input_shape)`` returns the matplotlib ``Axes``, so notebooks show it
+inline; ``backward=False`` draws the forward half only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from prelens.core import _args
+from prelens import errors as E
+from prelens.core._lens import AnyLens
+from prelens.show._summary import _COMPOSITES, _OPENINGS, _flatten_seq, example_run
+from prelens.core._tree import tree_leaves
+
+# Geometry, in data units (one unit is about 0.45 inch at the default figure size).
+BOX_W, BOX_H = 2.0, 0.9  #: a stage's box
+ROW = 2.0  #: height of one row of stages (box, parameter wire and its label)
+MID = 1.6  #: the band between the two halves, where the residue wires turn back
+CH0, CH_STEP = 0.1, 0.2  #: offsets of the residue wires to the right of a box
+MARGIN = 2.1  #: room left and right of the stages for the outer wires and their labels
+PARAM_WIRE = 0.32  #: length of a parameter wire above a box
+INCH = 0.45  #: inches per data unit of a figure that ``draw`` makes itself
+MAX_INCHES = (16.0, 12.0)  #: the largest figure ``draw`` makes; bigger diagrams are scaled down
+
+FWD_FACE, BWD_FACE = "#f4f1e8", "#e7eef6"
+DATA, DELTA, PARAM, RESIDUE = "black", "#4a4a4a", "tab:blue", "tab:red"
+MAX_FONT, MIN_FONT = 8.0, 3.5  #: box labels shrink (and wrap) between these sizes to fit their box
+
+#: Styles of the wire labels (sizes in points at ``INCH`` inches per unit; smaller drawings scale them down).
+_ABOVE = {"ha": "center", "va": "bottom", "fontsize": 6.5, "color": PARAM}
+_BELOW = {"ha": "center", "va": "top", "fontsize": 6.5, "color": PARAM}
+_LEFT = {"ha": "left", "va": "bottom", "fontsize": 6.5, "color": DATA}
+_RIGHT = {"ha": "right", "va": "bottom", "fontsize": 6.5, "color": DATA}
+_RESIDUE = {"ha": "left", "va": "center", "fontsize": 6.5, "color": RESIDUE}
+_PLATE = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.9}  # under a residue label
+_CAPTION = {"ha": "left", "fontsize": 8, "style": "italic", "color": "dimgray"}
+
+
+# ------------------------------------------------------------------ the tree of stages
+
+
+@dataclass
+class _Node:
+    """A stage (a leaf, with the values it saw) or a composite (``op`` ``>>``, ``chain`` or ``@``)."""
+
+    name: str
+    op: str = ""
+    children: list[_Node] = field(default_factory=list)
+    p: Any = None
+    s: Any = None
+    m: Any = None
+    a: Any = None
+    col: int = 0
+    row: float = 0.0
+
+    @cached_property
+    def size(self) -> tuple[int, int]:
+        """Width in columns and height in rows."""
+        if not self.children:
+            return 1, 1
+        sizes = [c.size for c in self.children]
+        if self.op == "@":
+            return max(w for w, _ in sizes), sum(h for _, h in sizes)
+        return sum(w for w, _ in sizes), max(h for _, h in sizes)
+
+    def leaves(self) -> list[_Node]:
+        return [self] if not self.children else [x for c in self.children for x in c.leaves()]
+
+
+def _tree(lens: AnyLens, p: Any, s: Any, depth: int, limit: int | None) -> tuple[_Node, Any]:
+    """Run ``lens`` forward stage by stage (as :func:`prelens.summary` walks it); the tree and the output."""
+    opening = _OPENINGS.get(lens)
+    if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
+        m, a = lens.fwd(p, s)
+        return _Node(lens.name, p=p, s=s, m=m, a=a), a
+    body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
+    node = _Node(lens.name, ">>")
+    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
+        child, a = _tree(body, p_body, s, depth + 1, limit)
+        node.children = [child]
+    elif body.op == "@":
+        node.op = "@"
+        (f, g), (pf, pg), (sf, sg) = body.parts, p_body, s
+        left, af = _tree(f, pf, sf, depth + 1, limit)
+        right, ag = _tree(g, pg, sg, depth + 1, limit)
+        node.children, a = [left, right], (af, ag)
+    else:
+        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
+        for part, pp in zip(parts, ps):
+            child, s = _tree(part, pp, s, depth + 1, limit)
+            node.children.append(child)
+        a = s
+    return node, a
+
+
+def _place(node: _Node, col: int, row: float) -> None:
+    """Give every leaf its column and row: ``>>`` side by side (centred), ``@`` stacked (left-aligned).
+
+    Left alignment keeps every box on one grid of columns, so a residue wire, which runs down
+    the gap to the right of its box, never crosses a box.
+    """
+    node.col, node.row = col, row
+    if not node.children:
+        return
+    _, h = node.size
+    for child in node.children:
+        cw, ch = child.size
+        if node.op == "@":
+            _place(child, col, row)
+            row += ch
+        else:
+            _place(child, col, row + (h - ch) / 2)
+            col += cw
+
+
+# ------------------------------------------------------------------ types, never values
+
+
+def _type_of(x: Any, depth: int = 0) -> str:
+    """The type of a value as a wire label: ``f64[3,2]``, ``float``, ``(f64[2], ())``, ``[float × 4]``.
+
+    >>> _type_of((np.zeros((3, 2)), 0.5, ()))
+    '(f64[3,2], float, ())'
+    >>> _type_of([1.0, 2.0, 3.0])
+    '[float × 3]'
+    """
+    if isinstance(x, np.ndarray):
+        return f"{E.dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]"
+    if isinstance(x, np.generic):
+        return E.dtype_name(x.dtype)
+    if x is None:
+        return "None"
+    if isinstance(x, (bool, int, float, complex, str, bytes)):
+        return type(x).__name__
+    if depth > 4 and isinstance(x, (tuple, list, dict)):
+        return "…"
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        inner = ", ".join(f"{k}={_type_of(v, depth + 1)}" for k, v in zip(x._fields, x))
+        return f"{type(x).__name__}({inner})"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_type_of(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
+    if isinstance(x, list):
+        kinds = [_type_of(v, depth + 1) for v in x]
+        if kinds and all(k == kinds[0] for k in kinds):
+            return f"[{kinds[0]} × {len(kinds)}]"
+        return "[" + ", ".join(kinds[:3]) + (", …" if len(kinds) > 3 else "") + "]"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k}: {_type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
+    return type(x).__name__
+
+
+# ------------------------------------------------------------------ drawing
+
+
+@dataclass
+class _Port:
+    x: float
+    y: float
+    value: Any
+
+
+class _Picture:
+    """Collects the primitives of both halves; the backward half is the forward one mirrored."""
+
+    def __init__(self, ax: Any, height: float, backward: bool) -> None:
+        self.ax = ax
+        self.mirror = -2 * height - MID  # y of the backward twin of y is mirror - y
+        self.backward = backward
+        self.boxes: list[tuple[Any, Any, str]] = []  # (patch, text, name) of every box, for fitting
+        self.labels: list[tuple[Any, str, str, float, float]] = []  # (text, full, short, max width, max height)
+
+    def wire(self, xs: list[float], ys: list[float], *, arrow: int | None = None) -> None:
+        """A data wire of the forward half and its mirrored delta wire; ``arrow``: mark that segment's direction."""
+        self.ax.plot(xs, ys, color=DATA, lw=1.1, solid_capstyle="butt", zorder=2)
+        if arrow is not None:
+            self._arrow(xs, ys, arrow, DATA, ">" if xs[arrow + 1] > xs[arrow] else "<")
+        if self.backward:
+            yb = [self.mirror - y for y in ys]
+            self.ax.plot(xs, yb, color=DELTA, lw=1.1, solid_capstyle="butt", zorder=2)
+            if arrow is not None:
+                self._arrow(xs, yb, arrow, DELTA, "<" if xs[arrow + 1] > xs[arrow] else ">")
+
+    def _arrow(self, xs: list[float], ys: list[float], k: int, color: str, marker: str) -> None:
+        x, y = (xs[k] + xs[k + 1]) / 2, (ys[k] + ys[k + 1]) / 2
+        self.ax.plot([x], [y], marker=marker, color=color, ms=4.5, zorder=3)
+
+    def box(self, cx: float, cy: float, name: str) -> None:
+        from matplotlib.patches import FancyBboxPatch
+
+        halves = [(cy, FWD_FACE, "fwd")] + ([(self.mirror - cy, BWD_FACE, "bwd")] if self.backward else [])
+        k = len(self.boxes) // (2 if self.backward else 1)
+        for y, face, half in halves:
+            patch = FancyBboxPatch(
+                (cx - BOX_W / 2, y - BOX_H / 2),
+                BOX_W,
+                BOX_H,
+                boxstyle="round,pad=0,rounding_size=0.08",
+                facecolor=face,
+                edgecolor="black",
+                lw=1.0,
+                zorder=4,
+            )
+            patch.set_gid(f"{half}-box-{k}")  # gids let tests (and users) find the parts of the picture
+            self.ax.add_patch(patch)
+            text = self.ax.text(cx, y, name, ha="center", va="center", fontsize=MAX_FONT, zorder=5)
+            text.set_gid(f"{half}-label-{k}")
+            self.boxes.append((patch, text, name))
+
+    def label(
+        self, x: float, y: float, full: str, short: str, room: tuple[float, float], style: dict[str, Any]
+    ) -> None:
+        """A wire label: ``full`` if it fits in ``room`` (width, height in data units), else ``short``."""
+        text = self.ax.text(x, y, full, zorder=6, **style)
+        self.labels.append((text, full, short, *room))
+
+
+Ports = _Port | list["Ports"]  # one port, or the ports of a parallel composite, grouped by its parts
+
+
+def _flat(ports: Ports) -> list[_Port]:
+    return [ports] if isinstance(ports, _Port) else [p for group in ports for p in _flat(group)]
+
+
+def _connect(pic: _Picture, outs: Ports, ins: Ports, gap: float) -> None:
+    """Wires from a stage's outputs to the next stage's inputs, turning in the gap before the next stage.
+
+    Groups of ports (the parts of an ``@``) meet part by part when the two sides have as many
+    parts; otherwise one wire fans out to many inputs (a copy) or many outputs meet at one input.
+    """
+    if isinstance(outs, list) and isinstance(ins, list) and len(outs) == len(ins) and len(outs) > 1:
+        for o, i in zip(outs, ins):
+            _connect(pic, o, i, gap)
+        return
+    flat_out, flat_in = _flat(outs), _flat(ins)
+    pairs = list(zip(flat_out, flat_in)) if len(flat_out) == len(flat_in) else itertools.product(flat_out, flat_in)
+    for o, i in pairs:
+        turn = i.x - gap / 2
+        pic.wire([o.x, turn, turn, i.x], [o.y, o.y, i.y, i.y])
+
+
+def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
+    """Draw ``node``'s boxes and inner wires; its input and output ports."""
+    if not node.children:
+        cx, cy = _centre(node, gap)
+        pic.box(cx, cy, node.name)
+        return _Port(cx - BOX_W / 2, cy, node.s), _Port(cx + BOX_W / 2, cy, node.a)
+    ports = [_draw_node(pic, child, gap) for child in node.children]
+    if node.op == "@":
+        return [i for i, _ in ports], [o for _, o in ports]
+    for (_, outs), (ins, _) in itertools.pairwise(ports):
+        _connect(pic, outs, ins, gap)
+    return ports[0][0], ports[-1][1]
+
+
+def _centre(leaf: _Node, gap: float) -> tuple[float, float]:
+    return leaf.col * (BOX_W + gap) + gap / 2 + BOX_W / 2, -(leaf.row + 0.5) * ROW
+
+
+def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
+    """Parameter wires (``p`` in above, ``dp`` out below) and residue wires (``m`` turning back)."""
+    from matplotlib import patheffects
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path
+
+    p_room = BOX_W + gap - 0.15  # width a parameter label may take
+    halo: list[Any] = [patheffects.withStroke(linewidth=3.2, foreground="white")]  # a wire crossing it is cut
+    # Residue wires of the boxes of one column nest: the highest box's wire is the outermost.
+    columns: dict[int, list[_Node]] = {}
+    for leaf in leaves:
+        if tree_leaves(leaf.m):
+            columns.setdefault(leaf.col, []).append(leaf)
+    offset, k_of = {}, {}
+    for col in columns.values():
+        col.sort(key=lambda leaf: leaf.row)
+        for k, leaf in enumerate(col):
+            offset[id(leaf)] = CH0 + CH_STEP * (len(col) - 1 - k)
+            k_of[id(leaf)] = k  # 0: the outermost wire of its column
+    for idx, leaf in enumerate(leaves):  # in the order their boxes were drawn
+        cx, cy = _centre(leaf, gap)
+        top = cy + BOX_H / 2
+        if tree_leaves(leaf.p):
+            kind = _type_of(leaf.p)
+            xs, ys = [cx, cx], [top + PARAM_WIRE, top]
+            pic.ax.plot(xs, ys, color=PARAM, lw=1.4, zorder=2, gid=f"p-wire-{idx}")
+            pic.ax.plot([cx], [top + PARAM_WIRE / 2], marker="v", color=PARAM, ms=4, zorder=3)
+            pic.label(cx, top + PARAM_WIRE + 0.05, f"p: {kind}", "p", (p_room, 0.4), _ABOVE)
+            if pic.backward:
+                yb = [pic.mirror - y for y in ys]
+                pic.ax.plot(xs, yb, color=PARAM, lw=1.4, zorder=2, gid=f"dp-wire-{idx}")
+                pic.ax.plot([cx], [pic.mirror - top - PARAM_WIRE / 2], marker="v", color=PARAM, ms=4, zorder=3)
+                pic.label(cx, pic.mirror - top - PARAM_WIRE - 0.05, f"dp: {kind}", "dp", (p_room, 0.4), _BELOW)
+        if id(leaf) not in offset:
+            continue
+        right, d = cx + BOX_W / 2, offset[id(leaf)]
+        y0 = cy - BOX_H / 4
+        y1 = pic.mirror - cy + BOX_H / 4 if pic.backward else y0 - 0.45
+        r = min(0.07, d / 2)
+        verts = [(right, y0), (right + d - r, y0), (right + d, y0), (right + d, y0 - r), (right + d, y1 + r)]
+        codes = [Path.MOVETO, Path.LINETO, Path.CURVE3, Path.CURVE3, Path.LINETO]
+        if pic.backward:
+            verts += [(right + d, y1), (right + d - r, y1), (right, y1)]
+            codes += [Path.CURVE3, Path.CURVE3, Path.LINETO]
+        wire = PathPatch(Path(verts, codes), fill=False, edgecolor=RESIDUE, lw=1.3, zorder=3)
+        wire.set_path_effects(halo)
+        wire.set_gid(f"residue-{idx}")
+        pic.ax.add_patch(wire)
+        pic.ax.plot([right + d], [y0 - 0.3 if pic.backward else y1], marker="v", color=RESIDUE, ms=4, zorder=3)
+        room = (BOX_W + gap - d - 0.3, 0.3)
+        if not pic.backward:
+            pic.label(right + d + 0.08, y1 + 0.05, f"m: {_type_of(leaf.m)}", "m", room, _RESIDUE)
+        else:
+            n, k = len(columns[leaf.col]), k_of[id(leaf)]
+            y = pic.mirror / 2 + (k - (n - 1) / 2) * 0.3  # labels of one column one above the other
+            pic.label(right + d + 0.06, y, f"m: {_type_of(leaf.m)}", "m", room, {**_RESIDUE, "bbox": _PLATE})
+
+
+def _outer_wires(pic: _Picture, ins: Ports, outs: Ports, left: float, right: float) -> None:
+    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right."""
+    width = MARGIN - 0.2
+    for port in _flat(ins):
+        pic.wire([left, port.x], [port.y, port.y], arrow=0)
+        kind = _type_of(port.value)
+        pic.label(left, port.y + 0.08, f"s: {kind}", "s", (width, 0.4), _LEFT)
+        if pic.backward:
+            pic.label(left, pic.mirror - port.y + 0.08, f"ds: {kind}", "ds", (width, 0.4), {**_LEFT, "color": DELTA})
+    for port in _flat(outs):
+        pic.wire([port.x, right], [port.y, port.y], arrow=0)
+        kind = _type_of(port.value)
+        pic.label(right, port.y + 0.08, f"a: {kind}", "a", (width, 0.4), _RIGHT)
+        if pic.backward:
+            pic.label(right, pic.mirror - port.y + 0.08, f"da: {kind}", "da", (width, 0.4), {**_RIGHT, "color": DELTA})
+
+
+def _renderer(fig: Any) -> Any:
+    get = getattr(fig.canvas, "get_renderer", None)
+    return get() if get is not None else fig._get_renderer()
+
+
+def _pixels(ax: Any, width: float, height: float) -> tuple[float, float]:
+    """Data units to display pixels (the axes use an equal aspect ratio)."""
+    (x0, y0), (x1, y1) = ax.transData.transform([(0.0, 0.0), (width, height)])
+    return abs(x1 - x0), abs(y1 - y0)
+
+
+def _splits(name: str, lines: int) -> str:
+    """``name`` on ``lines`` lines, broken after ``(``, ``,``, ``_``, spaces or arrows, longest line shortest."""
+    cuts = [i for i in range(1, len(name)) if name[i - 1] in "(,_ →>@" or name[i] in "(["]
+    best = name
+    best_len = len(name)
+    for chosen in itertools.combinations(cuts, lines - 1):
+        bounds = [0, *chosen, len(name)]
+        parts = [name[a:b].strip() for a, b in itertools.pairwise(bounds)]
+        longest = max(len(part) for part in parts)
+        if longest < best_len and all(parts):
+            best, best_len = "\n".join(parts), longest
+    return best
+
+
+def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
+    """Every box label inside its box, all at one size where possible (wrapped if that helps).
+
+    Each name gets the largest size (at most ``MAX_FONT``) at which it fits, on 1 to 3 lines;
+    the labels then share the median of those sizes, except a name that needs a smaller one.
+    """
+    if not pic.boxes:
+        return
+    avail_w, avail_h = _pixels(pic.ax, BOX_W - 0.2, BOX_H - 0.14)
+    text = pic.boxes[0][1]
+    options = {name: _layouts(text, name, avail_w, avail_h, renderer) for _, _, name in pic.boxes}
+    best = sorted(max(size for size, _ in opts) for opts in options.values())
+    common = best[len(best) // 2]
+    for _, text, name in pic.boxes:
+        # The fewest lines that fit within 15% of the common size; else the name's own best layout.
+        fitting = [(min(size, common), layout) for size, layout in options[name] if size >= 0.85 * common]
+        size, layout = fitting[0] if fitting else max(options[name])
+        text.set_text(layout)
+        text.set_fontsize(0.96 * size)
+
+
+def _layouts(text: Any, name: str, avail_w: float, avail_h: float, renderer: Any) -> list[tuple[float, str]]:
+    """``(largest font size that fits, layout)`` for ``name`` on 1, 2 and 3 lines (fewest lines first).
+
+    A name that fits at no readable size on 3 lines is cut short with an ellipsis.
+    """
+
+    def largest(layout: str) -> float:
+        text.set_text(layout)
+        text.set_fontsize(10.0)
+        box = text.get_window_extent(renderer)
+        width, height = max(float(box.width), 1e-9), max(float(box.height), 1e-9)
+        return min(MAX_FONT, 10.0 * avail_w / width, 10.0 * avail_h / height)
+
+    found = [(largest(name), name)]
+    for lines in (2, 3):
+        layout = _splits(name, lines)
+        if layout.count("\n") == lines - 1:
+            found.append((largest(layout), layout))
+    cut = name
+    while max(size for size, _ in found) < MIN_FONT and len(cut) > 4:
+        cut = cut[: max(4, int(len(cut) * 0.8))]
+        layout = cut.rstrip("_(, ") + "…"
+        found.append((largest(layout), layout))
+    return found
+
+
+def _fit_labels(pic: _Picture, renderer: Any, scale: float) -> None:
+    """Wire labels scaled with the drawing; each keeps its type if it fits its room, else its short name."""
+    for text, _, short, width, height in pic.labels:
+        text.set_fontsize(max(2.5, float(text.get_fontsize()) * scale))
+        w, h = _pixels(pic.ax, width, height)
+        box = text.get_window_extent(renderer)
+        if box.width > w or box.height > h:
+            text.set_text(short)
+
+
+def draw(
+    lens: AnyLens,
+    input_shape: Any,
+    *,
+    params: Any = None,
+    ax: Any = None,
+    rng: np.random.Generator | int | None = 0,
+    dtype: Any = np.float64,
+    depth: int | None = None,
+    backward: bool = True,
+) -> Any:
+    """Draw the string diagram of ``lens``, forward pass above and backward pass below; returns the ``Axes``.
+
+    Haskell::
+
+        draw :: PreLens a da m dm p dp s ds -> Shape -> IO Axes
+
+    Forward (top): inputs ``s`` enter on the left, outputs ``a`` leave on the
+    right, parameters ``p`` (blue) enter each box from above. Backward
+    (bottom, the mirror image): output deltas ``da`` enter on the right, input
+    deltas ``ds`` leave on the left, parameter deltas ``dp`` (blue) leave each
+    box below. Each residue ``m`` (red) leaves its forward box on the right
+    and turns back into the same stage's backward box. Labels give types, never
+    values. ``backward=False`` draws the forward half alone.
+
+    ``input_shape`` is as for :func:`prelens.summary` (one forward pass finds
+    the types on every wire); composites nested deeper than ``depth`` are
+    drawn as one box (``None``: open everything). Box labels are sized (and
+    wrapped) to fit their boxes in the figure they are drawn in.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from prelens.testing import linear_vec, tanh_vec
+    >>> ax = draw(linear_vec(3, 2) >> tanh_vec, (3,))
+    >>> len(ax.patches)  # two boxes in each pass, and one residue wire for each stage
+    6
+    >>> sorted(t.get_text() for t in ax.texts if t.get_text().startswith(("p:", "dp:")))
+    ['dp: f64[2,3]', 'p: f64[2,3]']
+    """
+    import matplotlib.pyplot as plt
+
+    _args.flag("draw", "backward", backward)
+    if ax is not None and not callable(getattr(ax, "add_patch", None)):
+        raise E.bad_argument("draw", "ax", ax, "a matplotlib Axes or None")
+    s, p = example_run("draw", lens, input_shape, params, rng, dtype, depth)
+    root, _ = _tree(lens, p, s, 0, depth)
+    _place(root, 0, 0.0)
+    leaves = root.leaves()
+    stacked = max([sum(1 for x in leaves if x.col == c and tree_leaves(x.m)) for c in {x.col for x in leaves}] + [1])
+    gap = max(0.8, 2 * (CH0 + CH_STEP * (stacked - 1)) + 0.45)
+    cols, rows = root.size
+    width, height = cols * (BOX_W + gap), rows * ROW
+    bottom = -2 * height - MID if backward else -height
+    if ax is None:
+        w_in, h_in = (width + 2 * MARGIN) * INCH, (-bottom + 1.3) * INCH
+        shrink = min(1.0, MAX_INCHES[0] / w_in, MAX_INCHES[1] / h_in)
+        fig, ax = plt.subplots(figsize=(max(4.0, w_in * shrink), max(2.0, h_in * shrink)))
+        fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
+    pic = _Picture(ax, height, backward)
+    ins, outs = _draw_node(pic, root, gap)
+    _outer_wires(pic, ins, outs, -MARGIN, width + MARGIN)
+    _stage_wires(pic, leaves, gap)
+    captions = [ax.text(-MARGIN, 0.55, "forward   fwd(p, s) → (m, a)", va="bottom", **_CAPTION)]
+    if backward:
+        trace = "backward   bwd(m, da) → (dp, ds)   (the trace: dm = m)"
+        captions.append(ax.text(-MARGIN, bottom - 0.55, trace, va="top", **_CAPTION))
+    ax.set_xlim(-MARGIN - 0.1, width + MARGIN + 0.1)
+    ax.set_ylim(bottom - 1.0, 1.0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(repr(lens), fontsize=9)
+    ax.apply_aspect()
+    # Text is sized for INCH inches per unit; in a smaller drawing (a given ax) it shrinks with it.
+    scale = min(1.0, _pixels(ax, 1.0, 1.0)[0] / (INCH * ax.figure.dpi))
+    for caption in captions:
+        caption.set_fontsize(max(3.0, 8 * scale))
+    renderer = _renderer(ax.figure)
+    _fit_box_labels(pic, renderer)
+    _fit_labels(pic, renderer, scale)
+    return ax

@@ -1,0 +1,21 @@
+"""``prelens.tambara``: the profunctor (triple Tambara) encoding and its interpretations."""
+
+from prelens.tambara._meanings import Cost, CostTable, Rule, Shapes, placeholder, register_rule, shape_of
+from prelens.tambara._program import Program
+from prelens.tambara._trilens import (
+    PLeft,
+    PRight,
+    TriLens,
+    Trimbara,
+    TriProfunctor,
+    alpha,
+    beta,
+    dimap_m,
+    dimap_p,
+    dimap_s,
+    from_tamb,
+    interpret,
+    to_tamb,
+    tri_compose,
+    tri_tensor,
+)
