@@ -1,124 +1,98 @@
 """prelens: neural networks built and trained as composable pre-lenses.
 
 A port of Bartosz Milewski's "Neural Networks, Pre-lenses, and Triple Tambara
-Modules" to Python on numpy. See the README and ``docs/`` for a tour.
+Modules" to Python. The top level holds the post's vocabulary: the pre-lens, its
+two compositions, the isomorphisms, the trace, the combinators and the Tambara
+encoding. The rest lives in packages, one idea each (docs/architecture.md):
+``prelens.core`` (trees, declarations), ``prelens.tambara`` (interpretations),
+``prelens.nn`` (fast lenses), ``prelens.faithful`` (the post's network),
+``prelens.learn`` (optimisers), ``prelens.train`` (``fit``), ``prelens.io``
+(files), ``prelens.testing`` (the law kit), ``prelens.datasets``.
 """
 
-from prelens.backend._arrays import BACKENDS, to_backend, to_numpy
-from prelens.core._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
-from prelens.core._registry import register_constructor
-from prelens.errors import (
-    ArgumentError,
-    CheckpointError,
-    DTypeError,
-    LawError,
-    ModelFileError,
-    NonFiniteError,
-    PrelensError,
-    ShapeError,
-    StructureError,
-)
-from prelens.core._iso import (
+from typing import Any
+
+# Every layer, bottom to top: importing prelens registers every constructor, named tuple and lens value
+# (model files read those registries), and gives each package as an attribute (prelens.nn ...).
+from prelens import backend as _backend_pkg
+from prelens import core as _core_pkg
+from prelens import datasets
+from prelens import learn
+from prelens import nn
+from prelens import io
+from prelens import train
+from prelens import faithful
+from prelens import errors as _errors_mod
+from prelens import show as _show_pkg
+from prelens import tambara as _tambara_pkg
+from prelens._deprecated import moved as _moved
+from prelens._version import __version__
+from prelens.core import (
+    PreLens,
+    add_l,
     assoc,
-    assoc_l,
+    backward,
+    batch_n,
+    branch,
+    chain,
+    copy_l,
     first,
+    forward,
+    id_pre_lens,
     iso_lens,
     lunit,
-    lunit_l,
+    pre_compose,
+    prod_lens,
     runit,
-    runit_l,
     second,
-    skip_left,
-    skip_left_l,
-    skip_right,
-    skip_right_l,
     sym,
-    sym_l,
     unassoc,
-    unassoc_l,
     unlunit,
-    unlunit_l,
     unrunit,
-    unrunit_l,
+    vec_lens,
+    vjp,
 )
-from prelens.core._lens import PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
-from prelens.tambara._meanings import Cost, CostTable, Rule, Shapes, placeholder, register_rule, shape_of
-from prelens.io._model_file import LoadedModel, load_model, save_model
-from prelens.tambara._program import Program
-from prelens.show._summary import Stage, Summary, summary
-from prelens.tambara._trilens import (
+from prelens.core._iso import ISO_LENSES as _ISO_LENSES
+from prelens.errors import DTypeError, LawError, NonFiniteError, PrelensError, ShapeError, StructureError
+from prelens.io import load_model, save_model
+from prelens.show import summary
+from prelens.tambara import (
     PLeft,
     PRight,
     TriLens,
     Trimbara,
-    TriProfunctor,
     alpha,
     beta,
     dimap_m,
     dimap_p,
     dimap_s,
     from_tamb,
-    interpret,
     to_tamb,
     tri_compose,
     tri_tensor,
 )
-from prelens.core._trace import backward, forward, vjp
-from prelens.core._tree import (
-    check_structure,
-    structure_mismatch,
-    tree_add,
-    tree_allclose,
-    tree_first_difference,
-    tree_first_nonfinite,
-    tree_leaves,
-    tree_map,
-    tree_paths,
-    tree_scale,
-    tree_shapes,
-    tree_sum,
-    tree_zeros_like,
-    tree_zip_map,
-)
-
-from prelens._version import __version__
 
 __all__ = [
-    "BACKENDS",
-    "ArgumentError",
-    "CheckpointError",
-    "Cost",
-    "CostTable",
     "DTypeError",
     "LawError",
-    "LoadedModel",
-    "ModelFileError",
     "NonFiniteError",
     "PLeft",
     "PRight",
     "PreLens",
     "PrelensError",
-    "Program",
-    "Rule",
     "ShapeError",
-    "Shapes",
-    "Stage",
     "StructureError",
-    "Summary",
     "TriLens",
-    "TriProfunctor",
     "Trimbara",
+    "__version__",
     "add_l",
     "alpha",
     "assoc",
-    "assoc_l",
     "backward",
     "batch_n",
     "beta",
     "branch",
-    "branch_t",
     "chain",
-    "check_structure",
     "copy_l",
     "dimap_m",
     "dimap_p",
@@ -127,53 +101,43 @@ __all__ = [
     "forward",
     "from_tamb",
     "id_pre_lens",
-    "interpret",
     "iso_lens",
     "load_model",
     "lunit",
-    "lunit_l",
-    "parameter_free",
-    "placeholder",
     "pre_compose",
     "prod_lens",
-    "register_constructor",
-    "register_rule",
     "runit",
-    "runit_l",
     "save_model",
     "second",
-    "shape_of",
-    "skip_left",
-    "skip_left_l",
-    "skip_right",
-    "skip_right_l",
-    "structure_mismatch",
     "summary",
     "sym",
-    "sym_l",
-    "to_backend",
-    "to_numpy",
     "to_tamb",
-    "tree_add",
-    "tree_allclose",
-    "tree_first_difference",
-    "tree_first_nonfinite",
-    "tree_leaves",
-    "tree_map",
-    "tree_paths",
-    "tree_scale",
-    "tree_shapes",
-    "tree_sum",
-    "tree_zeros_like",
-    "tree_zip_map",
     "tri_compose",
     "tri_tensor",
     "unassoc",
-    "unassoc_l",
     "unlunit",
-    "unlunit_l",
     "unrunit",
-    "unrunit_l",
     "vec_lens",
     "vjp",
 ]
+
+
+def _old(package: Any, names: str) -> dict[str, tuple[str, Any]]:
+    return {n: (f"{package.__name__}.{n}", getattr(package, n)) for n in names.split()}
+
+
+#: Names the top level held in 0.3: each still works for one release, with a warning naming its new home.
+_MOVED: dict[str, tuple[str, Any]] = {
+    **{name: (f"prelens.iso_lens(...) of the isomorphism ({name})", lens) for name, lens in _ISO_LENSES.items()},
+    **_old(_core_pkg, "check_structure structure_mismatch tree_first_nonfinite parameter_free tree_add"),
+    **_old(_core_pkg, "tree_allclose tree_first_difference tree_leaves tree_map skip_left skip_right"),
+    **_old(_tambara_pkg, "TriProfunctor"),
+    **_old(_core_pkg, "tree_paths tree_scale tree_shapes tree_sum tree_zeros_like tree_zip_map register_constructor"),
+    **_old(_tambara_pkg, "Cost CostTable Program Rule Shapes interpret placeholder register_rule shape_of"),
+    **_old(_show_pkg, "Stage Summary"),
+    **_old(io, "LoadedModel"),
+    **_old(_backend_pkg, "BACKENDS to_backend to_numpy"),
+    **_old(_errors_mod, "ArgumentError CheckpointError ModelFileError"),
+    "branch_t": ("prelens.faithful.branch_t", faithful.branch_t),
+}
+__getattr__ = _moved("prelens", _MOVED)

@@ -13,9 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from prelens.backend import _arrays as _backend
-
-
 __all__ = [
     "ArgumentError",
     "CheckpointError",
@@ -27,6 +24,7 @@ __all__ = [
     "ShapeError",
     "StructureError",
 ]
+
 
 class PrelensError(Exception):
     """Base class of every error raised on purpose by prelens.
@@ -48,7 +46,7 @@ class StructureError(PrelensError, ValueError):
 
     The message names the tree path of the first misfit:
 
-    >>> from prelens import check_structure
+    >>> from prelens.core import check_structure
     >>> check_structure((1.0, [2.0]), (1.0, 2.0), what="params")
     Traceback (most recent call last):
     ...
@@ -136,8 +134,8 @@ def describe(x: Any) -> str:
     """A short description of a value for error messages: ``f64[3,4]``, ``tuple of 2``."""
     if isinstance(x, np.ndarray):
         return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]"
-    if _backend.is_array(x):  # another library's array: say which
-        lib = _backend.namespace_name(_backend.namespace(x))
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):  # another library's array
+        lib = type(x).__module__.split(".")[0].replace("jaxlib", "jax")
         return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}] ({lib})"
     if isinstance(x, (bool, int, float, complex, np.generic)):
         return f"{type(x).__name__} {x!r}"
@@ -159,9 +157,11 @@ def dtype_name(dtype: Any) -> str:
     if not isinstance(dtype, np.dtype):
         try:
             dtype = np.dtype(dtype)
-        except TypeError:  # another library's dtype: by its name
-            name = _backend.dtype_name(dtype)
-            return f"{_backend.dtype_kind(dtype)}{name.lstrip('abcdefghijklmnopqrstuvwxyz') or ''}"
+        except TypeError:  # another library's dtype (torch.float32, ...): by its name
+            name = str(dtype).rpartition(".")[2]
+            kinds = {"float": "f", "bfloat": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c"}
+            kind = kinds.get(name.rstrip("0123456789"), "?")
+            return f"{kind}{name.lstrip('abcdefghijklmnopqrstuvwxyz') or ''}"
     return f"{dtype.kind}{dtype.itemsize * 8}"
 
 
@@ -295,28 +295,13 @@ def out_of_range(lens: str, what: str, allowed: str, got: Any, where: str = "") 
     return StructureError(f"{lens}: {what} must lie in {allowed}, got {got}{f' at index {where}' if where else ''}")
 
 
-def list_length_error(lens: str, what: str, expected: int, got: int) -> StructureError:
-    return StructureError(f"{lens}: {what} must be a list of length {expected}, got length {got}")
+def list_length_error(lens: str, what: str, expected: int, got: int | str) -> StructureError:
+    """``got``: the length of the list given, or a description of what was given instead."""
+    return StructureError(f"{lens}: {what} must be a list of length {expected}, got {_length(got)}")
 
 
-def list_too_short(lens: str, n: int, got: str) -> StructureError:
-    return StructureError(f"{lens}: list is shorter than {n}: got {got}")
-
-
-def list_too_long(lens: str, n: int, extra: int) -> StructureError:
-    return StructureError(f"{lens}: list is longer than {n}: {extra} left over")
-
-
-def chain_empty() -> ArgumentError:
-    return ArgumentError("chain: needs at least one lens")
-
-
-def no_init_error(lens: str, part: str) -> PrelensError:
-    where = "this lens was" if part == lens else f"its part {part} was"
-    return PrelensError(
-        f"{lens}: cannot create parameters: {where} built without an initializer; "
-        "pass the parameters explicitly or build it with init_fn=..."
-    )
+def _length(got: int | str) -> str:
+    return f"length {got}" if isinstance(got, int) else got
 
 
 def bad_residue(lens: str, got: Any) -> StructureError:
@@ -326,97 +311,27 @@ def bad_residue(lens: str, got: Any) -> StructureError:
     )
 
 
-def fwd_not_a_pair(lens: str, got: Any) -> StructureError:
-    """A (user's) ``fwd`` that does not return ``(m, a)``."""
-    return StructureError(f"{lens}: fwd must return a pair (m, a) (residue, output), got {describe_tree(got)}")
-
-
-def bwd_not_a_pair(lens: str, got: Any) -> StructureError:
-    """A (user's) ``bwd`` that does not return ``(dp, ds)``."""
-    return StructureError(f"{lens}: bwd must return a pair (dp, ds), got {describe_tree(got)}")
-
-
-def bwd_delta_mismatch(lens: str, which: str, path: str, expected: str, got: str) -> StructureError:
-    """A (user's) ``bwd`` whose ``dp`` or ``ds`` does not fit ``p`` or ``s`` (``which``: ``dp``/``ds``)."""
-    of = "parameters p" if which == "dp" else "input s"
-    return StructureError(
-        f"{lens}: bwd returned a {which} that does not fit the {of} of its forward pass: "
-        f"{at_path(path, expected, got)} (a {which} has the structure and shapes of the {of})"
-    )
-
-
 class DepthError(PrelensError, RecursionError):
     """A lens is nested too deeply for Python's call stack."""
 
 
-def too_deep(lens: str, limit: int) -> DepthError:
+def too_deep(lens: str) -> DepthError:
+    import sys
+
     err = DepthError(
         f"{short_name(lens)}: nested too deeply: running it exceeded Python's recursion limit "
-        f"({limit} frames). Build it flatter: run a TriLens with from_tamb(...), which loops over its "
-        "steps, not in a nest of closures (interpret(tri, id_pre_lens)); compose long sequences "
+        f"({sys.getrecursionlimit()} frames). Build it flatter: run a TriLens with from_tamb(...), which loops "
+        "over its steps, not in a nest of closures (interpret(tri, id_pre_lens)); compose long sequences "
         "with chain(...) rather than nested >>; or use the whole-array lenses of prelens.nn"
     )
     mark(err, _prelens_where=True)
     return err
 
 
-def in_part(exc: Exception, composite: str, part: str, what: str, value: Any, origin: str = "") -> Exception:
-    """The error ``exc`` raised inside ``part`` of ``composite``, with where and on what.
-
-    Only the innermost composite adds its context (the one that knows both
-    neighbours); errors that are not prelens's own become :class:`NonFiniteError`
-    when they are about arithmetic (an overflow under ``np.errstate(all="raise")``
-    or ``-W error``) and :class:`StructureError` otherwise.
-    A :class:`RecursionError` becomes one :class:`DepthError` (no context is
-    added at every level of the nest, and nothing is formatted on the way up).
-    """
-    if getattr(exc, "_prelens_where", False):
-        return exc
-    if isinstance(exc, RecursionError):
-        import sys
-
-        return too_deep(composite, sys.getrecursionlimit())
-    cls: type[Exception] = StructureError
-    if isinstance(exc, PrelensError):
-        cls = type(exc)
-    elif isinstance(exc, (ArithmeticError, Warning)):
-        cls = NonFiniteError
-    detail = str(exc) if isinstance(exc, PrelensError) else f"{type(exc).__name__}: {exc}"
-    where = f"in {short_name(composite)}: {what} of {short_name(part)} failed on {describe_tree(value)}"
-    if origin:
-        where += f" ({origin})"
-    new: Exception
-    try:
-        new = cls(f"{detail}\n  {where}")
-    except TypeError:  # an error class with a richer constructor: keep it, add a note
-        exc.add_note(where)
-        new = exc
-    mark(new, _prelens_where=True)
-    if not isinstance(exc, PrelensError):
-        mark(new, _prelens_foreign=True)  # not raised on purpose: the fuzzers look
-    if new is not exc:
-        new.__cause__ = exc
-    return new
-
-
 def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
     err = StructureError(f"{lens}: {what} must be a pair {layout}, got {describe_tree(got)}")
     mark(err, _prelens_where=True)
     return err
-
-
-def tamb_pass_failed(lens: str, which: str, got: Any, exc: BaseException) -> StructureError:
-    """A TriLens run as a pre-lens met a value of the wrong structure at one of its many dimaps."""
-    given = "(parameters, input)" if which == "forward" else "(residue, output delta)"
-    return StructureError(
-        f"{short_name(lens)}: the {which} pass failed on {given} = {describe_tree(got)} "
-        f"({type(exc).__name__}: {exc}); a TriLens runs as a program of dimaps, so check that "
-        + (
-            "the parameters and the input have the structure it expects"
-            if which == "forward"
-            else "the residue is the one its forward pass returned and the delta has the output's structure"
-        )
-    )
 
 
 def attention_probes_missing(model: str) -> StructureError:

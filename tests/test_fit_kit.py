@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, chain, forward, learn, tree_allclose, tree_leaves
+from prelens import NonFiniteError, chain, forward, learn
+from prelens.core import tree_allclose, tree_leaves
 from prelens.learn import _objects as optim
 from prelens.errors import ArgumentError, DTypeError, MissingExtraError, StructureError
 from prelens.datasets import load_iris

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prelens import CheckpointError, PreLens, PrelensError, chain, learn, tree_leaves
+from prelens.errors import CheckpointError
+from prelens import PreLens, PrelensError, chain, learn
+from prelens.core import tree_leaves
 from prelens.learn import _objects as optim
 from prelens.errors import ArgumentError
 from prelens.io._checkpoint import load, load_metadata, save

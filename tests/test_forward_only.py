@@ -1,8 +1,9 @@
-"""Forward-only use builds no first-call witness, and never stops the first backward pass from checking.
+"""Forward-only use records nothing, and never stops the first backward pass from checking.
 
-Before its first checked backward pass a composite returns its residue as a witness (what each
-part was given, to check the part's deltas). ``forward``, ``predict``, ``evaluate`` and
-``generate`` drop the residue: they build none, however often they run.
+A lens made from its own passes checks, on its first backward pass under the trace, that its
+deltas fit what its forward pass was given; only forward passes run by ``vjp``/``backward`` are
+recorded for that. ``forward``, ``predict``, ``evaluate`` and ``generate`` drop the residue: they
+record nothing, however often they run.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import prelens.core._lens as L
+import prelens.core._check as C
 from prelens import PreLens, StructureError, chain, forward, vjp
-from prelens.core._lens import forward_only
 from prelens.nn import decoder_lm, dense, generate, mse
 from prelens.train import evaluate, predict
 
@@ -31,17 +31,14 @@ def transposing() -> PreLens:
 
 
 @pytest.fixture
-def witnesses(monkeypatch):
+def records(monkeypatch):
     made = []
-    real, real_list = L._witness, L._witness_list
-    monkeypatch.setattr(L, "_witness", lambda m, g: made.append("w") or real(m, g))
-    import prelens.core._combinators as C
-
-    monkeypatch.setattr(C, "_witness_list", lambda m, g: made.append("l") or real_list(m, g))
+    real = C._remember
+    monkeypatch.setattr(C, "_remember", lambda seen, p, s, a: made.append(1) or real(seen, p, s, a))
     return made
 
 
-def test_forward_predict_evaluate_and_generate_build_no_witness(witnesses):
+def test_forward_predict_evaluate_and_generate_record_nothing(records):
     model = chain(dense(3, 3), transposing())
     p, x = model.init(0), np.ones((4, 3))
     for _ in range(3):
@@ -50,30 +47,38 @@ def test_forward_predict_evaluate_and_generate_build_no_witness(witnesses):
         evaluate(model, mse, p, x, np.zeros((4, 2)))
     lm = decoder_lm(5, 4, 2, 8, 1, 6)
     generate(lm, lm.init(0), np.array([[1, 2]]), 3)
-    assert witnesses == []
-    model.fwd(p, x)  # outside forward_only: the first-call witness is there
-    assert witnesses == ["l"]
+    assert records == []
+    vjp(model, p, x)  # a residue a backward pass may read: its leaves record
+    assert len(records) == 2
 
 
 def test_the_first_backward_pass_still_checks_after_any_number_of_forward_only_passes():
     model = chain(dense(3, 3), transposing())
     p, x = model.init(0), np.ones((4, 3))
-    for _ in range(5):
+    for _ in range(100):
         forward(model, p, x)
-        with forward_only():
-            m, _ = model.fwd(p, x)
-    model.bwd(m, np.ones((4, 2)))  # a plain residue run backward: nothing checked, nothing decided
+        m, _ = model.fwd(p, x)
+    model.bwd(m, np.ones((4, 2)))  # a residue the trace did not record: nothing to compare, nothing decided
     _, pullback = vjp(model, p, x)
     with pytest.raises(StructureError, match=r"^transposing: bwd returned a dp that does not fit"):
         pullback(np.ones((4, 2)))
 
 
-def test_forward_only_nests_and_is_undone_on_errors():
-    assert L.witnessing()
-    with forward_only():
-        with forward_only():
-            assert not L.witnessing()
-        assert not L.witnessing()
-    with pytest.raises(ValueError), forward_only():
+def test_once_checked_a_model_records_no_more(records):
+    model = chain(dense(3, 3), dense(3, 2))
+    p, x = model.init(0), np.ones((4, 3))
+    for _ in range(3):
+        _, pullback = vjp(model, p, x)
+        pullback(np.ones((4, 2)))
+    assert len(records) == 2  # the first step only
+
+
+def test_recording_nests_and_is_undone_on_errors():
+    assert not getattr(C._RECORDING, "on", False)
+    with C.recording():
+        with C.recording():
+            assert C._RECORDING.on
+        assert C._RECORDING.on
+    with pytest.raises(ValueError), C.recording():
         raise ValueError
-    assert L.witnessing()
+    assert not C._RECORDING.on

@@ -3,6 +3,7 @@
 import pytest
 
 import prelens as pl
+from prelens.core import _iso
 
 PAIRS = [
     (pl.lunit, pl.unlunit, ((), "a")),
@@ -26,15 +27,15 @@ def test_values():
 
 
 LENSES = [
-    (pl.lunit_l, ((), "a"), "a"),
-    (pl.unlunit_l, "a", ((), "a")),
-    (pl.runit_l, ("a", ()), "a"),
-    (pl.unrunit_l, "a", ("a", ())),
-    (pl.assoc_l, (("a", "b"), "c"), ("a", ("b", "c"))),
-    (pl.unassoc_l, ("a", ("b", "c")), (("a", "b"), "c")),
-    (pl.sym_l, ("a", "b"), ("b", "a")),
-    (pl.skip_right_l, ("x", ("b", "c")), ("b", ("x", "c"))),
-    (pl.skip_left_l, (("a", "b"), "x"), (("a", "x"), "b")),
+    (_iso.lunit_l, ((), "a"), "a"),
+    (_iso.unlunit_l, "a", ((), "a")),
+    (_iso.runit_l, ("a", ()), "a"),
+    (_iso.unrunit_l, "a", ("a", ())),
+    (_iso.assoc_l, (("a", "b"), "c"), ("a", ("b", "c"))),
+    (_iso.unassoc_l, ("a", ("b", "c")), (("a", "b"), "c")),
+    (_iso.sym_l, ("a", "b"), ("b", "a")),
+    (_iso.skip_right_l, ("x", ("b", "c")), ("b", ("x", "c"))),
+    (_iso.skip_left_l, (("a", "b"), "x"), (("a", "x"), "b")),
 ]
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from prelens import PreLens, forward, id_pre_lens, learn, tree_first_difference, tree_map, tree_zip_map, vjp
+from prelens import PreLens, forward, id_pre_lens, learn, vjp
+from prelens.core import tree_first_difference, tree_map, tree_zip_map
 from prelens.learn import _objects as optim
 from prelens import errors as E
 from prelens.nn import mlp, mse, softmax_cross_entropy

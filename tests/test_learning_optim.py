@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import tree_allclose, tree_leaves, tree_map, tree_zip_map
+from prelens.core import tree_allclose, tree_leaves, tree_map, tree_zip_map
 from prelens.errors import ArgumentError, StructureError
 from prelens.learn._objects import (
     AdagradState,

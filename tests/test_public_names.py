@@ -60,7 +60,7 @@ def test_the_check_notices_a_collision(monkeypatch: pytest.MonkeyPatch):
 
 def test_the_same_object_under_one_name_is_no_collision(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(prelens.nn, "__all__", [*prelens.nn.__all__, "tree_map"])
-    monkeypatch.setattr(prelens.nn, "tree_map", prelens.tree_map, raising=False)
+    monkeypatch.setattr(prelens.nn, "tree_map", prelens.core.tree_map, raising=False)
     assert collisions(NAMESPACES) == {}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prelens import ArgumentError
+from prelens.errors import ArgumentError
 from prelens.nn import decoder_lm, mlp
 from prelens.train import blas_threads, choose_blas_threads, retain_freed_memory
 from prelens.train._runtime import MIN_WORK_PER_THREAD, USER_ENV, current_blas_threads

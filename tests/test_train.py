@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, PreLens, PrelensError, tree_allclose
+from prelens import NonFiniteError, PreLens, PrelensError
+from prelens.core import tree_allclose
 from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteError
 from prelens.io._checkpoint import load, load_metadata
 from prelens.datasets import load_iris

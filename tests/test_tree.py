@@ -5,9 +5,9 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from prelens import (
-    StructureError,
-    check_structure,
+from prelens import StructureError
+from prelens.core._tree import check_structure
+from prelens.core import (
     tree_add,
     tree_allclose,
     tree_first_difference,

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, tree_leaves, vjp
+from prelens import PreLens, vjp
+from prelens.core import tree_leaves
 from prelens.testing import check_vjp
 
 from ._kit import Wrong, answered, exercise, expect

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, backward, forward, tree_allclose
+from prelens import PreLens, backward, forward
+from prelens.core import tree_allclose
 from prelens.nn import Para, neuron_l
 
 from ._kit import NotAnswered, Wrong, answered, call, exercise, expect

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, TriLens, first, forward, from_tamb, id_pre_lens, to_tamb, tree_allclose
+from prelens import PreLens, TriLens, first, forward, from_tamb, id_pre_lens, to_tamb
+from prelens.core import tree_allclose
 from prelens.nn import Para, bias_l, neuron_l, neuron_t
 from prelens.testing import check_lens_equal
 

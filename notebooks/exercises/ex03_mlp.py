@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from prelens import tree_allclose, tree_leaves
+from prelens.core import tree_allclose, tree_leaves
 from prelens.nn import TOY_XS, TOY_YS, DenseParams, Para, dense_to_paras, init_mlp, make_mlp, mlp, train_step
 
 from ._kit import Wrong, call, exercise, expect

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, forward, tree_leaves
+from prelens import PreLens, forward
+from prelens.core import tree_leaves
 from prelens.nn import decoder_lm, encoder_block, encoder_decoder
 from prelens.testing import check_lens_equal
 

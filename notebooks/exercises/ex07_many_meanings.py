@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import Cost, PreLens, PrelensError, Rule, Shapes, batch_n, from_tamb, register_rule, shape_of, to_tamb
+from prelens.tambara import Cost, Rule, Shapes, register_rule, shape_of
+from prelens import PreLens, PrelensError, batch_n, from_tamb, to_tamb
 from prelens.nn import init_mlp, make_mlp, neuron_t
 from prelens.testing import check_lens_equal
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, tree_allclose, vjp
+from prelens import PreLens, vjp
+from prelens.core import tree_allclose
 from prelens.datasets import load_iris
 from prelens.learn import gradient_descent, learner, learner_step, learning_rate
 from prelens.nn import linear, mlp, mse, softmax_cross_entropy

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import batch_n, from_tamb, tree_add, tree_scale, vjp
+from prelens import batch_n, from_tamb, vjp
+from prelens.core import tree_add, tree_scale
 from prelens.nn import DenseParams, Para, loss_l
 
 

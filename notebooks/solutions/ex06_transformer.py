@@ -4,7 +4,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, chain, forward, tree_leaves
+from prelens import PreLens, chain, forward
+from prelens.core import tree_leaves
 from prelens.nn import feed_forward, layer_norm, multi_head_attention, residual
 
 

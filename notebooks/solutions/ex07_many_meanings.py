@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, Rule, dimap_m, dimap_p, id_pre_lens, lunit, placeholder, runit, unlunit, unrunit
+from prelens import PreLens, dimap_m, dimap_p, id_pre_lens, lunit, runit, unlunit, unrunit
+from prelens.tambara import Rule, placeholder
 
 
 # 7.1 a neuron with m inputs keeps (s, w) in linear_l (2m floats), nothing in bias_l, z in activ_l (1 float)

@@ -24,7 +24,7 @@ import numpy as np
 from prelens.nn._fastcheck import Array
 
 if TYPE_CHECKING:
-    from prelens.bench.peers import PeerCase
+    from prelens.bench._problem import PeerCase
 
 __all__ = ["matmul_floor", "tagged_products"]
 
@@ -42,7 +42,7 @@ def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], Non
     ``params`` gives the weight matrices (prelens's layout); the activations are
     random arrays of the right shapes.
 
-    >>> from prelens.bench.peers import PeerCase, make_problem
+    >>> from prelens.bench._problem import PeerCase, make_problem
     >>> case = PeerCase((4, 8, 3), "float64", 16)
     >>> matmul_floor(case, make_problem(case).params)()
     """

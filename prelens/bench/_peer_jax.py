@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.nn._dot_attention import MASKED
 from prelens.bench.lm import LMConfig
+from prelens.nn._dot_attention import MASKED
 
 if TYPE_CHECKING:
-    from prelens.bench.peers import PeerStep, Problem
+    from prelens.bench._problem import PeerStep, Problem
 
 try:
     import jax
@@ -76,7 +76,7 @@ def _lm_loss(cfg: LMConfig) -> Any:
 
 def prepare(problem: Problem) -> PeerStep:
     """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in JAX, compiled once here."""
-    from prelens.bench.peers import PeerStep
+    from prelens.bench._problem import PeerStep
 
     if np.dtype(problem.case.dtype) == np.float64:
         jax.config.update("jax_enable_x64", True)

@@ -1,6 +1,6 @@
 """prelens itself on JAX, compiled: the same lenses as the ``prelens`` column, one :func:`compile_step`.
 
-The model and loss are the ``prelens`` column's own (:func:`prelens.bench.peers._trained_parts`);
+The model and loss are the ``prelens`` column's own (:func:`prelens.bench.peers.trained_parts`);
 :func:`prelens.train.compile_step` traces forward, backward and the SGD update
 into one ``jax.jit`` program. The step is timed as a user's loop runs it: the
 parameters and optimiser state passed in are the previous call's outputs (JAX
@@ -28,7 +28,7 @@ from prelens.learn._objects import sgd
 from prelens.train import compile_step
 
 if TYPE_CHECKING:
-    from prelens.bench.peers import PeerStep, Problem
+    from prelens.bench._problem import PeerStep, Problem
 
 try:
     import jax
@@ -52,9 +52,9 @@ class _GradientOut:
 
 def prepare(problem: Problem) -> PeerStep:
     """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in prelens on JAX, compiled and checked here."""
-    from prelens.bench.peers import PeerStep, _trained_parts, check_peer_gradients
+    from prelens.bench._problem import PeerStep, check_peer_gradients, trained_parts
 
-    model, loss = _trained_parts(problem.case)
+    model, loss = trained_parts(problem.case)
     opt = sgd(problem.lr)
     compiled = compile_step(model, loss, opt)
     params0 = compiled.place(problem.params)

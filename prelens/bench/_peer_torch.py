@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prelens import errors as E
+from prelens.bench.lm import LMConfig
 from prelens.nn import DenseParams
 from prelens.nn._attention import AttentionParams
 from prelens.nn._norm import LayerNormParams
 from prelens.nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams
-from prelens.bench.lm import LMConfig
 
 if TYPE_CHECKING:
-    from prelens.bench.peers import PeerStep, Problem
+    from prelens.bench._problem import PeerStep, Problem
 
 try:
     import torch
@@ -70,7 +70,7 @@ def _norm_grad(ln: Any) -> LayerNormParams:
 
 def prepare(problem: Problem, threads: int) -> PeerStep:
     """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in PyTorch eager, on ``threads`` threads."""
-    from prelens.bench.peers import PeerStep
+    from prelens.bench._problem import PeerStep
 
     torch.set_num_threads(max(1, threads))
     dt = torch.float64 if np.dtype(problem.case.dtype) == np.float64 else torch.float32

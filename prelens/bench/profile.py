@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _lens
-from prelens.core._lens import PreLens
-from prelens.core._trace import vjp
-from prelens.learn._objects import sgd
 from prelens.bench._floor import tagged_products
 from prelens.bench._timing import peak_bytes, time_interleaved
 from prelens.bench.lm import LMConfig
 from prelens.bench.peers import PeerCase, make_problem
+from prelens.core import _lens
+from prelens.core._lens import PreLens
+from prelens.core._trace import vjp
+from prelens.learn._objects import sgd
 
 __all__ = ["Profile", "ProfileRow", "profile_step"]
 
@@ -149,7 +149,7 @@ def _kind(lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any]) -> str:
 @contextlib.contextmanager
 def _timed_lenses(clock: _Clock) -> Iterator[None]:
     """Every lens made in the block, and prelens's ready-made lens values, run through ``clock``."""
-    import prelens
+    import prelens.core
     import prelens.nn
 
     def wrap_lens(lens: Any) -> None:
@@ -157,7 +157,7 @@ def _timed_lenses(clock: _Clock) -> Iterator[None]:
         object.__setattr__(lens, "fwd", clock.wrap(kind, "fwd", lens.fwd))
         object.__setattr__(lens, "bwd", clock.wrap(kind, "bwd", lens.bwd))
 
-    values = {id(v): v for m in (prelens, prelens.nn) for v in vars(m).values() if isinstance(v, PreLens)}
+    values = {id(v): v for m in (prelens.core, prelens.nn) for v in vars(m).values() if isinstance(v, PreLens)}
     saved = [(v, v.fwd, v.bwd) for v in values.values()]
     original = _lens.PreLens.__post_init__
 

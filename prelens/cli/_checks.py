@@ -12,8 +12,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.io._checkpoint import _unwritable_reason
 
 __all__ = ["Parser", "at_least", "fail", "non_negative_real", "one_line", "positive_real", "writable"]

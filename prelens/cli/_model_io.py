@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.io._model_file import LoadedModel, load_model, save_model
 from prelens.core._tree import tree_leaves
+from prelens.io._model_file import LoadedModel, load_model, save_model
 
 #: The losses a model file may name in its metadata (``--loss`` names them too).
 LOSSES = ("softmax_cross_entropy", "mse", "squared_distance", "token_cross_entropy")

@@ -28,12 +28,12 @@ from typing import TextIO
 import numpy as np
 
 from prelens import errors as E
-from prelens.tambara._meanings import Cost
-from prelens.datasets import TOY_XS, TOY_YS, iris_arrays, load_iris, standardize, stratified_folds
-from prelens.nn import init_mlp, make_mlp, mlp, predict_faithful, softmax_cross_entropy, train_step
-from prelens.learn._objects import adam
-from prelens.train import Progress, accuracy, evaluate, fit
 from prelens.cli import _checks as C
+from prelens.datasets import TOY_XS, TOY_YS, iris_arrays, load_iris, standardize, stratified_folds
+from prelens.learn._objects import adam
+from prelens.nn import init_mlp, make_mlp, mlp, predict_faithful, softmax_cross_entropy, train_step
+from prelens.tambara._meanings import Cost
+from prelens.train import Progress, accuracy, evaluate, fit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,12 +115,21 @@ def _iris_faithful(args: argparse.Namespace, out: TextIO) -> None:
     guesses = np.argmax(predict_faithful(net, params, iris.x_test), axis=1)
     cost = Cost.of(net, params, iris.x_test[0])
     fwd, bwd = cost.total
-    print(f"   {epochs} epochs of batches of {batch}, each step from_tamb(batch_n({batch}, mlp)) >> loss_l, "
-          f"rate {rate}: {seconds:.1f} s", file=out)
-    print(f"   held-out accuracy {np.mean(guesses == iris.y_test):.2%} on the {len(iris.y_test)} test flowers "
-          "(standardized features, squared loss on ±1 targets)", file=out)
-    print(f"   one flower costs {fwd} multiply-adds forward, {bwd} backward, and holds {cost.residue_bytes} bytes "
-          "of residue between them (prelens.Cost)", file=out)
+    print(
+        f"   {epochs} epochs of batches of {batch}, each step from_tamb(batch_n({batch}, mlp)) >> loss_l, "
+        f"rate {rate}: {seconds:.1f} s",
+        file=out,
+    )
+    print(
+        f"   held-out accuracy {np.mean(guesses == iris.y_test):.2%} on the {len(iris.y_test)} test flowers "
+        "(standardized features, squared loss on ±1 targets)",
+        file=out,
+    )
+    print(
+        f"   one flower costs {fwd} multiply-adds forward, {bwd} backward, and holds {cost.residue_bytes} bytes "
+        "of residue between them (prelens.Cost)",
+        file=out,
+    )
 
 
 def _iris(args: argparse.Namespace, out: TextIO, show: bool) -> None:

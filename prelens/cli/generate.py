@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.datasets.sequences import CharVocab, SequenceTask
-from prelens.nn import generate
 from prelens.cli import _checks as C
 from prelens.cli import _model_io as io_
+from prelens.datasets.sequences import CharVocab, SequenceTask
+from prelens.nn import generate
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -121,9 +121,7 @@ def encode_text(vocab: CharVocab, prompt: str) -> npt.NDArray[np.int64]:
         raise io_.UsageError("--prompt must not be empty")
     unknown = sorted({c for c in prompt if c not in vocab.chars})
     if unknown:
-        raise io_.UsageError(
-            f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}"
-        )
+        raise io_.UsageError(f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}")
     return vocab.encode(prompt)
 
 

@@ -29,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.train import predict
 from prelens.cli import _checks as C
 from prelens.cli import _model_io as io_
+from prelens.train import predict
 
 OUTPUTS = ("auto", "label", "proba", "raw")
 

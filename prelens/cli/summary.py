@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.show._summary import summary
 from prelens.cli import _checks as C
 from prelens.cli import _model_io as io_
+from prelens.show._summary import summary
 
 IMAGES = (".png", ".svg", ".pdf")
 

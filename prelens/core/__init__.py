@@ -1,31 +1,24 @@
-"""``prelens.core``: the pre-lens, its two compositions, the trace, the isomorphisms and the combinators."""
+"""``prelens.core``: the pre-lens, its two compositions, the trace, the isomorphisms, the combinators,
+parameter trees, and the declarations that the one checker enforces."""
 
-from prelens.core._combinators import add_l, batch_n, branch, branch_t, chain, copy_l, vec_lens
+from prelens.core._check import ANY, LIKE_OUTPUT, Arr, Expects
+from prelens.core._combinators import add_l, batch_n, branch, chain, copy_l, vec_lens
 from prelens.core._iso import (
     assoc,
-    assoc_l,
     first,
     iso_lens,
     lunit,
-    lunit_l,
     runit,
-    runit_l,
     second,
     skip_left,
-    skip_left_l,
     skip_right,
-    skip_right_l,
     sym,
-    sym_l,
     unassoc,
-    unassoc_l,
     unlunit,
-    unlunit_l,
     unrunit,
-    unrunit_l,
 )
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
-from prelens.core._registry import constructor, register_constructor
+from prelens.core._registry import register_constructor
 from prelens.core._trace import backward, forward, vjp
 from prelens.core._tree import (
     check_structure,
@@ -43,3 +36,52 @@ from prelens.core._tree import (
     tree_zeros_like,
     tree_zip_map,
 )
+
+__all__ = [
+    "ANY",
+    "LIKE_OUTPUT",
+    "AnyLens",
+    "Arr",
+    "Expects",
+    "PreLens",
+    "add_l",
+    "assoc",
+    "backward",
+    "batch_n",
+    "branch",
+    "chain",
+    "check_structure",
+    "copy_l",
+    "first",
+    "forward",
+    "id_pre_lens",
+    "iso_lens",
+    "lunit",
+    "parameter_free",
+    "pre_compose",
+    "prod_lens",
+    "register_constructor",
+    "runit",
+    "second",
+    "skip_left",
+    "skip_right",
+    "structure_mismatch",
+    "sym",
+    "tree_add",
+    "tree_allclose",
+    "tree_first_difference",
+    "tree_first_nonfinite",
+    "tree_leaves",
+    "tree_map",
+    "tree_paths",
+    "tree_scale",
+    "tree_shapes",
+    "tree_sum",
+    "tree_zeros_like",
+    "tree_zip_map",
+    "unassoc",
+    "unlunit",
+    "unrunit",
+    "vec_lens",
+    "vjp",
+]

@@ -7,7 +7,6 @@ argument.
 
 from __future__ import annotations
 
-import functools
 import io
 import math
 from collections.abc import Callable
@@ -89,43 +88,6 @@ def name(fn: str, what: str, value: Any) -> str:
     raise E.must_be(fn, what, "a string", E.describe(value))
 
 
-@functools.cache
-def _lens_types() -> tuple[type, type]:
-    """``(PreLens, TriLens)``, imported on first use (their modules import this one)."""
-    from prelens.core._lens import PreLens
-    from prelens.tambara._trilens import TriLens
-
-    return PreLens, TriLens
-
-
-def lens(fn: str, what: str, value: Any) -> Any:
-    """``value`` if it is a :class:`~prelens.PreLens` (a TriLens gets a hint: ``from_tamb``)."""
-    PreLens, TriLens = _lens_types()
-    if isinstance(value, PreLens):
-        return value
-    if isinstance(value, TriLens):
-        raise E.must_be(fn, what, "a PreLens (a TriLens becomes one with from_tamb(...))", repr(value))
-    raise E.must_be(fn, what, "a PreLens", E.describe(value))
-
-
-def trilens(fn: str, what: str, value: Any) -> Any:
-    """``value`` if it is a :class:`~prelens.TriLens` (a PreLens gets a hint: ``to_tamb``)."""
-    PreLens, TriLens = _lens_types()
-    if isinstance(value, TriLens):
-        return value
-    if isinstance(value, PreLens):
-        raise E.must_be(fn, what, "a TriLens (a PreLens becomes one with to_tamb(...))", repr(value))
-    raise E.must_be(fn, what, "a TriLens", E.describe(value))
-
-
-def lens_or_trilens(fn: str, what: str, value: Any) -> Any:
-    """``value`` if it is a PreLens or a TriLens."""
-    PreLens, TriLens = _lens_types()
-    if isinstance(value, (PreLens, TriLens)):
-        return value
-    raise E.must_be(fn, what, "a PreLens or a TriLens", E.describe(value))
-
-
 def count(fn: str, what: str, value: Any, least: int = 1) -> int:
     """``value`` as an int ``>= least`` (Python's or numpy's; a bool or a float such as ``2.0`` is not one).
 
@@ -189,18 +151,6 @@ def sequence(fn: str, what: str, value: Any, expected: str, *, non_empty: bool =
     if isinstance(value, (list, tuple)) and not (non_empty and len(value) == 0):
         return list(value)
     raise E.must_be(fn, what, expected, E.describe_tree(value))
-
-
-def trimbara(fn: str, what: str, value: Any) -> Any:
-    """``value`` if it is a Trimbara module: a PreLens, or PLeft/PRight of one (``dimap_*``, ``alpha``, ``beta``)."""
-    PreLens, TriLens = _lens_types()
-    if type(value) is PreLens or all(callable(getattr(value, m, None)) for m in _MODULE_METHODS):
-        return value
-    hint = " (a TriLens is a function of one: apply it, or use from_tamb(...))" if isinstance(value, TriLens) else ""
-    raise E.must_be(fn, what, f"a Trimbara module such as a PreLens{hint}", E.describe(value))
-
-
-_MODULE_METHODS = ("dimap_s", "dimap_p", "dimap_m", "alpha", "beta")
 
 
 def optimizer(fn: str, value: Any) -> Any:

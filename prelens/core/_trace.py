@@ -15,80 +15,135 @@ efficient form: one forward pass, and a pullback ``da ↦ bwd(m, da)`` that
 closes over the stored residue; the pullback, linear in ``da``, is the
 vector-Jacobian product at ``(p, s)``.
 
-The first time a lens that is not a composite (``>>``, ``@``, ``chain`` check
-their parts themselves) is run backward here, its ``(dp, ds)`` is checked
-against the ``p`` and ``s`` of the forward pass (see ``prelens._lens``): a
-``bwd`` that returns the wrong structure is named with the tree path of the
-first misfit. A lens nested too deeply for Python's stack raises one
-:class:`~prelens.errors.DepthError` that says how to flatten it.
+Each runs a lens checked: the first time a lens is run here its parameters and
+input are compared with what it declares (its parts' declarations, for a
+composite), so a misfit deep inside a model is named by its path; a pass that
+fails is reported naming the lens. A TriLens is run as ``from_tamb(tri)``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
-from prelens.core import _args
-from prelens.core._lens import (
-    DA,
-    DP,
-    DS,
-    A,
-    M,
-    P,
-    PreLens,
-    S,
-    as_pair,
-    check_deltas,
-    depth_error,
-    forward_only,
-    is_validated,
-)
-from prelens.tambara._trilens import AnyTriLens, from_tamb
-
-Lensish = PreLens[A, DA, M, M, P, DP, S, DS] | AnyTriLens
+from prelens import errors as E
+from prelens.core._check import misfit, recording
+from prelens.core._lens import DA, DP, DS, A, AnyLens, P, PreLens, S
 
 
-def _as_prelens(lens: Any, fn: str) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
-    if isinstance(lens, PreLens):
-        return lens
-    return from_tamb(_args.lens_or_trilens(fn, "lens", lens))
+@functools.singledispatch
+def as_pre_lens(lens: Any, fn: str) -> AnyLens:
+    """``lens`` as a pre-lens: a PreLens itself; other encodings register their own reading here.
+
+    (:mod:`prelens.tambara` registers the TriLens: ``from_tamb``.)
+    """
+    raise E.must_be(fn, "lens", "a PreLens or a TriLens", E.describe(lens))
 
 
-def _run_fwd(lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any], p: Any, s: Any) -> tuple[Any, Any]:
+@as_pre_lens.register
+def _(lens: PreLens, fn: str) -> AnyLens:  # type: ignore[type-arg]
+    return lens
+
+
+# How far the trace has checked a lens, kept in the lens's ``__dict__`` (a memo, not part of its value):
+# absent, its parameters and input have not been compared with its declarations yet; INPUTS, they
+# have; DELTAS, a backward pass has also run after a recorded forward pass, so every part of it has
+# checked its deltas and no forward pass needs recording any more.
+_STATE = "_prelens_trace_state"
+INPUTS, DELTAS = 1, 2
+
+
+def _check_first(lens: AnyLens, p: Any, s: Any) -> int:
+    state: int | None = lens.__dict__.get(_STATE)
+    if state is None:
+        err = misfit(lens.expects.params, p, "parameters") or misfit(lens.expects.input, s, "input")
+        if err is not None:
+            raise type(err)(f"{E.short_name(lens.name)}: {err}")
+        lens.__dict__[_STATE] = state = INPUTS
+    return state
+
+
+def _failed(lens: AnyLens, which: str, exc: Exception, given: Any) -> Exception:
+    """``exc``, met in the ``which`` pass of ``lens``, as the error to show."""
+    if isinstance(exc, RecursionError):
+        return E.too_deep(lens.name)
+    if isinstance(exc, E.PrelensError):
+        return _located(lens, exc)
+    cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError
+    return cls(
+        f"{E.short_name(lens.name)}: the {which} pass failed on {E.describe_tree(given)}: {type(exc).__name__}: {exc}"
+    )
+
+
+def _located(root: AnyLens, err: E.PrelensError) -> E.PrelensError:
+    """``err``, raised by a part of ``root``, with a line saying which part (added once)."""
+    part = getattr(err, "_prelens_lens", None)
+    if part is None or part is root or getattr(err, "_prelens_where", False):
+        return err
+    path = _path_to(root, part)
+    if path is None:
+        return err
+    where = f"in {E.short_name(root.name)}: part {'.'.join(map(str, path))} ({E.short_name(part.name, 80)})"
     try:
-        out = lens.fwd(p, s)
-    except RecursionError as exc:
-        raise depth_error(exc, lens) from None
-    return out if type(out) is tuple and len(out) == 2 else as_pair(lens, out, "fwd")
+        new = type(err)(f"{err}\n  {where}")
+    except TypeError:  # an error class with a richer constructor: keep it, add a note
+        err.add_note(where)
+        return err
+    new.__dict__.update(err.__dict__)
+    E.mark(new, _prelens_where=True)
+    new.__cause__ = err.__cause__
+    return new
 
 
-def _needs_check(lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any]) -> bool:
-    """Composites check their parts; other lenses are checked here once."""
-    return lens.op not in (">>", "@", "chain") and not is_validated(lens)
+def _path_to(root: AnyLens, part: AnyLens) -> list[int] | None:
+    """The indices of ``parts`` that lead from ``root`` to ``part`` (a loop: composites may nest deeply)."""
+    stack: list[tuple[AnyLens, list[int]]] = [(root, [])]
+    while stack:
+        lens, path = stack.pop()
+        if lens is part:
+            return path
+        stack.extend((q, [*path, i]) for i, q in reversed(list(enumerate(lens.parts))))
+    return None
 
 
-def _run_bwd(
-    lens: PreLens[Any, Any, Any, Any, Any, Any, Any, Any], m: Any, da: Any, p: Any, s: Any, check: bool
-) -> tuple[Any, Any]:
+def _run_fwd(lens: AnyLens, p: Any, s: Any, record: bool) -> tuple[Any, Any]:
+    """The forward pass, checked; ``record``: a backward pass will read its residue."""
     try:
-        out = lens.bwd(m, da)
-    except RecursionError as exc:
-        raise depth_error(exc, lens) from None
-    if type(out) is not tuple or len(out) != 2:
-        out = as_pair(lens, out, "bwd")
-    if check:
-        check_deltas(lens, out, p, s)
-    return out
+        state = _check_first(lens, p, s)
+        if not record or state == DELTAS:
+            m, a = lens.fwd(p, s)
+        else:
+            with recording():
+                m, a = lens.fwd(p, s)
+    except Exception as exc:
+        raise _failed(lens, "forward", exc, s) from exc
+    return m, a
 
 
-def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
+def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
+    bwd, state = lens.bwd, lens.__dict__
+
+    def pullback(da: Any) -> tuple[Any, Any]:
+        try:
+            out = bwd(m, da)
+        except Exception as exc:
+            err = misfit(lens.expects.delta, da, "output delta")
+            if err is not None and not isinstance(exc, E.PrelensError):
+                raise type(err)(f"{E.short_name(lens.name)}: {err}") from exc
+            raise _failed(lens, "backward", exc, da) from exc
+        state[_STATE] = DELTAS
+        return out
+
+    return pullback
+
+
+def forward(lens: Any, p: P, s: S) -> A:
     """The output of the forward pass, residue dropped (Haskell: ``fwd'``).
 
     Haskell::
 
-        forward :: PreLens a da m m p dp s ds -> p -> s -> a
-        fwd'    :: ExLens a da p dp s ds -> (p, s) -> a
+        fwd' :: ExLens a da p dp s ds -> (p, s) -> a
 
     ``lens`` may also be a TriLens (run through :func:`~prelens.from_tamb`).
 
@@ -96,20 +151,16 @@ def forward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> A:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    lens_ = _as_prelens(lens, "forward")
-    with forward_only():  # the residue is dropped: no first-call witness is built for it
-        _, a = _run_fwd(lens_, p, s)
-    out: A = a
+    out: A = _run_fwd(as_pre_lens(lens, "forward"), p, s, record=False)[1]
     return out
 
 
-def backward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S, da: DA) -> tuple[DP, DS]:
+def backward(lens: Any, p: P, s: S, da: DA) -> tuple[DP, DS]:
     """``(dp, ds)`` for an output delta, re-running the forward pass (Haskell: ``bwd'``).
 
     Haskell::
 
-        backward :: PreLens a da m m p dp s ds -> p -> s -> da -> (dp, ds)
-        bwd'     :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
+        bwd' :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
 
     ``dp`` has the structure of ``p`` and ``ds`` that of ``s``.
 
@@ -117,17 +168,14 @@ def backward(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S, da: DA) -> tuple
     >>> backward(id_pre_lens, (), 3.0, 1.0)
     ((), 1.0)
     """
-    lens_ = _as_prelens(lens, "backward")
-    m, _ = _run_fwd(lens_, p, s)
-    return _run_bwd(lens_, m, da, p, s, _needs_check(lens_))
+    lens_ = as_pre_lens(lens, "backward")
+    m, _ = _run_fwd(lens_, p, s, record=True)
+    out: tuple[DP, DS] = _pullback(lens_, m)(da)
+    return out
 
 
-def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[[DA], tuple[DP, DS]]]:
+def vjp(lens: Any, p: P, s: S) -> tuple[A, Callable[[DA], tuple[DP, DS]]]:
     """Run the forward pass once; return the output and a pullback ``da -> (dp, ds)``.
-
-    Haskell::
-
-        vjp :: PreLens a da m m p dp s ds -> p -> s -> (a, da -> (dp, ds))
 
     The pullback closes over the residue ``m`` and computes ``bwd(m, da)``: the
     trace hands the residue itself to ``bwd``. It is linear in ``da``, the
@@ -140,20 +188,9 @@ def vjp(lens: Lensish[A, DA, M, P, DP, S, DS], p: P, s: S) -> tuple[A, Callable[
     >>> a, pullback(1.0)
     (9.0, ((), 6.0))
     """
-    lens_ = _as_prelens(lens, "vjp")
-    m, a = _run_fwd(lens_, p, s)
-    if _needs_check(lens_):
+    lens_ = as_pre_lens(lens, "vjp")
+    m, a = _run_fwd(lens_, p, s, record=True)
+    return a, _pullback(lens_, m)
 
-        def checked_pullback(da: DA) -> tuple[DP, DS]:
-            return _run_bwd(lens_, m, da, p, s, True)
 
-        return a, checked_pullback
-    bwd = lens_.bwd
-
-    def pullback(da: DA) -> tuple[DP, DS]:
-        try:
-            return bwd(m, da)
-        except RecursionError as exc:
-            raise depth_error(exc, lens_) from None
-
-    return a, pullback
+__all__ = ["as_pre_lens", "backward", "forward", "vjp"]

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
-from prelens.backend import _arrays as _backend
 from prelens import errors as E
+from prelens.backend import _arrays as _backend
+from prelens.core import _args
 
 Tree = Any
 

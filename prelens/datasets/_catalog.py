@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.datasets._split import Floats, Seed, Split, standardize, stratified_split
 from prelens.datasets.glyphs import make_glyphs
 from prelens.datasets.iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.datasets._split import Seed
 from prelens.datasets.synthetic import Points, _check
 

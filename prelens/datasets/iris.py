@@ -22,8 +22,8 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.datasets._split import Seed, Split, standardize, stratified_split
 
 __all__ = ["IRIS_CLASSES", "IRIS_FEATURES", "iris_arrays", "load_iris"]

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 
 __all__ = [
     "TASKS",

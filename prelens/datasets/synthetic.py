@@ -16,8 +16,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.datasets._split import Seed
 
 __all__ = ["make_moons", "make_spirals"]

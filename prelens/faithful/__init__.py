@@ -1,5 +1,6 @@
 """``prelens.faithful``: the post's network, one neuron at a time (docs/faithful.md)."""
 
+from prelens.faithful._branch import branch_t
 from prelens.faithful._loss import loss_l
 from prelens.faithful._network import (
     Para,
@@ -42,6 +43,7 @@ __all__ = [
     "batch_loss_l",
     "bias_l",
     "bias_t",
+    "branch_t",
     "init_mlp",
     "init_para",
     "layer",

@@ -36,29 +36,27 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import is_real
-from prelens.core._combinators import branch, branch_t, chain, vec_lens
-from prelens.core._registry import constructor
-from prelens.core._iso import _first as first  # the plumbing's isos: from_tamb names their failures
-from prelens.core._iso import _lunit as lunit
-from prelens.core._iso import _runit as runit
-from prelens.core._iso import _second as second
-from prelens.core._iso import _unlunit as unlunit
-from prelens.core._iso import _unrunit as unrunit
+from prelens.core import _args
+from prelens.core._combinators import branch, chain, vec_lens
+from prelens.core._iso import first, lunit, runit, second, unlunit, unrunit
 from prelens.core._lens import AnyLens, PreLens
-from prelens.tambara._meanings import Rule, placeholder, register_rule
-from prelens.tambara._trilens import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
+from prelens.core._registry import constructor
+from prelens.faithful._branch import branch_t
 from prelens.faithful._loss import loss_l  # re-exported here, so prelens.nn needs one import line
 from prelens.faithful._train import TOY_XS, TOY_YS, batch_loss_l, predict_faithful, train_faithful, train_step
+from prelens.io._checkpoint import register_namedtuple
 from prelens.nn._fastcheck import real_vector
+from prelens.tambara._meanings import Rule, placeholder, register_rule
+from prelens.tambara._trilens import AnyTriLens, TriLens, dimap_m, dimap_p, to_tamb, tri_compose
 
 D = float
 Vec = npt.NDArray[np.float64]
 VecLike = Vec | Sequence[float]
 
 
+@register_namedtuple
 class Para(NamedTuple):
     """A neuron's parameters (Haskell: ``data Para = Para { bias :: D, weight :: V }``).
 

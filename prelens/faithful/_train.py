@@ -27,16 +27,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._combinators import batch_n
-from prelens.core._registry import constructor
 from prelens.core._lens import AnyLens
-from prelens.tambara._trilens import AnyTriLens, TriLens, from_tamb
+from prelens.core._registry import constructor
 from prelens.core._trace import forward, vjp
 from prelens.core._tree import tree_add, tree_scale
 from prelens.faithful._loss import loss_l
 from prelens.nn._fastcheck import real_vector
+from prelens.tambara._trilens import AnyTriLens, TriLens, as_lens_or_trilens, from_tamb
 
 Vec = npt.NDArray[np.float64]
 Params = Any  # [[Para]] for make_mlp; any parameter tree for another network
@@ -78,7 +78,7 @@ def _batched(mlp: AnyTriLens | AnyLens, n: int, fn: str) -> AnyLens:
 def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
     if isinstance(mlp, TriLens):
         return from_tamb(mlp)
-    lens: AnyLens = _args.lens_or_trilens(fn, "mlp", mlp)
+    lens: AnyLens = as_lens_or_trilens(fn, "mlp", mlp)
     return lens
 
 
@@ -104,7 +104,7 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     >>> loss > 0
     True
     """
-    _args.lens_or_trilens("batch_loss_l", "mlp", mlp)
+    as_lens_or_trilens("batch_loss_l", "mlp", mlp)
     return _batched(mlp, _args.count("batch_loss_l", "n", n), "batch_loss_l") >> loss_l
 
 
@@ -142,7 +142,7 @@ _BATCH_LOSSES: weakref.WeakKeyDictionary[Any, dict[int, AnyLens]] = weakref.Weak
 
 
 def _batch_loss(mlp: Any, n: int) -> AnyLens:
-    built = _BATCH_LOSSES.setdefault(_args.lens_or_trilens("train_step", "mlp", mlp), {})
+    built = _BATCH_LOSSES.setdefault(as_lens_or_trilens("train_step", "mlp", mlp), {})
     if n not in built:
         built[n] = _batched(mlp, n, "train_step") >> loss_l
     return built[n]
@@ -181,7 +181,7 @@ def train_faithful(
     """
     steps = _args.count("train_faithful", "steps", steps, least=0)
     rate = _args.real("train_faithful", "rate", rate, low=0.0)
-    _args.lens_or_trilens("train_faithful", "mlp", mlp)
+    as_lens_or_trilens("train_faithful", "mlp", mlp)
     xs_, ys_ = _rows("train_faithful", "inputs", xs), _rows("train_faithful", "targets", ys)
     if len(xs_) != len(ys_):
         raise E.list_length_error("train_faithful", "targets", len(xs_), len(ys_))
@@ -213,7 +213,7 @@ def predict_faithful(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list
     >>> [[round(a, 4) for a in out] for out in predict_faithful(make_mlp(3, [1]), params, [[1.0, 5.0, 5.0]])]
     [[0.7616]]
     """
-    _args.lens_or_trilens("predict_faithful", "mlp", mlp)
+    as_lens_or_trilens("predict_faithful", "mlp", mlp)
     xs_ = _rows("predict_faithful", "inputs", xs)
     out: list[Any] = forward(_batched(mlp, len(xs_), "predict_faithful"), params, xs_)
     return out

@@ -57,14 +57,16 @@ import math
 import os
 import re
 import secrets
+import sys
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
-from prelens.backend import _arrays as _backend
 from prelens import errors as E
+from prelens.backend import _arrays as _backend
+from prelens.core._registry import public_name
 from prelens.io._sigint import deferred_sigint
 
 try:
@@ -116,19 +118,31 @@ def register_namedtuple(cls: T) -> T:
 
 
 def _qualified(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    """The name a file stores: the public module's (``prelens.nn.DenseParams``), stable across moves."""
+    return public_name(cls.__module__, cls.__qualname__)
+
+
+#: Where 0.3's classes were: their names in older files, rewritten to the public ones.
+_MOVED = (("prelens.optim.", "prelens.learn."), ("prelens.nn.Para", "prelens.faithful.Para"))
+
+
+def _stored_as(name: str) -> str:
+    """The public name of a class named ``name`` in a file (of this version or of 0.3)."""
+    module, _, qualname = name.rpartition(".")
+    name = public_name(module, qualname)
+    for old, new in _MOVED:
+        if name.startswith(old):
+            return new + name.removeprefix(old)
+    return name
 
 
 def _known_namedtuples() -> dict[str, type]:
-    """The registry plus the named tuples prelens itself exports (imported by fixed name)."""
-    import prelens.nn
-    import prelens.optim
-
+    """The registry plus the named tuples of the layers below (the model's and optimisers' parameters)."""
     known: dict[str, type] = {}
-    for module in (prelens.optim, prelens.nn):
+    for module in (m for n, m in list(sys.modules.items()) if n.startswith(("prelens.nn", "prelens.learn"))):
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
-                known[_qualified(value)] = value
+                known.setdefault(_qualified(value), value)
     known.update(_registry)
     return known
 
@@ -724,7 +738,7 @@ class _Reader:
                 raise self.mismatch(path, like, short)
             cls = type(like)
         else:
-            found = self.known.get(name)
+            found = self.known.get(_stored_as(name))
             if found is None:
                 raise E.checkpoint_unknown_namedtuple(self.path, path, name)
             cls = found

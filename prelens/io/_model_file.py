@@ -26,13 +26,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from prelens.core import _args
-from prelens.io import _checkpoint as checkpoint
-from prelens.core import _registry as C
 from prelens import errors as E
 from prelens._version import __version__
 from prelens.backend._arrays import has_dtype, is_array, resolve_backend
+from prelens.core import _registry as C
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_paths
+from prelens.io import _checkpoint as checkpoint
+from prelens.io import _describe as D
+from prelens.tambara._trilens import as_lens_or_trilens
 
 __all__ = ["LoadedModel", "load_model", "save_model"]
 
@@ -86,19 +87,19 @@ def save_model(
     mlp(4→8→3, relu)
     """
     target = _path("save_model", path)
-    _args.lens_or_trilens("save_model", "lens", lens)
+    as_lens_or_trilens("save_model", "lens", lens)
     user = _metadata(metadata)
     try:
-        desc = C.describe(lens)
-    except C.Undescribable as why:
+        desc = D.describe(lens)
+    except D.Undescribable as why:
         raise E.model_undescribable(repr(lens), why.where, why.what) from None
     text = json.dumps(desc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if len(text) > MAX_DESCRIPTION_CHARS:
         why_long = f"a description of {len(text):,} characters (at most {MAX_DESCRIPTION_CHARS:,})"
         raise E.model_undescribable(repr(lens), "lens", why_long)
     try:
-        again = C.rebuild(json.loads(text))
-    except C.Malformed as bad:
+        again = D.rebuild(json.loads(text))
+    except D.Malformed as bad:
         raise E.model_not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
     if repr(again) != repr(lens):
         raise E.model_not_rebuilt(repr(lens), repr(again))
@@ -196,9 +197,9 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     stored = sum(int(np.size(x)) for x in tree_leaves(params))
     try:
         with C.budget(stored):
-            lens = C.rebuild(description)
+            lens = D.rebuild(description)
             like = _init(lens)
-    except C.Malformed as bad:
+    except D.Malformed as bad:
         raise E.model_file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
     except C.OverBudget as over:
         detail = f"the description needs more {over.what} than the {stored:,} stored parameter numbers justify"
@@ -251,4 +252,4 @@ def _init(lens: Any) -> Any:
     """``lens.init`` with a budgeted generator (None for a lens that cannot make parameters)."""
     if getattr(lens, "init_fn", None) is None:
         return None
-    return lens.init(C.BudgetedGenerator(np.random.PCG64(0)))
+    return lens.init(D.BudgetedGenerator(np.random.PCG64(0)))

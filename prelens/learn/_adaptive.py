@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from prelens.learn._xp import as_step, cast, power_gap
 from prelens.core._tree import tree_map, tree_zip_map
 from prelens.learn._objects import (
     AdagradState,
@@ -44,6 +43,7 @@ from prelens.learn._objects import (
     check_lr,
 )
 from prelens.learn._optimizer import OptimizerLens, like, optimizer_lens, root
+from prelens.learn._xp import as_step, cast, power_gap
 
 Tree = Any
 

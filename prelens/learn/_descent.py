@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prelens.learn._xp import cast
 from prelens.core._tree import tree_map, tree_zip_map
 from prelens.learn._objects import MomentumState, _check_unit, _zeros_like, check_lr
 from prelens.learn._optimizer import OptimizerLens, like, optimizer_lens
+from prelens.learn._xp import cast
 
 Tree = Any
 

@@ -46,7 +46,6 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import (
     dtype_kind,
@@ -58,9 +57,10 @@ from prelens.backend._arrays import (
     shape,
     zeros_like,
 )
-from prelens.learn._xp import as_step, cast, fit, known, power_gap, sum_squares, traced_value, wide_float
-from prelens.learn._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
+from prelens.core import _args
 from prelens.core._tree import check_structure, tree_map, tree_paths
+from prelens.learn._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
+from prelens.learn._xp import as_step, cast, fit, known, power_gap, sum_squares, traced_value, wide_float
 
 Tree = Any
 StateT = TypeVar("StateT")

@@ -33,9 +33,9 @@ import numpy as np
 from prelens import errors as E
 from prelens.backend._arrays import copy, is_array, is_concrete, namespace
 from prelens.core._lens import PreLens
-from prelens.learn._xp import as_step, before
 from prelens.core._tree import check_structure, tree_map, tree_paths
 from prelens.learn._objects import ScheduledState, _check_params, _is_real_leaf, lr_at, scheduled_state
+from prelens.learn._xp import as_step, before
 
 Tree = Any
 #: ``put(params, state, delta, lr, lr_before) -> (new_params, new_state)``: the update at step

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import copy, dtype_kind, is_array, is_real_scalar, zeros_like
-from prelens.core._lens import AnyLens, PreLens
-from prelens.learn._xp import cast, sum_squares
+from prelens.core import _args
+from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._tree import tree_add, tree_leaves, tree_map
 from prelens.learn._objects import _check_params
+from prelens.learn._xp import cast, sum_squares
 
 __all__ = ["l2", "penalised"]
 
@@ -107,9 +107,9 @@ def penalised(model: AnyLens, loss: AnyLens, penalty: AnyLens) -> AnyLens:
     >>> float(value), pullback(1.0)[0][1].ravel()
     (0.5, array([0.5, 0.5]))
     """
-    model = _args.lens("penalised", "model", model)
-    loss = _args.lens("penalised", "loss", loss)
-    penalty = _args.lens("penalised", "penalty", penalty)
+    model = as_lens("penalised", "model", model)
+    loss = as_lens("penalised", "loss", loss)
+    penalty = as_lens("penalised", "penalty", penalty)
     body = model >> loss >> penalty  # params (p_penalty, (targets, params))
 
     def to(tp: Any) -> Any:

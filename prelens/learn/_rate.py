@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import is_real_scalar
+from prelens.core import _args
 from prelens.core._lens import PreLens
 
 __all__ = ["learning_rate"]

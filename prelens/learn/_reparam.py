@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
-from prelens.core._lens import AnyLens, PreLens, id_pre_lens
+from prelens.core import _args
+from prelens.core._lens import AnyLens, PreLens, as_lens, id_pre_lens
 from prelens.core._trace import vjp
 from prelens.core._tree import tree_leaves
 from prelens.learn._optimizer import find_optimizer, init_state
@@ -59,7 +59,7 @@ def parameters_as_input(lens: AnyLens) -> AnyLens:
     >>> f, f.fwd((), (np.ones((2, 1)), np.ones((1, 2))))[1]
     (parameters_as_input(linear(2→1)), array([[2.]]))
     """
-    f = _args.lens("parameters_as_input", "lens", lens)
+    f = as_lens("parameters_as_input", "lens", lens)
     name = f"parameters_as_input({f!r})"
     f_fwd, f_bwd = f.fwd, f.bwd
 
@@ -104,8 +104,8 @@ def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
     >>> y, pullback(np.array([[1.0]]))[0]
     (array([[2.]]), (array([[2.]]), ()))
     """
-    f = _args.lens("reparameterise", "lens", lens)
-    u = _args.lens("reparameterise", "optimizer", optimizer)
+    f = as_lens("reparameterise", "lens", lens)
+    u = as_lens("reparameterise", "optimizer", optimizer)
     units = _units(u)
     body = ((u @ id_pre_lens) >> parameters_as_input(f)).beta()
 
@@ -167,11 +167,11 @@ def learner(
     >>> learner_step(step, np.ones((1, 1)), (), (np.array([[1.0]]), np.array([[3.0]])))
     (array([[2.]]), (), 4.0)
     """
-    model = _args.lens("learner", "model", model)
-    loss = _args.lens("learner", "loss", loss)
-    optimizer = _args.lens("learner", "optimizer", optimizer)
-    alpha = learning_rate(1.0) if rate is None else _args.lens("learner", "rate", rate)
-    trained = model >> loss if penalty is None else penalised(model, loss, _args.lens("learner", "penalty", penalty))
+    model = as_lens("learner", "model", model)
+    loss = as_lens("learner", "loss", loss)
+    optimizer = as_lens("learner", "optimizer", optimizer)
+    alpha = learning_rate(1.0) if rate is None else as_lens("learner", "rate", rate)
+    trained = model >> loss if penalty is None else penalised(model, loss, as_lens("learner", "penalty", penalty))
     return reparameterise(trained, id_pre_lens @ optimizer) >> alpha
 
 
@@ -194,7 +194,7 @@ def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]
     >>> p, loss
     (array([[0.2]]), 1.0)
     """
-    step = _args.lens("learner_step", "step", step)
+    step = as_lens("learner_step", "step", step)
     xs, targets = _args.batch("learner_step", batch)
     value, pullback = vjp(step, ((), (targets, (params, state))), xs)
     (_, (_, new)), _ = pullback(())

@@ -36,9 +36,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace
+from prelens.core import _args
 from prelens.learn._xp import wide_float
 
 __all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay", "warmup_cosine"]

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import copy, device, is_float, namespace, namespace_name, same_library
+from prelens.core import _args as A
 from prelens.core._lens import PreLens
 from prelens.nn._fastcheck import Array, delta_error, float_input_error, residue_error, shape_str
 from prelens.nn._rows import row_max, row_sum

@@ -48,16 +48,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import copy, dtype_kind, is_array, is_concrete, is_float, namespace, namespace_name
+from prelens.core import _args as A
 from prelens.core._combinators import branch, chain, copy_l, vec_lens
-from prelens.core._registry import constructor
 from prelens.core._iso import unassoc_l
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens
+from prelens.core._registry import constructor
 from prelens.nn._activations import softmax
-from prelens.nn._dot_attention import MASKED
 from prelens.nn._dot_attention import (
+    MASKED,
     _scaled_dot_product_attention,
     float_like,
     keep_like,

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import is_real
+from prelens.core import _args
 from prelens.faithful._network import Para
 from prelens.nn._fastcheck import float_dtype, real_vector
 from prelens.nn._linear import DenseParams

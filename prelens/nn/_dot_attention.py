@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import copy, device, dtype_name, is_array, is_float, namespace, namespace_name
-from prelens.core._registry import constructor
+from prelens.core import _args as A
 from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
 from prelens.nn._fastcheck import Array, check_size, input_error, residue_error, shape_str
 from prelens.nn._rows import row_max, row_sum
 

@@ -48,7 +48,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import (
     constant_like,
@@ -60,8 +59,9 @@ from prelens.backend._arrays import (
     namespace,
     to_numpy,
 )
-from prelens.core._registry import constructor
+from prelens.core import _args as A
 from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
 from prelens.nn._fastcheck import Array
 
 __all__ = ["DropoutKey", "dropout", "with_dropout", "without_dropout"]

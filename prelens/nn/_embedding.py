@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import (
     constant_like,
@@ -57,8 +56,9 @@ from prelens.backend._arrays import (
     scatter_add_rows,
     to_numpy,
 )
-from prelens.core._registry import constructor
+from prelens.core import _args as A
 from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
 from prelens.nn._fastcheck import (
     Array,
     check_float_delta,

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import dtype_kind, has_dtype, is_array, is_real
+from prelens.core import _args as A
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
 Array = npt.NDArray[Any]

@@ -33,11 +33,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import copy
-from prelens.core._registry import constructor
+from prelens.core import _args as A
 from prelens.core._lens import PreLens
+from prelens.core._registry import constructor
 from prelens.nn._activations import NUMPY_APPLY, Activation, resolve_activation, tanh
 from prelens.nn._fastcheck import (
     Array,

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args as A
 from prelens import errors as E
+from prelens.core import _args as A
 from prelens.core._combinators import chain
-from prelens.core._registry import constructor
 from prelens.core._lens import PreLens
+from prelens.core._registry import constructor
 from prelens.nn._activations import Activation, resolve_activation, tanh
 from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import DenseParams, DenseResidue, _dense

@@ -15,8 +15,8 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.backend._arrays import copy, is_array, namespace
-from prelens.core._registry import constructor
 from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
 from prelens.nn._fastcheck import (
     Array,
     check_size,

@@ -14,8 +14,8 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.backend._arrays import constant_like
-from prelens.core._registry import constructor
 from prelens.core._lens import PreLens
+from prelens.core._registry import constructor
 from prelens.nn._fastcheck import (
     Array,
     check_float_delta,

@@ -25,14 +25,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from prelens.core import _args as A
 from prelens import errors as E
-from prelens.core._combinators import add_l, copy_l, sum_trees
-from prelens.core._registry import constructor
+from prelens.core import _args as A
+from prelens.core._combinators import add_l, copy_l
 from prelens.core._iso import assoc_l
-from prelens.core._lens import AnyLens, as_pair, id_pre_lens
-from prelens.show._summary import register_opening
+from prelens.core._lens import AnyLens, as_lens, id_pre_lens
+from prelens.core._registry import constructor
+from prelens.core._tree import tree_sum
 from prelens.nn._transformer_wiring import lift_probes, probes_of, reparam, with_probes
+from prelens.show._summary import register_opening
 
 __all__ = ["residual", "residual_composed"]
 
@@ -52,7 +53,7 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     ``(dp, dx) = f.bwd(m, da)``: equal to :func:`residual_composed` (tested).
 
     >>> import numpy as np
-    >>> from prelens import parameter_free
+    >>> from prelens.core import parameter_free
     >>> double = parameter_free("double", lambda s: ((), 2 * s), lambda m, da: 2 * da)
     >>> r = residual(double)
     >>> r, r.fwd((), np.array([1.0])), r.bwd((), np.array([1.0]))
@@ -64,23 +65,21 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     def fwd(p: Any, s: Any) -> tuple[Any, Any]:
         if context and not (type(s) is tuple and len(s) == 2):
             raise E.not_a_pair(name, "input", "(x, context)", s)
-        out = f_fwd(p, s)
-        m, a = out if type(out) is tuple and len(out) == 2 else as_pair(f, out, "fwd")
+        m, a = f_fwd(p, s)
         x = s[0] if context else s
         try:
-            return m, sum_trees(name, "input", (x, a))
+            return m, tree_sum([x, a])
         except E.PrelensError:
             like = f"like the input x, {E.describe_tree(x)}"
             raise E.must_be(name, f"the output of {E.short_name(f.name)}", like, E.describe_tree(a)) from None
 
     def bwd(m: Any, da: Any) -> tuple[Any, Any]:
-        out = f_bwd(m, da)
-        dp, ds = out if type(out) is tuple and len(out) == 2 else as_pair(f, out, "bwd")
+        dp, ds = f_bwd(m, da)
         if not context:
-            return dp, sum_trees(name, "input delta", (ds, da))
+            return dp, tree_sum([ds, da])
         if not (type(ds) is tuple and len(ds) == 2):
             raise E.not_a_pair(name, f"the input delta of {E.short_name(f.name)}", "(dx, dc)", ds)
-        return dp, (sum_trees(name, "input delta", (ds[0], da)), ds[1])
+        return dp, (tree_sum([ds[0], da]), ds[1])
 
     fused = replace(composed, fwd=fwd, bwd=bwd)  # its name, initializer and parts: the composite's
     register_opening(fused, _body_params(context))
@@ -97,7 +96,7 @@ def residual_composed(f: AnyLens, *, context: bool = False) -> AnyLens:
         residual_composed :: PreLens a da m dm p dp a da -> PreLens a da m dm p dp a da
 
     >>> import numpy as np
-    >>> from prelens import parameter_free
+    >>> from prelens.core import parameter_free
     >>> double = parameter_free("double", lambda s: ((), 2 * s), lambda m, da: 2 * da)
     >>> residual_composed(double).fwd((), np.array([1.0]))
     ((), array([3.]))
@@ -107,7 +106,7 @@ def residual_composed(f: AnyLens, *, context: bool = False) -> AnyLens:
 
 def _composed(fn: str, f: AnyLens, context: bool) -> AnyLens:
     """The composite, named ``fn(f)`` (or ``fn(f, context)``), with ``f``'s probes."""
-    f = A.lens(fn, "f", f)
+    f = as_lens(fn, "f", f)
     if A.flag(fn, "context", context):
         # (x, c) -> ((x, x), c) -> (x, (x, c)) -> (x, f(x, c)) -> x + f(x, c)
         body = (copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l

@@ -42,7 +42,6 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args as A
 from prelens import errors as E
 from prelens.backend._arrays import (
     constant_like,
@@ -56,10 +55,12 @@ from prelens.backend._arrays import (
     to_numpy,
     tree_map_arrays,
 )
+from prelens.core import _args as A
 from prelens.core._combinators import chain, copy_l
-from prelens.core._registry import constructor
 from prelens.core._iso import sym_l, unassoc_l
-from prelens.core._lens import AnyLens, PreLens, as_pair, forward_only, id_pre_lens
+from prelens.core._lens import AnyLens, PreLens, as_lens, id_pre_lens
+from prelens.core._registry import constructor
+from prelens.core._trace import forward
 from prelens.nn._activations import relu
 from prelens.nn._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from prelens.nn._dropout import keyed_params, then_dropout
@@ -936,7 +937,7 @@ def generate(
     >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape
     (1, 5)
     """
-    A.lens("generate", "lm", lm)
+    as_lens("generate", "lm", lm)
     ids = A.int_array("generate", "prompt", prompt).copy()  # float ids are an error, never truncated
     if ids.ndim == 1:
         ids = ids[None]
@@ -973,9 +974,7 @@ def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any =
     With parameters of another library (PyTorch, JAX, ...) the window moves to
     it and the logits come back to numpy: the sampling stays numpy's.
     """
-    with forward_only():  # each step's residue is dropped: no first-call witness for it
-        out = lm.fwd(params, window if like is None else constant_like(window, like))
-    logits = out[1] if type(out) is tuple and len(out) == 2 else as_pair(lm, out, "fwd")[1]
+    logits = forward(lm, params, window if like is None else constant_like(window, like))
     if is_array(logits) and not isinstance(logits, np.ndarray):
         logits = to_numpy(logits)
     b, t = window.shape

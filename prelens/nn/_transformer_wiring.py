@@ -24,14 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import copy, dtype_kind, dtype_name, is_array
+from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
-from prelens.core._lens import AnyLens, PreLens
-from prelens.show._summary import register_opening
 from prelens.core._tree import structure_mismatch, tree_map, tree_paths
 from prelens.nn._fastcheck import Array
+from prelens.show._summary import register_opening
 
 Fn = Callable[[Any], Any]
 #: name -> function from the lens's residue to an attention array ``(batch, heads, Tq, Tk)``.
@@ -127,7 +126,7 @@ def rematerialize(lens: AnyLens) -> AnyLens:
     >>> r, r.fwd((), 3.0), r.bwd(((), 3.0), 1.0)
     (rematerialize(square), (((), 3.0), 9.0), ((), 6.0))
     """
-    fwd, bwd = _args.lens("rematerialize", "lens", lens).fwd, lens.bwd
+    fwd, bwd = as_lens("rematerialize", "lens", lens).fwd, lens.bwd
     name = f"rematerialize({lens!r})"
 
     def fwd_(p: Any, s: Any) -> tuple[tuple[Any, Any], Any]:
@@ -229,7 +228,7 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     >>> {k: v.shape for k, v in attention_weights(mha, m).items()}
     {'attention': (3, 2, 5, 5)}
     """
-    probes = probes_of(_args.lens("attention_weights", "model", model))
+    probes = probes_of(as_lens("attention_weights", "model", model))
     if not probes:
         raise E.attention_probes_missing(repr(model))
     out: dict[str, Array] = {}

@@ -2,3 +2,5 @@
 
 from prelens.show._diagram import draw
 from prelens.show._summary import Stage, Summary, summary
+
+__all__ = ["Stage", "Summary", "draw", "summary"]

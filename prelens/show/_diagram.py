@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._lens import AnyLens
-from prelens.show._summary import _COMPOSITES, _OPENINGS, _flatten_seq, example_run
 from prelens.core._tree import tree_leaves
+from prelens.show._summary import _COMPOSITES, _OPENINGS, _flatten_seq, example_run
 
 # Geometry, in data units (one unit is about 0.45 inch at the default figure size).
 BOX_W, BOX_H = 2.0, 0.9  #: a stage's box

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens.backend import _arrays as _backend
-from prelens.errors import describe_tree
-from prelens.core._lens import AnyLens
+from prelens.core import _args
+from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_leaves
+from prelens.errors import describe_tree
 
 Shape = tuple[int, ...]
 
@@ -231,7 +231,7 @@ def example_run(
     fn: str, lens: AnyLens, input_shape: Any, params: Any, rng: Any, dtype: Any, depth: int | None
 ) -> tuple[Any, Any]:
     """The input and parameters that :func:`summary` and ``draw`` (named ``fn``) run ``lens`` on."""
-    _args.lens(fn, "lens", lens)
+    as_lens(fn, "lens", lens)
     if depth is not None:
         _args.count(fn, "depth", depth, least=0)
     gen = _args.seed(fn, rng)

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
-from prelens.core._lens import AnyLens
+from prelens.core import _args
+from prelens.core._lens import AnyLens, as_lens
+from prelens.core._tree import tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
 from prelens.tambara._trilens import AnyTriLens, Backward, Forward, interpret
-from prelens.core._tree import tree_map
 
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -118,7 +118,7 @@ def register_rule(lens: AnyLens, rule: Rule) -> None:
     >>> Cost.of(to_tamb(double), (), placeholder((3,))).total
     (3, 3)
     """
-    _args.lens("register_rule", "lens", lens)
+    as_lens("register_rule", "lens", lens)
     if not isinstance(rule, Rule):
         raise E.must_be("register_rule", "rule", "a prelens.Rule", E.describe(rule))
     _RULES[lens] = rule

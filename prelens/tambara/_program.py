@@ -3,7 +3,7 @@
 A TriLens is ``forall t. Trimbara t => t … -> t …``: a recipe of ``dimap_s``, ``dimap_p``,
 ``dimap_m``, ``alpha`` and ``beta`` steps that any Trimbara module can follow. Run on a
 ``Program``, the recipe is recorded as a list of steps instead of being executed, and the
-list can then be read in any way: run with two loops as a pre-lens (:meth:`Program.pre_lens`,
+list can then be read in any way: run with two loops as a pre-lens (:func:`~prelens.tambara.run_program`,
 which is what :func:`~prelens.from_tamb` does), or folded over another kind of value
 (:mod:`prelens._meanings`).
 
@@ -103,14 +103,12 @@ class Program:
 
     Each method returns a new program one step longer (the old one is shared, never copied,
     so building costs one object per step). :meth:`steps` lists them in the order they were
-    taken; :meth:`pre_lens` runs them as a pre-lens with loops, never nesting calls.
+    taken; :func:`~prelens.tambara.run_program` runs them as a pre-lens with loops, never nesting calls.
 
     >>> from prelens import to_tamb, id_pre_lens
     >>> prog = to_tamb(id_pre_lens)(Program())
     >>> prog
     Program(alpha, dimap_s fwd(id_pre_lens), beta)
-    >>> prog.pre_lens().fwd(((), ()), 5)
-    (((), ()), 5)
     """
 
     previous: Program | None = None
@@ -161,17 +159,6 @@ class Program:
 
     def __len__(self) -> int:
         return self.length
-
-    def pre_lens(self, name: str = "program") -> Any:
-        """The program run as a pre-lens (the ``PreLens`` interpretation), with loops.
-
-        >>> Program().dimap_s(lambda s: s + 1, lambda ds: 2 * ds).pre_lens().bwd((), 5)
-        ((), 10)
-        """
-        from prelens.core._lens import PreLens
-
-        fwd, bwd = compile_passes(self.steps())
-        return PreLens(fwd, bwd, name, None)
 
 
 def compile_passes(steps: list[Step]) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:

@@ -17,20 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, runtime_checkable
 
-from prelens.core import _args
+import numpy as np
+
 from prelens import errors as E
+from prelens.core import _args
+from prelens.core._combinators import add_trees, copies
+from prelens.core._iso import assoc, first, lunit, runit, second, skip_left, skip_right, sym, unassoc, unlunit, unrunit
+from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_lens
 from prelens.core._registry import constructor
-from prelens.core._iso import _assoc as assoc
-from prelens.core._iso import _first as first
-from prelens.core._iso import _lunit as lunit
-from prelens.core._iso import _runit as runit
-from prelens.core._iso import _second as second
-from prelens.core._iso import _skip_left as skip_left
-from prelens.core._iso import _skip_right as skip_right
-from prelens.core._iso import _unassoc as unassoc
-from prelens.core._iso import _unlunit as unlunit
-from prelens.core._iso import _unrunit as unrunit
-from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, id_pre_lens  # noqa: F401  (the doctests use it)
+from prelens.core._trace import as_pre_lens
 from prelens.tambara._program import Program, compile_passes
 
 Fn = Callable[[Any], Any]
@@ -121,9 +116,28 @@ def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
 
 def _check_dimap(fn: str, f: Any, g: Any, t: Any) -> None:
     if not isinstance(t, _OWN_MODULES):  # the plumbing of every TriLens passes here: the common case first
-        _args.trimbara(fn, "t", t)
+        as_module(fn, "t", t)
     _args.function(fn, "f", f)
     _args.function(fn, "g", g)
+
+
+_MODULE_METHODS = ("dimap_s", "dimap_p", "dimap_m", "alpha", "beta")
+
+
+def as_module(fn: str, what: str, t: Any) -> Any:
+    """``t`` if it is a Trimbara module (a PreLens, a ``Program``, ``PLeft``/``PRight`` of one ...)."""
+    if isinstance(t, _OWN_MODULES) or all(callable(getattr(t, m, None)) for m in _MODULE_METHODS):
+        return t
+    hint = " (a TriLens is a function of one: apply it, or use from_tamb(...))" if isinstance(t, TriLens) else ""
+    raise E.must_be(fn, what, f"a Trimbara module such as a PreLens{hint}", E.describe(t))
+
+
+def as_trilens(fn: str, what: str, tri: Any) -> AnyTriLens:
+    """``tri`` if it is a :class:`TriLens` (a PreLens gets a hint: ``to_tamb``)."""
+    if isinstance(tri, TriLens):
+        return tri
+    hint = " (a PreLens becomes one with to_tamb(...))" if isinstance(tri, PreLens) else ""
+    raise E.must_be(fn, what, f"a TriLens{hint}", E.describe(tri))
 
 
 def alpha(t: Any) -> Any:
@@ -136,7 +150,7 @@ def alpha(t: Any) -> Any:
     >>> alpha(id_pre_lens).fwd((), ("m1", 1))
     (('m1', ()), 1)
     """
-    return _args.trimbara("alpha", "t", t).alpha()
+    return as_module("alpha", "t", t).alpha()
 
 
 def beta(t: Any) -> Any:
@@ -149,7 +163,7 @@ def beta(t: Any) -> Any:
     >>> beta(id_pre_lens).fwd(((), "p1"), 1)
     ((), ('p1', 1))
     """
-    return _args.trimbara("beta", "t", t).beta()
+    return as_module("beta", "t", t).beta()
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -206,7 +220,7 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
     >>> to_tamb(id_pre_lens)(id_pre_lens).fwd(((), ()), 1)
     (((), ()), 1)
     """
-    _args.lens("to_tamb", "lens", lens)
+    as_lens("to_tamb", "lens", lens)
     fw_, bw_ = Forward(lens), Backward(lens)
     return TriLens(lambda t: beta(dimap_s(fw_, bw_, alpha(t))), f"to_tamb({lens!r})")
 
@@ -259,22 +273,28 @@ def from_tamb(tri: AnyTriLens) -> AnyLens:
     >>> from_tamb(to_tamb(id_pre_lens)).fwd((), 7)
     ((), 7)
     """
-    _args.trilens("from_tamb", "tri", tri)
-    name = f"from_tamb({tri!r})"
-    fwd, bwd = compile_passes(interpret(tri, Program()).steps())
-    # The passes run the steps the TriLens took, with loops (never nested calls, so any size
-    # fits Python's stack); a value of the wrong structure fails at some step, where no lens
-    # can be named: name the whole.
+    as_trilens("from_tamb", "tri", tri)
+    return run_program(interpret(tri, Program()), f"from_tamb({tri!r})")
+
+
+def run_program(program: Program, name: str = "program") -> AnyLens:
+    """A program (the steps a TriLens took) run as a pre-lens: two loops over its steps per pass.
+
+    Never nested calls, so any size fits Python's stack. A value of the wrong structure
+    fails at some step, where no lens can be named: the error names the whole.
+
+    >>> run_program(Program().dimap_s(lambda s: s + 1, lambda ds: 2 * ds)).bwd((), 5)
+    ((), 10)
+    """
+    fwd, bwd = compile_passes(program.steps())
     return PreLens(_naming_the_whole(fwd, name, "forward"), _naming_the_whole(bwd, name, "backward"), name, None)
 
 
 def interpret(tri: AnyTriLens, unit: Any) -> Any:
     """Run ``tri`` in the Trimbara module whose identity is ``unit``, and strip the units.
 
-    ``from_tamb`` for any Trimbara module. Haskell::
-
-        interpret :: Trimbara t => TriLens a da m dm p dp s ds -> t () () () () a da -> t m dm p dp s ds
-        interpret f unit = dimapM runit unRunit $ dimapP unLunit lunit $ f unit
+    The post's ``fromTamb`` for any Trimbara module: apply ``tri`` to ``unit`` and strip the units
+    with ``dimap_m(runit, unrunit)`` and ``dimap_p(unlunit, lunit)``.
 
     ``from_tamb(tri)`` runs ``interpret(tri, Program())`` as a pre-lens, with loops;
     ``interpret(tri, id_pre_lens)`` is the post's own definition, run as nested closures
@@ -283,10 +303,10 @@ def interpret(tri: AnyTriLens, unit: Any) -> Any:
     >>> interpret(to_tamb(id_pre_lens), id_pre_lens).fwd((), 1)
     ((), 1)
     >>> interpret(to_tamb(id_pre_lens), Program())
-    Program(alpha, dimap_s fwd(id_pre_lens), beta, dimap_p _unlunit, dimap_m _runit)
+    Program(alpha, dimap_s fwd(id_pre_lens), beta, dimap_p unlunit, dimap_m runit)
     """
-    _args.trilens("interpret", "tri", tri)
-    _args.trimbara("interpret", "unit", unit)
+    as_trilens("interpret", "tri", tri)
+    as_module("interpret", "unit", unit)
     return dimap_m(runit, unrunit, dimap_p(unlunit, lunit, _module(tri(unit))))
 
 
@@ -304,9 +324,18 @@ def _naming_the_whole(run: Callable[[Any, Any], Any], name: str, which: str) -> 
         try:
             return run(x, y)
         except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-            if isinstance(exc, E.PrelensError) and not getattr(exc, "_prelens_plumbing", False):
-                raise
-            raise E.tamb_pass_failed(name, which, (x, y), exc) from exc
+            if isinstance(exc, E.PrelensError) and not getattr(exc, "_prelens_where", False):
+                raise  # a lens inside named itself
+            given = "(parameters, input)" if which == "forward" else "(residue, output delta)"
+            expected = (
+                "the parameters and the input have the structure it expects"
+                if which == "forward"
+                else "the residue is the one its forward pass returned and the delta has the output's structure"
+            )
+            raise E.StructureError(
+                f"{E.short_name(name)}: the {which} pass failed on {given} = {E.describe_tree((x, y))} "
+                f"({type(exc).__name__}: {exc}); a TriLens runs as a program of dimaps, so check that {expected}"
+            ) from exc
 
     return named
 
@@ -326,8 +355,8 @@ def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:
     (((), ()), 1)
     """
 
-    _args.trilens("tri_compose", "f", f)
-    _args.trilens("tri_compose", "g", g)
+    as_trilens("tri_compose", "f", f)
+    as_trilens("tri_compose", "g", g)
 
     def run(t: Any) -> Any:
         return dimap_p(unassoc, assoc, dimap_m(unassoc, assoc, f(g(t))))
@@ -354,7 +383,7 @@ class PLeft:
 
     def __post_init__(self) -> None:
         if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
-            _args.trimbara("PLeft", "t", self.t)
+            as_module("PLeft", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PLeft:
         return PLeft(self.t.dimap_s(first(f), first(g)))
@@ -388,7 +417,7 @@ class PRight:
 
     def __post_init__(self) -> None:
         if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
-            _args.trimbara("PRight", "t", self.t)
+            as_module("PRight", "t", self.t)
 
     def dimap_s(self, f: Fn, g: Fn) -> PRight:
         return PRight(self.t.dimap_s(second(f), second(g)))
@@ -423,8 +452,8 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
     (((), ()), (1, 2))
     """
 
-    _args.trilens("tri_tensor", "l1", l1)
-    _args.trilens("tri_tensor", "l2", l2)
+    as_trilens("tri_tensor", "l1", l1)
+    as_trilens("tri_tensor", "l2", l2)
 
     def run(t: Any) -> Any:
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
@@ -441,3 +470,119 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
 
 
 _OWN_MODULES = (PreLens, PLeft, PRight, Program)
+
+
+# ------------------------------------------------ the TriLens in the core's generic functions
+
+
+@as_pre_lens.register
+def _(tri: TriLens, fn: str) -> AnyLens:  # type: ignore[type-arg]
+    return from_tamb(tri)
+
+
+def _cons(x: tuple[Any, list[Any]]) -> list[Any]:
+    return [x[0], *x[1]]
+
+
+def _is_seq(xs: Any) -> bool:
+    """Lists, and 1-D arrays (a vector of scalars is the post's ``V = [D]``)."""
+    return isinstance(xs, list) or (isinstance(xs, np.ndarray) and xs.ndim == 1)
+
+
+def _n_long(name: str, n: int, what: str) -> Fn:
+    def check(xs: Any) -> Any:
+        if not _is_seq(xs) or len(xs) != n:
+            raise E.list_length_error(name, what, n, len(xs) if _is_seq(xs) else E.describe_tree(xs))
+        return xs
+
+    check.__qualname__ = f"{what} of length {n}"
+    return check
+
+
+@copies.register
+def _(lens: TriLens, n: int, shared: bool) -> AnyTriLens:  # type: ignore[type-arg]
+    """The post's ``vecLens`` (the ``consLens``/``nilLens`` recursion) and ``batchN`` on TriLenses."""
+    name = f"{'batch_n' if shared else 'vec_lens'}({n}, {lens!r})"
+    vec = _vec_lens_t(n, lens, name)
+    if not shared:
+        return vec
+    return TriLens(lambda t: dimap_p(second(lambda p: [p] * n), second(add_trees), vec(t)), name)
+
+
+def _vec_lens_t(n: int, lens: AnyTriLens, name: str) -> AnyTriLens:
+    def uncons(xs: list[Any]) -> tuple[Any, list[Any]]:
+        if not _is_seq(xs) or len(xs) == 0:
+            raise E.StructureError(f"{name}: list is shorter than {n}: got {E.describe(xs)}")
+        return xs[0], list(xs[1:])
+
+    def nil(xs: list[Any]) -> list[Any]:
+        if not _is_seq(xs) or len(xs) != 0:
+            raise E.StructureError(f"{name}: list is longer than {n}: {len(xs)} left over")
+        return []
+
+    def rest_empty(x: Any) -> Any:
+        """``x = (y, rest)`` after ``n`` copies took their parts: ``y``, if nothing is left over."""
+        y, rest = x  # built by the nest: always a pair
+        if not _is_seq(rest) or len(rest) != 0:
+            extra = len(rest) if _is_seq(rest) else 1
+            raise E.StructureError(f"{name}: list is longer than {n}: {extra} left over")
+        return y
+
+    def nil_lens(t: Any) -> Any:
+        t = dimap_s(nil, nil, t)
+        t = dimap_p(rest_empty, lambda dp1: (dp1, []), t)
+        return dimap_m(lambda m1: ([], m1), lambda dm: rest_empty(sym(dm)), t)
+
+    def cons_lens(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
+        both = tri_tensor(l1, l2)
+
+        def run(t: Any) -> Any:
+            t = both(dimap_s(_cons, uncons, t))
+            t = dimap_s(uncons, _cons, t)
+            t = dimap_m(lambda m: (_cons(m[0]), m[1]), lambda dm: (uncons(dm[0]), dm[1]), t)
+            return dimap_p(second(uncons), second(_cons), t)
+
+        return TriLens(run)
+
+    nest: AnyTriLens = TriLens(nil_lens)
+    for _ in range(n):
+        nest = cons_lens(lens, nest)
+
+    def run(t: Any) -> Any:
+        return _vec_program(n, lens, name, t) if isinstance(t, Program) else nest(t)
+
+    return TriLens(run, name)
+
+
+def _vec_program(n: int, lens: AnyTriLens, name: str, t: Program) -> Program:
+    """``vec_lens`` on the free module: ``lens``'s steps taken once, acting on each element.
+
+    The copies' residues gather at ``m@(0, *)`` (each ``(m_i, ())``) and their parameters at
+    ``p@(1, *)`` (each ``((), p_i)``); the plumbing around strips those units, giving the
+    residue ``([m_i], m1)`` and parameters ``(p1, [p_i])`` of the cons construction.
+    """
+    units = [()] * n
+    t = t.dimap_s(_same, _n_long(name, n, "output delta"))
+    t = t.dimap_m(lambda m1: (units, m1), lambda dm: dm[1])
+    t = t.dimap_p(lambda p: p[0], lambda dp1: (dp1, units))
+    t = _module(lens(t.at(t.focus.each()))).at(t.focus)
+    t = t.dimap_m(
+        lambda m: ([mi for mi, _ in m[0]], m[1]),
+        lambda dm: ([(dmi, ()) for dmi in _n_long(name, n, "residue delta")(dm[0])], dm[1]),
+    )
+    t = t.dimap_p(
+        lambda p: (p[0], [((), pi) for pi in _n_long(name, n, "parameters")(p[1])]),
+        lambda dp: (dp[0], [q for _, q in dp[1]]),
+    )
+    return t.dimap_s(_n_long(name, n, "input"), _same)
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+def as_lens_or_trilens(fn: str, what: str, value: Any) -> Any:
+    """``value`` if it is a PreLens or a TriLens, else an error naming ``fn`` and ``what``."""
+    if isinstance(value, (PreLens, TriLens)):
+        return value
+    raise E.must_be(fn, what, "a PreLens or a TriLens", E.describe(value))

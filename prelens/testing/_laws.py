@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.core._combinators import batch_n, branch, branch_t, vec_lens
+from prelens.core._combinators import batch_n, branch, vec_lens
 from prelens.core._iso import assoc, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
 from prelens.core._lens import AnyLens, id_pre_lens
+from prelens.core._tree import tree_first_difference
+from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import read, shape_of
 from prelens.tambara._trilens import (
     alpha,
@@ -25,11 +27,11 @@ from prelens.tambara._trilens import (
     dimap_s,
     from_tamb,
     interpret,
+    run_program,
     to_tamb,
     tri_compose,
     tri_tensor,
 )
-from prelens.core._tree import tree_first_difference
 from prelens.testing._random import random_affine, random_like
 
 Fn = Callable[[Any], Any]
@@ -133,7 +135,7 @@ def program_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
     >>> from prelens import Program
     >>> check_alpha_unit(Program(), (), 1.0, equal=program_equal)
     """
-    check_lens_equal("program_equal", lhs.pre_lens(), rhs.pre_lens(), p, s)
+    check_lens_equal("program_equal", run_program(lhs), run_program(rhs), p, s)
     return True
 
 
@@ -148,11 +150,18 @@ def reading_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
     >>> check_alpha_unit(Shapes(), (), 1.0, equal=reading_equal)
     """
     r1, r2 = read(lhs, p, s), read(rhs, p, s)
-    return all(
-        shape_of(x) == shape_of(y)
-        for x, y in [(r1.output, r2.output), (r1.residue, r2.residue), (r1.param_delta, r2.param_delta),
-                     (r1.input_delta, r2.input_delta)]
-    ) and r1.boxes == r2.boxes
+    return (
+        all(
+            shape_of(x) == shape_of(y)
+            for x, y in [
+                (r1.output, r2.output),
+                (r1.residue, r2.residue),
+                (r1.param_delta, r2.param_delta),
+                (r1.input_delta, r2.input_delta),
+            ]
+        )
+        and r1.boxes == r2.boxes
+    )
 
 
 # --------------------------------------------------------------- the category

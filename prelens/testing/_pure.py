@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._lens import AnyLens
-from prelens.core._trace import _as_prelens
+from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.testing._random import first_change, first_difference, perturbed, random_like, scramble_in_place, snapshot
 
 Rng = np.random.Generator | int | None
@@ -126,9 +126,7 @@ def _result_path(path: str) -> str:
     return ("dp" if path.startswith("[0]") else "ds") + path[3:]
 
 
-def _diagnose(
-    fn: str, pl: Any, name: str, x1: Any, x2: Any, da1: Any, da2: Any, r1: Any, r2: Any, order: str
-) -> None:
+def _diagnose(fn: str, pl: Any, name: str, x1: Any, x2: Any, da1: Any, da2: Any, r1: Any, r2: Any, order: str) -> None:
     """Tell an aliasing residue from a ``bwd`` that reads outside its residue, and raise."""
     for path in scramble_in_place(snapshot(x1)):  # which leaf, overwritten alone, changes the result
         w = snapshot(x1)

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._lens import AnyLens
-from prelens.core._trace import _as_prelens, vjp
+from prelens.core._trace import as_pre_lens as _as_prelens
+from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
 from prelens.testing._pure import check_pure, slot_path
@@ -230,9 +231,7 @@ class _Side:
         it = iter(moved)
         return tree_map(lambda _: next(it), self.x)
 
-    def compare(
-        self, direction: dict[int, np.ndarray], da: Any, grads: Any
-    ) -> tuple[Difference | None, float] | None:
+    def compare(self, direction: dict[int, np.ndarray], da: Any, grads: Any) -> tuple[Difference | None, float] | None:
         """None when the sides agree along ``direction`` for the output delta ``da`` (whose
         pullback is ``grads``), else ``(finite difference, <grads, δ>)``."""
         das = [np.asarray(d, dtype=np.float64) for d, f in zip(tree_leaves(da), self.out_mask) if f]

@@ -27,8 +27,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from prelens.core import _args
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.train._history import History
 
@@ -229,8 +229,8 @@ class LearningRateLogger:
 
 def _lr_of(optimizer: Any) -> Any:
     """The ``lr`` (a number or a schedule) of a plain optimiser, a clipped one, or an optimiser lens."""
-    from prelens.learn._optimizer import find_optimizer
     from prelens.learn._objects import ClipByGlobalNorm
+    from prelens.learn._optimizer import find_optimizer
 
     while isinstance(optimizer, ClipByGlobalNorm):
         optimizer = optimizer.optimizer

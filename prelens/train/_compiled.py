@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import to_backend
-from prelens.core._lens import AnyLens
+from prelens.core import _args
+from prelens.core._lens import AnyLens, as_lens
 from prelens.core._trace import vjp
 from prelens.core._tree import tree_leaves
 from prelens.learn._penalty import penalised
@@ -167,10 +167,10 @@ def compile_step(
     >>> type(loss).__module__.startswith("jax"), float(loss) > 0
     (True, True)
     """
-    model = _args.lens("compile_step", "model", model)
-    loss = _args.lens("compile_step", "loss", loss)
+    model = as_lens("compile_step", "model", model)
+    loss = as_lens("compile_step", "loss", loss)
     if penalty is not None:
-        penalty = _args.lens("compile_step", "penalty", penalty)
+        penalty = as_lens("compile_step", "penalty", penalty)
     lens_form = optimizer_form("compile_step", optimizer)
     try:
         import jax  # noqa: F401

@@ -56,12 +56,12 @@ from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import copy, dtype_kind, is_array, namespace, namespace_name, resolve_backend, to_backend
-from prelens.core._lens import AnyLens
-from prelens.io._sigint import deferred_sigint
+from prelens.core import _args
+from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
+from prelens.io._sigint import deferred_sigint
 from prelens.learn._optimizer import init_state
 from prelens.learn._penalty import penalised
 from prelens.learn._reparam import learner, learner_step
@@ -208,11 +208,11 @@ def fit(
     on_jax = xp is not None and namespace_name(xp) == "jax"
     if mesh is not None and not on_jax:
         raise E.bad_argument("fit", "mesh", type(mesh).__name__, 'None unless backend="jax"')
-    model = _args.lens("fit", "model", model)
-    loss = _args.lens("fit", "loss", loss)
+    model = as_lens("fit", "model", model)
+    loss = as_lens("fit", "loss", loss)
     lens_form = optimizer_form("fit", optimizer)
     if penalty is not None:
-        penalty = _args.lens("fit", "penalty", penalty)
+        penalty = as_lens("fit", "penalty", penalty)
     shuffle = _args.flag("fit", "shuffle", shuffle)
     train_metrics = _args.flag("fit", "train_metrics", train_metrics)
     if progress is not None:

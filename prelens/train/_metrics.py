@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.core import _args
 from prelens import errors as E
 from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace, to_backend, to_numpy
+from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.train._evaluate import _classes, labels_array, predict
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from prelens.core import _args
 from prelens import errors as E
-from prelens.core._lens import AnyLens, PreLens
+from prelens.core import _args
+from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._trace import vjp
+from prelens.learn._objects import Optimizer
 from prelens.learn._optimizer import find_optimizer
 from prelens.nn._dropout import with_dropout, without_dropout
-from prelens.learn._objects import Optimizer
 
 Tree = Any
 Batch = tuple[Any, Any]
@@ -50,8 +50,8 @@ def value_and_grad(
     >>> loss, float(grad)
     (5.0, 7.0)
     """
-    model = _args.lens("value_and_grad", "model", model)
-    loss = _args.lens("value_and_grad", "loss", loss)
+    model = as_lens("value_and_grad", "model", model)
+    loss = as_lens("value_and_grad", "loss", loss)
     batch = _args.batch("value_and_grad", batch)
     if key is None:
         return value_and_grad_of(model >> loss, params, batch)

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, tree_map
+from prelens import PreLens
+from prelens.core import tree_map
 from prelens.backend._arrays import is_array
 from prelens.nn import mlp, mse, softmax_cross_entropy, squared_distance
 

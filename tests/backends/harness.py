@@ -2,7 +2,7 @@
 
 A *case* is a lens with a parameter, an input and an output delta, all numpy.
 :func:`check_case` moves them to the library under test with
-:func:`prelens.to_backend`, runs ``fwd`` and ``bwd`` there and on numpy, and
+:func:`prelens.backend.to_backend`, runs ``fwd`` and ``bwd`` there and on numpy, and
 asserts that
 
 * every array the lens returns (output, residue, ``dp``, ``ds``) belongs to the
@@ -105,7 +105,7 @@ def check_case(case: Case, backend: str, seed: int = 0) -> None:
     for b, a in zip(before, _leaves((p, s, da))):
         np.testing.assert_array_equal(a, b, err_msg=f"{case.name}: the numpy arguments were written into")
 
-    px, sx, dax = prelens.to_backend((p, s, da), backend)
+    px, sx, dax = prelens.backend.to_backend((p, s, da), backend)
     m, a = lens.fwd(px, sx)
     dp, ds = lens.bwd(m, dax)
     lib = B.namespace_name(B.resolve_backend("test", backend))

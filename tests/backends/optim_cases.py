@@ -133,11 +133,11 @@ def grads(p: Tree, rng: np.random.Generator, size: float) -> Tree:
             return np.asarray(size * rng.standard_normal(x.shape), dtype=x.dtype)
         return size * float(rng.standard_normal())
 
-    return prelens.tree_map(leaf, p)
+    return prelens.core.tree_map(leaf, p)
 
 
 def _leaves(tree: Tree) -> list[Any]:
-    return prelens.tree_leaves(tree)
+    return prelens.core.tree_leaves(tree)
 
 
 def _numbers_equal(ref: Tree, got: Tree, what: str) -> None:
@@ -170,7 +170,7 @@ def _run(case: OptimCase, p: Tree, gs: list[Tree], to_step: Callable[[Any], Any]
         for k, g in enumerate(gs):
             if to_step is not None and k == 2:
                 state = to_step(state)
-            delta = prelens.tree_map(lambda x: -x, g)  # the lens reads g = −p'
+            delta = prelens.core.tree_map(lambda x: -x, g)  # the lens reads g = −p'
             seen, pullback = vjp(opt, units, (p, state))
             _, (p, state) = pullback(delta)
             out.append((seen, p, state))
@@ -198,7 +198,7 @@ def check_optimizer_on(backend: str, name: str, seed: int = 0) -> None:
     p, gs = _inputs(case, seed)
     ref = _run(case, p, gs)
 
-    px, gsx = prelens.to_backend((p, gs), backend)
+    px, gsx = prelens.backend.to_backend((p, gs), backend)
     before = [B.to_numpy(x).copy() for x in _leaves((px, gsx)) if B.is_array(x)]
     got = _run(case, px, gsx, (lambda s: _to_array_step(s, backend)) if case.array_step else None)
     after = [B.to_numpy(x) for x in _leaves((px, gsx)) if B.is_array(x)]
@@ -210,7 +210,7 @@ def check_optimizer_on(backend: str, name: str, seed: int = 0) -> None:
         what = f"{name} on {lib}, " + ("the initial state" if k == 0 else f"step {k}")
         assert_in_library(g, lib, what)
         g = B.tree_map_arrays(_count_as_int, g)  # a step count that is an array: compared as numpy's int
-        assert prelens.structure_mismatch(r, g) is None, f"{what}: {prelens.structure_mismatch(r, g)}"
+        assert prelens.core._tree.structure_mismatch(r, g) is None, f"{what}: {prelens.core._tree.structure_mismatch(r, g)}"
         assert_close(r, g, what)
         _numbers_equal(r, g, what)
     if case.array_step:  # the count stays an array of the backend once it is one
@@ -247,7 +247,7 @@ def check_optimizer_jit(name: str, seed: int = 0) -> None:
 
     case = CASES[name]
     p, gs = _inputs(case, seed)
-    px, gsx = prelens.to_backend((p, gs), "jax")
+    px, gsx = prelens.backend.to_backend((p, gs), "jax")
     eager = _run(case, px, gsx)
     opt = case.make()
     compiled: list[Tree] = []
@@ -256,7 +256,7 @@ def check_optimizer_jit(name: str, seed: int = 0) -> None:
 
         def lens_step(q: Tree, s: Any, g: Tree) -> Any:
             seen, pullback = vjp(opt, units, (q, s))
-            _, (new_p, new_s) = pullback(prelens.tree_map(lambda x: -x, g))
+            _, (new_p, new_s) = pullback(prelens.core.tree_map(lambda x: -x, g))
             return seen, new_p, new_s
 
         step = jax.jit(lens_step)
@@ -277,7 +277,7 @@ def check_optimizer_jit(name: str, seed: int = 0) -> None:
     for k, (e, c) in enumerate(zip(eager, compiled)):
         what = f"{name} under jax.jit, " + ("the initial state" if k == 0 else f"step {k}")
         assert_in_library(c, "jax", what)
-        assert prelens.structure_mismatch(e, c) is None, f"{what}: {prelens.structure_mismatch(e, c)}"
+        assert prelens.core._tree.structure_mismatch(e, c) is None, f"{what}: {prelens.core._tree.structure_mismatch(e, c)}"
         for i, (x, y) in enumerate(zip(_leaves(e), _leaves(c))):
             # a number leaf (a step count, a float parameter) comes back from jit a 0-d JAX array
             x, y = (np.asarray(B.to_numpy(v) if B.is_array(v) else v) for v in (x, y))

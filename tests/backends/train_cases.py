@@ -2,7 +2,7 @@
 
 Each ``check_*`` function takes a backend name (``"array_api_strict"``,
 ``"torch"``, ``"jax"``) and a fresh directory, builds its values in numpy,
-moves them to the backend with :func:`prelens.to_backend`, and asserts that
+moves them to the backend with :func:`prelens.backend.to_backend`, and asserts that
 what prelens returns is in the backend's library and equals what it returns
 for the numpy values (exactly for integers, counts and checkpoints; to
 ``1e-12`` relative in float64, ``1e-5`` in float32 for outputs). ``CHECKS``
@@ -80,7 +80,7 @@ def check_predict(backend: str, tmp: Path) -> None:
     for dtype in (np.float64, np.float32):
         model, params, xs, _ = _classifier(dtype)
         ref = predict(model, params, xs)
-        px, xx = prelens.to_backend((params, xs), backend)
+        px, xx = prelens.backend.to_backend((params, xs), backend)
         for batch_size in (None, 64, 1000):
             out = predict(model, px, xx, batch_size=batch_size)
             what = f"predict({np.dtype(dtype).name}, batch_size={batch_size}) on {lib}"
@@ -96,14 +96,14 @@ def check_predict_proba(backend: str, tmp: Path) -> None:
         for k in (3, 1):
             model, params, xs, _ = _classifier(dtype, k)
             ref = predict_proba(model, params, xs)
-            px, xx = prelens.to_backend((params, xs), backend)
+            px, xx = prelens.backend.to_backend((params, xs), backend)
             got = predict_proba(model, px, xx, batch_size=50)
             what = f"predict_proba(k={k}, {np.dtype(dtype).name}) on {lib}"
             assert_in_library(got, lib, what)
             assert_close(ref, got, what)
     big = np.array([[1000.0], [-1000.0], [0.0]])
     got = predict_proba(
-        dense(1, 1, None), prelens.to_backend(dense(1, 1, None).init(0), backend), B.to_backend(big, backend)
+        dense(1, 1, None), prelens.backend.to_backend(dense(1, 1, None).init(0), backend), B.to_backend(big, backend)
     )
     assert np.allclose(B.to_numpy(got).sum(axis=1), 1.0) and np.isfinite(B.to_numpy(got)).all()
 
@@ -113,7 +113,7 @@ def check_accuracy_and_confusion(backend: str, tmp: Path) -> None:
     lib = _lib(backend)
     for k in (3, 1):
         model, params, xs, labels = _classifier(np.float64, k)
-        px, xx, lx = prelens.to_backend((params, xs, labels), backend)
+        px, xx, lx = prelens.backend.to_backend((params, xs, labels), backend)
         one_hot = np.eye(max(k, 2))[labels]
         assert accuracy(model, px, xx, lx) == accuracy(model, params, xs, labels)
         assert accuracy(model, px, xx, lx, batch_size=40) == accuracy(model, params, xs, labels)
@@ -124,7 +124,7 @@ def check_accuracy_and_confusion(backend: str, tmp: Path) -> None:
         _assert_same_array(ref, got, lib, f"confusion_matrix(k={k}) on {lib}")
         assert int(B.to_numpy(got).sum()) == N
     model, params, xs, labels = _classifier(np.float64)
-    px, xx = prelens.to_backend((params, xs), backend)
+    px, xx = prelens.backend.to_backend((params, xs), backend)
     with pytest.raises(
         PrelensError, match=rf"accuracy: labels must be one label per row of xs \(301\), got 'i64\[5\] \({lib}\)'"
     ):
@@ -138,7 +138,7 @@ def check_evaluate(backend: str, tmp: Path) -> None:
     for dtype, tol in ((np.float64, 1e-12), (np.float32, 1e-5)):
         model, params, xs, labels = _classifier(dtype)
         targets = np.eye(3, dtype=dtype)[labels]
-        px, xx, tx, lx = prelens.to_backend((params, xs, targets, labels), backend)
+        px, xx, tx, lx = prelens.backend.to_backend((params, xs, targets, labels), backend)
         for loss, truth, truth_x in ((mse, targets, tx), (softmax_cross_entropy, labels, lx)):
             ref = evaluate(model, loss, params, xs, truth)
             got = evaluate(model, loss, px, xx, truth_x)
@@ -231,7 +231,7 @@ def check_checkpoint(backend: str, tmp: Path) -> None:
         _assert_same_array(r, g, lib, f"load(like=<{lib} arrays>)")
     wrong = B.to_backend(_tree(np.random.default_rng(1)), backend)
     wrong["params"][1] = DenseParams(B.to_backend(np.zeros((7, 3)), backend), wrong["params"][1].bias)
-    with pytest.raises(prelens.CheckpointError, match=r"at \['params'\]\[1\]\.weight: expected f64\[7,3\] \(" + lib):
+    with pytest.raises(prelens.errors.CheckpointError, match=r"at \['params'\]\[1\]\.weight: expected f64\[7,3\] \(" + lib):
         load(path, like=wrong)
 
 
@@ -302,7 +302,7 @@ def check_jit(backend: str, tmp: Path) -> None:
     lib = _lib(backend)
     assert lib == "jax", "check_jit is for JAX"
     model, params, xs, _ = _classifier(np.float64)
-    px, xx = prelens.to_backend((params, xs), "jax")
+    px, xx = prelens.backend.to_backend((params, xs), "jax")
     for name, fn, ref in (
         ("predict", lambda p, x: predict(model, p, x), predict(model, params, xs)),
         ("predict in chunks", lambda p, x: predict(model, p, x, batch_size=64), predict(model, params, xs)),
@@ -317,7 +317,7 @@ def check_jit(backend: str, tmp: Path) -> None:
         save(tmp / "traced.npz", p)
         return p
 
-    with pytest.raises(prelens.CheckpointError, match=r"\[0\]\.weight: .*being traced \(under jax\.jit\)"):
+    with pytest.raises(prelens.errors.CheckpointError, match=r"\[0\]\.weight: .*being traced \(under jax\.jit\)"):
         jax.jit(saves)(px)
     assert not (tmp / "traced.npz").exists()
 

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PrelensError, tree_paths
-from prelens.core._lens import _misfit
+from prelens import PrelensError
+from prelens.core import tree_paths
+from prelens.core._check import _skeleton, _skeleton_misfit
 
 #: Session-wide counts: ``cases``, ``rejected``, ``accepted``, ``escaped``.
 STATS: Counter[str] = Counter()
@@ -98,7 +99,9 @@ def deltas_fit(p: Any, s: Any) -> Callable[[Any], None]:
     def check(out: Any) -> None:
         assert isinstance(out, tuple) and len(out) == 2, f"bwd returned {type(out).__name__}, not (dp, ds)"
         dp, ds = out
-        found = _misfit(p, dp, "", data_ok=False) or _misfit(s, ds, "", data_ok=True)
+        found = _skeleton_misfit(_skeleton(p), _skeleton(dp), "", data_ok=False) or _skeleton_misfit(
+            _skeleton(s), _skeleton(ds), "", data_ok=True
+        )
         assert found is None, f"the deltas do not fit (p, s): {found}"
 
     return check

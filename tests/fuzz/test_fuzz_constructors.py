@@ -249,7 +249,7 @@ CTORS: list[Ctor] = [
     Ctor("batch_loss_l", nn.batch_loss_l, {"mlp": nn.make_mlp(3, [2, 1]), "n": 2}, {"mlp": LENSES}),
     # the core
     Ctor("branch", prelens.branch, {"n": 2}),
-    Ctor("branch_t", prelens.branch_t, {"n": 2}),
+    Ctor("branch_t", prelens.faithful._branch.branch_t, {"n": 2}),
     Ctor("vec_lens", prelens.vec_lens, {"n": 2, "lens": nn.tanh}, {"lens": LENSES}),
     Ctor("batch_n", prelens.batch_n, {"n": 2, "lens": nn.tanh}, {"lens": LENSES}),
     Ctor(
@@ -295,7 +295,7 @@ CTORS: list[Ctor] = [
     ),
     Ctor(
         "parameter_free",
-        prelens.parameter_free,
+        prelens.core.parameter_free,
         {"name": "sq", "fwd": lambda s: (s, s * s), "bwd": lambda s, da: 2 * s * da},
         {"fwd": [None], "bwd": [1]},
     ),
@@ -609,14 +609,14 @@ CTORS: list[Ctor] = [
     # model files
     Ctor(
         "register_constructor",
-        lambda fn, name: prelens.register_constructor(fn, name=name),
+        lambda fn, name: prelens.core.register_constructor(fn, name=name),
         {"fn": _fuzz_made, "name": "fuzz.made"},
         {
             "fn": [None, 3, "f", nn.dense(2, 2), _fuzz_made],
             "name": ["prelens.nn.mlp", "prelens", "a..b", "1abc", "has space", "x" * 300, b"fuzz.made", "f.<locals>"],
         },
         check=lambda out, kw: _registered_ok(out, kw),
-        covers=(prelens.register_constructor,),
+        covers=(prelens.core.register_constructor,),
     ),
     # checkpoints
     Ctor(
@@ -638,7 +638,7 @@ def _normalize_ok(out: Any, kw: dict[str, Any]) -> None:
 
 def _registered_ok(out: Any, kw: dict[str, Any]) -> None:
     """A registered constructor is the function, recording: a lens it makes is described by ``name``."""
-    from prelens.core._registry import describe
+    from prelens.io._describe import describe
 
     if kw["fn"] is None:  # register_constructor(name=...) is a decorator: apply it
         out = out(_fuzz_made)

@@ -22,7 +22,6 @@ import inspect
 from typing import Any
 
 import prelens
-import prelens.checkpoint
 import prelens.datasets
 import prelens.learn
 import prelens.nn
@@ -35,7 +34,20 @@ from .test_fuzz_constructors import CTORS
 from .test_fuzz_functions import FUNCS
 from .test_fuzz_lenses import CASES
 
-MODULES = [prelens, prelens.nn, prelens.optim, prelens.train, prelens.datasets, prelens.checkpoint, prelens.learn]
+MODULES = [
+    prelens,
+    prelens.core,
+    prelens.tambara,
+    prelens.show,
+    prelens.io,
+    prelens.backend,
+    prelens.nn,
+    prelens.learn,
+    prelens.optim,
+    prelens.train,
+    prelens.datasets,
+    prelens.faithful,
+]
 
 _ERRORS = "an error class: raised by prelens, never called with user data"
 _RECORD = "a plain record type (a named tuple or dataclass of results or parameters); what takes it is fuzzed"
@@ -45,31 +57,31 @@ _CONSTANT = "a constant"
 EXEMPT: dict[str, str] = {
     **{
         f"prelens.{n}": _ERRORS
-        for n in (
-            "ArgumentError",
-            "CheckpointError",
-            "DTypeError",
-            "LawError",
-            "ModelFileError",
-            "NonFiniteError",
-            "PrelensError",
-            "ShapeError",
-            "StructureError",
-        )
+        for n in ("DTypeError", "LawError", "NonFiniteError", "PrelensError", "ShapeError", "StructureError")
     },
-    "prelens.BACKENDS": _CONSTANT + " (the backend names to_backend takes; to_backend is fuzzed)",
+    "prelens.backend.BACKENDS": _CONSTANT + " (the backend names to_backend takes; to_backend is fuzzed)",
     "prelens.train.compile_step": "needs the jax extra, absent from the main suite: its every argument check "
     "(model, loss, optimizer, mesh, axis, a batch that does not split) is tested in tests_peers/test_compiled.py",
     "prelens.train.CompiledStep": _RECORD + " (what compile_step returns; see compile_step)",
-    "prelens.TriProfunctor": "a Protocol (a type for annotations and isinstance)",
-    "prelens.Program": "the free Trimbara module: made empty and grown by its methods, which only record steps; "
+    "prelens.__version__": _CONSTANT,
+    "prelens.core.ANY": _CONSTANT + " (the pattern every value fits)",
+    "prelens.core.LIKE_OUTPUT": _CONSTANT + " (the pattern of a delta shaped like the output)",
+    "prelens.core.AnyLens": "a type alias",
+    "prelens.core.Arr": _RECORD + " (a declared pattern: the lenses that declare it are fuzzed)",
+    "prelens.core.Expects": _RECORD + " (a lens's declarations: the lenses that declare it are fuzzed)",
+    "prelens.tambara.Trimbara": "a Protocol (a type for annotations and isinstance)",
+    "prelens.faithful.TOY_XS": _CONSTANT + " (a read-only array)",
+    "prelens.faithful.TOY_YS": _CONSTANT + " (a read-only array)",
+    "prelens.faithful.Para": _RECORD + " (a neuron's parameters: fuzzed as corrupted parameters)",
+    "prelens.tambara.TriProfunctor": "a Protocol (a type for annotations and isinstance)",
+    "prelens.tambara.Program": "the free Trimbara module: made empty and grown by its methods, which only record steps; "
     "what runs a program (from_tamb, interpret, Shapes.of, Cost.of) is fuzzed",
     "prelens.Trimbara": "a Protocol (a type for annotations and isinstance)",
     "prelens.optim.Optimizer": "a Protocol (a type for annotations)",
     "prelens.train.Metric": "a type alias",
-    "prelens.Stage": _RECORD + " (a row of summary's table)",
-    "prelens.Summary": _RECORD + " (what summary returns)",
-    "prelens.LoadedModel": _RECORD + " (what load_model returns)",
+    "prelens.show.Stage": _RECORD + " (a row of summary's table)",
+    "prelens.show.Summary": _RECORD + " (what summary returns)",
+    "prelens.io.LoadedModel": _RECORD + " (what load_model returns)",
     "prelens.train.FitResult": _RECORD + " (what fit returns)",
     "prelens.train.History": _RECORD + " (what fit returns)",
     "prelens.datasets.Split": _RECORD + " (what the loaders return)",

@@ -323,7 +323,7 @@ FUNCS: list[Ctor] = [
     # the tree toolkit
     Ctor(
         "tree_map",
-        prelens.tree_map,
+        prelens.core.tree_map,
         {"f": repr, "tree": T0},
         {"f": [None, 3, "f", np.ones(2)]},
         trees=("tree",),
@@ -331,68 +331,68 @@ FUNCS: list[Ctor] = [
     ),
     Ctor(
         "tree_zip_map",
-        lambda f, tree, other: prelens.tree_zip_map(f, tree, other),
+        lambda f, tree, other: prelens.core.tree_zip_map(f, tree, other),
         {"f": lambda x, y: repr(y), "tree": T0, "other": T1},
         {"f": [None, 3]},
         trees=("tree", "other"),
         check=lambda out, kw: _equals(_leaves(out), [repr(y) for y in _leaves(kw["other"])]),
-        covers=(prelens.tree_zip_map,),
+        covers=(prelens.core.tree_zip_map,),
     ),
     Ctor(
         "tree_leaves",
-        prelens.tree_leaves,
+        prelens.core.tree_leaves,
         {"tree": T0},
         trees=("tree",),
         check=lambda out, kw: _identical(out, _leaves(kw["tree"])),
     ),
     Ctor(
         "tree_paths",
-        lambda tree, path: list(prelens.tree_paths(tree, path)),
+        lambda tree, path: list(prelens.core.tree_paths(tree, path)),
         {"tree": T0, "path": "p"},
         {"path": [None, 3, b"p"]},
         trees=("tree",),
         check=lambda out, kw: _identical([leaf for _, leaf in out], _leaves(kw["tree"])),
-        covers=(prelens.tree_paths,),
+        covers=(prelens.core.tree_paths,),
     ),
     Ctor(
         "tree_shapes",
-        prelens.tree_shapes,
+        prelens.core.tree_shapes,
         {"tree": T0},
         trees=("tree",),
         check=lambda out, kw: _same_leaf_count(out, kw["tree"]),
     ),
     Ctor(
         "to_backend",
-        prelens.to_backend,
+        prelens.backend.to_backend,
         {"tree": T0, "backend": "numpy"},
         {"backend": [None, 3, "cupy", "JAX", b"numpy", np]},
         trees=("tree",),
         check=lambda out, kw: _same_leaf_count(out, kw["tree"]),
     ),
-    Ctor("to_numpy", prelens.to_numpy, {"x": np.ones((2, 3))}, {"x": [None, [1.0], 2.0, "a", (np.ones(2),)]}),
-    Ctor("tree_first_nonfinite", prelens.tree_first_nonfinite, {"tree": T0}, trees=("tree",), check=_nonfinite_check),
+    Ctor("to_numpy", prelens.backend.to_numpy, {"x": np.ones((2, 3))}, {"x": [None, [1.0], 2.0, "a", (np.ones(2),)]}),
+    Ctor("tree_first_nonfinite", prelens.core._tree.tree_first_nonfinite, {"tree": T0}, trees=("tree",), check=_nonfinite_check),
     Ctor(
         "tree_add",
-        prelens.tree_add,
+        prelens.core.tree_add,
         {"a": T0, "b": T1},
         trees=("a", "b"),
         check=_leafwise(lambda x, y: x + y, "a", "b"),
     ),
     Ctor(
-        "tree_sum", prelens.tree_sum, {"trees": [T0, T1, T2]}, {"trees": [[], [T0]]}, ("trees",), ("trees",), _sum_check
+        "tree_sum", prelens.core.tree_sum, {"trees": [T0, T1, T2]}, {"trees": [[], [T0]]}, ("trees",), ("trees",), _sum_check
     ),
     Ctor(
         "tree_scale",
-        prelens.tree_scale,
+        prelens.core.tree_scale,
         {"c": 0.5, "tree": T0},
         {"c": [None, "2", np.nan, np.ones(2), 1j, np.float32(2.0)]},
         trees=("tree",),
         check=lambda out, kw: _leafwise(lambda x: kw["c"] * x, "tree")(out, kw),
     ),
-    Ctor("tree_zeros_like", prelens.tree_zeros_like, {"tree": T0}, trees=("tree",), check=_zeros_check),
+    Ctor("tree_zeros_like", prelens.core.tree_zeros_like, {"tree": T0}, trees=("tree",), check=_zeros_check),
     Ctor(
         "tree_allclose",
-        prelens.tree_allclose,
+        prelens.core.tree_allclose,
         {"a": T0, "b": _tree(1.0 + 1e-12), "rtol": 1e-7, "atol": 0.0},
         {"rtol": [-1.0, np.nan, "x", True], "atol": [np.inf, -0.5]},
         trees=("a", "b"),
@@ -400,7 +400,7 @@ FUNCS: list[Ctor] = [
     ),
     Ctor(
         "tree_first_difference",
-        prelens.tree_first_difference,
+        prelens.core.tree_first_difference,
         {"a": T0, "b": T1, "rtol": 1e-7, "atol": 0.0},
         {"rtol": [-1.0, "x"]},
         trees=("a", "b"),
@@ -408,7 +408,7 @@ FUNCS: list[Ctor] = [
     ),
     Ctor(
         "structure_mismatch",
-        prelens.structure_mismatch,
+        prelens.core._tree.structure_mismatch,
         {"a": T0, "b": T1, "shapes": True, "path": ""},
         {"shapes": ["yes", 1, None], "path": [None, 3]},
         trees=("a", "b"),
@@ -416,7 +416,7 @@ FUNCS: list[Ctor] = [
     ),
     Ctor(
         "check_structure",
-        prelens.check_structure,
+        prelens.core._tree.check_structure,
         {"expected": T0, "got": T1, "what": "params", "shapes": False},
         {"what": [None, 3], "shapes": ["no", 0]},
         trees=("expected", "got"),
@@ -716,7 +716,7 @@ FUNCS: list[Ctor] = [
         {"lens": D32, "input_shape": (2, 3), "params": D32.init(0), "rng": 0, "dtype": np.float64, "depth": None},
         {"lens": LENSES, "input_shape": SHAPES, "dtype": [np.float32, *DTYPES], "rng": SEEDS, "depth": DEPTHS},
         trees=("params",),
-        check=lambda out, kw: _equals(isinstance(out, prelens.Summary) and len(out.stages) > 0, True),
+        check=lambda out, kw: _equals(isinstance(out, prelens.show.Summary) and len(out.stages) > 0, True),
     ),
 ]
 # ------------------------------------------------------- the Trimbara modules
@@ -731,7 +731,7 @@ def _real_shapes(tri: Any, p: Any, s: Any) -> dict[str, str] | None:
     except prelens.PrelensError:
         return None
     shown = {"output": a, "residue": m, "parameter delta": dp, "input delta": ds}
-    return {k: prelens.shape_of(v) for k, v in shown.items()}
+    return {k: prelens.tambara.shape_of(v) for k, v in shown.items()}
 
 
 def _check_shapes(out: Any, kw: dict[str, Any]) -> None:
@@ -742,39 +742,39 @@ def _check_shapes(out: Any, kw: dict[str, Any]) -> None:
 
 _MLP_T = nn.make_mlp(3, [2, 1])
 _MLP_P = nn.init_mlp(3, [2, 1], np.random.default_rng(0))
-_UNITS = [None, 3, "unit", np.tanh, prelens.to_tamb(D32), [prelens.Program()]]
+_UNITS = [None, 3, "unit", np.tanh, prelens.to_tamb(D32), [prelens.tambara.Program()]]
 
 FUNCS += [
     Ctor(
         "interpret",
-        prelens.interpret,
-        {"tri": prelens.to_tamb(D32), "unit": prelens.Program()},
+        prelens.tambara.interpret,
+        {"tri": prelens.to_tamb(D32), "unit": prelens.tambara.Program()},
         {"tri": LENSES, "unit": _UNITS},
-        check=lambda out, kw: _equals(isinstance(out, (prelens.Program, prelens.PreLens)), True),
+        check=lambda out, kw: _equals(isinstance(out, (prelens.tambara.Program, prelens.PreLens)), True),
     ),
     Ctor(
         "placeholder",
-        prelens.placeholder,
+        prelens.tambara.placeholder,
         {"shape": (2, 3), "dtype": np.float64},
         {"shape": [(-1,), (2, -1), (1.5,), [2, 3], (True,), "x", None], "dtype": DTYPES},
         check=lambda out, kw: _equals((np.shape(out), np.asarray(out).dtype), (kw["shape"], np.dtype(kw["dtype"]))),
     ),
     Ctor(
         "shape_of",
-        prelens.shape_of,
+        prelens.tambara.shape_of,
         {"tree": T0},
         trees=("tree",),
         check=lambda out, kw: _equals(isinstance(out, str), True),
     ),
     Ctor(
         "register_rule",
-        lambda lens, rule: prelens.register_rule(lens, rule),
+        lambda lens, rule: prelens.tambara.register_rule(lens, rule),
         {
             "lens": prelens.PreLens(lambda p, s: ((), s), lambda m, d: ((), d), "fuzzed"),
-            "rule": prelens.Rule(lambda p, s: ((), s), lambda m, d: ((), d), lambda p, s: (0, 0)),
+            "rule": prelens.tambara.Rule(lambda p, s: ((), s), lambda m, d: ((), d), lambda p, s: (0, 0)),
         },
         {"lens": LENSES, "rule": [None, 3, "rule", np.tanh, (np.tanh, np.tanh, np.tanh)]},
-        covers=(prelens.register_rule, prelens.Rule),
+        covers=(prelens.tambara.register_rule, prelens.tambara.Rule),
     ),
     Ctor(
         "Shapes.of",
@@ -783,7 +783,7 @@ FUNCS += [
         {"tri": LENSES},
         trees=("p", "s"),
         check=_check_shapes,
-        covers=(prelens.Shapes,),
+        covers=(prelens.tambara.Shapes,),
     ),
     Ctor(
         "Cost.of",
@@ -792,7 +792,7 @@ FUNCS += [
         {"tri": LENSES},
         trees=("p", "s"),
         check=lambda out, kw: _equals(str(out).splitlines()[-1].split()[0], "total"),
-        covers=(prelens.Cost, prelens.CostTable),
+        covers=(prelens.tambara.Cost, prelens.tambara.CostTable),
     ),
 ]
 
@@ -926,8 +926,8 @@ def _saved_ok(kw: dict[str, Any]) -> None:
     """What ``save_model`` accepted loads back as the same lens, parameters and metadata."""
     lens, params, metadata = prelens.load_model(kw["path"])
     assert repr(lens) == repr(kw["lens"]), f"saved {kw['lens']!r}, loaded {lens!r}"
-    assert prelens.structure_mismatch(kw["params"], params, shapes=True) is None
-    pairs = zip(prelens.tree_leaves(params), prelens.tree_leaves(kw["params"]))
+    assert prelens.core._tree.structure_mismatch(kw["params"], params, shapes=True) is None
+    pairs = zip(prelens.core.tree_leaves(params), prelens.core.tree_leaves(kw["params"]))
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in pairs), "the parameters changed on the way"
     assert metadata == dict(kw["metadata"] or {})
 

@@ -25,12 +25,10 @@ from prelens import (
     PreLens,
     add_l,
     alpha,
-    assoc_l,
     backward,
     batch_n,
     beta,
     branch,
-    branch_t,
     chain,
     copy_l,
     dimap_m,
@@ -41,27 +39,30 @@ from prelens import (
     id_pre_lens,
     iso_lens,
     learn,
-    lunit_l,
     nn,
-    parameter_free,
     pre_compose,
     prod_lens,
-    runit_l,
-    skip_left_l,
-    skip_right_l,
-    structure_mismatch,
-    sym_l,
     to_tamb,
-    tree_paths,
     tri_compose,
     tri_tensor,
-    unassoc_l,
-    unlunit_l,
-    unrunit_l,
     vec_lens,
     vjp,
 )
-from prelens import tree_map as tree_map_
+from prelens.faithful._branch import branch_t
+from prelens.core._iso import (
+    assoc_l,
+    lunit_l,
+    runit_l,
+    skip_left_l,
+    skip_right_l,
+    sym_l,
+    unassoc_l,
+    unlunit_l,
+    unrunit_l,
+)
+from prelens.core import parameter_free, tree_paths
+from prelens.core._tree import structure_mismatch
+from prelens.core import tree_map as tree_map_
 
 from ._bad import mutate
 from ._harness import attempt, close_to, deltas_fit

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import CheckpointError, tree_paths
+from prelens.errors import CheckpointError
+from prelens.core import tree_paths
 from prelens.io._checkpoint import load, load_metadata, save
 from prelens.learn import adam as adam_lens
 from prelens.learn import l2, learning_rate

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import ShapeError, StructureError, chain, copy_l, id_pre_lens, unassoc_l
+from prelens import ShapeError, StructureError, chain, copy_l, id_pre_lens
+from prelens.core._iso import unassoc_l
 from prelens.nn import (
     MASKED,
     attention_scores,

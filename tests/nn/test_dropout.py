@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import chain, tree_map, vjp
+from prelens import chain, vjp
+from prelens.core import tree_map
 from prelens.errors import ArgumentError, DTypeError, ShapeError, StructureError
 from prelens.nn import (
     DropoutKey,

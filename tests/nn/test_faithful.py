@@ -22,15 +22,11 @@ from prelens import (
     from_tamb,
     lunit,
     runit,
-    tree_add,
-    tree_leaves,
-    tree_map,
-    tree_scale,
-    tree_zeros_like,
     unlunit,
     unrunit,
     vjp,
 )
+from prelens.core import tree_add, tree_leaves, tree_map, tree_scale, tree_zeros_like
 from prelens.nn import (
     TOY_XS,
     TOY_YS,

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, ShapeError, StructureError, tree_leaves, vjp
+from prelens import NonFiniteError, ShapeError, StructureError, vjp
+from prelens.core import tree_leaves
 from prelens.nn import (
     TOY_XS,
     TOY_YS,

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import DTypeError, ShapeError, StructureError, chain, tree_allclose, tree_shapes, vjp
+from prelens import DTypeError, ShapeError, StructureError, chain, vjp
+from prelens.core import tree_allclose, tree_shapes
 from prelens.nn import DenseParams, bias, dense, gelu, init_weight, linear, relu, sigmoid, softmax, tanh
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import ArgumentError, DTypeError, ShapeError, StructureError, backward, forward, vjp
+from prelens.errors import ArgumentError
+from prelens import DTypeError, ShapeError, StructureError, backward, forward, vjp
 from prelens.datasets import load_iris, standardize
 from prelens.nn import bias, linear, mlp, normalize
 from prelens.testing import check_lens_laws, check_vjp, seeds

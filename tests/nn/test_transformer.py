@@ -7,19 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import (
-    DTypeError,
-    PreLens,
-    PrelensError,
-    ShapeError,
-    StructureError,
-    chain,
-    summary,
-    tree_allclose,
-    tree_leaves,
-    tree_paths,
-    vjp,
-)
+from prelens import DTypeError, PreLens, PrelensError, ShapeError, StructureError, chain, summary, vjp
+from prelens.core import tree_allclose, tree_leaves, tree_paths
 from prelens.nn import (
     DecoderBlockParams,
     EncoderBlockParams,
@@ -208,7 +197,7 @@ def test_fused_residual_equals_the_composite(kind, dtype, seed):
 
 
 def test_fused_residual_names_itself_when_the_shapes_do_not_add():
-    from prelens import parameter_free
+    from prelens.core import parameter_free
 
     widen = parameter_free("widen", lambda s: ((), np.concatenate([s, s], axis=-1)), lambda m, da: da[..., :2])
     with pytest.raises(

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import LawError, ShapeError, StructureError, batch_n, from_tamb, tree_allclose
+from prelens import LawError, ShapeError, StructureError, batch_n, from_tamb
+from prelens.core import tree_allclose
 from prelens.nn import (
     DenseParams,
     Para,

@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import chain, structure_mismatch, vjp
+from prelens import chain, vjp
+from prelens.core._tree import structure_mismatch
 from prelens.testing import (
     chains,
     check_alpha_composition,

@@ -9,7 +9,8 @@ the forward pass never changes the pullback.
 import numpy as np
 import pytest
 
-from prelens import LawError, PreLens, chain, from_tamb, nn, tree_allclose, vjp
+from prelens import LawError, PreLens, chain, from_tamb, nn, vjp
+from prelens.core import tree_allclose
 from prelens.nn import DenseParams
 from prelens.testing import check_lens_laws, check_pure, check_vjp
 from prelens.testing._random import random_like, scramble_in_place, snapshot

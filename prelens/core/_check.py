@@ -1,0 +1,408 @@
+"""The one checker: what a lens expects, declared beside it, and enforced here.
+
+A lens's passes are formulas only. What they need of their arguments is declared
+once, as data, in :class:`Expects`: a pattern of the parameters and one of the input,
+with :class:`Arr` leaves (a dtype and a shape, ``...`` for any leading axes). The
+core enforces it in two places and nowhere else:
+
+* **on the first call** of a lens built from its own passes (``PreLens(fwd, bwd)``,
+  every lens of :mod:`prelens.nn`): its ``fwd`` checks ``p`` and ``s`` against the
+  patterns, its ``bwd`` checks that ``(dp, ds)`` has the structure and shapes of
+  the ``(p, s)`` the forward pass was given (and, where declared, that ``da`` is
+  like the output). A composite (``>>``, ``@``, ``chain`` ...) is checked the same
+  way against the patterns derived from its parts';
+* **when a pass fails** later (an exception from numpy, say), the failure is
+  diagnosed against the patterns, so the user reads which lens, what it expected
+  and what it got, never a bare traceback.
+
+The trace (:mod:`prelens.core._trace`) checks a whole model's parameters against
+the derived pattern on its first run, so a misfit deep inside is named by its path.
+
+>>> import numpy as np
+>>> e = Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3))
+>>> misfit(e.input, np.zeros((5, 4)), "input")
+ShapeError('input: expected f64[...,3], got f64[5,4]')
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from prelens import errors as E
+from prelens.backend._arrays import dtype_kind, is_array, shape
+
+
+class _Any:
+    """The pattern every value fits."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+#: The pattern every value fits (a lens that declares nothing about a slot).
+ANY: Any = _Any()
+
+
+class _LikeOutput:
+    def __repr__(self) -> str:
+        return "LIKE_OUTPUT"
+
+
+#: The pattern of an output delta that has the structure and shapes of the lens's output.
+LIKE_OUTPUT: Any = _LikeOutput()
+
+
+@dataclass(frozen=True, init=False)
+class Arr:
+    """An array pattern: ``Arr(np.float64, ..., 784)`` is any float64 array whose last axis is 784.
+
+    ``dtype`` is a numpy dtype (arrays of other libraries match by the dtype's name), or
+    ``None`` for any float dtype. Each axis is an ``int``, ``None`` (any length), or
+    ``...`` (first only: any number of leading axes).
+
+    >>> Arr(np.float32, ..., 10), Arr(None, 3)
+    (f32[...,10], float[3])
+    """
+
+    dtype: np.dtype[Any] | None
+    axes: tuple[Any, ...]
+
+    def __init__(self, dtype: Any, *axes: Any) -> None:
+        object.__setattr__(self, "dtype", None if dtype is None else np.dtype(dtype))
+        object.__setattr__(self, "axes", axes)
+
+    def __repr__(self) -> str:
+        kind = "float" if self.dtype is None else E.dtype_name(self.dtype)
+        axes = ",".join("..." if a is ... else "*" if a is None else str(a) for a in self.axes)
+        return f"{kind}[{axes}]"
+
+
+@dataclass(frozen=True)
+class Expects:
+    """What a lens expects: patterns (trees of :class:`Arr`, :data:`ANY`) for its parameters, input and delta.
+
+    ``delta`` is the pattern of the output delta ``da``; :data:`LIKE_OUTPUT` asks that
+    ``da`` have the structure and shapes of the lens's output.
+    """
+
+    params: Any = ANY
+    input: Any = ANY
+    delta: Any = ANY
+
+
+NOTHING = Expects()
+
+
+def misfit(pattern: Any, x: Any, what: str) -> E.PrelensError | None:
+    """The error for the first place where ``x`` does not fit ``pattern`` (``what`` names ``x``), or None."""
+    found = _first_misfit(pattern, x, "")
+    if found is None:
+        return None
+    path, expected, got, cls = found
+    where = what if not path else f"{what} at {path}"
+    return cls(f"{where}: expected {expected}, got {got}")
+
+
+def _first_misfit(pattern: Any, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
+    if pattern is ANY or pattern is LIKE_OUTPUT:
+        return None
+    if isinstance(pattern, Arr):
+        return _array_misfit(pattern, x, path)
+    if isinstance(pattern, (tuple, list)):
+        named = hasattr(pattern, "_fields")
+        if named:  # a plain tuple fits a named tuple's pattern (lenses accept both)
+            same_node = type(x) is type(pattern) or type(x) is tuple
+        elif isinstance(pattern, list):
+            same_node = isinstance(x, list)
+        else:  # a pair is a tuple or a list of two, as the passes unpack it
+            same_node = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
+        if not same_node or len(x) != len(pattern):
+            return path, _node(pattern), E.describe_tree(x), E.StructureError
+        segments = [f".{f}" for f in pattern._fields] if named else [f"[{i}]" for i in range(len(pattern))]
+        for seg, p, v in zip(segments, pattern, x):
+            found = _first_misfit(p, v, path + seg)
+            if found is not None:
+                return found
+        return None
+    return None  # a constant in a pattern: nothing to compare
+
+
+def _node(pattern: Any) -> str:
+    if hasattr(pattern, "_fields"):
+        return f"{type(pattern).__name__}({', '.join(f'{k}={v!r}' for k, v in zip(pattern._fields, pattern))})"
+    return E.describe(pattern)
+
+
+def _array_misfit(pattern: Arr, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
+    if not is_array(x):
+        return path, f"an array {pattern!r}", E.describe(x), E.StructureError
+    if pattern.dtype is None:
+        if dtype_kind(x.dtype) != "f":
+            return path, repr(pattern), E.describe(x), E.DTypeError
+    elif E.dtype_name(x.dtype) != E.dtype_name(pattern.dtype):
+        return path, repr(pattern), E.describe(x), E.DTypeError
+    axes, got = pattern.axes, shape(x)
+    if axes[:1] == (...,):
+        fixed = axes[1:]
+        fits = len(got) >= len(fixed) and _axes_fit(fixed, got[len(got) - len(fixed) :])
+    else:
+        fits = len(got) == len(axes) and _axes_fit(axes, got)
+    return None if fits else (path, repr(pattern), E.describe(x), E.ShapeError)
+
+
+def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
+    return all(a is None or a == n for a, n in zip(axes, got))
+
+
+# ------------------------------------------------------------ the first-call guard
+
+
+@dataclass
+class _Seen:
+    """What a lens's forward passes under the trace were given, until its first backward pass is checked."""
+
+    checked: bool = False
+    given: list[tuple[Any, Any, Any]] = field(default_factory=list)  # distinct (p, s, a) skeletons
+    truncated: bool = False
+
+
+#: Up to this many distinct ``(p, s, a)`` shapes are kept per lens until its first backward pass.
+_KEPT = 64
+
+#: Set (per thread) while the trace runs a forward pass whose residue a backward pass may read.
+_RECORDING = threading.local()
+
+
+@contextmanager
+def recording() -> Iterator[None]:
+    """Let the lenses run in this block record what their forward passes were given (the trace's ``vjp``)."""
+    before = getattr(_RECORDING, "on", False)
+    _RECORDING.on = True
+    try:
+        yield
+    finally:
+        _RECORDING.on = before
+
+
+Pass = Callable[[Any, Any], Any]
+
+
+def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, leaf: bool) -> tuple[Pass, Pass]:
+    """``fwd`` and ``bwd`` with the first-call checks and the diagnosis of failures (see the module doc).
+
+    ``owner()`` is the lens they belong to (read only for its name, and to say where an error arose).
+    A composite (not a ``leaf``) leaves its deltas to its parts: it records nothing.
+    """
+    fwd_seen, seen = [False], _Seen()
+
+    def name() -> str:
+        return str(owner().name)
+
+    def checked_fwd(p: Any, s: Any) -> Any:
+        try:
+            if leaf and not fwd_seen[0]:  # a composite's inputs are its parts' (the trace checks the whole)
+                _check_inputs(name(), expects, p, s)
+            try:
+                out = fwd(p, s)
+            except Exception as exc:
+                raise _diagnosed(name(), expects, "forward", exc, p, s) from exc
+            if not seen.checked:
+                out = _pair(name(), out, "fwd", "(m, a) (residue, output)")
+                fwd_seen[0] = True
+                if not leaf:
+                    seen.checked = True
+                elif getattr(_RECORDING, "on", False):
+                    _remember(seen, p, s, out[1])
+        except E.PrelensError as err:
+            raise _from(owner(), err) from err.__cause__
+        return out
+
+    def checked_bwd(m: Any, da: Any) -> Any:
+        try:
+            try:
+                out = bwd(m, da)
+            except Exception as exc:
+                raise _diagnosed(name(), expects, "backward", exc, m, da) from exc
+            if not seen.checked:
+                out = _pair(name(), out, "bwd", "(dp, ds)")
+                if seen.given:  # a pass the trace ran: its deltas are checked against what it was given
+                    _check_deltas(name(), expects, seen, da, out)
+                    seen.checked, seen.given = True, []
+        except E.PrelensError as err:
+            raise _from(owner(), err) from err.__cause__
+        return out
+
+    checked_fwd.__prelens_checked__ = True  # type: ignore[attr-defined]
+    return checked_fwd, checked_bwd
+
+
+def _from(lens: Any, err: Exception) -> Exception:
+    """``err`` marked as raised by ``lens`` (the trace says where in a model that lens sits)."""
+    if not hasattr(err, "_prelens_lens"):
+        E.mark(err, _prelens_lens=lens)
+    return err
+
+
+def _check_inputs(name: str, expects: Expects, p: Any, s: Any) -> None:
+    err = misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
+    if err is not None:
+        raise type(err)(f"{name}: {err}")
+
+
+def _pair(name: str, out: Any, which: str, layout: str) -> tuple[Any, Any]:
+    if isinstance(out, (tuple, list)) and len(out) == 2 and not hasattr(out, "_fields"):
+        return out[0], out[1]
+    raise E.StructureError(f"{name}: {which} must return a pair {layout}, got {E.describe_tree(out)}")
+
+
+def _remember(seen: _Seen, p: Any, s: Any, a: Any) -> None:
+    entry = (_skeleton(p), _skeleton(s), _skeleton(a))
+    if entry in seen.given:
+        return
+    if len(seen.given) >= _KEPT:  # a lens used in many places: too many shapes to keep
+        seen.truncated = True
+        return
+    seen.given.append(entry)
+
+
+def _check_deltas(name: str, expects: Expects, seen: _Seen, da: Any, out: tuple[Any, Any]) -> None:
+    """``(dp, ds)`` must fit the ``(p, s)`` of a forward pass (and ``da`` its output, if so declared)."""
+    dp, ds = _skeleton(out[0]), _skeleton(out[1])
+    first_error = None
+    for p, s, a in reversed(seen.given):  # backward passes run in reverse: the last forward pass first
+        found = _skeleton_misfit(p, dp, "", data_ok=False)
+        which = "dp"
+        if found is None:
+            found, which = _skeleton_misfit(s, ds, "", data_ok=True), "ds"
+        if found is None and expects.delta is LIKE_OUTPUT:
+            found, which = _skeleton_misfit(a, _skeleton(da), "", data_ok=False), "da"
+        if found is None:
+            return
+        first_error = first_error or (which, found)
+    if seen.truncated:  # its forward pass may have had shapes not kept here: nothing certain to report
+        return
+    which, (path, expected, got) = first_error  # type: ignore[misc]
+    if which == "da":
+        cls = E.ShapeError if expected.endswith("]") and got.endswith("]") else E.StructureError
+        raise cls(f"{name}: output delta at {E.path_str(path)}: expected {expected}, got {got}")
+    of = "parameters p" if which == "dp" else "input s"
+    raise E.StructureError(
+        f"{name}: bwd returned a {which} that does not fit the {of} of its forward pass: "
+        f"{E.at_path(path, expected, got)} (a {which} has the structure and shapes of the {of})"
+    )
+
+
+def _diagnosed(name: str, expects: Expects, which: str, exc: Exception, p: Any, s: Any) -> Exception:
+    """The error to raise for ``exc``, met in the ``which`` pass of the lens ``name``.
+
+    ``(p, s)`` are what the pass was given: ``(params, input)`` forward, ``(residue, output delta)`` backward.
+    """
+    if isinstance(exc, E.PrelensError):
+        return exc
+    if isinstance(exc, RecursionError):
+        return E.too_deep(name)
+    if which == "forward":
+        try:
+            _check_inputs(name, expects, p, s)
+        except E.PrelensError as err:
+            return err
+    cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError
+    given = (
+        f"the input {E.describe_tree(s)}"
+        if which == "forward"
+        else (f"the residue {E.describe_tree(p)} and the output delta {E.describe_tree(s)}")
+    )
+    return cls(f"{name}: the {which} pass failed on {given}: {type(exc).__name__}: {exc}")
+
+
+# ------------------------------------------------------------ skeletons: structure and shapes only
+
+
+class _Leaf:
+    """A numeric leaf in a skeleton: its shape (what deltas are compared by) and how to show it."""
+
+    __slots__ = ("shape", "shown")
+
+    def __init__(self, shape: tuple[int, ...], shown: str) -> None:
+        self.shape, self.shown = shape, shown
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Leaf) and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash(self.shape)
+
+
+_NUMBERS = (int, float, complex, np.generic)
+
+
+def _skeleton(x: Any) -> Any:
+    """``x`` with each numeric leaf replaced by its shape (no array is kept alive)."""
+    if isinstance(x, (tuple, list)):
+        kids = [_skeleton(v) for v in x]
+        if hasattr(x, "_fields"):
+            return type(x)(*kids)
+        return kids if isinstance(x, list) else tuple(kids)
+    if isinstance(x, dict):
+        return {k: _skeleton(v) for k, v in x.items()}
+    if is_array(x) and dtype_kind(x.dtype) in "biufc":
+        return _Leaf(shape(x), E.describe(x))
+    if isinstance(x, _NUMBERS) and not isinstance(x, (bool, np.bool_)):
+        return _Leaf((), E.describe(x))
+    return x  # a symbol (algebra tests) or None: compared as a value
+
+
+def _skeleton_misfit(primal: Any, delta: Any, path: str, data_ok: bool) -> tuple[str, str, str] | None:
+    """``(path, expected, got)`` where the skeleton ``delta`` does not fit the skeleton ``primal``."""
+    if delta is None and data_ok:
+        return None  # the delta of an input that is data (input_delta=False)
+    if _is_empty(primal):
+        return None if _is_empty(delta) else (path, _show(primal), _show(delta))
+    if isinstance(primal, _Leaf):
+        return None if isinstance(delta, _Leaf) and delta == primal else (path, _show(primal), _show(delta))
+    if isinstance(primal, list) and isinstance(delta, _Leaf):  # a faithful vector as a list, its delta an array
+        numbers = all(isinstance(v, _Leaf) and v.shape == () for v in primal)
+        return None if numbers and delta.shape == (len(primal),) else (path, _show(primal), _show(delta))
+    if isinstance(primal, dict):
+        if not isinstance(delta, dict) or list(delta) != list(primal):
+            return path, f"dict with keys {list(primal)}", _show(delta)
+        items = [(f"[{k!r}]", primal[k], delta[k]) for k in primal]
+    elif isinstance(primal, (tuple, list)):
+        if not _same_node(primal, delta):
+            return path, _show(primal), _show(delta)
+        segs = [f".{f}" for f in primal._fields] if hasattr(primal, "_fields") else None
+        items = [(segs[i] if segs else f"[{i}]", v, d) for i, (v, d) in enumerate(zip(primal, delta))]
+    else:
+        return None  # a symbol: nothing to compare
+    for seg, v, d in items:
+        found = _skeleton_misfit(v, d, path + seg, data_ok)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_empty(x: Any) -> bool:
+    return x is None or (type(x) in (tuple, list, dict) and len(x) == 0)
+
+
+def _same_node(primal: tuple[Any, ...] | list[Any], delta: Any) -> bool:
+    """Lists fit lists, tuples tuples of their length; a named tuple fits a plain tuple, not another named tuple."""
+    if isinstance(primal, list):
+        return isinstance(delta, list) and len(delta) == len(primal)
+    if not isinstance(delta, tuple) or len(delta) != len(primal):
+        return False
+    return not (hasattr(primal, "_fields") and hasattr(delta, "_fields")) or type(primal) is type(delta)
+
+
+def _show(skeleton: Any) -> str:
+    if isinstance(skeleton, _Leaf):
+        return skeleton.shown
+    if isinstance(skeleton, (tuple, list)) and not hasattr(skeleton, "_fields"):
+        return f"{type(skeleton).__name__} of {len(skeleton)}"
+    return E.describe(skeleton)

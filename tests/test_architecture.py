@@ -1,0 +1,147 @@
+"""The architecture as tests: no import cycle, each layer imports only layers below it, a small API.
+
+The import graph is read from the source with ``ast``, imports inside functions
+included, so a cycle cannot hide behind a deferred ``import``. ``docs/architecture.md``
+draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import prelens
+import prelens.nn
+
+ROOT = Path(prelens.__file__).parent
+
+#: Bottom to top; a module may import its own package and the packages before it.
+LAYERS = [
+    ("_version", "errors", "_deprecated"),
+    ("backend",),
+    ("core",),
+    ("tambara", "show"),
+    ("datasets",),
+    ("learn",),
+    ("nn",),
+    ("io",),
+    ("train",),
+    ("faithful",),
+    ("testing",),
+    ("bench",),
+    ("cli", "__main__"),
+    ("__init__", "optim", "checkpoint", "diagram"),
+]
+RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """The prelens modules that ``path`` imports anywhere in its body (functions included)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # a relative import, resolved against the importing package
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                out.add(sub if sub in known else base)
+    return {m for m in out if m in known and m != name}
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imports_of(path, name, known) for name, path in mods.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return RANK["__init__"] if len(parts) == 1 else RANK[parts[1]]
+
+
+def test_the_graph_is_read_from_every_module() -> None:
+    edges = graph()
+    assert "prelens.core._lens" in edges and "prelens.io._describe" in edges
+    assert "prelens.core._lens" in edges["prelens.io._describe"]
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_package_has_a_layer() -> None:
+    assert {m.split(".")[1] for m in modules() if "." in m} <= set(RANK)
+
+
+def test_each_layer_imports_only_layers_below_it() -> None:
+    upward = sorted(f"{m} -> {d}" for m, deps in graph().items() for d in deps if layer(d) > layer(m) and "." in m)
+    assert upward == []
+
+
+def test_public_api_size() -> None:
+    """Half of 0.3.2's 92 names each, at most."""
+    assert len(prelens.__all__) <= 46
+    assert len(prelens.nn.__all__) <= 46
+    assert len(set(prelens.__all__)) == len(prelens.__all__)
