@@ -273,10 +273,6 @@ def is_concrete(x: Any) -> bool:
 def to_numpy(x: Any) -> Any:
     """An array of any library as a numpy array on the host (numpy arrays are returned as they are).
 
-    Haskell::
-
-        to_numpy :: A -> NDArray
-
     >>> to_numpy(np.arange(2))
     array([0, 1])
     """
@@ -390,10 +386,6 @@ def tree_map_arrays(f: Callable[[Any], Any], tree: Any) -> Any:
 
 def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
     """A copy of ``tree`` with every array leaf moved to ``backend`` (and ``device``): the way in and out.
-
-    Haskell::
-
-        to_backend :: Tree A -> Backend -> Tree A
 
     ``backend`` is ``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"`` or
     a namespace module. Dtypes and values are kept exactly; numbers and other

@@ -35,10 +35,6 @@ SDPA = "scaled_dot_product_attention"
 def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], None]:
     """A function that runs ``case``'s step's matrix products (and nothing else) into preallocated outputs.
 
-    Haskell::
-
-        matmul_floor :: PeerCase -> Params -> IO ()
-
     ``params`` gives the weight matrices (prelens's layout); the activations are
     random arrays of the right shapes.
 

@@ -92,10 +92,6 @@ class PeerStep:
 def make_problem(case: PeerCase, seed: int = 0) -> Problem:
     """Weights (prelens's ``init``) and a batch for ``case``, drawn from ``seed``.
 
-    Haskell::
-
-        make_problem :: PeerCase -> Int -> Problem
-
     >>> p = make_problem(PeerCase((4, 8, 3), "float32", 16))
     >>> p.x.shape, p.y.shape, p.params[0].weight.dtype
     ((16, 4), (16, 3), dtype('float32'))
@@ -141,10 +137,6 @@ def trained_parts(case: PeerCase) -> tuple[AnyLens, AnyLens]:
 
 def check_peer_gradients(peer: str, case: PeerCase, ours: Any, theirs: Any, *, what: str = "gradients") -> float:
     """The largest relative gradient difference between prelens (``ours``) and ``peer``; raise if too large.
-
-    Haskell::
-
-        check_peer_gradients :: String -> PeerCase -> Params -> Params -> Double
 
     ``what`` names the trees in the law (``"parameters after one SGD step"`` to
     compare updated parameters instead of gradients); any array library's

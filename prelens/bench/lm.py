@@ -248,10 +248,6 @@ def lm_benchmark_rows(
     Raises :class:`~prelens.LawError` if the two implementations disagree
     (loss or any gradient leaf) before timing.
 
-    Haskell::
-
-        lm_benchmark_rows :: LMConfig -> [DType] -> IO [Map String Double]
-
     >>> cfg = LMConfig(vocab=5, seq_len=4, d_model=4, n_heads=2, d_ff=8, n_layers=1, batch=2)
     >>> (row,) = lm_benchmark_rows(cfg, repeats=1, dtypes=("float64",))
     >>> sorted(row), row["max_grad_diff"] < 1e-12
@@ -316,10 +312,6 @@ def run_lm_benchmark(
     seed: int = 0,
 ) -> str:
     """Run :func:`lm_benchmark_rows` and format the table (``quick``: a few repeats only).
-
-    Haskell::
-
-        run_lm_benchmark :: Bool -> IO String
 
     >>> print(run_lm_benchmark(quick=True, dtypes=()))  # no dtype: the table's head only, nothing timed
     decoder-only LM training step (forward + backward), vocab 64, sequence 32, d_model 64, 4 heads,

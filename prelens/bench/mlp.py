@@ -185,10 +185,6 @@ class Report:
 def numpy_mlp_grads(params: NumpyParams, x: Array, y: Array) -> tuple[Any, list[tuple[Array, Array]]]:
     """Loss and gradients of a tanh MLP with mean squared error, written out by hand.
 
-    Haskell (``[(W, b)]`` one pair per layer)::
-
-        numpy_mlp_grads :: [(A, A)] -> X -> Y -> (Double, [(A, A)])
-
     ``params`` is ``[[W, b], ...]`` with ``W`` of shape ``(n_in, n_out)``; the
     loss is ``mean((out − y)²)`` over every entry, as :data:`prelens.nn.mse`.
 
@@ -216,10 +212,6 @@ def numpy_mlp_grads(params: NumpyParams, x: Array, y: Array) -> tuple[Any, list[
 def numpy_mlp_step(params: NumpyParams, x: Array, y: Array, lr: float = LR) -> Any:
     """One SGD step in place on ``params`` (``w -= lr * dw``); returns the loss before the step.
 
-    Haskell (``params`` updated in place)::
-
-        numpy_mlp_step :: [(A, A)] -> X -> Y -> Double -> IO Double
-
     >>> params = [[np.ones((2, 1)), np.zeros(1)]]
     >>> _ = numpy_mlp_step(params, np.ones((1, 2)), np.zeros((1, 1)), lr=0.1)
     >>> bool(params[0][0][0, 0] < 1.0)
@@ -239,10 +231,6 @@ def check_gradients(
     lens_grads: Sequence[DenseParams], numpy_grads: Sequence[tuple[Array, Array]], dtype: npt.DTypeLike
 ) -> float:
     """The largest relative difference between the two sides' gradients; raise if too large.
-
-    Haskell::
-
-        check_gradients :: [DenseParams] -> [(A, A)] -> DType -> Double
 
     Each gradient array is compared relative to its largest entry; the
     tolerance is ``1e-10`` for float64 and ``1e-4`` for float32. A failure is a
@@ -279,10 +267,6 @@ def check_gradients(
 
 def time_mlp_step(case: MlpCase, *, repeats: int = 30, inner: int | None = None, seed: int = 0) -> MlpResult:
     """Check, then time, the lens step and the numpy step of ``case`` (see the module doc).
-
-    Haskell::
-
-        time_mlp_step :: MlpCase -> IO MlpResult
 
     ``inner`` (steps per timed block) defaults to about 20 ms worth of steps.
 
@@ -378,10 +362,6 @@ def time_chains(
 ) -> list[ChainResult]:
     """One forward and backward pass through ``n`` identity lenses, by ``chain`` and by ``>>``.
 
-    Haskell::
-
-        time_chains :: [Int] -> IO [ChainResult]
-
     >>> [r.n for r in time_chains((2, 4), repeats=2, inner=2)]
     [2, 4]
     """
@@ -409,10 +389,6 @@ def run_benchmarks(
     seed: int = 0,
 ) -> Report:
     """Run every case and the chain timings; ``quick`` uses a few repeats (a smoke test).
-
-    Haskell::
-
-        run_benchmarks :: Bool -> [MlpCase] -> IO Report
 
     >>> r = run_benchmarks(quick=True, cases=[MlpCase((3, 2), 4, "float64")], chain_sizes=(2,))
     >>> len(r.mlp), len(r.chains)

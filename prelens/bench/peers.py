@@ -303,10 +303,6 @@ def run_peers(
 ) -> PeerReport:
     """Check, then time, prelens and every installed peer on every case (see the module doc).
 
-    Haskell::
-
-        run_peers :: [PeerCase] -> [Peer] -> Int -> IO PeerReport
-
     ``inner`` (steps per timed block) defaults to about 20 ms worth of
     prelens steps. Peers that are not installed are left out and listed in
     :attr:`PeerReport.missing`.

@@ -237,10 +237,6 @@ def _timer_cost() -> float:
 def profile_step(case: PeerCase, *, repeats: int = 30, seed: int = 0) -> Profile:
     """Time ``case``'s training step lens by lens (see the module doc).
 
-    Haskell::
-
-        profile_step :: PeerCase -> Int -> IO Profile
-
     ``repeats`` steps are timed (after three to warm up); the products are
     timed alone, interleaved, ``repeats`` times.
 

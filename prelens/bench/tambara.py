@@ -55,10 +55,6 @@ class TambaraRow:
 def count_work(f: Callable[[], object]) -> int:
     """How many places the plumbing visits while ``f`` runs (calls of ``update``, ``take``, ``put``).
 
-    Haskell::
-
-        count_work :: IO a -> IO Int
-
     >>> from prelens import from_tamb, to_tamb, id_pre_lens
     >>> count_work(lambda: from_tamb(to_tamb(id_pre_lens)).fwd((), 1.0))  # five steps, alpha and beta two places each
     7
@@ -126,10 +122,6 @@ def tambara_sweep(
 ) -> list[TambaraRow]:
     """One row per width and per batch size (see the module's docstring); a pass's time is the fastest of ``repeats``.
 
-    Haskell::
-
-        tambara_sweep :: [Int] -> [Int] -> Int -> IO [TambaraRow]
-
     >>> rows = tambara_sweep(widths=(8,), batches=(2,))
     >>> [(r.sweep, r.size) for r in rows]
     [('width', 8), ('batch', 2)]
@@ -139,10 +131,6 @@ def tambara_sweep(
 
 def tambara_routes(n: int = 16, sizes: tuple[int, ...] = (4, 16, 1), repeats: int = 5) -> tuple[float, float]:
     """Median seconds of one training step by the TriLens route and by the pre-lens route, interleaved.
-
-    Haskell::
-
-        tambara_routes :: Int -> [Int] -> Int -> IO (Double, Double)
 
     TriLens route: ``from_tamb(batch_n(n, mlp)) >> loss_l``; pre-lens route:
     ``batch_n(n, from_tamb(mlp)) >> loss_l`` (``mlp = make_mlp(sizes[0], sizes[1:])``).

@@ -163,10 +163,6 @@ def register_constructor(
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Let model files hold the lenses that ``fn`` builds: record its calls, and find it by name on load.
 
-    Haskell::
-
-        register_constructor :: (args -> PreLens a da m dm p dp s ds) -> (args -> PreLens a da m dm p dp s ds)
-
     Use it as a decorator (``@register_constructor`` or
     ``@register_constructor(name="mylib.block")``) on a function that returns a
     lens built from prelens's constructors or from your own ``PreLens(...)``.

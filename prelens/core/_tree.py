@@ -68,10 +68,6 @@ def _node_desc(x: Any) -> str:
 def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = "") -> str | None:
     """The first place where ``b`` does not have the structure of ``a``, or None.
 
-    Haskell::
-
-        structure_mismatch :: Tree a -> Tree b -> Maybe String
-
     Returns ``"at <path>: expected <a's node>, got <b's node>"``. With
     ``shapes=True`` leaves must also agree in shape.
 
@@ -112,10 +108,6 @@ def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
 def check_structure(expected: Tree, got: Tree, *, what: str = "tree", shapes: bool = False) -> None:
     """Raise :class:`StructureError` naming ``what`` and the path of the first mismatch.
 
-    Haskell::
-
-        check_structure :: Tree a -> Tree b -> String -> Either StructureError ()
-
     >>> check_structure((0.0, 0.0), (1.0,), what="params of f >> g")
     Traceback (most recent call last):
     ...
@@ -129,10 +121,6 @@ def check_structure(expected: Tree, got: Tree, *, what: str = "tree", shapes: bo
 
 def tree_zip_map(f: Callable[..., Any], tree: Tree, *others: Tree) -> Tree:
     """Apply ``f`` leaf-wise to ``tree`` and ``others`` (which must share its structure).
-
-    Haskell (``zipWith`` lifted to trees, n-ary)::
-
-        tree_zip_map :: (a -> b -> c) -> Tree a -> Tree b -> Tree c
 
     >>> tree_zip_map(lambda x, y: x * y, (2.0, [3.0]), (10.0, [100.0]))
     (20.0, [300.0])
@@ -156,10 +144,6 @@ def _zip_map(f: Callable[..., Any], tree: Tree, others: tuple[Tree, ...]) -> Tre
 def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
     """Apply ``f`` to every leaf, keeping the structure (Haskell: ``fmap``).
 
-    Haskell::
-
-        tree_map :: (a -> b) -> Tree a -> Tree b
-
     >>> tree_map(lambda x: x + 1, ((), [1, 2]))
     ((), [2, 3])
     """
@@ -168,10 +152,6 @@ def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
 
 def tree_leaves(tree: Tree) -> list[Any]:
     """The leaves in depth-first order.
-
-    Haskell::
-
-        tree_leaves :: Tree a -> [a]
 
     ``()`` and ``None`` have no leaves.
 
@@ -183,10 +163,6 @@ def tree_leaves(tree: Tree) -> list[Any]:
 
 def tree_paths(tree: Tree, path: str = "") -> Iterator[tuple[str, Any]]:
     """``(path, leaf)`` pairs in depth-first order.
-
-    Haskell::
-
-        tree_paths :: Tree a -> [(Path, a)]
 
     A path is a string such as ``[1][0].weight`` (``''`` for a lone leaf).
 
@@ -209,10 +185,6 @@ def _paths(tree: Tree, path: str) -> Iterator[tuple[str, Any]]:
 
 def tree_add(a: Tree, b: Tree) -> Tree:
     """Leaf-wise sum (the vector space of deltas).
-
-    Haskell::
-
-        tree_add :: VSpace v => Tree v -> Tree v -> Tree v
 
     Both trees must have one structure and, leaf for leaf, one shape (arrays of
     different shapes would broadcast into a wrong answer), with numbers at the leaves.
@@ -269,10 +241,6 @@ def _add(x: Any, y: Any) -> Any:
 def tree_sum(trees: list[Tree]) -> Tree:
     """Leaf-wise sum of a non-empty list of trees of one structure (``accumulate``).
 
-    Haskell::
-
-        tree_sum :: VSpace v => [Tree v] -> Tree v
-
     >>> tree_sum([(1.0, 2.0), (10.0, 20.0), (100.0, 200.0)])
     (111.0, 222.0)
     """
@@ -283,10 +251,6 @@ def tree_sum(trees: list[Tree]) -> Tree:
 
 def tree_scale(c: float, tree: Tree) -> Tree:
     """Multiply every leaf by ``c``.
-
-    Haskell::
-
-        tree_scale :: VSpace v => D -> Tree v -> Tree v
 
     >>> tree_scale(2.0, (1.0, [3.0]))
     (2.0, [6.0])
@@ -299,10 +263,6 @@ def tree_scale(c: float, tree: Tree) -> Tree:
 
 def tree_zeros_like(tree: Tree) -> Tree:
     """A tree of zeros of the same structure, shapes and dtypes.
-
-    Haskell::
-
-        tree_zeros_like :: VSpace v => Tree v -> Tree v
 
     >>> tree_zeros_like((1.5, [np.ones(2)]))
     (0.0, [array([0., 0.])])
@@ -321,10 +281,6 @@ def _is_bool_array(x: Any) -> bool:
 def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:
     """True when the trees share a structure and all leaves are close.
 
-    Haskell::
-
-        tree_allclose :: Tree a -> Tree a -> Bool
-
     Leaves are close as in ``np.allclose(x, y, rtol, atol)`` (NaN is close to nothing).
 
     >>> tree_allclose((1.0, [2.0]), (1.0, [2.0 + 1e-12]))
@@ -337,10 +293,6 @@ def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) ->
 
 def tree_first_difference(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> tuple[str, Any, Any] | None:
     """``(path, left, right)`` of the first leaf (or node) where the trees differ.
-
-    Haskell::
-
-        tree_first_difference :: Tree a -> Tree a -> Maybe (Path, a, a)
 
     Where the structures differ, ``path`` is the :func:`structure_mismatch`
     message and ``left``, ``right`` are the whole trees.
@@ -375,10 +327,6 @@ def _leaves_close(x: Any, y: Any, rtol: float, atol: float) -> bool:
 def tree_first_nonfinite(tree: Tree) -> str | None:
     """The path of the first leaf holding NaN or infinity, or None.
 
-    Haskell::
-
-        tree_first_nonfinite :: Tree A -> Maybe Path
-
     >>> tree_first_nonfinite((1.0, [np.array([0.0, np.nan])]))
     '[1][0]'
     """
@@ -393,10 +341,6 @@ def tree_first_nonfinite(tree: Tree) -> str | None:
 
 def tree_shapes(tree: Tree) -> Tree:
     """Each leaf replaced by its short description: ``f64[784,256]``, ``float 0.5``.
-
-    Haskell::
-
-        tree_shapes :: Tree A -> Tree String
 
     >>> tree_shapes((np.zeros((2, 3), np.float32), [np.arange(4)]))
     ('f32[2,3]', ['i64[4]'])

@@ -44,10 +44,6 @@ def load_dataset(
 ) -> Split:
     """A named dataset (``iris``, ``moons``, ``spirals``, ``glyphs``) as a stratified, seeded split.
 
-    Haskell::
-
-        load_dataset :: String -> Double -> Gen -> Split
-
     ``rng`` seeds both the generated points (moons, spirals, glyphs; ``n`` of
     them, the default if None; ignored for iris) and the split. With
     ``standardize_features=True`` every column is scaled to mean 0 and

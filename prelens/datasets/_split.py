@@ -61,10 +61,6 @@ def stratified_split(
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """Indices ``(train, test)`` holding out ``test_fraction`` of every class.
 
-    Haskell::
-
-        stratified_split :: Labels -> Double -> Gen -> (Indices, Indices)
-
     ``labels (n,)``; the two index arrays together hold each of ``0 .. n-1`` once.
 
     Each class contributes ``round(test_fraction · n_class)`` random rows to the
@@ -96,10 +92,6 @@ def stratified_split(
 
 def stratified_folds(labels: npt.ArrayLike, k: int, rng: Seed = None) -> list[npt.NDArray[np.intp]]:
     """``k`` disjoint index arrays covering every row, each with every class in proportion.
-
-    Haskell::
-
-        stratified_folds :: Labels -> Int -> Gen -> [Indices]
 
     For ``k``-fold cross-validation: fold ``i`` is the test part of round
     ``i``, the other folds its training part. Each class's rows are shuffled
@@ -150,10 +142,6 @@ def _table(fn: str, what: str, x: Any, columns: int | None) -> None:
 
 def standardize(train: Floats, *others: Floats) -> tuple[Floats, ...]:
     """Shift and scale every column to mean 0 and standard deviation 1 *on* ``train``.
-
-    Haskell::
-
-        standardize :: A -> [A] -> [A]
 
     The same statistics (from ``train`` only, so no test information leaks
     into training) are applied to ``others``. Constant columns are only

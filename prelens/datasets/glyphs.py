@@ -45,10 +45,6 @@ GLYPHS.flags.writeable = False
 def make_glyphs(n: int = 1000, noise: float = 0.25, rng: Seed = 0) -> Points:
     """``n`` noisy 8×8 images of the digits: ``(xs (n, 64), ys (n,))``, classes in turn ``0, 1, …, 9, 0, …``.
 
-    Haskell::
-
-        make_glyphs :: Int -> Double -> Gen -> (A, Labels)
-
     ``xs`` float64, one image per row (``xs[i].reshape(8, 8)`` is the picture,
     row-major, values near ``[0, 1]``); ``ys`` int64 digits. Each image is the
     digit's bitmap in :data:`GLYPHS` at a random offset (0–3 columns, 0–1 rows),

@@ -51,10 +51,6 @@ def _read() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
 def iris_arrays() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """All 150 rows in file order: ``xs (150, 4)`` float64 and ``ys (150,)`` int64 in ``{0, 1, 2}``.
 
-    Haskell::
-
-        iris_arrays :: (A, Labels)
-
     >>> xs, ys = iris_arrays()
     >>> xs[0].tolist(), np.bincount(ys).tolist()
     ([5.1, 3.5, 1.4, 0.2], [50, 50, 50])
@@ -71,10 +67,6 @@ def load_iris(
     dtype: npt.DTypeLike = np.float64,
 ) -> Split:
     """Iris split into train and test parts, stratified by species and seeded.
-
-    Haskell::
-
-        load_iris :: Double -> Gen -> Split
 
     ``test_fraction`` of each species is held out (``0.2`` gives 40 + 10 per
     species); ``rng`` (a seed or ``numpy.random.Generator``) fixes the split.

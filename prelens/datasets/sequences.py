@@ -153,10 +153,6 @@ def make_sequences(
 ) -> tuple[IntArray, IntArray]:
     """``n`` random examples of ``task``: ``(inputs, labels)``, each ``(n, task.seq_len)`` int64.
 
-    Haskell::
-
-        make_sequences :: SequenceTask -> Int -> Gen -> (Ids, Ids)
-
     ``inputs[:, t]`` is token ``t`` of ``[BOS] x [SEP] y``; ``labels[:, t]``
     is token ``t + 1`` where it belongs to the answer, ``-1`` elsewhere.
     A task given by name uses the default length and symbols.
@@ -184,10 +180,6 @@ def make_sequences(
 
 def load_text(name: str = "sonnets") -> str:
     """A shipped public-domain text by name (see :data:`TEXTS`).
-
-    Haskell::
-
-        load_text :: String -> String
 
     >>> load_text()[:34]
     "Shall I compare thee to a summer's"
@@ -245,10 +237,6 @@ def text_windows(
     ids: IntArray, block: int, n: int, *, rng: np.random.Generator | int | None = None
 ) -> tuple[IntArray, IntArray]:
     """``n`` random windows of a token stream: ``inputs = ids[i:i+block]``, ``labels = ids[i+1:i+block+1]``.
-
-    Haskell::
-
-        text_windows :: Ids -> Int -> Int -> Gen -> (Ids, Ids)
 
     ``ids (N,)`` with ``N > block``; ``inputs`` and ``labels`` are ``(n, block)`` int64.
 

@@ -45,10 +45,6 @@ def _shuffled(xs: npt.NDArray[np.float64], ys: npt.NDArray[np.int64], gen: np.ra
 def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
     """Two interleaving half circles: class 0 the upper, class 1 the lower, shifted one.
 
-    Haskell::
-
-        make_moons :: Int -> Double -> Gen -> (A, Labels)
-
     ``xs (n, 2)`` float64, ``ys (n,)`` int64.
 
     ``n`` points (``n // 2`` in class 0, the rest in class 1) evenly spaced
@@ -73,10 +69,6 @@ def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
 
 def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: float = 1.0, rng: Seed = 0) -> Points:
     """``classes`` interleaved spiral arms around the origin, one class per arm.
-
-    Haskell::
-
-        make_spirals :: Int -> Int -> Double -> Double -> Gen -> (A, Labels)
 
     ``n``, ``classes``, ``noise``, ``turns``, ``rng``; ``xs (n, 2)`` float64, ``ys (n,)`` int64.
 

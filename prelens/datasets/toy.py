@@ -34,10 +34,6 @@ TOY_YS: npt.NDArray[np.float64] = _frozen([[1.0], [-1.0], [-1.0], [1.0]])
 def load_toy() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Writable copies ``(xs (4, 3), ys (4, 1))`` of the toy set.
 
-    Haskell::
-
-        load_toy :: (A, A)
-
     >>> xs, ys = load_toy()
     >>> xs[0].tolist(), ys[0].tolist()
     ([2.0, 3.0, -1.0], [1.0])

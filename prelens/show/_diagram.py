@@ -443,10 +443,6 @@ def draw(
 ) -> Any:
     """Draw the string diagram of ``lens``, forward pass above and backward pass below; returns the ``Axes``.
 
-    Haskell::
-
-        draw :: PreLens a da m dm p dp s ds -> Shape -> IO Axes
-
     Forward (top): inputs ``s`` enter on the left, outputs ``a`` leave on the
     right, parameters ``p`` (blue) enter each box from above. Backward
     (bottom, the mirror image): output deltas ``da`` enter on the right, input

@@ -201,10 +201,6 @@ def summary(
 ) -> Summary:
     """A table of the stages of ``lens`` with output shapes, parameter shapes and counts.
 
-    Haskell::
-
-        summary :: PreLens a da m dm p dp s ds -> Shape -> Summary
-
     ``input_shape`` is a shape tuple (random normal data of ``dtype`` is made),
     an example value (e.g. integer token ids), or a tuple/list tree of those.
     Parameters come from ``lens.init(rng)`` unless given (as arrays of any

@@ -39,10 +39,6 @@ Pass = Callable[[Any, Any], tuple[Any, Any]]
 def placeholder(shape: tuple[int, ...] = (), dtype: Any = np.float64) -> Any:
     """A value of ``shape`` and ``dtype`` that holds no data: a scalar, or one zero broadcast to ``shape``.
 
-    Haskell::
-
-        placeholder :: Shape -> DType -> a
-
     >>> x = placeholder((1000, 1000))
     >>> x.shape, x.nbytes, x.strides
     ((1000, 1000), 8000000, (0, 0))
@@ -61,10 +57,6 @@ def _is_size(d: Any) -> bool:
 
 def like(tree: Any) -> Any:
     """``tree`` with every array and number replaced by a :func:`placeholder` of its shape and dtype.
-
-    Haskell::
-
-        like :: Tree -> Tree
 
     >>> like((np.ones((2, 3)), 1.5))[0].strides
     (0, 0)
@@ -107,10 +99,6 @@ _RULES: weakref.WeakKeyDictionary[AnyLens, Rule] = weakref.WeakKeyDictionary()
 
 def register_rule(lens: AnyLens, rule: Rule) -> None:
     """Give ``lens`` a :class:`Rule`, so that :class:`Shapes` and :class:`Cost` read its box abstractly.
-
-    Haskell::
-
-        register_rule :: PreLens a da m dm p dp s ds -> Rule -> IO ()
 
     >>> from prelens import PreLens, to_tamb
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
@@ -229,10 +217,6 @@ class _Shown:
 
 def shape_of(tree: Any) -> str:
     """``tree`` written with every leaf as its dtype and shape.
-
-    Haskell::
-
-        shape_of :: Tree -> String
 
     >>> shape_of(((), [np.zeros(3), 1.0]))
     '((), [f64[3], f64])'
