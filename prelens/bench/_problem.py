@@ -80,6 +80,7 @@ class PeerStep:
     prelens's layout, or is ``None`` for a side with nothing to compare (the
     matmul floor). ``step()`` runs one SGD step in the side's own idiom.
 
+    >>> from prelens.bench.peers import MATMUL_FLOOR
     >>> floor = MATMUL_FLOOR.prepare(make_problem(PeerCase((3, 2), "float64", 4)))
     >>> floor.grads is None, floor.step()
     (True, None)

@@ -23,7 +23,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._combinators import add_trees, copies
 from prelens.core._iso import assoc, first, lunit, runit, second, skip_left, skip_right, sym, unassoc, unlunit, unrunit
-from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_lens
+from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_lens, id_pre_lens  # noqa: F401  (doctests)
 from prelens.core._registry import constructor
 from prelens.core._trace import as_pre_lens
 from prelens.tambara._program import Program, compile_passes
