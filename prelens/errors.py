@@ -111,8 +111,8 @@ class NonFiniteError(PrelensError, FloatingPointError):
 class CheckpointError(PrelensError, OSError):
     """A checkpoint file is missing, corrupt, or belongs to another model.
 
-    >>> from prelens.checkpoint import load
-    >>> load("/no/such/dir/params.npz")
+    >>> from prelens.io import load_checkpoint
+    >>> load_checkpoint("/no/such/dir/params.npz")
     Traceback (most recent call last):
     ...
     prelens.errors.CheckpointError: checkpoint /no/such/dir/params.npz: cannot be read: no such file
@@ -501,33 +501,6 @@ def training_non_finite(
     )
 
 
-def checkpoint_unreadable(path: str, detail: str) -> CheckpointError:
-    return CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
-
-
-def checkpoint_corrupt_at(path: str, where: str, detail: str) -> CheckpointError:
-    return CheckpointError(f"checkpoint {path}: cannot be read: at {path_str(where)}: {detail}")
-
-
-def checkpoint_mismatch(path: str, detail: str) -> CheckpointError:
-    return CheckpointError(f"checkpoint {path} does not fit the model: {detail}")
-
-
-def checkpoint_unsupported(where: str, detail: str) -> CheckpointError:
-    return CheckpointError(f"cannot save a checkpoint: at {path_str(where)}: {detail}")
-
-
-def checkpoint_write_failed(path: str, detail: str) -> CheckpointError:
-    return CheckpointError(f"cannot write checkpoint {path}: {detail}; the file there (if any) is unchanged")
-
-
-def checkpoint_unknown_namedtuple(path: str, where: str, name: str) -> CheckpointError:
-    return CheckpointError(
-        f"checkpoint {path}: at {path_str(where)}: named tuple {name} is not registered; "
-        "pass like=<a tree of the model's parameters> or prelens.checkpoint.register_namedtuple(cls)"
-    )
-
-
 # ------------------------------------------------- model files (save_model, load_model)
 
 
@@ -542,63 +515,6 @@ class ModelFileError(CheckpointError):
     ...
     prelens.errors.ModelFileError: model file /no/such/dir/m.prelens: cannot be read: no such file
     """
-
-
-def model_undescribable(lens: str, where: str, what: str) -> ArgumentError:
-    return ArgumentError(
-        f"save_model: cannot describe {short_name(lens, 80)}: at {short_name(where, 100)}: {what}. "
-        "A model file stores how each lens was built, not code: build this part in a function decorated with "
-        "@prelens.register_constructor (its arguments JSON-like: numbers, strings, lists, dtypes, small "
-        "arrays, lenses), and register it in the process that loads the file too"
-    )
-
-
-def model_not_rebuilt(lens: str, got: str) -> ArgumentError:
-    return ArgumentError(
-        f"save_model: the description of {short_name(lens, 80)} rebuilds a different lens, "
-        f"{short_name(got, 80)}: a registered constructor gives different lenses for the same arguments "
-        "(does it read global state, or were its arguments changed after the call?)"
-    )
-
-
-def model_params_misfit(lens: str, found: str) -> StructureError:
-    return StructureError(
-        f"save_model: the parameters do not fit {short_name(lens, 80)} (compared with what its init makes): {found}"
-    )
-
-
-def constructor_taken(name: str, origin: str) -> ArgumentError:
-    return ArgumentError(
-        f"register_constructor: the name {name!r} is already registered for {origin}; pass another name=..."
-    )
-
-
-def model_file_bad(path: str, detail: str) -> ModelFileError:
-    return ModelFileError(f"model file {path}: cannot be read: {detail}")
-
-
-def model_file_only_params(path: str) -> ModelFileError:
-    return ModelFileError(
-        f"model file {path}: cannot be read: it holds parameters only (a prelens checkpoint, as "
-        "`prelens train --save` wrote before 0.2.0), without the description of its lens; load it with "
-        "prelens.checkpoint.load(path, like=lens.init(0)) for the lens you built, then write a model file "
-        "with prelens.save_model(path, lens, params)"
-    )
-
-
-def model_file_version(path: str, version: Any, reads: int, writer: str) -> ModelFileError:
-    newer = isinstance(version, int) and not isinstance(version, bool) and version > reads
-    hint = f"written by prelens {writer}; upgrade prelens to read it" if newer else "no prelens wrote such a version"
-    return ModelFileError(
-        f"model file {path}: cannot be read: model format version {version!r}, and this prelens reads "
-        f"version {reads} ({hint})"
-    )
-
-
-def model_file_misfit(path: str, found: str) -> ModelFileError:
-    return ModelFileError(
-        f"model file {path}: cannot be read: the stored parameters do not fit the lens it describes: {found}"
-    )
 
 
 # ------------------------------------- stopping training, save targets, the command line (issue 13)

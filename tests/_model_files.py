@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prelens.io import _checkpoint as checkpoint
+from prelens.io import save_checkpoint
 
 #: What the model header of a well-formed file says, key by key.
 GOOD_HEADER = {"format": "prelens-model", "version": 1, "prelens": "0.2.0"}
@@ -28,5 +28,5 @@ def craft(
     """
     model: dict[str, Any] = {**GOOD_HEADER, "lens": text if text is not None else json.dumps(description)}
     model.update(header or {})
-    checkpoint.save(path, params, metadata={"prelens-model": model, "metadata": {} if metadata is None else metadata})
+    save_checkpoint(path, params, metadata={"prelens-model": model, "metadata": {} if metadata is None else metadata})
     return str(path)

@@ -33,7 +33,7 @@ DOCUMENTED = [
     "prelens.testing",
     "prelens.optim",
     "prelens.learn",
-    "prelens.checkpoint",
+    "prelens.io",
     "prelens.diagram",
     "prelens.bench",
     "prelens.datasets.sequences",

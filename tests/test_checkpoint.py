@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from prelens.errors import CheckpointError
 from prelens.core import tree_paths
-from prelens.io._checkpoint import load, load_metadata, register_namedtuple, save
+from prelens.io import load_checkpoint, load_metadata, register_namedtuple, save_checkpoint
 from prelens.nn import Para
 from prelens.learn._objects import adam
 
@@ -101,14 +101,14 @@ def assert_same(a: Any, b: Any, path: str = "") -> None:
 @given(tree=trees)
 def test_round_trip_is_exact(tmp_path_factory: pytest.TempPathFactory, tree: Any):
     path = tmp_path_factory.mktemp("ck") / "t.npz"
-    save(path, tree)
-    assert_same(tree, load(path))
-    assert_same(tree, load(path, like=tree))
+    save_checkpoint(path, tree)
+    assert_same(tree, load_checkpoint(path))
+    assert_same(tree, load_checkpoint(path, like=tree))
 
 
 def test_file_is_a_plain_npz_readable_without_pickle(tmp_path: Path):
     path = tmp_path / "p.npz"
-    save(path, [Para(0.5, np.arange(3.0))])
+    save_checkpoint(path, [Para(0.5, np.arange(3.0))])
     with np.load(path, allow_pickle=False) as archive:
         assert sorted(archive.files) == ["[0].bias", "[0].weight", "__prelens__"]
         np.testing.assert_array_equal(archive["[0].weight"], np.arange(3.0))
@@ -118,15 +118,15 @@ def test_optimiser_state_round_trips(tmp_path: Path):
     params = [Para(0.0, np.ones(2, np.float32))]
     opt = adam(0.1)
     _, state = opt.update(params, opt.init(params), params)
-    save(tmp_path / "s.npz", {"params": params, "opt_state": state})
-    assert_same({"params": params, "opt_state": state}, load(tmp_path / "s.npz"))
+    save_checkpoint(tmp_path / "s.npz", {"params": params, "opt_state": state})
+    assert_same({"params": params, "opt_state": state}, load_checkpoint(tmp_path / "s.npz"))
 
 
 def test_metadata(tmp_path: Path):
-    save(tmp_path / "m.npz", [1.0], metadata={"epoch": 3, "sizes": [4, 1]})
+    save_checkpoint(tmp_path / "m.npz", [1.0], metadata={"epoch": 3, "sizes": [4, 1]})
     assert load_metadata(tmp_path / "m.npz") == {"epoch": 3, "sizes": [4, 1]}
     with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable"):
-        save(tmp_path / "n.npz", [1.0], metadata={"bad": object()})
+        save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"bad": object()})
     assert not (tmp_path / "n.npz").exists()
 
 
@@ -136,20 +136,20 @@ def test_metadata(tmp_path: Path):
 @pytest.fixture
 def saved(tmp_path: Path) -> Path:
     path = tmp_path / "params.npz"
-    save(path, [Para(0.25, np.linspace(0, 1, 1000).astype(np.float32)), (np.eye(3),)])
+    save_checkpoint(path, [Para(0.25, np.linspace(0, 1, 1000).astype(np.float32)), (np.eye(3),)])
     return path
 
 
 def test_missing_file(tmp_path: Path):
     with pytest.raises(CheckpointError, match=r"nowhere\.npz: cannot be read: no such file"):
-        load(tmp_path / "nowhere.npz")
+        load_checkpoint(tmp_path / "nowhere.npz")
 
 
 def test_truncated_file(saved: Path):
     data = saved.read_bytes()
     saved.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match=r"params\.npz: cannot be read: not a valid \.npz archive"):
-        load(saved)
+        load_checkpoint(saved)
 
 
 def test_corrupt_leaf_data_is_caught_by_the_crc(saved: Path):
@@ -159,37 +159,37 @@ def test_corrupt_leaf_data_is_caught_by_the_crc(saved: Path):
     data[at : at + 16] = b"\xff" * 16
     saved.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=r"cannot be read: the array for \[0\]\.weight is corrupt"):
-        load(saved)
+        load_checkpoint(saved)
 
 
 def test_garbage_file(tmp_path: Path):
     path = tmp_path / "g.npz"
     path.write_bytes(b"PK\x03\x04 this is not a zip archive")
     with pytest.raises(CheckpointError, match=r"cannot be read: not a valid \.npz archive"):
-        load(path)
+        load_checkpoint(path)
 
 
 def test_foreign_npz_and_pickled_arrays(tmp_path: Path):
     np.savez(tmp_path / "plain.npz", w=np.ones(2))
     with pytest.raises(CheckpointError, match=r"no __prelens__ entry"):
-        load(tmp_path / "plain.npz")
+        load_checkpoint(tmp_path / "plain.npz")
     # an object array would need pickle to load: refused, never unpickled
     with zipfile.ZipFile(tmp_path / "evil.npz", "w") as z:
         with z.open("__prelens__.npy", "w") as f:
             np.lib.format.write_array(f, np.array([{"x": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(CheckpointError, match=r"the array for __prelens__ is corrupt .*allow_pickle"):
-        load(tmp_path / "evil.npz")
+        load_checkpoint(tmp_path / "evil.npz")
 
 
 def test_header_not_matching_data_is_corrupt(tmp_path: Path):
     path = tmp_path / "h.npz"
-    save(path, [np.zeros(2)])
+    save_checkpoint(path, [np.zeros(2)])
     with np.load(path) as archive:
         arrays = {k: archive[k] for k in archive.files}
     arrays["[0]"] = np.zeros(3)
     np.savez(path, **arrays)
     with pytest.raises(CheckpointError, match=r"at \[0\]: the header says f64\[2\], the data is f64\[3\]"):
-        load(path)
+        load_checkpoint(path)
 
 
 # ------------------------------------------------------------- wrong model
@@ -223,35 +223,35 @@ MODEL = [Para(0.0, np.zeros((3, 4), np.float32)), (np.zeros(4), 1.0)]
 )
 def test_wrong_model_names_the_path(tmp_path: Path, other: Any, match: str):
     path = tmp_path / "other.npz"
-    save(path, other)
+    save_checkpoint(path, other)
     with pytest.raises(CheckpointError, match=r"other\.npz does not fit the model: " + match):
-        load(path, like=MODEL)
+        load_checkpoint(path, like=MODEL)
 
 
 def test_named_tuples_are_never_imported_from_the_file(tmp_path: Path):
     path = tmp_path / "u.npz"
     tree = [Unregistered(1.0, np.ones(2))]
-    save(path, tree)
+    save_checkpoint(path, tree)
     with pytest.raises(
         CheckpointError, match=r"at \[0\]: named tuple tests\.test_checkpoint\.Unregistered is not registered"
     ):
-        load(path)
-    assert_same(load(path, like=tree), tree)  # like= supplies the class
+        load_checkpoint(path)
+    assert_same(load_checkpoint(path, like=tree), tree)  # like= supplies the class
     register_namedtuple(Unregistered)
-    assert_same(load(path), tree)
+    assert_same(load_checkpoint(path), tree)
 
 
 def test_unsupported_leaves_are_refused_before_writing(tmp_path: Path):
     with pytest.raises(
         CheckpointError, match=r"cannot save a checkpoint: at \[1\]\['f'\]: cannot store a leaf of type set"
     ):
-        save(tmp_path / "x.npz", [1.0, {"f": {1, 2}}])
+        save_checkpoint(tmp_path / "x.npz", [1.0, {"f": {1, 2}}])
     with pytest.raises(CheckpointError, match=r"at \[0\]: arrays of dtype object are not supported"):
-        save(tmp_path / "x.npz", [np.array([None])])
+        save_checkpoint(tmp_path / "x.npz", [np.array([None])])
     with pytest.raises(CheckpointError, match=r"at \[0\]: int 9223372036854775808 does not fit in int64"):
-        save(tmp_path / "x.npz", [2**63])
+        save_checkpoint(tmp_path / "x.npz", [2**63])
     with pytest.raises(CheckpointError, match=r"at <root>: dict keys must be str or int"):
-        save(tmp_path / "x.npz", {(1, 2): 3.0})
+        save_checkpoint(tmp_path / "x.npz", {(1, 2): 3.0})
     assert os.listdir(tmp_path) == []
 
 
@@ -271,7 +271,7 @@ def test_failed_save_leaves_the_old_file_untouched(saved: Path, monkeypatch: pyt
 
     monkeypatch.setattr(np.lib.format, "write_array", fail_on_second_array)
     with pytest.raises(CheckpointError, match=r"cannot write checkpoint .*params\.npz: OSError: .*No space left"):
-        save(saved, [np.ones(5), np.ones(5)])
+        save_checkpoint(saved, [np.ones(5), np.ones(5)])
     assert len(calls) == 2  # the failure really happened midway
     assert saved.read_bytes() == before
     assert os.listdir(saved.parent) == ["params.npz"]  # no temporary file left behind
@@ -285,22 +285,22 @@ def test_failed_fsync_leaves_the_old_file_untouched(saved: Path, monkeypatch: py
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(CheckpointError, match=r"cannot write checkpoint"):
-        save(saved, [np.ones(5)])
+        save_checkpoint(saved, [np.ones(5)])
     assert saved.read_bytes() == before
     assert os.listdir(saved.parent) == ["params.npz"]
 
 
 def test_save_replaces_and_keeps_the_exact_name(tmp_path: Path):
     path = tmp_path / "weights"  # no suffix added
-    save(path, [1.0])
-    save(path, [2.0])
-    assert load(path) == [2.0]
+    save_checkpoint(path, [1.0])
+    save_checkpoint(path, [2.0])
+    assert load_checkpoint(path) == [2.0]
     assert os.listdir(tmp_path) == ["weights"]
 
 
 def test_paths_name_every_leaf(tmp_path: Path):
     tree = {"enc": [Para(0.0, np.ones(2))], 3: (np.int32(7),)}
-    save(tmp_path / "p.npz", tree)
+    save_checkpoint(tmp_path / "p.npz", tree)
     with np.load(tmp_path / "p.npz") as archive:
         stored = set(archive.files) - {"__prelens__"}
     assert stored == {p for p, _ in tree_paths(tree)}
@@ -309,7 +309,7 @@ def test_paths_name_every_leaf(tmp_path: Path):
 def test_saved_files_get_the_usual_permissions(tmp_path: Path):
     umask = os.umask(0o022)
     os.umask(umask)
-    save(tmp_path / "p.npz", [1.0])
+    save_checkpoint(tmp_path / "p.npz", [1.0])
     assert (tmp_path / "p.npz").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
@@ -320,7 +320,7 @@ def signal_inside_member_close(monkeypatch: pytest.MonkeyPatch, *, real_signal: 
     """On the first ZIP member's close inside a save: a real SIGINT, or a KeyboardInterrupt raised there.
 
     Either lands between a member's data and its closing, where zipfile refuses to close the
-    archive afterwards (``ValueError: ... open writing handle``) unless the save guards it.
+    archive afterwards (``ValueError: ... open writing handle``) unless the save_checkpoint guards it.
     """
     real = zipfile._ZipWriteFile.close
     calls: list[int] = []
@@ -342,10 +342,10 @@ def test_ctrl_c_inside_save_is_acted_on_once_the_file_is_whole(saved: Path, monk
     calls = signal_inside_member_close(monkeypatch, real_signal=True)
     tree = [np.arange(5.0), {"b": np.ones(3)}]
     with pytest.raises(KeyboardInterrupt):  # never zipfile's ValueError
-        save(saved, tree)
+        save_checkpoint(saved, tree)
     assert calls
     monkeypatch.undo()
-    assert_same(load(saved), tree)  # the new file, whole
+    assert_same(load_checkpoint(saved), tree)  # the new file, whole
     assert os.listdir(saved.parent) == ["params.npz"]
 
 
@@ -355,7 +355,7 @@ def test_an_exception_inside_a_member_write_abandons_the_file_cleanly(saved: Pat
     monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
     signal_inside_member_close(monkeypatch, real_signal=False)
     with pytest.raises(KeyboardInterrupt):  # the real exception, not "Can't close the ZIP file"
-        save(saved, [np.ones(5)])
+        save_checkpoint(saved, [np.ones(5)])
     gc.collect()
     assert unraisable == []  # nor a complaint when the abandoned archive is collected
     assert saved.read_bytes() == before
@@ -368,8 +368,8 @@ def test_save_and_load_from_another_thread(tmp_path: Path):
 
     def work(i: int) -> None:
         try:
-            save(tmp_path / f"t{i}.npz", {"w": np.full(100, float(i))})
-            assert load(tmp_path / f"t{i}.npz")["w"][0] == i
+            save_checkpoint(tmp_path / f"t{i}.npz", {"w": np.full(100, float(i))})
+            assert load_checkpoint(tmp_path / f"t{i}.npz")["w"][0] == i
         except BaseException as err:
             errors.append(err)
 
@@ -392,7 +392,7 @@ def fsync(fd):
         sys.stdin.readline()  # wait here until told to go on (or be killed)
     real_fsync(fd)
 ck.os.fsync = fsync
-ck.save(sys.argv[1], {"w": np.full(1000, float(sys.argv[2]))})
+ck.save_checkpoint(sys.argv[1], {"w": np.full(1000, float(sys.argv[2]))})
 print("saved", flush=True)
 """
 
@@ -433,14 +433,14 @@ def test_a_save_cleans_up_after_a_killed_one_and_never_touches_a_live_writers_fi
         other.write_bytes(b"x")
         with open(locked, "rb") as held:
             fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-            save(path, {"w": np.zeros(3)})
+            save_checkpoint(path, {"w": np.zeros(3)})
         assert temporaries(tmp_path) == sorted([writing[0], locked.name, unlocked_live.name, other.name])
         assert live.stdin is not None
         live.stdin.write("go\n")
         live.stdin.flush()
         out, err = live.communicate(timeout=30)
         assert live.returncode == 0 and out.strip() == "saved", err  # its file was never touched
-        assert load(path)["w"][0] == 2.0
+        assert load_checkpoint(path)["w"][0] == 2.0
     finally:
         for proc in (killed, live):
             if proc.poll() is None:
@@ -494,26 +494,28 @@ def refused(thunk: Any, match: str) -> int:
 
 def test_a_description_declaring_a_huge_shape_is_refused_before_allocating(tmp_path: Path):
     path = tmp_path / "h.npz"
-    save(path, {"w": np.zeros(2)})
+    save_checkpoint(path, {"w": np.zeros(2)})
     header = header_of(path)
     header["tree"]["children"][0]["shape"] = [10**13]
     rewrite(path, json.dumps(header))
-    peak = refused(lambda: load(path), r"at \['w'\]: the header says f64\[10000000000000\], the data is f64\[2\]")
+    peak = refused(
+        lambda: load_checkpoint(path), r"at \['w'\]: the header says f64\[10000000000000\], the data is f64\[2\]"
+    )
     assert peak < 2**20
     like = {"w": np.zeros(2)}
-    peak = refused(lambda: load(path, like=like), r"does not fit the model: at \['w'\]: expected f64\[2\]")
+    peak = refused(lambda: load_checkpoint(path, like=like), r"does not fit the model: at \['w'\]: expected f64\[2\]")
     assert peak < 2**20
 
 
 def test_an_array_header_declaring_more_than_the_file_holds_is_refused_before_allocating(tmp_path: Path):
     path = tmp_path / "h.npz"
-    save(path, {"w": np.zeros(2)})
+    save_checkpoint(path, {"w": np.zeros(2)})
     header = header_of(path)
     header["tree"]["children"][0]["shape"] = [10**9]
     big = io.BytesIO()
     np.lib.format.write_array_header_1_0(big, {"descr": "<f8", "fortran_order": False, "shape": (10**9,)})
     rewrite(path, json.dumps(header), {"['w'].npy": big.getvalue() + bytes(16)})
-    peak = refused(lambda: load(path), r"the array for \['w'\] is shorter than its header says")
+    peak = refused(lambda: load_checkpoint(path), r"the array for \['w'\] is shorter than its header says")
     assert peak < 2**20
 
 
@@ -521,7 +523,7 @@ def test_zip_sizes_that_lie_are_checked_against_the_file(tmp_path: Path):
     """The archive's entries claim 3.2 GB (stored) in a file of a few hundred bytes, as the .npy header does."""
     rows = 400_000_000
     path = tmp_path / "z.npz"
-    save(path, {"w": np.zeros(2)})
+    save_checkpoint(path, {"w": np.zeros(2)})
     header = header_of(path)
     header["tree"]["children"][0]["shape"] = [rows]
     big = io.BytesIO()
@@ -535,10 +537,12 @@ def test_zip_sizes_that_lie_are_checked_against_the_file(tmp_path: Path):
     for at in spots:
         data[at : at + 8] = claimed + claimed
     path.write_bytes(bytes(data))
-    peak = refused(lambda: load(path), r"cannot be read: the array for \['w'\]")  # claims bytes past the end
+    peak = refused(lambda: load_checkpoint(path), r"cannot be read: the array for \['w'\]")  # claims bytes past the end
     assert peak < 2**20
     model = {"w": np.broadcast_to(np.zeros(1), (rows,))}  # a model of that size (a view: no memory)
-    peak = refused(lambda: load(path, like=model), r"the array for \['w'\] claims \d+ bytes, past the end of the file")
+    peak = refused(
+        lambda: load_checkpoint(path, like=model), r"the array for \['w'\] claims \d+ bytes, past the end of the file"
+    )
     assert peak < 2**20
 
 
@@ -549,7 +553,7 @@ BOMB_ROWS = 187_500_000  # 1.5 GB of float64 zeros, deflated to about 1.5 MB
 def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpoint whose one array inflates from 1.5 MB to 1.5 GB (deflate, built without inflating it)."""
     path = tmp_path_factory.mktemp("bomb") / "bomb.npz"
-    save(path, {"w": np.zeros(128)})
+    save_checkpoint(path, {"w": np.zeros(128)})
     header = header_of(path)
     header["tree"]["children"][0]["shape"] = [BOMB_ROWS]
     rewrite(path, json.dumps(header))
@@ -587,9 +591,13 @@ def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_decompression_bomb_is_refused_with_little_memory(bomb: Path):
     small_model = {"w": np.zeros(128)}  # 1 KiB
-    peak = refused(lambda: load(bomb, like=small_model), r"does not fit the model: at \['w'\]: expected f64\[128\]")
+    peak = refused(
+        lambda: load_checkpoint(bomb, like=small_model), r"does not fit the model: at \['w'\]: expected f64\[128\]"
+    )
     assert peak < 8 * 2**20
-    peak = refused(lambda: load(bomb), r"the array for \['w'\] would take the data read past 16 times the file's size")
+    peak = refused(
+        lambda: load_checkpoint(bomb), r"the array for \['w'\] would take the data read past 16 times the file's size"
+    )
     assert peak < 8 * 2**20
 
 
@@ -609,7 +617,7 @@ def test_a_bomb_that_matches_the_description_and_the_model_is_refused_too(bomb: 
         z.writestr("__prelens__.npy", buf.getvalue())
     assert entry.file_size > 1e9
     peak = refused(
-        lambda: load(path, like={"w": np.zeros(128)}),
+        lambda: load_checkpoint(path, like={"w": np.zeros(128)}),
         r"at \['w'\]: the header says f64\[128\], the data is f64\[187500000\]",
     )
     assert peak < 8 * 2**20
@@ -618,11 +626,11 @@ def test_a_bomb_that_matches_the_description_and_the_model_is_refused_too(bomb: 
 def test_compressed_checkpoints_of_honest_size_still_load(tmp_path: Path):
     path = tmp_path / "c.npz"
     tree = {"w": np.linspace(0, 1, 5000), "b": [np.zeros(3), 2.5]}
-    save(path, tree)
+    save_checkpoint(path, tree)
     with np.load(path) as archive:
         np.savez_compressed(path, **{k: archive[k] for k in archive.files})
-    assert_same(load(path), tree)
-    assert_same(load(path, like=tree), tree)
+    assert_same(load_checkpoint(path), tree)
+    assert_same(load_checkpoint(path, like=tree), tree)
 
 
 def nested_header(levels: int) -> str:
@@ -634,10 +642,10 @@ def nested_header(levels: int) -> str:
 @pytest.mark.parametrize("levels", [300, 5000])
 def test_a_deeply_nested_header_is_refused(tmp_path: Path, levels: int):
     path = tmp_path / "deep.npz"
-    save(path, [])
+    save_checkpoint(path, [])
     rewrite(path, nested_header(levels))
     with pytest.raises(CheckpointError, match=r"nested (more than 100 levels deep|too deeply)"):
-        load(path)
+        load_checkpoint(path)
     with (
         pytest.raises(CheckpointError, match=r"nested (more than 100 levels deep|too deeply)")
         if levels > 900
@@ -648,7 +656,7 @@ def test_a_deeply_nested_header_is_refused(tmp_path: Path, levels: int):
 
 def test_deeply_nested_metadata_is_refused_on_load(tmp_path: Path):
     path = tmp_path / "deep.npz"
-    save(path, [])
+    save_checkpoint(path, [])
     header = (
         '{"format": "prelens-checkpoint", "version": 1, "tree": {"kind": "list", "children": []}, "metadata": {"a": '
         + "[" * 300
@@ -672,28 +680,30 @@ def test_saving_a_deeply_nested_tree_or_metadata_is_refused(tmp_path: Path):
         CheckpointError,
         match=r"cannot save a checkpoint: at (\[0\]){100}: the tree is nested more than 100 levels deep",
     ):
-        save(tmp_path / "d.npz", nested_list(2000))
+        save_checkpoint(tmp_path / "d.npz", nested_list(2000))
     with pytest.raises(CheckpointError, match=r"at metadata: nested more than 100 levels deep"):
-        save(tmp_path / "d.npz", [], metadata={"a": nested_list(2000)})
+        save_checkpoint(tmp_path / "d.npz", [], metadata={"a": nested_list(2000)})
     assert os.listdir(tmp_path) == []
 
 
 def test_the_depth_limit_is_exactly_100_levels(tmp_path: Path):
     path = tmp_path / "d.npz"
-    save(path, nested_list(100), metadata={"a": nested_list(99)})
-    assert load(path) == nested_list(100) and load(path, like=nested_list(100)) == nested_list(100)
+    save_checkpoint(path, nested_list(100), metadata={"a": nested_list(99)})
+    assert load_checkpoint(path) == nested_list(100) and load_checkpoint(path, like=nested_list(100)) == nested_list(
+        100
+    )
     assert load_metadata(path) == {"a": nested_list(99)}
     rewrite(path, nested_header(100))
     expected: Any = None
     for _ in range(100):
         expected = [expected]
-    assert load(path) == expected
+    assert load_checkpoint(path) == expected
     rewrite(path, nested_header(101))
     with pytest.raises(CheckpointError, match=r"at (\[0\]){100}: the tree is nested more than 100 levels deep"):
-        load(path)
+        load_checkpoint(path)
     path = tmp_path / "d.npz"
-    save(path, nested_list(100), metadata={"a": nested_list(99)})
+    save_checkpoint(path, nested_list(100), metadata={"a": nested_list(99)})
     with pytest.raises(CheckpointError, match=r"nested more than 100 levels deep"):
-        save(path, nested_list(101))
+        save_checkpoint(path, nested_list(101))
     with pytest.raises(CheckpointError, match=r"nested more than 100 levels deep"):
-        save(path, [], metadata={"a": nested_list(100)})
+        save_checkpoint(path, [], metadata={"a": nested_list(100)})

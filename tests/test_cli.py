@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from prelens import load_model
-from prelens.io._checkpoint import load, load_metadata
+from prelens.io import load_checkpoint, load_metadata
 from prelens.cli import demo, train_mlp
 
 
@@ -90,7 +90,7 @@ def test_train_mlp_periodic_checkpoints(tmp_path: Path, capsys: pytest.CaptureFi
     path = tmp_path / "final.npz"
     assert run(train_mlp, "--epochs", "4", "--checkpoint-every", "2", "--save", str(path)) == 0
     assert load_model(path).metadata["epochs"] == 4  # the final parameters
-    checkpoint = load(tmp_path / "final.checkpoint.npz")  # parameters and optimiser state, for resuming
+    checkpoint = load_checkpoint(tmp_path / "final.checkpoint.npz")  # parameters and optimiser state, for resuming
     assert set(checkpoint) == {"params", "opt_state"} and checkpoint["opt_state"].step == 4 * 8
     assert load_metadata(tmp_path / "final.checkpoint.npz")["epoch"] == 4
 

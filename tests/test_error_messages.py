@@ -36,10 +36,10 @@ from prelens import (
 )
 from prelens import forward as run_forward
 from prelens.cli import main as cli_main
-from prelens.core import register_constructor, tree_sum
+from prelens.core import tree_sum
 from prelens.core._tree import check_structure
 from prelens.datasets import CharVocab, load_iris, text_windows
-from prelens.io._checkpoint import load, save
+from prelens.io import load_checkpoint, register_constructor, save_checkpoint
 from prelens.learn._objects import adam, sgd
 from prelens.testing import check_lens_equal, check_pure, check_vjp
 from prelens.train import EarlyStopping, fit
@@ -205,7 +205,7 @@ def _plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def _resume_a_plain_checkpoint(tmp_path: Path) -> Any:
-    save(tmp_path / "plain.npz", {"params": np.zeros((3, 1)), "opt_state": ()})
+    save_checkpoint(tmp_path / "plain.npz", {"params": np.zeros((3, 1)), "opt_state": ()})
     return fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), progress=False,
                resume=tmp_path / "plain.npz")  # fmt: skip
 
@@ -460,7 +460,7 @@ CASES: dict[str, Case] = {
         _resume_a_plain_checkpoint,
         E.CheckpointError,
         r"^checkpoint .*plain\.npz: cannot resume from it: it holds no training position \(not written by fit, or "
-        r"by prelens before 0\.2\.0\); load its parameters with prelens\.checkpoint\.load and pass them as params= "
+        r"by prelens before 0\.2\.0\); load its parameters with prelens\.io\.load_checkpoint and pass them as params= "
         r"and opt_state=$",
     ),
     "missing_extra": _case(
@@ -481,88 +481,6 @@ CASES: dict[str, Case] = {
         lambda: text_windows(np.arange(3), 5, 2),
         E.StructureError,
         r"^text_windows: need block >= 1 and at least block\+1 tokens, got block=5, 3 tokens$",
-    ),
-    # checkpoints
-    "checkpoint_unreadable": _case(
-        lambda tmp_path: load(tmp_path / "missing.npz"),
-        E.CheckpointError,
-        r"^checkpoint .*missing\.npz: cannot be read: no such file$",
-    ),
-    "checkpoint_corrupt_at": _case(
-        lambda tmp_path: _with_file(tmp_path, _bogus_header, load)(),
-        E.CheckpointError,
-        r"^checkpoint .*c\.npz: cannot be read: at <root>: unknown node kind 'bogus'$",
-    ),
-    "checkpoint_mismatch": _case(
-        lambda tmp_path: _with_file(
-            tmp_path, lambda p: save(p, (np.zeros(2), [1.5])), lambda p: load(p, like=(np.ones(3), [0.0]))
-        )(),
-        E.CheckpointError,
-        r"^checkpoint .*c\.npz does not fit the model: at \[0\]: expected f64\[3\], got f64\[2\]$",
-    ),
-    "checkpoint_unsupported": _case(
-        lambda tmp_path: save(tmp_path / "c.npz", {"f": len}),
-        E.CheckpointError,
-        r"^cannot save a checkpoint: at \['f'\]: cannot store a leaf of type builtin_function_or_method$",
-    ),
-    "checkpoint_write_failed": _case(
-        lambda tmp_path: save(tmp_path / "no" / "dir" / "c.npz", [np.ones(2)]),
-        E.CheckpointError,
-        r"^cannot write checkpoint .*c\.npz: FileNotFoundError: .*; the file there \(if any\) is unchanged$",
-    ),
-    "checkpoint_unknown_namedtuple": _case(
-        lambda tmp_path: _with_file(tmp_path, lambda p: save(p, Unregistered(1.0)), load)(),
-        E.CheckpointError,
-        r"^checkpoint .*c\.npz: at <root>: named tuple .*Unregistered is not registered; pass like=",
-    ),
-    # model files
-    "model_undescribable": _case(
-        lambda tmp_path: save_model(tmp_path / "m.prelens", _no_pair_fwd(), ()),
-        E.ArgumentError,
-        r"^save_model: cannot describe twice: at lens: the lens twice was not made by a registered constructor\. "
-        r"A model file stores how each lens was built, not code: build this part in a function decorated with "
-        r"@prelens\.register_constructor",
-    ),
-    "model_not_rebuilt": _case(
-        lambda tmp_path: save_model(tmp_path / "m.prelens", _flaky(), ()),
-        E.ArgumentError,
-        r"^save_model: the description of flaky\d+ rebuilds a different lens, flaky\d+: a registered constructor "
-        r"gives different lenses for the same arguments",
-    ),
-    "model_params_misfit": _case(
-        lambda tmp_path: save_model(tmp_path / "m.prelens", D32, nn.dense(3, 3).init(0)),
-        E.StructureError,
-        r"^save_model: the parameters do not fit dense\(3→2, tanh\) \(compared with what its init makes\): "
-        r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
-    ),
-    "constructor_taken": _case(
-        lambda: [register_constructor(f, name="errors.taken") for f in (_flaky, _no_pair_fwd)],
-        E.ArgumentError,
-        r"^register_constructor: the name 'errors\.taken' is already registered for .*_flaky; pass another name=",
-    ),
-    "model_file_bad": _case(
-        lambda tmp_path: load_model(tmp_path / "missing.prelens"),
-        E.ModelFileError,
-        r"^model file .*missing\.prelens: cannot be read: no such file$",
-    ),
-    "model_file_only_params": _case(
-        lambda tmp_path: _with_file(tmp_path, lambda p: save(p, [np.ones(2)]), load_model)(),
-        E.ModelFileError,
-        r"^model file .*c\.npz: cannot be read: it holds parameters only \(a prelens checkpoint",
-    ),
-    "model_file_version": _case(
-        lambda tmp_path: load_model(craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": 2})),
-        E.ModelFileError,
-        r"^model file .*m\.prelens: cannot be read: model format version 2, and this prelens reads version 1 "
-        r"\(written by prelens 0\.2\.0; upgrade prelens to read it\)$",
-    ),
-    "model_file_misfit": _case(
-        lambda tmp_path: load_model(
-            craft(tmp_path / "m.prelens", {"call": "prelens.nn.dense", "args": [3, 2]}, nn.dense(3, 3).init(0))
-        ),
-        E.ModelFileError,
-        r"^model file .*m\.prelens: cannot be read: the stored parameters do not fit the lens it describes: "
-        r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
     ),
 }
 
@@ -618,14 +536,98 @@ MESSAGES: dict[str, Case] = {
         r"^from_tamb\(make_mlp\(3, \[2, 1\]\)\): the backward pass failed on \(residue, output delta\) = "
         r"\(\[\[None, None\], \[None\]\], \[float 1\.0\]\) \(StructureError: .*\); a TriLens runs as a program",
     ),
+    # checkpoints and model files (prelens.io)
+    "checkpoint: no such file": _case(
+        lambda tmp_path: load_checkpoint(tmp_path / "missing.npz"),
+        E.CheckpointError,
+        r"^checkpoint .*missing\.npz: cannot be read: no such file$",
+    ),
+    "checkpoint: corrupt node": _case(
+        lambda tmp_path: _with_file(tmp_path, _bogus_header, load_checkpoint)(),
+        E.CheckpointError,
+        r"^checkpoint .*c\.npz: cannot be read: at <root>: unknown node kind 'bogus'$",
+    ),
+    "checkpoint: another model's": _case(
+        lambda tmp_path: _with_file(
+            tmp_path,
+            lambda p: save_checkpoint(p, (np.zeros(2), [1.5])),
+            lambda p: load_checkpoint(p, like=(np.ones(3), [0.0])),
+        )(),
+        E.CheckpointError,
+        r"^checkpoint .*c\.npz does not fit the model: at \[0\]: expected f64\[3\], got f64\[2\]$",
+    ),
+    "checkpoint: leaf not storable": _case(
+        lambda tmp_path: save_checkpoint(tmp_path / "c.npz", {"f": len}),
+        E.CheckpointError,
+        r"^cannot save a checkpoint: at \['f'\]: cannot store a leaf of type builtin_function_or_method$",
+    ),
+    "checkpoint: write failed": _case(
+        lambda tmp_path: save_checkpoint(tmp_path / "no" / "dir" / "c.npz", [np.ones(2)]),
+        E.CheckpointError,
+        r"^cannot write checkpoint .*c\.npz: FileNotFoundError: .*; the file there \(if any\) is unchanged$",
+    ),
+    "checkpoint: unregistered named tuple": _case(
+        lambda tmp_path: _with_file(tmp_path, lambda p: save_checkpoint(p, Unregistered(1.0)), load_checkpoint)(),
+        E.CheckpointError,
+        r"^checkpoint .*c\.npz: at <root>: named tuple .*Unregistered is not registered; pass like=",
+    ),
+    "save_model: undescribable": _case(
+        lambda tmp_path: save_model(tmp_path / "m.prelens", _no_pair_fwd(), ()),
+        E.ArgumentError,
+        r"^save_model: cannot describe twice: at lens: the lens twice was not made by a registered constructor\. "
+        r"A model file stores how each lens was built, not code: build this part in a function decorated with "
+        r"@prelens\.io\.register_constructor",
+    ),
+    "save_model: not rebuilt": _case(
+        lambda tmp_path: save_model(tmp_path / "m.prelens", _flaky(), ()),
+        E.ArgumentError,
+        r"^save_model: the description of flaky\d+ rebuilds a different lens, flaky\d+: a registered constructor "
+        r"gives different lenses for the same arguments",
+    ),
+    "save_model: params misfit": _case(
+        lambda tmp_path: save_model(tmp_path / "m.prelens", D32, nn.dense(3, 3).init(0)),
+        E.StructureError,
+        r"^save_model: the parameters do not fit dense\(3→2, tanh\) \(compared with what its init makes\): "
+        r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
+    ),
+    "register_constructor: name taken": _case(
+        lambda: [register_constructor(f, name="errors.taken") for f in (_flaky, _no_pair_fwd)],
+        E.ArgumentError,
+        r"^register_constructor: the name 'errors\.taken' is already registered for .*_flaky; pass another name=",
+    ),
+    "model file: no such file": _case(
+        lambda tmp_path: load_model(tmp_path / "missing.prelens"),
+        E.ModelFileError,
+        r"^model file .*missing\.prelens: cannot be read: no such file$",
+    ),
+    "model file: parameters only": _case(
+        lambda tmp_path: _with_file(tmp_path, lambda p: save_checkpoint(p, [np.ones(2)]), load_model)(),
+        E.ModelFileError,
+        r"^model file .*c\.npz: cannot be read: it holds parameters only \(a prelens checkpoint",
+    ),
+    "model file: newer version": _case(
+        lambda tmp_path: load_model(craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": 2})),
+        E.ModelFileError,
+        r"^model file .*m\.prelens: cannot be read: model format version 2, and this prelens reads version 1 "
+        r"\(written by prelens 0\.2\.0; upgrade prelens to read it\)$",
+    ),
+    "model file: params misfit": _case(
+        lambda tmp_path: load_model(
+            craft(tmp_path / "m.prelens", {"call": "prelens.nn.dense", "args": [3, 2]}, nn.dense(3, 3).init(0))
+        ),
+        E.ModelFileError,
+        r"^model file .*m\.prelens: cannot be read: the stored parameters do not fit the lens it describes: "
+        r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MESSAGES))
-def test_message(name: str) -> None:
+def test_message(name: str, request: pytest.FixtureRequest) -> None:
     case = MESSAGES[name]
+    fixtures = {arg: request.getfixturevalue(arg) for arg in inspect.signature(case.run).parameters}
     with pytest.raises(case.raises, match=case.match):
-        case.run()
+        case.run(**fixtures)
 
 
 def test_every_template_has_a_case() -> None:

@@ -19,7 +19,7 @@ from prelens import PreLens, PrelensError, chain, learn
 from prelens.core import tree_leaves
 from prelens.learn import _objects as optim
 from prelens.errors import ArgumentError
-from prelens.io._checkpoint import load, load_metadata, save
+from prelens.io import load_checkpoint, load_metadata, save_checkpoint
 from prelens.datasets import load_dataset, load_iris
 from prelens.nn import dense, dropout, mlp, softmax_cross_entropy
 from prelens.train import (
@@ -141,7 +141,7 @@ def test_resuming_with_more_epochs_continues_the_history(tmp_path: Path):
 
 def test_resume_refusals(tmp_path: Path):
     plain = tmp_path / "plain.npz"
-    save(plain, {"params": NET.init(0), "opt_state": optim.adam(0.1).init(NET.init(0))})
+    save_checkpoint(plain, {"params": NET.init(0), "opt_state": optim.adam(0.1).init(NET.init(0))})
     with pytest.raises(CheckpointError, match=r"cannot resume from it: it holds no training position"):
         fit(NET, softmax_cross_entropy, DATA, 2, 16, optim.adam(0.1), progress=False, resume=plain)
     path = tmp_path / "c.npz"
@@ -157,7 +157,7 @@ def test_resume_refusals(tmp_path: Path):
     with pytest.raises(ArgumentError, match=r"^fit: resume must be a checkpoint's path"):
         fit(NET, softmax_cross_entropy, DATA, 2, 16, optim.adam(0.1), progress=False, resume=3)
     # a damaged or hostile training position
-    tree, meta = load(path), load_metadata(path)
+    tree, meta = load_checkpoint(path), load_metadata(path)
     for key, value, why in [
         ("rng", {"bit_generator": "os.system", "state": {}}, "shuffling generator is damaged"),
         ("rng", {**meta["fit"]["rng"], "state": {"state": "x", "inc": 1}}, "shuffling generator is damaged"),
@@ -167,10 +167,10 @@ def test_resume_refusals(tmp_path: Path):
         ("version", 2, "format 2"),
     ]:
         hostile = tmp_path / "hostile.npz"
-        save(hostile, tree, metadata={**meta, "fit": {**meta["fit"], key: value}})
+        save_checkpoint(hostile, tree, metadata={**meta, "fit": {**meta["fit"], key: value}})
         with pytest.raises(CheckpointError, match=why):
             fit(NET, softmax_cross_entropy, DATA, 2, 16, optim.adam(0.1), progress=False, resume=hostile)
-    save(hostile, tree, metadata={**meta, "history": {"loss": "x"}})
+    save_checkpoint(hostile, tree, metadata={**meta, "history": {"loss": "x"}})
     with pytest.raises(CheckpointError, match=r"the history's loss is not a list of numbers"):
         fit(NET, softmax_cross_entropy, DATA, 2, 16, optim.adam(0.1), progress=False, resume=hostile)
 
@@ -228,7 +228,7 @@ def test_early_stopping_stops_and_hands_back_the_best_epoch(tmp_path: Path):
     )
     again = fit(NET, softmax_cross_entropy, DATA, best, 16, opt, rng=0, progress=False)  # the same run, cut there
     assert same(out.params, again.params) and same(out.opt_state, again.opt_state)
-    saved = load(best_file, like={"params": again.params, "opt_state": again.opt_state})
+    saved = load_checkpoint(best_file, like={"params": again.params, "opt_state": again.opt_state})
     assert same(saved["params"], again.params) and load_metadata(best_file)["epoch"] == best
     kept = fit(NET, softmax_cross_entropy, DATA, 60, 16, opt, rng=0, progress=False, validation=VALID,
                callbacks=[EarlyStopping("val_loss", patience=2, min_delta=0.001, restore_best=False)])  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prelens.io import _checkpoint as checkpoint
+from prelens.io import save_checkpoint
 from prelens import forward, load_model, save_model
 from prelens.cli import main
 from prelens.cli.predict import probabilities
@@ -213,7 +213,7 @@ def test_user_mistakes_are_one_line_and_exit_2(
     np.save(tmp_path / "wide.npy", np.ones((2, 3)))
     (tmp_path / "bad.csv").write_text("5.1,3.5,1.4,0.2,rose\n")
     net = mlp(4, [3])
-    checkpoint.save(tmp_path / "params.npz", net.init(0))
+    save_checkpoint(tmp_path / "params.npz", net.init(0))
     values = {
         "m": str(iris_model), "csv": str(iris_csv), "feat": _features(iris_csv), "tmp": str(tmp_path),
         "wide": str(tmp_path / "wide.npy"), "badlabel": str(tmp_path / "bad.csv"), "params": str(tmp_path / "params.npz"),

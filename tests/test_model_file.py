@@ -47,8 +47,8 @@ from prelens import (
     vec_lens,
 )
 from prelens.faithful._branch import branch_t
-from prelens.core import register_constructor, tree_leaves
-from prelens.io import _checkpoint as checkpoint
+from prelens.core import tree_leaves
+from prelens.io import load_metadata, register_constructor, save_checkpoint
 from prelens.core import _registry as C
 from prelens.io import _describe as D
 
@@ -287,7 +287,7 @@ def test_a_model_file_is_a_checkpoint_and_a_plain_npz(tmp_path: Path):
     save_model(path, nn.dense(3, 2), nn.dense(3, 2).init(0), metadata={"a": [1, 2]})
     with np.load(path, allow_pickle=False) as archive:
         assert set(archive.files) == {"__prelens__", ".weight", ".bias"}
-    meta = checkpoint.load_metadata(path)
+    meta = load_metadata(path)
     assert meta["metadata"] == {"a": [1, 2]}
     assert meta["prelens-model"]["format"] == "prelens-model" and meta["prelens-model"]["version"] == 1
     assert json.loads(meta["prelens-model"]["lens"]) == {"call": "prelens.nn.dense", "args": [3, 2]}
@@ -300,7 +300,7 @@ def _own() -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
     return PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), 2 * da), name="double")
 
 
-HOW = r"build this part in a function decorated with @prelens\.register_constructor"
+HOW = r"build this part in a function decorated with @prelens\.io\.register_constructor"
 
 
 @pytest.mark.parametrize(
@@ -468,8 +468,8 @@ def test_an_unknown_format_version_is_refused(tmp_path: Path, version: Any):
 
 def test_a_parameters_only_checkpoint_gets_advice(tmp_path: Path):
     path = tmp_path / "params.npz"
-    checkpoint.save(path, nn.dense(3, 2).init(0), metadata={"dataset": "iris"})
-    with pytest.raises(ModelFileError, match=r"holds parameters only .* prelens\.checkpoint\.load\(path, like="):
+    save_checkpoint(path, nn.dense(3, 2).init(0), metadata={"dataset": "iris"})
+    with pytest.raises(ModelFileError, match=r"holds parameters only .* prelens\.io\.load_checkpoint\(path, like="):
         load_model(path)
 
 

@@ -15,7 +15,7 @@ import pytest
 from prelens import NonFiniteError, PreLens, PrelensError
 from prelens.core import tree_allclose
 from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteError
-from prelens.io._checkpoint import load, load_metadata
+from prelens.io import load_checkpoint, load_metadata
 from prelens.datasets import load_iris
 from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
 from prelens.learn._objects import adam, momentum, sgd
@@ -314,40 +314,40 @@ def test_keyboard_interrupt_returns_the_work_so_far(tmp_path: Path):
     assert tree_allclose(out.params, two.params, rtol=0) and out.opt_state.step == 6
     assert out.history.loss == two.history.loss
     # and it was saved on the way out
-    saved = load(path, like={"params": two.params, "opt_state": two.opt_state})
+    saved = load_checkpoint(path, like={"params": two.params, "opt_state": two.opt_state})
     assert tree_allclose(saved["params"], two.params, rtol=0)
     assert load_metadata(path)["history"]["interrupted"] is True
 
 
 def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import prelens.io._checkpoint as ck
+    import prelens.io as ck
 
     saves: list[int] = []
-    real = ck.save
+    real = ck.save_checkpoint
 
     def counting_save(path: Any, tree: Any, *, metadata: Any = None) -> None:
         saves.append(metadata["epoch"])
         real(path, tree, metadata=metadata)
 
-    monkeypatch.setattr(ck, "save", counting_save)
+    monkeypatch.setattr(ck, "save_checkpoint", counting_save)
     path = tmp_path / "run.npz"
     params, state, history = fit(
         affine_lens(), half_squares(), (XS, YS), 5, 4, adam(0.01), 0, progress=False,
         checkpoint_every=2, checkpoint_path=str(path),
     )  # fmt: skip
     assert saves == [2, 4, 5]
-    saved = load(path, like={"params": params, "opt_state": state})
+    saved = load_checkpoint(path, like={"params": params, "opt_state": state})
     assert tree_allclose(saved["params"], params, rtol=0) and saved["opt_state"].step == 15
     assert load_metadata(path)["history"]["loss"] == history.loss
 
 
 def test_a_failing_checkpoint_warns_and_training_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import prelens.io._checkpoint as ck
+    import prelens.io as ck
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise CheckpointError("disk full")
 
-    monkeypatch.setattr(ck, "save", broken)
+    monkeypatch.setattr(ck, "save_checkpoint", broken)
     with pytest.warns(RuntimeWarning, match=r"fit: checkpoint not saved: disk full"):
         out = fit(
             affine_lens(), half_squares(), (XS, YS), 3, 4, sgd(0.01), 0, progress=False,
@@ -490,7 +490,7 @@ def test_ctrl_c_during_a_periodic_checkpoint_returns_the_work_and_a_whole_file(
     assert out.history.interrupted and out.history.epochs == 1 and out.history.steps == 3
     one = fit(affine_lens(), half_squares(), (XS, YS), 1, 4, adam(0.01), 0, progress=False)
     assert tree_allclose(out.params, one.params, rtol=0) and out.opt_state.step == 3
-    saved = load(path, like={"params": one.params, "opt_state": one.opt_state})
+    saved = load_checkpoint(path, like={"params": one.params, "opt_state": one.opt_state})
     assert tree_allclose(saved["params"], one.params, rtol=0)
     assert load_metadata(path)["history"]["interrupted"] is True
     assert sorted(os.listdir(tmp_path)) == ["run.npz"]  # no temporary file left
@@ -509,7 +509,7 @@ def test_a_second_ctrl_c_during_the_last_checkpoint_still_returns_the_work(
     out = fit(affine_lens(interrupt), half_squares(), (XS, YS), 4, 4, sgd(0.01), 0, progress=False,
               checkpoint_path=str(path))  # fmt: skip
     assert out.history.interrupted and out.history.steps == 4
-    saved = load(path, like={"params": out.params, "opt_state": ()})
+    saved = load_checkpoint(path, like={"params": out.params, "opt_state": ()})
     assert tree_allclose(saved["params"], out.params, rtol=0)
 
 
@@ -541,7 +541,9 @@ def test_any_exception_carries_the_last_good_state_and_saves_it(tmp_path: Path):
     assert err.opt_state == () and err.history.steps == 4 and err.history.epochs == 1
     assert "RuntimeError: the optimiser broke" in err.history.stopped
     assert any("epoch 2/4, batch 2/3" in note and "ck.npz" in note for note in err.__notes__)
-    assert tree_allclose(load(path, like={"params": err.params, "opt_state": ()})["params"], opt.seen[4], rtol=0)
+    assert tree_allclose(
+        load_checkpoint(path, like={"params": err.params, "opt_state": ()})["params"], opt.seen[4], rtol=0
+    )
     assert load_metadata(path)["history"]["steps"] == 4
 
 

@@ -60,7 +60,7 @@ def non_negative_real(command: str, flag: str, value: Any, high: float | None = 
 
 
 def writable(command: str, flag: str, path: str | None) -> None:
-    """Refuse, before any work, a file path that :func:`prelens.checkpoint.save` could not write."""
+    """Refuse, before any work, a file path that :func:`prelens.io.save_checkpoint` could not write."""
     if path is None:
         return
     why = _unwritable_reason(path)

@@ -1,15 +1,8 @@
-"""What the model-file commands share: argument checks, reading data, and the CLI's metadata conventions.
+"""What the model-file commands share: argument checks, reading data files, loading the model.
 
-A model file written by ``prelens train`` carries, in its metadata (see
-``docs/model-files.md``):
-
-* ``kind``: ``"classifier"`` or ``"language_model"``;
-* ``loss``: the name of the loss it was trained with (one of :data:`LOSSES`);
-* ``input``: ``{"shape": [...], "dtype": ...}``, one example's shape and dtype;
-* a classifier: ``classes`` and ``features`` (names);
-* a language model: ``vocabulary`` (``{"chars": "..."}`` for text, or
-  ``{"task": "reverse", "length": 8, "symbols": 10}`` for a sequence task) and
-  ``context`` (the longest sequence it reads).
+The metadata conventions of the model files that ``prelens train`` writes (``kind``,
+``loss``, ``input``, ``classes``, ``vocabulary`` ...) are read and written by
+:mod:`prelens.io._train_metadata`; ``loss`` is one of :data:`LOSSES`.
 
 Every check here runs before any work; a user's mistake is :class:`UsageError`,
 which the commands print as one line on stderr (exit status 2).
@@ -26,8 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.core._tree import tree_leaves
-from prelens.io._model_file import LoadedModel, load_model, save_model
+from prelens.io import LoadedModel, load_model
+from prelens.io._train_metadata import classes as classes  # the commands read the metadata through here
+from prelens.io._train_metadata import input_dtype as input_dtype
+from prelens.io._train_metadata import input_shape as input_shape
 
 #: The losses a model file may name in its metadata (``--loss`` names them too).
 LOSSES = ("softmax_cross_entropy", "mse", "squared_distance", "token_cross_entropy")
@@ -102,40 +97,6 @@ def load(path: str) -> LoadedModel:
         return load_model(path)
     except E.PrelensError as err:
         raise UsageError(str(err)) from None
-
-
-def input_dtype(model: LoadedModel) -> np.dtype[Any]:
-    """The dtype the model takes: from its metadata, else its first float parameter, else float64."""
-    spec = model.metadata.get("input")
-    name = spec.get("dtype") if isinstance(spec, dict) else None
-    if name in _INPUT_DTYPES:
-        return np.dtype(name)
-    for leaf in tree_leaves(model.params):
-        if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
-            found: np.dtype[Any] = leaf.dtype
-            return found
-    return np.dtype(np.float64)
-
-
-#: The input dtypes a model file's metadata may name (any other name is ignored).
-_INPUT_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
-
-
-def input_shape(model: LoadedModel) -> tuple[int, ...] | None:
-    """One example's shape (no batch axis), from the metadata, if the file says it."""
-    spec = model.metadata.get("input")
-    shape = spec.get("shape") if isinstance(spec, dict) else None
-    if isinstance(shape, list) and all(type(d) is int and d >= 1 for d in shape):
-        return tuple(shape)
-    return None
-
-
-def classes(model: LoadedModel) -> list[str] | None:
-    """The class names of a classifier, if the metadata gives them."""
-    names = model.metadata.get("classes")
-    if isinstance(names, list) and names and all(isinstance(c, str) for c in names):
-        return names
-    return None
 
 
 def loss_lens(name: str) -> Any:
@@ -261,57 +222,3 @@ def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel
         got = "×".join(map(str, x.shape))
         raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
     return x.astype(dt, copy=False)
-
-
-# ---------------------------------------------------------------- writing (for prelens train)
-
-
-def save_classifier(
-    path: str, model: Any, params: Any, split: Any, dtype: Any, meta: dict[str, Any], raw_train: Any = None
-) -> Any:
-    """Write the classifier ``model`` trained on ``split`` as a model file; returns the lens written.
-
-    ``raw_train`` (the training rows before standardisation, if the model was
-    trained on standardised features): their statistics go in front of the
-    model as :func:`prelens.nn.normalize`, computed as
-    :func:`prelens.datasets.standardize` computes them, so that the file's lens
-    takes the features as they are.
-    """
-    from prelens.nn import normalize
-
-    lens, saved = model, params
-    if raw_train is not None:
-        mean, scale = standardization(raw_train)
-        lens, saved = normalize(mean, scale, dtype=dtype) >> model, (params, ())
-    info = {
-        **meta,
-        "kind": "classifier",
-        "loss": "softmax_cross_entropy",
-        "classes": list(split.class_names),
-        "features": list(split.feature_names),
-        "input": {"shape": [int(split.n_features)], "dtype": np.dtype(dtype).name},
-    }
-    save_model(path, lens, saved, metadata=info)
-    return lens
-
-
-def standardization(x_train: npt.NDArray[Any]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """The mean and scale that :func:`prelens.datasets.standardize` uses for training rows ``x_train``."""
-    mean = x_train.mean(axis=0)
-    scale = x_train.std(axis=0)
-    return mean, np.where(scale > 0, scale, 1.0)
-
-
-def save_language_model(
-    path: str, model: Any, params: Any, vocabulary: dict[str, Any], context: int, meta: dict[str, Any]
-) -> None:
-    """Write a language model with the vocabulary it reads (``{"chars": ...}`` or a sequence task)."""
-    info = {
-        **meta,
-        "kind": "language_model",
-        "loss": "token_cross_entropy",
-        "vocabulary": vocabulary,
-        "context": int(context),
-        "input": {"shape": [int(context)], "dtype": "int64"},
-    }
-    save_model(path, model, params, metadata=info)

@@ -18,7 +18,6 @@ from prelens.core._iso import (
     unrunit,
 )
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
-from prelens.core._registry import register_constructor
 from prelens.core._trace import backward, forward, vjp
 from prelens.core._tree import (
     check_structure,
@@ -60,7 +59,6 @@ __all__ = [
     "parameter_free",
     "pre_compose",
     "prod_lens",
-    "register_constructor",
     "runit",
     "second",
     "skip_left",

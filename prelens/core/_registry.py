@@ -167,15 +167,16 @@ def register_constructor(
     ``@register_constructor(name="mylib.block")``) on a function that returns a
     lens built from prelens's constructors or from your own ``PreLens(...)``.
     It returns the function wrapped: each lens it returns remembers the call,
-    so :func:`prelens.save_model` can write ``{"call": name, "args": ...}``
-    instead of code, and :func:`prelens.load_model` calls the function again.
+    so :func:`prelens.io.save_model` can write ``{"call": name, "args": ...}``
+    instead of code, and :func:`prelens.io.load_model` calls the function again.
     The arguments must be JSON-like (numbers, strings, lists, tuples, dicts,
     dtypes, small arrays, other lenses). The name defaults to
     ``module.qualname``; the process that loads a file must register the same
     name (import the module that defines it) before calling ``load_model``.
 
     >>> import numpy as np
-    >>> from prelens import PreLens, save_model, load_model
+    >>> from prelens import PreLens
+    >>> from prelens.io import load_model, save_model
     >>> @register_constructor(name="docs.scale")
     ... def scale(c: float) -> PreLens:
     ...     return PreLens(lambda p, s: ((), c * s), lambda m, da: ((), c * da), name=f"scale({c})")
@@ -196,7 +197,7 @@ def register_constructor(
         _check_name(key)
         old = _CONSTRUCTORS.get(key)
         if old is not None and _origin(old) != _origin(f):
-            raise E.constructor_taken(key, _origin(old))
+            raise _taken(key, _origin(old))
         made = _recording(f, key)
         _CONSTRUCTORS[key] = made
         return made
@@ -204,6 +205,12 @@ def register_constructor(
     if fn is None:
         return register
     return register(fn)
+
+
+def _taken(name: str, origin: str) -> E.ArgumentError:
+    return E.ArgumentError(
+        f"register_constructor: the name {name!r} is already registered for {origin}; pass another name=..."
+    )
 
 
 def _check_name(key: Any) -> None:

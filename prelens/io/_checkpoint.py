@@ -8,7 +8,7 @@ A checkpoint is an ordinary ``.npz`` archive (readable by ``numpy.load`` with
   dict, named tuple, ``None``), Python ``float``/``int``/``bool``/``str``
   leaves versus arrays, every leaf's dtype and shape, and optional metadata.
 
-:func:`save` writes atomically: a temporary file in the same directory, flushed
+:func:`save_checkpoint` writes atomically: a temporary file in the same directory, flushed
 and fsynced, then ``os.replace``; a failed save leaves the file that was there
 untouched, and a Ctrl-C during the write takes effect once the write is done
 (in the main thread, where Python delivers it), so the file is always whole.
@@ -19,7 +19,7 @@ a leftover is removed only when no process with its pid is alive *and* no one
 holds its lock, so a live writer's file is never touched (on systems without
 ``flock``, such as Windows, leftovers are not removed).
 
-:func:`load` raises :class:`prelens.CheckpointError` for a missing, truncated,
+:func:`load_checkpoint` raises :class:`prelens.CheckpointError` for a missing, truncated,
 corrupt or hostile file, and, given ``like=`` (a tree of the model's
 parameters), for a file that belongs to another model, naming the tree path of
 the first difference in structure, shape or dtype. It trusts no size in the
@@ -28,23 +28,23 @@ header, the number of bytes the archive says it holds, and (with ``like=``)
 the model's, all checked before anything is allocated or decompressed; it
 reads no more than those sizes. So loading never takes much more memory than
 the model (with ``like=``) or 16 times the file (without). Trees nest at most
-100 levels deep (:func:`save` refuses deeper ones; :func:`load` refuses deeper
+100 levels deep (:func:`save_checkpoint` refuses deeper ones; :func:`load_checkpoint` refuses deeper
 descriptions), and so does the metadata.
 
 Named tuples are rebuilt without importing anything named in the file: from
 the types in ``like=`` when it is given, otherwise from a registry of allowed
-classes (prelens's own, such as ``prelens.nn.Para`` and the optimiser states,
+classes (prelens's own, such as ``prelens.nn.DenseParams`` and the optimiser states,
 plus any registered with :func:`register_namedtuple`).
 
 Arrays of any array-API library (PyTorch tensors, JAX arrays,
 ``array_api_strict``) are saved exactly, as numpy arrays of the same dtype and
 values (the file does not say which library they came from);
-``load(path, backend="torch")`` puts the arrays it reads in that library.
+``load_checkpoint(path, backend="torch")`` puts the arrays it reads in that library.
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
->>> save(path, [(np.float32([1, 2]), 0.5), {"steps": 3}])
->>> load(path)
+>>> save_checkpoint(path, [(np.float32([1, 2]), 0.5), {"steps": 3}])
+>>> load_checkpoint(path)
 [(array([1., 2.], dtype=float32), 0.5), {'steps': 3}]
 """
 
@@ -77,7 +77,7 @@ except ImportError:  # pragma: no cover - Windows
 Tree = Any
 T = TypeVar("T", bound=type)
 
-__all__ = ["load", "load_metadata", "register_namedtuple", "save"]
+__all__ = ["load_checkpoint", "load_metadata", "register_namedtuple", "save_checkpoint"]
 
 _HEADER = "__prelens__"
 _FORMAT = "prelens-checkpoint"
@@ -95,12 +95,38 @@ _CHUNK = 1 << 20
 _registry: dict[str, type] = {}
 
 
+# ------------------------------------------------------------------ messages
+
+
+def _unreadable(path: str, detail: str) -> E.CheckpointError:
+    return E.CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
+
+
+def _corrupt_at(path: str, where: str, detail: str) -> E.CheckpointError:
+    return E.CheckpointError(f"checkpoint {path}: cannot be read: at {E.path_str(where)}: {detail}")
+
+
+def _mismatch(path: str, detail: str) -> E.CheckpointError:
+    return E.CheckpointError(f"checkpoint {path} does not fit the model: {detail}")
+
+
+def _unsupported(where: str, detail: str) -> E.CheckpointError:
+    return E.CheckpointError(f"cannot save a checkpoint: at {E.path_str(where)}: {detail}")
+
+
+def _write_failed(path: str, detail: str) -> E.CheckpointError:
+    return E.CheckpointError(f"cannot write checkpoint {path}: {detail}; the file there (if any) is unchanged")
+
+
+def _unknown_namedtuple(path: str, where: str, name: str) -> E.CheckpointError:
+    return E.CheckpointError(
+        f"checkpoint {path}: at {E.path_str(where)}: named tuple {name} is not registered; "
+        "pass like=<a tree of the model's parameters> or prelens.io.register_namedtuple(cls)"
+    )
+
+
 def register_namedtuple(cls: T) -> T:
-    """Allow :func:`load` to rebuild the named tuple class ``cls`` (usable as a decorator).
-
-    Haskell::
-
-        register_namedtuple :: Type t -> IO (Type t)
+    """Allow :func:`load_checkpoint` to rebuild the named tuple class ``cls`` (usable as a decorator).
 
     Returns ``cls`` itself.
 
@@ -150,12 +176,8 @@ def _known_namedtuples() -> dict[str, type]:
 # ------------------------------------------------------------------ save
 
 
-def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
+def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
-
-    Haskell::
-
-        save :: FilePath -> Tree -> Metadata -> IO ()
 
     The file is written exactly at ``path`` (no suffix is added). Leaves may
     be numpy arrays of bool/int/uint/float/complex dtypes, numpy scalars, and
@@ -173,26 +195,26 @@ def save(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
-    >>> save(path, {"w": np.eye(2)}, metadata={"epoch": 3})
+    >>> save_checkpoint(path, {"w": np.eye(2)}, metadata={"epoch": 3})
     >>> load_metadata(path)
     {'epoch': 3}
     """
     try:
         target = os.fspath(path)
     except TypeError:
-        raise E.bad_argument("save", "path", path, "a file path (str or os.PathLike)") from None
+        raise E.bad_argument("save_checkpoint", "path", path, "a file path (str or os.PathLike)") from None
     if metadata is not None and not isinstance(metadata, Mapping):
-        raise E.checkpoint_unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
+        raise _unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
     spec = _encode(tree, "", arrays, 0)
     meta = dict(metadata or {})
     if _too_deep(meta, _MAX_DEPTH - 1):
-        raise E.checkpoint_unsupported("metadata", f"nested more than {_MAX_DEPTH} levels deep")
+        raise _unsupported("metadata", f"nested more than {_MAX_DEPTH} levels deep")
     header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": meta}
     try:
         text = json.dumps(header, allow_nan=False)
     except (TypeError, ValueError) as err:
-        raise E.checkpoint_unsupported("metadata", f"must be JSON-serialisable ({err})") from None
+        raise _unsupported("metadata", f"must be JSON-serialisable ({err})") from None
     arrays[_HEADER] = np.array(text)
     _write_atomically(target, arrays)
 
@@ -215,7 +237,7 @@ def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
             tmp_name = None
             _fsync_directory(directory)
         except OSError as err:
-            raise E.checkpoint_write_failed(path, f"{type(err).__name__}: {err}") from err
+            raise _write_failed(path, f"{type(err).__name__}: {err}") from err
         finally:
             if tmp_name is not None:
                 with contextlib.suppress(OSError):
@@ -298,7 +320,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _unwritable_reason(path: Any) -> str | None:
-    """Why :func:`save` could not write to ``path`` (checked before any work), or None if it could."""
+    """Why :func:`save_checkpoint` could not write to ``path`` (checked before any work), or None if it could."""
     try:
         target = os.fspath(path)
     except TypeError:
@@ -338,7 +360,7 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
     """The JSON spec of ``x`` (inside ``depth`` nodes); leaves go into ``arrays`` under their path."""
     is_node = (isinstance(x, tuple) and hasattr(x, "_fields")) or type(x) in (tuple, list, dict)
     if is_node and depth >= _MAX_DEPTH:
-        raise E.checkpoint_unsupported(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
+        raise _unsupported(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         cls = type(x)
         children = [_encode(v, f"{path}.{f}", arrays, depth + 1) for f, v in zip(cls._fields, x)]
@@ -350,7 +372,7 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
         keys = list(x)
         for k in keys:
             if type(k) not in (str, int):
-                raise E.checkpoint_unsupported(path, f"dict keys must be str or int, got {k!r}")
+                raise _unsupported(path, f"dict keys must be str or int, got {k!r}")
         children = [_encode(x[k], f"{path}[{k!r}]", arrays, depth + 1) for k in keys]
         return {"kind": "dict", "keys": keys, "children": children}
     if x is None:
@@ -359,15 +381,15 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
         return {"kind": "str", "value": x}
     key = E.path_str(path)
     if key in arrays:
-        raise E.checkpoint_unsupported(path, "two leaves would be stored under the same path")
+        raise _unsupported(path, "two leaves would be stored under the same path")
     if type(x) in _SCALARS:
         if type(x) is int and not -(2**63) <= x < 2**63:
-            raise E.checkpoint_unsupported(path, f"int {x} does not fit in int64")
+            raise _unsupported(path, f"int {x} does not fit in int64")
         arrays[key] = np.array(x)
         return {"kind": _SCALARS[type(x)], "key": key}
     if isinstance(x, (np.ndarray, np.generic)):
         if x.dtype.kind not in "biufc":
-            raise E.checkpoint_unsupported(path, f"arrays of dtype {x.dtype} are not supported")
+            raise _unsupported(path, f"arrays of dtype {x.dtype} are not supported")
         arrays[key] = np.asarray(x)
         kind = "array" if isinstance(x, np.ndarray) else "npscalar"
         return {"kind": kind, "key": key, "dtype": x.dtype.str, "shape": list(x.shape)}
@@ -375,35 +397,31 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
         host = _host_copy(x, path)
         arrays[key] = host
         return {"kind": "array", "key": key, "dtype": host.dtype.str, "shape": list(host.shape)}
-    raise E.checkpoint_unsupported(path, f"cannot store a leaf of type {type(x).__name__}")
+    raise _unsupported(path, f"cannot store a leaf of type {type(x).__name__}")
 
 
 def _host_copy(x: Any, path: str) -> np.ndarray:
-    """Another library's array as the numpy array of the same dtype, shape and values (for :func:`save`)."""
+    """Another library's array as the numpy array of the same dtype, shape and values (for :func:`save_checkpoint`)."""
     lib = _backend.namespace_name(_backend.namespace(x))
     if not _backend.is_concrete(x):
-        raise E.checkpoint_unsupported(
+        raise _unsupported(
             path, f"a {lib} value being traced (under jax.jit) has no numbers yet: save outside the compiled function"
         )
     try:
         host = np.asarray(_backend.to_numpy(x))
     except (TypeError, ValueError, RuntimeError, BufferError) as err:
         dtype = _backend.dtype_name(x.dtype)
-        raise E.checkpoint_unsupported(path, f"{lib} arrays of dtype {dtype} are not supported ({_why(err)})") from None
+        raise _unsupported(path, f"{lib} arrays of dtype {dtype} are not supported ({_why(err)})") from None
     if host.dtype.kind not in "biufc" or tuple(host.shape) != tuple(x.shape):
-        raise E.checkpoint_unsupported(path, f"{lib} arrays of dtype {_backend.dtype_name(x.dtype)} are not supported")
+        raise _unsupported(path, f"{lib} arrays of dtype {_backend.dtype_name(x.dtype)} are not supported")
     return host
 
 
 # ------------------------------------------------------------------ load
 
 
-def load(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
+def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
-
-    Haskell::
-
-        load :: FilePath -> Maybe Tree -> Backend -> IO Tree
 
     ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
     the checkpoint must have its structure, leaf kinds, shapes and dtypes
@@ -424,22 +442,22 @@ def load(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "num
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
-    >>> save(path, (np.zeros(2), [1.5]))
-    >>> load(path, like=(np.ones(3), [0.0]))
+    >>> save_checkpoint(path, (np.zeros(2), [1.5]))
+    >>> load_checkpoint(path, like=(np.ones(3), [0.0]))
     Traceback (most recent call last):
     ...
     prelens.errors.CheckpointError: checkpoint ... does not fit the model: at [0]: expected f64[3], got f64[2]
     """
-    name = _path("load", path)
-    xp = _backend.resolve_backend("load", backend)
+    name = _path("load_checkpoint", path)
+    xp = _backend.resolve_backend("load_checkpoint", backend)
     with _open(name) as archive:
         header = _read_header(archive)
         known = _known_namedtuples() if like is None else {}
         try:
             tree = _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
         except RecursionError:  # the caller's own stack was nearly full: still no bare RecursionError
-            raise E.checkpoint_unreadable(name, "the tree description is nested too deeply") from None
-    return tree if xp is np else _in_backend("load", tree, backend)
+            raise _unreadable(name, "the tree description is nested too deeply") from None
+    return tree if xp is np else _in_backend("load_checkpoint", tree, backend)
 
 
 def _in_backend(fn: str, tree: Tree, backend: Any) -> Tree:
@@ -452,15 +470,11 @@ def _in_backend(fn: str, tree: Tree, backend: Any) -> Tree:
 
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The ``metadata`` mapping stored by :func:`save` (``{}`` if none).
-
-    Haskell::
-
-        load_metadata :: FilePath -> IO Metadata
+    """The ``metadata`` mapping stored by :func:`save_checkpoint` (``{}`` if none).
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
-    >>> save(path, (), metadata={"dataset": "iris"})
+    >>> save_checkpoint(path, (), metadata={"dataset": "iris"})
     >>> load_metadata(path)["dataset"]
     'iris'
     """
@@ -468,9 +482,9 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     with _open(name) as archive:
         meta = _read_header(archive).get("metadata", {})
     if not isinstance(meta, dict):
-        raise E.checkpoint_unreadable(name, "the metadata is not a mapping")
+        raise _unreadable(name, "the metadata is not a mapping")
     if _too_deep(meta, _MAX_DEPTH - 1):
-        raise E.checkpoint_unreadable(name, f"the metadata is nested more than {_MAX_DEPTH} levels deep")
+        raise _unreadable(name, f"the metadata is nested more than {_MAX_DEPTH} levels deep")
     return meta
 
 
@@ -482,7 +496,7 @@ class _Archive:
         self.budget = _MAX_INFLATION * size + _INFLATION_SLACK
 
     def unreadable(self, detail: str) -> E.CheckpointError:
-        return E.checkpoint_unreadable(self.path, detail)
+        return _unreadable(self.path, detail)
 
     def read(
         self,
@@ -533,7 +547,7 @@ class _Archive:
                         if dtype is not None and shape is not None
                         else {"b": "a bool", "i": "an int", "f": "a float"}.get(kinds, "an array")
                     )
-                    raise E.checkpoint_corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
+                    raise _corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
                 nbytes = math.prod(got_shape) * got_dtype.itemsize
                 data_at = f.tell()
                 if info.file_size != data_at + nbytes:
@@ -602,20 +616,20 @@ def _open(path: str) -> Iterator[_Archive]:
     try:
         f = open(path, "rb")  # closed below, after the archive
     except FileNotFoundError:
-        raise E.checkpoint_unreadable(path, "no such file") from None
+        raise _unreadable(path, "no such file") from None
     except OSError as err:
-        raise E.checkpoint_unreadable(path, _why(err)) from None
+        raise _unreadable(path, _why(err)) from None
     with f:
         try:
             size = os.fstat(f.fileno()).st_size
             if f.read(6) == b"\x93NUMPY":
-                raise E.checkpoint_unreadable(path, "not a .npz archive (a single .npy array)")
+                raise _unreadable(path, "not a .npz archive (a single .npy array)")
             f.seek(0)
             zip_ = zipfile.ZipFile(f)
         except E.CheckpointError:
             raise
         except Exception as err:  # zipfile raises many kinds on damaged bytes
-            raise E.checkpoint_unreadable(path, f"not a valid .npz archive ({_why(err)})") from None
+            raise _unreadable(path, f"not a valid .npz archive ({_why(err)})") from None
         with zip_:
             yield _Archive(path, zip_, size)
 
@@ -651,18 +665,18 @@ def _read_header(archive: _Archive) -> dict[str, Any]:
     try:
         archive.zip.getinfo(f"{_HEADER}.npy")
     except KeyError:
-        raise E.checkpoint_unreadable(path, f"no {_HEADER} entry (not written by prelens.checkpoint.save)") from None
+        raise _unreadable(path, f"no {_HEADER} entry (not written by prelens.io.save_checkpoint)") from None
     raw = archive.read(_HEADER, None, "U", None, (), charge=True)
     try:
         header = json.loads(str(raw[()]))
     except RecursionError:
-        raise E.checkpoint_unreadable(path, "the tree description is nested too deeply") from None
+        raise _unreadable(path, "the tree description is nested too deeply") from None
     except (ValueError, TypeError, IndexError) as err:
-        raise E.checkpoint_unreadable(path, f"the tree description is corrupt ({_why(err)})") from None
+        raise _unreadable(path, f"the tree description is corrupt ({_why(err)})") from None
     if not isinstance(header, dict) or header.get("format") != _FORMAT or "tree" not in header:
-        raise E.checkpoint_unreadable(path, "the tree description is not a prelens checkpoint header")
+        raise _unreadable(path, "the tree description is not a prelens checkpoint header")
     if header.get("version") != _VERSION:
-        raise E.checkpoint_unreadable(path, f"format version {header.get('version')!r} is not supported")
+        raise _unreadable(path, f"format version {header.get('version')!r} is not supported")
     return header
 
 
@@ -675,11 +689,11 @@ class _Reader:
         self.known = known
 
     def corrupt(self, where: str, detail: str) -> E.CheckpointError:
-        return E.checkpoint_corrupt_at(self.path, where, detail)
+        return _corrupt_at(self.path, where, detail)
 
     def mismatch(self, where: str, like: Any, got: str) -> E.CheckpointError:
         expected = _kind_of(like)
-        return E.checkpoint_mismatch(self.path, E.at_path(where, expected, got))
+        return _mismatch(self.path, E.at_path(where, expected, got))
 
     def decode(self, spec: Any, path: str, like: Any, check: bool, depth: int) -> Tree:
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
@@ -740,11 +754,11 @@ class _Reader:
         else:
             found = self.known.get(_stored_as(name))
             if found is None:
-                raise E.checkpoint_unknown_namedtuple(self.path, path, name)
+                raise _unknown_namedtuple(self.path, path, name)
             cls = found
         if list(cls._fields) != fields:
             detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
-            raise E.checkpoint_mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
+            raise _mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
         likes = list(like) if check else [None] * len(fields)
         return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, check, depth))
 

@@ -200,7 +200,7 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
             where,
             f"unknown constructor {E.short_name(name, 80)!r}: not one of prelens's, and no function was "
             "registered under that name in this process (import the module that registers it first; "
-            "see prelens.register_constructor)",
+            "see prelens.io.register_constructor)",
         )
     raw_args, raw_kwargs = node.get("args", []), node.get("kwargs", {})
     if not isinstance(raw_args, list) or not isinstance(raw_kwargs, dict):

@@ -1,6 +1,6 @@
 """Model files: a lens's construction and its parameters in one file, loaded without pickle or code.
 
-A model file is a :mod:`prelens.checkpoint` (an ``.npz`` archive, written
+A model file is a checkpoint (see :func:`prelens.io.save_checkpoint`: an ``.npz`` archive, written
 atomically, read with ``allow_pickle=False``) whose metadata holds, beside the
 caller's own metadata, a versioned description of the lens::
 
@@ -8,7 +8,7 @@ caller's own metadata, a versioned description of the lens::
                        "lens": "<JSON: how the lens was built>"},
      "metadata": {...the caller's...}}
 
-The description (see :mod:`prelens._construction`) names constructors and their
+The description (see :mod:`prelens.io._describe`) names constructors and their
 arguments; :func:`load_model` calls those constructors again, by name only. The
 file is untrusted input: its description is bounded in size and depth, unknown
 constructors are refused by name, the constructors check their arguments, the
@@ -61,13 +61,9 @@ def save_model(
 ) -> None:
     """Write ``lens`` (how it was built) and its ``params`` to one file, atomically.
 
-    Haskell::
-
-        save_model :: FilePath -> PreLens a da m dm p dp s ds -> p -> Metadata -> IO ()
-
     ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``,
     ``>>``, ``@``, ``chain``, ``.named`` ...) or by functions registered with
-    :func:`prelens.register_constructor`; anything else is refused, naming
+    :func:`prelens.io.register_constructor`; anything else is refused, naming
     the part that cannot be described. ``params`` must fit what
     ``lens.init`` makes (structure, shapes, dtypes) when the lens has an
     ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...:
@@ -92,24 +88,24 @@ def save_model(
     try:
         desc = D.describe(lens)
     except D.Undescribable as why:
-        raise E.model_undescribable(repr(lens), why.where, why.what) from None
+        raise _undescribable(repr(lens), why.where, why.what) from None
     text = json.dumps(desc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if len(text) > MAX_DESCRIPTION_CHARS:
         why_long = f"a description of {len(text):,} characters (at most {MAX_DESCRIPTION_CHARS:,})"
-        raise E.model_undescribable(repr(lens), "lens", why_long)
+        raise _undescribable(repr(lens), "lens", why_long)
     try:
         again = D.rebuild(json.loads(text))
     except D.Malformed as bad:
-        raise E.model_not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
+        raise _not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
     if repr(again) != repr(lens):
-        raise E.model_not_rebuilt(repr(lens), repr(again))
+        raise _not_rebuilt(repr(lens), repr(again))
     init_fn = getattr(lens, "init_fn", None)
     if init_fn is not None:
         found = _misfit(lens.init(0), params)
         if found is not None:
-            raise E.model_params_misfit(repr(lens), found)
+            raise _params_misfit(repr(lens), found)
     model = {"format": FORMAT, "version": VERSION, "prelens": __version__, "lens": text}
-    checkpoint.save(target, params, metadata={KEY: model, USER_KEY: user})
+    checkpoint.save_checkpoint(target, params, metadata={KEY: model, USER_KEY: user})
 
 
 def _path(fn: str, path: Any) -> str:
@@ -148,17 +144,13 @@ def _misfit(expected: Any, got: Any) -> str | None:
 def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
-    Haskell::
-
-        load_model :: FilePath -> Backend -> IO (PreLens a da m dm p dp s ds, p, Metadata)
-
     ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``:
     see :func:`prelens.to_backend`) is the library the parameters are
     returned in, once they are checked against the rebuilt lens.
 
     Nothing in the file is executed or unpickled: the lens is rebuilt by
     calling the registered constructors it names (prelens's own, and those
-    this process registered with :func:`prelens.register_constructor`).
+    this process registered with :func:`prelens.io.register_constructor`).
     Raises :class:`prelens.ModelFileError` (a :class:`~prelens.CheckpointError`)
     for a missing, damaged or hostile file, an unknown constructor, a format
     version this prelens does not read, or parameters that do not fit the lens.
@@ -178,36 +170,36 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     name = _path("load_model", path)
     xp = resolve_backend("load_model", backend)
     if not os.path.exists(name):
-        raise E.model_file_bad(name, "no such file")
+        raise _file_bad(name, "no such file")
     try:
         meta = checkpoint.load_metadata(name)
     except E.CheckpointError as err:
-        raise E.model_file_bad(name, _detail(err, name)) from None
+        raise _file_bad(name, _detail(err, name)) from None
     model, user = _header(name, meta)
     try:
         description = json.loads(model["lens"], parse_constant=_no_constant)
     except RecursionError:
-        raise E.model_file_bad(name, f"the description is nested more than {C.MAX_DEPTH} deep") from None
+        raise _file_bad(name, f"the description is nested more than {C.MAX_DEPTH} deep") from None
     except ValueError as err:
-        raise E.model_file_bad(name, f"the description is not strict JSON ({E.short_name(str(err), 120)})") from None
+        raise _file_bad(name, f"the description is not strict JSON ({E.short_name(str(err), 120)})") from None
     try:
-        params = checkpoint.load(name)
+        params = checkpoint.load_checkpoint(name)
     except E.CheckpointError as err:
-        raise E.model_file_bad(name, _detail(err, name)) from None
+        raise _file_bad(name, _detail(err, name)) from None
     stored = sum(int(np.size(x)) for x in tree_leaves(params))
     try:
         with C.budget(stored):
             lens = D.rebuild(description)
             like = _init(lens)
     except D.Malformed as bad:
-        raise E.model_file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
+        raise _file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
     except C.OverBudget as over:
         detail = f"the description needs more {over.what} than the {stored:,} stored parameter numbers justify"
-        raise E.model_file_bad(name, detail) from None
+        raise _file_bad(name, detail) from None
     if like is not None:
         found = _misfit(like, params)
         if found is not None:
-            raise E.model_file_misfit(name, found)
+            raise _file_misfit(name, found)
     if xp is not np:
         params = checkpoint._in_backend("load_model", params, backend)
     return LoadedModel(lens, params, user)
@@ -229,22 +221,20 @@ def _detail(err: BaseException, path: str) -> str:
 def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     model = meta.get(KEY)
     if model is None:
-        raise E.model_file_only_params(path)
+        raise _file_only_params(path)
     if not isinstance(model, dict) or model.get("format") != FORMAT:
-        raise E.model_file_bad(path, "the model header is not a prelens model description")
+        raise _file_bad(path, "the model header is not a prelens model description")
     version = model.get("version")
     if type(version) is not int or version != VERSION:
-        raise E.model_file_version(path, version, VERSION, E.short_name(str(model.get("prelens", "?")), 40))
+        raise _file_version(path, version, VERSION, E.short_name(str(model.get("prelens", "?")), 40))
     text = model.get("lens")
     if not isinstance(text, str):
-        raise E.model_file_bad(path, "the model header has no description of its lens")
+        raise _file_bad(path, "the model header has no description of its lens")
     if len(text) > MAX_DESCRIPTION_CHARS:
-        raise E.model_file_bad(
-            path, f"the description has {len(text):,} characters (at most {MAX_DESCRIPTION_CHARS:,})"
-        )
+        raise _file_bad(path, f"the description has {len(text):,} characters (at most {MAX_DESCRIPTION_CHARS:,})")
     user = meta.get(USER_KEY, {})
     if not isinstance(user, dict):
-        raise E.model_file_bad(path, "the metadata is not a mapping")
+        raise _file_bad(path, "the metadata is not a mapping")
     return model, user
 
 
@@ -253,3 +243,57 @@ def _init(lens: Any) -> Any:
     if getattr(lens, "init_fn", None) is None:
         return None
     return lens.init(D.BudgetedGenerator(np.random.PCG64(0)))
+
+
+# ---------------------------------------------------------------- messages
+
+
+def _undescribable(lens: str, where: str, what: str) -> E.ArgumentError:
+    return E.ArgumentError(
+        f"save_model: cannot describe {E.short_name(lens, 80)}: at {E.short_name(where, 100)}: {what}. "
+        "A model file stores how each lens was built, not code: build this part in a function decorated with "
+        "@prelens.io.register_constructor (its arguments JSON-like: numbers, strings, lists, dtypes, small "
+        "arrays, lenses), and register it in the process that loads the file too"
+    )
+
+
+def _not_rebuilt(lens: str, got: str) -> E.ArgumentError:
+    return E.ArgumentError(
+        f"save_model: the description of {E.short_name(lens, 80)} rebuilds a different lens, "
+        f"{E.short_name(got, 80)}: a registered constructor gives different lenses for the same arguments "
+        "(does it read global state, or were its arguments changed after the call?)"
+    )
+
+
+def _params_misfit(lens: str, found: str) -> E.StructureError:
+    return E.StructureError(
+        f"save_model: the parameters do not fit {E.short_name(lens, 80)} (compared with what its init makes): {found}"
+    )
+
+
+def _file_bad(path: str, detail: str) -> E.ModelFileError:
+    return E.ModelFileError(f"model file {path}: cannot be read: {detail}")
+
+
+def _file_only_params(path: str) -> E.ModelFileError:
+    return E.ModelFileError(
+        f"model file {path}: cannot be read: it holds parameters only (a prelens checkpoint, as "
+        "`prelens train --save` wrote before 0.2.0), without the description of its lens; load it with "
+        "prelens.io.load_checkpoint(path, like=lens.init(0)) for the lens you built, then write a model file "
+        "with prelens.io.save_model(path, lens, params)"
+    )
+
+
+def _file_version(path: str, version: Any, reads: int, writer: str) -> E.ModelFileError:
+    newer = isinstance(version, int) and not isinstance(version, bool) and version > reads
+    hint = f"written by prelens {writer}; upgrade prelens to read it" if newer else "no prelens wrote such a version"
+    return E.ModelFileError(
+        f"model file {path}: cannot be read: model format version {version!r}, and this prelens reads "
+        f"version {reads} ({hint})"
+    )
+
+
+def _file_misfit(path: str, found: str) -> E.ModelFileError:
+    return E.ModelFileError(
+        f"model file {path}: cannot be read: the stored parameters do not fit the lens it describes: {found}"
+    )

@@ -144,15 +144,15 @@ class CheckpointBest(_Monitor):
     ``CheckpointBest(path, monitor="val_loss", mode="min", min_delta=0.0)``. The
     file is a checkpoint like ``fit``'s own: ``{"params": ..., "opt_state": ...}``,
     with the epoch, the monitored value and the history in its metadata
-    (:func:`prelens.checkpoint.load_metadata`). It is written atomically; a
+    (:func:`prelens.io.load_metadata`). It is written atomically; a
     failed write is a warning, and training goes on.
 
     >>> import os, tempfile
     >>> best = CheckpointBest(os.path.join(tempfile.mkdtemp(), "best.npz"), monitor="loss")
     >>> best.on_epoch_end(1, History(loss=[0.3]), [1.0], ())
     False
-    >>> from prelens.checkpoint import load, load_metadata
-    >>> load(best.path)["params"], load_metadata(best.path)["epoch"]
+    >>> from prelens.io import load_checkpoint, load_metadata
+    >>> load_checkpoint(best.path)["params"], load_metadata(best.path)["epoch"]
     ([1.0], 1)
     """
 
@@ -175,12 +175,12 @@ class CheckpointBest(_Monitor):
         """Save when ``epoch`` is the best so far; never stops training."""
         if self.best_epoch(history) != history.epochs:
             return False
-        from prelens.io._checkpoint import save
+        from prelens.io import save_checkpoint
 
         value = self.series(history)[-1]
         meta = {"epoch": epoch, "monitor": self.monitor, "value": value, "history": history.as_dict()}
         try:
-            save(self.path, {"params": params, "opt_state": opt_state}, metadata=meta)
+            save_checkpoint(self.path, {"params": params, "opt_state": opt_state}, metadata=meta)
         except E.CheckpointError as err:
             warnings.warn(E.checkpoint_not_saved("CheckpointBest", str(err)), RuntimeWarning, stacklevel=2)
         return False

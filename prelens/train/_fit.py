@@ -161,7 +161,7 @@ def fit(
     ``progress``: ``None`` shows a status line only when ``stream`` (default
     ``sys.stdout``) is a terminal; ``True`` always (a line per epoch on
     non-terminals); ``False`` never. ``checkpoint_path``: save
-    ``{"params": ..., "opt_state": ...}`` there (see :mod:`prelens.checkpoint`;
+    ``{"params": ..., "opt_state": ...}`` there (see :func:`prelens.io.save_checkpoint`;
     the history and the position of training go in its metadata) every
     ``checkpoint_every`` epochs (if given), at the end, and when training stops
     early. ``resume``: a checkpoint written so; training continues from it up to
@@ -532,7 +532,7 @@ class _Run:
         """Save the current state; a failure is a warning (``warn``) or returned (training state stays in memory)."""
         if self.checkpoint_path is None:
             return None
-        from prelens.io._checkpoint import save
+        from prelens.io import save_checkpoint
 
         position = self.position
         self.history.steps = position.steps
@@ -550,7 +550,7 @@ class _Run:
         )
         meta = {"history": self.history.as_dict(), "epoch": self.history.epochs, "fit": fit_meta}
         try:
-            save(self.checkpoint_path, tree, metadata=meta)
+            save_checkpoint(self.checkpoint_path, tree, metadata=meta)
         except E.CheckpointError as err:
             if warn:
                 warnings.warn(E.checkpoint_not_saved("fit", str(err)), RuntimeWarning, stacklevel=3)

@@ -107,12 +107,12 @@ def read_checkpoint(
     ``params_like`` is ``None`` when the model cannot make parameters (then the
     file's own structure is taken); its arrays may be of any library (shapes and
     dtype names are compared). The parameters and optimiser states come back as
-    ``backend``'s arrays (see :func:`prelens.checkpoint.load`). Raises
+    ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
     :class:`~prelens.CheckpointError` for a file that is not a checkpoint of
     ``fit``, is damaged, or belongs to another model.
     """
     from prelens.backend._arrays import resolve_backend
-    from prelens.io._checkpoint import load, load_metadata
+    from prelens.io import load_checkpoint, load_metadata
 
     resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)
@@ -122,7 +122,7 @@ def read_checkpoint(
         raise E.resume_refused(
             name,
             "it holds no training position (not written by fit, or by prelens before 0.2.0); load its parameters "
-            "with prelens.checkpoint.load and pass them as params= and opt_state=",
+            "with prelens.io.load_checkpoint and pass them as params= and opt_state=",
         )
     if position.get("version") != FORMAT:
         raise E.resume_refused(name, f"its training position has format {position.get('version')!r}, not {FORMAT}")
@@ -132,7 +132,7 @@ def read_checkpoint(
         like = {"params": params_like, "opt_state": state_like}
         if has_best:
             like["best"] = {"params": params_like, "opt_state": state_like}
-    tree = load(name, like=like, backend=backend)
+    tree = load_checkpoint(name, like=like, backend=backend)
     if not isinstance(tree, dict) or not {"params", "opt_state"} <= set(tree):
         raise E.resume_refused(name, "it does not hold params and opt_state")
     history = history_from_dict(meta.get("history"))

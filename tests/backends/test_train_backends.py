@@ -15,7 +15,7 @@ import pytest
 
 import prelens
 from prelens import PrelensError
-from prelens.io._checkpoint import load, save
+from prelens.io import load_checkpoint, save_checkpoint
 from prelens.nn import mlp
 from prelens.train._resume import read_checkpoint
 
@@ -43,7 +43,7 @@ def test_a_bad_backend_is_one_clear_error(backend: Any, message: str, tmp_path: 
     path = tmp_path / "net.prelens"
     prelens.save_model(path, net, net.init(0))
     calls: list[tuple[str, Callable[[Any], Any]]] = [
-        ("load", lambda b: load(path, backend=b)),
+        ("load_checkpoint", lambda b: load_checkpoint(path, backend=b)),
         ("load_model", lambda b: prelens.load_model(path, backend=b)),
         ("fit", lambda b: read_checkpoint(path, None, None, backend=b)),
     ]
@@ -52,7 +52,7 @@ def test_a_bad_backend_is_one_clear_error(backend: Any, message: str, tmp_path: 
             call(backend)
         assert "\n" not in str(err.value) and err.value.__cause__ is None
     # refused before any file is opened: a missing file is not what is reported
-    for fn, call in (("load", lambda b: load(tmp_path / "none.npz", backend=b)),):
+    for fn, call in (("load_checkpoint", lambda b: load_checkpoint(tmp_path / "none.npz", backend=b)),):
         with pytest.raises(PrelensError, match=rf"^{fn}: backend"):
             call(backend)
     with pytest.raises(PrelensError, match=r"^load_model: backend"):
@@ -61,14 +61,16 @@ def test_a_bad_backend_is_one_clear_error(backend: Any, message: str, tmp_path: 
 
 def test_numpy_backend_returns_the_arrays_as_before(tmp_path: Path) -> None:
     tree: dict[str, Any] = {"w": np.arange(6.0).reshape(2, 3), "n": np.int32(4), "s": "x"}
-    save(tmp_path / "t.npz", tree)
+    save_checkpoint(tmp_path / "t.npz", tree)
     for backend in ("numpy", np):
-        got = load(tmp_path / "t.npz", backend=backend)
+        got = load_checkpoint(tmp_path / "t.npz", backend=backend)
         assert type(got["w"]) is np.ndarray and np.array_equal(got["w"], tree["w"]) and got["w"].flags.writeable
         assert type(got["n"]) is np.int32 and got["s"] == "x"
 
 
 def test_a_library_that_cannot_hold_the_files_arrays_is_named(tmp_path: Path) -> None:
-    save(tmp_path / "half.npz", {"h": np.ones(3, np.float16)})
-    with pytest.raises(PrelensError, match=r"^load: backend must be a library that holds every array of the file \("):
-        load(tmp_path / "half.npz", backend="array_api_strict")
+    save_checkpoint(tmp_path / "half.npz", {"h": np.ones(3, np.float16)})
+    with pytest.raises(
+        PrelensError, match=r"^load_checkpoint: backend must be a library that holds every array of the file \("
+    ):
+        load_checkpoint(tmp_path / "half.npz", backend="array_api_strict")

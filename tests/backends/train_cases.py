@@ -27,7 +27,7 @@ import pytest
 import prelens
 from prelens import PrelensError
 from prelens.backend import _arrays as B
-from prelens.io._checkpoint import load, save
+from prelens.io import load_checkpoint, save_checkpoint
 from prelens.nn import DenseParams, dense, mlp, mse, softmax_cross_entropy
 from prelens.learn._objects import AdamState, sgd
 from prelens.train import accuracy, confusion_matrix, evaluate, fit, predict, predict_proba
@@ -215,24 +215,24 @@ def check_checkpoint(backend: str, tmp: Path) -> None:
     ref = _tree(np.random.default_rng(0))
     moved = B.to_backend(ref, backend)
     path = tmp / "ckpt.npz"
-    save(path, moved, metadata={"epoch": 2})
-    on_host = load(path)
+    save_checkpoint(path, moved, metadata={"epoch": 2})
+    on_host = load_checkpoint(path)
     assert B.tree_map_arrays(lambda a: None, on_host) == B.tree_map_arrays(lambda a: None, ref)  # same structure
     for r, g in zip(_leaves(ref), _leaves(on_host)):
         _assert_same_array(r, g, "numpy", "load(default backend)")
-    back = load(path, backend=backend)
+    back = load_checkpoint(path, backend=backend)
     assert type(back["opt_state"]) is AdamState and back["opt_state"].step == 3
     assert back["extra"]["lr"] == 0.125 and back["extra"]["name"] == "run"
     for r, g in zip(_leaves(ref), _leaves(back)):
         _assert_same_array(r, g, lib, f'load(backend="{backend}")')
     # like= may be the backend's own arrays: checked by shape and dtype, and named at the first misfit
-    again = load(path, like=moved, backend=backend)
+    again = load_checkpoint(path, like=moved, backend=backend)
     for r, g in zip(_leaves(ref), _leaves(again)):
         _assert_same_array(r, g, lib, f"load(like=<{lib} arrays>)")
     wrong = B.to_backend(_tree(np.random.default_rng(1)), backend)
     wrong["params"][1] = DenseParams(B.to_backend(np.zeros((7, 3)), backend), wrong["params"][1].bias)
     with pytest.raises(prelens.errors.CheckpointError, match=r"at \['params'\]\[1\]\.weight: expected f64\[7,3\] \(" + lib):
-        load(path, like=wrong)
+        load_checkpoint(path, like=wrong)
 
 
 def check_model_file(backend: str, tmp: Path) -> None:
@@ -296,7 +296,7 @@ CHECKS: list[Callable[[str, Path], None]] = [
 
 
 def check_jit(backend: str, tmp: Path) -> None:
-    """``predict`` (whole or chunked) and ``predict_proba`` trace under ``jax.jit``; ``save`` refuses a traced value."""
+    """``predict`` (whole or chunked) and ``predict_proba`` trace under ``jax.jit``; ``save_checkpoint`` refuses a traced value."""
     import jax
 
     lib = _lib(backend)
@@ -314,7 +314,7 @@ def check_jit(backend: str, tmp: Path) -> None:
     os.makedirs(tmp, exist_ok=True)
 
     def saves(p: Tree) -> Any:
-        save(tmp / "traced.npz", p)
+        save_checkpoint(tmp / "traced.npz", p)
         return p
 
     with pytest.raises(prelens.errors.CheckpointError, match=r"\[0\]\.weight: .*being traced \(under jax\.jit\)"):

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prelens
-import prelens.checkpoint
+import prelens.io
 import prelens.optim
 import prelens.train
 from prelens import datasets, learn, nn
@@ -609,19 +609,19 @@ CTORS: list[Ctor] = [
     # model files
     Ctor(
         "register_constructor",
-        lambda fn, name: prelens.core.register_constructor(fn, name=name),
+        lambda fn, name: prelens.io.register_constructor(fn, name=name),
         {"fn": _fuzz_made, "name": "fuzz.made"},
         {
             "fn": [None, 3, "f", nn.dense(2, 2), _fuzz_made],
             "name": ["prelens.nn.mlp", "prelens", "a..b", "1abc", "has space", "x" * 300, b"fuzz.made", "f.<locals>"],
         },
         check=lambda out, kw: _registered_ok(out, kw),
-        covers=(prelens.core.register_constructor,),
+        covers=(prelens.io.register_constructor,),
     ),
     # checkpoints
     Ctor(
         "register_namedtuple",
-        prelens.checkpoint.register_namedtuple,
+        prelens.io.register_namedtuple,
         {"cls": nn.Para},
         {"cls": [tuple, int, nn.Para(0.0, np.ones(1)), "Para", type("Plain", (tuple,), {}), prelens.PreLens]},
     ),

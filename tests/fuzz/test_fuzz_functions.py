@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prelens
-import prelens.checkpoint
 import prelens.diagram
+import prelens.io
 import prelens.optim
 import prelens.train
 from prelens import datasets, learn, nn
@@ -261,7 +261,7 @@ MODEL_DIR = tempfile.mkdtemp(prefix="prelens-fuzz-")
 MODEL_FILE = os.path.join(MODEL_DIR, "good.prelens")
 prelens.save_model(MODEL_FILE, D32, D32.init(0), metadata={"classes": ["a", "b"]})
 PARAMS_ONLY = os.path.join(MODEL_DIR, "params.npz")
-prelens.checkpoint.save(PARAMS_ONLY, D32.init(0))
+prelens.io.save_checkpoint(PARAMS_ONLY, D32.init(0))
 _ANSWERS: dict[str, Callable[[Any], Any]] = {
     "copy": lambda x: x,
     "reverse": lambda x: x[:, ::-1],

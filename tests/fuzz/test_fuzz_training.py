@@ -1,7 +1,7 @@
 """Optimisers, checkpoints and the training loop, fed bad input.
 
 * ``opt.init`` and ``opt.update`` with corrupted parameters, gradients and states;
-* ``checkpoint.load`` of corrupted files (flipped, cut, inserted bytes; random
+* ``load_checkpoint`` of corrupted files (flipped, cut, inserted bytes; random
   bytes; a valid archive with a damaged header) and of good files against the
   wrong model;
 * ``fit``, ``step``, ``evaluate``, ``predict`` and ``accuracy`` with bad data
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from prelens.errors import CheckpointError
 from prelens.core import tree_paths
-from prelens.io._checkpoint import load, load_metadata, save
+from prelens.io import load_checkpoint, load_metadata, save_checkpoint
 from prelens.learn import adam as adam_lens
 from prelens.learn import l2, learning_rate
 from prelens.nn import mlp, softmax_cross_entropy
@@ -56,9 +56,9 @@ COVERS = (
     AdamState,
     Momentum,
     MomentumState,
-    load,
+    load_checkpoint,
     load_metadata,
-    save,
+    save_checkpoint,
     fit,
     evaluate,
     predict,
@@ -131,7 +131,7 @@ def good_file() -> Iterator[tuple[str, bytes, Any]]:
     tree = {"params": _params(), "opt_state": adam(0.1).init(_params()), "step": 3, "name": "run"}
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "good.npz")
-        save(path, tree, metadata={"epoch": 2})
+        save_checkpoint(path, tree, metadata={"epoch": 2})
         with open(path, "rb") as f:
             yield path, f.read(), tree
 
@@ -171,7 +171,7 @@ def test_load_of_corrupt_bytes(good_file: tuple[str, bytes, Any], data: st.DataO
         with open(path, "wb") as f:
             f.write(bad)
         like = tree if data.draw(st.booleans(), label="like") else None
-        outcome, result = attempt(f"load of a file with bytes {how}", lambda: load(path, like=like))
+        outcome, result = attempt(f"load of a file with bytes {how}", lambda: load_checkpoint(path, like=like))
         if outcome == "rejected":
             assert isinstance(result, CheckpointError), f"load raised {type(result).__name__}, not CheckpointError"
         attempt(f"load_metadata of a file with bytes {how}", lambda: load_metadata(path))
@@ -253,7 +253,7 @@ def test_load_of_a_hostile_tree_description(good_file: tuple[str, bytes, Any], d
             f.write(_rewrite_header(raw, text))
         tracemalloc.start()
         try:
-            outcome, result = attempt("load of a hostile description", lambda: load(bad, like=like))
+            outcome, result = attempt("load of a hostile description", lambda: load_checkpoint(bad, like=like))
             attempt("load_metadata of a hostile description", lambda: load_metadata(bad))
             peak = tracemalloc.get_traced_memory()[1]
         finally:
@@ -268,7 +268,7 @@ def test_load_of_a_hostile_tree_description(good_file: tuple[str, bytes, Any], d
 def test_load_against_the_wrong_model(good_file: tuple[str, bytes, Any], data: st.DataObject) -> None:
     path, _, tree = good_file
     like, how = mutate(data, tree["params"], "like")
-    outcome, result = attempt(f"load with like: {how}", lambda: load(path, like={**tree, "params": like}))
+    outcome, result = attempt(f"load with like: {how}", lambda: load_checkpoint(path, like={**tree, "params": like}))
     if outcome == "rejected":
         assert isinstance(result, CheckpointError)
 
@@ -286,7 +286,7 @@ def test_save_of_bad_trees_and_paths(data: st.DataObject) -> None:
             "bad type": 3,
         }[where]
         meta = data.draw(st.sampled_from([None, {"a": 1}, {"a": np.nan}, {"a": object()}, "m", [1]]), label="meta")
-        attempt(f"save: {how}, path {where}, metadata {meta!r}", lambda: save(path, tree, metadata=meta))
+        attempt(f"save: {how}, path {where}, metadata {meta!r}", lambda: save_checkpoint(path, tree, metadata=meta))
 
 
 # ------------------------------------------------------------------ training
@@ -368,7 +368,7 @@ def fit_checkpoint() -> Iterator[tuple[str, Any, dict[str, Any]]]:
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "run.npz")
         fit(model, loss, (xs, ys), 2, 4, adam(0.01), rng=0, progress=False, checkpoint_path=path)
-        yield d, load(path), load_metadata(path)
+        yield d, load_checkpoint(path), load_metadata(path)
 
 
 @settings(max_examples=examples(40))
@@ -388,7 +388,7 @@ def test_resume_from_a_hostile_training_position(fit_checkpoint: tuple[str, Any,
     hostile.setdefault("fit", position)
     hostile["fit"] = position
     path = os.path.join(directory, "hostile.npz")
-    save(path, tree, metadata=hostile)
+    save_checkpoint(path, tree, metadata=hostile)
     model, loss, xs, ys = _task()
     attempt(
         f"fit(resume=...) with {key} = {value!r}",

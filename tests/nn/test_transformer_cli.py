@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from prelens.io._checkpoint import load
+from prelens.io import load_checkpoint
 from prelens.cli import main
 from prelens.nn import LMParams
 
@@ -34,7 +34,7 @@ def test_sequence_tasks_train_and_report(task, capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0
     assert "held-out token accuracy" in out and "greedy generation" in out and "trained 1 step in" in out
-    params = load(path)
+    params = load_checkpoint(path)
     assert isinstance(params, LMParams) and params.embedding.shape == (12, 8)
 
 
