@@ -17,10 +17,6 @@ def is_float_leaf(x: Any) -> bool:
 def random_like(tree: Any, rng: np.random.Generator) -> Any:
     """A tree of standard-normal values with ``tree``'s structure, shapes and dtypes.
 
-    Haskell::
-
-        random_like :: t -> Gen -> t
-
     Non-float leaves (integer ids, labels) are kept as they are.
 
     >>> random_like((1.0, [np.zeros(2)], np.arange(2)), np.random.default_rng(0))[2]
@@ -43,10 +39,6 @@ def random_affine(rng: np.random.Generator) -> Any:
 
     ``c`` is drawn from ``[0.5, 1.5)`` and ``d`` standard-normal; non-float
     leaves are kept.
-
-    Haskell::
-
-        random_affine :: Gen -> (t -> t)
 
     >>> f = random_affine(np.random.default_rng(0))
     >>> f((np.zeros(2), np.arange(2)))
