@@ -159,16 +159,8 @@ def check_assoc(f: AnyLens, g: AnyLens, h: AnyLens, pf: Any, pg: Any, ph: Any, s
     >>> from prelens import id_pre_lens as i
     >>> check_assoc(i, i, i, (), (), (), 1.0)
     """
-    check_lens_equal(
-        "associativity of >>",
-        (f >> g) >> h,
-        f >> (g >> h),
-        (ph, (pg, pf)),
-        s,
-        p_iso=unassoc,
-        m_iso=assoc,
-        **kw,
-    )
+    lhs, rhs = (f >> g) >> h, f >> (g >> h)
+    check_lens_equal("associativity of >>", lhs, rhs, (ph, (pg, pf)), s, p_iso=unassoc, m_iso=assoc, **kw)
 
 
 def check_left_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
@@ -195,33 +187,15 @@ def _middle_four(x: Any) -> Any:
 
 
 def check_interchange(
-    f: AnyLens,
-    g: AnyLens,
-    h: AnyLens,
-    k: AnyLens,
-    pf: Any,
-    pg: Any,
-    ph: Any,
-    pk: Any,
-    s1: Any,
-    s2: Any,
-    **kw: Any,
+    f: AnyLens, g: AnyLens, h: AnyLens, k: AnyLens, pf: Any, pg: Any, ph: Any, pk: Any, s1: Any, s2: Any, **kw: Any
 ) -> None:
     """``(f @ g) >> (h @ k) ≅ (f >> h) @ (g >> k)`` up to the middle-four interchange: ``@`` is a bifunctor.
 
     >>> from prelens import id_pre_lens as i
     >>> check_interchange(i, i, i, i, (), (), (), (), 1.0, 2.0)
     """
-    check_lens_equal(
-        "interchange of @ and >>",
-        (f @ g) >> (h @ k),
-        (f >> h) @ (g >> k),
-        ((ph, pk), (pf, pg)),
-        (s1, s2),
-        p_iso=_middle_four,
-        m_iso=_middle_four,
-        **kw,
-    )
+    lhs, rhs, p = (f @ g) >> (h @ k), (f >> h) @ (g >> k), ((ph, pk), (pf, pg))
+    check_lens_equal("interchange of @ and >>", lhs, rhs, p, (s1, s2), p_iso=_middle_four, m_iso=_middle_four, **kw)
 
 
 def check_tensor_assoc(
@@ -232,18 +206,8 @@ def check_tensor_assoc(
     >>> from prelens import id_pre_lens as i
     >>> check_tensor_assoc(i, i, i, (), (), (), 1.0, 2.0, 3.0)
     """
-    check_lens_equal(
-        "associativity of @",
-        (f @ g) @ h,
-        f @ (g @ h),
-        ((pf, pg), ph),
-        ((s1, s2), s3),
-        p_iso=assoc,
-        m_iso=assoc,
-        s_iso=assoc,
-        a_iso=assoc,
-        **kw,
-    )
+    isos: dict[str, Any] = {"p_iso": assoc, "m_iso": assoc, "s_iso": assoc, "a_iso": assoc}
+    check_lens_equal("associativity of @", (f @ g) @ h, f @ (g @ h), ((pf, pg), ph), ((s1, s2), s3), **isos, **kw)
 
 
 def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
@@ -252,16 +216,9 @@ def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any
     >>> from prelens import id_pre_lens as i
     >>> check_sym_natural(i, i, (), (), 1.0, 2.0)
     """
-    check_lens_equal(
-        "naturality of sym",
-        (f @ g) >> sym_l,
-        sym_l >> (g @ f),
-        ((), (pf, pg)),
-        (s1, s2),
-        p_iso=lambda q: (sym(q[1]), ()),
-        m_iso=lambda m: ((), sym(m[0])),
-        **kw,
-    )
+    p_iso, m_iso = (lambda q: (sym(q[1]), ())), (lambda m: ((), sym(m[0])))
+    lhs, rhs = (f @ g) >> sym_l, sym_l >> (g @ f)
+    check_lens_equal("naturality of sym", lhs, rhs, ((), (pf, pg)), (s1, s2), p_iso=p_iso, m_iso=m_iso, **kw)
 
 
 # ------------------------------------------------------------- TriProfunctor
@@ -292,24 +249,11 @@ def check_dimap_composition(t: Any, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) 
     gen = np.random.default_rng(rng)
     f, f2, g, g2 = (random_affine(gen) for _ in range(4))
     for name, dimap in (("s", dimap_s), ("p", dimap_p)):
-        _modules_equal(
-            f"dimap_{name} preserves composition",
-            dimap(lambda x: f(f2(x)), lambda x: g2(g(x)), t),
-            dimap(f2, g2, dimap(f, g, t)),
-            p,
-            s,
-            rng=gen,
-            **kw,
-        )
-    _modules_equal(
-        "dimap_m preserves composition (covariant in m, contravariant in dm)",
-        dimap_m(lambda x: f2(f(x)), lambda x: g(g2(x)), t),
-        dimap_m(f2, g2, dimap_m(f, g, t)),
-        p,
-        s,
-        rng=gen,
-        **kw,
-    )
+        lhs, rhs = dimap(lambda x: f(f2(x)), lambda x: g2(g(x)), t), dimap(f2, g2, dimap(f, g, t))
+        _modules_equal(f"dimap_{name} preserves composition", lhs, rhs, p, s, rng=gen, **kw)
+    lhs, rhs = dimap_m(lambda x: f2(f(x)), lambda x: g(g2(x)), t), dimap_m(f2, g2, dimap_m(f, g, t))
+    law = "dimap_m preserves composition (covariant in m, contravariant in dm)"
+    _modules_equal(law, lhs, rhs, p, s, rng=gen, **kw)
 
 
 # ------------------------------------------------------------------- Trimbara
@@ -335,14 +279,8 @@ def check_alpha_composition(t: Any, p: Any, s: Any, n1: Any, n2: Any, **kw: Any)
     >>> from prelens import id_pre_lens
     >>> check_alpha_composition(id_pre_lens, (), 1.0, 2.0, 3.0)
     """
-    _modules_equal(
-        "alpha composition",
-        alpha(t),
-        dimap_m(unassoc, assoc, dimap_s(assoc, unassoc, alpha(alpha(t)))),
-        p,
-        ((n2, n1), s),
-        **kw,
-    )
+    rhs = dimap_m(unassoc, assoc, dimap_s(assoc, unassoc, alpha(alpha(t))))
+    _modules_equal("alpha composition", alpha(t), rhs, p, ((n2, n1), s), **kw)
 
 
 def check_beta_unit(t: Any, p: Any, s: Any, **kw: Any) -> None:
@@ -367,14 +305,8 @@ def check_beta_composition(t: Any, p: Any, s: Any, **kw: Any) -> None:
     >>> check_beta_composition(id_pre_lens, (), (1.0, (2.0, 3.0)))
     """
     p2, (p1, s0) = s
-    _modules_equal(
-        "beta composition",
-        beta(beta(t)),
-        dimap_p(assoc, unassoc, beta(dimap_s(assoc, unassoc, t))),
-        ((p, p2), p1),
-        s0,
-        **kw,
-    )
+    rhs = dimap_p(assoc, unassoc, beta(dimap_s(assoc, unassoc, t)))
+    _modules_equal("beta composition", beta(beta(t)), rhs, ((p, p2), p1), s0, **kw)
 
 
 def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any) -> None:
@@ -399,56 +331,21 @@ def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any)
     """
     gen = np.random.default_rng(rng)
     f, g = random_affine(gen), random_affine(gen)
-    _modules_equal(
-        "naturality of alpha in p", alpha(dimap_p(f, g, t)), dimap_p(f, g, alpha(t)), p, (n, s), rng=gen, **kw
-    )
-    _modules_equal(
-        "naturality of alpha in s",
-        alpha(dimap_s(f, g, t)),
-        dimap_s(_second(f), _second(g), alpha(t)),
-        p,
-        (n, s),
-        rng=gen,
-        **kw,
-    )
-    _modules_equal(
-        "naturality of alpha in m",
-        alpha(dimap_m(f, g, t)),
-        dimap_m(_second(f), _second(g), alpha(t)),
-        p,
-        (n, s),
-        rng=gen,
-        **kw,
-    )
+    f2, g2 = _second(f), _second(g)
+    squares = [
+        ("alpha in p", alpha(dimap_p(f, g, t)), dimap_p(f, g, alpha(t)), p, (n, s)),
+        ("alpha in s", alpha(dimap_s(f, g, t)), dimap_s(f2, g2, alpha(t)), p, (n, s)),
+        ("alpha in m", alpha(dimap_m(f, g, t)), dimap_m(f2, g2, alpha(t)), p, (n, s)),
+    ]
     if isinstance(s, tuple) and len(s) == 2:
         p1, s0 = s
-        _modules_equal(
-            "naturality of beta in p",
-            beta(dimap_p(f, g, t)),
-            dimap_p(_first(f), _first(g), beta(t)),
-            (p, p1),
-            s0,
-            rng=gen,
-            **kw,
-        )
-        _modules_equal(
-            "naturality of beta in s",
-            beta(dimap_s(_second(f), _second(g), t)),
-            dimap_s(f, g, beta(t)),
-            (p, p1),
-            s0,
-            rng=gen,
-            **kw,
-        )
-        _modules_equal(
-            "naturality of beta in m",
-            beta(dimap_m(f, g, t)),
-            dimap_m(f, g, beta(t)),
-            (p, p1),
-            s0,
-            rng=gen,
-            **kw,
-        )
+        squares += [
+            ("beta in p", beta(dimap_p(f, g, t)), dimap_p(_first(f), _first(g), beta(t)), (p, p1), s0),
+            ("beta in s", beta(dimap_s(f2, g2, t)), dimap_s(f, g, beta(t)), (p, p1), s0),
+            ("beta in m", beta(dimap_m(f, g, t)), dimap_m(f, g, beta(t)), (p, p1), s0),
+        ]
+    for name, lhs, rhs, p_, s_ in squares:
+        _modules_equal(f"naturality of {name}", lhs, rhs, p_, s_, rng=gen, **kw)
 
 
 def _first(f: Fn) -> Fn:
@@ -469,28 +366,19 @@ def check_coherence(t: Any, p: Any, s: Any, n: Any, **kw: Any) -> None:
     >>> check_coherence(id_pre_lens, (), (1.0, 2.0), 3.0)
     """
     p1, s0 = s
-    _modules_equal(
-        "coherence of alpha and beta",
-        alpha(beta(t)),
-        beta(dimap_s(skip_right, skip_right, alpha(t))),
-        (p, p1),
-        (n, s0),
-        **kw,
-    )
+    lhs, rhs = alpha(beta(t)), beta(dimap_s(skip_right, skip_right, alpha(t)))
+    _modules_equal("coherence of alpha and beta", lhs, rhs, (p, p1), (n, s0), **kw)
 
 
 # ---------------------------------------------------------- TriLens encoding
 
 
-def _in_pre_lens(tri: Any) -> AnyLens:
-    """The post's ``fromTamb``: the TriLens run in ``PreLens`` itself, as nested closures."""
-    lens: AnyLens = interpret(tri, id_pre_lens)
-    return lens
-
-
 #: The two ways a TriLens becomes a pre-lens, both checked: the free module run with loops
 #: (``from_tamb``) and the post's own route, the TriLens applied to ``id_pre_lens``.
-_ROUTES: tuple[tuple[str, Callable[[Any], AnyLens]], ...] = (("", from_tamb), (" (run in PreLens)", _in_pre_lens))
+_ROUTES: tuple[tuple[str, Callable[[Any], AnyLens]], ...] = (
+    ("", from_tamb),
+    (" (run in PreLens)", lambda tri: interpret(tri, id_pre_lens)),
+)
 
 
 def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
@@ -510,9 +398,8 @@ def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: An
     >>> check_tri_compose(i, i, (), (), 1.0)
     """
     for route, run in _ROUTES:
-        check_lens_equal(
-            f"tri_compose agrees with >>{route}", f >> g, run(tri_compose(to_tamb(f), to_tamb(g))), (pg, pf), s, **kw
-        )
+        rhs = run(tri_compose(to_tamb(f), to_tamb(g)))
+        check_lens_equal(f"tri_compose agrees with >>{route}", f >> g, rhs, (pg, pf), s, **kw)
 
 
 def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any, **kw: Any) -> None:
@@ -522,9 +409,8 @@ def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any,
     >>> check_tri_tensor(i, i, (), (), 1.0, 2.0)
     """
     for route, run in _ROUTES:
-        check_lens_equal(
-            f"tri_tensor agrees with @{route}", f @ g, run(tri_tensor(to_tamb(f), to_tamb(g))), (pf, pg), (s1, s2), **kw
-        )
+        rhs = run(tri_tensor(to_tamb(f), to_tamb(g)))
+        check_lens_equal(f"tri_tensor agrees with @{route}", f @ g, rhs, (pf, pg), (s1, s2), **kw)
 
 
 def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None:
@@ -535,12 +421,7 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
     """
     t = to_tamb(l)
     check_lens_equal(
-        "vec_lens on TriLens agrees with vec_lens",
-        vec_lens(n, l),
-        from_tamb(vec_lens(n, t)),
-        [p] * n,
-        [s] * n,
-        **kw,
+        "vec_lens on TriLens agrees with vec_lens", vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw
     )
     check_lens_equal(
         "batch_n on TriLens agrees with batch_n", batch_n(n, l), from_tamb(batch_n(n, t)), p, [s] * n, **kw
