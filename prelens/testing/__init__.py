@@ -1,21 +1,10 @@
-"""``prelens.testing``: the public law kit.
+"""``prelens.testing``: the public law kit (``docs/laws.md``).
 
 Law checkers (raise :class:`prelens.LawError` naming the law and the first
 differing leaf with its tree path), three verdicts on one lens kept apart
 (:func:`check_vjp` derivatives, :func:`check_pure` mutation, :func:`check_no_alias`
-aliasing), and hypothesis strategies that generate random differentiable
-pre-lenses with matching data. Test your own lens in a few lines::
-
-    from hypothesis import given
-    from prelens.testing import check_lens_laws, seeds
-
-    @given(seeds())
-    def test_my_lens(seed):
-        rng = np.random.default_rng(seed)
-        p, s = my_lens.init(rng), rng.standard_normal(3)
-        check_lens_laws(my_lens, p, s)
-
-The strategies need ``hypothesis`` (the ``test`` extra); the checkers do not.
+aliasing, an :class:`AliasWarning` in :func:`check_lens_laws`), and hypothesis
+strategies (the ``test`` extra) that generate random lenses with matching data.
 """
 
 from typing import Any

@@ -47,16 +47,11 @@ class GeneratedLens:
     def deltas(self, p: Any, s: Any, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
         """Random deltas ``(dm, da)`` matching the forward pass ``lens.fwd(p, s)``.
 
-        ``dm`` has the structure, shapes and dtypes of the residue and ``da`` those of
-        the output (standard-normal float leaves; other leaves kept), so
-        ``lens.bwd(dm, da)`` is a valid backward call.
+        Standard-normal float leaves in the structure, shapes and dtypes of the residue and
+        the output (other leaves kept): ``lens.bwd(dm, da)`` is a valid backward call.
 
         >>> gl = GeneratedLens(scale_vec(2), 2, 2)
-        >>> p, s = gl.sample(0)
-        >>> dm, da = gl.deltas(p, s, 1)
-        >>> da.shape, [x.shape for x in dm]
-        ((2,), [(2,), (2,)])
-        >>> [x.shape for x in gl.lens.bwd(dm, da)]
+        >>> [x.shape for x in gl.lens.bwd(*gl.deltas(*gl.sample(0), 1))]
         [(2,), (2,)]
         """
         m, a = self.lens.fwd(p, s)
