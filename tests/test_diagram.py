@@ -11,7 +11,7 @@ from prelens.errors import ArgumentError
 from prelens import PreLens, StructureError, add_l, copy_l
 from prelens.show._diagram import _type_of, draw
 from prelens.nn import attention_head, decoder_lm, mlp
-from prelens.testing import bias_vec, linear_vec, tanh_vec
+from prelens.testing._strategies import bias_vec, linear_vec, tanh_vec
 
 matplotlib.use("Agg")
 

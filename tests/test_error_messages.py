@@ -41,7 +41,7 @@ from prelens.core._tree import check_structure
 from prelens.datasets import CharVocab, load_iris, text_windows
 from prelens.io import load_checkpoint, register_constructor, save_checkpoint
 from prelens.learn._objects import adam, sgd
-from prelens.testing import check_lens_equal, check_pure, check_vjp
+from prelens.testing import check_lens_equal, check_no_alias, check_pure, check_vjp
 from prelens.train import EarlyStopping, fit
 
 from ._model_files import craft
@@ -329,63 +329,6 @@ CASES: dict[str, Case] = {
         E.LawError,
         r"^law 'tanh is relu' fails: forward outputs differ at <root>:\n  left:  f64\[2,3\] .*\n  right: f64\[2,3\]",
     ),
-    "law_raised": _case(
-        lambda: check_lens_equal("x", nn.tanh, nn.dense(3, 3), (), X3),
-        E.LawError,
-        r"^law 'x' fails: right side, forward raised StructureError: dense\(3→3, tanh\): parameters must be",
-    ),
-    "vjp_violation": _case(
-        lambda: check_vjp(PreLens(nn.tanh.fwd, lambda m, da: ((), 2 * da), name="wrong"), (), X3),
-        E.LawError,
-        r"^check_vjp: wrong: bwd is not the reverse derivative of fwd: <da, J·δ> by central differences = ",
-    ),
-    "vjp_needs_float64": _case(
-        lambda: check_vjp(nn.tanh, (), np.ones(3, np.float32)),
-        E.LawError,
-        r"^check_vjp: tanh: needs float64 leaves, got f32\[3\] at s$",
-    ),
-    "vjp_delta_structure": _case(
-        lambda: check_vjp(nn.dense(3, 2, input_delta=False), D32.init(0), X3),
-        E.LawError,
-        r"^check_vjp: dense\(3→2, tanh, input_delta=False\): bwd's input delta does not have the structure of the "
-        r"input: at <root>: expected f64\[2,3\], got None$",
-    ),
-    "vjp_bwd_misfit": _case(
-        lambda: check_vjp(_bad_ds(), (), X3),
-        E.LawError,
-        r"^check_vjp: halve: bwd's deltas do not fit the parameters and input: halve: bwd returned a ds",
-    ),
-    "vjp_no_difference": _case(
-        lambda: check_vjp(_finite_only_here(), (), X3),
-        E.LawError,
-        r"^check_vjp: spike: fwd gave non-finite outputs at every step of the finite differences along s: "
-        r"check at a point where the lens is finite$",
-    ),
-    "vjp_delta_dtype": _case(
-        lambda: check_vjp(
-            PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), (2 * da).astype(np.float32)), "f32"), (), X3
-        ),
-        E.LawError,
-        r"^check_vjp: f32: bwd's input delta at ds has dtype f32, expected f64 \(a delta has the dtype of its primal\)$",
-    ),
-    "pure_mutated": _case(
-        lambda: check_vjp(_in_place(), (), X3.copy()),
-        E.LawError,
-        r"^check_vjp: in_place: fwd mutated its input s at path s \(a lens never writes into its arguments: "
-        r"compute into fresh arrays\)$",
-    ),
-    "pure_not_residue_only": _case(
-        lambda: check_pure(_closure(), (), X3),
-        E.LawError,
-        r"^check_pure: closure: bwd uses something besides its residue: after two forward passes, the backward "
-        r"passes run in reverse order gave another ds than each run alone \(everything bwd needs must travel",
-    ),
-    "pure_residue_aliases": _case(
-        lambda: check_pure(PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square"), (), X3),
-        E.LawError,
-        r"^check_pure: square: the residue aliases the caller's input s at path s: writing into it between the "
-        r"forward and the backward pass changed bwd's ds \(a residue keeps its own copy of what it needs from p and s\)$",
-    ),
     # training
     "non_finite": _case(
         lambda: nn.train_step(
@@ -487,6 +430,65 @@ CASES: dict[str, Case] = {
 
 #: Messages composed where they are raised (used in one place only): matched, with no template to spy on.
 MESSAGES: dict[str, Case] = {
+    # the law kit's own messages (prelens.testing._messages)
+    "law_raised": _case(
+        lambda: check_lens_equal("x", nn.tanh, nn.dense(3, 3), (), X3),
+        E.LawError,
+        r"^law 'x' fails: right side, forward raised StructureError: dense\(3→3, tanh\): parameters must be",
+    ),
+    "vjp_violation": _case(
+        lambda: check_vjp(PreLens(nn.tanh.fwd, lambda m, da: ((), 2 * da), name="wrong"), (), X3),
+        E.LawError,
+        r"^check_vjp: wrong: bwd is not the reverse derivative of fwd: <da, J·δ> by central differences = ",
+    ),
+    "vjp_needs_float64": _case(
+        lambda: check_vjp(nn.tanh, (), np.ones(3, np.float32)),
+        E.LawError,
+        r"^check_vjp: tanh: needs float64 leaves, got f32\[3\] at s$",
+    ),
+    "vjp_delta_structure": _case(
+        lambda: check_vjp(nn.dense(3, 2, input_delta=False), D32.init(0), X3),
+        E.LawError,
+        r"^check_vjp: dense\(3→2, tanh, input_delta=False\): bwd's input delta does not have the structure of the "
+        r"input: at <root>: expected f64\[2,3\], got None$",
+    ),
+    "vjp_bwd_misfit": _case(
+        lambda: check_vjp(_bad_ds(), (), X3),
+        E.LawError,
+        r"^check_vjp: halve: bwd's deltas do not fit the parameters and input: halve: bwd returned a ds",
+    ),
+    "vjp_no_difference": _case(
+        lambda: check_vjp(_finite_only_here(), (), X3),
+        E.LawError,
+        r"^check_vjp: spike: fwd gave non-finite outputs at every step of the finite differences along s: "
+        r"check at a point where the lens is finite$",
+    ),
+    "vjp_delta_dtype": _case(
+        lambda: check_vjp(
+            PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), (2 * da).astype(np.float32)), "f32"), (), X3
+        ),
+        E.LawError,
+        r"^check_vjp: f32: bwd's input delta at ds has dtype f32, expected f64 \(a delta has the dtype of its primal\)$",
+    ),
+    "pure_mutated": _case(
+        lambda: check_vjp(_in_place(), (), X3.copy()),
+        E.LawError,
+        r"^check_vjp: in_place: fwd mutated its input s at path s \(a lens never writes into its arguments: "
+        r"compute into fresh arrays\)$",
+    ),
+    "pure_not_residue_only": _case(
+        lambda: check_pure(_closure(), (), X3),
+        E.LawError,
+        r"^check_pure: closure: bwd uses something besides its residue: after two forward passes, the backward "
+        r"passes run in reverse order gave another ds than each run alone \(everything bwd needs must travel",
+    ),
+    "residue_aliases": _case(
+        lambda: check_no_alias(PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square"), (), X3),
+        E.LawError,
+        r"^check_no_alias: square: the residue at m aliases the caller's input s at path s: writing into it between "
+        r"the forward and the backward pass changed bwd's ds \(a residue keeps its own copy of what it needs from p "
+        r"and s\)$",
+    ),
     "list too short": _case(
         lambda: vec_lens(2, nn.tanh).fwd([(), ()], [np.ones(2)]),
         E.StructureError,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from prelens import NonFiniteError, PreLens, ShapeError, StructureError, chain, forward, id_pre_lens, vjp
-from prelens.testing import linear_vec, tanh_vec
+from prelens.testing._strategies import linear_vec, tanh_vec
 
 V3 = np.ones(3)
 

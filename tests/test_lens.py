@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from prelens import PreLens, backward, forward, id_pre_lens, pre_compose, prod_lens, vjp
-from prelens.testing import linear_vec, tanh_vec
+from prelens.testing._strategies import linear_vec, tanh_vec
 
 
 def tagged(tag):

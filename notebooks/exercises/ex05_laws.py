@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from prelens import PreLens
-from prelens.nn import Para, neuron_l
-from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, linear_vec, tanh_vec
+from prelens.nn import Para, linear, neuron_l, tanh
+from prelens.testing import check_lens_equal, check_lens_laws, check_vjp
 
 from ._kit import answered, call, exercise, expect
 
@@ -38,7 +38,7 @@ def reassoc(pair: Any) -> str:
     expect(isinstance(pair, tuple) and len(pair) == 2, "hand the check a pair (p_iso, m_iso)")
     p_iso, m_iso = answered(pair[0]), answered(pair[1])
     rng = np.random.default_rng(12)
-    f, g, h = linear_vec(3, 4), tanh_vec, linear_vec(4, 2)
+    f, g, h = linear(3, 4), tanh, linear(4, 2)
     pf, pg, ph = f.init(rng), g.init(rng) if g.init_fn else (), h.init(rng)
     s = rng.standard_normal(3)
     left, right = (f >> g) >> h, f >> (g >> h)

@@ -30,6 +30,7 @@ import numpy as np
 from typing_extensions import TypeVar
 
 from prelens import errors as E
+from prelens.backend._arrays import copy, tree_map_arrays
 from prelens.core import _args
 from prelens.core._check import NOTHING, Expects, guard
 from prelens.core._registry import constructor
@@ -233,7 +234,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
             match ns:
                 case (n, s):
                     m, a = fwd(p, s)
-                    return (n, m), a
+                    return (tree_map_arrays(copy, n), m), a  # the residue's own n: bwd hands it back as dn
             raise E.not_a_pair(f"alpha({self.name})", "its input", "(m1, s)", ns)
 
         def bwd_(dm: tuple[Any, DM], da: DA) -> tuple[DP, tuple[Any, DS]]:

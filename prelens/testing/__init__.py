@@ -1,24 +1,16 @@
-"""``prelens.testing``: the public law kit.
+"""``prelens.testing``: the public law kit (``docs/laws.md``).
 
 Law checkers (raise :class:`prelens.LawError` naming the law and the first
-differing leaf with its tree path), a finite-difference gradient check, and
-hypothesis strategies that generate random differentiable pre-lenses with
-matching data. Test your own lens in a few lines::
-
-    from hypothesis import given
-    from prelens.testing import check_lens_laws, check_vjp, seeds
-
-    @given(seeds())
-    def test_my_lens(seed):
-        rng = np.random.default_rng(seed)
-        p, s = my_lens.init(rng), rng.standard_normal(3)
-        check_lens_laws(my_lens, p, s)
-
-The strategies need ``hypothesis`` (the ``test`` extra); the checkers do not.
+differing leaf with its tree path), three verdicts on one lens kept apart
+(:func:`check_vjp` derivatives, :func:`check_pure` mutation, :func:`check_no_alias`
+aliasing, an :class:`AliasWarning` in :func:`check_lens_laws`), and hypothesis
+strategies (the ``test`` extra) that generate random lenses with matching data.
 """
 
 from typing import Any
 
+from prelens._deprecated import moved
+from prelens.testing import _random
 from prelens.testing._laws import (
     check_alpha_composition,
     check_alpha_unit,
@@ -40,36 +32,45 @@ from prelens.testing._laws import (
     check_tensor_assoc,
     check_tri_compose,
     check_tri_tensor,
-    program_equal,
-    reading_equal,
+    module_equal,
 )
-from prelens.testing._pure import check_pure
-from prelens.testing._random import random_affine, random_like
+from prelens.testing._pure import AliasWarning, check_no_alias, check_pure
 from prelens.testing._vjp import check_vjp
 
-_STRATEGIES = (
-    "GeneratedLens",
-    "chains",
-    "lenses",
-    "random_value",
-    "seeds",
-    "value_types",
-    "linear_vec",
-    "bias_vec",
-    "scale_vec",
-    "tanh_vec",
+#: Need hypothesis: imported on first use.
+_STRATEGIES = ("GeneratedLens", "chains", "lenses", "random_value", "seeds", "value_types")
+
+_TREE_MAP = "prelens.core.tree_map"
+_moved = moved(
+    "prelens.testing",
+    {
+        "program_equal": ("prelens.testing.module_equal", module_equal),
+        "reading_equal": ("prelens.testing.module_equal", module_equal),
+        "random_like": (f"{_TREE_MAP}(lambda x: rng.standard_normal(np.shape(x)), tree)", _random.random_like),
+        "random_affine": (f"{_TREE_MAP}(lambda x: c * x + d, tree)", _random.random_affine),
+    },
 )
+#: The generator's primitives, once public: the library's own lenses replace them.
+_OLD_PRIMITIVES = {
+    "linear_vec": "prelens.nn.linear",
+    "bias_vec": "prelens.nn.bias",
+    "tanh_vec": "prelens.nn.tanh",
+    "scale_vec": "prelens.testing.lenses()",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _STRATEGIES:
+    if name in _STRATEGIES or name in _OLD_PRIMITIVES:
         from prelens.testing import _strategies
 
-        return getattr(_strategies, name)
-    raise AttributeError(f"module 'prelens.testing' has no attribute {name!r}")
+        if name in _STRATEGIES:
+            return getattr(_strategies, name)
+        return moved("prelens.testing", {name: (_OLD_PRIMITIVES[name], getattr(_strategies, name))})(name)
+    return _moved(name)
 
 
 __all__ = [
+    "AliasWarning",
     "check_alpha_composition",
     "check_alpha_unit",
     "check_assoc",
@@ -84,6 +85,7 @@ __all__ = [
     "check_lens_equal",
     "check_lens_laws",
     "check_naturality",
+    "check_no_alias",
     "check_pure",
     "check_right_unit",
     "check_sym_natural",
@@ -91,10 +93,7 @@ __all__ = [
     "check_tensor_assoc",
     "check_tri_compose",
     "check_tri_tensor",
-    "program_equal",
-    "reading_equal",
     "check_vjp",
-    "random_affine",
-    "random_like",
+    "module_equal",
     *_STRATEGIES,
 ]

@@ -1,15 +1,11 @@
-"""``check_pure``: a lens's passes write into nothing, and ``bwd`` reads its residue and nothing else.
+"""Two promises of the pre-lens type that no law about values can see, each its own verdict.
 
-Three promises of the pre-lens type that no law about values can see, checked
-by running the passes in the orders a training loop (or a careless caller) may:
-
-- ``fwd`` and ``bwd`` never write into their arguments (``p``, ``s``; the residue
-  ``m`` and the output delta ``da``);
-- ``bwd`` needs nothing but its residue: after two forward passes, the two
-  backward passes give what each gives alone, in either order (a ``bwd`` that reads
-  the last input from a closure, or keeps a tape, fails);
-- the residue never aliases the caller's ``p`` or ``s``: writing into them between
-  the forward and the backward pass changes nothing.
+- :func:`check_pure`: ``fwd`` and ``bwd`` never write into their arguments (``p``, ``s``;
+  the residue ``m`` and the output delta ``da``), and ``bwd`` needs nothing but its residue
+  (after two forward passes, the two backward passes give what each gives alone, in either
+  order: a ``bwd`` that reads the last input from a closure, or keeps a tape, fails).
+- :func:`check_no_alias`: the residue is the lens's own: writing into the caller's ``p`` or
+  ``s`` between the forward and the backward pass changes nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +18,21 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import as_pre_lens as _as_prelens
+from prelens.core._tree import tree_paths
+from prelens.testing import _messages as M
 from prelens.testing._random import first_change, first_difference, perturbed, random_like, scramble_in_place, snapshot
 
 Rng = np.random.Generator | int | None
+
+
+class AliasWarning(UserWarning):
+    """A lens's residue aliases the caller's ``p`` or ``s`` (see :func:`check_no_alias`).
+
+    :func:`~prelens.testing.check_lens_laws` reports aliasing with this warning, a verdict
+    apart from the laws and the derivative. Make it an error with
+    ``warnings.simplefilter("error", AliasWarning)`` or pytest's
+    ``filterwarnings = ["error::prelens.testing.AliasWarning"]`` (as prelens's own tests do).
+    """
 
 
 def slot_path(path: str) -> str:
@@ -32,21 +40,34 @@ def slot_path(path: str) -> str:
     return ("p" if path.startswith("[0]") else "s") + path[3:]
 
 
+def _slot_what(path: str) -> tuple[str, str]:
+    where = slot_path(path)
+    return ("parameters p" if where.startswith("p") else "input s"), where
+
+
+def _result_path(path: str) -> str:
+    return ("dp" if path.startswith("[0]") else "ds") + path[3:]
+
+
+def _guarded(fn: str, name: str, run: Any) -> None:
+    try:
+        run()
+    except E.LawError:
+        raise
+    except Exception as exc:  # a pass that fails on a valid call breaks the law too
+        raise M.law_raised(f"{fn}: purity of {E.short_name(name)}", "a pass run on copies", exc) from exc
+
+
 def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, fn: str = "check_pure") -> None:
-    """Check that ``fwd`` and ``bwd`` mutate nothing, ``bwd`` reads only its residue, and the
-    residue does not alias the caller's parameters or input.
-
-    Haskell (the type says it; Python must test it)::
-
-        check_pure :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+    """Check that ``fwd`` and ``bwd`` mutate nothing and that ``bwd`` reads only its residue.
 
     The passes run on copies of ``p`` and ``s`` (the caller's values are never
     touched): once alone; at a second point (every float entry moved by up to
-    25%) alone; and both forward passes first, then both backward passes in
-    reverse order and in the same order, with the copies overwritten in place
-    between the passes. Every backward result must equal the one of its pass run
-    alone. Raises :class:`LawError` naming the pass and the tree path (``p…``,
-    ``s…``, ``m…``, ``da…``). :func:`check_vjp` and :func:`check_lens_laws` run it.
+    25%) alone; then both forward passes first and both backward passes in
+    reverse and in the same order. Every backward result must equal the one of
+    its pass run alone. Raises :class:`LawError` naming the pass and the tree
+    path (``p…``, ``s…``, ``m…``, ``da…``); ``fn`` names the caller in it.
+    Aliasing is :func:`check_no_alias`'s verdict, not this one's.
 
     >>> from prelens import PreLens
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), 2 * da), name="double")
@@ -63,30 +84,23 @@ def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, f
     gen = _args.seed(fn, rng)
     pl = _as_prelens(lens, fn)
     name = repr(pl)
-    try:
-        _check(fn, pl, name, p, s, da, gen)
-    except E.LawError:
-        raise
-    except Exception as exc:  # a pass that fails on a valid call breaks the law too
-        raise E.law_raised(f"{fn}: purity of {E.short_name(name)}", "a pass run on copies", exc) from exc
+    _guarded(fn, name, lambda: _check(fn, pl, name, (p, s), da, gen))
 
 
-def _check(fn: str, pl: Any, name: str, p: Any, s: Any, da: Any, gen: np.random.Generator) -> None:
-    x1 = (p, s)
-
+def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generator) -> None:
     # 1. alone, on copies: nothing written
     work = snapshot(x1)
     m1, a1 = pl.fwd(*work)
     changed = first_change(x1, work)
     if changed is not None:
-        raise E.pure_mutated(fn, name, "fwd", *_slot_what(changed))
+        raise M.pure_mutated(fn, name, "fwd", *_slot_what(changed))
     da1 = da if da is not None else random_like(a1, gen)
     m_before, da_before = snapshot(m1), snapshot(da1)
     r1 = pl.bwd(m1, da1)
     for what, prefix, before, after in (("residue m", "m", m_before, m1), ("output delta da", "da", da_before, da1)):
         changed = first_change(before, after)
         if changed is not None:
-            raise E.pure_mutated(fn, name, "bwd", what, prefix + changed)
+            raise M.pure_mutated(fn, name, "bwd", what, prefix + changed)
 
     # 2. a second point, alone
     x2 = perturbed(x1, gen)
@@ -98,12 +112,9 @@ def _check(fn: str, pl: Any, name: str, p: Any, s: Any, da: Any, gen: np.random.
         m2, _ = pl.fwd(*snapshot(x2))
     r2 = pl.bwd(m2, da2)
 
-    # 3. both forward passes, then both backward passes, with the inputs overwritten in between
+    # 3. both forward passes, then both backward passes
     for order in ("reverse", "same"):
-        w1, w2 = snapshot(x1), snapshot(x2)
-        ma, mb = pl.fwd(*w1)[0], pl.fwd(*w2)[0]
-        scramble_in_place(w1)
-        scramble_in_place(w2)
+        ma, mb = pl.fwd(*snapshot(x1))[0], pl.fwd(*snapshot(x2))[0]
         if order == "reverse":
             rb = pl.bwd(mb, da2)
             ra = pl.bwd(ma, da1)
@@ -113,33 +124,65 @@ def _check(fn: str, pl: Any, name: str, p: Any, s: Any, da: Any, gen: np.random.
         for got, want in ((ra, r1), (rb, r2)):
             where = first_difference(want, got)
             if where is not None:
-                _diagnose(fn, pl, name, x1, x2, da1, da2, r1, r2, order)
-                raise E.pure_not_residue_only(fn, name, order, _result_path(where))  # seen once, not again
+                raise M.pure_not_residue_only(fn, name, order, _result_path(where))
 
 
-def _slot_what(path: str) -> tuple[str, str]:
-    where = slot_path(path)
-    return ("parameters p" if where.startswith("p") else "input s"), where
+def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0) -> None:
+    """Check that the residue is the lens's own: writing into ``p`` or ``s`` after ``fwd`` changes nothing.
+
+    The rule, kept by every lens of prelens: once ``fwd(p, s)`` has returned,
+    the caller may write into any array of ``p`` and ``s`` (an optimiser that
+    updates in place, a loader that refills its buffer) and ``bwd`` still gives
+    the deltas of the forward pass it belongs to. A lens breaks it when its
+    residue keeps the caller's array (or a view of it) and ``bwd`` reads it or
+    hands it back as a delta. What is judged is behaviour, not memory: an array
+    kept only for its shape, or an output that aliases an input, is no alias;
+    arrays the lens made itself are its own. This holds for the structural lenses
+    too (``alpha`` copies the ``m1`` it threads into its residue, since its ``bwd``
+    returns it as a delta).
+
+    The passes run on copies; each array leaf is overwritten in place between the
+    forward and the backward pass. Raises :class:`LawError` naming the caller's
+    leaf, the residue leaf that holds it (when one shares its memory) and the
+    delta that changed. :func:`check_lens_laws` reports it as an
+    :class:`AliasWarning`. The post's lenses keep references (values are immutable
+    in Haskell), so they fail this check and pass :func:`check_vjp`.
+
+    >>> from prelens import PreLens
+    >>> lens = PreLens(lambda W, s: ((W, s), W @ s), lambda m, da: (np.outer(da, m[1]), m[0].T @ da), name="post")
+    >>> check_no_alias(lens, np.eye(2), np.ones(2))
+    Traceback (most recent call last):
+    ...
+    prelens.errors.LawError: check_no_alias: post: the residue at m[0] aliases the caller's parameters p at path p: ...
+    """
+    gen = _args.seed("check_no_alias", rng)
+    pl = _as_prelens(lens, "check_no_alias")
+    name = repr(pl)
+    _guarded("check_no_alias", name, lambda: _check_alias(pl, name, (p, s), da, gen))
 
 
-def _result_path(path: str) -> str:
-    return ("dp" if path.startswith("[0]") else "ds") + path[3:]
+def _check_alias(pl: Any, name: str, x: Any, da: Any, gen: np.random.Generator) -> None:
+    m, a = pl.fwd(*snapshot(x))
+    da = da if da is not None else random_like(a, gen)
+    want = snapshot(pl.bwd(m, da))
 
-
-def _diagnose(fn: str, pl: Any, name: str, x1: Any, x2: Any, da1: Any, da2: Any, r1: Any, r2: Any, order: str) -> None:
-    """Tell an aliasing residue from a ``bwd`` that reads outside its residue, and raise."""
-    for path in scramble_in_place(snapshot(x1)):  # which leaf, overwritten alone, changes the result
-        w = snapshot(x1)
+    def changed(only: str | None) -> tuple[Any, Any, str | None]:
+        w = snapshot(x)
         m = pl.fwd(*w)[0]
-        scramble_in_place(w, only=path)
-        where = first_difference(r1, pl.bwd(m, da1))
+        written = scramble_in_place(w, only=only)
+        where = first_difference(want, pl.bwd(m, da)) if written else None
+        return w, m, where
+
+    if changed(None)[2] is None:
+        return
+    for path, _ in tree_paths(x):  # which leaf, overwritten alone, changes the result
+        w, m, where = changed(path)
         if where is not None:
-            what, at = _slot_what(path)
-            raise E.pure_residue_aliases(fn, name, what, at, _result_path(where))
-    w1, w2 = snapshot(x1), snapshot(x2)
-    ma, mb = pl.fwd(*w1)[0], pl.fwd(*w2)[0]
-    pairs = ((mb, da2, r2), (ma, da1, r1)) if order == "reverse" else ((ma, da1, r1), (mb, da2, r2))
-    for m_, da_, want in pairs:
-        where = first_difference(want, pl.bwd(m_, da_))
-        if where is not None:
-            raise E.pure_not_residue_only(fn, name, order, _result_path(where))
+            leaf = dict(tree_paths(w))[path]
+            holder = next((f"m{q}" for q, y in tree_paths(m) if _shares(y, leaf)), None)
+            raise M.residue_aliases(name, holder, *_slot_what(path), _result_path(where))
+    raise M.residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
+
+
+def _shares(x: Any, y: Any) -> bool:
+    return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and np.shares_memory(x, y)

@@ -17,10 +17,6 @@ def is_float_leaf(x: Any) -> bool:
 def random_like(tree: Any, rng: np.random.Generator) -> Any:
     """A tree of standard-normal values with ``tree``'s structure, shapes and dtypes.
 
-    Haskell::
-
-        random_like :: t -> Gen -> t
-
     Non-float leaves (integer ids, labels) are kept as they are.
 
     >>> random_like((1.0, [np.zeros(2)], np.arange(2)), np.random.default_rng(0))[2]
@@ -39,17 +35,10 @@ def random_like(tree: Any, rng: np.random.Generator) -> Any:
 
 
 def random_affine(rng: np.random.Generator) -> Any:
-    """A random leaf-wise affine map ``x -> c·x + d`` (two of them rarely commute).
+    """A random leaf-wise affine map ``x -> c·x + d``, ``c`` in ``[0.5, 1.5)``, ``d`` standard-normal
+    (two of them rarely commute); non-float leaves are kept.
 
-    ``c`` is drawn from ``[0.5, 1.5)`` and ``d`` standard-normal; non-float
-    leaves are kept.
-
-    Haskell::
-
-        random_affine :: Gen -> (t -> t)
-
-    >>> f = random_affine(np.random.default_rng(0))
-    >>> f((np.zeros(2), np.arange(2)))
+    >>> random_affine(np.random.default_rng(0))((np.zeros(2), np.arange(2)))
     (array([-0.13210486, -0.13210486]), array([0, 1]))
     """
     c, d = 0.5 + rng.random(), rng.standard_normal()

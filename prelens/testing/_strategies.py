@@ -47,16 +47,11 @@ class GeneratedLens:
     def deltas(self, p: Any, s: Any, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
         """Random deltas ``(dm, da)`` matching the forward pass ``lens.fwd(p, s)``.
 
-        ``dm`` has the structure, shapes and dtypes of the residue and ``da`` those of
-        the output (standard-normal float leaves; other leaves kept), so
-        ``lens.bwd(dm, da)`` is a valid backward call.
+        Standard-normal float leaves in the structure, shapes and dtypes of the residue and
+        the output (other leaves kept): ``lens.bwd(dm, da)`` is a valid backward call.
 
         >>> gl = GeneratedLens(scale_vec(2), 2, 2)
-        >>> p, s = gl.sample(0)
-        >>> dm, da = gl.deltas(p, s, 1)
-        >>> da.shape, [x.shape for x in dm]
-        ((2,), [(2,), (2,)])
-        >>> [x.shape for x in gl.lens.bwd(dm, da)]
+        >>> [x.shape for x in gl.lens.bwd(*gl.deltas(*gl.sample(0), 1))]
         [(2,), (2,)]
         """
         m, a = self.lens.fwd(p, s)
@@ -67,10 +62,6 @@ class GeneratedLens:
 def random_value(t: ValueType, rng: np.random.Generator) -> Any:
     """A random value of type ``t``: standard-normal float64 vectors in nested pairs.
 
-    Haskell::
-
-        random_value :: ValueType -> Gen -> Value
-
     >>> random_value((2, 1), np.random.default_rng(0))[1].shape
     (1,)
     """
@@ -79,61 +70,33 @@ def random_value(t: ValueType, rng: np.random.Generator) -> Any:
     return random_value(t[0], rng), random_value(t[1], rng)
 
 
-# --------------------------------------------------------------- primitives
+# ------------------------------------------------ the generator's primitives (no longer public)
 
 
 def linear_vec(n: int, k: int) -> AnyLens:
-    """``W s`` with ``W`` of shape ``(k, n)``; residue ``(W, s)``.
-
-    Haskell (``W`` the ``(k, n)`` matrix)::
-
-        linear_vec :: Int -> Int -> PreLens V V (W, V) (W, V) W W V V
+    """``W s`` with ``W`` of shape ``(k, n)``; residue ``(W, s)``, copies.
 
     >>> l = linear_vec(3, 2)
     >>> l, l.init(0).shape, l.fwd(np.ones((2, 3)), np.arange(3.0))[1]
     (linear_vec(3→2), (2, 3), array([3., 3.]))
     """
-
-    def fwd(w: np.ndarray, s: np.ndarray) -> tuple[Any, np.ndarray]:
-        return (w.copy(), s.copy()), w @ s  # the residue keeps copies: the caller may reuse w and s
-
-    def bwd(m: tuple[np.ndarray, np.ndarray], da: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        w, s = m
-        return np.outer(da, s), w.T @ da
-
-    return PreLens(fwd, bwd, f"linear_vec({n}→{k})", lambda rng: rng.standard_normal((k, n)) / np.sqrt(n))
+    return PreLens(
+        lambda w, s: ((w.copy(), s.copy()), w @ s),
+        lambda m, da: (np.outer(da, m[1]), m[0].T @ da),
+        f"linear_vec({n}→{k})",
+        lambda rng: rng.standard_normal((k, n)) / np.sqrt(n),
+    )
 
 
 def bias_vec(n: int) -> AnyLens:
-    """``s + b``; no residue.
-
-    Haskell::
-
-        bias_vec :: Int -> PreLens V V () () V V V V
-
-    >>> bias_vec(2).fwd(np.array([1.0, 2.0]), np.zeros(2))
-    ((), array([1., 2.]))
-    """
+    """``s + b``; no residue."""
     return PreLens(
-        lambda b, s: ((), s + b),
-        lambda dm, da: (da, da),
-        f"bias_vec({n})",
-        lambda rng: rng.standard_normal(n),
+        lambda b, s: ((), s + b), lambda dm, da: (da, da), f"bias_vec({n})", lambda rng: rng.standard_normal(n)
     )
 
 
 def scale_vec(n: int) -> AnyLens:
-    """``c ⊙ s`` elementwise; residue ``(c, s)``.
-
-    Haskell::
-
-        scale_vec :: Int -> PreLens V V (V, V) (V, V) V V V V
-
-    >>> l = scale_vec(2)
-    >>> m, a = l.fwd(np.array([2.0, 3.0]), np.array([1.0, -1.0]))
-    >>> a, l.bwd(m, np.ones(2))
-    (array([ 2., -3.]), (array([ 1., -1.]), array([2., 3.])))
-    """
+    """``c ⊙ s`` elementwise; residue ``(c, s)``, copies."""
     return PreLens(
         lambda c, s: ((c.copy(), s.copy()), c * s),
         lambda m, da: (da * m[1], da * m[0]),
@@ -150,10 +113,6 @@ tanh_vec: AnyLens = parameter_free("tanh_vec", lambda s: (np.tanh(s), np.tanh(s)
 def value_types(draw: st.DrawFn, max_depth: int = 1, max_dim: int = 3) -> ValueType:
     """Random value types: vector lengths, nested in pairs up to ``max_depth``.
 
-    Haskell::
-
-        value_types :: Int -> Int -> Strategy ValueType
-
     >>> from hypothesis import find, settings
     >>> find(value_types(), lambda t: isinstance(t, tuple), settings=settings(database=None, derandomize=True))
     (1, 1)
@@ -166,10 +125,6 @@ def value_types(draw: st.DrawFn, max_depth: int = 1, max_dim: int = 3) -> ValueT
 @st.composite
 def lenses(draw: st.DrawFn, in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 3) -> GeneratedLens:
     """A random differentiable pre-lens from ``in_type`` (drawn if not given).
-
-    Haskell::
-
-        lenses :: Maybe ValueType -> Int -> Int -> Strategy GeneratedLens
 
     >>> from hypothesis import find, settings
     >>> find(lenses((1, 1)), lambda g: g.out_type == 1, settings=settings(database=None, derandomize=True))
@@ -221,10 +176,6 @@ def _primitive(draw: st.DrawFn, in_type: ValueType, max_dim: int) -> GeneratedLe
 def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1) -> list[GeneratedLens]:
     """``n`` generated lenses where each one's output type is the next one's input type.
 
-    Haskell::
-
-        chains :: Int -> Maybe ValueType -> Int -> Strategy [GeneratedLens]
-
     >>> from hypothesis import find, settings
     >>> quiet = settings(database=None, derandomize=True)
     >>> [(g.lens, g.in_type, g.out_type) for g in find(chains(2, 1, 0), lambda c: c[-1].out_type == 2, settings=quiet)]
@@ -241,10 +192,6 @@ def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth:
 
 def seeds() -> st.SearchStrategy[int]:
     """Seeds for ``numpy.random.default_rng``: integers in ``[0, 2³²)``.
-
-    Haskell::
-
-        seeds :: Strategy Int
 
     >>> seeds()
     integers(min_value=0, max_value=4_294_967_295)

@@ -21,8 +21,9 @@ from prelens.core._lens import AnyLens
 from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
+from prelens.testing import _messages as M
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import check_pure, slot_path
+from prelens.testing._pure import slot_path
 from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
@@ -43,11 +44,7 @@ def check_vjp(
     atol: float = 0.0,
     directions: int = 3,
 ) -> None:
-    """Check ``bwd`` against central finite differences, and check that the lens is pure.
-
-    Haskell::
-
-        check_vjp :: PreLens a da m dm p dp s ds -> p -> s -> IO ()
+    """Check that ``bwd`` is the reverse derivative of ``fwd``, by central finite differences.
 
     With ``(dp, ds) = bwd(m, da)`` and random directions ``δ = (δp, δs)``:
     ``<da, J δ>`` by central differences must equal ``<dp, δp> + <ds, δs>``
@@ -61,14 +58,15 @@ def check_vjp(
     tried, and one per float leaf when there are at most eight.
 
     Also checked: ``dp`` and ``ds`` have the structure, shapes and (float
-    leaves) dtypes of ``p`` and ``s``; and :func:`check_pure` (no pass writes into
-    its arguments, ``bwd`` reads only its residue, the residue does not alias
-    ``p`` or ``s``). Only float leaves are perturbed; integer leaves (ids,
-    labels) are data. On failure the first wrong leaf is named. Raises
-    :class:`LawError`. Use float64: float32 is too coarse for this.
+    leaves) dtypes of ``p`` and ``s``, and the first forward pass (run on copies)
+    writes into neither. Derivatives only: purity is :func:`check_pure`'s verdict
+    and aliasing :func:`check_no_alias`'s, so a correct lens whose residue keeps
+    ``p`` or ``s`` by reference passes. Only float leaves are perturbed; integer
+    leaves (ids, labels) are data. On failure the first wrong leaf is named.
+    Raises :class:`LawError`. Use float64: float32 is too coarse for this.
 
     >>> from prelens import PreLens
-    >>> cube = PreLens(lambda p, s: (s.copy(), s ** 3), lambda s, da: ((), 3 * s ** 2 * da), name="cube")
+    >>> cube = PreLens(lambda p, s: (s, s ** 3), lambda s, da: ((), 3 * s ** 2 * da), name="cube")
     >>> check_vjp(cube, (), np.array([0.5, -2.0]))
     >>> wrong = PreLens(cube.fwd, lambda s, da: ((), 2 * s ** 2 * da), name="wrong")
     >>> check_vjp(wrong, (), np.array([0.5, -2.0]))
@@ -76,51 +74,25 @@ def check_vjp(
     ...
     prelens.errors.LawError: check_vjp: wrong: bwd is not the reverse derivative of fwd: ...
     """
-    check_derivative(lens, p, s, da=da, rng=rng, eps=eps, rtol=rtol, atol=atol, directions=directions, pure=True)
-
-
-def _check_settings(eps: float, rtol: float, atol: float, directions: int) -> None:
+    gen = _args.seed("check_vjp", rng)
     _args.real("check_vjp", "eps", eps, low=0.0, low_open=True, high=0.01)
     _args.real("check_vjp", "rtol", rtol, low=0.0)
     _args.real("check_vjp", "atol", atol, low=0.0)
     _args.count("check_vjp", "directions", directions)
-
-
-def _needs_float64(name: str, p: Any, s: Any) -> None:
-    for path, leaf in tree_paths((p, s)):
-        if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
-            raise E.vjp_needs_float64(name, E.describe(np.asarray(leaf)), slot_path(path))
-
-
-def check_derivative(
-    lens: AnyLens,
-    p: Any,
-    s: Any,
-    *,
-    da: Any = None,
-    rng: np.random.Generator | int | None = 0,
-    eps: float = 1e-4,
-    rtol: float = 1e-9,
-    atol: float = 0.0,
-    directions: int = 3,
-    pure: bool = False,
-) -> None:
-    """:func:`check_vjp`; with ``pure=False`` without :func:`check_pure` (for callers that ran it)."""
-    gen = _args.seed("check_vjp", rng)
-    _check_settings(eps, rtol, atol, directions)
     pl = _as_prelens(lens, "check_vjp")
     name = repr(lens)
-    _needs_float64(name, p, s)
+    for path, leaf in tree_paths((p, s)):
+        if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
+            raise M.vjp_needs_float64(name, E.describe(np.asarray(leaf)), slot_path(path))
     work = snapshot((p, s))  # the first pass runs on copies: a fwd that writes is named, the caller's data kept
+    a: Any
     a, pullback = vjp(pl, *work)
     changed = first_change((p, s), work)
     if changed is not None:
         where = slot_path(changed)
-        raise E.pure_mutated("check_vjp", name, "fwd", "parameters p" if where[0] == "p" else "input s", where)
+        raise M.pure_mutated("check_vjp", name, "fwd", "parameters p" if where[0] == "p" else "input s", where)
     deltas = _Deltas(name, pullback, (p, s), a, da, gen)
     first = deltas.draw()  # the structure and dtypes of (dp, ds) are checked before anything else
-    if pure:
-        check_pure(pl, p, s, da=da, rng=gen, fn="check_vjp")
     side = _Side(pl, (p, s), a, eps, rtol, atol)
     plan: list[int | None] = [None] * directions
     if 1 < len(side.floats) <= LEAF_DIRECTIONS_UP_TO:
@@ -133,8 +105,8 @@ def check_derivative(
             diff, rhs = verdict
             wrong = side.name_of(only) if only is not None else _first_wrong_leaf(side, gen, da_k, grads)
             if diff is None:
-                raise E.vjp_no_difference(name, wrong)
-            raise E.vjp_violation(name, diff.value, rhs, wrong, diff.error)
+                raise M.vjp_no_difference(name, wrong)
+            raise M.vjp_violation(name, diff.value, rhs, wrong, diff.error)
 
 
 class _Deltas:
@@ -153,12 +125,12 @@ class _Deltas:
         try:
             grads = self.pullback(da)
         except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
-            raise E.vjp_bwd_misfit(self.name, exc) from exc
+            raise M.vjp_bwd_misfit(self.name, exc) from exc
         p, s = self.x
         for what, primal, delta in (("parameter delta", p, grads[0]), ("input delta", s, grads[1])):
             found = structure_mismatch(primal, delta, shapes=True)
             if found:
-                raise E.vjp_delta_structure(self.name, what, "parameters" if what[0] == "p" else "input", found)
+                raise M.vjp_delta_structure(self.name, what, "parameters" if what[0] == "p" else "input", found)
         _check_dtypes(self.name, self.x, grads)
         self.cached = (da, grads)
         return da, grads
@@ -172,7 +144,7 @@ def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
         if got != want:
             what = "parameter delta" if path.startswith("[0]") else "input delta"
             where = ("dp" if path.startswith("[0]") else "ds") + path[3:]
-            raise E.vjp_delta_dtype(name, what, where, E.dtype_name(want), E.dtype_name(got))
+            raise M.vjp_delta_dtype(name, what, where, E.dtype_name(want), E.dtype_name(got))
 
 
 class _Side:

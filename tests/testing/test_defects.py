@@ -28,10 +28,8 @@ from prelens.testing import (
     check_tri_compose,
     check_tri_tensor,
     check_vjp,
-    linear_vec,
-    scale_vec,
-    tanh_vec,
 )
+from prelens.testing._strategies import linear_vec, scale_vec, tanh_vec
 
 V = np.array([0.3, -1.2, 0.7])
 

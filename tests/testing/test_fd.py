@@ -18,7 +18,12 @@ def run(g, *, size=None, input_size=0.0, noise=0.0, first_step=1e-4, done=lambda
 
     g0 = g(0.0)
     return directional_derivative(
-        probe, g0, abs(g0) if size is None else size, input_size, first_step=first_step, done=done,
+        probe,
+        g0,
+        abs(g0) if size is None else size,
+        input_size,
+        first_step=first_step,
+        done=done,
         noise=noise,
     )
 

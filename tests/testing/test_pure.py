@@ -1,9 +1,9 @@
 """The checks of issue 13 beyond finite differences, each against a planted defect.
 
 Delta dtypes; a ``bwd`` that reads anything but its residue; a residue that aliases the
-caller's input or parameters; ``fwd`` or ``bwd`` writing into an argument (named as such);
-and the rule itself, kept by every lens of the library: writing into ``p`` or ``s`` after
-the forward pass never changes the pullback.
+caller's input or parameters (``check_no_alias``, a verdict of its own); ``fwd`` or ``bwd``
+writing into an argument (named as such); and the rule itself, kept by every lens of the
+library: writing into ``p`` or ``s`` after the forward pass never changes the pullback.
 """
 
 import numpy as np
@@ -12,7 +12,7 @@ import pytest
 from prelens import LawError, PreLens, chain, from_tamb, nn, vjp
 from prelens.core import tree_allclose
 from prelens.nn import DenseParams
-from prelens.testing import check_lens_laws, check_pure, check_vjp
+from prelens.testing import AliasWarning, check_lens_laws, check_no_alias, check_pure, check_vjp
 from prelens.testing._random import random_like, scramble_in_place, snapshot
 
 X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
@@ -31,6 +31,7 @@ def matmul(keep=lambda w, x: (w.copy(), x.copy()), back=None, name="matmul"):
 
 def test_the_correct_lens_passes_every_check():
     check_pure(matmul(), W, X)
+    check_no_alias(matmul(), W, X)
     check_vjp(matmul(), W, X)
     check_lens_laws(matmul(), W, X)
 
@@ -96,27 +97,32 @@ def test_a_bwd_that_reads_outside_its_residue_is_rejected(make, order):
     with pytest.raises(LawError, match=rf"{bad!r}: bwd uses something besides its residue: .* in {order} order"):
         check_pure(bad, W, X)
     with pytest.raises(LawError, match="bwd uses something besides its residue"):
-        check_vjp(make(), W, X)  # a fresh one: the failed check left the tape of the first unbalanced
+        check_lens_laws(make(), W, X)  # a fresh one: the failed check left the tape of the first unbalanced
 
 
 # --------------------------------------------------------------- aliasing
+
+IN_S = r"residue at m\[1\] aliases the caller's input s at path s"
 
 
 @pytest.mark.parametrize(
     ("keep", "where"),
     [
-        (lambda w, x: (w, x.copy()), "parameters p at path p"),
-        (lambda w, x: (w.copy(), x), "input s at path s"),
-        (lambda w, x: (w.copy(), x.reshape(-1).reshape(x.shape)), "input s at path s"),  # a view is an alias
-        (lambda w, x: (w.copy(), x[:, :]), "input s at path s"),
+        (lambda w, x: (w, x.copy()), r"residue at m\[0\] aliases the caller's parameters p at path p"),
+        (lambda w, x: (w.copy(), x), IN_S),
+        (lambda w, x: (w.copy(), x.reshape(-1).reshape(x.shape)), IN_S),  # a view is an alias
+        (lambda w, x: (w.copy(), x[:, :]), IN_S),
     ],
     ids=["p", "s", "reshaped view", "sliced view"],
 )
 def test_a_residue_that_aliases_the_callers_data_is_rejected(keep, where):
+    """A verdict of its own: the derivative and purity checks pass, check_lens_laws warns."""
     aliasing = matmul(keep, name="aliasing")
-    with pytest.raises(LawError, match=rf"aliasing: the residue aliases the caller's {where}: writing into it"):
-        check_pure(aliasing, W, X)
-    with pytest.raises(LawError, match="the residue aliases the caller's"):
+    with pytest.raises(LawError, match=rf"^check_no_alias: aliasing: the {where}: writing into it"):
+        check_no_alias(aliasing, W, X)
+    check_pure(aliasing, W, X)
+    check_vjp(aliasing, W, X)
+    with pytest.warns(AliasWarning, match=where):
         check_lens_laws(aliasing, W, X)
 
 
@@ -130,16 +136,18 @@ def test_an_alias_inside_a_tree_is_named_by_its_path():
 
     lens = PreLens(fwd, bwd, name="tree")
     p, s = DenseParams(W, np.zeros(2)), (np.ones(2), X)
-    with pytest.raises(LawError, match=r"parameters p at path p\.weight: .* changed bwd's ds\[1\]"):
-        check_pure(lens, p, s)
+    with pytest.raises(
+        LawError, match=r"m\[0\] aliases the caller's parameters p at path p\.weight: .* changed bwd's ds\[1\]"
+    ):
+        check_no_alias(lens, p, s)
 
 
 def test_an_array_kept_only_for_its_shape_is_no_alias():
     """The rule is about what bwd reads: ``linear(..., input_delta=False)`` keeps W for its shape."""
     keep_shape = PreLens(lambda p, s: (s, 2 * s), lambda m, da: ((), np.full(m.shape, 2.0) * da), name="shape")
-    check_pure(keep_shape, (), X)
+    check_no_alias(keep_shape, (), X)
     lin = nn.linear(3, 2, input_delta=False)
-    check_pure(lin, W, X)
+    check_no_alias(lin, W, X)
 
 
 # ---------------------------------------------------------------- mutation
@@ -199,9 +207,9 @@ def test_a_bwd_that_writes_into_its_residue_or_delta_is_named_as_such():
         return x.T @ da, da @ w.T
 
     with pytest.raises(LawError, match=r"residue_writer: bwd mutated its residue m at path m\[1\]"):
-        check_vjp(matmul(back=bwd_residue, name="residue_writer"), W, X)
+        check_pure(matmul(back=bwd_residue, name="residue_writer"), W, X)
     with pytest.raises(LawError, match=r"delta_writer: bwd mutated its output delta da at path da "):
-        check_vjp(matmul(back=bwd_delta, name="delta_writer"), W, X)
+        check_lens_laws(matmul(back=bwd_delta, name="delta_writer"), W, X)
 
 
 def test_a_failing_pass_is_a_failed_law():
@@ -263,3 +271,4 @@ def test_writing_into_the_inputs_after_vjp_never_changes_the_pullback(name, lens
     got = pullback(da)  # ... and the pullback does not notice
     assert tree_allclose(want, got, rtol=0, atol=0)
     check_pure(lens, p, s)
+    check_no_alias(lens, p, s)

@@ -40,7 +40,9 @@ def offset_layer(offset: float, n_in: int = 8, n_out: int = 4) -> PreLens[Any, A
     return PreLens(fwd, bwd, f"offset_layer({offset:g})")
 
 
-def wave(n: int = 100, coordinate: int | None = None, factor: float = 1.0) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+def wave(
+    n: int = 100, coordinate: int | None = None, factor: float = 1.0
+) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
     """``c ⊙ sin(s)`` on vectors of ``n``, parameters ``c``. ``bwd`` multiplies both deltas by
     ``factor`` (``1 + 1e-5``: a relative error everywhere), or, with ``coordinate``, only that
     coordinate of ``ds`` (``1.01``: a 1% error in one coordinate)."""
