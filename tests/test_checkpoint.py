@@ -27,7 +27,7 @@ from prelens.errors import CheckpointError
 from prelens.core import tree_paths
 from prelens.io._checkpoint import load, load_metadata, register_namedtuple, save
 from prelens.nn import Para
-from prelens.learn._objects import adam
+from prelens.learn import adam
 
 
 class Unregistered(NamedTuple):

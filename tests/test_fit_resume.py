@@ -17,7 +17,7 @@ import pytest
 from prelens.errors import CheckpointError
 from prelens import PreLens, PrelensError, chain, learn
 from prelens.core import tree_leaves
-from prelens.learn import _objects as optim
+from prelens import learn as optim
 from prelens.errors import ArgumentError
 from prelens.io._checkpoint import load, load_metadata, save
 from prelens.datasets import load_dataset, load_iris

@@ -18,7 +18,7 @@ from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteErro
 from prelens.io._checkpoint import load, load_metadata
 from prelens.datasets import load_iris
 from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
-from prelens.learn._objects import adam, momentum, sgd
+from prelens.learn import adam, momentum, sgd
 from prelens.train import Progress, accuracy, evaluate, fit, predict, step, value_and_grad
 
 

@@ -26,7 +26,7 @@ from prelens.io._checkpoint import load, load_metadata, save
 from prelens.learn import adam as adam_lens
 from prelens.learn import l2, learning_rate
 from prelens.nn import mlp, softmax_cross_entropy
-from prelens.learn._objects import (
+from prelens.learn import (
     AdagradState,
     Adam,
     AdamState,
