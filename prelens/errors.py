@@ -122,7 +122,7 @@ class CheckpointError(PrelensError, OSError):
 class ArgumentError(PrelensError, ValueError):
     """A function was given an invalid setting (a learning rate, a fraction, a size).
 
-    >>> from prelens.optim import sgd
+    >>> from prelens.learn import sgd
     >>> sgd(-1.0)
     Traceback (most recent call last):
     ...
@@ -385,28 +385,6 @@ def bad_argument(where: str, name: str, value: Any, expected: str) -> ArgumentEr
     return ArgumentError(f"{where}: {name} must be {expected}, got {value!r}")
 
 
-def optim_leaf_dtype(opt: str, path: str, got: str) -> DTypeError:
-    return DTypeError(
-        f"{opt}: cannot update the parameter at {path_str(path)}: expected floats, got {got} "
-        "(float32 or float64 arrays, or numbers)"
-    )
-
-
-def optim_delta_dtype(opt: str, tree: str, path: str, got: str) -> DTypeError:
-    return DTypeError(f"{opt}: {tree} at {path_str(path)}: expected real numbers, got {got}")
-
-
-def optim_mismatch(opt: str) -> StructureError:
-    return StructureError(
-        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
-        "(tuples, lists, named tuples, dicts and None as nodes)"
-    )
-
-
-def optim_bad_state(opt: str, expected: str, got: Any) -> StructureError:
-    return StructureError(f"{opt}: the optimiser state must be {expected} (from {opt}.init), got {describe_tree(got)}")
-
-
 class TrainingNonFiniteError(NonFiniteError):
     """Training met a non-finite loss or gradient; the last good state rides along.
 
@@ -488,13 +466,6 @@ def renamed_text(old: str, new: str) -> str:
 
 
 # ------------------------- learning as optics: schedules, optimiser lenses, dropout, metrics (issue 14)
-
-
-def bad_schedule_value(opt: str, step: int, got: Any) -> ArgumentError:
-    """A learning-rate schedule that gave something other than a finite number >= 0."""
-    return ArgumentError(
-        f"{opt}: the lr schedule gave {got!r} at step {step}; a schedule must give a finite number >= 0"
-    )
 
 
 # -------------------- the training kit in fit: optimiser lenses, callbacks, resuming, plots (issue 14, part 2)

@@ -1,4 +1,12 @@
-"""Moved to :mod:`prelens.learn` (temporary re-export during the redesign)."""
+"""Deprecated: the optimisers moved to :mod:`prelens.learn` (``prelens.optim.X`` warns, gives ``prelens.learn.X``)."""
 
-from prelens.learn._objects import *  # noqa: F403
-from prelens.learn._objects import __all__  # noqa: F401
+import prelens.learn as _learn
+from prelens._deprecated import moved
+
+_NAMES = (
+    "SGD Adagrad AdagradState Adam AdamState AdamW ClipByGlobalNorm Momentum MomentumState Optimizer RMSprop "
+    "RMSpropState Schedule ScheduledState adagrad adam adamw clip_by_global_norm constant exponential_decay "
+    "momentum one_cycle rmsprop sgd step_decay warmup_cosine"
+).split()
+
+__getattr__ = moved("prelens.optim", {name: (f"prelens.learn.{name}", getattr(_learn, name)) for name in _NAMES})

@@ -23,11 +23,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens.errors import CheckpointError
 from prelens.core import tree_paths
+from prelens.errors import CheckpointError
 from prelens.io import load_checkpoint, load_metadata, register_namedtuple, save_checkpoint
+from prelens.learn import adam
 from prelens.nn import Para
-from prelens.learn._objects import adam
 
 
 class Unregistered(NamedTuple):

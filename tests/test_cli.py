@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from prelens import load_model
-from prelens.io import load_checkpoint, load_metadata
 from prelens.cli import demo, train_mlp
+from prelens.io import load_checkpoint, load_metadata
 
 
 def parser_for(module: ModuleType) -> argparse.ArgumentParser:

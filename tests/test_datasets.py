@@ -7,7 +7,6 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from prelens.errors import ArgumentError
 from prelens.datasets import (
     DATASETS,
     IRIS_CLASSES,
@@ -23,6 +22,7 @@ from prelens.datasets import (
     stratified_folds,
     stratified_split,
 )
+from prelens.errors import ArgumentError
 
 # ---------------------------------------------------------------------- iris
 

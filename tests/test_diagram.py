@@ -7,10 +7,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from prelens.errors import ArgumentError
 from prelens import PreLens, StructureError, add_l, copy_l
-from prelens.show._diagram import _type_of, draw
+from prelens.errors import ArgumentError
 from prelens.nn import attention_head, decoder_lm, mlp
+from prelens.show._diagram import _type_of, draw
 from prelens.testing._strategies import bias_vec, linear_vec, tanh_vec
 
 matplotlib.use("Agg")

@@ -40,7 +40,7 @@ from prelens.core import tree_sum
 from prelens.core._tree import check_structure
 from prelens.datasets import CharVocab, load_iris, text_windows
 from prelens.io import load_checkpoint, register_constructor, save_checkpoint
-from prelens.learn._objects import adam, sgd
+from prelens.learn import adam, sgd
 from prelens.testing import check_lens_equal, check_no_alias, check_pure, check_vjp
 from prelens.train import EarlyStopping, fit
 
@@ -353,33 +353,6 @@ CASES: dict[str, Case] = {
         r"^fit: data\[1\] holds NaN or infinity, first in row 1; clean or drop such rows first$",
     ),
     "bad_argument": _case(lambda: sgd(-1), E.ArgumentError, r"^sgd: lr must be a finite number > 0, got -1$"),
-    "optim_leaf_dtype": _case(
-        lambda: sgd(0.1).init([np.arange(3)]),
-        E.DTypeError,
-        r"^sgd: cannot update the parameter at \[0\]: expected floats, got i64\[3\] \(float32 or float64 arrays, or numbers\)$",
-    ),
-    "optim_delta_dtype": _case(
-        lambda: sgd(0.1).update([np.ones(3, complex)], (), [np.ones(3)]),
-        E.DTypeError,
-        r"^sgd: grads at \[0\]: expected real numbers, got c128\[3\]$",
-    ),
-    "optim_mismatch": _case(
-        lambda: sgd(0.1).update(
-            type("Pair", (tuple,), {})((np.ones(2),)), (), type("Pair", (tuple,), {})((np.ones(2),))
-        ),
-        E.StructureError,
-        r"^sgd: parameters, grads and state do not share a structure the optimisers rebuild",
-    ),
-    "optim_bad_state": _case(
-        lambda: adam(0.1).update([np.ones(2)], (), [np.ones(2)]),
-        E.StructureError,
-        r"^adam: the optimiser state must be an AdamState \(from adam\.init\), got \(\)$",
-    ),
-    "bad_schedule_value": _case(
-        lambda: sgd(lambda t: -0.5).update(np.ones(2), sgd(lambda t: -0.5).init(np.ones(2)), np.ones(2)),
-        E.ArgumentError,
-        r"^sgd: the lr schedule gave -0\.5 at step 0; a schedule must give a finite number >= 0$",
-    ),
     # the training kit in fit (issue 14)
     "data_cast_overflow": _case(
         lambda: fit(
@@ -620,6 +593,34 @@ MESSAGES: dict[str, Case] = {
         E.ModelFileError,
         r"^model file .*m\.prelens: cannot be read: the stored parameters do not fit the lens it describes: "
         r"at \.weight: expected shape \(3, 2\), got shape \(3, 3\)$",
+    ),
+    # the optimisers' own messages (prelens.learn)
+    "optim_leaf_dtype": _case(
+        lambda: sgd(0.1).init([np.arange(3)]),
+        E.DTypeError,
+        r"^sgd: cannot update the parameter at \[0\]: expected floats, got i64\[3\] \(float32 or float64 arrays, or numbers\)$",
+    ),
+    "optim_delta_dtype": _case(
+        lambda: sgd(0.1).update([np.ones(3, complex)], (), [np.ones(3)]),
+        E.DTypeError,
+        r"^sgd: grads at \[0\]: expected real numbers, got c128\[3\]$",
+    ),
+    "optim_mismatch": _case(
+        lambda: sgd(0.1).update(
+            type("Pair", (tuple,), {})((np.ones(2),)), (), type("Pair", (tuple,), {})((np.ones(2),))
+        ),
+        E.StructureError,
+        r"^sgd: parameters, grads and state do not share a structure the optimisers rebuild",
+    ),
+    "optim_bad_state": _case(
+        lambda: adam(0.1).update([np.ones(2)], (), [np.ones(2)]),
+        E.StructureError,
+        r"^adam: the optimiser state must be an AdamState \(from adam\.init\), got \(\)$",
+    ),
+    "bad_schedule_value": _case(
+        lambda: sgd(lambda t: -0.5).update(np.ones(2), sgd(lambda t: -0.5).init(np.ones(2)), np.ones(2)),
+        E.ArgumentError,
+        r"^sgd: the lr schedule gave -0\.5 at step 0; a schedule must give a finite number >= 0$",
     ),
 }
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prelens.tambara import Rule
 from prelens import from_tamb
+from prelens.tambara import Rule
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 if str(NOTEBOOKS) not in sys.path:

@@ -14,13 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prelens.errors import CheckpointError
 from prelens import PreLens, PrelensError, chain, learn
+from prelens import learn as optim
 from prelens.core import tree_leaves
-from prelens.learn import _objects as optim
-from prelens.errors import ArgumentError
-from prelens.io import load_checkpoint, load_metadata, save_checkpoint
 from prelens.datasets import load_dataset, load_iris
+from prelens.errors import ArgumentError, CheckpointError
+from prelens.io import load_checkpoint, load_metadata, save_checkpoint
 from prelens.nn import dense, dropout, mlp, softmax_cross_entropy
 from prelens.train import (
     CheckpointBest,

@@ -9,6 +9,7 @@ step size in the learning-rate lens) and composed with clipping.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -16,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 
 from prelens import PreLens, forward, id_pre_lens, learn, vjp
-from prelens.core import tree_first_difference, tree_map, tree_zip_map
-from prelens.learn import _objects as optim
 from prelens import errors as E
+from prelens import learn as optim
+from prelens.core import tree_first_difference, tree_map, tree_zip_map
 from prelens.nn import mlp, mse, softmax_cross_entropy
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 from prelens.train import step as train_step
@@ -27,14 +28,18 @@ TOL = 1e-12
 
 #: (lens, twin) pairs with the same hyperparameters: the lens under α = 1 is the twin.
 PAIRS: list[tuple[str, Any, Any]] = [
-    ("gradient_descent", lambda lr: learn.gradient_descent(lr), lambda lr: optim.sgd(lr)),
-    ("momentum", lambda lr: learn.momentum(lr, 0.8), lambda lr: optim.momentum(lr, 0.8)),
-    ("nesterov", lambda lr: learn.nesterov(lr, 0.9), lambda lr: optim.momentum(lr, 0.9, nesterov=True)),
-    ("adagrad", lambda lr: learn.adagrad(lr), lambda lr: optim.adagrad(lr)),
-    ("rmsprop", lambda lr: learn.rmsprop(lr, rho=0.8), lambda lr: optim.rmsprop(lr, rho=0.8)),
-    ("adam", lambda lr: learn.adam(lr), lambda lr: optim.adam(lr)),
-    ("adam b", lambda lr: learn.adam(lr, 0.5, 0.6, 1e-3), lambda lr: optim.adam(lr, 0.5, 0.6, 1e-3)),
-    ("adamw", lambda lr: learn.adamw(lr, weight_decay=0.3), lambda lr: optim.adamw(lr, weight_decay=0.3)),
+    ("sgd", lambda lr: learn.sgd(lr).lens, lambda lr: optim.sgd(lr)),
+    ("momentum", lambda lr: learn.momentum(lr, 0.8).lens, lambda lr: optim.momentum(lr, 0.8)),
+    (
+        "nesterov",
+        lambda lr: learn.momentum(lr, 0.9, nesterov=True).lens,
+        lambda lr: optim.momentum(lr, 0.9, nesterov=True),
+    ),
+    ("adagrad", lambda lr: learn.adagrad(lr).lens, lambda lr: optim.adagrad(lr)),
+    ("rmsprop", lambda lr: learn.rmsprop(lr, rho=0.8).lens, lambda lr: optim.rmsprop(lr, rho=0.8)),
+    ("adam", lambda lr: learn.adam(lr).lens, lambda lr: optim.adam(lr)),
+    ("adam b", lambda lr: learn.adam(lr, 0.5, 0.6, 1e-3).lens, lambda lr: optim.adam(lr, 0.5, 0.6, 1e-3)),
+    ("adamw", lambda lr: learn.adamw(lr, weight_decay=0.3).lens, lambda lr: optim.adamw(lr, weight_decay=0.3)),
     (
         "adam >> clip",
         lambda lr: learn.adam(lr) >> learn.clip_by_global_norm(0.5),
@@ -55,7 +60,9 @@ def _params(seed: int = 0) -> Any:
 
 
 def _grads(rng: np.random.Generator, like: Any) -> Any:
-    return tree_map(lambda x: rng.standard_normal(np.shape(x)) if isinstance(x, np.ndarray) else float(rng.standard_normal()), like)
+    return tree_map(
+        lambda x: rng.standard_normal(np.shape(x)) if isinstance(x, np.ndarray) else float(rng.standard_normal()), like
+    )
 
 
 def _run_lens(lens: Any, params: Any, grads: list[Any]) -> list[Any]:
@@ -116,9 +123,9 @@ def test_the_whole_training_step_as_one_lens_equals_train_step(name: str, make_l
 @pytest.mark.parametrize(
     ("make_lens", "make_twin"),
     [
-        (lambda: learn.gradient_descent(1.0), lambda: optim.sgd(0.05)),
-        (lambda: learn.momentum(1.0, 0.9), lambda: optim.momentum(0.05, 0.9)),
-        (lambda: learn.nesterov(1.0, 0.9), lambda: optim.momentum(0.05, 0.9, nesterov=True)),
+        (lambda: learn.sgd(1.0).lens, lambda: optim.sgd(0.05)),
+        (lambda: learn.momentum(1.0, 0.9).lens, lambda: optim.momentum(0.05, 0.9)),
+        (lambda: learn.momentum(1.0, 0.9, nesterov=True).lens, lambda: optim.momentum(0.05, 0.9, nesterov=True)),
     ],
     ids=["gradient_descent", "momentum", "nesterov"],
 )
@@ -140,12 +147,20 @@ def test_the_papers_form_with_the_step_size_in_the_learning_rate_lens(make_lens:
             assert_equal_trees(tree_map(lambda v: 0.05 * v, s_twin), s_lens, "velocity (scaled by α)")
 
 
-def test_nesterov_runs_the_model_at_the_look_ahead_point() -> None:
-    opt = learn.nesterov(0.5, beta=0.9)
-    params = np.array([1.0, 2.0])
-    state = optim.MomentumState(np.array([1.0, -1.0]))
-    assert np.allclose(forward(opt, (), (params, state)), params - 0.5 * 0.9 * state.velocity)
-    assert np.array_equal(forward(learn.momentum(0.5, 0.9), (), (params, state)), params)
+def test_the_old_names_warn_and_name_the_new_ones() -> None:
+    import prelens.optim
+
+    for old, new, args in [("gradient_descent", "sgd(lr).lens", (0.1,)), ("nesterov", "momentum(lr, beta", (0.1,))]:
+        with pytest.warns(
+            DeprecationWarning, match=rf"prelens\.learn\.{old} is deprecated: use prelens\.learn\.{re.escape(new)}"
+        ):
+            lens = getattr(learn, old)(*args)
+        assert isinstance(lens, learn.OptimizerLens)
+    for name in ("adam", "AdamState", "SGD", "warmup_cosine", "ScheduledState", "clip_by_global_norm"):
+        with pytest.warns(
+            DeprecationWarning, match=rf"^prelens\.optim\.{name} is deprecated: use prelens\.learn\.{name} "
+        ):
+            assert getattr(prelens.optim, name) is getattr(learn, name)
 
 
 def test_the_learning_rate_lens_makes_the_delta() -> None:
@@ -165,7 +180,7 @@ def test_learner_reports_the_loss_before_the_update_and_descends() -> None:
     ys = xs @ np.array([[1.0], [-2.0], [0.5]])
     opt = learn.adam(0.03)
     step = learn.learner(model, mse, opt)
-    params, state = model.init(0), opt.init_state(model.init(0))
+    params, state = model.init(0), opt.init(model.init(0))
     first = forward(model >> mse, (ys, params), xs)
     params, state, loss = learn.learner_step(step, params, state, (xs, ys))
     assert loss == pytest.approx(float(first), rel=1e-14)
@@ -204,9 +219,9 @@ def test_reparameterise_equals_running_the_optimiser_by_hand(seed: int) -> None:
     """``beta((U @ id) >> parameters_as_input(f))`` runs ``U``, then ``f``, and back."""
     rng = np.random.default_rng(seed)
     model = mlp(3, [4, 2])
-    opt = learn.momentum(0.1)
+    opt = learn.momentum(0.1).lens
     params = model.init(rng)
-    q = (params, opt.init_state(params))
+    q = (params, learn.init_state(opt, params))
     check_lens_equal(
         "reparameterise by hand",
         _reparameterise_by_hand(model, opt),
@@ -232,7 +247,12 @@ def test_parameters_as_input_is_betas_inverse(seed: int) -> None:
     p, x = model.init(rng), rng.standard_normal((2, 3))
     check_lens_laws(learn.parameters_as_input(model), (), (p, x))
     check_lens_equal(
-        "beta(parameters_as_input(f)) = f", model, learn.parameters_as_input(model).beta(), p, x, p_iso=lambda p: ((), p)
+        "beta(parameters_as_input(f)) = f",
+        model,
+        learn.parameters_as_input(model).beta(),
+        p,
+        x,
+        p_iso=lambda p: ((), p),
     )
 
 
@@ -277,7 +297,7 @@ def test_the_whole_learner_obeys_the_laws(seed: int) -> None:
     opt = learn.rmsprop(0.01)
     lens = learn.learner(model, mse, opt)
     params = model.init(rng)
-    p = ((), (rng.standard_normal((4, 2)), (params, opt.init_state(params))))
+    p = ((), (rng.standard_normal((4, 2)), (params, opt.init(params))))
     check_lens_laws(lens, p, rng.standard_normal((4, 2)), rng=rng, vjp=False)
 
 
@@ -313,8 +333,8 @@ def test_l2_in_the_loss_is_not_decoupled_weight_decay() -> None:
     p0 = model.init(0)
     with_l2 = learn.learner(model, mse, learn.adam(0.01), penalty=learn.l2(0.1))
     decoupled = learn.learner(model, mse, learn.adamw(0.01, weight_decay=0.1))
-    a, _, _ = learn.learner_step(with_l2, p0, learn.adam(0.01).init_state(p0), (xs, ys))
-    b, _, _ = learn.learner_step(decoupled, p0, learn.adam(0.01).init_state(p0), (xs, ys))
+    a, _, _ = learn.learner_step(with_l2, p0, learn.adam(0.01).init(p0), (xs, ys))
+    b, _, _ = learn.learner_step(decoupled, p0, learn.adam(0.01).init(p0), (xs, ys))
     assert tree_first_difference(a, b, rtol=1e-6) is not None
 
 
@@ -322,7 +342,7 @@ def test_l2_in_the_loss_is_not_decoupled_weight_decay() -> None:
 
 
 def test_clear_errors() -> None:
-    opt = learn.adam(0.1)
+    opt = learn.adam(0.1).lens
     params = np.zeros(3)
     with pytest.raises(E.StructureError, match=r"^adam\(0\.1\): input must be a pair \(params, state\), got f64\[3\]$"):
         opt.fwd((), params)
@@ -333,17 +353,17 @@ def test_clear_errors() -> None:
     m, _ = opt.fwd((), (params, opt.init_state(params)))
     with pytest.raises(E.StructureError, match=r"^adam\(0\.1\): the parameter delta: at <root>"):
         opt.bwd(m, np.zeros(4))
-    with pytest.raises(E.DTypeError, match=r"^momentum\(0\.1, beta=0\.9\): cannot update the parameter at <root>"):
-        learn.momentum(0.1).fwd((), (np.zeros(2, int), ()))
+    with pytest.raises(E.DTypeError, match=r"^momentum\(0\.1\): cannot update the parameter at <root>"):
+        learn.momentum(0.1).lens.fwd((), (np.zeros(2, int), ()))
     with pytest.raises(E.StructureError, match=r"^init_state: optimizer must be an optimiser lens"):
         learn.init_state(id_pre_lens, params)
     with pytest.raises(E.StructureError, match=r"^reparameterise: optimizer must be a lens without parameters"):
         learn.reparameterise(mlp(2, [2]), mlp(2, [2]))
     with pytest.raises(E.ArgumentError, match=r"^adam: b1 must be a number in \[0, 1\)"):
         learn.adam(0.1, b1=1.0)
-    with pytest.raises(E.ArgumentError, match=r"^gradient_descent: lr must be a finite number > 0 or a schedule"):
-        learn.gradient_descent("0.1")  # type: ignore[arg-type]
-    bad = learn.gradient_descent(lambda t: -1.0)
+    with pytest.raises(E.ArgumentError, match=r"^sgd: lr must be a finite number > 0 or a schedule"):
+        learn.sgd("0.1")  # type: ignore[arg-type]
+    bad = learn.sgd(lambda t: -1.0).lens
     m, _ = bad.fwd((), (params, bad.init_state(params)))
-    with pytest.raises(E.ArgumentError, match=r"^gradient_descent\(.*\): the lr schedule gave -1\.0 at step 0"):
+    with pytest.raises(E.ArgumentError, match=r"^sgd: the lr schedule gave -1\.0 at step 0"):
         bad.bwd(m, params)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from prelens import NonFiniteError
-from prelens.errors import ArgumentError, StructureError
 from prelens.datasets import load_iris
+from prelens.errors import ArgumentError, StructureError
+from prelens.learn import adam
 from prelens.nn import linear, mlp, softmax_cross_entropy
-from prelens.learn._objects import adam
 from prelens.train import accuracy, confusion_matrix, fit, predict, predict_proba
 
 

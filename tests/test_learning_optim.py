@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from prelens.core import tree_allclose, tree_leaves, tree_map, tree_zip_map
 from prelens.errors import ArgumentError, StructureError
-from prelens.learn._objects import (
+from prelens.learn import (
     AdagradState,
     AdamState,
     RMSpropState,

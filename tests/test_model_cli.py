@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prelens.io import save_checkpoint
 from prelens import forward, load_model, save_model
 from prelens.cli import main
 from prelens.cli.predict import probabilities
 from prelens.datasets import IRIS_CLASSES, iris_arrays, load_dataset, make_sequences
 from prelens.datasets.sequences import CharVocab, SequenceTask
+from prelens.io import save_checkpoint
 from prelens.nn import generate, mlp, token_cross_entropy
 from prelens.train import evaluate
 
@@ -163,7 +163,9 @@ def test_evaluate_reports_accuracy_and_the_confusion_matrix(iris_model: Path, ir
         rows = list(csv.reader(f))
         header = [[r[-1], *r[:-1]] for r in rows[:1]]
         csv.writer(g).writerows(header + [[str(IRIS_CLASSES.index(r[-1])), *r[:-1]] for r in rows[1:]])
-    assert ok("evaluate", str(iris_model), str(by_index), "--label-column", "0") == out.replace(str(iris_csv), str(by_index))
+    assert ok("evaluate", str(iris_model), str(by_index), "--label-column", "0") == out.replace(
+        str(iris_csv), str(by_index)
+    )
 
 
 def test_summary_prints_the_table_and_draws_the_diagram(iris_model: Path, tmp_path: Path):
@@ -189,7 +191,10 @@ def test_summary_of_a_file_without_input_metadata_needs_an_input_shape(tmp_path:
         (["predict", "{m}", "{tmp}/none.csv"], r"INPUT '.*none\.csv': no such file"),
         (["predict", "{tmp}/none.prelens", "{csv}"], r"MODEL '.*none\.prelens': no such file"),
         (["predict", "{m}", "{tmp}/x.txt"], r"INPUT '.*x\.txt': expected a \.csv or \.npy file"),
-        (["predict", "{m}", "{feat}", "--output", "{tmp}/no/dir/y.csv"], r"--output .*: the directory .* does not exist"),
+        (
+            ["predict", "{m}", "{feat}", "--output", "{tmp}/no/dir/y.csv"],
+            r"--output .*: the directory .* does not exist",
+        ),
         (["predict", "{m}", "{feat}", "--output", "{tmp}/y.json"], r"--output .*: the name must end in \.csv or \.npy"),
         (["predict", "{m}", "{feat}", "--batch-size", "0"], r"--batch-size must be an int >= 1, got 0"),
         (["predict", "{m}", "{csv}"], r"row 1, column 5: 'setosa' is not a number \(predict reads inputs only"),
@@ -197,7 +202,10 @@ def test_summary_of_a_file_without_input_metadata_needs_an_input_shape(tmp_path:
         (["predict", "{params}", "{feat}"], r"holds parameters only"),
         (["evaluate", "{m}", "{tmp}/d.npz"], r"DATA '.*d\.npz': no such file"),
         (["evaluate", "{m}", "{csv}", "--label-column", "7"], r"--label-column 7: DATA .* has 5 columns"),
-        (["evaluate", "{m}", "{badlabel}"], r"row 1: unknown label 'rose' \(the classes are setosa, versicolor, virginica\)"),
+        (
+            ["evaluate", "{m}", "{badlabel}"],
+            r"row 1: unknown label 'rose' \(the classes are setosa, versicolor, virginica\)",
+        ),
         (["generate", "{m}", "--prompt", "x"], r"MODEL is not a language model file"),
         (["generate", "{m}", "--prompt", "x", "--steps", "0"], r"--steps must be an int >= 1, got 0"),
         (["generate", "{m}", "--prompt", "x", "--temperature", "-1"], r"--temperature must be a finite number >= 0"),
@@ -232,7 +240,6 @@ def test_the_model_commands_are_listed(capsys: pytest.CaptureFixture[str]):
     text = capsys.readouterr().out
     for command in ("predict", "evaluate", "generate", "summary"):
         assert command in text
-
 
 
 @pytest.mark.parametrize("command", ["predict", "evaluate", "generate", "summary"])

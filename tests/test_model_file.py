@@ -25,8 +25,6 @@ import numpy as np
 import pytest
 
 import prelens
-from prelens.errors import ArgumentError, ModelFileError
-from prelens.io import LoadedModel
 from prelens import (
     PreLens,
     StructureError,
@@ -46,10 +44,11 @@ from prelens import (
     tri_tensor,
     vec_lens,
 )
-from prelens.faithful._branch import branch_t
-from prelens.core import tree_leaves
-from prelens.io import load_metadata, register_constructor, save_checkpoint
 from prelens.core import _registry as C
+from prelens.core import tree_leaves
+from prelens.errors import ArgumentError, ModelFileError
+from prelens.faithful._branch import branch_t
+from prelens.io import LoadedModel, load_metadata, register_constructor, save_checkpoint
 from prelens.io import _describe as D
 
 from ._model_files import craft
@@ -76,13 +75,23 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     # the core: composition, products, names, combinators
     ("pre_compose", lambda: nn.linear(4, 3) >> nn.bias(3), rows(5, 4), None),
     ("prod_lens", lambda: nn.dense(4, 2) @ nn.layer_norm(3), lambda: (rows(5, 4)(), rows(5, 3)()), None),
-    ("named chain", lambda: chain(nn.dense(4, 4), nn.residual(nn.dense(4, 4, "relu"))).named("block"), rows(2, 4), None),
+    (
+        "named chain",
+        lambda: chain(nn.dense(4, 4), nn.residual(nn.dense(4, 4, "relu"))).named("block"),
+        rows(2, 4),
+        None,
+    ),
     ("vec_lens", lambda: vec_lens(2, nn.dense(4, 2)), lambda: [X4, X4 + 1], None),
     ("batch_n", lambda: batch_n(3, nn.dense(4, 2, None)), lambda: [X4, X4 * 2, X4 - 1], None),
     ("branch", lambda: branch(2) >> vec_lens(2, nn.dense(4, 1)), rows(3, 4), None),
     ("values", lambda: copy_l >> (nn.tanh @ id_pre_lens) >> add_l, rows(3, 4), None),
     # fast layers and models
-    ("mlp f32", lambda: nn.mlp(4, [8, 3], "relu", last_activation=None, dtype=np.float32), rows(5, 4, dtype=np.float32), None),
+    (
+        "mlp f32",
+        lambda: nn.mlp(4, [8, 3], "relu", last_activation=None, dtype=np.float32),
+        rows(5, 4, dtype=np.float32),
+        None,
+    ),
     ("dense options", lambda: nn.dense(4, 2, "sigmoid", init="he", input_delta=False), rows(5, 4), None),
     ("normalize", lambda: nn.normalize(np.arange(4.0), np.full(4, 2.0)) >> nn.mlp(4, [3]), rows(5, 4), None),
     ("rematerialize", lambda: nn.rematerialize(nn.mlp(4, [4, 4])), rows(2, 4), None),
@@ -92,11 +101,21 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("attention head", lambda: nn.attention_head(8, 4, causal=True), rows(2, 5, 8), None),
     ("faithful attention", lambda: nn.multi_head_attention_faithful(8, 2), rows(2, 5, 8), None),
     ("attention pieces", lambda: chain(nn.split_heads(2), nn.merge_heads(2)), rows(2, 3, 4), None),
-    ("more pieces", lambda: (nn.attention_scores(4), nn.causal_mask(), nn.weighted_sum(), nn.concat_heads(2)), None, None),
+    (
+        "more pieces",
+        lambda: (nn.attention_scores(4), nn.causal_mask(), nn.weighted_sum(), nn.concat_heads(2)),
+        None,
+        None,
+    ),
     ("fused attention", lambda: nn.scaled_dot_product_attention(4, causal=True), None, None),
     ("embeddings", lambda: nn.token_embedding(7, 4) >> nn.positional_embedding(6, 4), ids(7, 2, 6), None),
     ("sinusoidal", lambda: nn.sinusoidal_encoding(4, max_len=10), rows(2, 6, 4), None),
-    ("feed forward", lambda: nn.feed_forward(4, 8) >> nn.feed_forward_composed(4, 8, dtype=np.float64), rows(2, 3, 4), None),
+    (
+        "feed forward",
+        lambda: nn.feed_forward(4, 8) >> nn.feed_forward_composed(4, 8, dtype=np.float64),
+        rows(2, 3, 4),
+        None,
+    ),
     ("residual composed", lambda: nn.residual_composed(nn.feed_forward(4, 8)), rows(2, 3, 4), None),
     ("encoder block", lambda: nn.encoder_block(8, 2, 16, causal=True, norm="pre"), rows(2, 5, 8), None),
     ("decoder block", lambda: nn.decoder_block(8, 2, 16), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),
@@ -107,7 +126,12 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("faithful pre-lenses", lambda: nn.make_mlp_l(3, [2, 1]), lambda: [0.5, -1.0, 2.0], faithful_params(3, [2, 1])),
     ("faithful pieces", lambda: (nn.linear_l(3), nn.affine_l(3), nn.neuron_l(3), nn.layer_l(3, 2)), None, None),
     ("make_mlp", lambda: from_tamb(nn.make_mlp(3, [4, 1])), lambda: [0.5, -1.0, 2.0], faithful_params(3, [4, 1])),
-    ("trilens pieces", lambda: (nn.linear_t(3), nn.affine_t(3), nn.neuron_t(3), nn.layer(3, 2), branch_t(2)), None, None),
+    (
+        "trilens pieces",
+        lambda: (nn.linear_t(3), nn.affine_t(3), nn.neuron_t(3), nn.layer(3, 2), branch_t(2)),
+        None,
+        None,
+    ),
     (
         "trilens composites",
         lambda: (
@@ -162,7 +186,9 @@ def test_every_public_lens_constructor_records_its_calls():
         for name, fn in _lens_makers().items()
         if name not in TAKES_FUNCTIONS and not (hasattr(fn, "__prelens_constructor__") and C.registered(name) is fn)
     )
-    assert unregistered == [], "decorate these with prelens.core._registry.constructor (or list them in TAKES_FUNCTIONS)"
+    assert unregistered == [], (
+        "decorate these with prelens.core._registry.constructor (or list them in TAKES_FUNCTIONS)"
+    )
     for name in TAKES_FUNCTIONS:
         assert name in _lens_makers() and C.registered(name) is None
 
@@ -219,7 +245,14 @@ def test_arrays_tuples_dicts_and_numpy_scalars_in_arguments():
     def kinds(a: Any, t: Any, d: Any, x: Any, b: Any, dt: Any) -> Any:
         return PreLens(lambda p, s: ((), s), lambda m, da: ((), da), name=f"kinds({a.shape}, {t}, {d}, {x}, {b}, {dt})")
 
-    lens = kinds(np.arange(6, dtype=np.int32).reshape(2, 3), (1, "a"), {"k": [1.5]}, np.float32(0.5), np.bool_(True), np.dtype("int64"))
+    lens = kinds(
+        np.arange(6, dtype=np.int32).reshape(2, 3),
+        (1, "a"),
+        {"k": [1.5]},
+        np.float32(0.5),
+        np.bool_(True),
+        np.dtype("int64"),
+    )
     desc = json.loads(json.dumps(D.describe(lens)))
     assert desc["args"][0] == {"array": [0, 1, 2, 3, 4, 5], "dtype": "int32", "shape": [2, 3]}
     again = D.rebuild(desc)
@@ -315,7 +348,11 @@ HOW = r"build this part in a function decorated with @prelens\.io\.register_cons
             r"the lens softplus",
         ),
         (lambda: nn.dense(3, 2).dimap_s(lambda s: s, lambda ds: ds), r"at lens:", r"the lens dimap_s"),
-        (lambda: prelens.core.parameter_free("sq", lambda s: (s, s * s), lambda s, da: 2 * s * da), r"at lens:", "the lens sq"),
+        (
+            lambda: prelens.core.parameter_free("sq", lambda s: (s, s * s), lambda s, da: 2 * s * da),
+            r"at lens:",
+            "the lens sq",
+        ),
     ],
 )
 def test_an_undescribable_lens_is_refused_at_save_naming_the_part(tmp_path: Path, make: Any, where: str, what: str):
@@ -411,7 +448,9 @@ def test_a_registered_constructor_round_trips_and_an_unregistered_name_is_refuse
     assert repr(load_model(path).lens) == repr(lens)
     saved = C._CONSTRUCTORS.pop(name)
     try:
-        with pytest.raises(ModelFileError, match=rf"at lens\.args\[0\] of the description: unknown constructor '{name}'"):
+        with pytest.raises(
+            ModelFileError, match=rf"at lens\.args\[0\] of the description: unknown constructor '{name}'"
+        ):
             load_model(path)
     finally:
         C._CONSTRUCTORS[name] = saved
@@ -455,14 +494,19 @@ def test_registering_keeps_the_function_usable():
 
 def test_a_newer_format_is_refused_with_advice_to_upgrade(tmp_path: Path):
     path = craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": 2, "prelens": "0.9.1"})
-    with pytest.raises(ModelFileError, match=r"model format version 2, and this prelens reads version 1 \(written by prelens 0\.9\.1; upgrade"):
+    with pytest.raises(
+        ModelFileError,
+        match=r"model format version 2, and this prelens reads version 1 \(written by prelens 0\.9\.1; upgrade",
+    ):
         load_model(path)
 
 
 @pytest.mark.parametrize("version", [0, -1, "1", 1.0, True, None, [1]])
 def test_an_unknown_format_version_is_refused(tmp_path: Path, version: Any):
     path = craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": version})
-    with pytest.raises(ModelFileError, match=r"model format version .*, and this prelens reads version 1 \(no prelens wrote"):
+    with pytest.raises(
+        ModelFileError, match=r"model format version .*, and this prelens reads version 1 \(no prelens wrote"
+    ):
         load_model(path)
 
 
@@ -532,20 +576,59 @@ DENSE = {"call": "prelens.nn.dense", "args": [3, 2]}
         ({"call": "prelens.nn.dense", "args": {"n_in": 3}}, r"args must be a list and kwargs an object"),
         ({"call": "prelens.nn.dense", "args": [3, 2], "code": "x"}, r'a lens must be \{"call"'),
         ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"__class__": 1}}, r"refused its arguments: TypeError"),
-        ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"a b": 1}}, r"keyword 'a b' is not a Python identifier"),
-        ({"call": "prelens.nn.dense", "args": [3, -2]}, r"at lens of the description: prelens\.nn\.dense refused its arguments: dense: n_out"),
-        ({"call": "prelens.nn.dense", "args": [3, 2, "swish"]}, r"prelens\.nn\.dense refused its arguments: dense\(3→2\): activation"),
-        ({"call": "prelens.nn.dense", "args": [3, {"object": 1}]}, r"at lens\.args\[1\] of the description: an object argument needs one of the tags"),
-        ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "object"}}}, r"unknown dtype 'object'"),
-        ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "float32", "x": 1}}}, r"a dtype argument has one key"),
-        ({"call": "prelens.nn.mlp", "args": [3, [10**7]]}, r"at lens\.args\[1\]\[0\] of the description: the size 10000000 is more than"),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"a b": 1}},
+            r"keyword 'a b' is not a Python identifier",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, -2]},
+            r"at lens of the description: prelens\.nn\.dense refused its arguments: dense: n_out",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2, "swish"]},
+            r"prelens\.nn\.dense refused its arguments: dense\(3→2\): activation",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, {"object": 1}]},
+            r"at lens\.args\[1\] of the description: an object argument needs one of the tags",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "object"}}},
+            r"unknown dtype 'object'",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "float32", "x": 1}}},
+            r"a dtype argument has one key",
+        ),
+        (
+            {"call": "prelens.nn.mlp", "args": [3, [10**7]]},
+            r"at lens\.args\[1\]\[0\] of the description: the size 10000000 is more than",
+        ),
         ({"call": "prelens.nn.dense", "args": [3, 2.5]}, r"refused its arguments"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "int64", "shape": [3]}, 2]}, r"an array of shape \[3\] needs 3 numbers"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "object", "shape": [2]}, 2]}, r"unknown array dtype 'object'"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [True], "dtype": "float64", "shape": [1]}, 2]}, r"holds other values"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [], "dtype": "int8", "shape": [-1]}, 2]}, r"a short list of sizes"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [300], "dtype": "int8", "shape": [1]}, 2]}, r"do not fit int8"),
-        ({"call": "prelens.nn.mlp", "args": [3, {"tuple": [{"call": "os.system"}]}]}, r"unknown constructor 'os\.system'"),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "int64", "shape": [3]}, 2]},
+            r"an array of shape \[3\] needs 3 numbers",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "object", "shape": [2]}, 2]},
+            r"unknown array dtype 'object'",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [True], "dtype": "float64", "shape": [1]}, 2]},
+            r"holds other values",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [], "dtype": "int8", "shape": [-1]}, 2]},
+            r"a short list of sizes",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [300], "dtype": "int8", "shape": [1]}, 2]},
+            r"do not fit int8",
+        ),
+        (
+            {"call": "prelens.nn.mlp", "args": [3, {"tuple": [{"call": "os.system"}]}]},
+            r"unknown constructor 'os\.system'",
+        ),
     ],
 )
 def test_hostile_descriptions_are_refused_by_name_and_place(tmp_path: Path, description: Any, match: str):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from prelens import StructureError
 from prelens.core import tree_allclose, tree_leaves, tree_map, tree_paths, tree_zip_map
 from prelens.errors import ArgumentError, DTypeError
-from prelens.learn._objects import Adam, AdamState, Momentum, MomentumState, adam, momentum, sgd
+from prelens.learn import Adam, AdamState, Momentum, MomentumState, adam, momentum, sgd
 
 
 class Para(NamedTuple):

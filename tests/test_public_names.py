@@ -66,7 +66,10 @@ def test_the_same_object_under_one_name_is_no_collision(monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize(("old", "new"), [("predict", "predict_faithful"), ("train", "train_faithful")])
 def test_renamed_faithful_functions_name_their_new_names_under_the_old(old: str, new: str):
-    with pytest.raises(AttributeError, match=rf"prelens\.nn\.{old} was renamed prelens\.nn\.{new} in prelens 0\.2\.0 .* removed in 0\.3\.1"):
+    with pytest.raises(
+        AttributeError,
+        match=rf"prelens\.nn\.{old} was renamed prelens\.nn\.{new} in prelens 0\.2\.0 .* removed in 0\.3\.1",
+    ):
         getattr(prelens.nn, old)
     assert not hasattr(prelens.nn, old) and callable(getattr(prelens.nn, new))
     assert old not in prelens.nn.__all__

@@ -153,8 +153,8 @@ def test_a_bad_thread_count_on_the_command_line_is_exit_2(bad, capsys):
 
 
 def test_fit_sizes_blas_threads_for_its_run_and_restores_them(clean_env):
+    from prelens.learn import sgd
     from prelens.nn import mse
-    from prelens.learn._objects import sgd
     from prelens.train import fit
 
     seen = []
@@ -175,8 +175,8 @@ def test_fit_sizes_blas_threads_for_its_run_and_restores_them(clean_env):
 
 @pytest.mark.parametrize("bad", [0, -1, "two", 1.5, True])
 def test_fit_refuses_a_bad_thread_count_before_training(bad):
+    from prelens.learn import sgd
     from prelens.nn import mse
-    from prelens.learn._objects import sgd
     from prelens.train import fit
 
     with pytest.raises(ArgumentError, match="threads"):

@@ -5,9 +5,9 @@ import re
 import numpy as np
 import pytest
 
-from prelens.errors import ArgumentError
 from prelens import StructureError, add_l, chain, copy_l, summary
 from prelens.core import tree_leaves
+from prelens.errors import ArgumentError
 from prelens.nn import decoder_lm, make_mlp
 from prelens.testing._strategies import bias_vec, linear_vec, tanh_vec
 

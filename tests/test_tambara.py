@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 
 from prelens import (
-    forward,
-    vjp,
     PreLens,
     StructureError,
     TriLens,
@@ -13,12 +11,14 @@ from prelens import (
     TriProfunctor,
     batch_n,
     branch,
+    forward,
     from_tamb,
     id_pre_lens,
     to_tamb,
     tri_compose,
     tri_tensor,
     vec_lens,
+    vjp,
 )
 from prelens.faithful._branch import branch_t
 from tests.test_lens import f, g, tagged

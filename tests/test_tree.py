@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from prelens import StructureError
-from prelens.core._tree import check_structure
 from prelens.core import (
     tree_add,
     tree_allclose,
@@ -18,6 +17,7 @@ from prelens.core import (
     tree_zeros_like,
     tree_zip_map,
 )
+from prelens.core._tree import check_structure
 
 
 class Pair(NamedTuple):

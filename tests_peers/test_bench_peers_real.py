@@ -81,7 +81,7 @@ def test_the_timed_compiled_step_is_numpys_sgd_step_and_runs_from_its_own_output
 def test_a_compiled_step_that_updates_wrongly_is_refused_before_timing(monkeypatch):
     """The first update is checked against numpy's sgd, not only the gradient."""
     import prelens.bench._peer_prelens_jax as PJ
-    from prelens.learn._objects import SGD
+    from prelens.learn import SGD
 
     real = PJ.compile_step
 

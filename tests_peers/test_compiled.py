@@ -16,8 +16,8 @@ from jax.sharding import Mesh
 
 import prelens
 from prelens import learn
+from prelens.learn import adam, sgd
 from prelens.nn import decoder_lm, dropout, mlp, mse, softmax_cross_entropy, token_cross_entropy
-from prelens.learn._objects import adam, sgd
 from prelens.train import compile_step, fit, step
 from tests.backends.harness import assert_close, assert_in_library
 
@@ -58,9 +58,9 @@ def test_compiled_steps_equal_numpy_steps(problem: object, opt: object) -> None:
 
 def test_compiled_step_takes_an_optimiser_lens() -> None:
     model, loss, params, batch = _mlp_problem()
-    opt = learn.momentum(0.05)
+    opt = learn.momentum(0.05).lens
     compiled = compile_step(model, loss, opt)
-    state = opt.init_state(params)
+    state = learn.init_state(opt, params)
     p_jx, s_jx, _ = compiled(params, state, batch)
     p_np, s_np, _ = prelens.learn.learner_step(learn.learner(model, loss, opt), params, state, batch)
     assert_close(p_np, p_jx, "params")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from prelens import errors as E
 from prelens.backend._arrays import to_numpy, tree_map_arrays
 from prelens.core._trace import vjp
-from prelens.learn._objects import sgd
+from prelens.learn import sgd
 from prelens.train import compile_step
 
 if TYPE_CHECKING:

@@ -57,7 +57,7 @@ from prelens.bench._timing import peak_bytes, time_interleaved
 from prelens.core._combinators import chain
 from prelens.core._lens import AnyLens, id_pre_lens
 from prelens.core._trace import vjp
-from prelens.learn._objects import sgd
+from prelens.learn import sgd
 from prelens.nn import DenseParams, mlp, mse
 
 __all__ = [

@@ -66,7 +66,7 @@ from prelens.bench.lm import HandLM, LMConfig
 from prelens.bench.mlp import numpy_mlp_grads
 from prelens.core._trace import vjp
 from prelens.core._tree import tree_paths
-from prelens.learn._objects import sgd
+from prelens.learn import sgd
 
 __all__ = [
     "DEFAULT_PEERS",

@@ -41,7 +41,7 @@ from prelens.bench.peers import PeerCase, make_problem
 from prelens.core import _lens
 from prelens.core._lens import PreLens
 from prelens.core._trace import vjp
-from prelens.learn._objects import sgd
+from prelens.learn import sgd
 
 __all__ = ["Profile", "ProfileRow", "profile_step"]
 

@@ -30,7 +30,7 @@ import numpy as np
 from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.datasets import TOY_XS, TOY_YS, iris_arrays, load_iris, standardize, stratified_folds
-from prelens.learn._objects import adam
+from prelens.learn import adam
 from prelens.nn import init_mlp, make_mlp, mlp, predict_faithful, softmax_cross_entropy, train_step
 from prelens.tambara._meanings import Cost
 from prelens.train import Progress, accuracy, evaluate, fit

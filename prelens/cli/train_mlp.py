@@ -23,7 +23,7 @@ from prelens.cli import _checks as C
 from prelens.cli._runtime import add_runtime_arguments, training_runtime
 from prelens.datasets import DATASETS, load_dataset
 from prelens.io._train_metadata import save_classifier
-from prelens.learn._objects import Optimizer, adam, momentum, sgd
+from prelens.learn import Optimizer, adam, momentum, sgd
 from prelens.nn import ACTIVATIONS, mlp, softmax_cross_entropy
 from prelens.train import accuracy, evaluate, fit
 

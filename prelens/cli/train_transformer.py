@@ -34,7 +34,7 @@ from prelens.cli._runtime import add_runtime_arguments, training_runtime
 from prelens.core._trace import forward
 from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from prelens.io._train_metadata import save_language_model
-from prelens.learn._objects import adam, warmup_cosine
+from prelens.learn import adam, warmup_cosine
 from prelens.nn import decoder_lm, generate, token_cross_entropy
 from prelens.train import evaluate, fit
 

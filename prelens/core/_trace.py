@@ -126,7 +126,11 @@ def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
 
     def pullback(da: Any) -> tuple[Any, Any]:
         try:
-            out = bwd(m, da)
+            if state.get(_STATE) == DELTAS:
+                out = bwd(m, da)
+            else:  # the parts check their deltas against the forward passes they recorded
+                with recording():
+                    out = bwd(m, da)
         except Exception as exc:
             err = misfit(lens.expects.delta, da, "output delta")
             if err is not None and not isinstance(exc, E.PrelensError):

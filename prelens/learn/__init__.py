@@ -1,30 +1,27 @@
-"""``prelens.learn``: learning as optics — the whole training step as one lens.
+"""``prelens.learn``: the optimisers, their schedules and clipping, and the training step as one lens.
 
-After Cruttwell, Gavranović, Ghani, Wilson and Zanasi, *Categorical Foundations of
-Gradient-Based Learning* (ESOP 2022). Every piece of a training step is a lens:
+Each optimiser is one object with two views (see :mod:`prelens.learn._optimizer`):
+the pure update ``opt.init(params)`` / ``opt.update(grads, state, params) ->
+(new_params, new_state)``, and ``opt.lens``, the same update as the
+reparameterisation lens of Cruttwell, Gavranović, Ghani, Wilson and Zanasi,
+*Categorical Foundations of Gradient-Based Learning* (ESOP 2022): :func:`sgd`,
+:func:`momentum` (``nesterov=``), :func:`adagrad`, :func:`rmsprop`, :func:`adam`,
+:func:`adamw`, and :func:`clip_by_global_norm`. Every ``lr`` is a number or a
+schedule (:func:`warmup_cosine`, :func:`one_cycle`, :func:`step_decay`,
+:func:`exponential_decay`, :func:`constant`, or any function of the step).
 
-* the **model**, a parametric lens ``P × X → Y`` (any lens of :mod:`prelens.nn`);
-* the **loss**, a lens parametrised by the targets (``prelens.nn.mse``, ...);
-* the **learning rate** :func:`learning_rate` ``α``, whose backward pass turns
-  the loss into its delta ``−α``;
-* the **optimiser**, a reparameterisation lens on the parameter wire whose
-  state travels with the parameters: :func:`gradient_descent`, :func:`momentum`,
-  :func:`nesterov`, :func:`adagrad`, :func:`rmsprop`, :func:`adam`, :func:`adamw`
-  (each equal to its :mod:`prelens.optim` twin), to which
-  :func:`clip_by_global_norm` composes with ``>>``;
-* a **regulariser** in the loss, :func:`l2`, tied to the model's parameters by
-  :func:`penalised`.
-
-:func:`learner` composes them (``reparameterise(model >> loss, id_pre_lens @
-optimizer) >> learning_rate(α)``); one :func:`~prelens.vjp` of it and one
-pullback is one training step, and :func:`learner_step` runs it.
+:func:`learner` composes a model, a loss, an optimiser and the learning-rate lens
+:func:`learning_rate` into one lens (``reparameterise(model >> loss, id_pre_lens
+@ opt.lens) >> learning_rate(α)``); one :func:`~prelens.vjp` of it and one pullback
+is a training step, which :func:`learner_step` runs. :func:`l2` adds a penalty to
+the loss through :func:`penalised`.
 
 >>> import numpy as np
 >>> from prelens.nn import mlp, mse
 >>> model = mlp(2, [8, 1], last_activation=None)
 >>> opt = adam(0.05)
 >>> step = learner(model, mse, opt)
->>> params, state = model.init(0), opt.init_state(model.init(0))
+>>> params, state = model.init(0), opt.init(model.init(0))
 >>> xs = np.random.default_rng(0).standard_normal((64, 2))
 >>> ys = xs[:, :1] * xs[:, 1:]
 >>> losses = []
@@ -35,30 +32,86 @@ pullback is one training step, and :func:`learner_step` runs it.
 True
 """
 
-from prelens.learn._adaptive import adagrad, adam, adamw, rmsprop
-from prelens.learn._clip import clip_by_global_norm
-from prelens.learn._descent import gradient_descent, momentum, nesterov
-from prelens.learn._optimizer import OptimizerLens, init_state
+from typing import Any
+
+from prelens._deprecated import moved
+from prelens.learn._optimizer import (
+    AdagradState,
+    AdamState,
+    MomentumState,
+    Optimizer,
+    OptimizerLens,
+    RMSpropState,
+    ScheduledState,
+    init_state,
+)
 from prelens.learn._penalty import l2, penalised
 from prelens.learn._rate import learning_rate
 from prelens.learn._reparam import learner, learner_step, parameters_as_input, reparameterise
+from prelens.learn._rules import (
+    SGD,
+    Adagrad,
+    Adam,
+    AdamW,
+    ClipByGlobalNorm,
+    Momentum,
+    RMSprop,
+    adagrad,
+    adam,
+    adamw,
+    clip_by_global_norm,
+    momentum,
+    rmsprop,
+    sgd,
+)
+from prelens.learn._schedules import Schedule, constant, exponential_decay, one_cycle, step_decay, warmup_cosine
 
 __all__ = [
-    "OptimizerLens",
+    "AdagradState",
+    "AdamState",
+    "MomentumState",
+    "Optimizer",
+    "RMSpropState",
+    "Schedule",
+    "ScheduledState",
     "adagrad",
     "adam",
     "adamw",
     "clip_by_global_norm",
-    "gradient_descent",
+    "constant",
+    "exponential_decay",
     "init_state",
     "l2",
     "learner",
     "learner_step",
     "learning_rate",
     "momentum",
-    "nesterov",
-    "parameters_as_input",
+    "one_cycle",
     "penalised",
     "reparameterise",
     "rmsprop",
+    "sgd",
+    "step_decay",
+    "warmup_cosine",
 ]
+
+#: The classes of the optimisers (their constructors are the functions above), importable but not listed.
+_CLASSES = (SGD, Adagrad, Adam, AdamW, ClipByGlobalNorm, Momentum, RMSprop, OptimizerLens, parameters_as_input)
+
+
+def gradient_descent(lr: Any) -> Any:
+    return sgd(lr).lens
+
+
+def nesterov(lr: Any, beta: float = 0.9) -> Any:
+    return momentum(lr, beta, nesterov=True).lens
+
+
+__getattr__ = moved(
+    "prelens.learn",
+    {
+        "gradient_descent": ("prelens.learn.sgd(lr).lens", gradient_descent),
+        "nesterov": ("prelens.learn.momentum(lr, beta, nesterov=True).lens", nesterov),
+    },
+)
+del gradient_descent, nesterov

@@ -1,212 +1,369 @@
-"""Optimisers as lenses: the type, the common wiring, and the initial state.
+"""The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-In Cruttwell, Gavranović, Ghani, Wilson and Zanasi's *Categorical Foundations of
-Gradient-Based Learning* (ESOP 2022) an optimiser is a *reparameterisation*: a
-lens on the parameter wire of a parametric lens::
+Each optimiser is written once, as a frozen object whose pure update is
 
-    U : (S × P, S × P) → (P, P')        get : (s, p) ↦ p            (what the model sees)
-                                        put : ((s, p), p') ↦ (s', p'')  (the update)
+    state = opt.init(params)
+    new_params, new_state = opt.update(grads, state, params)
 
-Its forward pass hands the model the parameters (Nesterov hands it a
-look-ahead point instead); its backward pass receives the parameter delta
-``p'`` that the backward pass of ``model ▷ loss ▷ α`` produced and returns the
-*new* parameters and state. Here the input is ``(params, state)`` (parameters
-first, as the user holds them), the lens's own parameters are ``()``, and its
-backward pass returns ``((), (new_params, new_state))``: a value of the input's
-type, as the lens's backward type on that wire is ``S × P`` itself.
+and whose :attr:`Optimizer.lens` is that same update seen as Cruttwell, Gavranović,
+Ghani, Wilson and Zanasi's *reparameterisation* (ESOP 2022): a lens on the
+parameter wire, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
+update(−p', state, params))``. Under the learning-rate lens ``α`` the delta that
+reaches it is ``p' = −α·∇L``, so with ``α = 1`` the lens *is* the object's update.
 
-The delta that arrives is ``p' = −α·∇L`` when the learning-rate lens
-:func:`~prelens.learn.learning_rate` is ``α``; every optimiser lens here reads
-``g = −p'`` as its gradient, so with ``α = 1`` it is exactly its
-:mod:`prelens.optim` twin (same hyperparameters, same state, same update),
-which the tests check to 1e-12 over many steps.
+``params`` and ``grads`` are trees of one structure (tuples, lists, named tuples,
+dicts, ``()``/``None``), with float arrays of any array-API library (numpy,
+PyTorch, JAX, ``array_api_strict``) or numbers at the leaves. ``update`` writes
+into nothing and keeps each parameter's dtype. ``lr`` is a number or a schedule
+(a function of the step); with a schedule the state is :class:`ScheduledState`.
+Under ``jax.jit`` a step count arrives traced and comes back a 0-d integer array.
+
+>>> import numpy as np
+>>> from prelens.learn import sgd
+>>> opt = sgd(0.1)
+>>> params = (np.array([1.0, 2.0]), [0.5])
+>>> opt.update((np.array([1.0, 1.0]), [2.0]), opt.init(params), params)
+((array([0.9, 1.9]), [0.3]), ())
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, is_array, is_concrete, namespace
+from prelens.backend._arrays import (
+    copy,
+    dtype_kind,
+    dtype_name,
+    is_array,
+    is_concrete,
+    is_real_scalar,
+    namespace,
+    shape,
+)
+from prelens.backend._arrays import zeros_like as _zeros
 from prelens.core._lens import PreLens
 from prelens.core._tree import check_structure, tree_map, tree_paths
-from prelens.learn._objects import ScheduledState, _check_params, _is_real_leaf, lr_at, scheduled_state
-from prelens.learn._xp import as_step, before
+from prelens.learn._xp import as_step, known, traced_value, wide_float
 
 Tree = Any
-#: ``put(params, state, delta, lr, lr_before) -> (new_params, new_state)``: the update at step
-#: size ``lr`` (``lr_before``: the step size of the update before, which made the state). A step
-#: size is a float, or a 0-d array when a schedule is read at a traced step (under ``jax.jit``).
-Put = Callable[[Tree, Any, Tree, Any, Any], tuple[Tree, Any]]
-#: ``get(params, state, lr) -> what the model sees`` (``lr``: the step size of the last update).
-Get = Callable[[Tree, Any, Any], Tree]
+StateT = TypeVar("StateT")
+#: A learning rate: a number, or a schedule (a function of the number of steps taken).
+LR = float | Callable[[int], float]
 
-__all__ = ["OptimizerLens", "init_state"]
+__all__ = [
+    "AdagradState",
+    "AdamState",
+    "MomentumState",
+    "Optimizer",
+    "OptimizerLens",
+    "RMSpropState",
+    "ScheduledState",
+    "init_state",
+]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class OptimizerLens(PreLens[Any, Any, Any, Any, Any, Any, Any, Any]):
-    """A :class:`~prelens.PreLens` on the parameter wire that also knows the initial state.
+class MomentumState(NamedTuple):
+    """The velocity of :func:`~prelens.learn.momentum`, a tree like the parameters."""
 
-    Haskell (a synonym used in the signatures of the optimiser lenses)::
+    velocity: Tree
 
-        type OptimizerLens s = PreLens P P' (P, s) (P, s) () () (P, s) (P, s)
 
-    ``fwd((), (params, state)) -> (residue, params_seen)``,
-    ``bwd(residue, delta) -> ((), (new_params, new_state))``, and
-    ``init_state(params) -> state`` (the state its :mod:`prelens.optim` twin's
-    ``init`` makes). Composed with ``>>`` (say with
-    :func:`~prelens.learn.clip_by_global_norm`) it is a plain ``PreLens``;
-    :func:`init_state` still finds the state through the composite.
+class AdamState(NamedTuple):
+    """Adam's steps taken and its two moment estimates (trees like the parameters)."""
 
-    >>> import numpy as np
-    >>> from prelens import forward
-    >>> from prelens.learn import momentum
-    >>> opt = momentum(0.1)
-    >>> state = opt.init_state(np.zeros(2))
-    >>> state, forward(opt, (), (np.ones(2), state))
-    (MomentumState(velocity=array([0., 0.])), array([1., 1.]))
+    step: int
+    mu: Tree
+    nu: Tree
+
+
+class AdagradState(NamedTuple):
+    """Adagrad's sum of the squared gradients so far (a tree like the parameters)."""
+
+    sum_sq: Tree
+
+
+class RMSpropState(NamedTuple):
+    """RMSprop's running mean of the squared gradients (a tree like the parameters)."""
+
+    mean_sq: Tree
+
+
+class ScheduledState(NamedTuple):
+    """The steps taken and the optimiser's own state, when its ``lr`` is a schedule (read at ``step``).
+
+    >>> from prelens.learn import sgd, warmup_cosine
+    >>> sgd(warmup_cosine(0.1, 2, 10)).init(np.zeros(2))
+    ScheduledState(step=0, state=())
     """
 
-    init_state: Callable[[Tree], Any] | None = None
-    #: The step size it was made with: a number or a schedule (read by ``LearningRateLogger``).
-    lr: Any = None
+    step: int
+    state: Any
 
 
-def init_state(optimizer: PreLens[Any, Any, Any, Any, Any, Any, Any, Any], params: Tree) -> Any:
-    """The initial state of an optimiser lens (or of a composite ``opt >> ...``) for ``params``.
+# ---------------------------------------------------------------- the optimiser
 
-    Haskell::
 
-        init_state :: OptimizerLens s -> Params -> s
+class Optimizer(Generic[StateT]):
+    """What every optimiser offers: ``init``, a pure ``update``, and the same update as a lens.
 
-    >>> import numpy as np
-    >>> from prelens.learn import adam, clip_by_global_norm
-    >>> init_state(adam(0.1) >> clip_by_global_norm(1.0), [np.zeros(2)]).step
-    0
+    >>> from prelens.learn import adam
+    >>> opt = adam(0.1)
+    >>> new_params, state = opt.update(np.ones(2), opt.init(np.zeros(2)), np.zeros(2))
+    >>> new_params, state.step, opt.lens
+    (array([-0.1, -0.1]), 1, adam(0.1))
     """
-    found = find_optimizer(optimizer)
-    if found is None or found.init_state is None:
-        expected = "an optimiser lens (prelens.learn.adam(...), ...) or a composite opt >> ... of one"
-        raise E.must_be("init_state", "optimizer", expected, E.describe(optimizer))
-    return found.init_state(params)
+
+    name: ClassVar[str] = "optimizer"
+
+    def init(self, params: Tree) -> StateT:
+        """The initial state for ``params`` (never aliases them)."""
+        raise NotImplementedError
+
+    def update(self, grads: Tree, state: StateT, params: Tree) -> tuple[Tree, StateT]:
+        """``(new_params, new_state)`` after one step along ``grads``."""
+        raise NotImplementedError
+
+    @cached_property
+    def lens(self) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+        """The update as a reparameterisation lens on the parameter wire (see the module's docstring)."""
+        return optimizer_lens(self)
+
+    def __rshift__(self, other: Any) -> Any:
+        """``opt >> lens`` is ``opt.lens >> lens`` (say ``adam(1e-3) >> clip_by_global_norm(1.0)``)."""
+        return self.lens >> (other.lens if isinstance(other, Optimizer) else other)
+
+    def __matmul__(self, other: Any) -> Any:
+        """``opt @ lens`` is ``opt.lens @ lens``."""
+        return self.lens @ (other.lens if isinstance(other, Optimizer) else other)
 
 
-def find_optimizer(lens: Any) -> OptimizerLens | None:
-    """The optimiser lens that makes ``lens``'s state: itself, or the first part of ``opt >> ...``."""
-    while isinstance(lens, PreLens) and not isinstance(lens, OptimizerLens):
-        if lens.op != ">>" or not lens.parts:
-            return None
-        lens = lens.parts[0]  # the first part takes (params, state): its state is the composite's
-    return lens if isinstance(lens, OptimizerLens) else None
+@dataclass(frozen=True)
+class Rule(Optimizer[Any]):
+    """An optimiser with a step size ``lr`` (a number or a schedule) and a state of type ``state_type``.
 
-
-def optimizer_lens(
-    name: str,
-    lr: Any,
-    state_type: type,
-    init_inner: Callable[[Tree], Any],
-    put: Put,
-    get: Get | None = None,
-) -> OptimizerLens:
-    """An :class:`OptimizerLens` named ``name`` from its update ``put`` (and ``get``, the identity by default).
-
-    ``lr`` is a number or a schedule; with a schedule the state is
-    ``ScheduledState(step, inner)`` and ``put`` gets the schedule's values at
-    ``step`` and at the step before (the one the state came from), ``get`` the latter.
-    ``state_type`` is the type of the inner state (``tuple`` for ``()``); its tree
-    fields must have the parameters' structure and shapes. The step count may be
-    a 0-d integer array of the parameters' library (traced under ``jax.jit``):
-    the count after it is then one too.
+    A rule defines ``_zeros(params)`` (its state) and ``_step(grads, state, params, lr)``
+    with ``lr`` a number (a 0-d array under a trace).
     """
-    scheduled = not isinstance(lr, (int, float))
 
-    def state_for(params: Tree) -> Any:
-        _check_params(name, params)
-        inner = init_inner(params)
-        return ScheduledState(0, inner) if scheduled else inner
+    lr: LR
+    state_type: ClassVar[type] = tuple
 
-    def split(params: Tree, state: Any) -> tuple[Any, Any]:
-        """``(step, inner state)``, checked against ``params``."""
-        _check_params(name, params)
-        t, inner = scheduled_state(name, state) if scheduled else (0, state)
-        return t, _check_inner(name, state_type, params, inner)
+    def __post_init__(self) -> None:
+        check_lr(self.name, self.lr)
 
-    def rate(t: Any) -> Any:
-        return lr_at(name, lr, t) if scheduled else float(lr)
+    def init(self, params: Tree) -> Any:
+        """The initial state for ``params`` (never aliases them)."""
+        check_params(self.name, params)
+        state = self._zeros(params)
+        return state if _is_number(self.lr) else ScheduledState(0, state)
 
-    def fwd(p: tuple[()], s: tuple[Tree, Any]) -> tuple[tuple[Tree, Any], Tree]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "() (the parameters it updates come in its input)", E.describe_tree(p))
-        params, state = _pair(name, "input", s)
-        t, inner = split(params, state)
-        seen = params if get is None else get(params, inner, rate(before(t)))
-        return (_copy(params), _copy(state)), seen
+    def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
+        """One step along ``grads``; returns ``(new_params, new_state)``."""
+        lr = self.lr
+        if isinstance(lr, (int, float)):
+            return self._step(grads, self._checked(state), params, float(lr))
+        t, inner = scheduled_state(self.name, state)
+        new_params, new_inner = self._step(grads, self._checked(inner), params, lr_at(self.name, lr, t))
+        return new_params, ScheduledState(t + 1, new_inner)
 
-    def bwd(m: tuple[Tree, Any], delta: Tree) -> tuple[tuple[()], tuple[Tree, Any]]:
-        params, state = _pair(name, "residue", m)
-        t, inner = split(params, state)
-        check_structure(params, delta, what=f"{name}: the parameter delta", shapes=True)
-        _check_real(name, "the parameter delta", delta)
-        new_params, new_inner = put(params, inner, delta, rate(t), rate(before(t)))
-        return (), (new_params, ScheduledState(t + 1, new_inner) if scheduled else new_inner)
+    def _checked(self, state: Any) -> Any:
+        cls = self.state_type
+        if type(state) is not cls or (cls is tuple and state != ()):
+            raise _bad_state(self.name, _kind(cls), state)
+        return state
 
-    return OptimizerLens(fwd, bwd, name, init_state=state_for, lr=lr)
+    def _zeros(self, params: Tree) -> Any:
+        fields = getattr(self.state_type, "_fields", ())
+        return self.state_type(*(tree_map(zeros_like, params) for _ in fields))
 
+    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        raise NotImplementedError
 
-def _pair(name: str, what: str, x: Any) -> tuple[Any, Any]:
-    if type(x) is tuple and len(x) == 2:
-        return x[0], x[1]
-    raise E.must_be(name, what, "a pair (params, state)", E.describe_tree(x))
-
-
-def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
-    """The inner state as ``state_type`` (``()`` for ``tuple``; a plain tuple of its fields is taken
-    for the named tuple, as lenses take plain tuples for their parameters), trees shaped like ``params``."""
-    if state_type is tuple:
-        if type(inner) is not tuple or inner != ():
-            raise E.optim_bad_state(name, "()", inner)
-        return inner
-    kind = state_type.__name__
-    article = "an" if kind[0] in "AEIOU" else "a"
-    fields: tuple[str, ...] = getattr(state_type, "_fields", ())
-    if type(inner) is tuple and len(inner) == len(fields):
-        inner = state_type(*inner)
-    if not isinstance(inner, tuple) or type(inner) is not state_type:
-        raise E.optim_bad_state(name, f"{article} {kind}", inner)
-    values: tuple[Any, ...] = tuple(inner)
-    for field, tree in zip(fields, values):
-        if field == "step":
-            if isinstance(tree, bool) or as_step(tree) is None:
-                raise E.optim_bad_state(name, f"{article} {kind} with an int step >= 0", inner)
-        else:
-            check_structure(params, tree, what=f"{name}: the state's {field}", shapes=True)
-            _check_real(name, f"the state's {field}", tree)
-    return inner
+    def label(self) -> str:
+        """The call that makes it, non-default hyperparameters only: ``adam(0.1, b1=0.5)``."""
+        extra = "".join(
+            f", {f.name}={getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)[1:]
+            if getattr(self, f.name) != f.default
+        )
+        return f"{self.name}({self.lr!r}{extra})"
 
 
-def _check_real(name: str, what: str, tree: Tree) -> None:
-    """Every leaf a real number or an array of them (a delta or a state: ints and floats)."""
+# ----------------------------------------------------------- schedules and steps
+
+
+def _is_number(lr: Any) -> bool:
+    return isinstance(lr, (int, float))
+
+
+def check_lr(opt: str, lr: Any) -> None:
+    """``lr`` must be a finite number > 0 or a schedule (a function of the step; not a class)."""
+    if _is_number(lr) and not isinstance(lr, bool):
+        check_positive(opt, "lr", lr)
+    elif not callable(lr) or isinstance(lr, type):
+        raise E.bad_argument(opt, "lr", lr, "a finite number > 0 or a schedule (a function of the step)")
+
+
+def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
+    """``(step, inner state)`` of a :class:`ScheduledState`; the step an int, or a 0-d integer array kept as it is."""
+    if type(state) is ScheduledState and isinstance(state.step, (int, np.integer)) and state.step >= 0:
+        return int(state.step), state.state
+    step = as_step(state.step) if type(state) is ScheduledState else None
+    if step is None:
+        raise _bad_state(opt, "a ScheduledState with an int step >= 0 (lr is a schedule)", state)
+    return step, state.state
+
+
+def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
+    """The schedule's value at ``step``: a finite number >= 0 (a traced 0-d float array at a traced step)."""
+    if not isinstance(step, int):
+        n = known(step)
+        if n is None:
+            value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
+            if not _is_real_scalar_array(value) or is_concrete(value):
+                return _checked_lr(opt, step, value)
+            xp = namespace(value)
+            return xp.astype(value, wide_float(xp))
+        step = n
+    return _checked_lr(opt, step, schedule(step))
+
+
+def _checked_lr(opt: str, step: Any, value: Any) -> float:
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        if not (_is_real_scalar_array(value) and is_concrete(value)):
+            raise _bad_schedule_value(opt, step, value)
+        value = float(value)  # a schedule written with array operations, run at a known step
+    lr = float(value)
+    if not (math.isfinite(lr) and lr >= 0.0):
+        raise _bad_schedule_value(opt, step, value)
+    return lr
+
+
+def _is_real_scalar_array(x: Any) -> bool:
+    return is_array(x) and is_real_scalar(x)
+
+
+# ------------------------------------------------------------------- checks
+
+
+def check_positive(opt: str, name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
+        raise E.bad_argument(opt, name, value, "a finite number > 0")
+
+
+def check_decay(opt: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
+        raise E.bad_argument(opt, "weight_decay", value, "a finite number >= 0")
+
+
+def check_unit(opt: str, name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
+        raise E.bad_argument(opt, name, value, "a number in [0, 1)")
+
+
+def check_params(opt: str, params: Tree) -> None:
+    """Every leaf a float array (float32/float64, any library) or a Python/numpy number."""
+    for path, x in tree_paths(params):
+        if isinstance(x, np.ndarray):
+            if x.dtype.char not in "fdg":  # float16 is too coarse for the moments (eps underflows)
+                raise _leaf_dtype(opt, path, E.describe(x))
+        elif not isinstance(x, (int, float, np.floating)) or isinstance(x, bool):
+            if not is_real_leaf(x, floats_only=True):
+                raise _leaf_dtype(opt, path, E.describe(x))
+
+
+def is_real_leaf(x: Any, floats_only: bool = False) -> bool:
+    """A real number or an array of them, of any library (of floats only, float32 or float64, for parameters)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.char in "fdg" if floats_only else x.dtype.kind in "iuf"
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, np.floating)) or (not floats_only and isinstance(x, (int, np.integer))):
+        return True
+    if not is_array(x):
+        return False
+    return dtype_name(x.dtype) in ("float32", "float64") if floats_only else dtype_kind(x.dtype) in "iuf"
+
+
+def check_real(name: str, what: str, tree: Tree) -> None:
+    """Every leaf a real number or an array of them (a delta or a state)."""
     for path, x in tree_paths(tree):
-        if not _is_real_leaf(x):
-            raise E.optim_delta_dtype(name, what, path, E.describe(x))
+        if not is_real_leaf(x):
+            raise _delta_dtype(name, what, path, E.describe(x))
 
 
-def _copy(tree: Tree) -> Tree:
-    """A copy of every array of ``tree`` (a residue never aliases its caller's values; JAX's are immutable)."""
-    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
+def _kind(cls: type) -> str:
+    return "()" if cls is tuple else f"{'an' if cls.__name__[0] in 'AEIOU' else 'a'} {cls.__name__}"
+
+
+def _leaf_dtype(opt: str, path: str, got: str) -> E.DTypeError:
+    return E.DTypeError(
+        f"{opt}: cannot update the parameter at {E.path_str(path)}: expected floats, got {got} "
+        "(float32 or float64 arrays, or numbers)"
+    )
+
+
+def _delta_dtype(opt: str, tree: str, path: str, got: str) -> E.DTypeError:
+    return E.DTypeError(f"{opt}: {tree} at {E.path_str(path)}: expected real numbers, got {got}")
+
+
+def _mismatch(opt: str) -> E.StructureError:
+    return E.StructureError(
+        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
+        "(tuples, lists, named tuples, dicts and None as nodes)"
+    )
+
+
+def _bad_state(opt: str, expected: str, got: Any) -> E.StructureError:
+    return E.StructureError(
+        f"{opt}: the optimiser state must be {expected} (from {opt}.init), got {E.describe_tree(got)}"
+    )
+
+
+def _bad_schedule_value(opt: str, step: int, got: Any) -> E.ArgumentError:
+    return E.ArgumentError(
+        f"{opt}: the lr schedule gave {got!r} at step {step}; a schedule must give a finite number >= 0"
+    )
+
+
+# ------------------------------------------------------------------- leaves
+
+
+def zeros_like(x: Any) -> Any:
+    """A state leaf of zeros in the parameter's library, dtype and device (0.0 for a Python int)."""
+    return 0.0 if type(x) is int else _zeros(x)
+
+
+def sqrt(x: Any) -> Any:
+    """``√x`` of a sum or mean of squares (an array of any library, or a number), clamped at 0 first.
+
+    On a state an optimiser reaches the clamp changes nothing; it makes the lens's
+    backward map defined on every state (the law kit runs it on random residues).
+    """
+    if isinstance(x, np.ndarray) or not is_array(x):
+        return np.sqrt(np.maximum(x, 0.0))
+    xp = namespace(x)
+    return xp.sqrt(xp.maximum(x, xp.zeros_like(x)))
+
+
+def as_leaf(g: Any, p: Any) -> Any:
+    """The delta ``g`` in the dtype of the parameter ``p`` (numbers as they are)."""
+    if not is_array(g) or not is_array(p) or g.dtype == p.dtype:
+        return g
+    return namespace(g).astype(g, p.dtype)
 
 
 def like(p: Any, x: Any) -> Any:
-    """``x`` as a value of ``p``'s kind: an array of its dtype, a numpy scalar of its type, or a float.
-
-    For another library's array ``p``, ``x`` (an array of that library) in ``p``'s
-    dtype; a number ``p`` under a trace stays the traced 0-d array it became.
-    """
+    """``x`` as a value of ``p``'s kind: an array of its dtype, a numpy scalar of its type, or a float
+    (a number ``p`` under a trace stays the traced 0-d array it became)."""
     if isinstance(p, np.ndarray):
         return np.asarray(x, dtype=p.dtype)
     if isinstance(p, np.generic):
@@ -218,14 +375,201 @@ def like(p: Any, x: Any) -> Any:
     return float(x)
 
 
-def root(x: Any) -> Any:
-    """``√x`` of a running sum or mean of squares, clamped at 0 first.
+# --------------------------------------------------------------------- walk
 
-    On a state that an optimiser reaches (never negative) the clamp changes
-    nothing; it makes the update defined on every state, as a lens's backward
-    map must be (the law kit runs it on random residues).
+
+class Mismatch(Exception):
+    """Raised inside a walk; turned into an error naming the tree and path outside it."""
+
+
+def map_leaves(
+    opt: str, f: Callable[..., tuple[Any, ...]], params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]
+) -> tuple[Tree, ...]:
+    """``f(p, *leaves_of_others)`` leaf-wise, one output tree per value it returns (one pass, checked on failure)."""
+    try:
+        return walk(f, len(others), params, list(others))
+    except (Mismatch, TypeError, ValueError):
+        raise diagnose(opt, params, others, names) from None
+
+
+#: Named tuple classes seen so far (so the check is one set lookup per node).
+NAMEDTUPLES: set[type] = set()
+
+
+def is_node(cls: type) -> bool:
+    """A tuple, a list or a named tuple class: the nodes a walk rebuilds."""
+    if cls is tuple or cls is list or cls in NAMEDTUPLES:
+        return True
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        NAMEDTUPLES.add(cls)
+        return True
+    return False
+
+
+def walk(f: Callable[..., tuple[Any, ...]], n_out: int, p: Tree, others: list[Tree]) -> tuple[Tree, ...]:
+    cls = type(p)
+    if cls is np.ndarray:  # the hot path first: exact types, no generic checks
+        for o in others:
+            if (
+                type(o) is not np.ndarray
+                or o.shape != p.shape
+                or p.dtype.char not in "fdg"
+                or o.dtype.kind not in "iuf"
+            ):
+                _check_leaf(p, o)
+        return f(p, *others)
+    if is_node(cls):
+        n = len(p)
+        for o in others:
+            if type(o) is not cls or len(o) != n:
+                raise Mismatch
+        if n == 0:
+            return tuple(cls() for _ in range(n_out))
+        cols = [walk(f, n_out, c, rest) for c, *rest in zip(p, *others)]
+        if cls is tuple:
+            return tuple(zip(*cols))
+        if cls is list:
+            return tuple(map(list, zip(*cols)))
+        return tuple(cls(*out) for out in zip(*cols))
+    if isinstance(p, dict):
+        keys = list(p)
+        if any(not isinstance(o, dict) or list(o) != keys for o in others):
+            raise Mismatch
+        cols = [walk(f, n_out, p[k], [o[k] for o in others]) for k in keys]
+        return tuple(dict(zip(keys, out)) for out in zip(*cols)) if keys else tuple({} for _ in range(n_out))
+    if p is None:
+        if any(o is not None for o in others):
+            raise Mismatch
+        return (None,) * n_out
+    if isinstance(p, (tuple, list)):
+        raise Mismatch  # a tuple subclass that is not a named tuple: not a node we rebuild
+    for o in others:
+        _check_leaf(p, o)
+    return f(p, *others)
+
+
+def _check_leaf(p: Any, o: Any) -> None:
+    """A leaf of grads or state: real, of the parameter's shape; the parameter a float (array) or a number."""
+    if not (is_real_leaf(p, floats_only=True) or (isinstance(p, (int, np.integer)) and not isinstance(p, bool))):
+        raise Mismatch
+    if not is_real_leaf(o) or shape(o) != shape(p):
+        raise Mismatch
+
+
+def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]) -> E.PrelensError:
+    """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
+    check_params(opt, params)
+    for name, other in zip(names, others):
+        check_structure(params, other, what=f"{opt}: {name}", shapes=True)
+        check_real(opt, name, other)
+    return _mismatch(opt)
+
+
+# --------------------------------------------------------------------- lens
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class OptimizerLens(PreLens[Any, Any, Any, Any, Any, Any, Any, Any]):
+    """The lens view of an optimiser: a :class:`~prelens.PreLens` on the parameter wire that knows the state.
+
+    ``fwd((), (params, state)) -> (residue, params)``, ``bwd(residue, p') -> ((),
+    (new_params, new_state))``; ``init_state(params)`` is the optimiser's ``init``
+    and ``lr`` its step size (read by ``LearningRateLogger``).
+
+    >>> from prelens import forward
+    >>> from prelens.learn import momentum
+    >>> opt = momentum(0.1)
+    >>> state = opt.init(np.zeros(2))
+    >>> state, forward(opt.lens, (), (np.ones(2), state))
+    (MomentumState(velocity=array([0., 0.])), array([1., 1.]))
     """
-    if isinstance(x, np.ndarray) or not is_array(x):
-        return np.sqrt(np.maximum(x, 0.0))
-    xp = namespace(x)
-    return xp.sqrt(xp.maximum(x, xp.zeros_like(x)))
+
+    init_state: Callable[[Tree], Any] | None = None
+    lr: Any = None
+
+
+def optimizer_lens(opt: Optimizer[Any]) -> OptimizerLens:
+    """``opt`` as a lens: ``get (p, s) = p``, ``put ((p, s), p') = update(−p', s, p)``, checked on both passes."""
+    name = opt.label() if isinstance(opt, Rule) else repr(opt)
+    scheduled = not _is_number(getattr(opt, "lr", 0.0))
+    state_type: type = getattr(opt, "state_type", tuple)
+
+    def checked(params: Tree, state: Any) -> Any:
+        check_params(name, params)
+        if not scheduled:
+            return _check_inner(name, state_type, params, state)
+        t, inner = scheduled_state(name, state)
+        return ScheduledState(t, _check_inner(name, state_type, params, inner))
+
+    def fwd(p: tuple[()], s: tuple[Tree, Any]) -> tuple[tuple[Tree, Any], Tree]:
+        if type(p) is not tuple or p != ():
+            raise E.must_be(name, "parameters", "() (the parameters it updates come in its input)", E.describe_tree(p))
+        params, state = _pair(name, "input", s)
+        return (_copy(params), _copy(checked(params, state))), params
+
+    def bwd(m: tuple[Tree, Any], delta: Tree) -> tuple[tuple[()], tuple[Tree, Any]]:
+        params, state = _pair(name, "residue", m)
+        state = checked(params, state)
+        check_structure(params, delta, what=f"{name}: the parameter delta", shapes=True)
+        check_real(name, "the parameter delta", delta)
+        return (), opt.update(tree_map(lambda d: -d, delta), state, params)
+
+    return OptimizerLens(fwd, bwd, name, init_state=opt.init, lr=getattr(opt, "lr", None))
+
+
+def _pair(name: str, what: str, x: Any) -> tuple[Any, Any]:
+    if type(x) is tuple and len(x) == 2:
+        return x[0], x[1]
+    raise E.must_be(name, what, "a pair (params, state)", E.describe_tree(x))
+
+
+def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
+    """The state as ``state_type`` (a plain tuple of its fields is taken), trees shaped like ``params``."""
+    if state_type is tuple:
+        if type(inner) is not tuple or inner != ():
+            raise _bad_state(name, "()", inner)
+        return inner
+    fields: tuple[str, ...] = getattr(state_type, "_fields", ())
+    if type(inner) is tuple and len(inner) == len(fields):
+        inner = state_type(*inner)
+    if type(inner) is not state_type:
+        raise _bad_state(name, _kind(state_type), inner)
+    values: tuple[Any, ...] = tuple(inner)  # type: ignore[arg-type]
+    for field, tree in zip(fields, values):
+        if field == "step":
+            if isinstance(tree, bool) or as_step(tree) is None:
+                raise _bad_state(name, f"{_kind(state_type)} with an int step >= 0", inner)
+        else:
+            check_structure(params, tree, what=f"{name}: the state's {field}", shapes=True)
+            check_real(name, f"the state's {field}", tree)
+    return inner
+
+
+def _copy(tree: Tree) -> Tree:
+    """A copy of every array of ``tree`` (a residue never aliases its caller's values)."""
+    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
+
+
+def init_state(optimizer: Any, params: Tree) -> Any:
+    """The initial state of an optimiser, its lens, or a composite ``opt >> ...`` of one, for ``params``.
+
+    >>> from prelens.learn import adam, clip_by_global_norm
+    >>> init_state(adam(0.1) >> clip_by_global_norm(1.0), [np.zeros(2)]).step
+    0
+    """
+    if isinstance(optimizer, Optimizer):
+        return optimizer.init(params)
+    found = find_optimizer(optimizer)
+    if found is None or found.init_state is None:
+        expected = "an optimiser lens (prelens.learn.adam(...).lens, ...) or a composite opt >> ... of one"
+        raise E.must_be("init_state", "optimizer", expected, E.describe(optimizer))
+    return found.init_state(params)
+
+
+def find_optimizer(lens: Any) -> OptimizerLens | None:
+    """The optimiser lens that makes ``lens``'s state: itself, or the first part of ``opt >> ...``."""
+    while isinstance(lens, PreLens) and not isinstance(lens, OptimizerLens):
+        if lens.op != ">>" or not lens.parts:
+            return None
+        lens = lens.parts[0]
+    return lens if isinstance(lens, OptimizerLens) else None

@@ -21,7 +21,7 @@ from prelens.backend._arrays import copy, dtype_kind, is_array, is_real_scalar, 
 from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._tree import tree_add, tree_leaves, tree_map
-from prelens.learn._objects import _check_params
+from prelens.learn._optimizer import check_params
 from prelens.learn._xp import cast, sum_squares
 
 __all__ = ["l2", "penalised"]
@@ -41,10 +41,6 @@ def _is_other_array(x: Any) -> bool:
 def l2(lam: float) -> AnyLens:
     """The L2 penalty on the loss wire: ``(p, L) ↦ L + ½λ Σ p²`` over every float leaf of ``p``.
 
-    Haskell::
-
-        l2 :: Double -> PreLens L L P P P P L L
-
     Backward: ``dp = da·λ·p`` (zeros at leaves that are not floats, such as
     dropout keys), ``dL = da``. Its gradient ``λ·p`` is what ``weight_decay``
     adds in SGD. Every float parameter is penalised, biases included. Use it
@@ -60,7 +56,7 @@ def l2(lam: float) -> AnyLens:
     name = f"l2({lam!r})"
 
     def fwd(p: Any, loss: Any) -> tuple[Any, Any]:
-        _check_params(name, _floats_only(p))  # floats, and integer arrays (dropout keys) left out
+        check_params(name, _floats_only(p))  # floats, and integer arrays (dropout keys) left out
         if not is_real_scalar(loss):
             raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
         total = 0.0
@@ -77,7 +73,7 @@ def l2(lam: float) -> AnyLens:
         return residue, loss + cast(0.5 * lam_ * (arrays + total), loss)
 
     def bwd(m: Any, da: Any) -> tuple[Any, Any]:
-        _check_params(name, _floats_only(m))  # the residue is the parameters
+        check_params(name, _floats_only(m))  # the residue is the parameters
         if not is_real_scalar(da):
             raise E.must_be(name, "output delta", "a real number", E.describe(da))
         scale = da * lam_ if _is_other_array(da) else float(da) * lam_
@@ -88,11 +84,6 @@ def l2(lam: float) -> AnyLens:
 
 def penalised(model: AnyLens, loss: AnyLens, penalty: AnyLens) -> AnyLens:
     """``model >> loss >> penalty`` with the penalty's parameters tied to the model's.
-
-    Haskell::
-
-        penalised :: PreLens B dB m dm P dP A dA -> PreLens L dL n dn T dT B dB -> PreLens L dL k dk P dP L dL
-                  -> PreLens L dL ((m, n), k) ((dm, dn), dk) (T, P) (dT, dP) A dA
 
     Parameters ``(targets, params)``, as ``model >> loss`` has them (so it is a
     drop-in for it); the parameter delta is the model's plus the penalty's.

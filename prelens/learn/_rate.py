@@ -29,10 +29,6 @@ __all__ = ["learning_rate"]
 def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple[()], tuple[()], Any, Any]:
     """The learning-rate lens ``α``: forward ``l ↦ l``, backward ``(l, ()) ↦ −α``.
 
-    Haskell::
-
-        learning_rate :: Double -> PreLens L () () () () () L L
-
     ``alpha`` is a finite number ``> 0``. Composed after a loss it seeds the
     backward pass with ``−α`` (where :func:`~prelens.train.step` seeds ``+1`` and
     lets the optimiser subtract): ``model >> loss >> learning_rate(α)``.

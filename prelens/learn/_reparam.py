@@ -33,7 +33,7 @@ from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens, id_pre_lens
 from prelens.core._trace import vjp
 from prelens.core._tree import tree_leaves
-from prelens.learn._optimizer import find_optimizer, init_state
+from prelens.learn._optimizer import Optimizer, find_optimizer, init_state
 from prelens.learn._penalty import penalised
 from prelens.learn._rate import learning_rate
 
@@ -44,10 +44,6 @@ __all__ = ["learner", "learner_step", "parameters_as_input", "reparameterise"]
 
 def parameters_as_input(lens: AnyLens) -> AnyLens:
     """``lens`` with its parameters moved into its input: parameters ``()``, input ``(p, s)``.
-
-    Haskell::
-
-        parameters_as_input :: PreLens a da m dm p dp s ds -> PreLens a da m dm () () (p, s) (dp, ds)
 
     The inverse of :func:`~prelens.beta` for pre-lenses:
     ``beta(parameters_as_input(f))`` runs as ``f`` (up to the unit ``((), p)``).
@@ -81,11 +77,6 @@ def parameters_as_input(lens: AnyLens) -> AnyLens:
 def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
     """``lens`` whose parameters are made, and updated, by the lens ``optimizer`` on its parameter wire.
 
-    Haskell::
-
-        reparameterise :: PreLens a da m dm p dp s ds -> PreLens p dp n dn () () q q
-                       -> PreLens a da (n, m) (n, m) q q s ds
-
     If ``optimizer`` goes from ``q`` (say ``(params, state)``) to ``lens``'s
     parameters, the result has parameters ``q``: its forward pass runs the
     optimiser's forward pass, then ``lens`` on what it made; its backward pass
@@ -98,14 +89,14 @@ def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
     >>> import numpy as np
     >>> from prelens import vjp
     >>> from prelens.nn import linear
-    >>> from prelens.learn import gradient_descent
-    >>> f = reparameterise(linear(1, 1), gradient_descent(0.5))
+    >>> from prelens.learn import sgd
+    >>> f = reparameterise(linear(1, 1), sgd(0.5))
     >>> y, pullback = vjp(f, (np.ones((1, 1)), ()), np.array([[2.0]]))
     >>> y, pullback(np.array([[1.0]]))[0]
     (array([[2.]]), (array([[2.]]), ()))
     """
     f = as_lens("reparameterise", "lens", lens)
-    u = as_lens("reparameterise", "optimizer", optimizer)
+    u = as_lens("reparameterise", "optimizer", optimizer.lens if isinstance(optimizer, Optimizer) else optimizer)
     units = _units(u)
     body = ((u @ id_pre_lens) >> parameters_as_input(f)).beta()
 
@@ -148,11 +139,6 @@ def learner(
 ) -> AnyLens:
     """The supervised learning step as one lens: ``reparameterise(model >> loss, id @ optimizer) >> rate``.
 
-    Haskell::
-
-        learner :: PreLens B dB m dm P dP X dX -> PreLens L dL n dn T dT B dB -> OptimizerLens S
-                -> PreLens L () k k ((), (T, (P, S))) ((), (dT, (P, S))) X dX
-
     Parameters ``((), (targets, (params, state)))``, input the batch ``xs``,
     output the loss. ``rate`` defaults to ``learning_rate(1.0)`` (the
     optimiser's own ``lr`` is then its twin's); ``penalty`` (e.g. :func:`l2`)
@@ -162,14 +148,14 @@ def learner(
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
-    >>> from prelens.learn import gradient_descent
-    >>> step = learner(linear(1, 1), mse, gradient_descent(0.25))
+    >>> from prelens.learn import sgd
+    >>> step = learner(linear(1, 1), mse, sgd(0.25))
     >>> learner_step(step, np.ones((1, 1)), (), (np.array([[1.0]]), np.array([[3.0]])))
     (array([[2.]]), (), 4.0)
     """
     model = as_lens("learner", "model", model)
     loss = as_lens("learner", "loss", loss)
-    optimizer = as_lens("learner", "optimizer", optimizer)
+    optimizer = as_lens("learner", "optimizer", optimizer.lens if isinstance(optimizer, Optimizer) else optimizer)
     alpha = learning_rate(1.0) if rate is None else as_lens("learner", "rate", rate)
     trained = model >> loss if penalty is None else penalised(model, loss, as_lens("learner", "penalty", penalty))
     return reparameterise(trained, id_pre_lens @ optimizer) >> alpha
@@ -178,10 +164,6 @@ def learner(
 def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, float]:
     """One training step of a :func:`learner` lens: ``(new_params, new_state, loss)``.
 
-    Haskell::
-
-        learner_step :: PreLens L () k k ((), (T, (P, S))) ((), (dT, (P, S))) X dX -> P -> S -> (X, T) -> (P, S, Double)
-
     ``batch = (xs, targets)``; ``loss`` is the loss at ``params`` (before the
     update). One :func:`~prelens.vjp` of the lens and one pullback of ``()``.
 
@@ -189,13 +171,15 @@ def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]
     >>> from prelens.nn import linear, mse
     >>> from prelens.learn import momentum
     >>> step = learner(linear(1, 1), mse, momentum(0.1))
-    >>> p, s, loss = learner_step(step, np.zeros((1, 1)), momentum(0.1).init_state(np.zeros((1, 1))),
+    >>> p, s, loss = learner_step(step, np.zeros((1, 1)), momentum(0.1).init(np.zeros((1, 1))),
     ...                           (np.ones((1, 1)), np.ones((1, 1))))
     >>> p, loss
     (array([[0.2]]), 1.0)
     """
     step = as_lens("learner_step", "step", step)
     xs, targets = _args.batch("learner_step", batch)
+    value: Any
+    new: Any
     value, pullback = vjp(step, ((), (targets, (params, state))), xs)
     (_, (_, new)), _ = pullback(())
     if not (isinstance(new, tuple) and len(new) == 2):

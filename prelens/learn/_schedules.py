@@ -1,8 +1,7 @@
 """Learning-rate schedules: pure functions of the step, for any optimiser's ``lr``.
 
 A schedule maps the number of updates already taken, ``t = 0, 1, 2, ...``, to the
-step size of the next update. Every optimiser of :mod:`prelens.optim` (and every
-optimiser lens of :mod:`prelens.learn`) takes either a number or a schedule as its
+step size of the next update. Every optimiser of :mod:`prelens.learn` takes either a number or a schedule as its
 ``lr``; with a schedule its state becomes ``ScheduledState(step, state)`` (the step
 count travels with the state, so a resumed run continues the schedule where it
 stopped). Any function ``int -> float`` is a schedule; the ones here are frozen
@@ -204,10 +203,6 @@ def _rate(fn: str, what: str, value: Any) -> float:
 def constant(lr: float) -> Schedule:
     """The constant schedule ``t -> lr`` (what a plain number means).
 
-    Haskell::
-
-        constant :: Double -> Schedule
-
     >>> constant(0.01)
     constant(lr=0.01)
     """
@@ -216,10 +211,6 @@ def constant(lr: float) -> Schedule:
 
 def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
     """``lr · factor ** (t // every)``: multiply the step size by ``factor`` every ``every`` steps.
-
-    Haskell::
-
-        step_decay :: Double -> Int -> Double -> Schedule
 
     ``factor`` lies in ``(0, 1]``.
 
@@ -234,10 +225,6 @@ def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
 def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
     """``lr · rate ** (t / every)``: a smooth decay by ``rate`` every ``every`` steps.
 
-    Haskell::
-
-        exponential_decay :: Double -> Double -> Int -> Schedule
-
     ``rate`` lies in ``(0, 1]``.
 
     >>> s = exponential_decay(1.0, rate=0.5, every=2)
@@ -250,10 +237,6 @@ def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
 
 def warmup_cosine(peak: float, warmup: int, total: int, final: float = 0.0) -> Schedule:
     """A linear warm-up to ``peak`` over ``warmup`` steps, then a half cosine down to ``final``.
-
-    Haskell::
-
-        warmup_cosine :: Double -> Int -> Int -> Double -> Schedule
 
     ``lr(t) = peak · (t + 1) / warmup`` for ``t < warmup`` (the first update is
     not wasted on a zero step); ``final + (peak − final) · ½ (1 + cos(π (t − warmup)
@@ -280,10 +263,6 @@ def one_cycle(
     peak: float, total: int, warmup_fraction: float = 0.3, div: float = 25.0, final_div: float = 1e4
 ) -> Schedule:
     """Smith's one-cycle policy: up from ``peak / div`` to ``peak``, then down far below the start.
-
-    Haskell::
-
-        one_cycle :: Double -> Int -> Double -> Double -> Double -> Schedule
 
     Half-cosine ramps: up over the first ``round(warmup_fraction · total)`` steps,
     then down to ``peak / (div · final_div)`` at ``t = total`` (and there after).

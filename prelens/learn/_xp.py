@@ -1,15 +1,13 @@
 """What the optimisers need on any array library, and under ``jax.jit``: step counts and step-size scalars.
 
-numpy keeps its own path in :mod:`prelens.optim` (in-place ufuncs into arrays the
-optimiser made, every scalar a Python float). Another library's arrays take the
-array API path: pure expressions, nothing written into an array it was given.
-Two things change there, and they live here:
+Every update is written with the array API (pure expressions, nothing written into
+an array it was given). Two things change off numpy, and they live here:
 
 * **A step count** (``AdamState.step``, ``ScheduledState.step``) is a Python int
   (as ``init`` makes it) or a 0-d integer array of the parameters' library. Under
   ``jax.jit`` every leaf of the state is traced, so the count arrives as a traced
   integer array; the count after it is ``step + 1`` of the same kind
-  (:func:`as_step`, :func:`known`, :func:`before`).
+  (:func:`as_step`, :func:`known`).
 * **Scalars that depend on the step** (Adam's bias corrections, a schedule's
   value) are Python floats whenever the step is known, computed exactly as numpy
   computes them; under a trace they are 0-d arrays of the widest float the
@@ -19,8 +17,8 @@ Two things change there, and they live here:
 >>> import numpy as np
 >>> as_step(3), as_step(np.int64(2)), as_step(-1), as_step(1.5)
 (3, 2, None, None)
->>> known(4), before(0), before(5), power_gap(0.5, 2)
-(4, 0, 4, 0.75)
+>>> known(4), power_gap(0.5, 2)
+(4, 0.75)
 """
 
 from __future__ import annotations
@@ -36,9 +34,7 @@ from prelens.backend._arrays import dtype_kind, dtype_name, is_array, is_concret
 
 __all__ = [
     "as_step",
-    "before",
     "cast",
-    "fit",
     "known",
     "power_gap",
     "sum_squares",
@@ -98,18 +94,6 @@ def known(t: Any) -> int | None:
     return int(t) if is_concrete(t) else None
 
 
-def before(t: Any) -> Any:
-    """The step count before ``t``, never below 0 (``max(t - 1, 0)``, branch-free for an array).
-
-    >>> before(1), before(0)
-    (0, 0)
-    """
-    if isinstance(t, int):
-        return max(t - 1, 0)
-    xp = namespace(t)
-    return xp.where(t > 0, t - 1, t)
-
-
 def power_gap(b: float, t: Any) -> Any:
     """``1 − bᵗ`` for a step ``t >= 1``: a Python float when ``t`` is known (numpy's number, bit for bit).
 
@@ -139,17 +123,6 @@ def cast(c: Any, like: Any) -> Any:
     if type(c) is float or not is_array(c) or not is_array(like) or c.dtype == like.dtype:
         return c
     return namespace(c).astype(c, like.dtype)
-
-
-def fit(x: Any, p: Any) -> Any:
-    """The array ``x`` in the dtype of the parameter ``p`` (what numpy's ``out=`` into ``p``'s buffer does).
-
-    >>> fit(np.ones(1), np.zeros(1, np.float32)).dtype
-    dtype('float32')
-    """
-    if x.dtype == p.dtype:
-        return x
-    return namespace(x).astype(x, p.dtype)
 
 
 def sum_squares(x: Any) -> Any:

@@ -218,7 +218,7 @@ class LearningRateLogger:
 
     def rate(self, opt_state: Any) -> float:
         """The step size of the last update that made ``opt_state`` (of the first, before any)."""
-        from prelens.learn._objects import ScheduledState, lr_at
+        from prelens.learn._optimizer import ScheduledState, lr_at
 
         lr = _lr_of(self.optimizer)
         if isinstance(lr, (int, float)):
@@ -229,8 +229,8 @@ class LearningRateLogger:
 
 def _lr_of(optimizer: Any) -> Any:
     """The ``lr`` (a number or a schedule) of a plain optimiser, a clipped one, or an optimiser lens."""
-    from prelens.learn._objects import ClipByGlobalNorm
     from prelens.learn._optimizer import find_optimizer
+    from prelens.learn._rules import ClipByGlobalNorm
 
     while isinstance(optimizer, ClipByGlobalNorm):
         optimizer = optimizer.optimizer

@@ -16,8 +16,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._trace import vjp
-from prelens.learn._objects import Optimizer
-from prelens.learn._optimizer import find_optimizer
+from prelens.learn._optimizer import Optimizer, find_optimizer
 from prelens.nn._dropout import with_dropout, without_dropout
 
 Tree = Any

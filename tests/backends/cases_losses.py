@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from prelens import PreLens
-from prelens.core import tree_map
 from prelens.backend._arrays import is_array
+from prelens.core import tree_map
 from prelens.nn import mlp, mse, softmax_cross_entropy, squared_distance
 
 from .harness import Case

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 import prelens
-from prelens.backend import _arrays as B
 from prelens import learn as L
-from prelens.learn import _objects as O
+from prelens import learn as O
 from prelens import vjp
+from prelens.backend import _arrays as B
 from prelens.nn import DenseParams
 
 from .harness import assert_close, assert_in_library
@@ -78,15 +78,15 @@ _PLAIN: dict[str, Callable[[], Any]] = {
 }
 
 _LENSES: dict[str, Callable[[], Any]] = {
-    "lens gradient_descent": lambda: L.gradient_descent(0.1),
-    "lens momentum": lambda: L.momentum(0.1, 0.8),
-    "lens nesterov": lambda: L.nesterov(0.1, 0.7),
-    "lens adagrad": lambda: L.adagrad(0.1),
-    "lens rmsprop": lambda: L.rmsprop(0.01),
-    "lens adam": lambda: L.adam(0.01),
-    "lens adamw": lambda: L.adamw(0.01, weight_decay=0.1),
-    "lens nesterov(warmup_cosine)": lambda: L.nesterov(O.warmup_cosine(0.1, 2, 3)),
-    "lens adam(one_cycle)": lambda: L.adam(O.one_cycle(0.1, 3)),
+    "lens sgd": lambda: L.sgd(0.1).lens,
+    "lens momentum": lambda: L.momentum(0.1, 0.8).lens,
+    "lens nesterov": lambda: L.momentum(0.1, 0.7, nesterov=True).lens,
+    "lens adagrad": lambda: L.adagrad(0.1).lens,
+    "lens rmsprop": lambda: L.rmsprop(0.01).lens,
+    "lens adam": lambda: L.adam(0.01).lens,
+    "lens adamw": lambda: L.adamw(0.01, weight_decay=0.1).lens,
+    "lens nesterov(warmup_cosine)": lambda: L.momentum(O.warmup_cosine(0.1, 2, 3), nesterov=True).lens,
+    "lens adam(one_cycle)": lambda: L.adam(O.one_cycle(0.1, 3)).lens,
     "lens adam >> clip(1)": lambda: L.adam(0.05) >> L.clip_by_global_norm(1.0),
     "lens momentum >> clip(1e3)": lambda: L.momentum(0.1) >> L.clip_by_global_norm(1e3),
 }
@@ -210,7 +210,9 @@ def check_optimizer_on(backend: str, name: str, seed: int = 0) -> None:
         what = f"{name} on {lib}, " + ("the initial state" if k == 0 else f"step {k}")
         assert_in_library(g, lib, what)
         g = B.tree_map_arrays(_count_as_int, g)  # a step count that is an array: compared as numpy's int
-        assert prelens.core._tree.structure_mismatch(r, g) is None, f"{what}: {prelens.core._tree.structure_mismatch(r, g)}"
+        assert prelens.core._tree.structure_mismatch(r, g) is None, (
+            f"{what}: {prelens.core._tree.structure_mismatch(r, g)}"
+        )
         assert_close(r, g, what)
         _numbers_equal(r, g, what)
     if case.array_step:  # the count stays an array of the backend once it is one
@@ -277,7 +279,9 @@ def check_optimizer_jit(name: str, seed: int = 0) -> None:
     for k, (e, c) in enumerate(zip(eager, compiled)):
         what = f"{name} under jax.jit, " + ("the initial state" if k == 0 else f"step {k}")
         assert_in_library(c, "jax", what)
-        assert prelens.core._tree.structure_mismatch(e, c) is None, f"{what}: {prelens.core._tree.structure_mismatch(e, c)}"
+        assert prelens.core._tree.structure_mismatch(e, c) is None, (
+            f"{what}: {prelens.core._tree.structure_mismatch(e, c)}"
+        )
         for i, (x, y) in enumerate(zip(_leaves(e), _leaves(c))):
             # a number leaf (a step count, a float parameter) comes back from jit a 0-d JAX array
             x, y = (np.asarray(B.to_numpy(v) if B.is_array(v) else v) for v in (x, y))

@@ -28,8 +28,8 @@ import prelens
 from prelens import PrelensError
 from prelens.backend import _arrays as B
 from prelens.io import load_checkpoint, save_checkpoint
+from prelens.learn import AdamState, sgd
 from prelens.nn import DenseParams, dense, mlp, mse, softmax_cross_entropy
-from prelens.learn._objects import AdamState, sgd
 from prelens.train import accuracy, confusion_matrix, evaluate, fit, predict, predict_proba
 from prelens.train._data import cast, model_dtype, rows, take
 from prelens.train._resume import read_checkpoint
@@ -231,7 +231,9 @@ def check_checkpoint(backend: str, tmp: Path) -> None:
         _assert_same_array(r, g, lib, f"load(like=<{lib} arrays>)")
     wrong = B.to_backend(_tree(np.random.default_rng(1)), backend)
     wrong["params"][1] = DenseParams(B.to_backend(np.zeros((7, 3)), backend), wrong["params"][1].bias)
-    with pytest.raises(prelens.errors.CheckpointError, match=r"at \['params'\]\[1\]\.weight: expected f64\[7,3\] \(" + lib):
+    with pytest.raises(
+        prelens.errors.CheckpointError, match=r"at \['params'\]\[1\]\.weight: expected f64\[7,3\] \(" + lib
+    ):
         load_checkpoint(path, like=wrong)
 
 

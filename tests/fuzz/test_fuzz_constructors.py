@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import prelens
 import prelens.io
-import prelens.optim
+import prelens.learn
 import prelens.train
 from prelens import datasets, learn, nn
 
@@ -314,37 +314,37 @@ CTORS: list[Ctor] = [
         covers=(prelens.PreLens,),
     ),
     # optimisers
-    Ctor("sgd", prelens.optim.sgd, {"lr": 0.1}, {"lr": [np.nan, np.inf, -0.1, "0.1"]}),
+    Ctor("sgd", prelens.learn.sgd, {"lr": 0.1}, {"lr": [np.nan, np.inf, -0.1, "0.1"]}),
     Ctor(
         "momentum",
-        prelens.optim.momentum,
+        prelens.learn.momentum,
         {"lr": 0.1, "beta": 0.9, "nesterov": False},
         {"beta": [1.0, -0.1, np.nan, "b"]},
     ),
     Ctor(
         "adam",
-        prelens.optim.adam,
+        prelens.learn.adam,
         {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
         {"b1": [1.0, np.nan], "eps": [0.0, -1.0, np.nan]},
     ),
-    Ctor("SGD", prelens.optim.SGD, {"lr": 0.1}, {"lr": [np.nan, -0.1, "0.1", True]}),
+    Ctor("SGD", prelens.learn.SGD, {"lr": 0.1}, {"lr": [np.nan, -0.1, "0.1", True]}),
     Ctor(
         "Momentum",
-        prelens.optim.Momentum,
+        prelens.learn.Momentum,
         {"lr": 0.1, "beta": 0.9, "nesterov": True},
         {"beta": [1.0, np.nan, False], "nesterov": ["no", 1, None, np.bool_(True)]},
     ),
     Ctor(
         "Adam",
-        prelens.optim.Adam,
+        prelens.learn.Adam,
         {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
         {"b2": [1.0, -0.5, np.inf], "eps": [np.inf, "e"], "lr": [0, True]},
     ),
     # optimisers, schedules, dropout and the optimiser lenses of issue 14
-    Ctor("adagrad", prelens.optim.adagrad, {"lr": 0.1, "eps": 1e-10}, {"eps": [0.0, -1.0, np.nan, np.inf]}),
-    Ctor("Adagrad", prelens.optim.Adagrad, {"lr": 0.1, "eps": 1e-10}, {"lr": [np.nan, 0, True, prelens.optim.Adam]}),
-    Ctor("rmsprop", prelens.optim.rmsprop, {"lr": 0.1, "rho": 0.9, "eps": 1e-8}, {"rho": [1.0, -0.1, np.nan]}),
-    Ctor("RMSprop", prelens.optim.RMSprop, {"lr": 0.1, "rho": 0.9, "eps": 1e-8}, {"eps": [0.0, np.inf]}),
+    Ctor("adagrad", prelens.learn.adagrad, {"lr": 0.1, "eps": 1e-10}, {"eps": [0.0, -1.0, np.nan, np.inf]}),
+    Ctor("Adagrad", prelens.learn.Adagrad, {"lr": 0.1, "eps": 1e-10}, {"lr": [np.nan, 0, True, prelens.learn.Adam]}),
+    Ctor("rmsprop", prelens.learn.rmsprop, {"lr": 0.1, "rho": 0.9, "eps": 1e-8}, {"rho": [1.0, -0.1, np.nan]}),
+    Ctor("RMSprop", prelens.learn.RMSprop, {"lr": 0.1, "rho": 0.9, "eps": 1e-8}, {"eps": [0.0, np.inf]}),
     *[
         Ctor(
             name,
@@ -352,50 +352,52 @@ CTORS: list[Ctor] = [
             {"lr": 0.1, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "weight_decay": 0.01},
             {"weight_decay": [-0.1, np.nan, np.inf, "wd"], "b1": [1.0, np.nan]},
         )
-        for name, make in (("adamw", prelens.optim.adamw), ("AdamW", prelens.optim.AdamW))
+        for name, make in (("adamw", prelens.learn.adamw), ("AdamW", prelens.learn.AdamW))
     ],
     *[
         Ctor(
             name,
             make,
-            {"optimizer": prelens.optim.adam(0.1), "max_norm": 1.0},
-            {"optimizer": [prelens.optim.Adam, nn.tanh, np.tanh, "adam"], "max_norm": [0.0, -1.0, np.nan, np.inf]},
+            {"optimizer": prelens.learn.adam(0.1), "max_norm": 1.0},
+            {"optimizer": [prelens.learn.Adam, nn.tanh, np.tanh, "adam"], "max_norm": [0.0, -1.0, np.nan, np.inf]},
         )
         for name, make in (
-            ("clip_by_global_norm", prelens.optim.clip_by_global_norm),
-            ("ClipByGlobalNorm", prelens.optim.ClipByGlobalNorm),
+            ("clip_by_global_norm", prelens.learn.clip_by_global_norm),
+            ("ClipByGlobalNorm", prelens.learn.ClipByGlobalNorm),
         )
     ],
-    Ctor("constant", lambda lr, t: prelens.optim.constant(lr)(t), {"lr": 0.1, "t": 3}, covers=(prelens.optim.constant,)),
+    Ctor(
+        "constant", lambda lr, t: prelens.learn.constant(lr)(t), {"lr": 0.1, "t": 3}, covers=(prelens.learn.constant,)
+    ),
     Ctor(
         "step_decay",
-        lambda lr, every, factor, t: prelens.optim.step_decay(lr, every, factor)(t),
+        lambda lr, every, factor, t: prelens.learn.step_decay(lr, every, factor)(t),
         {"lr": 0.1, "every": 3, "factor": 0.5, "t": 7},
         {"factor": [1.5, 0.0, np.nan], "t": [np.int64(3), -2, 1e30]},
-        covers=(prelens.optim.step_decay,),
+        covers=(prelens.learn.step_decay,),
     ),
     Ctor(
         "exponential_decay",
-        lambda lr, rate, every, t: prelens.optim.exponential_decay(lr, rate, every)(t),
+        lambda lr, rate, every, t: prelens.learn.exponential_decay(lr, rate, every)(t),
         {"lr": 0.1, "rate": 0.5, "every": 2, "t": 7},
         {"rate": [1.5, 0.0, -0.5], "t": [np.int64(3), -2, 1e30]},
-        covers=(prelens.optim.exponential_decay,),
+        covers=(prelens.learn.exponential_decay,),
     ),
     Ctor(
         "warmup_cosine",
-        lambda peak, warmup, total, final, t: prelens.optim.warmup_cosine(peak, warmup, total, final)(t),
+        lambda peak, warmup, total, final, t: prelens.learn.warmup_cosine(peak, warmup, total, final)(t),
         {"peak": 0.1, "warmup": 2, "total": 10, "final": 0.01, "t": 5},
         {"warmup": [11, -1, 2.0], "final": [0.2, -0.1, np.nan], "t": [np.int64(3), -2, 10**30]},
-        covers=(prelens.optim.warmup_cosine,),
+        covers=(prelens.learn.warmup_cosine,),
     ),
     Ctor(
         "one_cycle",
-        lambda peak, total, warmup_fraction, div, final_div, t: prelens.optim.one_cycle(
+        lambda peak, total, warmup_fraction, div, final_div, t: prelens.learn.one_cycle(
             peak, total, warmup_fraction, div, final_div
         )(t),
         {"peak": 0.1, "total": 10, "warmup_fraction": 0.3, "div": 25.0, "final_div": 1e4, "t": 5},
         {"warmup_fraction": [0.0, 1.0, np.nan], "div": [0.5, np.inf], "final_div": [0.0, -1.0]},
-        covers=(prelens.optim.one_cycle,),
+        covers=(prelens.learn.one_cycle,),
     ),
     Ctor("dropout", nn.dropout, {"rate": 0.1}, {"rate": [1.0, -0.1, np.nan, np.inf, "0.1", np.float32(0.5)]}),
     Ctor(
@@ -407,11 +409,9 @@ CTORS: list[Ctor] = [
     ),
     Ctor("learning_rate", learn.learning_rate, {"alpha": 0.1}, {"alpha": [0.0, -1.0, np.nan, np.inf, "a"]}),
     *[
-        Ctor(name, make, {"lr": 0.1, **extra}, {"lr": [0.0, -1.0, np.nan, "lr", prelens.optim.Adam]})
+        Ctor(name, make, {"lr": 0.1, **extra}, {"lr": [0.0, -1.0, np.nan, "lr", prelens.learn.Adam]})
         for name, make, extra in (
-            ("gradient_descent lens", learn.gradient_descent, {}),
             ("momentum lens", learn.momentum, {"beta": 0.9}),
-            ("nesterov lens", learn.nesterov, {"beta": 0.9}),
             ("adagrad lens", learn.adagrad, {"eps": 1e-10}),
             ("rmsprop lens", learn.rmsprop, {"rho": 0.9, "eps": 1e-8}),
             ("adam lens", learn.adam, {"b1": 0.9, "b2": 0.999, "eps": 1e-8}),
@@ -437,7 +437,7 @@ CTORS: list[Ctor] = [
         "reparameterise",
         learn.reparameterise,
         {"lens": nn.dense(3, 2), "optimizer": learn.adam(0.1)},
-        {"lens": LENSES, "optimizer": [*LENSES, nn.dense(2, 2), prelens.optim.adam(0.1)]},
+        {"lens": LENSES, "optimizer": [*LENSES, nn.dense(2, 2), prelens.learn.adam(0.1)]},
     ),
     Ctor(
         "learner",
@@ -446,7 +446,7 @@ CTORS: list[Ctor] = [
         {
             "model": LENSES,
             "loss": LENSES,
-            "optimizer": [*LENSES, nn.dense(2, 2), prelens.optim.sgd(0.1)],
+            "optimizer": [*LENSES, nn.dense(2, 2), prelens.learn.sgd(0.1)],
             "rate": LENSES,
             "penalty": LENSES,
         },
@@ -475,8 +475,8 @@ CTORS: list[Ctor] = [
     Ctor(
         "LearningRateLogger",
         lambda optimizer: prelens.train.LearningRateLogger(optimizer).on_epoch_end(4, _history(), None, ()),
-        {"optimizer": prelens.optim.adam(0.1)},
-        {"optimizer": [prelens.optim.Adam, learn.learning_rate(0.1), nn.dense(2, 2), lambda t: 0.1, "adam"]},
+        {"optimizer": prelens.learn.adam(0.1)},
+        {"optimizer": [prelens.learn.Adam, learn.learning_rate(0.1), nn.dense(2, 2), lambda t: 0.1, "adam"]},
         check=lambda out, kw: _never_stops(out),
         covers=(prelens.train.LearningRateLogger,),
     ),

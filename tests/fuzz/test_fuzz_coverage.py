@@ -1,6 +1,6 @@
 """Every public name is fuzzed, or exempt for a stated reason.
 
-The public surface is ``__all__`` of ``prelens``, ``prelens.nn``, ``prelens.optim``,
+The public surface is ``__all__`` of ``prelens``, ``prelens.nn``, ``prelens.learn``,
 ``prelens.train``, ``prelens.datasets`` and ``prelens.checkpoint`` (``prelens.testing``
 is the test kit, exempt as a whole). A name counts as fuzzed when a fuzz entry names
 it in its ``covers`` (or, for a constructor entry, is its ``make``):
@@ -25,7 +25,6 @@ import prelens
 import prelens.datasets
 import prelens.learn
 import prelens.nn
-import prelens.optim
 import prelens.train
 from prelens import PreLens, TriLens
 
@@ -43,7 +42,6 @@ MODULES = [
     prelens.backend,
     prelens.nn,
     prelens.learn,
-    prelens.optim,
     prelens.train,
     prelens.datasets,
     prelens.faithful,
@@ -77,7 +75,7 @@ EXEMPT: dict[str, str] = {
     "prelens.tambara.Program": "the free Trimbara module: made empty and grown by its methods, which only record steps; "
     "what runs a program (from_tamb, interpret, Shapes.of, Cost.of) is fuzzed",
     "prelens.Trimbara": "a Protocol (a type for annotations and isinstance)",
-    "prelens.optim.Optimizer": "a Protocol (a type for annotations)",
+    "prelens.learn.Optimizer": "a Protocol (a type for annotations)",
     "prelens.train.Metric": "a type alias",
     "prelens.show.Stage": _RECORD + " (a row of summary's table)",
     "prelens.show.Summary": _RECORD + " (what summary returns)",
@@ -117,7 +115,7 @@ EXEMPT: dict[str, str] = {
     "prelens.nn.DropoutKey": _RECORD + " (dropout's parameter: fuzzed as corrupted parameters of dropout)",
     "prelens.train.Callback": "a Protocol (a type for annotations); the callbacks fit takes are fuzzed with fit",
     "prelens.datasets.GLYPHS": _CONSTANT + " (a read-only array: the bitmaps make_glyphs draws)",
-    "prelens.optim.Schedule": "a base class (for isinstance and annotations); each schedule made from it is fuzzed",
+    "prelens.learn.Schedule": "a base class (for isinstance and annotations); each schedule made from it is fuzzed",
     "prelens.nn.weighted_sum": "takes no argument (the lens it makes has a forward/backward case)",
 }
 

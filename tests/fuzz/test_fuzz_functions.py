@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import prelens
 import prelens.diagram
 import prelens.io
-import prelens.optim
+import prelens.learn
 import prelens.train
 from prelens import datasets, learn, nn
 from prelens.train import value_and_grad
@@ -271,10 +271,10 @@ TEMPERATURES = [-1.0, np.nan, np.inf, "hot", 1e-300, 1e300, True]
 STEPS = [2.9, -1, True, "2", np.int64(2), 0, None]
 #: Batches that are no pair ``(xs, targets)``, or a pair of the wrong things.
 BATCHES = [(X3, None), (None, X3), ([1, 2], np.zeros(2)), [X3, np.zeros((2, 2))], (X3,), (X3, X3, X3), "xy", X3]
-OPT = prelens.optim.momentum(0.1)
+OPT = prelens.learn.momentum(0.1)
 #: Things that are not optimisers (an optimiser class for an instance among them), and
 #: optimisers of another kind than the state.
-OPTIMIZERS = [prelens.optim.adam(0.1), prelens.optim.sgd(0.1), np.tanh, nn.tanh, (OPT,), prelens.optim.SGD]
+OPTIMIZERS = [prelens.learn.adam(0.1), prelens.learn.sgd(0.1), np.tanh, nn.tanh, (OPT,), prelens.learn.SGD]
 #: Bad input shapes for summary and draw: negative or fractional sizes, arrays, nests, not shapes.
 SHAPES = [
     (-1, 3),
@@ -370,7 +370,13 @@ FUNCS: list[Ctor] = [
         check=lambda out, kw: _same_leaf_count(out, kw["tree"]),
     ),
     Ctor("to_numpy", prelens.backend.to_numpy, {"x": np.ones((2, 3))}, {"x": [None, [1.0], 2.0, "a", (np.ones(2),)]}),
-    Ctor("tree_first_nonfinite", prelens.core._tree.tree_first_nonfinite, {"tree": T0}, trees=("tree",), check=_nonfinite_check),
+    Ctor(
+        "tree_first_nonfinite",
+        prelens.core._tree.tree_first_nonfinite,
+        {"tree": T0},
+        trees=("tree",),
+        check=_nonfinite_check,
+    ),
     Ctor(
         "tree_add",
         prelens.core.tree_add,
@@ -379,7 +385,13 @@ FUNCS: list[Ctor] = [
         check=_leafwise(lambda x, y: x + y, "a", "b"),
     ),
     Ctor(
-        "tree_sum", prelens.core.tree_sum, {"trees": [T0, T1, T2]}, {"trees": [[], [T0]]}, ("trees",), ("trees",), _sum_check
+        "tree_sum",
+        prelens.core.tree_sum,
+        {"trees": [T0, T1, T2]},
+        {"trees": [[], [T0]]},
+        ("trees",),
+        ("trees",),
+        _sum_check,
     ),
     Ctor(
         "tree_scale",
@@ -704,7 +716,7 @@ FUNCS: list[Ctor] = [
             "loss": [*LENSES, nn.softmax_cross_entropy],
             "batch": BATCHES,
             "optimizer": OPTIMIZERS,
-            "state": [prelens.optim.adam(0.1).init(D32.init(0)), OPT.init(nn.dense(2, 3).init(0))],
+            "state": [prelens.learn.adam(0.1).init(D32.init(0)), OPT.init(nn.dense(2, 3).init(0))],
         },
         trees=("params", "batch", "state"),
         check=_step_check,
@@ -854,7 +866,7 @@ FUNCS += [
         "init_state",
         learn.init_state,
         {"optimizer": learn.adam(0.1), "params": D32.init(0)},
-        {"optimizer": [*LENSES, nn.tanh, prelens.optim.adam(0.1), learn.adam(0.1) @ prelens.id_pre_lens]},
+        {"optimizer": [*LENSES, nn.tanh, prelens.learn.adam(0.1), learn.adam(0.1) @ prelens.id_pre_lens]},
         trees=("params",),
     ),
     Ctor(
@@ -863,7 +875,7 @@ FUNCS += [
         {
             "step": _LEARNER,
             "params": D32.init(0),
-            "state": _LEARN_OPT.init_state(D32.init(0)),
+            "state": _LEARN_OPT.init(D32.init(0)),
             "batch": (X3, np.zeros((2, 2))),
         },
         {"step": [*LENSES, D32, nn.mse], "batch": BATCHES},

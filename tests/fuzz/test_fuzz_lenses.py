@@ -48,7 +48,8 @@ from prelens import (
     vec_lens,
     vjp,
 )
-from prelens.faithful._branch import branch_t
+from prelens.core import parameter_free, tree_paths
+from prelens.core import tree_map as tree_map_
 from prelens.core._iso import (
     assoc_l,
     lunit_l,
@@ -60,9 +61,8 @@ from prelens.core._iso import (
     unlunit_l,
     unrunit_l,
 )
-from prelens.core import parameter_free, tree_paths
 from prelens.core._tree import structure_mismatch
-from prelens.core import tree_map as tree_map_
+from prelens.faithful._branch import branch_t
 
 from ._bad import mutate
 from ._harness import attempt, close_to, deltas_fit
@@ -276,9 +276,7 @@ def _opt_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
 
 def _learner_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
     params = nn.dense(3, 2).init(rng)
-    return ((), (rng.standard_normal((b, 2)), (params, learn.momentum(0.1).init_state(params)))), rng.standard_normal(
-        (b, 3)
-    )
+    return ((), (rng.standard_normal((b, 2)), (params, learn.momentum(0.1).init(params)))), rng.standard_normal((b, 3))
 
 
 def _clipped(da: Any, max_norm: float) -> Any:
@@ -770,13 +768,13 @@ CASES: list[Case] = [
     *[
         Case(f"{name} lens", make, _opt_good, covers=(fn,))
         for name, make, fn in (
-            ("gradient_descent", lambda: learn.gradient_descent(0.1), learn.gradient_descent),
-            ("momentum", lambda: learn.momentum(0.1), learn.momentum),
-            ("nesterov", lambda: learn.nesterov(prelens.optim.warmup_cosine(0.1, 2, 9)), learn.nesterov),
-            ("adagrad", lambda: learn.adagrad(0.1), learn.adagrad),
-            ("rmsprop", lambda: learn.rmsprop(0.1), learn.rmsprop),
-            ("adam", lambda: learn.adam(0.1), learn.adam),
-            ("adamw", lambda: learn.adamw(prelens.optim.one_cycle(0.1, 5)), learn.adamw),
+            ("sgd", lambda: learn.sgd(0.1).lens, learn.sgd),
+            ("momentum", lambda: learn.momentum(0.1).lens, learn.momentum),
+            ("nesterov", lambda: learn.momentum(learn.warmup_cosine(0.1, 2, 9), nesterov=True).lens, learn.momentum),
+            ("adagrad", lambda: learn.adagrad(0.1).lens, learn.adagrad),
+            ("rmsprop", lambda: learn.rmsprop(0.1).lens, learn.rmsprop),
+            ("adam", lambda: learn.adam(0.1).lens, learn.adam),
+            ("adamw", lambda: learn.adamw(learn.one_cycle(0.1, 5)).lens, learn.adamw),
         )
     ],
     Case(

@@ -20,13 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens.errors import CheckpointError
 from prelens.core import tree_paths
+from prelens.errors import CheckpointError
 from prelens.io import load_checkpoint, load_metadata, save_checkpoint
-from prelens.learn import adam as adam_lens
-from prelens.learn import l2, learning_rate
-from prelens.nn import mlp, softmax_cross_entropy
-from prelens.learn._objects import (
+from prelens.learn import (
     AdagradState,
     Adam,
     AdamState,
@@ -38,11 +35,15 @@ from prelens.learn._objects import (
     adam,
     adamw,
     clip_by_global_norm,
+    l2,
+    learning_rate,
     momentum,
     rmsprop,
     sgd,
     warmup_cosine,
 )
+from prelens.learn import adam as adam_lens
+from prelens.nn import mlp, softmax_cross_entropy
 from prelens.train import EarlyStopping, accuracy, evaluate, fit, predict, step
 
 from ._bad import NOT_ARRAYS, mutate

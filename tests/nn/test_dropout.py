@@ -169,8 +169,8 @@ def test_blocks_refuse_a_bad_rate() -> None:
 def test_a_training_loop_threads_the_keys() -> None:
     """The trainer's contract: key the parameters for each step, map the gradient back, evaluate unkeyed."""
     from prelens.datasets import load_iris
+    from prelens.learn import adamw, warmup_cosine
     from prelens.nn import softmax_cross_entropy
-    from prelens.learn._objects import adamw, warmup_cosine
     from prelens.train import accuracy, value_and_grad
 
     iris = load_iris(rng=1, standardize_features=True)

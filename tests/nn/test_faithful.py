@@ -1,6 +1,5 @@
 """The post's network, faithfully: golden values, the two representations, laws and gradients."""
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from prelens import ShapeError, StructureError, chain, vjp
 from prelens.core import tree_shapes
+from prelens.learn import sgd
 from prelens.nn import DenseParams, dense, mlp, mse, relu, softmax_cross_entropy, squared_distance, tanh
-from prelens.learn._objects import sgd
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 

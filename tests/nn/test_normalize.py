@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens.errors import ArgumentError
 from prelens import DTypeError, ShapeError, StructureError, backward, forward, vjp
 from prelens.datasets import load_iris, standardize
+from prelens.errors import ArgumentError
 from prelens.nn import bias, linear, mlp, normalize
 from prelens.testing import check_lens_laws, check_vjp, seeds
 
@@ -73,7 +73,12 @@ def test_the_statistics_are_copied_and_read_only():
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "match"),
     [
-        (([0.0, 1.0], [1.0, 0.0]), {}, ArgumentError, r"^normalize: std must be finite numbers > 0, got \[1\.0, 0\.0\]$"),
+        (
+            ([0.0, 1.0], [1.0, 0.0]),
+            {},
+            ArgumentError,
+            r"^normalize: std must be finite numbers > 0, got \[1\.0, 0\.0\]$",
+        ),
         (([0.0, np.nan], [1.0, 1.0]), {}, ArgumentError, r"^normalize: mean must be finite numbers"),
         (([0.0, 1.0], [1.0]), {}, ShapeError, r"^normalize: std: expected a vector of length 2, got f64\[1\]$"),
         (([], []), {}, ShapeError, r"^normalize: mean: expected a vector of at least 1 number, got f64\[0\]$"),

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from prelens.io import load_checkpoint
 from prelens.cli import main
+from prelens.io import load_checkpoint
 from prelens.nn import LMParams
 
 TINY = ["--d-model", "8", "--heads", "2", "--d-ff", "16", "--layers", "1", "--epochs", "1", "--no-progress"]

@@ -1,0 +1,447 @@
+"""The optimisers, each update written once against the array namespace, and gradient clipping.
+
+Per leaf, with ``g`` the gradient (``−p'`` in the lens view) and every state zeros at first:
+
+=============  ======================  ==================================================
+optimiser      state                   update
+=============  ======================  ==================================================
+``sgd``        ``()``                  ``p ← p − lr·g``
+``momentum``   ``v``                   ``v ← β·v + g``; ``p ← p − lr·v`` (Nesterov: ``p ← p − lr·(g + β·v)``)
+``adagrad``    ``s``                   ``s ← s + g²``; ``p ← p − lr·g / (√s + ε)``
+``rmsprop``    ``v``                   ``v ← ρ·v + (1 − ρ)·g²``; ``p ← p − lr·g / (√v + ε)``
+``adam``       ``(t, m, v)``           ``m ← β₁m + (1 − β₁)g``, ``v ← β₂v + (1 − β₂)g²``;
+                                       ``p ← p − lr·m̂ / (√v̂ + ε)``, ``m̂ = m/(1 − β₁ᵗ)``, ``v̂ = v/(1 − β₂ᵗ)``
+``adamw``      ``(t, m, v)``           as ``adam``, and ``p ← p − lr·λ·p`` (decoupled decay)
+=============  ======================  ==================================================
+
+Nesterov's form keeps the look-ahead point as its parameters (as PyTorch does).
+Adam computes ``p − lrₜ·m / (√v + ε̂)`` with ``lrₜ = lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ)`` and
+``ε̂ = ε·√(1 − β₂ᵗ)``: the same value in fewer array passes. SGD alone keeps a
+numpy path (its update is most of a small model's step; ``bench --peers`` measures it).
+
+>>> import numpy as np
+>>> opt = momentum(1.0, beta=0.5)
+>>> p, s = opt.update(np.array([1.0]), opt.init(np.array([0.0])), np.array([0.0]))
+>>> opt.update(np.array([1.0]), s, p)[0]
+array([-2.5])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from prelens import errors as E
+from prelens.backend._arrays import is_array, is_concrete, namespace
+from prelens.core import _args
+from prelens.core._lens import PreLens
+from prelens.core._tree import tree_map, tree_paths
+from prelens.learn._optimizer import (
+    LR,
+    AdagradState,
+    AdamState,
+    Mismatch,
+    MomentumState,
+    Optimizer,
+    RMSpropState,
+    Rule,
+    _bad_state,
+    _delta_dtype,
+    as_leaf,
+    check_decay,
+    check_params,
+    check_positive,
+    check_unit,
+    diagnose,
+    is_node,
+    is_real_leaf,
+    like,
+    map_leaves,
+    sqrt,
+    walk,
+    zeros_like,
+)
+from prelens.learn._xp import as_step, cast, power_gap, sum_squares
+
+Tree = Any
+
+__all__ = ["SGD", "Adagrad", "Adam", "ClipByGlobalNorm", "Momentum", "RMSprop", "adagrad", "adam", "adamw"]
+__all__ += ["clip_by_global_norm", "momentum", "rmsprop", "sgd"]
+
+
+@dataclass(frozen=True)
+class SGD(Rule):
+    """Plain gradient descent ``p ← p − lr·g``; the state is ``()``.
+
+    >>> SGD(0.5).update(np.array([2.0]), (), np.array([1.0]))
+    (array([0.]), ())
+    """
+
+    name: ClassVar[str] = "sgd"
+
+    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        neg_lr = -lr
+        try:
+            return _sgd_walk(params, grads, neg_lr, _steps(neg_lr)), ()
+        except (Mismatch, TypeError, ValueError):
+            raise diagnose(self.name, params, (grads,), ("grads",)) from None
+
+
+def _sgd_leaf(p: Any, g: Any, neg_lr: Any) -> tuple[Any]:
+    return (like(p, as_leaf(g, p) * cast(neg_lr, p) + p),)
+
+
+#: ``−lr`` as 0-d arrays by dtype, for each learning rate: numpy multiplies by them faster than by a float.
+_STEPS: dict[float, dict[Any, np.ndarray]] = {}
+
+
+def _steps(neg_lr: Any) -> dict[Any, np.ndarray]:
+    if type(neg_lr) is not float:
+        return {}
+    steps = _STEPS.get(neg_lr)
+    if steps is None:
+        steps = {}
+        if neg_lr and len(_STEPS) < 64:
+            _STEPS[neg_lr] = steps
+    return steps
+
+
+def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tree:
+    """SGD's numpy fast path: a node steps its float array children inline (``g·(−lr) + p``, the same
+    numbers as :func:`_sgd_leaf`); every other leaf and node takes :func:`walk`."""
+    cls = type(p)
+    if cls is not np.ndarray and is_node(cls) and type(g) is cls and len(g) == len(p):
+        children = []
+        for c, d in zip(p, g):
+            if type(c) is np.ndarray is type(d) and c.ndim and d.dtype is c.dtype and d.shape == c.shape:
+                step = steps.get(c.dtype)
+                if step is None and c.dtype.char in "fdg":
+                    step = steps[c.dtype] = np.array(neg_lr, c.dtype)
+                if step is not None:
+                    new = d * step
+                    new += c
+                    children.append(new)
+                    continue
+            children.append(_sgd_walk(c, d, neg_lr, steps))
+        return children if cls is list else tuple.__new__(cls, children)
+    return walk(lambda x, y: _sgd_leaf(x, y, neg_lr), 1, p, [g])[0]
+
+
+def sgd(lr: LR) -> SGD:
+    """Stochastic gradient descent with step size ``lr`` (a number or a schedule).
+
+    >>> sgd(0.1)
+    SGD(lr=0.1)
+    """
+    return SGD(lr)
+
+
+@dataclass(frozen=True)
+class Momentum(Rule):
+    """Gradient descent with heavy-ball (or, ``nesterov=True``, Nesterov) momentum ``beta``."""
+
+    beta: float = 0.9
+    nesterov: bool = False
+    name: ClassVar[str] = "momentum"
+    state_type: ClassVar[type] = MomentumState
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_unit(self.name, "beta", self.beta)
+        _args.flag(self.name, "nesterov", self.nesterov)
+
+    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        beta, nesterov = self.beta, self.nesterov
+
+        def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
+            g = as_leaf(g, p)
+            v_new = v * beta + g
+            step = v_new * beta + g if nesterov else v_new
+            return like(p, step * -cast(lr, p) + p), like(p, v_new)
+
+        new, velocity = map_leaves(self.name, leaf, params, (grads, state.velocity), ("grads", "momentum velocity"))
+        return new, MomentumState(velocity)
+
+
+def momentum(lr: LR, beta: float = 0.9, nesterov: bool = False) -> Momentum:
+    """SGD with momentum ``beta`` (``nesterov=True`` for Nesterov's look-ahead form).
+
+    >>> momentum(0.1, beta=0.8)
+    Momentum(lr=0.1, beta=0.8, nesterov=False)
+    """
+    return Momentum(lr, beta, nesterov)
+
+
+@dataclass(frozen=True)
+class Adagrad(Rule):
+    """Adagrad (Duchi, Hazan & Singer, 2011): each coordinate's step shrinks with its gradients so far.
+
+    >>> opt = Adagrad(0.1)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.9])
+    """
+
+    eps: float = 1e-10
+    name: ClassVar[str] = "adagrad"
+    state_type: ClassVar[type] = AdagradState
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self.name, "eps", self.eps)
+
+    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        eps = self.eps
+
+        def leaf(p: Any, g: Any, s: Any) -> tuple[Any, Any]:
+            g = as_leaf(g, p)
+            s_new = s + g * g
+            return like(p, g / (sqrt(s_new) + eps) * -cast(lr, p) + p), like(p, s_new)
+
+        new, sum_sq = map_leaves(self.name, leaf, params, (grads, state.sum_sq), ("grads", "adagrad sum_sq"))
+        return new, AdagradState(sum_sq)
+
+
+def adagrad(lr: LR, eps: float = 1e-10) -> Adagrad:
+    """Adagrad with step size ``lr`` (PyTorch's ``eps`` by default).
+
+    >>> adagrad(0.01)
+    Adagrad(lr=0.01, eps=1e-10)
+    """
+    return Adagrad(lr, eps)
+
+
+@dataclass(frozen=True)
+class RMSprop(Rule):
+    """RMSprop (Hinton, 2012): divide by a running root mean square of the gradients (Keras's ``ρ = 0.9``).
+
+    >>> opt = RMSprop(0.1, rho=0.75)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.8])
+    """
+
+    rho: float = 0.9
+    eps: float = 1e-8
+    name: ClassVar[str] = "rmsprop"
+    state_type: ClassVar[type] = RMSpropState
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_unit(self.name, "rho", self.rho)
+        check_positive(self.name, "eps", self.eps)
+
+    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        rho, eps = self.rho, self.eps
+
+        def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
+            g = as_leaf(g, p)
+            v_new = v * rho + (g * g) * (1.0 - rho)
+            return like(p, g / (sqrt(v_new) + eps) * -cast(lr, p) + p), like(p, v_new)
+
+        new, mean_sq = map_leaves(self.name, leaf, params, (grads, state.mean_sq), ("grads", "rmsprop mean_sq"))
+        return new, RMSpropState(mean_sq)
+
+
+def rmsprop(lr: LR, rho: float = 0.9, eps: float = 1e-8) -> RMSprop:
+    """RMSprop with step size ``lr`` and decay ``rho`` of the mean square.
+
+    >>> rmsprop(1e-3)
+    RMSprop(lr=0.001, rho=0.9, eps=1e-08)
+    """
+    return RMSprop(lr, rho, eps)
+
+
+@dataclass(frozen=True)
+class Adam(Rule):
+    """Adam (Kingma & Ba, 2015) with bias-corrected moments; ``weight_decay`` λ > 0 is AdamW's decoupled decay.
+
+    >>> opt = Adam(0.1)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.9])
+    """
+
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    name: ClassVar[str] = "adam"
+    state_type: ClassVar[type] = AdamState
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_unit(self.name, "b1", self.b1)
+        check_unit(self.name, "b2", self.b2)
+        check_positive(self.name, "eps", self.eps)
+
+    def _zeros(self, params: Tree) -> AdamState:
+        return AdamState(0, tree_map(zeros_like, params), tree_map(zeros_like, params))
+
+    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        b1, b2, wd = self.b1, self.b2, getattr(self, "weight_decay", 0.0)
+        t, lr_t, eps_t = self._scalars(state, lr)
+        keep = 1.0 - lr * wd  # decoupled decay: p ← p − lr·wd·p, besides the Adam step
+
+        def leaf(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
+            g = as_leaf(g, p)
+            mu = m * b1 + g * (1.0 - b1)
+            nu = v * b2 + (g * g) * (1.0 - b2)
+            kept = p if wd == 0.0 or (isinstance(keep, float) and keep == 1.0) else p * cast(keep, p)
+            return like(p, mu / (sqrt(nu) + cast(eps_t, p)) * -cast(lr_t, p) + kept), like(p, mu), like(p, nu)
+
+        names = ("grads", f"{self.name} mu", f"{self.name} nu")
+        new, mu, nu = map_leaves(self.name, leaf, params, (grads, state.mu, state.nu), names)
+        return new, AdamState(t, mu, nu)
+
+    def _scalars(self, state: AdamState, lr: Any) -> tuple[Any, Any, Any]:
+        """``(t, lr_t, eps_t)``: floats while the step count is known, 0-d arrays under a trace."""
+        step = state.step
+        if isinstance(step, (int, np.integer)) and not isinstance(step, bool) and step >= 0:
+            t: Any = int(step) + 1
+            c2: Any = 1.0 - self.b2**t
+        else:
+            step = as_step(step)
+            if step is None:
+                raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
+            t = step + 1
+            c2 = power_gap(self.b2, t)
+        if isinstance(c2, float):
+            root_c2 = math.sqrt(c2)
+            c1 = 1.0 - self.b1**t if isinstance(t, int) else power_gap(self.b1, t)
+            return t, lr * root_c2 / c1, self.eps * root_c2
+        root_c2 = namespace(c2).sqrt(c2)
+        return t, cast(lr, c2) * root_c2 / power_gap(self.b1, t), self.eps * root_c2
+
+
+@dataclass(frozen=True)
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): ``p ← p − lr·(m̂/(√v̂ + ε) + λ·p)``.
+
+    >>> opt = AdamW(0.1, weight_decay=0.5)
+    >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
+    array([0.85])
+    """
+
+    weight_decay: float = 0.01
+    name: ClassVar[str] = "adamw"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_decay(self.name, self.weight_decay)
+
+
+def adam(lr: LR, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Adam:
+    """Adam with step size ``lr`` and moment decay rates ``b1``, ``b2``.
+
+    >>> adam(1e-3)
+    Adam(lr=0.001, b1=0.9, b2=0.999, eps=1e-08)
+    """
+    return Adam(lr, b1, b2, eps)
+
+
+def adamw(lr: LR, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> AdamW:
+    """AdamW: Adam with decoupled weight decay (PyTorch's default 0.01; under a schedule it follows ``lr``).
+
+    >>> adamw(1e-3, weight_decay=0.1)
+    AdamW(lr=0.001, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.1)
+    """
+    return AdamW(lr, b1, b2, eps, weight_decay)
+
+
+# ------------------------------------------------------------------- clipping
+
+
+@dataclass(frozen=True)
+class ClipByGlobalNorm(Optimizer[Any]):
+    """``optimizer`` fed gradients scaled by ``min(1, max_norm / ‖g‖)`` (``‖g‖`` over every leaf;
+    a norm that is not finite leaves them as they are). Its state is ``optimizer``'s.
+
+    >>> opt = ClipByGlobalNorm(sgd(1.0), 1.0)
+    >>> opt.update(np.array([3.0, 4.0]), (), np.zeros(2))[0]
+    array([-0.6, -0.8])
+    """
+
+    optimizer: Optimizer[Any]
+    max_norm: float
+
+    def __post_init__(self) -> None:
+        _args.optimizer("clip_by_global_norm", self.optimizer)
+        check_positive("clip_by_global_norm", "max_norm", self.max_norm)
+
+    @property
+    def lr(self) -> Any:
+        """The wrapped optimiser's step size."""
+        return getattr(self.optimizer, "lr", None)
+
+    def init(self, params: Tree) -> Any:
+        """The wrapped optimiser's initial state."""
+        return self.optimizer.init(params)
+
+    def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
+        """Clip ``grads`` to the global norm ``max_norm``, then one step of the wrapped optimiser."""
+        return self.optimizer.update(clip(grads, self.max_norm), state, params)
+
+    @property
+    def lens(self) -> PreLens[Any, Any, Any, Any, Any, Any, Any, Any]:
+        """``optimizer.lens >> clip_by_global_norm(max_norm)``."""
+        lens = getattr(self.optimizer, "lens", None)
+        if not isinstance(lens, PreLens):
+            raise TypeError(f"{self.optimizer!r} has no lens view")
+        clipped: PreLens[Any, Any, Any, Any, Any, Any, Any, Any] = lens >> clip_by_global_norm(self.max_norm)
+        return clipped
+
+
+def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
+    """``clip_by_global_norm(optimizer, max_norm)``: ``optimizer`` with its gradients clipped first;
+    ``clip_by_global_norm(max_norm)``: the same clipping as a lens ``p ↦ p`` whose backward pass
+    clips the delta, to compose after an optimiser: ``adam(1e-3) >> clip_by_global_norm(1.0)``.
+
+    >>> from prelens import vjp
+    >>> clip_by_global_norm(sgd(0.1), 1.0)
+    ClipByGlobalNorm(optimizer=SGD(lr=0.1), max_norm=1.0)
+    >>> vjp(clip_by_global_norm(1.0), (), np.zeros(2))[1](np.array([3.0, -4.0]))
+    ((), array([ 0.6, -0.8]))
+    """
+    if max_norm is None:  # one argument: the lens
+        optimizer, max_norm = None, optimizer
+    if optimizer is not None:
+        return ClipByGlobalNorm(optimizer, max_norm)
+    check_positive("clip_by_global_norm", "max_norm", max_norm)
+    name = f"clip_by_global_norm({max_norm!r})"
+
+    def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:
+        if type(p) is not tuple or p != ():
+            raise E.must_be(name, "parameters", "()", E.describe_tree(p))
+        check_params(name, params)
+        return (), params
+
+    def bwd(m: tuple[()], delta: Any) -> tuple[tuple[()], Any]:
+        if type(m) is not tuple or m != ():
+            raise E.bad_residue(name, m)
+        return (), clip(delta, max_norm, name)
+
+    return PreLens(fwd, bwd, name)
+
+
+def clip(tree: Tree, max_norm: float, fn: str = "clip_by_global_norm") -> Tree:
+    """``tree · min(1, max_norm / ‖tree‖)``: numbers for numpy, a branch-free 0-d array for another library."""
+    total, arrays = 0.0, None  # another library's sum of squares stays on its device
+    for path, x in tree_paths(tree):
+        if not is_real_leaf(x):
+            raise _delta_dtype(fn, "grads", path, E.describe(x))
+        if not isinstance(x, np.ndarray) and is_array(x):
+            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
+        else:
+            a = np.asarray(x, dtype=np.float64)
+            total += float(np.vdot(a, a))
+    if arrays is None:
+        norm = math.sqrt(total)
+        if not (math.isfinite(norm) and norm > max_norm):
+            return tree
+        scale = max_norm / norm
+        return tree_map(lambda g: g * scale if isinstance(g, np.ndarray) else type(g)(g * scale), tree)
+    xp = namespace(arrays)
+    norm = xp.sqrt(arrays + total)
+    capped = max_norm / xp.maximum(norm, xp.full_like(norm, max_norm))  # exactly 1 when short enough
+    s = xp.where(xp.isfinite(norm), capped, xp.ones_like(norm))
+    return tree_map(lambda g: g * cast(s, g) if is_array(g) else type(g)(g * s) if is_concrete(s) else g * s, tree)
