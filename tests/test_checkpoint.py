@@ -23,10 +23,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens.errors import CheckpointError
 from prelens.core import tree_paths
+from prelens.errors import CheckpointError
+from prelens.faithful import Para
 from prelens.io._checkpoint import load, load_metadata, register_namedtuple, save
-from prelens.nn import Para
 from prelens.learn._objects import adam
 
 

@@ -20,14 +20,19 @@ def test_a_mismatch_inside_a_composite_names_the_part_its_input_and_where_it_sit
 
 def test_chain_mismatch_names_the_part():
     c = chain(linear_vec(3, 2), tanh_vec, linear_vec(3, 2))
-    with pytest.raises(StructureError, match=r"(?s)^linear_vec\(3→2\): the forward pass failed on the input f64\[2\]"
-                       r".*\n  in chain\(.*\): part 2 \(linear_vec\(3→2\)\)$"):
+    with pytest.raises(
+        StructureError,
+        match=r"(?s)^linear_vec\(3→2\): the forward pass failed on the input f64\[2\]"
+        r".*\n  in chain\(.*\): part 2 \(linear_vec\(3→2\)\)$",
+    ):
         forward(c, c.init(0), V3)
 
 
 def test_parameters_of_the_wrong_structure_are_named_with_their_path():
     l = linear_vec(3, 2) >> tanh_vec
-    with pytest.raises(StructureError, match=r"^linear_vec\(3→2\) >> tanh_vec: parameters: expected tuple of 2, got \[f64\[2,3\]\]$"):
+    with pytest.raises(
+        StructureError, match=r"^linear_vec\(3→2\) >> tanh_vec: parameters: expected tuple of 2, got \[f64\[2,3\]\]$"
+    ):
         forward(l, [np.ones((2, 3))], V3)
     deep = chain(tanh_vec, linear_vec(3, 2) >> tanh_vec)
     with pytest.raises(StructureError, match=r"^chain\(.*\): parameters at \[1\]: expected tuple of 2, got \(\)$"):
@@ -46,7 +51,9 @@ def test_errors_of_prelens_keep_their_class_and_gain_where_once():
 
     picky = PreLens(fwd, lambda dm, da: ((), da), name="picky")
     l = (tanh_vec >> picky) >> tanh_vec
-    with pytest.raises(ShapeError, match=r"(?s)^picky: input: expected f64\[5\].*in tanh_vec >> picky >> tanh_vec: part 0.1 \(picky\)$") as info:
+    with pytest.raises(
+        ShapeError, match=r"(?s)^picky: input: expected f64\[5\].*in tanh_vec >> picky >> tanh_vec: part 0.1 \(picky\)$"
+    ) as info:
         forward(l, l.init(0), V3)
     assert str(info.value).count("\n  in ") == 1
 
@@ -55,7 +62,10 @@ def test_arithmetic_errors_are_non_finite_errors():
     l = linear_vec(3, 2) >> tanh_vec
     with (
         np.errstate(all="raise"),
-        pytest.raises(NonFiniteError, match=r"(?s)^linear_vec\(3→2\): the forward pass failed on the input f64\[3\]: FloatingPointError: overflow"),
+        pytest.raises(
+            NonFiniteError,
+            match=r"(?s)^linear_vec\(3→2\): the forward pass failed on the input f64\[3\]: FloatingPointError: overflow",
+        ),
     ):
         forward(l, ((), np.full((2, 3), 1e200)), np.full(3, 1e200))
 
@@ -69,7 +79,9 @@ def test_a_bwd_returning_the_wrong_structure_is_named():
 
 def test_a_fwd_returning_the_wrong_structure_is_named():
     bad = PreLens(lambda p, s: s, lambda dm, da: ((), da), name="bad")
-    with pytest.raises(StructureError, match=r"^bad: fwd must return a pair \(m, a\) \(residue, output\), got f64\[3\]"):
+    with pytest.raises(
+        StructureError, match=r"^bad: fwd must return a pair \(m, a\) \(residue, output\), got f64\[3\]"
+    ):
         forward(bad, (), np.ones(3))
 
 
@@ -79,9 +91,10 @@ def test_a_fwd_returning_the_wrong_structure_is_named():
 from typing import Any, NamedTuple  # noqa: E402
 
 from prelens import DTypeError, backward, batch_n, from_tamb, vec_lens  # noqa: E402
-from prelens.tambara import interpret
 from prelens.errors import DepthError  # noqa: E402
-from prelens.nn import DenseParams, dense, init_mlp, layer_norm, make_mlp, tanh, token_embedding  # noqa: E402
+from prelens.faithful import init_mlp, make_mlp  # noqa: E402
+from prelens.nn import DenseParams, dense, layer_norm, tanh, token_embedding  # noqa: E402
+from prelens.tambara import interpret  # noqa: E402
 
 
 class WB(NamedTuple):
@@ -143,7 +156,9 @@ def test_copies_in_batch_n_and_vec_lens_are_checked(wrap):
 def test_copies_of_the_wrong_number_are_named(wrap):
     l = wrap(tanh_vec)
     p = () if "batch_n" in repr(l) else [(), ()]
-    with pytest.raises(StructureError, match=r"\(2, tanh_vec\): input: expected list of 2, got \[f64\[3\], f64\[3\], f64\[3\]\]$"):
+    with pytest.raises(
+        StructureError, match=r"\(2, tanh_vec\): input: expected list of 2, got \[f64\[3\], f64\[3\], f64\[3\]\]$"
+    ):
         forward(l, p, [V3, V3, V3])
 
 
@@ -163,7 +178,7 @@ def test_deltas_that_are_fine_pass():
     # ds None for data, arrays for lists of floats, a named tuple for a plain tuple
     d = dense(3, 2, input_delta=False)
     vjp(d, d.init(0), np.ones((2, 3)))[1](np.ones((2, 2)))
-    from prelens.nn import neuron_l
+    from prelens.faithful import neuron_l
 
     n = neuron_l(2)
     vjp(chain(n), [n.init(0)], [0.5, -1.0])[1](1.0)

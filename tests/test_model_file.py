@@ -25,8 +25,6 @@ import numpy as np
 import pytest
 
 import prelens
-from prelens.errors import ArgumentError, ModelFileError
-from prelens.io import LoadedModel
 from prelens import (
     PreLens,
     StructureError,
@@ -35,6 +33,7 @@ from prelens import (
     branch,
     chain,
     copy_l,
+    faithful,
     forward,
     from_tamb,
     id_pre_lens,
@@ -46,10 +45,12 @@ from prelens import (
     tri_tensor,
     vec_lens,
 )
-from prelens.faithful._branch import branch_t
-from prelens.core import register_constructor, tree_leaves
-from prelens.io import _checkpoint as checkpoint
 from prelens.core import _registry as C
+from prelens.core import register_constructor, tree_leaves
+from prelens.errors import ArgumentError, ModelFileError
+from prelens.faithful._branch import branch_t
+from prelens.io import LoadedModel
+from prelens.io import _checkpoint as checkpoint
 from prelens.io import _describe as D
 
 from ._model_files import craft
@@ -68,7 +69,7 @@ def ids(vocab: int, *shape: int) -> Callable[[], Any]:
 
 
 def faithful_params(m_in: int, sizes: list[int]) -> Callable[[Any], Any]:
-    return lambda lens: nn.init_mlp(m_in, sizes, np.random.default_rng(0))
+    return lambda lens: faithful.init_mlp(m_in, sizes, np.random.default_rng(0))
 
 
 #: (name, the lens, an input to compare outputs on or None, parameters when the lens has no init)
@@ -76,50 +77,95 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     # the core: composition, products, names, combinators
     ("pre_compose", lambda: nn.linear(4, 3) >> nn.bias(3), rows(5, 4), None),
     ("prod_lens", lambda: nn.dense(4, 2) @ nn.layer_norm(3), lambda: (rows(5, 4)(), rows(5, 3)()), None),
-    ("named chain", lambda: chain(nn.dense(4, 4), nn.residual(nn.dense(4, 4, "relu"))).named("block"), rows(2, 4), None),
+    (
+        "named chain",
+        lambda: chain(nn.dense(4, 4), nn.residual(nn.dense(4, 4, "relu"))).named("block"),
+        rows(2, 4),
+        None,
+    ),
     ("vec_lens", lambda: vec_lens(2, nn.dense(4, 2)), lambda: [X4, X4 + 1], None),
     ("batch_n", lambda: batch_n(3, nn.dense(4, 2, None)), lambda: [X4, X4 * 2, X4 - 1], None),
     ("branch", lambda: branch(2) >> vec_lens(2, nn.dense(4, 1)), rows(3, 4), None),
     ("values", lambda: copy_l >> (nn.tanh @ id_pre_lens) >> add_l, rows(3, 4), None),
     # fast layers and models
-    ("mlp f32", lambda: nn.mlp(4, [8, 3], "relu", last_activation=None, dtype=np.float32), rows(5, 4, dtype=np.float32), None),
+    (
+        "mlp f32",
+        lambda: nn.mlp(4, [8, 3], "relu", last_activation=None, dtype=np.float32),
+        rows(5, 4, dtype=np.float32),
+        None,
+    ),
     ("dense options", lambda: nn.dense(4, 2, "sigmoid", init="he", input_delta=False), rows(5, 4), None),
     ("normalize", lambda: nn.normalize(np.arange(4.0), np.full(4, 2.0)) >> nn.mlp(4, [3]), rows(5, 4), None),
     ("rematerialize", lambda: nn.rematerialize(nn.mlp(4, [4, 4])), rows(2, 4), None),
     ("dropout", lambda: nn.dense(4, 4) >> nn.dropout(0.25), rows(3, 4), None),
     ("attention", lambda: nn.multi_head_attention(8, 2, causal=True), rows(2, 5, 8), None),
     ("cross attention", lambda: nn.cross_attention(8, 2), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),
-    ("attention head", lambda: nn.attention_head(8, 4, causal=True), rows(2, 5, 8), None),
-    ("faithful attention", lambda: nn.multi_head_attention_faithful(8, 2), rows(2, 5, 8), None),
-    ("attention pieces", lambda: chain(nn.split_heads(2), nn.merge_heads(2)), rows(2, 3, 4), None),
-    ("more pieces", lambda: (nn.attention_scores(4), nn.causal_mask(), nn.weighted_sum(), nn.concat_heads(2)), None, None),
+    ("attention head", lambda: nn.composed.attention_head(8, 4, causal=True), rows(2, 5, 8), None),
+    ("faithful attention", lambda: nn.composed.multi_head_attention(8, 2), rows(2, 5, 8), None),
+    ("attention pieces", lambda: chain(nn.composed.split_heads(2), nn.composed.merge_heads(2)), rows(2, 3, 4), None),
+    (
+        "more pieces",
+        lambda: (
+            nn.composed.attention_scores(4),
+            nn.composed.causal_mask(),
+            nn.composed.weighted_sum(),
+            nn.composed.concat_heads(2),
+        ),
+        None,
+        None,
+    ),
     ("fused attention", lambda: nn.scaled_dot_product_attention(4, causal=True), None, None),
     ("embeddings", lambda: nn.token_embedding(7, 4) >> nn.positional_embedding(6, 4), ids(7, 2, 6), None),
     ("sinusoidal", lambda: nn.sinusoidal_encoding(4, max_len=10), rows(2, 6, 4), None),
-    ("feed forward", lambda: nn.feed_forward(4, 8) >> nn.feed_forward_composed(4, 8, dtype=np.float64), rows(2, 3, 4), None),
-    ("residual composed", lambda: nn.residual_composed(nn.feed_forward(4, 8)), rows(2, 3, 4), None),
+    (
+        "feed forward",
+        lambda: nn.feed_forward(4, 8) >> nn.composed.feed_forward(4, 8, dtype=np.float64),
+        rows(2, 3, 4),
+        None,
+    ),
+    ("residual composed", lambda: nn.composed.residual(nn.feed_forward(4, 8)), rows(2, 3, 4), None),
     ("encoder block", lambda: nn.encoder_block(8, 2, 16, causal=True, norm="pre"), rows(2, 5, 8), None),
     ("decoder block", lambda: nn.decoder_block(8, 2, 16), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),
     ("decoder lm", lambda: nn.decoder_lm(7, 8, 2, 16, 1, 6, positional="sinusoidal"), ids(7, 2, 6), None),
     ("encoder decoder", lambda: nn.encoder_decoder(7, 9, 8, 2, 16, 1, 6), lambda: (IDS, IDS[:, :4]), None),
     ("token loss", lambda: nn.token_cross_entropy(ignore_index=0), None, None),
     # the faithful level and the profunctor encoding
-    ("faithful pre-lenses", lambda: nn.make_mlp_l(3, [2, 1]), lambda: [0.5, -1.0, 2.0], faithful_params(3, [2, 1])),
-    ("faithful pieces", lambda: (nn.linear_l(3), nn.affine_l(3), nn.neuron_l(3), nn.layer_l(3, 2)), None, None),
-    ("make_mlp", lambda: from_tamb(nn.make_mlp(3, [4, 1])), lambda: [0.5, -1.0, 2.0], faithful_params(3, [4, 1])),
-    ("trilens pieces", lambda: (nn.linear_t(3), nn.affine_t(3), nn.neuron_t(3), nn.layer(3, 2), branch_t(2)), None, None),
     (
-        "trilens composites",
+        "faithful pre-lenses",
+        lambda: faithful._network.make_mlp_l(3, [2, 1]),
+        lambda: [0.5, -1.0, 2.0],
+        faithful_params(3, [2, 1]),
+    ),
+    (
+        "faithful pieces",
         lambda: (
-            tri_compose(to_tamb(nn.dense(2, 2)), to_tamb(nn.dense(2, 2))),
-            tri_tensor(to_tamb(nn.tanh), nn.bias_t),
-            vec_lens(2, nn.make_mlp(2, [1])),
-            batch_n(2, nn.make_mlp(2, [1])),
+            faithful.linear_l(3),
+            faithful._network.affine_l(3),
+            faithful.neuron_l(3),
+            faithful._network.layer_l(3, 2),
         ),
         None,
         None,
     ),
-    ("batch loss", lambda: nn.batch_loss_l(nn.make_mlp(3, [2, 1]), 4), None, None),
+    ("make_mlp", lambda: from_tamb(faithful.make_mlp(3, [4, 1])), lambda: [0.5, -1.0, 2.0], faithful_params(3, [4, 1])),
+    (
+        "trilens pieces",
+        lambda: (faithful.linear_t(3), faithful.affine_t(3), faithful.neuron_t(3), faithful.layer(3, 2), branch_t(2)),
+        None,
+        None,
+    ),
+    (
+        "trilens composites",
+        lambda: (
+            tri_compose(to_tamb(nn.dense(2, 2)), to_tamb(nn.dense(2, 2))),
+            tri_tensor(to_tamb(nn.tanh), faithful.bias_t),
+            vec_lens(2, faithful.make_mlp(2, [1])),
+            batch_n(2, faithful.make_mlp(2, [1])),
+        ),
+        None,
+        None,
+    ),
+    ("batch loss", lambda: faithful._train.batch_loss_l(faithful.make_mlp(3, [2, 1]), 4), None, None),
 ]
 
 
@@ -162,14 +208,21 @@ def test_every_public_lens_constructor_records_its_calls():
         for name, fn in _lens_makers().items()
         if name not in TAKES_FUNCTIONS and not (hasattr(fn, "__prelens_constructor__") and C.registered(name) is fn)
     )
-    assert unregistered == [], "decorate these with prelens.core._registry.constructor (or list them in TAKES_FUNCTIONS)"
+    assert unregistered == [], (
+        "decorate these with prelens.core._registry.constructor (or list them in TAKES_FUNCTIONS)"
+    )
     for name in TAKES_FUNCTIONS:
         assert name in _lens_makers() and C.registered(name) is None
 
 
 def test_registered_names_are_the_public_names():
-    """``prelens.nn.mlp`` is registered as ``prelens.nn.mlp``: the name a user imports it by."""
+    """``prelens.nn.mlp`` is registered as ``prelens.nn.mlp``: the name a user imports it by.
+
+    A constructor whose public name moved in 0.4 (``prelens.nn.feed_forward_composed``, now
+    ``prelens.nn.composed.feed_forward``) keeps its 0.3 registered name, so files keep loading:
+    that name is still there for one release, deprecated (in the module's ``_MOVED`` table)."""
     import importlib
+    import warnings
 
     for name, fn in C._CONSTRUCTORS.items():
         if not name.startswith("prelens."):
@@ -177,8 +230,13 @@ def test_registered_names_are_the_public_names():
         if name == "prelens.PreLens.named":
             assert PreLens.named is fn
             continue
-        module, attr = name.rsplit(".", 1)
-        assert getattr(importlib.import_module(module), attr) is fn, name
+        module_name, attr = name.rsplit(".", 1)
+        module = importlib.import_module(module_name)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(module, attr) is fn, name
+        if caught:
+            assert attr in module._MOVED and module._MOVED[attr][1] is fn, name
 
 
 def test_the_zoo_uses_every_registered_constructor():
@@ -219,7 +277,14 @@ def test_arrays_tuples_dicts_and_numpy_scalars_in_arguments():
     def kinds(a: Any, t: Any, d: Any, x: Any, b: Any, dt: Any) -> Any:
         return PreLens(lambda p, s: ((), s), lambda m, da: ((), da), name=f"kinds({a.shape}, {t}, {d}, {x}, {b}, {dt})")
 
-    lens = kinds(np.arange(6, dtype=np.int32).reshape(2, 3), (1, "a"), {"k": [1.5]}, np.float32(0.5), np.bool_(True), np.dtype("int64"))
+    lens = kinds(
+        np.arange(6, dtype=np.int32).reshape(2, 3),
+        (1, "a"),
+        {"k": [1.5]},
+        np.float32(0.5),
+        np.bool_(True),
+        np.dtype("int64"),
+    )
     desc = json.loads(json.dumps(D.describe(lens)))
     assert desc["args"][0] == {"array": [0, 1, 2, 3, 4, 5], "dtype": "int32", "shape": [2, 3]}
     again = D.rebuild(desc)
@@ -255,13 +320,22 @@ def _same(a: Any, b: Any) -> bool:
 @pytest.mark.parametrize(
     "value",
     [getattr(prelens, n) for n in prelens.__all__ if isinstance(getattr(prelens, n), (PreLens, prelens.TriLens))]
-    + [getattr(nn, n) for n in nn.__all__ if isinstance(getattr(nn, n), (PreLens, prelens.TriLens))],
+    + [getattr(nn, n) for n in nn.__all__ if isinstance(getattr(nn, n), (PreLens, prelens.TriLens))]
+    + [getattr(faithful, n) for n in faithful.__all__ if isinstance(getattr(faithful, n), (PreLens, prelens.TriLens))],
     ids=repr,
 )
 def test_public_lens_values_are_described_by_name(value: Any):
     desc = D.describe(value)
     assert set(desc) == {"value"}
     assert D.rebuild(desc) is value
+
+
+@pytest.mark.parametrize("name", ["bias_l", "activ_l", "bias_t", "activ_t", "loss_l"])
+def test_faithful_values_load_under_their_0_3_names(name: str):
+    """0.3 files name the faithful lens values ``prelens.nn.bias_l``; 0.4 writes ``prelens.faithful.bias_l``."""
+    value = getattr(faithful, name)
+    assert D.describe(value) == {"value": f"prelens.faithful.{name}"}
+    assert D.rebuild({"value": f"prelens.nn.{name}"}) is value
 
 
 def test_reloaded_in_a_fresh_process_gives_identical_outputs(tmp_path: Path):
@@ -315,7 +389,11 @@ HOW = r"build this part in a function decorated with @prelens\.register_construc
             r"the lens softplus",
         ),
         (lambda: nn.dense(3, 2).dimap_s(lambda s: s, lambda ds: ds), r"at lens:", r"the lens dimap_s"),
-        (lambda: prelens.core.parameter_free("sq", lambda s: (s, s * s), lambda s, da: 2 * s * da), r"at lens:", "the lens sq"),
+        (
+            lambda: prelens.core.parameter_free("sq", lambda s: (s, s * s), lambda s, da: 2 * s * da),
+            r"at lens:",
+            "the lens sq",
+        ),
     ],
 )
 def test_an_undescribable_lens_is_refused_at_save_naming_the_part(tmp_path: Path, make: Any, where: str, what: str):
@@ -411,7 +489,9 @@ def test_a_registered_constructor_round_trips_and_an_unregistered_name_is_refuse
     assert repr(load_model(path).lens) == repr(lens)
     saved = C._CONSTRUCTORS.pop(name)
     try:
-        with pytest.raises(ModelFileError, match=rf"at lens\.args\[0\] of the description: unknown constructor '{name}'"):
+        with pytest.raises(
+            ModelFileError, match=rf"at lens\.args\[0\] of the description: unknown constructor '{name}'"
+        ):
             load_model(path)
     finally:
         C._CONSTRUCTORS[name] = saved
@@ -455,14 +535,19 @@ def test_registering_keeps_the_function_usable():
 
 def test_a_newer_format_is_refused_with_advice_to_upgrade(tmp_path: Path):
     path = craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": 2, "prelens": "0.9.1"})
-    with pytest.raises(ModelFileError, match=r"model format version 2, and this prelens reads version 1 \(written by prelens 0\.9\.1; upgrade"):
+    with pytest.raises(
+        ModelFileError,
+        match=r"model format version 2, and this prelens reads version 1 \(written by prelens 0\.9\.1; upgrade",
+    ):
         load_model(path)
 
 
 @pytest.mark.parametrize("version", [0, -1, "1", 1.0, True, None, [1]])
 def test_an_unknown_format_version_is_refused(tmp_path: Path, version: Any):
     path = craft(tmp_path / "m.prelens", {"value": "prelens.copy_l"}, header={"version": version})
-    with pytest.raises(ModelFileError, match=r"model format version .*, and this prelens reads version 1 \(no prelens wrote"):
+    with pytest.raises(
+        ModelFileError, match=r"model format version .*, and this prelens reads version 1 \(no prelens wrote"
+    ):
         load_model(path)
 
 
@@ -532,20 +617,59 @@ DENSE = {"call": "prelens.nn.dense", "args": [3, 2]}
         ({"call": "prelens.nn.dense", "args": {"n_in": 3}}, r"args must be a list and kwargs an object"),
         ({"call": "prelens.nn.dense", "args": [3, 2], "code": "x"}, r'a lens must be \{"call"'),
         ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"__class__": 1}}, r"refused its arguments: TypeError"),
-        ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"a b": 1}}, r"keyword 'a b' is not a Python identifier"),
-        ({"call": "prelens.nn.dense", "args": [3, -2]}, r"at lens of the description: prelens\.nn\.dense refused its arguments: dense: n_out"),
-        ({"call": "prelens.nn.dense", "args": [3, 2, "swish"]}, r"prelens\.nn\.dense refused its arguments: dense\(3→2\): activation"),
-        ({"call": "prelens.nn.dense", "args": [3, {"object": 1}]}, r"at lens\.args\[1\] of the description: an object argument needs one of the tags"),
-        ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "object"}}}, r"unknown dtype 'object'"),
-        ({"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "float32", "x": 1}}}, r"a dtype argument has one key"),
-        ({"call": "prelens.nn.mlp", "args": [3, [10**7]]}, r"at lens\.args\[1\]\[0\] of the description: the size 10000000 is more than"),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"a b": 1}},
+            r"keyword 'a b' is not a Python identifier",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, -2]},
+            r"at lens of the description: prelens\.nn\.dense refused its arguments: dense: n_out",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2, "swish"]},
+            r"prelens\.nn\.dense refused its arguments: dense\(3→2\): activation",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, {"object": 1}]},
+            r"at lens\.args\[1\] of the description: an object argument needs one of the tags",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "object"}}},
+            r"unknown dtype 'object'",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [3, 2], "kwargs": {"dtype": {"dtype": "float32", "x": 1}}},
+            r"a dtype argument has one key",
+        ),
+        (
+            {"call": "prelens.nn.mlp", "args": [3, [10**7]]},
+            r"at lens\.args\[1\]\[0\] of the description: the size 10000000 is more than",
+        ),
         ({"call": "prelens.nn.dense", "args": [3, 2.5]}, r"refused its arguments"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "int64", "shape": [3]}, 2]}, r"an array of shape \[3\] needs 3 numbers"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "object", "shape": [2]}, 2]}, r"unknown array dtype 'object'"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [True], "dtype": "float64", "shape": [1]}, 2]}, r"holds other values"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [], "dtype": "int8", "shape": [-1]}, 2]}, r"a short list of sizes"),
-        ({"call": "prelens.nn.dense", "args": [{"array": [300], "dtype": "int8", "shape": [1]}, 2]}, r"do not fit int8"),
-        ({"call": "prelens.nn.mlp", "args": [3, {"tuple": [{"call": "os.system"}]}]}, r"unknown constructor 'os\.system'"),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "int64", "shape": [3]}, 2]},
+            r"an array of shape \[3\] needs 3 numbers",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [1, 2], "dtype": "object", "shape": [2]}, 2]},
+            r"unknown array dtype 'object'",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [True], "dtype": "float64", "shape": [1]}, 2]},
+            r"holds other values",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [], "dtype": "int8", "shape": [-1]}, 2]},
+            r"a short list of sizes",
+        ),
+        (
+            {"call": "prelens.nn.dense", "args": [{"array": [300], "dtype": "int8", "shape": [1]}, 2]},
+            r"do not fit int8",
+        ),
+        (
+            {"call": "prelens.nn.mlp", "args": [3, {"tuple": [{"call": "os.system"}]}]},
+            r"unknown constructor 'os\.system'",
+        ),
     ],
 )
 def test_hostile_descriptions_are_refused_by_name_and_place(tmp_path: Path, description: Any, match: str):

@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 
 from prelens import (
-    forward,
-    vjp,
     PreLens,
     StructureError,
     TriLens,
@@ -13,12 +11,14 @@ from prelens import (
     TriProfunctor,
     batch_n,
     branch,
+    forward,
     from_tamb,
     id_pre_lens,
     to_tamb,
     tri_compose,
     tri_tensor,
     vec_lens,
+    vjp,
 )
 from prelens.faithful._branch import branch_t
 from tests.test_lens import f, g, tagged
@@ -115,7 +115,7 @@ def test_batch_n_of_a_trilens_refuses_wrong_lengths(slot):
 
 
 def test_make_mlp_refuses_residue_deltas_of_the_wrong_length():
-    from prelens.nn import init_mlp, make_mlp
+    from prelens.faithful import init_mlp, make_mlp
 
     net = from_tamb(make_mlp(3, [4, 1]))
     m, _ = net.fwd(init_mlp(3, [4, 1], np.random.default_rng(0)), np.ones(3))
