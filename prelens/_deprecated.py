@@ -10,8 +10,12 @@ from typing import Any
 REMOVED_IN = "0.5.0"
 
 
-def moved(module: str, names: Mapping[str, tuple[str, Any]]) -> Callable[[str], Any]:
+def moved(
+    module: str, names: Mapping[str, tuple[str, Any]], gone: Mapping[str, str] | None = None
+) -> Callable[[str], Any]:
     """A module ``__getattr__`` for old names: ``names[old] = (new dotted name, the object)``.
+
+    ``gone[old]`` is the text of the ``AttributeError`` for a name removed in an earlier release.
 
     >>> import warnings
     >>> getattr_ = moved("pkg", {"old": ("pkg.new", 42)})
@@ -23,6 +27,8 @@ def moved(module: str, names: Mapping[str, tuple[str, Any]]) -> Callable[[str], 
     """
 
     def __getattr__(name: str) -> Any:
+        if gone is not None and name in gone:
+            raise AttributeError(gone[name])
         if name in names:
             new, value = names[name]
             warnings.warn(

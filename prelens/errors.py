@@ -457,14 +457,6 @@ def flag_needs(command: str, flag: str, needed: str) -> ArgumentError:
     return ArgumentError(f"{command}: {flag} needs {needed}")
 
 
-def renamed_text(old: str, new: str) -> str:
-    """The error for a name renamed in 0.2.0 (so that no public name has two meanings) and removed in 0.3.1."""
-    return (
-        f"{old} was renamed {new} in prelens 0.2.0 (the old name meant something else elsewhere in "
-        "prelens) and removed in 0.3.1"
-    )
-
-
 # ------------------------- learning as optics: schedules, optimiser lenses, dropout, metrics (issue 14)
 
 

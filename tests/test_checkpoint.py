@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from prelens.core import tree_paths
 from prelens.errors import CheckpointError
+from prelens.faithful import Para
 from prelens.io import load_checkpoint, load_metadata, register_namedtuple, save_checkpoint
 from prelens.learn import adam
-from prelens.nn import Para
 
 
 class Unregistered(NamedTuple):

@@ -130,11 +130,15 @@ def test_toy_set_is_micrograds():
     assert TOY_XS[0, 0] == 2.0 and ys.flags.writeable
 
 
-def test_toy_set_agrees_with_the_faithful_module():
-    from prelens import nn
+def test_toy_set_is_defined_once():
+    """``prelens.nn.TOY_XS`` and ``prelens.faithful.TOY_XS`` (0.3) are this array, deprecated."""
+    from prelens import faithful, nn
 
-    np.testing.assert_array_equal(nn.TOY_XS, TOY_XS)
-    np.testing.assert_array_equal(nn.TOY_YS, TOY_YS)
+    for module in (nn, faithful):
+        with pytest.warns(DeprecationWarning, match=r"TOY_XS is deprecated: use prelens\.datasets\.TOY_XS"):
+            assert module.TOY_XS is TOY_XS
+        with pytest.warns(DeprecationWarning, match=r"TOY_YS is deprecated: use prelens\.datasets\.TOY_YS"):
+            assert module.TOY_YS is TOY_YS
 
 
 # ----------------------------------------------------------- moons, spirals

@@ -25,6 +25,7 @@ from prelens import (
     add_l,
     batch_n,
     chain,
+    faithful,
     from_tamb,
     id_pre_lens,
     load_model,
@@ -224,7 +225,7 @@ D32 = nn.dense(3, 2)
 
 CASES: dict[str, Case] = {
     "list_length_error": _case(
-        lambda: run_forward(vec_lens(3, nn.activ_t), [(), (), ()], [0.1, 0.2]),
+        lambda: run_forward(vec_lens(3, faithful.activ_t), [(), (), ()], [0.1, 0.2]),
         E.StructureError,
         r"^vec_lens\(3, activ_t\): input must be a list of length 3, got length 2$",
     ),
@@ -331,9 +332,9 @@ CASES: dict[str, Case] = {
     ),
     # training
     "non_finite": _case(
-        lambda: nn.train_step(
-            nn.make_mlp(3, [2, 1]),
-            nn.init_mlp(3, [2, 1], np.random.default_rng(0)),
+        lambda: faithful.train_step(
+            faithful.make_mlp(3, [2, 1]),
+            faithful.init_mlp(3, [2, 1], np.random.default_rng(0)),
             np.full((2, 3), np.nan),
             [[1.0], [1.0]],
             0.1,
@@ -468,7 +469,7 @@ MESSAGES: dict[str, Case] = {
         r"^vec_lens\(2, tanh\): input: expected list of 2, got \[f64\[2\]\]$",
     ),
     "list too long": _case(
-        lambda: run_forward(vec_lens(2, nn.activ_t), [(), ()], [0.1, 0.2, 0.3]),
+        lambda: run_forward(vec_lens(2, faithful.activ_t), [(), ()], [0.1, 0.2, 0.3]),
         E.StructureError,
         r"^vec_lens\(2, activ_t\): input must be a list of length 2, got length 3$",
     ),
@@ -506,7 +507,7 @@ MESSAGES: dict[str, Case] = {
         r"^tanh >> tanh: parameters: expected tuple of 2, got \[\(\)\]$",
     ),
     "a TriLens's pass fails": _case(
-        lambda: from_tamb(nn.make_mlp(3, [2, 1])).bwd([[None, None], [None]], [1.0]),
+        lambda: from_tamb(faithful.make_mlp(3, [2, 1])).bwd([[None, None], [None]], [1.0]),
         E.StructureError,
         r"^from_tamb\(make_mlp\(3, \[2, 1\]\)\): the backward pass failed on \(residue, output delta\) = "
         r"\(\[\[None, None\], \[None\]\], \[float 1\.0\]\) \(StructureError: .*\); a TriLens runs as a program",

@@ -92,8 +92,9 @@ from typing import Any, NamedTuple  # noqa: E402
 
 from prelens import DTypeError, backward, batch_n, from_tamb, vec_lens  # noqa: E402
 from prelens.errors import DepthError  # noqa: E402
-from prelens.nn import DenseParams, dense, init_mlp, layer_norm, make_mlp, tanh, token_embedding  # noqa: E402
-from prelens.tambara import interpret
+from prelens.faithful import init_mlp, make_mlp  # noqa: E402
+from prelens.nn import DenseParams, dense, layer_norm, tanh, token_embedding  # noqa: E402
+from prelens.tambara import interpret  # noqa: E402
 
 
 class WB(NamedTuple):
@@ -177,7 +178,7 @@ def test_deltas_that_are_fine_pass():
     # ds None for data, arrays for lists of floats, a named tuple for a plain tuple
     d = dense(3, 2, input_delta=False)
     vjp(d, d.init(0), np.ones((2, 3)))[1](np.ones((2, 2)))
-    from prelens.nn import neuron_l
+    from prelens.faithful import neuron_l
 
     n = neuron_l(2)
     vjp(chain(n), [n.init(0)], [0.5, -1.0])[1](1.0)

@@ -33,6 +33,7 @@ from prelens import (
     branch,
     chain,
     copy_l,
+    faithful,
     forward,
     from_tamb,
     id_pre_lens,
@@ -67,7 +68,7 @@ def ids(vocab: int, *shape: int) -> Callable[[], Any]:
 
 
 def faithful_params(m_in: int, sizes: list[int]) -> Callable[[Any], Any]:
-    return lambda lens: nn.init_mlp(m_in, sizes, np.random.default_rng(0))
+    return lambda lens: faithful.init_mlp(m_in, sizes, np.random.default_rng(0))
 
 
 #: (name, the lens, an input to compare outputs on or None, parameters when the lens has no init)
@@ -98,12 +99,17 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("dropout", lambda: nn.dense(4, 4) >> nn.dropout(0.25), rows(3, 4), None),
     ("attention", lambda: nn.multi_head_attention(8, 2, causal=True), rows(2, 5, 8), None),
     ("cross attention", lambda: nn.cross_attention(8, 2), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),
-    ("attention head", lambda: nn.attention_head(8, 4, causal=True), rows(2, 5, 8), None),
-    ("faithful attention", lambda: nn.multi_head_attention_faithful(8, 2), rows(2, 5, 8), None),
-    ("attention pieces", lambda: chain(nn.split_heads(2), nn.merge_heads(2)), rows(2, 3, 4), None),
+    ("attention head", lambda: nn.composed.attention_head(8, 4, causal=True), rows(2, 5, 8), None),
+    ("faithful attention", lambda: nn.composed.multi_head_attention(8, 2), rows(2, 5, 8), None),
+    ("attention pieces", lambda: chain(nn.composed.split_heads(2), nn.composed.merge_heads(2)), rows(2, 3, 4), None),
     (
         "more pieces",
-        lambda: (nn.attention_scores(4), nn.causal_mask(), nn.weighted_sum(), nn.concat_heads(2)),
+        lambda: (
+            nn.composed.attention_scores(4),
+            nn.composed.causal_mask(),
+            nn.composed.weighted_sum(),
+            nn.composed.concat_heads(2),
+        ),
         None,
         None,
     ),
@@ -112,23 +118,38 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("sinusoidal", lambda: nn.sinusoidal_encoding(4, max_len=10), rows(2, 6, 4), None),
     (
         "feed forward",
-        lambda: nn.feed_forward(4, 8) >> nn.feed_forward_composed(4, 8, dtype=np.float64),
+        lambda: nn.feed_forward(4, 8) >> nn.composed.feed_forward(4, 8, dtype=np.float64),
         rows(2, 3, 4),
         None,
     ),
-    ("residual composed", lambda: nn.residual_composed(nn.feed_forward(4, 8)), rows(2, 3, 4), None),
+    ("residual composed", lambda: nn.composed.residual(nn.feed_forward(4, 8)), rows(2, 3, 4), None),
     ("encoder block", lambda: nn.encoder_block(8, 2, 16, causal=True, norm="pre"), rows(2, 5, 8), None),
     ("decoder block", lambda: nn.decoder_block(8, 2, 16), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),
     ("decoder lm", lambda: nn.decoder_lm(7, 8, 2, 16, 1, 6, positional="sinusoidal"), ids(7, 2, 6), None),
     ("encoder decoder", lambda: nn.encoder_decoder(7, 9, 8, 2, 16, 1, 6), lambda: (IDS, IDS[:, :4]), None),
     ("token loss", lambda: nn.token_cross_entropy(ignore_index=0), None, None),
     # the faithful level and the profunctor encoding
-    ("faithful pre-lenses", lambda: nn.make_mlp_l(3, [2, 1]), lambda: [0.5, -1.0, 2.0], faithful_params(3, [2, 1])),
-    ("faithful pieces", lambda: (nn.linear_l(3), nn.affine_l(3), nn.neuron_l(3), nn.layer_l(3, 2)), None, None),
-    ("make_mlp", lambda: from_tamb(nn.make_mlp(3, [4, 1])), lambda: [0.5, -1.0, 2.0], faithful_params(3, [4, 1])),
+    (
+        "faithful pre-lenses",
+        lambda: faithful._network.make_mlp_l(3, [2, 1]),
+        lambda: [0.5, -1.0, 2.0],
+        faithful_params(3, [2, 1]),
+    ),
+    (
+        "faithful pieces",
+        lambda: (
+            faithful.linear_l(3),
+            faithful._network.affine_l(3),
+            faithful.neuron_l(3),
+            faithful._network.layer_l(3, 2),
+        ),
+        None,
+        None,
+    ),
+    ("make_mlp", lambda: from_tamb(faithful.make_mlp(3, [4, 1])), lambda: [0.5, -1.0, 2.0], faithful_params(3, [4, 1])),
     (
         "trilens pieces",
-        lambda: (nn.linear_t(3), nn.affine_t(3), nn.neuron_t(3), nn.layer(3, 2), branch_t(2)),
+        lambda: (faithful.linear_t(3), faithful.affine_t(3), faithful.neuron_t(3), faithful.layer(3, 2), branch_t(2)),
         None,
         None,
     ),
@@ -136,14 +157,14 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
         "trilens composites",
         lambda: (
             tri_compose(to_tamb(nn.dense(2, 2)), to_tamb(nn.dense(2, 2))),
-            tri_tensor(to_tamb(nn.tanh), nn.bias_t),
-            vec_lens(2, nn.make_mlp(2, [1])),
-            batch_n(2, nn.make_mlp(2, [1])),
+            tri_tensor(to_tamb(nn.tanh), faithful.bias_t),
+            vec_lens(2, faithful.make_mlp(2, [1])),
+            batch_n(2, faithful.make_mlp(2, [1])),
         ),
         None,
         None,
     ),
-    ("batch loss", lambda: nn.batch_loss_l(nn.make_mlp(3, [2, 1]), 4), None, None),
+    ("batch loss", lambda: faithful._train.batch_loss_l(faithful.make_mlp(3, [2, 1]), 4), None, None),
 ]
 
 
@@ -194,8 +215,13 @@ def test_every_public_lens_constructor_records_its_calls():
 
 
 def test_registered_names_are_the_public_names():
-    """``prelens.nn.mlp`` is registered as ``prelens.nn.mlp``: the name a user imports it by."""
+    """``prelens.nn.mlp`` is registered as ``prelens.nn.mlp``: the name a user imports it by.
+
+    A constructor whose public name moved in 0.4 (``prelens.nn.feed_forward_composed``, now
+    ``prelens.nn.composed.feed_forward``) keeps its 0.3 registered name, so files keep loading:
+    that name is still there for one release, deprecated (in the module's ``_MOVED`` table)."""
     import importlib
+    import warnings
 
     for name, fn in C._CONSTRUCTORS.items():
         if not name.startswith("prelens."):
@@ -203,8 +229,13 @@ def test_registered_names_are_the_public_names():
         if name == "prelens.PreLens.named":
             assert PreLens.named is fn
             continue
-        module, attr = name.rsplit(".", 1)
-        assert getattr(importlib.import_module(module), attr) is fn, name
+        module_name, attr = name.rsplit(".", 1)
+        module = importlib.import_module(module_name)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(module, attr) is fn, name
+        if caught:
+            assert attr in module._MOVED and module._MOVED[attr][1] is fn, name
 
 
 def test_the_zoo_uses_every_registered_constructor():
@@ -288,13 +319,22 @@ def _same(a: Any, b: Any) -> bool:
 @pytest.mark.parametrize(
     "value",
     [getattr(prelens, n) for n in prelens.__all__ if isinstance(getattr(prelens, n), (PreLens, prelens.TriLens))]
-    + [getattr(nn, n) for n in nn.__all__ if isinstance(getattr(nn, n), (PreLens, prelens.TriLens))],
+    + [getattr(nn, n) for n in nn.__all__ if isinstance(getattr(nn, n), (PreLens, prelens.TriLens))]
+    + [getattr(faithful, n) for n in faithful.__all__ if isinstance(getattr(faithful, n), (PreLens, prelens.TriLens))],
     ids=repr,
 )
 def test_public_lens_values_are_described_by_name(value: Any):
     desc = D.describe(value)
     assert set(desc) == {"value"}
     assert D.rebuild(desc) is value
+
+
+@pytest.mark.parametrize("name", ["bias_l", "activ_l", "bias_t", "activ_t", "loss_l"])
+def test_faithful_values_load_under_their_0_3_names(name: str):
+    """0.3 files name the faithful lens values ``prelens.nn.bias_l``; 0.4 writes ``prelens.faithful.bias_l``."""
+    value = getattr(faithful, name)
+    assert D.describe(value) == {"value": f"prelens.faithful.{name}"}
+    assert D.rebuild({"value": f"prelens.nn.{name}"}) is value
 
 
 def test_reloaded_in_a_fresh_process_gives_identical_outputs(tmp_path: Path):

@@ -21,7 +21,6 @@ import pytest
 from prelens import vjp
 from prelens.nn import (
     MASKED,
-    causal_mask,
     gelu,
     layer_norm,
     multi_head_attention,
@@ -32,6 +31,7 @@ from prelens.nn import (
     tanh,
     token_cross_entropy,
 )
+from prelens.nn.composed import causal_mask
 
 DTYPES = [np.float64, np.float32]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import warnings
 from types import ModuleType
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 import prelens
+import prelens.faithful
 import prelens.nn
 import prelens.train
 
@@ -71,8 +73,50 @@ def test_renamed_faithful_functions_name_their_new_names_under_the_old(old: str,
         match=rf"prelens\.nn\.{old} was renamed prelens\.nn\.{new} in prelens 0\.2\.0 .* removed in 0\.3\.1",
     ):
         getattr(prelens.nn, old)
-    assert not hasattr(prelens.nn, old) and callable(getattr(prelens.nn, new))
+    assert not hasattr(prelens.nn, old) and callable(getattr(prelens.faithful, new))
     assert old not in prelens.nn.__all__
+
+
+#: 0.3's names of ``prelens.nn`` that moved in 0.4, and where each went.
+NN_MOVED = {
+    **{n: f"prelens.faithful.{n}" for n in ("Para", "make_mlp", "layer", "neuron_l", "loss_l", "train_step")},
+    **{n: f"prelens.faithful.{n}" for n in ("dense_from_paras", "mlp_to_paras", "predict_faithful", "init_mlp")},
+    "make_mlp_l": "prelens.from_tamb(prelens.faithful.make_mlp(m_in, sizes))",
+    "feed_forward_composed": "prelens.nn.composed.feed_forward",
+    "residual_composed": "prelens.nn.composed.residual",
+    "multi_head_attention_faithful": "prelens.nn.composed.multi_head_attention",
+    "attention_head": "prelens.nn.composed.attention_head",
+    "HeadParams": "prelens.nn.composed.HeadParams",
+    "TOY_XS": "prelens.datasets.TOY_XS",
+}
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(NN_MOVED.items()))
+def test_moved_nn_names_warn_and_name_their_new_home(old: str, new: str):
+    with pytest.warns(DeprecationWarning, match=rf"^prelens\.nn\.{old} is deprecated: use {re.escape(new)}"):
+        value = getattr(prelens.nn, old)
+    assert old not in prelens.nn.__all__
+    if "(" not in new:
+        module, _, name = new.rpartition(".")
+        assert getattr(importlib.import_module(module), name) is value
+
+
+def test_every_moved_nn_name_is_an_object_of_its_new_home():
+    """The table that ``prelens.faithful`` fills: each old name gives the very object it names."""
+    assert set(prelens.nn._MOVED) >= set(NN_MOVED)
+    for old, (new, value) in prelens.nn._MOVED.items():
+        with pytest.warns(DeprecationWarning, match=re.escape(new)):
+            assert getattr(prelens.nn, old) is value
+        assert not hasattr(value, "__prelens_constructor__") or value.__prelens_constructor__.startswith(
+            ("prelens.nn.", "prelens.faithful.")
+        )
+
+
+@pytest.mark.parametrize("old", ["affine_l", "layer_l", "make_mlp_l", "batch_loss_l", "TOY_XS"])
+def test_faithful_re_spellings_warn(old: str):
+    with pytest.warns(DeprecationWarning, match=rf"^prelens\.faithful\.{old} is deprecated: use "):
+        assert getattr(prelens.faithful, old) is not None
+    assert old not in prelens.faithful.__all__
 
 
 def test_unknown_attributes_are_still_attribute_errors():

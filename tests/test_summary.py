@@ -8,7 +8,8 @@ import pytest
 from prelens import StructureError, add_l, chain, copy_l, summary
 from prelens.core import tree_leaves
 from prelens.errors import ArgumentError
-from prelens.nn import decoder_lm, make_mlp
+from prelens.faithful import make_mlp
+from prelens.nn import decoder_lm
 from prelens.testing._strategies import bias_vec, linear_vec, tanh_vec
 
 NET = linear_vec(3, 4) >> bias_vec(4) >> copy_l >> (tanh_vec @ (linear_vec(4, 4) >> tanh_vec)) >> add_l

@@ -115,7 +115,7 @@ def test_batch_n_of_a_trilens_refuses_wrong_lengths(slot):
 
 
 def test_make_mlp_refuses_residue_deltas_of_the_wrong_length():
-    from prelens.nn import init_mlp, make_mlp
+    from prelens.faithful import init_mlp, make_mlp
 
     net = from_tamb(make_mlp(3, [4, 1]))
     m, _ = net.fwd(init_mlp(3, [4, 1], np.random.default_rng(0)), np.ones(3))

@@ -16,8 +16,9 @@ import pytest
 from prelens import batch_n, from_tamb, id_pre_lens, to_tamb, vec_lens, vjp
 from prelens.bench import count_work, tambara_routes, tambara_sweep
 from prelens.core import tree_leaves
+from prelens.faithful import Para, init_mlp, layer, make_mlp, train_faithful, train_step
 from prelens.faithful._loss import loss_l
-from prelens.nn import Para, init_mlp, layer, make_mlp, make_mlp_l, train_faithful, train_step
+from prelens.faithful._network import make_mlp_l
 from prelens.tambara import Cost, Program, Shapes, interpret, placeholder, shape_of
 from prelens.testing import (
     check_alpha_composition,

@@ -26,8 +26,8 @@ import numpy as np
 from prelens.bench._timing import peak_bytes, time_interleaved
 from prelens.core._combinators import batch_n
 from prelens.core._trace import vjp
+from prelens.faithful import init_mlp, make_mlp
 from prelens.faithful._loss import loss_l
-from prelens.nn import init_mlp, make_mlp
 from prelens.tambara import _program
 from prelens.tambara._program import Program
 from prelens.tambara._trilens import AnyTriLens, from_tamb, interpret

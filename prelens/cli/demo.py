@@ -30,8 +30,9 @@ import numpy as np
 from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.datasets import TOY_XS, TOY_YS, iris_arrays, load_iris, standardize, stratified_folds
+from prelens.faithful import init_mlp, make_mlp, predict_faithful, train_step
 from prelens.learn import adam
-from prelens.nn import init_mlp, make_mlp, mlp, predict_faithful, softmax_cross_entropy, train_step
+from prelens.nn import mlp, softmax_cross_entropy
 from prelens.tambara._meanings import Cost
 from prelens.train import Progress, accuracy, evaluate, fit
 

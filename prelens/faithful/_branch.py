@@ -1,4 +1,4 @@
-"""The post's fan-out as a TriLens (temporary home during the redesign; see faithful)."""
+"""The post's fan-out as a TriLens: the combinator the faithful level's ``layer`` is built with."""
 
 from __future__ import annotations
 

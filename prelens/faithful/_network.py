@@ -44,8 +44,6 @@ from prelens.core._iso import first, lunit, runit, second, unlunit, unrunit
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
 from prelens.faithful._branch import branch_t
-from prelens.faithful._loss import loss_l  # re-exported here, so prelens.nn needs one import line
-from prelens.faithful._train import TOY_XS, TOY_YS, batch_loss_l, predict_faithful, train_faithful, train_step
 from prelens.io._checkpoint import register_namedtuple
 from prelens.nn._fastcheck import real_vector
 from prelens.tambara._meanings import Rule, placeholder, register_rule
@@ -64,7 +62,7 @@ class Para(NamedTuple):
     ``tree_zeros_like``, ...) handles it: its leaves are ``bias`` (a float)
     and ``weight`` (a 1-D float64 array).
 
-    >>> from prelens import tree_add
+    >>> from prelens.core import tree_add
     >>> tree_add(Para(0.5, np.array([1.0, 2.0])), Para(0.25, np.array([1.0, 1.0])))
     Para(bias=0.75, weight=array([2., 3.]))
     """
@@ -113,9 +111,9 @@ def un_para(p: Para) -> tuple[float, Vec]:
 def init_para(m_in: int, rng: np.random.Generator) -> Para:
     """Random parameters of a neuron with ``m_in`` inputs: LeCun normal.
 
-    Haskell::
+    Haskell (the post's ``initPara`` draws from a stream of numbers; this from a generator)::
 
-        init_para :: Int -> Gen -> Para
+        initPara :: Int -> [D] -> (Para, [D])
 
     ``weight ~ N(0, 1/m_in)`` elementwise and ``bias = 0``: the pre-activation
     of a neuron fed unit-variance inputs then has unit variance, the usual
@@ -133,9 +131,9 @@ def init_para(m_in: int, rng: np.random.Generator) -> Para:
 def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[list[Para]]:
     """Random parameters for ``make_mlp(m_in, sizes)``: one list of :class:`Para` per layer.
 
-    Haskell::
+    Haskell (the post's ``initParaMlp``, from a stream of numbers)::
 
-        init_mlp :: Int -> [Int] -> Gen -> [[Para]]
+        initParaMlp :: Int -> [Int] -> [D] -> ([[Para]], [D])
 
     Layers first to last, neurons in order, each drawn with :func:`init_para`
     from the one generator ``rng`` (so ``make_mlp_l(m_in, sizes).init(rng)``
@@ -245,12 +243,8 @@ activ_l: PreLens[D, D, D, D, tuple[()], tuple[()], D, D] = PreLens(_activ_fwd, _
 
 @constructor
 def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], VecLike, Vec]:
-    """``linear_l(n) >> bias_l``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
-
-    Haskell::
-
-        affine_l :: Int -> PreLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V
-        affine_l n = preCompose (linearL n) biasL
+    """``linear_l(n) >> bias_l``: parameters ``(bias, weights)``, residue ``((s, w), ())`` (deprecated:
+    write ``linear_l(n) >> bias_l``).
 
     >>> round(affine_l(2).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
     2.81
@@ -309,11 +303,8 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
 
 @constructor
 def layer_l(m_in: int, n_out: int) -> AnyLens:
-    """A layer of ``n_out`` neurons with ``m_in`` inputs each, as a pre-lens.
-
-    Haskell (the pre-lens form of the post's ``layer``)::
-
-        layer_l :: Int -> Int -> PreLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
+    """A layer of ``n_out`` neurons with ``m_in`` inputs each, as a pre-lens (deprecated: the post's
+    :func:`layer` is the TriLens; ``from_tamb(layer(m_in, n_out))`` is this pre-lens).
 
     ``branch(n_out) >> vec_lens(n_out, neuron_l(m_in))`` with the units of
     ``branch`` stripped. Output: a list of ``n_out`` floats.
@@ -329,11 +320,8 @@ def layer_l(m_in: int, n_out: int) -> AnyLens:
 
 @constructor
 def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
-    """A multi-layer perceptron as a pre-lens: ``chain`` of :func:`layer_l`.
-
-    Haskell (the pre-lens form of the post's ``makeMlp``)::
-
-        make_mlp_l :: Int -> [Int] -> PreLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
+    """A multi-layer perceptron as a pre-lens: ``chain`` of :func:`layer_l` (deprecated: the post's
+    :func:`make_mlp` is the TriLens; ``from_tamb(make_mlp(m_in, sizes))`` is this pre-lens).
 
     Parameters and residues are lists in layer order, first layer first;
     ``init`` draws what :func:`init_mlp` draws.
@@ -381,10 +369,10 @@ activ_t: AnyTriLens = TriLens(to_tamb(activ_l).run, "activ_t")
 def affine_t(n: int) -> AnyTriLens:
     """``tri_compose(linear_t(n), bias_t)``: parameters ``(bias, weights)``, residue ``((s, w), ())``.
 
-    Haskell::
+    Haskell (the post's ``affineT``, which also strips the unit of the residue with ``dimapM``)::
 
-        affine_t :: Int -> TriLens D D ((V, V), ()) ((V, V), ()) (D, V) (D, V) V V
-        affine_t n = triCompose (linearT n) biasT
+        affineT :: Int -> TriLens D D (V, V) (V, V) (D, V) (D, V) V V
+        affineT n = dimapM (first runit) (first unRunit) . triCompose (linearT n) biasT
 
     >>> from prelens import from_tamb
     >>> round(from_tamb(affine_t(2)).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
@@ -548,36 +536,6 @@ def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, i
         _check_size(fn, "every size", n)
     ins = [m_in, *sizes[:-1]]
     return list(zip(ins, sizes))
-
-
-__all__ = [
-    "TOY_XS",
-    "TOY_YS",
-    "Para",
-    "activ_l",
-    "activ_t",
-    "affine_l",
-    "affine_t",
-    "batch_loss_l",
-    "bias_l",
-    "bias_t",
-    "init_mlp",
-    "init_para",
-    "layer",
-    "layer_l",
-    "linear_l",
-    "linear_t",
-    "loss_l",
-    "make_mlp",
-    "make_mlp_l",
-    "mk_para",
-    "neuron_l",
-    "neuron_t",
-    "predict_faithful",
-    "train_faithful",
-    "train_step",
-    "un_para",
-]
 
 
 # ------------------------------------------------------- rules for Shapes and Cost

@@ -42,19 +42,6 @@ Vec = npt.NDArray[np.float64]
 Params = Any  # [[Para]] for make_mlp; any parameter tree for another network
 
 
-def _read_only(rows: list[list[float]]) -> npt.NDArray[np.float64]:
-    arr = np.array(rows, dtype=np.float64)
-    arr.setflags(write=False)
-    return arr
-
-
-#: The toy inputs of the Haskell ``PreLens/Main.hs`` (from micrograd): 4 samples of 3 features, shape ``(4, 3)``.
-TOY_XS: npt.NDArray[np.float64] = _read_only([[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]])
-
-#: The toy targets of ``PreLens/Main.hs``, ``[1, -1, -1, 1]``, one 1-vector per sample: shape ``(4, 1)``.
-TOY_YS: npt.NDArray[np.float64] = _read_only([[1.0], [-1.0], [-1.0], [1.0]])
-
-
 def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
     """A batch (a 2-D array or a list of vectors) as a list of 1-D float64 arrays."""
     if isinstance(xs, np.ndarray):
@@ -91,13 +78,10 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     ``(ground_truth, θ)`` (the later lens first), input a list of ``n``
     vectors, output the loss ``½ Σ (s − g)²``.
 
-    Haskell (``mlp`` may also be the ``PreLens``)::
-
-        batch_loss_l :: VSpace dp => TriLens V V m dm p dp V V -> Int
-                     -> PreLens D D ([m], ([V], [V])) ([dm], ([V], [V])) ([V], p) ([V], dp) [V] [V]
+    Deprecated: write ``from_tamb(batch_n(n, mlp)) >> loss_l`` (the post's ``batchLoss``).
 
     >>> import numpy as np
-    >>> from prelens.nn import make_mlp, init_mlp
+    >>> from prelens.faithful import make_mlp, init_mlp
     >>> params = init_mlp(3, [1], np.random.default_rng(0))
     >>> net = batch_loss_l(make_mlp(3, [1]), 2)
     >>> _, loss = net.fwd(([[0.0], [0.0]], params), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
@@ -111,9 +95,7 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
 def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float) -> tuple[Params, float]:
     """One step of gradient descent on a batch; returns ``(new_params, loss)``.
 
-    Haskell (``mlp`` may also be the ``PreLens``)::
-
-        train_step :: VSpace p => TriLens V V m m p p V V -> p -> [V] -> [V] -> D -> (p, D)
+    The post's ``testLearning`` without its printing; ``mlp`` may be the TriLens or a pre-lens.
 
     ``loss`` is the batch loss ``½ Σ (s − g)²`` at ``params`` (before the
     update); ``new_params = params − rate·dθ`` with ``dθ`` the gradient of that
@@ -123,7 +105,8 @@ def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate
     arrays or lists of vectors); ``params`` as :func:`init_mlp` makes them.
 
     >>> import numpy as np
-    >>> from prelens.nn import make_mlp, init_mlp, TOY_XS, TOY_YS
+    >>> from prelens.datasets import TOY_XS, TOY_YS
+    >>> from prelens.faithful import make_mlp, init_mlp
     >>> mlp, params = make_mlp(3, [4, 4, 1]), init_mlp(3, [4, 4, 1], np.random.default_rng(0))
     >>> new_params, loss = train_step(mlp, params, TOY_XS, TOY_YS, rate=0.5)
     >>> round(loss, 4), params[0][0].bias, new_params[0][0].bias != 0.0
@@ -149,6 +132,8 @@ def _batch_loss(mlp: Any, n: int) -> AnyLens:
 
 
 def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
+    loss: float
+    d_params: Params
     loss, pullback = vjp(net, (ys, params), xs)  # forward once; the residues stay in the pullback
     (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
     if not np.isfinite(loss):
@@ -161,19 +146,16 @@ def train_faithful(
 ) -> tuple[Params, list[float]]:
     """``steps`` calls of :func:`train_step` on one batch; returns ``(params, losses)``.
 
-    Called ``train`` before 0.2.0 (the Haskell name below); renamed so that no
-    name of :mod:`prelens.nn` means something else in :mod:`prelens` (where
-    ``prelens.train`` is the training package).
-
-    Haskell (``mlp`` may also be the ``PreLens``)::
-
-        train :: VSpace p => TriLens V V m m p p V V -> p -> [V] -> [V] -> D -> Int -> (p, [D])
+    Called ``train`` before 0.2.0; renamed so that no public name means something else
+    in :mod:`prelens` (where ``prelens.train`` is the training package).
+    ``mlp`` may be the TriLens or a pre-lens.
 
     ``losses[k]`` is the loss before step ``k``. The batched network is built
     once and reused. Pure: the ``params`` passed in are not modified.
 
     >>> import numpy as np
-    >>> from prelens.nn import make_mlp, init_mlp, TOY_XS, TOY_YS
+    >>> from prelens.datasets import TOY_XS, TOY_YS
+    >>> from prelens.faithful import make_mlp, init_mlp
     >>> mlp, params = make_mlp(3, [4, 4, 1]), init_mlp(3, [4, 4, 1], np.random.default_rng(0))
     >>> params, losses = train_faithful(mlp, params, TOY_XS, TOY_YS, rate=0.5, steps=20)
     >>> len(losses), losses[-1] < 0.01
@@ -196,19 +178,15 @@ def train_faithful(
 def predict_faithful(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
     """The network's outputs on a batch: ``forward(from_tamb(batch_n(n, mlp)), params, xs)``.
 
-    Called ``predict`` before 0.2.0 (the Haskell name below); renamed because
+    Called ``predict`` before 0.2.0; renamed because
     :func:`prelens.train.predict` runs fast models and returns an array, where
-    this runs the faithful network and returns a list.
-
-    Haskell (``mlp`` may also be the ``PreLens``)::
-
-        predict :: TriLens a da m m p dp V V -> p -> [V] -> [a]
+    this runs the faithful network and returns a list. ``mlp`` may be the TriLens or a pre-lens.
 
     ``xs`` is ``(batch, m_in)`` (a 2-D array or a list of vectors).
     For :func:`make_mlp` each output is a list of ``sizes[-1]`` floats.
 
     >>> import numpy as np
-    >>> from prelens.nn import Para, make_mlp
+    >>> from prelens.faithful import Para, make_mlp
     >>> params = [[Para(0.0, np.array([1.0, 0.0, 0.0]))]]
     >>> [[round(a, 4) for a in out] for out in predict_faithful(make_mlp(3, [1]), params, [[1.0, 5.0, 5.0]])]
     [[0.7616]]

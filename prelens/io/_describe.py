@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -41,11 +42,24 @@ _DTYPES = frozenset(
 # ---------------------------------------------------------------- public values
 
 
+#: The packages whose public lens values (in ``__all__``) a model file names; a package above io
+#: adds itself with :func:`register_lens_values` (``prelens.faithful`` does).
+_VALUE_MODULES: list[ModuleType] = [prelens.core, prelens.tambara, prelens.nn]
+
+
+def register_lens_values(module: ModuleType) -> None:
+    """Let model files name the public lens values of ``module`` (by ``module.__name__`` and the name)."""
+    if module not in _VALUE_MODULES:
+        _VALUE_MODULES.append(module)
+        _value_names.cache_clear()
+
+
 @functools.cache
 def _value_names() -> dict[int, tuple[str, Any]]:
-    """``id -> (name, lens)`` of the public lens values of the core, the encoding and ``prelens.nn``."""
+    """``id -> (name, lens)`` of the public lens values of the core, the encoding, ``prelens.nn`` and the
+    packages registered with :func:`register_lens_values`."""
     out: dict[int, tuple[str, Any]] = {}
-    for module in (prelens.core, prelens.tambara, prelens.nn):
+    for module in _VALUE_MODULES:
         for n in module.__all__:
             value = getattr(module, n)
             if isinstance(value, (PreLens, TriLens)):
@@ -55,6 +69,15 @@ def _value_names() -> dict[int, tuple[str, Any]]:
 
 def _value_by_name() -> dict[str, Any]:
     return {name: value for name, value in _value_names().values()}
+
+
+def _value_named(name: str) -> Any:
+    """The public lens value ``name`` (or its 0.3 name, ``prelens.nn.bias_l``), or None."""
+    by_name = _value_by_name()
+    found = by_name.get(name)
+    if found is None and name.startswith("prelens.nn."):  # the faithful level moved out of nn in 0.4
+        found = by_name.get("prelens.faithful." + name.removeprefix("prelens.nn."))
+    return found
 
 
 def value_name(lens: Any) -> str | None:
@@ -185,7 +208,7 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     if "value" in node:
         if set(node) != {"value"} or not isinstance(node["value"], str):
             raise Malformed(where, 'a lens value must be {"value": "<public name>"}')
-        value = _value_by_name().get(node["value"])
+        value = _value_named(node["value"])
         if value is None:
             unknown = E.short_name(node["value"], 80)
             raise Malformed(where, f"unknown lens value {unknown!r} (not a public lens of prelens)")

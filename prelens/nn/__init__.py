@@ -1,75 +1,31 @@
-"""``prelens.nn``: the networks.
+"""``prelens.nn``: the fast lenses, whole arrays with a leading batch axis (for training).
 
-Two levels, one algebra. The *faithful* level is the blog's network, one
-neuron at a time on 1-D arrays (for teaching and for checking the algebra).
-The *fast* level is the same mathematics as whole-array lenses with a leading
-batch axis (for training). Every fast lens is tested equal to a faithful twin.
+Dense layers, activations, losses, attention and transformers. The twins written as the
+compositions they are live in :mod:`prelens.nn.composed`; the post's one-neuron-at-a-time
+network is :mod:`prelens.faithful`.
+
+>>> import numpy as np
+>>> net = mlp(3, [8, 2], "relu")
+>>> net.fwd(net.init(0), np.ones((5, 3)))[1].shape
+(5, 2)
 """
 
 from typing import Any
 
-# The faithful level (docs/faithful.md): the blog's network, one neuron at a time.
-from prelens.faithful._network import (
-    TOY_XS,
-    TOY_YS,
-    Para,
-    activ_l,
-    activ_t,
-    affine_l,
-    affine_t,
-    batch_loss_l,
-    bias_l,
-    bias_t,
-    init_mlp,
-    init_para,
-    layer,
-    layer_l,
-    linear_l,
-    linear_t,
-    loss_l,
-    make_mlp,
-    make_mlp_l,
-    mk_para,
-    neuron_l,
-    neuron_t,
-    predict_faithful,
-    train_faithful,
-    train_step,
-    un_para,
-)
-
-# The fast level: whole arrays with a leading batch axis, each tested equal to its faithful twin.
+from prelens import datasets as _datasets
+from prelens._deprecated import moved as _moved
+from prelens.nn import _embedding, _linear, composed
 from prelens.nn._activations import ACTIVATIONS, Activation, gelu, pointwise, relu, sigmoid, softmax, tanh
-from prelens.nn._convert import dense_from_paras, dense_to_paras, mlp_from_paras, mlp_to_paras
-from prelens.nn._linear import DenseParams, bias, dense, init_weight, linear
+from prelens.nn._attention import AttentionParams, cross_attention, multi_head_attention
+from prelens.nn._dot_attention import MASKED, scaled_dot_product_attention
+from prelens.nn._dropout import DropoutKey, dropout, with_dropout, without_dropout
+from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
+from prelens.nn._linear import DenseParams, bias, dense, linear
 from prelens.nn._losses import mse, softmax_cross_entropy, squared_distance
 from prelens.nn._mlp import mlp
-
-# Attention and transformers, on the fast level.
-from prelens.nn._attention import (
-    MASKED,
-    AttentionParams,
-    FaithfulAttentionParams,
-    HeadParams,
-    attention_head,
-    attention_scores,
-    causal_mask,
-    concat_heads,
-    cross_attention,
-    merge_heads,
-    multi_head_attention,
-    multi_head_attention_faithful,
-    split_heads,
-    stack_heads,
-    unstack_heads,
-    weighted_sum,
-)
-from prelens.nn._dot_attention import scaled_dot_product_attention
-from prelens.nn._dropout import DropoutKey, dropout, with_dropout, without_dropout
-from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, sinusoidal_table, token_embedding
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._normalize import normalize
-from prelens.nn._residual import residual, residual_composed
+from prelens.nn._residual import residual
 from prelens.nn._transformer import (
     DecoderBlockParams,
     EncoderBlockParams,
@@ -81,7 +37,6 @@ from prelens.nn._transformer import (
     encoder_block,
     encoder_decoder,
     feed_forward,
-    feed_forward_composed,
     generate,
     token_cross_entropy,
 )
@@ -90,8 +45,6 @@ from prelens.nn._transformer_wiring import attention_weights, rematerialize
 __all__ = [
     "ACTIVATIONS",
     "MASKED",
-    "TOY_XS",
-    "TOY_YS",
     "Activation",
     "AttentionParams",
     "DecoderBlockParams",
@@ -99,99 +52,81 @@ __all__ = [
     "DropoutKey",
     "EncoderBlockParams",
     "EncoderDecoderParams",
-    "FaithfulAttentionParams",
     "FeedForwardParams",
-    "HeadParams",
     "LMParams",
     "LayerNormParams",
-    "Para",
-    "activ_l",
-    "activ_t",
-    "affine_l",
-    "affine_t",
-    "attention_head",
-    "attention_scores",
     "attention_weights",
-    "batch_loss_l",
     "bias",
-    "bias_l",
-    "bias_t",
-    "causal_mask",
-    "concat_heads",
     "cross_attention",
     "decoder_block",
     "decoder_lm",
     "dense",
-    "dense_from_paras",
-    "dense_to_paras",
     "dropout",
     "encoder_block",
     "encoder_decoder",
     "feed_forward",
-    "feed_forward_composed",
     "gelu",
     "generate",
-    "init_mlp",
-    "init_para",
-    "init_weight",
-    "layer",
-    "layer_l",
     "layer_norm",
     "linear",
-    "linear_l",
-    "linear_t",
-    "loss_l",
-    "make_mlp",
-    "make_mlp_l",
-    "merge_heads",
-    "mk_para",
     "mlp",
-    "mlp_from_paras",
-    "mlp_to_paras",
     "mse",
     "multi_head_attention",
-    "multi_head_attention_faithful",
-    "neuron_l",
-    "neuron_t",
     "normalize",
     "pointwise",
     "positional_embedding",
-    "predict_faithful",
     "relu",
     "rematerialize",
     "residual",
-    "residual_composed",
     "scaled_dot_product_attention",
     "sigmoid",
     "sinusoidal_encoding",
-    "sinusoidal_table",
     "softmax",
     "softmax_cross_entropy",
-    "split_heads",
     "squared_distance",
-    "stack_heads",
     "tanh",
     "token_cross_entropy",
     "token_embedding",
-    "train_faithful",
-    "train_step",
-    "un_para",
-    "unstack_heads",
-    "weighted_sum",
     "with_dropout",
     "without_dropout",
 ]
 
 
-#: Names renamed in 0.2.0 (they meant something else in ``prelens`` or ``prelens.train``): old -> new.
-#: They warned under their old names until 0.3.1, which removed them.
-_RENAMED = {"predict": "predict_faithful", "train": "train_faithful"}
-
-
-def __getattr__(name: str) -> Any:
-    """An old name of a renamed faithful function is an ``AttributeError`` that gives the new name."""
-    if name in _RENAMED:
-        from prelens.errors import renamed_text
-
-        raise AttributeError(renamed_text(f"prelens.nn.{name}", f"prelens.nn.{_RENAMED[name]}"))
-    raise AttributeError(f"module 'prelens.nn' has no attribute {name!r}")
+#: Old names of ``prelens.nn`` (0.3) that still work for one release, with a warning naming the new one:
+#: old -> (new dotted name, the object). ``prelens.faithful`` adds the faithful level's names, which lived
+#: here until 0.4 (this package sits below it and does not import it).
+_MOVED: dict[str, tuple[str, Any]] = {
+    "feed_forward_composed": ("prelens.nn.composed.feed_forward", composed.feed_forward),
+    "residual_composed": ("prelens.nn.composed.residual", composed.residual),
+    "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
+    **{
+        name: (f"prelens.nn.composed.{name}", getattr(composed, name))
+        for name in (
+            "FaithfulAttentionParams",
+            "HeadParams",
+            "attention_head",
+            "attention_scores",
+            "causal_mask",
+            "concat_heads",
+            "merge_heads",
+            "split_heads",
+            "stack_heads",
+            "unstack_heads",
+            "weighted_sum",
+        )
+    },
+    "sinusoidal_table": (
+        "prelens.nn.sinusoidal_encoding(d_model, max_len), whose forward pass adds this table",
+        _embedding.sinusoidal_table,
+    ),
+    "init_weight": ("prelens.nn.dense(n_in, n_out, init=scheme, dtype=dtype).init(rng).weight", _linear.init_weight),
+    "TOY_XS": ("prelens.datasets.TOY_XS", _datasets.TOY_XS),
+    "TOY_YS": ("prelens.datasets.TOY_YS", _datasets.TOY_YS),
+}
+#: Names renamed in 0.2.0 (they meant something else in ``prelens`` or ``prelens.train``), removed in 0.3.1.
+_GONE = {
+    old: f"prelens.nn.{old} was renamed prelens.nn.{new} in prelens 0.2.0 (the old name meant something else "
+    f"elsewhere in prelens) and removed in 0.3.1; it is prelens.faithful.{new} since 0.4.0"
+    for old, new in (("predict", "predict_faithful"), ("train", "train_faithful"))
+}
+__getattr__ = _moved("prelens.nn", _MOVED, _GONE)

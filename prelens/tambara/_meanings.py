@@ -184,7 +184,7 @@ class Shapes(Program):
     :meth:`of` runs a TriLens on it and reads the shapes for given parameters and input
     (real values or :func:`placeholder` ones: only their shapes matter).
 
-    >>> from prelens.nn import make_mlp, init_mlp
+    >>> from prelens.faithful import make_mlp, init_mlp
     >>> sh = Shapes.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))
     >>> sh["output"], sh["input delta"]
     ('[f64, f64, f64]', 'f64[4]')
@@ -277,7 +277,7 @@ class Cost(Program):
     :meth:`of` gives a :class:`CostTable`: per kind of box, how often it ran, the
     multiply-adds of its forward and backward passes, and the bytes of residue it held.
 
-    >>> from prelens.nn import make_mlp, init_mlp
+    >>> from prelens.faithful import make_mlp, init_mlp
     >>> table = Cost.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))
     >>> print(table)
     box          runs  fwd madds  bwd madds  residue bytes

@@ -16,22 +16,20 @@ from typing import Any
 import numpy as np
 
 from prelens import PreLens
-from prelens.nn import (
+from prelens.nn import cross_attention, multi_head_attention, scaled_dot_product_attention
+from prelens.nn._projections import projections
+from prelens.nn.composed import (
     attention_head,
     attention_scores,
     causal_mask,
     concat_heads,
-    cross_attention,
     merge_heads,
-    multi_head_attention,
-    multi_head_attention_faithful,
-    scaled_dot_product_attention,
     split_heads,
     stack_heads,
     unstack_heads,
     weighted_sum,
 )
-from prelens.nn._projections import projections
+from prelens.nn.composed import multi_head_attention as multi_head_attention_faithful
 
 from .harness import Case
 

@@ -20,7 +20,6 @@ from prelens.nn import (
     encoder_block,
     encoder_decoder,
     feed_forward,
-    feed_forward_composed,
     layer_norm,
     normalize,
     positional_embedding,
@@ -30,6 +29,7 @@ from prelens.nn import (
     token_embedding,
     with_dropout,
 )
+from prelens.nn.composed import feed_forward as feed_forward_composed
 
 from .harness import Case
 

@@ -25,7 +25,7 @@ import prelens
 import prelens.io
 import prelens.learn
 import prelens.train
-from prelens import datasets, learn, nn
+from prelens import datasets, faithful, learn, nn
 
 from ._bad import mutate
 from ._harness import attempt
@@ -59,7 +59,7 @@ DTYPES: list[Any] = ["int32", "bool", "complex128", "object", "nonsense", int, f
 #: Bad values for an activation argument.
 ACTIVATIONS: list[Any] = ["swish", "softmax", nn.softmax, nn.dense(2, 2), 3, "", "TANH", np.tanh]
 #: Bad values for a lens argument.
-LENSES: list[Any] = [None, 3, "lens", np.tanh, nn.make_mlp(2, [2]), [nn.tanh], (nn.tanh,), lambda p, s: s]
+LENSES: list[Any] = [None, 3, "lens", np.tanh, faithful.make_mlp(2, [2]), [nn.tanh], (nn.tanh,), lambda p, s: s]
 #: Bad values for a seed.
 SEEDS: list[Any] = [-1, "seed", 1.5, [1.5], object(), {}]
 
@@ -161,7 +161,12 @@ CTORS: list[Ctor] = [
         {"std": ["big", None, np.inf]},
     ),
     Ctor("sinusoidal_encoding", nn.sinusoidal_encoding, {"d_model": 4, "max_len": 16}),
-    Ctor("sinusoidal_table", nn.sinusoidal_table, {"length": 3, "d_model": 4, "dtype": np.float64}, _dt("dtype")),
+    Ctor(
+        "sinusoidal_table",
+        nn._embedding.sinusoidal_table,
+        {"length": 3, "d_model": 4, "dtype": np.float64},
+        _dt("dtype"),
+    ),
     Ctor(
         "layer_norm",
         nn.layer_norm,
@@ -179,14 +184,14 @@ CTORS: list[Ctor] = [
         },
         check=lambda out, kw: _normalize_ok(out, kw),
     ),
-    Ctor("attention_scores", nn.attention_scores, {"d_k": 2}),
+    Ctor("attention_scores", nn.composed.attention_scores, {"d_k": 2}),
     Ctor("scaled_dot_product_attention", nn.scaled_dot_product_attention, {"d_k": 2, "causal": True}),
-    Ctor("split_heads", nn.split_heads, {"n_heads": 2}),
-    Ctor("merge_heads", nn.merge_heads, {"n_heads": 2}),
-    Ctor("concat_heads", nn.concat_heads, {"n_heads": 2}),
+    Ctor("split_heads", nn.composed.split_heads, {"n_heads": 2}),
+    Ctor("merge_heads", nn.composed.merge_heads, {"n_heads": 2}),
+    Ctor("concat_heads", nn.composed.concat_heads, {"n_heads": 2}),
     Ctor(
         "attention_head",
-        nn.attention_head,
+        nn.composed.attention_head,
         {"d_model": 4, "d_k": 2, "causal": True, "cross": False, "dtype": np.float64},
         _dt("dtype"),
     ),
@@ -198,15 +203,15 @@ CTORS: list[Ctor] = [
     ),
     Ctor(
         "multi_head_attention_faithful",
-        nn.multi_head_attention_faithful,
+        nn.composed.multi_head_attention,
         {"d_model": 4, "n_heads": 2},
         {"n_heads": [3]},
     ),
     Ctor("cross_attention", nn.cross_attention, {"d_model": 4, "n_heads": 2}, {"n_heads": [3]}),
     Ctor("residual", nn.residual, {"f": nn.dense(3, 3), "context": False}, {"f": LENSES}),
-    Ctor("residual_composed", nn.residual_composed, {"f": nn.dense(3, 3), "context": False}, {"f": LENSES}),
+    Ctor("residual_composed", nn.composed.residual, {"f": nn.dense(3, 3), "context": False}, {"f": LENSES}),
     Ctor("feed_forward", nn.feed_forward, {"d_model": 4, "d_ff": 8, "dtype": np.float64}, _dt("dtype")),
-    Ctor("feed_forward_composed", nn.feed_forward_composed, {"d_model": 4, "d_ff": 8}),
+    Ctor("feed_forward_composed", nn.composed.feed_forward, {"d_model": 4, "d_ff": 8}),
     Ctor(
         "encoder_block",
         nn.encoder_block,
@@ -228,25 +233,30 @@ CTORS: list[Ctor] = [
     Ctor("token_cross_entropy", nn.token_cross_entropy, {"ignore_index": -1}),
     Ctor(
         "init_weight",
-        nn.init_weight,
+        nn._linear.init_weight,
         {"scheme": "he", "n_in": 3, "n_out": 2, "dtype": np.float64, "rng": np.random.default_rng(0)},
         {"scheme": ["xavier", None], "rng": SEEDS, **_dt("dtype")},
     ),
-    Ctor("linear_l", nn.linear_l, {"n": 3}),
-    Ctor("neuron_l", nn.neuron_l, {"m_in": 3}),
-    Ctor("layer_l", nn.layer_l, {"m_in": 3, "n_out": 2}),
-    Ctor("make_mlp_l", nn.make_mlp_l, {"m_in": 3, "sizes": [2, 1]}, {"sizes": [[], [0], "ab", [1.5]]}),
-    Ctor("make_mlp", nn.make_mlp, {"m_in": 3, "sizes": [2, 1]}, {"sizes": [[], [0], "ab", [1.5]]}),
-    Ctor("layer", nn.layer, {"m_in": 3, "n_out": 2}),
-    Ctor("init_para", nn.init_para, {"m_in": 3, "rng": np.random.default_rng(0)}, {"rng": SEEDS}),
+    Ctor("linear_l", faithful.linear_l, {"n": 3}),
+    Ctor("neuron_l", faithful.neuron_l, {"m_in": 3}),
+    Ctor("layer_l", faithful._network.layer_l, {"m_in": 3, "n_out": 2}),
+    Ctor("make_mlp_l", faithful._network.make_mlp_l, {"m_in": 3, "sizes": [2, 1]}, {"sizes": [[], [0], "ab", [1.5]]}),
+    Ctor("make_mlp", faithful.make_mlp, {"m_in": 3, "sizes": [2, 1]}, {"sizes": [[], [0], "ab", [1.5]]}),
+    Ctor("layer", faithful.layer, {"m_in": 3, "n_out": 2}),
+    Ctor("init_para", faithful.init_para, {"m_in": 3, "rng": np.random.default_rng(0)}, {"rng": SEEDS}),
     Ctor(
         "init_mlp",
-        nn.init_mlp,
+        faithful.init_mlp,
         {"m_in": 3, "sizes": [2, 1], "rng": np.random.default_rng(0)},
         {"rng": SEEDS, "sizes": [[], [0]]},
     ),
-    Ctor("mk_para", nn.mk_para, {"bw": (0.5, [1.0, 2.0])}, {"bw": [(0.5,), ("b", [1.0]), (0.5, "w"), (0.5, [[1.0]])]}),
-    Ctor("batch_loss_l", nn.batch_loss_l, {"mlp": nn.make_mlp(3, [2, 1]), "n": 2}, {"mlp": LENSES}),
+    Ctor(
+        "mk_para",
+        faithful.mk_para,
+        {"bw": (0.5, [1.0, 2.0])},
+        {"bw": [(0.5,), ("b", [1.0]), (0.5, "w"), (0.5, [[1.0]])]},
+    ),
+    Ctor("batch_loss_l", faithful._train.batch_loss_l, {"mlp": faithful.make_mlp(3, [2, 1]), "n": 2}, {"mlp": LENSES}),
     # the core
     Ctor("branch", prelens.branch, {"n": 2}),
     Ctor("branch_t", prelens.faithful._branch.branch_t, {"n": 2}),
@@ -256,7 +266,7 @@ CTORS: list[Ctor] = [
         "chain",
         lambda lenses: prelens.chain(*lenses),
         {"lenses": [nn.tanh, nn.relu]},
-        {"lenses": [[], [None], [nn.tanh, 3], [nn.make_mlp(2, [2])], "ab"]},
+        {"lenses": [[], [None], [nn.tanh, 3], [faithful.make_mlp(2, [2])], "ab"]},
         ("lenses",),
         covers=(prelens.chain,),
     ),
@@ -279,14 +289,19 @@ CTORS: list[Ctor] = [
         covers=(prelens.prod_lens,),
     ),
     Ctor("to_tamb", prelens.to_tamb, {"lens": nn.tanh}, {"lens": LENSES}),
-    Ctor("from_tamb", prelens.from_tamb, {"tri": nn.make_mlp(2, [2])}, {"tri": [None, 3, nn.tanh, "t"]}),
+    Ctor("from_tamb", prelens.from_tamb, {"tri": faithful.make_mlp(2, [2])}, {"tri": [None, 3, nn.tanh, "t"]}),
     Ctor(
         "tri_compose",
         prelens.tri_compose,
-        {"f": nn.activ_t, "g": nn.activ_t},
+        {"f": faithful.activ_t, "g": faithful.activ_t},
         {"f": [None, nn.tanh, 3], "g": [None, nn.tanh]},
     ),
-    Ctor("tri_tensor", prelens.tri_tensor, {"l1": nn.activ_t, "l2": nn.activ_t}, {"l1": [None, nn.tanh], "l2": [3]}),
+    Ctor(
+        "tri_tensor",
+        prelens.tri_tensor,
+        {"l1": faithful.activ_t, "l2": faithful.activ_t},
+        {"l1": [None, nn.tanh], "l2": [3]},
+    ),
     Ctor(
         "iso_lens",
         prelens.iso_lens,
@@ -495,28 +510,30 @@ CTORS: list[Ctor] = [
         covers=(nn.encoder_decoder,),
     ),
     # the Tambara structure maps and the TriLens machinery
-    Ctor("alpha", prelens.alpha, {"t": nn.tanh}, {"t": [*LENSES, nn.activ_t, prelens.PLeft(prelens.id_pre_lens)]}),
-    Ctor("beta", prelens.beta, {"t": prelens.add_l}, {"t": [*LENSES, nn.bias_t, prelens.PRight(prelens.add_l)]}),
+    Ctor(
+        "alpha", prelens.alpha, {"t": nn.tanh}, {"t": [*LENSES, faithful.activ_t, prelens.PLeft(prelens.id_pre_lens)]}
+    ),
+    Ctor("beta", prelens.beta, {"t": prelens.add_l}, {"t": [*LENSES, faithful.bias_t, prelens.PRight(prelens.add_l)]}),
     *[
         Ctor(
             name,
             fn,
             {"f": prelens.sym, "g": prelens.sym, "t": prelens.add_l},
-            {"f": [None, 3, "f"], "g": [None, nn.tanh], "t": [*LENSES, nn.activ_t]},
+            {"f": [None, 3, "f"], "g": [None, nn.tanh], "t": [*LENSES, faithful.activ_t]},
         )
         for name, fn in (("dimap_s", prelens.dimap_s), ("dimap_p", prelens.dimap_p), ("dimap_m", prelens.dimap_m))
     ],
-    Ctor("PLeft", prelens.PLeft, {"t": prelens.id_pre_lens}, {"t": [*LENSES, nn.activ_t]}),
-    Ctor("PRight", prelens.PRight, {"t": prelens.id_pre_lens}, {"t": [*LENSES, nn.activ_t]}),
+    Ctor("PLeft", prelens.PLeft, {"t": prelens.id_pre_lens}, {"t": [*LENSES, faithful.activ_t]}),
+    Ctor("PRight", prelens.PRight, {"t": prelens.id_pre_lens}, {"t": [*LENSES, faithful.activ_t]}),
     Ctor("TriLens", prelens.TriLens, {"run": lambda t: t, "name": "id_t"}, {"run": [None, 3, "r"], "name": [None, 3]}),
     Ctor(
         "rematerialize", nn.rematerialize, {"lens": nn.dense(3, 2)}, {"lens": [*LENSES, nn.tanh, prelens.id_pre_lens]}
     ),
     # the faithful pieces that take sizes
-    Ctor("linear_t", nn.linear_t, {"n": 3}),
-    Ctor("affine_t", nn.affine_t, {"n": 3}),
-    Ctor("affine_l", nn.affine_l, {"n": 3}),
-    Ctor("neuron_t", nn.neuron_t, {"m_in": 3}),
+    Ctor("linear_t", faithful.linear_t, {"n": 3}),
+    Ctor("affine_t", faithful.affine_t, {"n": 3}),
+    Ctor("affine_l", faithful._network.affine_l, {"n": 3}),
+    Ctor("neuron_t", faithful.neuron_t, {"m_in": 3}),
     # datasets
     Ctor(
         "load_dataset",
@@ -622,8 +639,8 @@ CTORS: list[Ctor] = [
     Ctor(
         "register_namedtuple",
         prelens.io.register_namedtuple,
-        {"cls": nn.Para},
-        {"cls": [tuple, int, nn.Para(0.0, np.ones(1)), "Para", type("Plain", (tuple,), {}), prelens.PreLens]},
+        {"cls": faithful.Para},
+        {"cls": [tuple, int, faithful.Para(0.0, np.ones(1)), "Para", type("Plain", (tuple,), {}), prelens.PreLens]},
     ),
 ]
 

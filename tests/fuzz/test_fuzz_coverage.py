@@ -45,6 +45,7 @@ MODULES = [
     prelens.train,
     prelens.datasets,
     prelens.faithful,
+    prelens.nn.composed,
 ]
 
 _ERRORS = "an error class: raised by prelens, never called with user data"
@@ -68,8 +69,6 @@ EXEMPT: dict[str, str] = {
     "prelens.core.Arr": _RECORD + " (a declared pattern: the lenses that declare it are fuzzed)",
     "prelens.core.Expects": _RECORD + " (a lens's declarations: the lenses that declare it are fuzzed)",
     "prelens.tambara.Trimbara": "a Protocol (a type for annotations and isinstance)",
-    "prelens.faithful.TOY_XS": _CONSTANT + " (a read-only array)",
-    "prelens.faithful.TOY_YS": _CONSTANT + " (a read-only array)",
     "prelens.faithful.Para": _RECORD + " (a neuron's parameters: fuzzed as corrupted parameters)",
     "prelens.tambara.TriProfunctor": "a Protocol (a type for annotations and isinstance)",
     "prelens.tambara.Program": "the free Trimbara module: made empty and grown by its methods, which only record steps; "
@@ -92,18 +91,17 @@ EXEMPT: dict[str, str] = {
             "DenseParams",
             "EncoderBlockParams",
             "EncoderDecoderParams",
-            "FaithfulAttentionParams",
             "FeedForwardParams",
-            "HeadParams",
             "LMParams",
             "LayerNormParams",
-            "Para",
         )
+    },
+    **{
+        f"prelens.nn.composed.{n}": _RECORD + " (parameters: the lenses check them, fuzzed as corrupted parameters)"
+        for n in ("FaithfulAttentionParams", "HeadParams")
     },
     "prelens.nn.ACTIVATIONS": _CONSTANT + " (the activation lenses by name; each is fuzzed)",
     "prelens.nn.MASKED": _CONSTANT,
-    "prelens.nn.TOY_XS": _CONSTANT + " (a read-only array)",
-    "prelens.nn.TOY_YS": _CONSTANT + " (a read-only array)",
     **{
         f"prelens.datasets.{n}": _CONSTANT
         for n in ("DATASETS", "IRIS_CLASSES", "IRIS_FEATURES", "TASKS", "TEXTS", "TOY_XS", "TOY_YS")
@@ -111,12 +109,12 @@ EXEMPT: dict[str, str] = {
     "prelens.datasets.iris_arrays": "takes no argument",
     "prelens.datasets.load_toy": "takes no argument",
     "prelens.train.retain_freed_memory": "takes no argument (a process setting; tests/test_runtime.py runs it)",
-    "prelens.nn.causal_mask": "takes no argument (the lens it makes has a forward/backward case)",
+    "prelens.nn.composed.causal_mask": "takes no argument (the lens it makes has a forward/backward case)",
     "prelens.nn.DropoutKey": _RECORD + " (dropout's parameter: fuzzed as corrupted parameters of dropout)",
     "prelens.train.Callback": "a Protocol (a type for annotations); the callbacks fit takes are fuzzed with fit",
     "prelens.datasets.GLYPHS": _CONSTANT + " (a read-only array: the bitmaps make_glyphs draws)",
     "prelens.learn.Schedule": "a base class (for isinstance and annotations); each schedule made from it is fuzzed",
-    "prelens.nn.weighted_sum": "takes no argument (the lens it makes has a forward/backward case)",
+    "prelens.nn.composed.weighted_sum": "takes no argument (the lens it makes has a forward/backward case)",
 }
 
 

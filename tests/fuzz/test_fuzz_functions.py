@@ -27,7 +27,7 @@ import prelens.diagram
 import prelens.io
 import prelens.learn
 import prelens.train
-from prelens import datasets, learn, nn
+from prelens import datasets, faithful, learn, nn
 from prelens.train import value_and_grad
 
 from ._harness import close_to, deltas_fit
@@ -103,7 +103,7 @@ def _tree(k: float) -> Any:
     return (
         np.arange(3.0) + k,
         [1.5 * k, np.full((2, 2), k, np.float32)],
-        {"a": np.float64(k), "b": nn.Para(0.5 * k, np.ones(2) * k)},
+        {"a": np.float64(k), "b": faithful.Para(0.5 * k, np.ones(2) * k)},
         (),
     )
 
@@ -151,7 +151,7 @@ def _paras_check(out: Any, kw: dict[str, Any]) -> None:
     w, b = kw["p"]
     assert len(out) == w.shape[1]
     for j, q in enumerate(out):
-        assert isinstance(q, nn.Para) and type(q.bias) is float and np.array_equal(q.bias, b[j], equal_nan=True)
+        assert isinstance(q, faithful.Para) and type(q.bias) is float and np.array_equal(q.bias, b[j], equal_nan=True)
         assert q.weight.dtype == np.float64 and np.array_equal(q.weight, w[:, j], equal_nan=True)
 
 
@@ -171,7 +171,7 @@ def _stack_check(out: Any, kw: dict[str, Any]) -> None:
 
 
 def _unstack_check(out: Any, kw: dict[str, Any]) -> None:
-    back = nn.stack_heads(out)
+    back = nn.composed.stack_heads(out)
     assert len(out.heads) == kw["n_heads"]
     assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(back, kw["ap"])), "stack(unstack(ap)) != ap"
 
@@ -255,8 +255,8 @@ LM_P = LM.init(0)
 TASK = datasets.SequenceTask("sort", 3, 4)
 VOCAB = datasets.CharVocab("abc")
 LABELS = np.array([0, 1, 2, 0, 1, 2, 0, 1, 1, 0])
-MLP_L = nn.make_mlp_l(3, [2, 1])
-MLP_P = nn.init_mlp(3, [2, 1], np.random.default_rng(0))
+MLP_L = faithful._network.make_mlp_l(3, [2, 1])
+MLP_P = faithful.init_mlp(3, [2, 1], np.random.default_rng(0))
 MODEL_DIR = tempfile.mkdtemp(prefix="prelens-fuzz-")
 MODEL_FILE = os.path.join(MODEL_DIR, "good.prelens")
 prelens.save_model(MODEL_FILE, D32, D32.init(0), metadata={"classes": ["a", "b"]})
@@ -489,10 +489,10 @@ FUNCS: list[Ctor] = [
         covers=(prelens.vjp,),
     ),
     # the two levels' layouts
-    Ctor("dense_to_paras", nn.dense_to_paras, {"p": D32.init(0)}, trees=("p",), check=_paras_check),
+    Ctor("dense_to_paras", faithful.dense_to_paras, {"p": D32.init(0)}, trees=("p",), check=_paras_check),
     Ctor(
         "dense_from_paras",
-        nn.dense_from_paras,
+        faithful.dense_from_paras,
         {"paras": MLP_P[0], "dtype": np.float32},
         {"dtype": DTYPES},
         trees=("paras",),
@@ -500,14 +500,14 @@ FUNCS: list[Ctor] = [
     ),
     Ctor(
         "mlp_to_paras",
-        nn.mlp_to_paras,
+        faithful.mlp_to_paras,
         {"params": nn.mlp(3, [4, 2]).init(0)},
         trees=("params",),
         check=lambda out, kw: _paras_check(out[-1], {"p": kw["params"][-1]}),
     ),
     Ctor(
         "mlp_from_paras",
-        nn.mlp_from_paras,
+        faithful.mlp_from_paras,
         {"layers": MLP_P, "dtype": np.float64},
         {"dtype": DTYPES},
         trees=("layers",),
@@ -515,21 +515,21 @@ FUNCS: list[Ctor] = [
     ),
     Ctor(
         "un_para",
-        nn.un_para,
-        {"p": nn.Para(0.5, np.ones(3))},
+        faithful.un_para,
+        {"p": faithful.Para(0.5, np.ones(3))},
         trees=("p",),
         check=lambda out, kw: _equals(out, (kw["p"].bias, kw["p"].weight), same=True),
     ),
     Ctor(
         "stack_heads",
-        nn.stack_heads,
-        {"fp": nn.multi_head_attention_faithful(4, 2).init(0)},
+        nn.composed.stack_heads,
+        {"fp": nn.composed.multi_head_attention(4, 2).init(0)},
         trees=("fp",),
         check=_stack_check,
     ),
     Ctor(
         "unstack_heads",
-        nn.unstack_heads,
+        nn.composed.unstack_heads,
         {"ap": MHA.init(0), "n_heads": 2},
         {"n_heads": [3, 0, 2.0, "2", np.int64(4)]},
         trees=("ap",),
@@ -591,24 +591,24 @@ FUNCS: list[Ctor] = [
     # the faithful training loop
     Ctor(
         "train_faithful",
-        nn.train_faithful,
-        {"mlp": MLP_L, "params": MLP_P, "xs": nn.TOY_XS, "ys": nn.TOY_YS, "rate": 0.1, "steps": 2},
-        {"mlp": [*LENSES, nn.make_mlp(3, [2, 1])], "rate": ["x", -0.1, np.nan, np.inf, 0], "steps": STEPS},
+        faithful.train_faithful,
+        {"mlp": MLP_L, "params": MLP_P, "xs": datasets.TOY_XS, "ys": datasets.TOY_YS, "rate": 0.1, "steps": 2},
+        {"mlp": [*LENSES, faithful.make_mlp(3, [2, 1])], "rate": ["x", -0.1, np.nan, np.inf, 0], "steps": STEPS},
         trees=("params", "xs", "ys"),
         check=_train_check,
     ),
     Ctor(
         "train_step",
-        nn.train_step,
-        {"mlp": MLP_L, "params": MLP_P, "xs": nn.TOY_XS, "ys": nn.TOY_YS, "rate": 0.1},
+        faithful.train_step,
+        {"mlp": MLP_L, "params": MLP_P, "xs": datasets.TOY_XS, "ys": datasets.TOY_YS, "rate": 0.1},
         {"mlp": LENSES, "rate": ["x", -0.1, np.nan]},
         trees=("params", "xs", "ys"),
         check=lambda out, kw: _train_check((out[0], [out[1]]), {**kw, "steps": 1}),
     ),
     Ctor(
         "predict_faithful",
-        nn.predict_faithful,
-        {"mlp": nn.make_mlp(3, [2, 1]), "params": MLP_P, "xs": nn.TOY_XS},
+        faithful.predict_faithful,
+        {"mlp": faithful.make_mlp(3, [2, 1]), "params": MLP_P, "xs": datasets.TOY_XS},
         {"mlp": [*LENSES, MLP_L]},
         trees=("params", "xs"),
         check=lambda out, kw: _equals(len(out), len(kw["xs"])),
@@ -752,8 +752,8 @@ def _check_shapes(out: Any, kw: dict[str, Any]) -> None:
         _equals(out, real)
 
 
-_MLP_T = nn.make_mlp(3, [2, 1])
-_MLP_P = nn.init_mlp(3, [2, 1], np.random.default_rng(0))
+_MLP_T = faithful.make_mlp(3, [2, 1])
+_MLP_P = faithful.init_mlp(3, [2, 1], np.random.default_rng(0))
 _UNITS = [None, 3, "unit", np.tanh, prelens.to_tamb(D32), [prelens.tambara.Program()]]
 
 FUNCS += [

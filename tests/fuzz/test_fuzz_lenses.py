@@ -34,6 +34,7 @@ from prelens import (
     dimap_m,
     dimap_p,
     dimap_s,
+    faithful,
     forward,
     from_tamb,
     id_pre_lens,
@@ -171,8 +172,8 @@ def _qkv_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
 
 def _sdpa_ref(p: Any, qkv: Any) -> Array:
     """What the four lenses it fuses give: scores, causal mask, softmax (non-finite rows and all), weighted sum."""
-    stages = [nn.attention_scores(2) @ prelens.id_pre_lens, nn.causal_mask() @ prelens.id_pre_lens]
-    twin = prelens.chain(*stages, nn.softmax @ prelens.id_pre_lens, nn.weighted_sum())
+    stages = [nn.composed.attention_scores(2) @ prelens.id_pre_lens, nn.composed.causal_mask() @ prelens.id_pre_lens]
+    twin = prelens.chain(*stages, nn.softmax @ prelens.id_pre_lens, nn.composed.weighted_sum())
     with np.errstate(all="ignore"):
         return twin.fwd([((), ())] * 3 + [()], qkv)[1]
 
@@ -216,7 +217,7 @@ def _faithful_batch(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, A
 
 
 def _tamb_mlp_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
-    return nn.init_mlp(3, [2, 1], rng), rng.standard_normal(3)
+    return faithful.init_mlp(3, [2, 1], rng), rng.standard_normal(3)
 
 
 def _loss_l_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
@@ -224,7 +225,7 @@ def _loss_l_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]
 
 
 def _batch_loss_good(lens: Any, rng: np.random.Generator, b: int) -> tuple[Any, Any]:
-    theta = nn.init_mlp(3, [2, 1], rng)
+    theta = faithful.init_mlp(3, [2, 1], rng)
     return ([rng.standard_normal(1) for _ in range(2)], theta), [rng.standard_normal(3) for _ in range(2)]
 
 
@@ -379,7 +380,7 @@ CASES: list[Case] = [
         "sinusoidal_encoding",
         lambda: nn.sinusoidal_encoding(4),
         rows(3, 4),
-        lambda p, x: x + nn.sinusoidal_table(x.shape[-2], 4, x.dtype),
+        lambda p, x: x + nn._embedding.sinusoidal_table(x.shape[-2], 4, x.dtype),
         covers=(nn.sinusoidal_encoding,),
     ),
     Case("layer_norm", lambda: nn.layer_norm(4), rows(4), _ln_ref, covers=(nn.layer_norm,)),
@@ -402,25 +403,25 @@ CASES: list[Case] = [
     # attention's pieces
     Case(
         "attention_scores",
-        lambda: nn.attention_scores(2),
+        lambda: nn.composed.attention_scores(2),
         _pair_rows((3, 2), (4, 2)),
         lambda p, qk: qk[0] @ qk[1].swapaxes(-1, -2) / math.sqrt(2),
-        covers=(nn.attention_scores,),
+        covers=(nn.composed.attention_scores,),
     ),
     Case(
         "causal_mask",
-        nn.causal_mask,
+        nn.composed.causal_mask,
         rows(3, 3),
         _mask_ref,
         bwd_ref=lambda da: ((), np.where(np.tri(3, 3, dtype=bool), da, 0.0).astype(da.dtype)),
-        covers=(nn.causal_mask,),
+        covers=(nn.composed.causal_mask,),
     ),
     Case(
         "weighted_sum",
-        nn.weighted_sum,
+        nn.composed.weighted_sum,
         _pair_rows((3, 4), (4, 2)),
         lambda p, av: av[0] @ av[1],
-        covers=(nn.weighted_sum,),
+        covers=(nn.composed.weighted_sum,),
     ),
     Case(
         "scaled_dot_product_attention",
@@ -429,22 +430,26 @@ CASES: list[Case] = [
         _sdpa_ref,
         covers=(nn.scaled_dot_product_attention,),
     ),
-    Case("split_heads", lambda: nn.split_heads(2), rows(3, 4), _split_ref(2), covers=(nn.split_heads,)),
-    Case("merge_heads", lambda: nn.merge_heads(2), rows(2, 3, 2), _merge_ref, covers=(nn.merge_heads,)),
+    Case(
+        "split_heads", lambda: nn.composed.split_heads(2), rows(3, 4), _split_ref(2), covers=(nn.composed.split_heads,)
+    ),
+    Case(
+        "merge_heads", lambda: nn.composed.merge_heads(2), rows(2, 3, 2), _merge_ref, covers=(nn.composed.merge_heads,)
+    ),
     Case(
         "concat_heads",
-        lambda: nn.concat_heads(2),
+        lambda: nn.composed.concat_heads(2),
         _concat_good,
         lambda p, xs: np.concatenate(xs, axis=-1),
-        covers=(nn.concat_heads,),
+        covers=(nn.composed.concat_heads,),
     ),
     # attention and transformers
     Case(
         "attention_head",
-        lambda: nn.attention_head(4, 2, causal=True),
+        lambda: nn.composed.attention_head(4, 2, causal=True),
         rows(3, 4),
         heavy=True,
-        covers=(nn.attention_head,),
+        covers=(nn.composed.attention_head,),
     ),
     Case(
         "multi_head_attention",
@@ -455,10 +460,10 @@ CASES: list[Case] = [
     ),
     Case(
         "multi_head_attention_faithful",
-        lambda: nn.multi_head_attention_faithful(4, 2),
+        lambda: nn.composed.multi_head_attention(4, 2),
         rows(3, 4),
         heavy=True,
-        covers=(nn.multi_head_attention_faithful,),
+        covers=(nn.composed.multi_head_attention,),
     ),
     Case(
         "cross_attention",
@@ -475,11 +480,11 @@ CASES: list[Case] = [
             lambda p, x: x + np.tanh(x @ p[0] + p[1]),
             covers=(make,),
         )
-        for make in (nn.residual, nn.residual_composed)
+        for make in (nn.residual, nn.composed.residual)
     ],
     Case("feed_forward", lambda: nn.feed_forward(4, 8), rows(3, 4), covers=(nn.feed_forward,)),
     Case(
-        "feed_forward_composed", lambda: nn.feed_forward_composed(4, 8), rows(3, 4), covers=(nn.feed_forward_composed,)
+        "feed_forward_composed", lambda: nn.composed.feed_forward(4, 8), rows(3, 4), covers=(nn.composed.feed_forward,)
     ),
     Case(
         "encoder_block",
@@ -504,29 +509,37 @@ CASES: list[Case] = [
         covers=(nn.encoder_decoder,),
     ),
     # the faithful network
-    Case("linear_l", lambda: nn.linear_l(3), _vec_good, lambda p, s: float(p @ s), covers=(nn.linear_l,)),
-    Case("bias_l", lambda: nn.bias_l, _scalar_good, lambda p, s: float(p) + float(s), covers=(nn.bias_l,)),
-    Case("activ_l", lambda: nn.activ_l, _scalar_good, lambda p, s: math.tanh(s), covers=(nn.activ_l,)),
+    Case("linear_l", lambda: faithful.linear_l(3), _vec_good, lambda p, s: float(p @ s), covers=(faithful.linear_l,)),
+    Case("bias_l", lambda: faithful.bias_l, _scalar_good, lambda p, s: float(p) + float(s), covers=(faithful.bias_l,)),
+    Case("activ_l", lambda: faithful.activ_l, _scalar_good, lambda p, s: math.tanh(s), covers=(faithful.activ_l,)),
     Case(
         "neuron_l",
-        lambda: nn.neuron_l(3),
+        lambda: faithful.neuron_l(3),
         _vec_good,
         lambda p, s: math.tanh(float(p.bias) + float(np.asarray(p.weight, float) @ np.asarray(s, float))),
-        covers=(nn.neuron_l,),
+        covers=(faithful.neuron_l,),
     ),
-    Case("layer_l", lambda: nn.layer_l(3, 2), _vec_good, covers=(nn.layer_l,)),
-    Case("make_mlp_l", lambda: nn.make_mlp_l(3, [2, 1]), _faithful_batch, covers=(nn.make_mlp_l,)),
-    Case("make_mlp (TriLens)", lambda: nn.make_mlp(3, [2, 1]), _tamb_mlp_good, covers=(nn.make_mlp,)),
+    Case("layer_l", lambda: faithful._network.layer_l(3, 2), _vec_good, covers=(faithful._network.layer_l,)),
+    Case(
+        "make_mlp_l",
+        lambda: faithful._network.make_mlp_l(3, [2, 1]),
+        _faithful_batch,
+        covers=(faithful._network.make_mlp_l,),
+    ),
+    Case("make_mlp (TriLens)", lambda: faithful.make_mlp(3, [2, 1]), _tamb_mlp_good, covers=(faithful.make_mlp,)),
     Case(
         "loss_l",
-        lambda: nn.loss_l,
+        lambda: faithful.loss_l,
         _loss_l_good,
         lambda g, s: 0.5 * sum(float(((x - y) ** 2).sum()) for x, y in zip(s, g)),
         residue_primal=lambda m: (m[0], m[1]),
-        covers=(nn.loss_l,),
+        covers=(faithful.loss_l,),
     ),
     Case(
-        "batch_loss_l", lambda: nn.batch_loss_l(nn.make_mlp(3, [2, 1]), 2), _batch_loss_good, covers=(nn.batch_loss_l,)
+        "batch_loss_l",
+        lambda: faithful._train.batch_loss_l(faithful.make_mlp(3, [2, 1]), 2),
+        _batch_loss_good,
+        covers=(faithful._train.batch_loss_l,),
     ),
     # the core combinators
     Case(
@@ -646,7 +659,7 @@ CASES: list[Case] = [
     ),
     Case(
         "dimap_s",
-        lambda: dimap_s(prelens.sym, prelens.sym, nn.weighted_sum()),
+        lambda: dimap_s(prelens.sym, prelens.sym, nn.composed.weighted_sum()),
         lambda lens, rng, b: ((), (_r(rng, b, 4, 2), _r(rng, b, 3, 4))),
         lambda p, s: s[1] @ s[0],
         covers=(dimap_s, prelens.sym),
@@ -718,36 +731,42 @@ CASES: list[Case] = [
         covers=(tri_tensor,),
     ),
     # the faithful pieces: TriLenses (linear_t ... layer) and affine_l
-    Case("linear_t", lambda: nn.linear_t(3), _vecs(3), lambda p, s: float(p @ s), covers=(nn.linear_t,)),
-    Case("bias_t", lambda: nn.bias_t, _floats(_f), lambda p, s: float(p) + float(s), covers=(nn.bias_t,)),
-    Case("activ_t", lambda: nn.activ_t, _floats(lambda rng: ()), lambda p, s: math.tanh(s), covers=(nn.activ_t,)),
+    Case("linear_t", lambda: faithful.linear_t(3), _vecs(3), lambda p, s: float(p @ s), covers=(faithful.linear_t,)),
+    Case("bias_t", lambda: faithful.bias_t, _floats(_f), lambda p, s: float(p) + float(s), covers=(faithful.bias_t,)),
+    Case(
+        "activ_t",
+        lambda: faithful.activ_t,
+        _floats(lambda rng: ()),
+        lambda p, s: math.tanh(s),
+        covers=(faithful.activ_t,),
+    ),
     Case(
         "affine_t",
-        lambda: nn.affine_t(3),
+        lambda: faithful.affine_t(3),
         lambda lens, rng, b: ((_f(rng), rng.standard_normal(3)), rng.standard_normal(3)),
         lambda p, s: float(p[0]) + float(np.asarray(p[1], float) @ np.asarray(s, float)),
-        covers=(nn.affine_t,),
+        covers=(faithful.affine_t,),
     ),
     Case(
         "neuron_t",
-        lambda: nn.neuron_t(3),
-        lambda lens, rng, b: (nn.init_para(3, rng), rng.standard_normal(3)),
+        lambda: faithful.neuron_t(3),
+        lambda lens, rng, b: (faithful.init_para(3, rng), rng.standard_normal(3)),
         lambda p, s: math.tanh(float(p.bias) + float(np.asarray(p.weight, float) @ np.asarray(s, float))),
-        covers=(nn.neuron_t,),
+        covers=(faithful.neuron_t,),
     ),
     Case(
         "layer",
-        lambda: nn.layer(3, 2),
-        lambda lens, rng, b: (nn.init_mlp(3, [2], rng)[0], rng.standard_normal(3)),
+        lambda: faithful.layer(3, 2),
+        lambda lens, rng, b: (faithful.init_mlp(3, [2], rng)[0], rng.standard_normal(3)),
         lambda p, s: [math.tanh(float(q.bias) + float(np.asarray(q.weight, float) @ np.asarray(s, float))) for q in p],
-        covers=(nn.layer,),
+        covers=(faithful.layer,),
     ),
     Case(
         "affine_l",
-        lambda: nn.affine_l(3),
+        lambda: faithful._network.affine_l(3),
         _vec_good,
         lambda p, s: float(p[0]) + float(np.asarray(p[1], float) @ np.asarray(s, float)),
-        covers=(nn.affine_l,),
+        covers=(faithful._network.affine_l,),
     ),  # learning as optics (issue 14): dropout, optimiser lenses, the learning rate, penalties, the learner
     Case(
         "dropout eval",

@@ -7,24 +7,19 @@ from hypothesis import strategies as st
 
 from prelens import ShapeError, StructureError, chain
 from prelens.core import tree_allclose
-from prelens.nn import (
-    AttentionParams,
+from prelens.nn import AttentionParams, attention_weights, cross_attention, multi_head_attention, rematerialize, softmax
+from prelens.nn.composed import (
     attention_head,
     attention_scores,
-    attention_weights,
     causal_mask,
     concat_heads,
-    cross_attention,
     merge_heads,
-    multi_head_attention,
-    multi_head_attention_faithful,
-    rematerialize,
-    softmax,
     split_heads,
     stack_heads,
     unstack_heads,
     weighted_sum,
 )
+from prelens.nn.composed import multi_head_attention as multi_head_attention_faithful
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 # ------------------------------------------------------------------ pieces

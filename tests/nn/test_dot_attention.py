@@ -11,18 +11,15 @@ from prelens import ShapeError, StructureError, chain, copy_l, id_pre_lens
 from prelens.core._iso import unassoc_l
 from prelens.nn import (
     MASKED,
-    attention_scores,
     attention_weights,
-    causal_mask,
     linear,
     multi_head_attention,
     rematerialize,
     scaled_dot_product_attention,
     softmax,
-    split_heads,
-    weighted_sum,
 )
 from prelens.nn._projections import projections
+from prelens.nn.composed import attention_scores, causal_mask, split_heads, weighted_sum
 from prelens.testing import check_lens_equal, check_pure, check_vjp, seeds
 
 

@@ -26,31 +26,28 @@ from prelens import (
     vjp,
 )
 from prelens.core import tree_add, tree_leaves, tree_map, tree_scale, tree_zeros_like
-from prelens.nn import (
-    TOY_XS,
-    TOY_YS,
+from prelens.datasets import TOY_XS, TOY_YS
+from prelens.faithful import (
     Para,
     activ_l,
     activ_t,
-    affine_l,
     affine_t,
-    batch_loss_l,
     bias_l,
     bias_t,
     init_mlp,
     init_para,
     layer,
-    layer_l,
     linear_l,
     linear_t,
     loss_l,
     make_mlp,
-    make_mlp_l,
     mk_para,
     neuron_l,
     neuron_t,
     un_para,
 )
+from prelens.faithful._network import affine_l, layer_l, make_mlp_l
+from prelens.faithful._train import batch_loss_l
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 from tests.conftest import default_recursion_limit
 

@@ -5,17 +5,10 @@ import pytest
 
 from prelens import NonFiniteError, ShapeError, StructureError, vjp
 from prelens.core import tree_leaves
-from prelens.nn import (
-    TOY_XS,
-    TOY_YS,
-    batch_loss_l,
-    init_mlp,
-    make_mlp,
-    make_mlp_l,
-    predict_faithful,
-    train_faithful,
-    train_step,
-)
+from prelens.datasets import TOY_XS, TOY_YS
+from prelens.faithful import init_mlp, make_mlp, predict_faithful, train_faithful, train_step
+from prelens.faithful._network import make_mlp_l
+from prelens.faithful._train import batch_loss_l
 
 SIZES = [4, 4, 1]
 SEED = 0  # numpy.random.default_rng(0), LeCun-normal weights, zero biases (init_mlp)

@@ -8,20 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prelens import DTypeError, StructureError, batch_n, chain, from_tamb, vec_lens
-from prelens.nn import (
-    ACTIVATIONS,
-    Activation,
-    activ_t,
-    bias,
-    dense,
-    gelu,
-    linear,
-    pointwise,
-    relu,
-    sigmoid,
-    softmax,
-    tanh,
-)
+from prelens.faithful import activ_t
+from prelens.nn import ACTIVATIONS, Activation, bias, dense, gelu, linear, pointwise, relu, sigmoid, softmax, tanh
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 POINTWISE = [tanh, relu, sigmoid, gelu]

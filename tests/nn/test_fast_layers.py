@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from prelens import DTypeError, ShapeError, StructureError, chain, vjp
 from prelens.core import tree_allclose, tree_shapes
-from prelens.nn import DenseParams, bias, dense, gelu, init_weight, linear, relu, sigmoid, softmax, tanh
+from prelens.nn import DenseParams, bias, dense, gelu, linear, relu, sigmoid, softmax, tanh
+from prelens.nn._linear import init_weight
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 ACTS = [tanh, relu, sigmoid, gelu, None]

@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prelens import DTypeError, ShapeError, StructureError
-from prelens.nn import loss_l, mse, softmax_cross_entropy, squared_distance
+from prelens.faithful import loss_l
+from prelens.nn import mse, softmax_cross_entropy, squared_distance
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 

@@ -19,19 +19,19 @@ from prelens.nn import (
     encoder_block,
     encoder_decoder,
     feed_forward,
-    feed_forward_composed,
     generate,
     layer_norm,
     multi_head_attention,
     positional_embedding,
     rematerialize,
     residual,
-    residual_composed,
     sinusoidal_encoding,
-    sinusoidal_table,
     token_cross_entropy,
     token_embedding,
 )
+from prelens.nn._embedding import sinusoidal_table
+from prelens.nn.composed import feed_forward as feed_forward_composed
+from prelens.nn.composed import residual as residual_composed
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 

@@ -15,21 +15,18 @@ from hypothesis import strategies as st
 
 from prelens import LawError, ShapeError, StructureError, batch_n, from_tamb
 from prelens.core import tree_allclose
-from prelens.nn import (
-    DenseParams,
+from prelens.faithful import (
     Para,
-    dense,
     dense_from_paras,
     dense_to_paras,
     init_mlp,
     layer,
     loss_l,
     make_mlp,
-    mlp,
     mlp_from_paras,
     mlp_to_paras,
-    squared_distance,
 )
+from prelens.nn import DenseParams, dense, mlp, squared_distance
 from prelens.testing import check_lens_equal, seeds
 
 widths = st.integers(1, 4)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from prelens import vec_lens
-from prelens.nn import dense, linear, neuron_l
+from prelens.faithful import neuron_l
+from prelens.nn import dense, linear
 
 
 @pytest.mark.parametrize("make", [lambda: linear(3, 2), lambda: dense(3, 2), lambda: neuron_l(3)], ids=repr)

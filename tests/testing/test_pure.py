@@ -9,7 +9,7 @@ library: writing into ``p`` or ``s`` after the forward pass never changes the pu
 import numpy as np
 import pytest
 
-from prelens import LawError, PreLens, chain, from_tamb, nn, vjp
+from prelens import LawError, PreLens, chain, faithful, from_tamb, nn, vjp
 from prelens.core import tree_allclose
 from prelens.nn import DenseParams
 from prelens.testing import AliasWarning, check_lens_laws, check_no_alias, check_pure, check_vjp
@@ -238,18 +238,18 @@ def _lenses():
         ("squared_distance", nn.squared_distance, x3 + 1, x3),
         ("mse", nn.mse, x3 + 1, x3),
         ("softmax_cross_entropy", nn.softmax_cross_entropy, ids % 4, x3),
-        ("attention_scores", nn.attention_scores(4), (), (x3, x3 + 1)),
-        ("weighted_sum", nn.weighted_sum(), (), (np.abs(x3[..., :3]), x3)),
+        ("attention_scores", nn.composed.attention_scores(4), (), (x3, x3 + 1)),
+        ("weighted_sum", nn.composed.weighted_sum(), (), (np.abs(x3[..., :3]), x3)),
         ("token_embedding", nn.token_embedding(7, 4), None, ids),
         ("positional_embedding", nn.positional_embedding(3, 4), None, x3),
         ("layer_norm", ln, ln.init(rng), x3),
         ("feed_forward", ff, ff.init(rng), x3),
         ("multi_head_attention", mha, mha.init(rng), x3),
         ("decoder_lm >> token_cross_entropy", lm >> nn.token_cross_entropy(), (ids, lm.init(rng)), ids),
-        ("linear_l", nn.linear_l(3), None, x3[0, 0, :3]),
-        ("neuron_l", nn.neuron_l(3), None, x3[0, 0, :3]),
-        ("TriLens layer", from_tamb(nn.layer(3, 2)), nn.layer_l(3, 2).init(rng), x3[0, 0, :3]),
-        ("loss_l", nn.loss_l, [x3[0, 0], x3[0, 1]], [x3[1, 0], x3[1, 1]]),
+        ("linear_l", faithful.linear_l(3), None, x3[0, 0, :3]),
+        ("neuron_l", faithful.neuron_l(3), None, x3[0, 0, :3]),
+        ("TriLens layer", from_tamb(faithful.layer(3, 2)), faithful._network.layer_l(3, 2).init(rng), x3[0, 0, :3]),
+        ("loss_l", faithful.loss_l, [x3[0, 0], x3[0, 1]], [x3[1, 0], x3[1, 1]]),
         ("chain", chain(nn.linear(4, 4), nn.relu, nn.linear(4, 2)), None, x3),
     ]
 

@@ -1,4 +1,4 @@
-"""Between the two levels: a layer's list of :class:`~prelens.nn.Para` ↔ a weight matrix and a bias.
+"""Between the two levels: a layer's list of :class:`~prelens.faithful.Para` ↔ a weight matrix and a bias.
 
 The faithful ``layer(m_in, n_out)`` has parameters ``[Para(bias_j, weight_j)]``
 for its ``n_out`` neurons; the fast :func:`~prelens.nn.dense` has
@@ -38,10 +38,6 @@ __all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras
 def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64) -> DenseParams:
     """A faithful layer's ``[Para]`` as the fast layer's ``DenseParams(W, b)``.
 
-    Haskell::
-
-        dense_from_paras :: [Para] -> DType -> DenseParams
-
     ``n_out`` neurons with weights of length ``m_in`` give ``W (m_in, n_out)`` (neuron ``j`` in column ``j``) and
     ``b (n_out,)``. Fresh arrays of ``dtype``.
 
@@ -72,10 +68,6 @@ def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64
 def dense_to_paras(p: DenseParams) -> list[Para]:
     """The fast layer's ``DenseParams(W, b)`` as the faithful layer's ``[Para]``, one per column.
 
-    Haskell::
-
-        dense_to_paras :: DenseParams -> [Para]
-
     ``W (m_in, n_out)`` and ``b (n_out,)`` give ``n_out`` neurons. Biases become
     Python floats and weights fresh float64 vectors of length ``m_in``, as
     :class:`Para` holds them.
@@ -102,10 +94,6 @@ def dense_to_paras(p: DenseParams) -> list[Para]:
 def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = np.float64) -> list[DenseParams]:
     """``make_mlp``'s ``[[Para]]`` as :func:`~prelens.nn.mlp`'s ``[DenseParams]``, layer by layer.
 
-    Haskell::
-
-        mlp_from_paras :: [[Para]] -> DType -> [DenseParams]
-
     Layer ``k`` of ``n_k`` neurons with ``m_k`` inputs gives ``W (m_k, n_k)``, ``b (n_k,)``.
 
     >>> from prelens.faithful._network import init_mlp
@@ -118,10 +106,6 @@ def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = n
 
 def mlp_to_paras(params: Sequence[DenseParams]) -> list[list[Para]]:
     """:func:`~prelens.nn.mlp`'s ``[DenseParams]`` as ``make_mlp``'s ``[[Para]]``, layer by layer.
-
-    Haskell::
-
-        mlp_to_paras :: [DenseParams] -> [[Para]]
 
     >>> [len(layer) for layer in mlp_to_paras([DenseParams(np.ones((3, 4)), np.zeros(4))])]
     [4]
