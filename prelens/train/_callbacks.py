@@ -134,7 +134,10 @@ class EarlyStopping(_Monitor):
 
     def reason(self, history: History) -> str:
         """Why it stopped, for ``history.stopped``."""
-        return E.early_stopped(self.monitor, self.patience, self.best_epoch(history), self.restore_best)
+        best = self.best_epoch(history)
+        said = "no epoch gave a finite value" if best is None else f"the best was epoch {best}"
+        back = f"; handed back the parameters of epoch {best}" if self.restore_best and best is not None else ""
+        return f"early stopping: {self.monitor} did not improve for {self.patience} epochs ({said}{back})"
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ class CheckpointBest(_Monitor):
         try:
             save(self.path, {"params": params, "opt_state": opt_state}, metadata=meta)
         except E.CheckpointError as err:
-            warnings.warn(E.checkpoint_not_saved("CheckpointBest", str(err)), RuntimeWarning, stacklevel=2)
+            warnings.warn(checkpoint_not_saved("CheckpointBest", str(err)), RuntimeWarning, stacklevel=2)
         return False
 
 
@@ -225,6 +228,11 @@ class LearningRateLogger:
             return float(lr)
         step = opt_state.step if isinstance(opt_state, ScheduledState) else 0
         return float(lr_at("LearningRateLogger", lr, max(int(step) - 1, 0)))
+
+
+def checkpoint_not_saved(fn: str, why: str) -> str:
+    """The warning (or note) for a checkpoint that could not be written: training goes on."""
+    return f"{fn}: checkpoint not saved: {why}"
 
 
 def _lr_of(optimizer: Any) -> Any:

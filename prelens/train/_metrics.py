@@ -21,10 +21,6 @@ __all__ = ["confusion_matrix", "predict_proba"]
 def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """Class probabilities ``(n, k)`` from a model that outputs logits.
 
-    Haskell::
-
-        predict_proba :: Lens -> Params -> X -> Maybe Int -> P
-
     Outputs ``(n, k)`` with ``k > 1`` (as trained with ``softmax_cross_entropy``)
     become ``softmax`` rows; a single logit per row, ``(n, 1)`` or ``(n,)``, becomes
     ``(n, 2)`` columns ``[1 − σ(z), σ(z)]`` (class 1 when the logit is positive, as
@@ -64,10 +60,6 @@ def confusion_matrix(
     model: AnyLens, params: Tree, xs: Any, labels: Any, *, n_classes: int | None = None, batch_size: int | None = None
 ) -> npt.NDArray[np.int64]:
     """Counts ``C[i, j]`` of rows of class ``i`` (per ``labels``) that ``model`` puts in class ``j``.
-
-    Haskell::
-
-        confusion_matrix :: Lens -> Params -> X -> Labels -> Maybe Int -> Maybe Int -> Matrix Int
 
     Rows are the true classes, columns the predicted ones (scikit-learn's
     layout), so the diagonal counts the right answers and ``C.trace() / C.sum()``

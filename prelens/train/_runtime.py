@@ -75,10 +75,6 @@ def _controller() -> Any:
 def current_blas_threads() -> int:
     """The number of threads the BLAS that numpy uses runs with now (1 if none is found).
 
-    Haskell::
-
-        current_blas_threads :: IO Int
-
     >>> with blas_threads(1):
     ...     current_blas_threads()
     1
@@ -117,10 +113,6 @@ def _largest(params: Any, batch: Any) -> tuple[int, tuple[int, int], np.dtype[An
 
 def choose_blas_threads(params: Any, batch: Any, *, cpus: int | None = None) -> int:
     """The most BLAS threads that training ``params`` on batches like ``batch`` can use: 1 for small products.
-
-    Haskell::
-
-        choose_blas_threads :: Params -> X -> Maybe Int -> Int
 
     The largest product of a step is taken as the rows of ``batch`` (the batch
     size, times the positions for token ids or ``(batch, time, features)``
@@ -206,10 +198,6 @@ def resolve_threads(threads: int | str, params: Any = None, batch: Any = None) -
 def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any = None) -> Iterator[int]:
     """Run the block with ``threads`` BLAS threads (``"auto"``: chosen for ``params`` and ``batch`` here and now).
 
-    Haskell::
-
-        blas_threads :: Either Int Auto -> Maybe Params -> Maybe X -> IO a -> IO a
-
     Yields the number of threads the block runs with; the previous number is
     restored after it. ``"auto"`` uses ``PRELENS_BLAS_THREADS`` when set; leaves
     BLAS alone when the user set ``OPENBLAS_NUM_THREADS`` (or its kin) or gave no
@@ -247,10 +235,6 @@ _RETAINED: list[bool] = []
 
 def retain_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory for reuse; True if done (now or before), False elsewhere.
-
-    Haskell::
-
-        retain_freed_memory :: IO Bool
 
     Sets ``M_MMAP_THRESHOLD`` to 32 MiB and ``M_TRIM_THRESHOLD`` to 256 MiB
     (``mallopt``), so that the arrays a training step frees are reused by the next
