@@ -1,46 +1,27 @@
 """The training loop: shuffled mini-batches, metrics per epoch, callbacks, exact resuming, and no lost work.
 
-``fit`` trains with either form of optimiser: a :mod:`prelens.optim` optimiser
-(``value_and_grad`` of ``model >> loss``, then ``optimizer.update``), or an
-optimiser lens of :mod:`prelens.learn` (one :func:`~prelens.learn.learner_step`
-of the lens ``learner(model, loss, optimizer)`` per batch: the whole step is one
-lens). The two take the same steps.
+``fit`` reads in four parts, each a short function:
 
-Dropout: when the parameters hold :class:`~prelens.nn.DropoutKey` sites, every
-step draws a key from the seeded generator and runs on
-``with_dropout(params, key)``; the gradient comes back through
-``without_dropout``. The parameters ``fit`` holds, hands to metrics and
-callbacks, saves and returns never hold a key, so everything but the training
-step runs in evaluation mode. On JAX (``backend="jax"``) the compiled step takes
-the step's key and JAX draws the masks inside the program.
+* :func:`~prelens.train._plan.check_args`: every argument checked, a mistake one error before any work;
+* :func:`~prelens.train._plan.start` and :func:`~prelens.train._plan.plan`: where training starts (fresh,
+  given, or a checkpoint), the data in the model's dtype, and the step strategy: :func:`~prelens.train.step`'s
+  core on the host, or its compiled twin (:func:`~prelens.train.compile_step`) on JAX, over a mesh or not;
+* :func:`_train` and :func:`_epoch`: the epochs, batches, metrics and callbacks, on a
+  :class:`~prelens.train._run.Run` that holds the last good state and saves it;
+* :mod:`prelens.train._resume`: what a checkpoint holds beyond the parameters, so ``resume=`` takes
+  the very steps an uninterrupted run would.
 
-``fit`` never loses what it has learned, whatever ends it:
+Dropout: with :class:`~prelens.nn.DropoutKey` sites in the parameters every step draws a key from the
+seeded generator and runs on ``with_dropout(params, key)``; everything else (metrics, callbacks, what is
+saved and returned) sees the parameters without keys, in evaluation mode.
 
-* a non-finite loss or gradient, or an update that makes the parameters (or
-  the optimiser state) non-finite, stops training with
-  :class:`~prelens.NonFiniteError` (a ``TrainingNonFiniteError``) naming the
-  epoch, the batch and the first non-finite leaf by its tree path; the failed
-  step is not counted and its update is never kept;
-* Ctrl-C (``KeyboardInterrupt``) ends training early and *returns* the
-  parameters after the last completed step, with ``history.interrupted``
-  set;
-* any other exception (from a lens, the loss, the optimiser, a metric, a
-  callback) is re-raised with the last good parameters, optimiser state and
-  history attached as ``.params``, ``.opt_state`` and ``.history`` (as on
-  ``NonFiniteError``), and a note saying where training stopped;
-* with ``checkpoint_path``, the parameters, optimiser state, history and the
-  position of training (the shuffling generator's state at the start of the
-  epoch in progress, and the batches done) are saved atomically every
-  ``checkpoint_every`` epochs, at the end, and whenever training stops early
-  (on Ctrl-C and on any exception). A Ctrl-C that arrives during a checkpoint
-  write takes effect when the write is done, so the file is always whole; a
-  second Ctrl-C while ``fit`` is already saving on its way out is ignored.
-  ``resume=`` continues from such a file exactly: the run takes the very steps
-  an uninterrupted one would (see :mod:`prelens.train._resume`).
-
-The parameters and optimiser state handed back are never the caller's own
-objects (``fit`` copies what it is given), and the optimisers are pure, so
-nothing the caller holds is ever overwritten.
+No lost work: a non-finite loss, gradient or update stops training with a ``TrainingNonFiniteError``
+naming the epoch, batch and first bad leaf (the failed step is never kept); Ctrl-C *returns* the state
+after the last good step (``history.interrupted``); any other exception is re-raised with that state
+attached (``.params``, ``.opt_state``, ``.history``) and a note saying where training stopped. With
+``checkpoint_path`` that state is saved atomically every ``checkpoint_every`` epochs, at the end and on
+any early stop; a Ctrl-C during a write waits for it, and a second one on the way out is ignored.
+What ``fit`` hands back is never the caller's own object.
 """
 
 from __future__ import annotations

@@ -33,26 +33,13 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     >>> predict_proba(linear(2, 2), np.eye(2), np.array([[0.0, np.log(3.0)]])).round(3)
     array([[0.25, 0.75]])
     """
-    out = predict(model, params, xs, batch_size)
-    z = _logits("predict_proba", out)
-    if type(z) is not np.ndarray:
-        return _proba(namespace(z), z)
-    if z.ndim >= 2 and z.shape[-1] > 1:
-        e: npt.NDArray[Any] = np.exp(z - z.max(axis=-1, keepdims=True))
-        e /= e.sum(axis=-1, keepdims=True)
-        return e
-    flat = z[..., 0] if z.ndim >= 2 else z
-    positive = np.exp(-np.logaddexp(0.0, -flat)).astype(z.dtype)  # σ(z), stable for large |z|
-    return np.stack([1.0 - positive, positive], axis=-1)
-
-
-def _proba(xp: Any, z: Any) -> Any:
-    """:func:`predict_proba`'s arithmetic in the array API namespace ``xp`` (the same formulas)."""
+    z = _logits("predict_proba", predict(model, params, xs, batch_size))
+    xp = namespace(z)
     if z.ndim >= 2 and z.shape[-1] > 1:
         e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
         return e / xp.sum(e, axis=-1, keepdims=True)
     flat = z[..., 0] if z.ndim >= 2 else z
-    positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))
+    positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))  # σ(z), stable for large |z|
     return xp.stack([1.0 - positive, positive], axis=-1)
 
 

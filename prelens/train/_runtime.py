@@ -1,33 +1,15 @@
 """The runtime of a training run: BLAS threads chosen from the problem's sizes, and freed memory kept.
 
-**Threads.** A second BLAS thread speeds a matrix product up on an idle core, and
-slows it down badly on a core that is busy with other work: OpenBLAS splits even
-a ``1152×64 · 64×64`` product in two and waits for its helper thread, and a
-descheduled helper costs a whole time slice of the scheduler. Measured on a
-2-core machine: that product takes 0.2 ms on one thread, and 0.06 ms on two when
-the other core is free but 5.5 ms when it is not; ``prelens train transformer
---task reverse`` trains in 13-14 s on two threads and 17 s on one when the machine
-is quiet, and in 44 s on two and 18 s on one beside another CPU-bound process
-(docs/performance.md).
+**Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a
+busy one (a descheduled helper thread costs a whole time slice; measurements in docs/performance.md).
+:func:`choose_blas_threads` gives the most threads the problem's sizes can use, and
+:func:`blas_threads` with ``"auto"`` keeps that many only if they win a short interleaved timing.
+An explicit number wins; so do ``PRELENS_BLAS_THREADS`` and, for ``"auto"``, a user's
+``OPENBLAS_NUM_THREADS`` (or its kin). The threads are set with ``threadpoolctl``.
 
-So the number depends on the problem and on the machine. :func:`choose_blas_threads`
-gives the most threads the problem's sizes can use (the largest product of a step:
-the rows of a batch times the largest weight matrix, :data:`MIN_WORK_PER_THREAD`
-multiply-adds per thread; 1 for small models), and :func:`blas_threads` with
-``"auto"`` then times that product on one thread and on that many, interleaved
-(about 80 ms), and keeps the larger number only if it won every time; it restores
-the previous number after its block. An explicit number wins; so does the environment:
-``PRELENS_BLAS_THREADS`` (a number, or ``auto``), and, for ``"auto"``, any of
-``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
-``BLIS_NUM_THREADS``: a user who set one has chosen, and ``"auto"`` leaves BLAS as
-it is. The threads are set with ``threadpoolctl`` (docs/dependencies.md).
-
-**Memory.** A training step allocates and frees the same arrays every step.
-glibc's malloc hands large blocks back to the operating system when they are
-freed, and the next step takes them back one page fault per 4 KiB page (260 to
-360 faults per step for the 784-256-128-10 MLP and the small language model in
-float64, 5-15% of the step). :func:`retain_freed_memory` asks malloc to keep
-them for reuse instead.
+**Memory.** A step allocates and frees the same arrays every step; glibc hands large freed blocks back
+to the system and the next step faults them back in page by page (5-15% of a step).
+:func:`retain_freed_memory` asks malloc to keep them for reuse instead.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens
-from prelens.core._trace import vjp
+from prelens.core._trace import vjp as _vjp
 from prelens.learn._optimizer import find_optimizer
 from prelens.learn._penalty import penalised
 from prelens.learn._reparam import learner
@@ -34,6 +34,8 @@ Batch = tuple[Any, Any]
 Check = Callable[[float, Tree], None]
 #: ``core(params, state, xs, targets, check=None) -> (new_params, new_state, loss)``, made by :func:`step_of`.
 Core = Callable[..., tuple[Tree, Any, Any]]
+
+vjp: Callable[..., tuple[Any, Callable[[Any], Any]]] = _vjp  # core's signature, spelled for mypy
 
 __all__ = ["optimizer_form", "step", "step_of", "value_and_grad"]
 
