@@ -1,22 +1,9 @@
-"""Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?).
+"""Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?), see :class:`Callback`.
 
-A callback is any object with a method
-``on_epoch_end(epoch, history, params, opt_state) -> bool``: ``fit`` calls it once
-the epoch is recorded in ``history``; returning ``True`` stops training. The
-parameters and optimiser state it is shown are read-only views (a callback
-cannot change what is being trained); it may add a series to the history with
-:meth:`History.log`.
-
-The three here are frozen values whose every decision is a function of the
-history alone, so a run resumed from a checkpoint decides exactly as an
-uninterrupted one would:
-
-* :class:`EarlyStopping` stops when a monitored series has not improved for
-  ``patience`` epochs, and (``restore_best=True``) has ``fit`` hand back the
-  parameters of the best epoch;
-* :class:`CheckpointBest` saves the parameters whenever the monitored series
-  reaches a new best;
-* :class:`LearningRateLogger` records the optimiser's step size as ``"lr"``.
+The three here are frozen values whose every decision is a function of the history alone, so a
+resumed run decides exactly as an uninterrupted one: :class:`EarlyStopping` (stop when a series
+stops improving; hand back the best epoch's parameters), :class:`CheckpointBest` (save each new
+best) and :class:`LearningRateLogger` (record the step size as ``"lr"``).
 """
 
 from __future__ import annotations

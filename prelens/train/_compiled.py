@@ -1,18 +1,11 @@
 """A whole training step, compiled: forward, backward and the optimiser update as one XLA program.
 
-Lenses are pure functions of arrays, so JAX can trace a step of
-``model >> loss`` followed by the optimiser's update into one program and
-compile it (``jax.jit``). :func:`compile_step` does that; ``fit(...,
-backend="jax")`` uses it. Every check a lens makes of shapes, dtypes and tree
-structure runs in Python while JAX traces the step, once, with the messages
-they always give; the program itself only computes. Checks that need values
-(a non-finite loss or parameter) are one flag the program returns, read by the
-caller where the values are concrete.
-
-With a ``mesh`` (a :class:`jax.sharding.Mesh`), the step is data-parallel: the
-batch is split along its leading axis over the mesh's ``axis``, parameters and
-optimiser state are replicated, and XLA sums the parameter deltas across
-devices, so the result equals one device's up to rounding.
+Lenses are pure functions of arrays, so JAX traces :func:`~prelens.train.step`'s core (the same
+function ``fit`` runs on the host) into one program: every check of shapes, dtypes and trees runs
+in Python, once, while JAX traces; checks that need values (a non-finite loss or parameter) are one
+flag the program returns. With a ``mesh`` the step is data-parallel: the batch split along its
+leading axis, parameters and state replicated, the deltas summed by XLA (equal to one device's up
+to rounding).
 """
 
 from __future__ import annotations

@@ -101,8 +101,8 @@ def fit(
     ids, labels) is left as it is, and data holding NaN or infinity is refused.
 
     ``optimizer``: a :mod:`prelens.optim` optimiser, or an optimiser lens of
-    :mod:`prelens.learn` (then each step is one ``learner_step`` of
-    ``learner(model, loss, optimizer)``; the state is the lens's). ``penalty``: a
+    :mod:`prelens.learn` (the state is then the lens's); each batch is one
+    :func:`step` (with ``penalty``). ``penalty``: a
     lens on the loss wire tied to the model's parameters, such as
     ``prelens.learn.l2(1e-4)``, added to the loss that is minimised (and to
     ``history.loss``; the ``val_loss`` and ``train_loss`` are the loss alone).
