@@ -14,11 +14,11 @@ import pytest
 
 from prelens import NonFiniteError, PreLens, PrelensError
 from prelens.core import tree_allclose
+from prelens.datasets import load_iris
 from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteError
 from prelens.io._checkpoint import load, load_metadata
-from prelens.datasets import load_iris
-from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
 from prelens.learn._objects import adam, momentum, sgd
+from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
 from prelens.train import Progress, accuracy, evaluate, fit, predict, step, value_and_grad
 
 

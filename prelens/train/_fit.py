@@ -220,9 +220,9 @@ def _scores(p: Plan, params: Tree) -> dict[str, float]:
     """The epoch's metrics in evaluation mode: on the training data (``train_metrics``), then the validation data."""
     a = p.args
     scores: dict[str, float] = {}
-    sets = ([("train", p.data)] if a.train_metrics else []) + (
-        [("val", p.validation)] if p.validation is not None else []
-    )
+    sets = [("train", p.data)] if a.train_metrics else []
+    if p.validation is not None:
+        sets.append(("val", p.validation))
     for prefix, (xs, ys) in sets:
         scores[f"{prefix}_loss"] = evaluate(a.model, a.loss, params, xs, ys)
         for name, metric in a.metrics.items():
@@ -233,14 +233,9 @@ def _scores(p: Plan, params: Tree) -> dict[str, float]:
 @contextlib.contextmanager
 def _threads(p: Plan, params: Tree) -> Iterator[None]:
     """On numpy, the BLAS threads the run takes (``blas_threads``), restored after it."""
-    a = p.args
-    leaves = tree_leaves(p.data[0])
-    if (
-        a.blas_threads is None
-        or (a.xp is not None and a.xp is not np)
-        or not leaves
-        or type(leaves[0]) is not np.ndarray
-    ):
+    a, leaves = p.args, tree_leaves(p.data[0])
+    on_numpy = (a.xp is None or a.xp is np) and bool(leaves) and isinstance(leaves[0], np.ndarray)
+    if a.blas_threads is None or not on_numpy:
         yield
         return
     with _blas_threads(a.blas_threads, params=params, batch=take(p.data[0], None, 0, a.batch_size)):
