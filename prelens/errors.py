@@ -355,10 +355,6 @@ def non_finite(what: str, path: str) -> NonFiniteError:
     return NonFiniteError(f"{what}: non-finite value at {path_str(path)}")
 
 
-def data_non_finite(fn: str, where: str, row: int) -> NonFiniteError:
-    return NonFiniteError(f"{fn}: data{where} holds NaN or infinity, first in row {row}; clean or drop such rows first")
-
-
 def data_damaged(path: str) -> PrelensError:
     return PrelensError(f"{path} is damaged: reinstall prelens")
 
@@ -399,19 +395,6 @@ class TrainingNonFiniteError(NonFiniteError):
         self.history = history
 
 
-def training_non_finite(
-    what: str, where: str, detail: str, params: Any, opt_state: Any, history: Any
-) -> TrainingNonFiniteError:
-    return TrainingNonFiniteError(
-        f"training stopped: {what} became non-finite at {where} ({detail}); "
-        "the last good parameters, optimiser state and history are attached to this error "
-        "as .params, .opt_state and .history",
-        params,
-        opt_state,
-        history,
-    )
-
-
 # ------------------------------------------------- model files (save_model, load_model)
 
 
@@ -429,23 +412,6 @@ class ModelFileError(CheckpointError):
 
 
 # ------------------------------------- stopping training, save targets, the command line (issue 13)
-
-
-def fit_stopped_note(where: str, steps: int, saved: str | None) -> str:
-    """The note ``fit`` adds to an exception that stopped training (the state rides on it)."""
-    also = f" and saved to {saved}" if saved else ""
-    return (
-        f"fit: training stopped at {where}, after {steps} good steps; the last good parameters, optimiser "
-        f"state and history are attached to this error as .params, .opt_state and .history{also}"
-    )
-
-
-def fit_saved_note(saved: str) -> str:
-    return f"fit: the last good parameters and optimiser state are saved to {saved}"
-
-
-def checkpoint_not_saved(fn: str, why: str) -> str:
-    return f"{fn}: checkpoint not saved: {why}"
 
 
 def unwritable_path(where: str, name: str, path: str, why: str) -> ArgumentError:
@@ -469,38 +435,3 @@ class MissingExtraError(PrelensError, ImportError):
 
 def missing_extra(fn: str, module: str, extra: str) -> MissingExtraError:
     return MissingExtraError(f"{fn} needs {module}, which is not installed: pip install 'prelens[{extra}]'")
-
-
-def metrics_unmeasured() -> ArgumentError:
-    return ArgumentError(
-        "fit: metrics has nothing to be measured on: give validation=(xs, targets), "
-        "or train_metrics=True to measure them on the training data"
-    )
-
-
-def monitor_unknown(who: str, monitor: Any, recorded: Sequence[str]) -> ArgumentError:
-    return ArgumentError(
-        f"fit: {who} monitors {monitor!r}, which this fit does not record; it records " + ", ".join(map(repr, recorded))
-    )
-
-
-def resume_refused(path: str, detail: str) -> CheckpointError:
-    return CheckpointError(f"checkpoint {path}: cannot resume from it: {detail}")
-
-
-def data_cast_overflow(fn: str, where: str, row: int, dtype: str) -> NonFiniteError:
-    return NonFiniteError(
-        f"{fn}: {where} overflows when cast to the model's {dtype}, first in row {row}; scale the data first"
-    )
-
-
-def early_stopped(monitor: str, patience: int, best_epoch: int | None, restored: bool) -> str:
-    """``History.stopped`` for a run that ``EarlyStopping`` ended."""
-    best = "no epoch gave a finite value" if best_epoch is None else f"the best was epoch {best_epoch}"
-    back = f"; handed back the parameters of epoch {best_epoch}" if restored and best_epoch is not None else ""
-    return f"early stopping: {monitor} did not improve for {patience} epochs ({best}{back})"
-
-
-def callback_stopped(callback: str, epoch: int) -> str:
-    """``History.stopped`` for a run that a callback of the user's ended."""
-    return f"stopped by the callback {short_name(callback, 80)} after epoch {epoch}"

@@ -342,44 +342,8 @@ CASES: dict[str, Case] = {
         E.NonFiniteError,
         r"^train_step: loss: non-finite value at <root>$",
     ),
-    "training_non_finite": _case(
-        _overflowing_fit,
-        E.TrainingNonFiniteError,
-        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = inf.*\); the last good "
-        r"parameters, optimiser state and history are attached",
-    ),
-    "data_non_finite": _case(
-        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.array([[1.0], [np.nan]])), 1, 2, sgd(0.1), 0, progress=False),
-        E.NonFiniteError,
-        r"^fit: data\[1\] holds NaN or infinity, first in row 1; clean or drop such rows first$",
-    ),
     "bad_argument": _case(lambda: sgd(-1), E.ArgumentError, r"^sgd: lr must be a finite number > 0, got -1$"),
     # the training kit in fit (issue 14)
-    "data_cast_overflow": _case(
-        lambda: fit(
-            nn.linear(3, 1, dtype=np.float32), nn.mse, (np.full((2, 3), 1e300), np.ones((2, 1))), 1, 2, sgd(0.1)
-        ),
-        E.NonFiniteError,
-        r"^fit: data\[0\] overflows when cast to the model's float32, first in row 0; scale the data first$",
-    ),
-    "metrics_unmeasured": _case(
-        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), metrics={"m": lambda *a: 0.0}),
-        E.ArgumentError,
-        r"^fit: metrics has nothing to be measured on: give validation=\(xs, targets\), or train_metrics=True to "
-        r"measure them on the training data$",
-    ),
-    "monitor_unknown": _case(
-        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), callbacks=[EarlyStopping()]),
-        E.ArgumentError,
-        r"^fit: EarlyStopping monitors 'val_loss', which this fit does not record; it records 'loss'$",
-    ),
-    "resume_refused": _case(
-        _resume_a_plain_checkpoint,
-        E.CheckpointError,
-        r"^checkpoint .*plain\.npz: cannot resume from it: it holds no training position \(not written by fit, or "
-        r"by prelens before 0\.2\.0\); load its parameters with prelens\.io\.load_checkpoint and pass them as params= "
-        r"and opt_state=$",
-    ),
     "missing_extra": _case(
         _plot_without_matplotlib,
         E.MissingExtraError,
@@ -622,6 +586,43 @@ MESSAGES: dict[str, Case] = {
         lambda: sgd(lambda t: -0.5).update(np.ones(2), sgd(lambda t: -0.5).init(np.ones(2)), np.ones(2)),
         E.ArgumentError,
         r"^sgd: the lr schedule gave -0\.5 at step 0; a schedule must give a finite number >= 0$",
+    ),
+    # fit's own messages (composed in prelens.train)
+    "training_non_finite": _case(
+        _overflowing_fit,
+        E.TrainingNonFiniteError,
+        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = inf.*\); the last good "
+        r"parameters, optimiser state and history are attached",
+    ),
+    "data_non_finite": _case(
+        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.array([[1.0], [np.nan]])), 1, 2, sgd(0.1), 0, progress=False),
+        E.NonFiniteError,
+        r"^fit: data\[1\] holds NaN or infinity, first in row 1; clean or drop such rows first$",
+    ),
+    "data_cast_overflow": _case(
+        lambda: fit(
+            nn.linear(3, 1, dtype=np.float32), nn.mse, (np.full((2, 3), 1e300), np.ones((2, 1))), 1, 2, sgd(0.1)
+        ),
+        E.NonFiniteError,
+        r"^fit: data\[0\] overflows when cast to the model's float32, first in row 0; scale the data first$",
+    ),
+    "metrics_unmeasured": _case(
+        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), metrics={"m": lambda *a: 0.0}),
+        E.ArgumentError,
+        r"^fit: metrics has nothing to be measured on: give validation=\(xs, targets\), or train_metrics=True to "
+        r"measure them on the training data$",
+    ),
+    "monitor_unknown": _case(
+        lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.ones((2, 1))), 1, 2, sgd(0.1), callbacks=[EarlyStopping()]),
+        E.ArgumentError,
+        r"^fit: EarlyStopping monitors 'val_loss', which this fit does not record; it records 'loss'$",
+    ),
+    "resume_refused": _case(
+        _resume_a_plain_checkpoint,
+        E.CheckpointError,
+        r"^checkpoint .*plain\.npz: cannot resume from it: it holds no training position \(not written by fit, or "
+        r"by prelens before 0\.2\.0\); load its parameters with prelens\.io\.load_checkpoint and pass them as params= "
+        r"and opt_state=$",
     ),
 }
 

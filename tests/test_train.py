@@ -89,6 +89,21 @@ def test_step_is_forward_trace_update_and_pure():
     assert value_and_grad(lens, half_squares(), new, (XS, YS))[0] < value
 
 
+def test_step_takes_an_optimiser_lens_as_one_learner_step_and_fit_takes_the_same_steps():
+    """``step`` is the one step: with an optimiser lens it is one pullback of ``learner``; fit runs it."""
+    from prelens import learn
+
+    model, opt = mlp(3, [4, 2], last_activation=None), learn.adam(0.05)
+    params = model.init(0)
+    state = learn.init_state(opt, params)
+    batch = (XS, (YS[:, 0] > 0).astype(np.int64))
+    new, new_state, value = step(model, softmax_cross_entropy, params, batch, opt, state)
+    want = learn.learner_step(learn.learner(model, softmax_cross_entropy, opt), params, state, batch)
+    assert tree_allclose((new, new_state, value), want, rtol=0)
+    out = fit(model, softmax_cross_entropy, batch, 1, len(XS), opt, rng=0, progress=False, shuffle=False)
+    assert tree_allclose(out.params, new, rtol=0) and out.history.loss == [value]
+
+
 def test_step_with_the_real_lenses_keeps_float32():
     model = mlp(3, [5, 2], last_activation=None, dtype=np.float32)
     params = model.init(0)
@@ -321,6 +336,7 @@ def test_keyboard_interrupt_returns_the_work_so_far(tmp_path: Path):
 
 def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     import prelens.io as ck
+    import prelens.train._run as run
 
     saves: list[int] = []
     real = ck.save_checkpoint
@@ -329,7 +345,7 @@ def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         saves.append(metadata["epoch"])
         real(path, tree, metadata=metadata)
 
-    monkeypatch.setattr(ck, "save_checkpoint", counting_save)
+    monkeypatch.setattr(run, "save_checkpoint", counting_save)
     path = tmp_path / "run.npz"
     params, state, history = fit(
         affine_lens(), half_squares(), (XS, YS), 5, 4, adam(0.01), 0, progress=False,
@@ -342,12 +358,12 @@ def test_periodic_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_a_failing_checkpoint_warns_and_training_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import prelens.io as ck
+    import prelens.train._run as run
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise CheckpointError("disk full")
 
-    monkeypatch.setattr(ck, "save_checkpoint", broken)
+    monkeypatch.setattr(run, "save_checkpoint", broken)
     with pytest.warns(RuntimeWarning, match=r"fit: checkpoint not saved: disk full"):
         out = fit(
             affine_lens(), half_squares(), (XS, YS), 3, 4, sgd(0.01), 0, progress=False,

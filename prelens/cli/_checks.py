@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from prelens import errors as E
 from prelens.core import _args
-from prelens.io._checkpoint import _unwritable_reason
+from prelens.io._checkpoint import unwritable_reason
 
 __all__ = ["Parser", "at_least", "fail", "non_negative_real", "one_line", "positive_real", "writable"]
 
@@ -63,6 +63,6 @@ def writable(command: str, flag: str, path: str | None) -> None:
     """Refuse, before any work, a file path that :func:`prelens.io.save_checkpoint` could not write."""
     if path is None:
         return
-    why = _unwritable_reason(path)
+    why = unwritable_reason(path)
     if why is not None:
         raise E.unwritable_path(command, flag, path, why)

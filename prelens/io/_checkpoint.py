@@ -319,7 +319,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _unwritable_reason(path: Any) -> str | None:
+def unwritable_reason(path: Any) -> str | None:
     """Why :func:`save_checkpoint` could not write to ``path`` (checked before any work), or None if it could."""
     try:
         target = os.fspath(path)

@@ -1,6 +1,6 @@
 """``prelens.train``: the trace step, the training loop, and evaluation.
 
-* :func:`value_and_grad`, :func:`step`: one step on ``model >> loss``, the
+* :func:`value_and_grad`, :func:`step` (the one step, either form of optimiser): ``model >> loss``, the
   loss taking the ground truth as its parameter (as the post's ``lossL``).
 * :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`,
   and no lost work (non-finite values, Ctrl-C, checkpoints); either form of

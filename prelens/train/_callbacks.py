@@ -1,22 +1,9 @@
-"""Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?).
+"""Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?), see :class:`Callback`.
 
-A callback is any object with a method
-``on_epoch_end(epoch, history, params, opt_state) -> bool``: ``fit`` calls it once
-the epoch is recorded in ``history``; returning ``True`` stops training. The
-parameters and optimiser state it is shown are read-only views (a callback
-cannot change what is being trained); it may add a series to the history with
-:meth:`History.log`.
-
-The three here are frozen values whose every decision is a function of the
-history alone, so a run resumed from a checkpoint decides exactly as an
-uninterrupted one would:
-
-* :class:`EarlyStopping` stops when a monitored series has not improved for
-  ``patience`` epochs, and (``restore_best=True``) has ``fit`` hand back the
-  parameters of the best epoch;
-* :class:`CheckpointBest` saves the parameters whenever the monitored series
-  reaches a new best;
-* :class:`LearningRateLogger` records the optimiser's step size as ``"lr"``.
+The three here are frozen values whose every decision is a function of the history alone, so a
+resumed run decides exactly as an uninterrupted one: :class:`EarlyStopping` (stop when a series
+stops improving; hand back the best epoch's parameters), :class:`CheckpointBest` (save each new
+best) and :class:`LearningRateLogger` (record the step size as ``"lr"``).
 """
 
 from __future__ import annotations
@@ -30,6 +17,7 @@ from typing import Any, Protocol
 from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import PreLens
+from prelens.io._checkpoint import unwritable_reason
 from prelens.train._history import History
 
 Tree = Any
@@ -134,7 +122,10 @@ class EarlyStopping(_Monitor):
 
     def reason(self, history: History) -> str:
         """Why it stopped, for ``history.stopped``."""
-        return E.early_stopped(self.monitor, self.patience, self.best_epoch(history), self.restore_best)
+        best = self.best_epoch(history)
+        said = "no epoch gave a finite value" if best is None else f"the best was epoch {best}"
+        back = f"; handed back the parameters of epoch {best}" if self.restore_best and best is not None else ""
+        return f"early stopping: {self.monitor} did not improve for {self.patience} epochs ({said}{back})"
 
 
 @dataclass(frozen=True)
@@ -164,9 +155,8 @@ class CheckpointBest(_Monitor):
     def __post_init__(self) -> None:
         if not isinstance(self.path, (str, os.PathLike)):
             raise E.bad_argument("CheckpointBest", "path", self.path, "a file path (str or os.PathLike)")
-        from prelens.io._checkpoint import _unwritable_reason
 
-        why = _unwritable_reason(self.path)
+        why = unwritable_reason(self.path)
         if why is not None:
             raise E.unwritable_path("CheckpointBest", "path", os.fspath(self.path), why)
         self._check("CheckpointBest")
@@ -182,7 +172,7 @@ class CheckpointBest(_Monitor):
         try:
             save_checkpoint(self.path, {"params": params, "opt_state": opt_state}, metadata=meta)
         except E.CheckpointError as err:
-            warnings.warn(E.checkpoint_not_saved("CheckpointBest", str(err)), RuntimeWarning, stacklevel=2)
+            warnings.warn(checkpoint_not_saved("CheckpointBest", str(err)), RuntimeWarning, stacklevel=2)
         return False
 
 
@@ -225,6 +215,11 @@ class LearningRateLogger:
             return float(lr)
         step = opt_state.step if isinstance(opt_state, ScheduledState) else 0
         return float(lr_at("LearningRateLogger", lr, max(int(step) - 1, 0)))
+
+
+def checkpoint_not_saved(fn: str, why: str) -> str:
+    """The warning (or note) for a checkpoint that could not be written: training goes on."""
+    return f"{fn}: checkpoint not saved: {why}"
 
 
 def _lr_of(optimizer: Any) -> Any:

@@ -1,18 +1,11 @@
 """A whole training step, compiled: forward, backward and the optimiser update as one XLA program.
 
-Lenses are pure functions of arrays, so JAX can trace a step of
-``model >> loss`` followed by the optimiser's update into one program and
-compile it (``jax.jit``). :func:`compile_step` does that; ``fit(...,
-backend="jax")`` uses it. Every check a lens makes of shapes, dtypes and tree
-structure runs in Python while JAX traces the step, once, with the messages
-they always give; the program itself only computes. Checks that need values
-(a non-finite loss or parameter) are one flag the program returns, read by the
-caller where the values are concrete.
-
-With a ``mesh`` (a :class:`jax.sharding.Mesh`), the step is data-parallel: the
-batch is split along its leading axis over the mesh's ``axis``, parameters and
-optimiser state are replicated, and XLA sums the parameter deltas across
-devices, so the result equals one device's up to rounding.
+Lenses are pure functions of arrays, so JAX traces :func:`~prelens.train.step`'s core (the same
+function ``fit`` runs on the host) into one program: every check of shapes, dtypes and trees runs
+in Python, once, while JAX traces; checks that need values (a non-finite loss or parameter) are one
+flag the program returns. With a ``mesh`` the step is data-parallel: the batch split along its
+leading axis, parameters and state replicated, the deltas summed by XLA (equal to one device's up
+to rounding).
 """
 
 from __future__ import annotations
@@ -25,13 +18,10 @@ from prelens import errors as E
 from prelens.backend._arrays import to_backend
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._trace import vjp
 from prelens.core._tree import tree_leaves
-from prelens.learn._penalty import penalised
-from prelens.learn._reparam import learner
 from prelens.nn._dropout import with_jax_keys
 from prelens.train._data import has_dropout, keyed
-from prelens.train._step import optimizer_form
+from prelens.train._step import optimizer_form, step_of
 
 Tree = Any
 
@@ -141,10 +131,6 @@ def compile_step(
 ) -> CompiledStep:
     """One training step of ``model >> loss`` and ``optimizer``, compiled by JAX into one program.
 
-    Haskell::
-
-        compile_step :: Lens -> Loss -> Optimizer s -> (Params -> s -> (X, Y) -> (Params, s, Double))
-
     ``optimizer`` is a :mod:`prelens.optim` optimiser or an optimiser lens of
     :mod:`prelens.learn`; ``penalty`` an L2 term as in :func:`~prelens.train.fit`.
     The step is traced on its first call (and again if the shapes change):
@@ -191,13 +177,13 @@ def compile_step(
 
 
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
-    """The step as a pure function of ``(params, opt_state, xs, targets, key)``, for JAX to trace.
+    """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``.
 
     A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``:
     each site gets its own JAX key folded from the step's ``key``.
     """
     cores = {
-        dropout: _core(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)
+        dropout: step_of(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)
         for dropout in (False, True)
     }
 
@@ -209,28 +195,6 @@ def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, p
         return new_params, new_state, value, _all_finite((value, new_params, new_state))
 
     return pure
-
-
-def _core(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
-    """``(params, state, xs, targets) -> (new_params, new_state, loss)`` for either form of optimiser."""
-    if lens_form:
-        learner_lens = learner(model, loss, optimizer, penalty=penalty)
-
-        def core(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
-            value, pullback = vjp(learner_lens, ((), (targets, (params, state))), xs)
-            (_, (_, (new_params, new_state))), _ = pullback(())
-            return new_params, new_state, value
-
-        return core
-    trained = model >> loss if penalty is None else penalised(model, loss, penalty)
-
-    def core_(params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
-        value, pullback = vjp(trained, (targets, params), xs)
-        (_, grads), _ = pullback(1.0)
-        new_params, new_state = optimizer.update(grads, state, params)
-        return new_params, new_state, value
-
-    return core_
 
 
 def _key_words(fn: str, key: Any) -> Any:

@@ -84,7 +84,11 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
     if changed:
         for path, a in tree_paths(out):
             if dtype_kind(a.dtype) == "f" and not _all_finite(a):
-                raise E.data_cast_overflow(fn, f"data{E.path_str(path)}", _first_bad_row(a, a.shape[0]), str(dtype))
+                row = _first_bad_row(a, a.shape[0])
+                raise E.NonFiniteError(
+                    f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
+                    "scale the data first"
+                )
     result: tuple[Any, Any] = out
     return result
 
@@ -130,7 +134,10 @@ def rows(fn: str, xs: Any, ys: Any) -> int:
         raise E.bad_argument("fit", what, "0 rows", "at least one row")
     for path, leaf in tree_paths((xs, ys)):
         if dtype_kind(leaf.dtype) in "fc" and not _all_finite(leaf):
-            raise E.data_non_finite(fn, E.path_str(path), _first_bad_row(leaf, n))
+            raise E.NonFiniteError(
+                f"{fn}: data{E.path_str(path)} holds NaN or infinity, first in row {_first_bad_row(leaf, n)}; "
+                "clean or drop such rows first"
+            )
     return n
 
 

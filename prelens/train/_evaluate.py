@@ -20,10 +20,6 @@ __all__ = ["accuracy", "evaluate", "predict"]
 def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """The model's outputs on ``xs`` (leading batch axis), in chunks of ``batch_size`` rows.
 
-    Haskell::
-
-        predict :: Lens -> Params -> X -> Maybe Int -> Y
-
     ``batch_size=None`` runs all rows at once; chunks bound the memory the
     residues take. Shapes: ``(n, ...) -> (n, ...)``. ``xs`` and ``params`` may be
     arrays of any array-API library (PyTorch, JAX, ...): the outputs are that
@@ -42,7 +38,9 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     if not is_array(xs) or xs.ndim == 0:
         raise E.bad_argument("predict", "xs", E.describe_tree(xs), "an array with a leading batch axis")
     n = xs.shape[0]
-    parts = [forward(model, params, row_slice(xs, i, min(n, i + batch_size))) for i in range(0, n, batch_size)]
+    parts: list[Any] = [
+        forward(model, params, row_slice(xs, i, min(n, i + batch_size))) for i in range(0, n, batch_size)
+    ]
     if not parts:
         return forward(model, params, xs)
     if type(parts[0]) is np.ndarray:
@@ -75,10 +73,6 @@ def labels_array(labels: Any) -> npt.NDArray[Any] | None:
 def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int | None = None) -> float:
     """The fraction of rows of ``xs`` that ``model`` classifies as ``labels`` say.
 
-    Haskell::
-
-        accuracy :: Lens -> Params -> X -> Labels -> Double
-
     Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or
     probabilities): the prediction is the argmax. A single output column
     (or 1-D outputs) is a binary score: class 1 when positive (a tanh
@@ -107,10 +101,6 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
 
 def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any) -> float:
     """The loss of ``model`` on the whole of ``(xs, targets)``: ``forward(model >> loss, (targets, params), xs)``.
-
-    Haskell::
-
-        evaluate :: Lens -> Loss -> Params -> X -> Y -> Double
 
     Arrays of any array-API library are evaluated in that library; the loss is
     returned as a Python float.

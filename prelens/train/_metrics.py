@@ -21,10 +21,6 @@ __all__ = ["confusion_matrix", "predict_proba"]
 def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """Class probabilities ``(n, k)`` from a model that outputs logits.
 
-    Haskell::
-
-        predict_proba :: Lens -> Params -> X -> Maybe Int -> P
-
     Outputs ``(n, k)`` with ``k > 1`` (as trained with ``softmax_cross_entropy``)
     become ``softmax`` rows; a single logit per row, ``(n, 1)`` or ``(n,)``, becomes
     ``(n, 2)`` columns ``[1 − σ(z), σ(z)]`` (class 1 when the logit is positive, as
@@ -37,26 +33,13 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     >>> predict_proba(linear(2, 2), np.eye(2), np.array([[0.0, np.log(3.0)]])).round(3)
     array([[0.25, 0.75]])
     """
-    out = predict(model, params, xs, batch_size)
-    z = _logits("predict_proba", out)
-    if type(z) is not np.ndarray:
-        return _proba(namespace(z), z)
-    if z.ndim >= 2 and z.shape[-1] > 1:
-        e: npt.NDArray[Any] = np.exp(z - z.max(axis=-1, keepdims=True))
-        e /= e.sum(axis=-1, keepdims=True)
-        return e
-    flat = z[..., 0] if z.ndim >= 2 else z
-    positive = np.exp(-np.logaddexp(0.0, -flat)).astype(z.dtype)  # σ(z), stable for large |z|
-    return np.stack([1.0 - positive, positive], axis=-1)
-
-
-def _proba(xp: Any, z: Any) -> Any:
-    """:func:`predict_proba`'s arithmetic in the array API namespace ``xp`` (the same formulas)."""
+    z = _logits("predict_proba", predict(model, params, xs, batch_size))
+    xp = namespace(z)
     if z.ndim >= 2 and z.shape[-1] > 1:
         e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
         return e / xp.sum(e, axis=-1, keepdims=True)
     flat = z[..., 0] if z.ndim >= 2 else z
-    positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))
+    positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))  # σ(z), stable for large |z|
     return xp.stack([1.0 - positive, positive], axis=-1)
 
 
@@ -64,10 +47,6 @@ def confusion_matrix(
     model: AnyLens, params: Tree, xs: Any, labels: Any, *, n_classes: int | None = None, batch_size: int | None = None
 ) -> npt.NDArray[np.int64]:
     """Counts ``C[i, j]`` of rows of class ``i`` (per ``labels``) that ``model`` puts in class ``j``.
-
-    Haskell::
-
-        confusion_matrix :: Lens -> Params -> X -> Labels -> Maybe Int -> Maybe Int -> Matrix Int
 
     Rows are the true classes, columns the predicted ones (scikit-learn's
     layout), so the diagonal counts the right answers and ``C.trace() / C.sum()``

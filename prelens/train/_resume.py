@@ -119,13 +119,13 @@ def read_checkpoint(
     meta = load_metadata(name)
     position = meta.get("fit")
     if not isinstance(position, dict):
-        raise E.resume_refused(
+        raise resume_refused(
             name,
             "it holds no training position (not written by fit, or by prelens before 0.2.0); load its parameters "
             "with prelens.io.load_checkpoint and pass them as params= and opt_state=",
         )
     if position.get("version") != FORMAT:
-        raise E.resume_refused(name, f"its training position has format {position.get('version')!r}, not {FORMAT}")
+        raise resume_refused(name, f"its training position has format {position.get('version')!r}, not {FORMAT}")
     has_best = position.get("best") is True
     like = None
     if params_like is not None:
@@ -134,30 +134,34 @@ def read_checkpoint(
             like["best"] = {"params": params_like, "opt_state": state_like}
     tree = load_checkpoint(name, like=like, backend=backend)
     if not isinstance(tree, dict) or not {"params", "opt_state"} <= set(tree):
-        raise E.resume_refused(name, "it does not hold params and opt_state")
+        raise resume_refused(name, "it does not hold params and opt_state")
     history = history_from_dict(meta.get("history"))
     if isinstance(history, str):
-        raise E.resume_refused(name, history)
+        raise resume_refused(name, history)
     gen = _generator(position.get("rng"))
     if gen is None:
-        raise E.resume_refused(name, "the state of its shuffling generator is damaged")
+        raise resume_refused(name, "the state of its shuffling generator is damaged")
     batch, batches, done = (_count(position.get(k)) for k in ("batch", "batches", "callbacks_done"))
     if batch is None or batches is None or done is None or batch > batches or done > history.epochs:
-        raise E.resume_refused(name, "its training position (batch, batches, callbacks_done) is damaged")
+        raise resume_refused(name, "its training position (batch, batches, callbacks_done) is damaged")
     loss_sum = position.get("loss_sum")
     if not (isinstance(loss_sum, (int, float)) and not isinstance(loss_sum, bool)):
-        raise E.resume_refused(name, "its training position (loss_sum) is damaged")
+        raise resume_refused(name, "its training position (loss_sum) is damaged")
     best = None
     if has_best:
         kept = tree.get("best")
         if not (isinstance(kept, dict) and {"params", "opt_state"} <= set(kept)):
-            raise E.resume_refused(name, "its best parameters are damaged")
+            raise resume_refused(name, "its best parameters are damaged")
         best = (kept["params"], kept["opt_state"])
     history.interrupted = False
     early = position.get("early_stopped") is True
     if not early:
         history.stopped = None
     return Resumed(tree["params"], tree["opt_state"], best, history, gen, batch, batches, float(loss_sum), done, early)
+
+
+def resume_refused(path: str, detail: str) -> E.CheckpointError:
+    return E.CheckpointError(f"checkpoint {path}: cannot resume from it: {detail}")
 
 
 def position_metadata(

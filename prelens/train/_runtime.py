@@ -1,33 +1,15 @@
 """The runtime of a training run: BLAS threads chosen from the problem's sizes, and freed memory kept.
 
-**Threads.** A second BLAS thread speeds a matrix product up on an idle core, and
-slows it down badly on a core that is busy with other work: OpenBLAS splits even
-a ``1152×64 · 64×64`` product in two and waits for its helper thread, and a
-descheduled helper costs a whole time slice of the scheduler. Measured on a
-2-core machine: that product takes 0.2 ms on one thread, and 0.06 ms on two when
-the other core is free but 5.5 ms when it is not; ``prelens train transformer
---task reverse`` trains in 13-14 s on two threads and 17 s on one when the machine
-is quiet, and in 44 s on two and 18 s on one beside another CPU-bound process
-(docs/performance.md).
+**Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a
+busy one (a descheduled helper thread costs a whole time slice; measurements in docs/performance.md).
+:func:`choose_blas_threads` gives the most threads the problem's sizes can use, and
+:func:`blas_threads` with ``"auto"`` keeps that many only if they win a short interleaved timing.
+An explicit number wins; so do ``PRELENS_BLAS_THREADS`` and, for ``"auto"``, a user's
+``OPENBLAS_NUM_THREADS`` (or its kin). The threads are set with ``threadpoolctl``.
 
-So the number depends on the problem and on the machine. :func:`choose_blas_threads`
-gives the most threads the problem's sizes can use (the largest product of a step:
-the rows of a batch times the largest weight matrix, :data:`MIN_WORK_PER_THREAD`
-multiply-adds per thread; 1 for small models), and :func:`blas_threads` with
-``"auto"`` then times that product on one thread and on that many, interleaved
-(about 80 ms), and keeps the larger number only if it won every time; it restores
-the previous number after its block. An explicit number wins; so does the environment:
-``PRELENS_BLAS_THREADS`` (a number, or ``auto``), and, for ``"auto"``, any of
-``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
-``BLIS_NUM_THREADS``: a user who set one has chosen, and ``"auto"`` leaves BLAS as
-it is. The threads are set with ``threadpoolctl`` (docs/dependencies.md).
-
-**Memory.** A training step allocates and frees the same arrays every step.
-glibc's malloc hands large blocks back to the operating system when they are
-freed, and the next step takes them back one page fault per 4 KiB page (260 to
-360 faults per step for the 784-256-128-10 MLP and the small language model in
-float64, 5-15% of the step). :func:`retain_freed_memory` asks malloc to keep
-them for reuse instead.
+**Memory.** A step allocates and frees the same arrays every step; glibc hands large freed blocks back
+to the system and the next step faults them back in page by page (5-15% of a step).
+:func:`retain_freed_memory` asks malloc to keep them for reuse instead.
 """
 
 from __future__ import annotations
@@ -75,10 +57,6 @@ def _controller() -> Any:
 def current_blas_threads() -> int:
     """The number of threads the BLAS that numpy uses runs with now (1 if none is found).
 
-    Haskell::
-
-        current_blas_threads :: IO Int
-
     >>> with blas_threads(1):
     ...     current_blas_threads()
     1
@@ -117,10 +95,6 @@ def _largest(params: Any, batch: Any) -> tuple[int, tuple[int, int], np.dtype[An
 
 def choose_blas_threads(params: Any, batch: Any, *, cpus: int | None = None) -> int:
     """The most BLAS threads that training ``params`` on batches like ``batch`` can use: 1 for small products.
-
-    Haskell::
-
-        choose_blas_threads :: Params -> X -> Maybe Int -> Int
 
     The largest product of a step is taken as the rows of ``batch`` (the batch
     size, times the positions for token ids or ``(batch, time, features)``
@@ -206,10 +180,6 @@ def resolve_threads(threads: int | str, params: Any = None, batch: Any = None) -
 def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any = None) -> Iterator[int]:
     """Run the block with ``threads`` BLAS threads (``"auto"``: chosen for ``params`` and ``batch`` here and now).
 
-    Haskell::
-
-        blas_threads :: Either Int Auto -> Maybe Params -> Maybe X -> IO a -> IO a
-
     Yields the number of threads the block runs with; the previous number is
     restored after it. ``"auto"`` uses ``PRELENS_BLAS_THREADS`` when set; leaves
     BLAS alone when the user set ``OPENBLAS_NUM_THREADS`` (or its kin) or gave no
@@ -247,10 +217,6 @@ _RETAINED: list[bool] = []
 
 def retain_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory for reuse; True if done (now or before), False elsewhere.
-
-    Haskell::
-
-        retain_freed_memory :: IO Bool
 
     Sets ``M_MMAP_THRESHOLD`` to 32 MiB and ``M_TRIM_THRESHOLD`` to 256 MiB
     (``mallopt``), so that the arrays a training step frees are reused by the next

@@ -6,33 +6,44 @@ are ``(targets, model_params)`` (the later lens first) and its input is the
 batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns
 a pullback; seeding it with ``da = 1`` gives ``((d_targets, d_params), d_xs)``,
 of which the optimiser takes ``d_params`` only.
+
+An optimiser lens of :mod:`prelens.learn` makes the whole step one lens,
+``learner(model, loss, optimizer)``: one ``vjp`` and one pullback of ``()``.
+:func:`step_of` composes either form once; :func:`step`, ``fit`` and the
+compiled step of :func:`~prelens.train.compile_step` all run it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens
-from prelens.core._trace import vjp
-from prelens.learn._optimizer import Optimizer, find_optimizer
+from prelens.core._trace import vjp as _vjp
+from prelens.learn._optimizer import find_optimizer
+from prelens.learn._penalty import penalised
+from prelens.learn._reparam import learner
 from prelens.nn._dropout import with_dropout, without_dropout
+from prelens.train._data import keyed
 
 Tree = Any
 Batch = tuple[Any, Any]
+#: ``check(loss, grads)``: called between the gradient and the update (``fit`` stops on non-finite values there).
+Check = Callable[[float, Tree], None]
+#: ``core(params, state, xs, targets, check=None) -> (new_params, new_state, loss)``, made by :func:`step_of`.
+Core = Callable[..., tuple[Tree, Any, Any]]
 
-__all__ = ["optimizer_form", "step", "value_and_grad"]
+vjp: Callable[..., tuple[Any, Callable[[Any], Any]]] = _vjp  # core's signature, spelled for mypy
+
+__all__ = ["optimizer_form", "step", "step_of", "value_and_grad"]
 
 
 def value_and_grad(
     model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, *, key: int | None = None
 ) -> tuple[float, Tree]:
     """The loss of ``model`` on ``batch = (xs, targets)`` and its gradient in ``params``.
-
-    Haskell::
-
-        value_and_grad :: Lens -> Loss -> Params -> (X, Y) -> (Double, Params)
 
     ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its
     parameter (e.g. integer labels for ``softmax_cross_entropy``). The gradient
@@ -71,20 +82,19 @@ def step(
     loss: AnyLens,
     params: Tree,
     batch: Batch,
-    optimizer: Optimizer[Any],
+    optimizer: Any,
     state: Any,
     *,
     key: int | None = None,
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
 
-    Haskell::
-
-        step :: Lens -> Loss -> Params -> (X, Y) -> Optimizer s -> s -> (Params, s, Double)
-
-    ``loss_value`` is the loss at ``params`` (before the update). Pure: the
-    arguments are not modified. ``key``: dropout on for this step (see
-    :func:`value_and_grad`).
+    ``optimizer``: a :mod:`prelens.optim` optimiser (``state`` from its
+    ``init``), or an optimiser lens of :mod:`prelens.learn` (``state`` from its
+    ``init_state``; the step is one pullback of ``learner(model, loss,
+    optimizer)``). ``loss_value`` is the loss at ``params`` (before the update).
+    Pure: the arguments are not modified. ``key``: dropout on for this step
+    (see :func:`value_and_grad`). ``fit`` takes this very step for each batch.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -97,10 +107,49 @@ def step(
     >>> value_and_grad(model, mse, new, batch)[0] < before
     True
     """
-    _args.optimizer("step", optimizer)
-    value, grads = value_and_grad(model, loss, params, batch, key=key)
-    new_params, new_state = optimizer.update(grads, state, params)
-    return new_params, new_state, value
+    lens_form = optimizer_form("step", optimizer)
+    model = as_lens("step", "model", model)
+    loss = as_lens("step", "loss", loss)
+    xs, targets = _args.batch("step", batch)
+    if key is not None:  # the key is checked here, before any lens runs
+        with_dropout((), key)
+        model, xs = keyed(model), (key, xs)
+    new_params, new_state, value = step_of(model, loss, optimizer, lens_form)(params, state, xs, targets)
+    return new_params, new_state, float(value)
+
+
+def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None = None) -> Core:
+    """The step of ``model >> loss`` (plus ``penalty``) and ``optimizer``, composed once.
+
+    Returns ``core(params, state, xs, targets, check=None) -> (new_params,
+    new_state, loss)``, the loss unconverted (a JAX tracer while JAX compiles
+    it). With a plain optimiser ``check(loss, grads)`` runs between the
+    gradient and the update.
+    """
+    if lens_form:
+        step_lens = learner(model, loss, optimizer, penalty=penalty)
+
+        def by_lens(
+            params: Tree, state: Any, xs: Any, targets: Any, check: Check | None = None
+        ) -> tuple[Tree, Any, Any]:
+            value, pullback = vjp(step_lens, ((), (targets, (params, state))), xs)
+            (_, (_, (new_params, new_state))), _ = pullback(())
+            return new_params, new_state, value
+
+        return by_lens
+    trained = model >> loss if penalty is None else penalised(model, loss, penalty)
+
+    def by_gradient(
+        params: Tree, state: Any, xs: Any, targets: Any, check: Check | None = None
+    ) -> tuple[Tree, Any, Any]:
+        value, pullback = vjp(trained, (targets, params), xs)
+        (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
+        if check is not None:
+            check(value, grads)
+        new_params, new_state = optimizer.update(grads, state, params)
+        return new_params, new_state, value
+
+    return by_gradient
 
 
 def optimizer_form(fn: str, optimizer: Any) -> bool:

@@ -1,0 +1,323 @@
+"""What a run of :func:`~prelens.train.fit` does, fixed before its first step.
+
+Three stages, each a function of the one before:
+
+* :func:`check_args`: every argument checked and normalised (:class:`Args`), so
+  a user's mistake is one clear error before any work;
+* :func:`start`: where training starts (a :class:`~prelens.train._resume.Resumed`):
+  fresh (``model.init``), from the given parameters (copied), or from a checkpoint;
+* :func:`plan`: the data in the model's dtype and on the backend, the step
+  strategy (numpy, or one compiled JAX program, data-parallel over a mesh) and
+  the progress display (:class:`Plan`, frozen).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TextIO
+
+import numpy as np
+
+from prelens import errors as E
+from prelens.backend._arrays import copy, is_array, namespace_name, resolve_backend, to_backend
+from prelens.core import _args
+from prelens.core._lens import AnyLens, as_lens
+from prelens.core._tree import tree_first_nonfinite, tree_map
+from prelens.io._checkpoint import unwritable_reason
+from prelens.learn._optimizer import init_state
+from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
+from prelens.train._compiled import compile_step
+from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows
+from prelens.train._history import History
+from prelens.train._progress import Progress
+from prelens.train._resume import Resumed, read_checkpoint, resume_refused
+from prelens.train._runtime import resolve_threads
+from prelens.train._step import Check, optimizer_form, step_of
+
+Tree = Any
+#: A metric: ``metric(model, params, xs, targets) -> float``, e.g. :func:`accuracy`.
+Metric = Callable[[AnyLens, Tree, Any, Any], float]
+#: The step strategy: ``(params, opt_state, batch, check) -> (new_params, new_opt_state, loss, checked)``;
+#: ``checked``: the step itself found the loss, parameters and state finite (the compiled step's flag).
+Strategy = Callable[[Tree, Any, tuple[Any, Any], Check], tuple[Tree, Any, float, bool]]
+
+__all__ = ["Args", "Metric", "Plan", "check_args", "plan", "start"]
+
+
+class Args(NamedTuple):
+    """``fit``'s arguments, checked: lenses as lenses, the seed as a generator, the stream chosen."""
+
+    model: AnyLens
+    loss: AnyLens
+    data: tuple[Any, Any]
+    n: int  # rows of data
+    epochs: int
+    batch_size: int
+    optimizer: Any
+    lens_form: bool  # an optimiser lens of prelens.learn, not a prelens.optim optimiser
+    gen: np.random.Generator
+    params: Tree
+    opt_state: Any
+    validation: tuple[Any, Any] | None
+    metrics: dict[str, Metric]
+    train_metrics: bool
+    penalty: AnyLens | None
+    callbacks: tuple[Any, ...]
+    restorer: EarlyStopping | None  # the callback that hands back the best epoch's parameters
+    shuffle: bool
+    progress: bool | None
+    stream: TextIO
+    checkpoint_every: int | None
+    checkpoint_path: str | os.PathLike[str] | None
+    resume: str | os.PathLike[str] | None
+    xp: Any  # the backend's namespace, or None for the parameters' own
+    mesh: Any
+    blas_threads: int | str | None
+
+
+def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any, optimizer: Any, rng: Any,
+               params: Any, opt_state: Any, validation: Any, metrics: Any, train_metrics: Any, penalty: Any,
+               callbacks: Any, shuffle: Any, progress: Any, stream: Any, checkpoint_every: Any,
+               checkpoint_path: Any, resume: Any, backend: Any, mesh: Any, blas_threads: Any) -> Args:  # fmt: skip
+    """Every argument of ``fit`` checked, in the order of its signature's groups, before any work."""
+    _check_counts(epochs, batch_size, checkpoint_every, checkpoint_path, resume)
+    xp = None if backend is None else resolve_backend("fit", backend)
+    if blas_threads is not None and blas_threads != "auto":
+        resolve_threads(blas_threads)  # a number >= 1, or an error naming it
+    if mesh is not None and (xp is None or namespace_name(xp) != "jax"):
+        raise E.bad_argument("fit", "mesh", type(mesh).__name__, 'None unless backend="jax"')
+    model, loss = as_lens("fit", "model", model), as_lens("fit", "loss", loss)
+    lens_form = optimizer_form("fit", optimizer)
+    penalty = None if penalty is None else as_lens("fit", "penalty", penalty)
+    shuffle = _args.flag("fit", "shuffle", shuffle)
+    train_metrics = _args.flag("fit", "train_metrics", train_metrics)
+    progress = None if progress is None else _args.flag("fit", "progress", progress)
+    measures = _check_metrics(metrics, validation is not None, train_metrics)
+    cbs = _check_callbacks(callbacks)
+    _check_monitors(cbs, _recorded(measures, validation is not None, train_metrics, cbs))
+    xs, ys = _args.batch("fit", data, "data")
+    n = rows("fit", xs, ys)
+    if validation is not None:
+        validation = _args.batch("fit", validation, "validation")
+        rows("fit (validation)", *validation)
+    if resume is not None:
+        for name, value in (("params", params), ("opt_state", opt_state)):
+            if value is not None:
+                raise E.bad_argument("fit", name, E.describe_tree(value), "None with resume= (the checkpoint holds it)")
+    gen = _args.seed("fit", rng)
+    out = sys.stdout if stream is None else _args.text_stream("fit", "stream", stream)
+    restorer = next((cb for cb in cbs if isinstance(cb, EarlyStopping) and cb.restore_best), None)
+    return Args(model, loss, (xs, ys), n, epochs, batch_size, optimizer, lens_form, gen, params, opt_state,
+                validation, measures, train_metrics, penalty, cbs, restorer, shuffle, progress, out,
+                checkpoint_every, checkpoint_path, resume, xp, mesh, blas_threads)  # fmt: skip
+
+
+def _check_counts(epochs: Any, batch_size: Any, every: Any, path: Any, resume: Any) -> None:
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
+        raise E.bad_argument("fit", "epochs", epochs, "an int >= 0")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise E.bad_argument("fit", "batch_size", batch_size, "an int >= 1")
+    if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
+        raise E.bad_argument("fit", "checkpoint_every", every, "an int >= 1 or None")
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise E.bad_argument("fit", "checkpoint_path", path, "a file path (str or os.PathLike) or None")
+    if resume is not None and not isinstance(resume, (str, os.PathLike)):
+        raise E.bad_argument("fit", "resume", resume, "a checkpoint's path (str or os.PathLike) or None")
+    if every is not None and path is None:
+        raise E.bad_argument("fit", "checkpoint_path", path, "a file path when checkpoint_every is given")
+    if path is not None:
+        why = unwritable_reason(path)
+        if why is not None:
+            raise E.unwritable_path("fit", "checkpoint_path", os.fspath(path), why)
+
+
+def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[str, Metric]:
+    if metrics is None:
+        return {}
+    if not isinstance(metrics, Mapping):
+        raise E.bad_argument("fit", "metrics", E.describe(metrics), "a mapping {name: metric} or None")
+    for name, metric in metrics.items():
+        if not isinstance(name, str) or not name or not callable(metric) or isinstance(metric, type):
+            raise E.bad_argument(
+                "fit", "metrics", f"{name!r}: {E.describe(metric)}", "{name: metric(model, params, xs, targets)}"
+            )
+    if metrics and not (has_validation or on_train):
+        raise E.ArgumentError(
+            "fit: metrics has nothing to be measured on: give validation=(xs, targets), "
+            "or train_metrics=True to measure them on the training data"
+        )
+    return dict(metrics)
+
+
+def _check_callbacks(callbacks: Any) -> tuple[Any, ...]:
+    expected = "a list of callbacks (objects with on_epoch_end), e.g. [EarlyStopping()]"
+    if callbacks is None:
+        return ()
+    if not isinstance(callbacks, (list, tuple)):
+        raise E.bad_argument("fit", "callbacks", E.describe(callbacks), expected)
+    for cb in callbacks:
+        if isinstance(cb, type) or not callable(getattr(cb, "on_epoch_end", None)):
+            raise E.bad_argument("fit", "callbacks", E.describe(cb), expected)
+    if sum(isinstance(cb, EarlyStopping) and cb.restore_best for cb in callbacks) > 1:
+        raise E.bad_argument(
+            "fit", "callbacks", "two EarlyStopping(restore_best=True)", "at most one callback that restores parameters"
+        )
+    return tuple(callbacks)
+
+
+def _recorded(metrics: Mapping[str, Metric], has_validation: bool, on_train: bool, cbs: tuple[Any, ...]) -> list[str]:
+    """The series this fit records: what a callback may monitor."""
+    names = ["loss"]
+    if on_train:
+        names += ["train_loss", *(f"train_{m}" for m in metrics)]
+    if has_validation:
+        names += ["val_loss", *(f"val_{m}" for m in metrics)]
+    if any(isinstance(cb, LearningRateLogger) for cb in cbs):
+        names.append("lr")
+    return names
+
+
+def _check_monitors(cbs: tuple[Any, ...], recorded: list[str]) -> None:
+    for cb in cbs:
+        if isinstance(cb, (EarlyStopping, CheckpointBest)) and cb.monitor not in recorded:
+            raise E.ArgumentError(
+                f"fit: {type(cb).__name__} monitors {cb.monitor!r}, which this fit does not record; it records "
+                + ", ".join(map(repr, recorded))
+            )
+
+
+# ---------------------------------------------------------------------- where training starts
+
+
+def start(a: Args) -> Resumed:
+    """Where training starts: a checkpoint's position (``resume=``), or step 0 with copies of what was given.
+
+    What ``fit`` hands back is never the caller's own object, so the given trees are copied.
+    """
+    if a.resume is not None:
+        at = _read_resume(a)
+    else:
+        params = a.model.init(a.gen) if a.params is None else _copy(a.params)
+        opt_state = _init_state(a.optimizer, a.lens_form, params) if a.opt_state is None else _copy(a.opt_state)
+        at = Resumed(params, opt_state, None, History(), a.gen, 0, 0, 0.0, 0, False)
+    bad = tree_first_nonfinite(at.params)
+    if bad is not None:
+        raise E.non_finite("fit: params", bad)
+    return at
+
+
+def _init_state(optimizer: Any, lens_form: bool, params: Tree) -> Any:
+    return init_state(optimizer, params) if lens_form else optimizer.init(params)
+
+
+def _read_resume(a: Args) -> Resumed:
+    """The checkpoint ``a.resume`` read back against the model's parameters and the optimiser's state."""
+    like = state_like = None
+    if a.model.init_fn is not None:
+        like = a.model.init(np.random.default_rng(0))
+        state_like = _init_state(a.optimizer, a.lens_form, like)
+    resumed = read_checkpoint(a.resume or "", like, state_like)
+    if a.restorer is not None and resumed.best is None:
+        best = a.restorer.best_epoch(resumed.history)
+        if best is not None and (best != resumed.history.epochs or resumed.batch != 0):
+            raise resume_refused(
+                os.fspath(a.resume or ""),
+                f"it holds no best parameters for {a.restorer!r} (the best epoch, {best}, is behind it: it was "
+                "written by a run without restore_best)",
+            )
+    return resumed
+
+
+def _copy(tree: Tree) -> Tree:
+    """``tree`` with every array leaf copied (the other leaves are immutable values)."""
+    return tree_map(lambda x: copy(x) if is_array(x) else x, tree)
+
+
+# ---------------------------------------------------------------------- the data, the step, the display
+
+
+class Plan(NamedTuple):
+    """What the run does, fixed before its first step (the data cast and moved, the step composed)."""
+
+    args: Args
+    data: tuple[Any, Any]  # in the model's dtype, on the backend
+    validation: tuple[Any, Any] | None
+    n_batches: int
+    dropout: bool  # the parameters hold dropout sites: every step draws a key
+    step: Strategy
+    bar: Progress
+
+
+def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
+    """The run's plan, and its start moved to the backend (the run's arrays move there once, here)."""
+    dtype = model_dtype(at.params)
+    data = cast("fit", a.data, dtype)
+    validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
+    dropout = has_dropout(at.params)
+    if a.xp is not None:
+        params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
+        at = at._replace(params=params, opt_state=opt_state)
+    strategy = _strategy(a, dropout)
+    n_batches = max(1, math.ceil(a.n / a.batch_size))
+    live = _isatty(a.stream)
+    bar = Progress(a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress)
+    if 0 < at.batch and at.batches != n_batches:
+        raise resume_refused(
+            os.fspath(a.resume or ""),
+            f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
+            f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
+        )
+    return Plan(a, data, validation, n_batches, dropout, strategy, bar), at
+
+
+def _strategy(a: Args, dropout: bool) -> Strategy:
+    """The step strategy: one compiled JAX program (on a mesh or not), or :func:`~prelens.train.step`'s core.
+
+    With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)``
+    (on JAX the program draws the masks from the key).
+    """
+    if a.xp is not None and namespace_name(a.xp) == "jax":
+        compiled = compile_step(a.model, a.loss, a.optimizer, penalty=a.penalty, mesh=a.mesh)
+        if a.mesh is not None:
+            _check_mesh_batches(a.mesh, compiled.axis, a.n, a.batch_size)
+
+        def on_jax(params: Tree, opt_state: Any, batch: tuple[Any, Any], check: Check) -> tuple[Tree, Any, float, bool]:
+            (xs, ys), key = batch, None
+            if dropout:
+                key, xs = xs
+            new_params, new_opt_state, value, finite = compiled.run(params, opt_state, (xs, ys), key=key)
+            value = float(value)
+            return new_params, new_opt_state, value, math.isfinite(value) and bool(finite)
+
+        return on_jax
+    core = step_of(keyed(a.model) if dropout else a.model, a.loss, a.optimizer, a.lens_form, a.penalty)
+
+    def on_host(params: Tree, opt_state: Any, batch: tuple[Any, Any], check: Check) -> tuple[Tree, Any, float, bool]:
+        new_params, new_opt_state, value = core(params, opt_state, batch[0], batch[1], check)
+        return new_params, new_opt_state, float(value), False
+
+    return on_host
+
+
+def _check_mesh_batches(mesh: Any, axis: str | None, n: int, batch_size: int) -> None:
+    """Every batch of an epoch (the last one may be smaller) must split evenly over the mesh's devices."""
+    n_dev = mesh.shape[axis]
+    last = n % batch_size or batch_size
+    if batch_size % n_dev or last % n_dev:
+        raise E.bad_argument(
+            "fit",
+            "batch_size",
+            batch_size,
+            f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among "
+            f"the mesh's {n_dev} devices",
+        )
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
