@@ -1,3 +1,3 @@
 """The version of prelens: one place, read by the package, the model files and pyproject.toml."""
 
-__version__ = "0.3.2"
+__version__ = "0.4.0"
