@@ -89,6 +89,9 @@ class Expects:
 
     ``delta`` is the pattern of the output delta ``da``; :data:`LIKE_OUTPUT` asks that
     ``da`` have the structure and shapes of the lens's output.
+
+    >>> Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3), delta=LIKE_OUTPUT)
+    Expects(params=f64[3,2], input=f64[...,3], delta=LIKE_OUTPUT)
     """
 
     params: Any = ANY

@@ -71,13 +71,23 @@ __all__ = [
 
 
 class MomentumState(NamedTuple):
-    """The velocity of :func:`~prelens.learn.momentum`, a tree like the parameters."""
+    """The velocity of :func:`~prelens.learn.momentum`, a tree like the parameters.
+
+    >>> from prelens.learn import momentum
+    >>> momentum(0.1).init(np.zeros(2))
+    MomentumState(velocity=array([0., 0.]))
+    """
 
     velocity: Tree
 
 
 class AdamState(NamedTuple):
-    """Adam's steps taken and its two moment estimates (trees like the parameters)."""
+    """Adam's steps taken and its two moment estimates (trees like the parameters).
+
+    >>> from prelens.learn import adam
+    >>> adam(0.1).init(np.zeros(2))
+    AdamState(step=0, mu=array([0., 0.]), nu=array([0., 0.]))
+    """
 
     step: int
     mu: Tree
@@ -85,13 +95,23 @@ class AdamState(NamedTuple):
 
 
 class AdagradState(NamedTuple):
-    """Adagrad's sum of the squared gradients so far (a tree like the parameters)."""
+    """Adagrad's sum of the squared gradients so far (a tree like the parameters).
+
+    >>> from prelens.learn import adagrad
+    >>> adagrad(0.1).init(np.zeros(2))
+    AdagradState(sum_sq=array([0., 0.]))
+    """
 
     sum_sq: Tree
 
 
 class RMSpropState(NamedTuple):
-    """RMSprop's running mean of the squared gradients (a tree like the parameters)."""
+    """RMSprop's running mean of the squared gradients (a tree like the parameters).
+
+    >>> from prelens.learn import rmsprop
+    >>> rmsprop(0.1).init(np.zeros(2))
+    RMSpropState(mean_sq=array([0., 0.]))
+    """
 
     mean_sq: Tree
 

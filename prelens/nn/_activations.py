@@ -107,10 +107,6 @@ def pointwise(
 ) -> Activation:
     """Make a pointwise activation from ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)``.
 
-    Haskell::
-
-        pointwise :: String -> (A -> A) -> (A -> A -> A) -> PreLens A A A A () () A A
-
     Both functions must return a fresh array and write into neither argument;
     :func:`dense` can then fuse the activation. Check a new one with
     :func:`prelens.testing.check_vjp`.

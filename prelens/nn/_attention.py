@@ -150,10 +150,6 @@ class FaithfulAttentionParams(NamedTuple):
 def attention_scores(d_k: int) -> AnyLens:
     """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
 
-    Haskell::
-
-        attention_scores :: Int -> PreLens A A (A, A) (A, A) () () (A, A) (A, A)
-
     Shapes: ``Q (..., T_q, d_k)``, ``K (..., T_k, d_k)`` (same leading axes,
     e.g. ``(B, heads)``) ``-> (..., T_q, T_k)``. Parameter-free; residue
     ``(Q, K)``; backward ``dQ = dS K / √d_k``, ``dK = dSᵀ Q / √d_k``.
@@ -246,10 +242,6 @@ def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
 
-    Haskell::
-
-        causal_mask :: PreLens A A Mask Mask () () A A
-
     After :data:`~prelens.nn.softmax` those weights are exactly ``0``, so a
     future position never influences a past one. The value is finite, so a
     row with every key masked gives uniform weights, never NaN. The dtype is
@@ -320,10 +312,6 @@ def _generic_mask_bwd(keep: Array, da: Any) -> tuple[tuple[()], Array]:
 def weighted_sum() -> AnyLens:
     """Each query's output is the attention-weighted sum of the values: ``(A, V) -> A V``.
 
-    Haskell::
-
-        weighted_sum :: PreLens A A (A, A) (A, A) () () (A, A) (A, A)
-
     Shapes: ``A (..., T_q, T_k)``, ``V (..., T_k, d_v) -> (..., T_q, d_v)``.
     Parameter-free; residue ``(A, V)``; backward ``dA = dO Vᵀ``, ``dV = Aᵀ dO``.
 
@@ -365,10 +353,6 @@ def split_heads(n_heads: int) -> AnyLens:
     the backward pass can check the delta); the backward pass is :func:`merge_heads`'s
     forward pass.
 
-    Haskell::
-
-        split_heads :: Int -> PreLens A A Shape Shape () () A A
-
     >>> split_heads(2).fwd((), np.arange(4.0).reshape(1, 1, 4))[1]
     array([[[[0., 1.]],
     <BLANKLINE>
@@ -392,10 +376,6 @@ def split_heads(n_heads: int) -> AnyLens:
 @constructor
 def merge_heads(n_heads: int) -> AnyLens:
     """Concatenate the heads along the features: ``(..., h, T, d_k) -> (..., T, h·d_k)``.
-
-    Haskell::
-
-        merge_heads :: Int -> PreLens A A Shape Shape () () A A
 
     The inverse of :func:`split_heads`; parameter-free, residue: the input's shape.
 
@@ -445,10 +425,6 @@ def _merge(name: str, h: int, x: Array, what: str) -> Array:
 @constructor
 def concat_heads(n_heads: int) -> AnyLens:
     """The faithful concatenation: a list of ``h`` head outputs ``(..., T, d_i)`` -> ``(..., T, Σ d_i)``.
-
-    Haskell::
-
-        concat_heads :: Int -> PreLens A A (Shape, [Int]) (Shape, [Int]) () () [A] [A]
 
     Parameter-free; residue: the output's shape and the offsets where each
     head's features start (after the first); the backward pass cuts the delta there.
@@ -574,11 +550,6 @@ def attention_head(
 ) -> AnyLens:
     """One head of attention: projections ≫ scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
-    Haskell::
-
-        attention_head :: Int -> Int -> PreLens A A [m] [m] HeadParams HeadParams A A
-        -- cross=True:                  PreLens A A [m] [m] HeadParams HeadParams (A, A) (A, A)
-
     ``[m]`` is the chain's list of stage residues.
 
     Self-attention: ``x (B, T, d_model) -> (B, T, d_k)``, with the queries, keys
@@ -627,11 +598,6 @@ def multi_head_attention_faithful(
     dtype: npt.DTypeLike = np.float64,
 ) -> AnyLens:
     """Multi-head attention as the structure says: ``branch`` to ``h`` heads in parallel, concatenate, ``W_O``.
-
-    Haskell::
-
-        multi_head_attention_faithful :: Int -> Int
-            -> PreLens A A [m] [m] FaithfulAttentionParams FaithfulAttentionParams A A
 
     ``chain(branch(h), vec_lens(h, attention_head(d_model, d_k)), concat_heads(h), linear(d_model, d_model))``
     with ``d_k = d_model / h``. Shapes as :func:`multi_head_attention` (or,
@@ -712,10 +678,6 @@ def multi_head_attention(
 ) -> AnyLens:
     """Fast multi-head self-attention, heads on an array axis: ``(B, T, d_model) -> (B, T, d_model)``.
 
-    Haskell::
-
-        multi_head_attention :: Int -> Int -> PreLens A A [m] [m] AttentionParams AttentionParams A A
-
     ``[m]`` is the chain's list of stage residues.
 
     Built as::
@@ -748,10 +710,6 @@ def multi_head_attention(
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 
-    Haskell::
-
-        cross_attention :: Int -> Int -> PreLens A A [m] [m] AttentionParams AttentionParams (A, A) (A, A)
-
     Queries are projected from ``x``, keys and values from ``context`` (an
     encoder's output, say): the pipeline of :func:`multi_head_attention`
     behind the wiring ``(x, c) -> (x, (c, c)) -> ((x, c), c)``. Parameters
@@ -769,10 +727,6 @@ def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.flo
 
 def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
     """The faithful layout to the fast one: head matrices side by side, ``(d, d_k)·h -> (d, d)``.
-
-    Haskell::
-
-        stack_heads :: FaithfulAttentionParams -> AttentionParams
 
     Linear, so it maps parameter deltas the same way.
 
@@ -829,10 +783,6 @@ def _faithful_layout(fp: Any) -> tuple[list[HeadParams], Array]:
 
 def unstack_heads(ap: AttentionParams, n_heads: int) -> FaithfulAttentionParams:
     """The fast layout to the faithful one (the inverse of :func:`stack_heads`).
-
-    Haskell::
-
-        unstack_heads :: AttentionParams -> Int -> FaithfulAttentionParams
 
     Shapes: ``(d, d)`` matrices to ``h`` heads of ``(d, d / h)`` and ``W_O (d, d)``.
 

@@ -140,10 +140,6 @@ def causal_keep(tq: int, tk: int) -> Array:
 def scaled_dot_product_attention(d_k: int, *, causal: bool = False) -> AnyLens:
     """``((Q, K), V) -> softmax(mask(Q Kᵀ / √d_k)) V``, the attention pipeline fused into one lens.
 
-    Haskell::
-
-        scaled_dot_product_attention :: Int -> PreLens A A (A, A, A, A) (A, A, A, A) () () ((A, A), A) ((A, A), A)
-
     Equal to ``chain(attention_scores(d_k) @ id, [causal_mask() @ id,] softmax @ id, weighted_sum())``
     (tested), in one Python call per pass. Shapes: ``Q (..., T_q, d_k)``,
     ``K (..., T_k, d_k)``, ``V (..., T_k, d_v)`` with the same leading axes (batch,

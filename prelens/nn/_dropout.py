@@ -91,10 +91,6 @@ def _is_key(k: Any) -> bool:
 def dropout(rate: float) -> AnyLens:
     """Inverted dropout ``x ↦ x ⊙ mask / (1 − rate)``, its randomness the parameter :class:`DropoutKey`.
 
-    Haskell::
-
-        dropout :: Double -> PreLens A A Mask Mask DropoutKey DropoutKey A A
-
     ``rate`` in ``[0, 1)`` is the probability of dropping an entry. With
     ``DropoutKey(())`` (what ``init`` makes) the lens is the identity; with a
     key (see :func:`with_dropout`) it draws the mask from ``Philox(key)``.
@@ -247,10 +243,6 @@ def _input_error(name: str, what: str, x: Any, like: Array | None = None) -> E.P
 def with_dropout(params: Any, key: int) -> Any:
     """``params`` with dropout on: the ``i``-th :class:`DropoutKey` (in tree order) gets the key ``(key, i)``.
 
-    Haskell::
-
-        with_dropout :: Tree -> Word64 -> Tree
-
     ``key`` is an int in ``[0, 2⁶⁴)``: a trainer draws one per step (from its
     seeded generator), so every step and every site has its own mask. Every
     other leaf is kept (not copied). Parameters without dropout come back equal.
@@ -273,10 +265,6 @@ def with_dropout(params: Any, key: int) -> Any:
 
 def without_dropout(tree: Any) -> Any:
     """``tree`` with every :class:`DropoutKey` reset to ``DropoutKey(())`` (evaluation; no key).
-
-    Haskell::
-
-        without_dropout :: Tree -> Tree
 
     A trainer maps the gradient of a step run :func:`with_dropout` back with it,
     so that it has the structure of the parameters the optimiser holds.

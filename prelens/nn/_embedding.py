@@ -81,10 +81,6 @@ __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "t
 def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 1.0) -> AnyLens:
     """The lookup table ``E``: integer ids ``(..., T)`` -> vectors ``(..., T, d_model)``.
 
-    Haskell (``Ids`` an integer array)::
-
-        token_embedding :: Int -> Int -> PreLens A A Ids Ids A A Ids Ids
-
     Parameters: ``E`` of shape ``(vocab_size, d_model)``, drawn ``N(0, std²)``.
     Residue: the ids. Backward: ``dE[v] = Σ_{positions with id v} da[position]``
     (a scatter-add: repeated ids accumulate); the delta of the integer ids is
@@ -191,10 +187,6 @@ def _check_ids(name: str, ids: Any, vocab: int) -> None:
 def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 0.1) -> AnyLens:
     """A learned position vector added to each token: ``(..., T, d) -> (..., T, d)``, ``x + P[:T]``.
 
-    Haskell::
-
-        positional_embedding :: Int -> Int -> PreLens A A Shape Shape A A A A
-
     Parameters: ``P`` of shape ``(max_len, d_model)``, drawn ``N(0, std²)``.
     Residue: the input's shape ``(..., T, d_model)``. Backward: ``dP[:T] = da`` summed over the leading axes,
     ``dP[T:] = 0``; ``dx = da``. A sequence longer than ``max_len`` is a
@@ -255,10 +247,6 @@ def _check_positions(name: str, x: Any, max_len: int, d: int, dt: np.dtype[Any])
 def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float64) -> Array:
     """The fixed positional table ``(length, d_model)`` of Vaswani et al. (2017).
 
-    Haskell::
-
-        sinusoidal_table :: Int -> Int -> DType -> A
-
     ``PE[t, 2i] = sin(t ω_i)`` and ``PE[t, 2i+1] = cos(t ω_i)`` with
     ``ω_i = 10000^(−2i/d_model)``; computed in float64, then cast.
 
@@ -281,10 +269,6 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
 @constructor
 def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     """The fixed sinusoidal positions added in: ``(..., T, d) -> (..., T, d)``, ``x + PE[:T]``.
-
-    Haskell::
-
-        sinusoidal_encoding :: Int -> Int -> PreLens A A Shape Shape () () A A
 
     Parameter-free; residue: the input's shape (to check the delta); backward ``dx = da``. The table (see
     :func:`sinusoidal_table`) is built once per dtype for ``max_len``

@@ -81,10 +81,6 @@ INIT_SCHEMES = ("glorot", "he", "lecun")
 def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: np.random.Generator) -> Array:
     """A random ``(n_in, n_out)`` weight matrix.
 
-    Haskell::
-
-        init_weight :: String -> Int -> Int -> DType -> Gen -> A
-
     ``"glorot"`` (Glorot & Bengio 2010, for tanh and sigmoid): uniform on
     ``±√(6 / (n_in + n_out))``; ``"he"`` (He et al. 2015, for relu and gelu):
     normal with standard deviation ``√(2 / n_in)``; ``"lecun"``: normal with
@@ -160,7 +156,6 @@ def linear(
     Haskell (``n_out`` copies of the post's ``linearL`` sharing their input)::
 
         linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
-        linear  :: Int -> Int -> PreLens A A (A, W) (A, W) W W A A
 
     Forward ``(W, x) -> ((x, W), x W)``; backward
     ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed over every leading
@@ -256,7 +251,6 @@ def bias(
     Haskell (``n`` copies of the post's ``biasL``)::
 
         biasL :: PreLens D D () () D D D D
-        bias  :: Int -> PreLens A A () () V V A A
 
     Forward ``(b, x) -> ((), x + b)``; backward ``((), da) -> (Σ da, da)``,
     the bias delta summed over every leading axis.
@@ -306,7 +300,6 @@ def dense(
     Haskell: the array form of the post's ``layer``::
 
         layer :: Int -> Int -> TriLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
-        dense :: Int -> Int -> PreLens A A (A, W, A) (A, W, A) DenseParams DenseParams A A
 
     It equals ``chain(linear(n_in, n_out), bias(n_out), activation)`` with
     parameters :class:`DenseParams` ``(W, b)`` and residue ``(x, W, z)``

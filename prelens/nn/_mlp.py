@@ -50,7 +50,6 @@ def mlp(
     Haskell::
 
         makeMlp :: Int -> [Int] -> TriLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
-        mlp     :: Int -> [Int] -> PreLens A A [(A, W, A)] [(A, W, A)] [DenseParams] [DenseParams] A A
 
     Parameters: a list of :class:`DenseParams` (first layer first); residues:
     a list of the layers' ``(x, W, z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``.

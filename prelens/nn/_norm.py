@@ -53,10 +53,6 @@ LayerNormResidue = tuple[Array, Array, Array]
 def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Layer norm over the last axis: ``(..., d) -> (..., d)``, parameters :class:`LayerNormParams`.
 
-    Haskell (residue ``(x̂, r, gain)``)::
-
-        layer_norm :: Int -> PreLens A A (A, A, A) (A, A, A) LayerNormParams LayerNormParams A A
-
     Initialised to ``gain = 1``, ``bias = 0``. Residue ``(x̂, r, gain)`` with
     ``r = 1/√(σ² + ε)`` per row; backward (``ĝ = da ⊙ gain``)::
 

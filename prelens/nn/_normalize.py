@@ -37,10 +37,6 @@ def normalize(
 ) -> PreLens[Array, Array, tuple[int, ...], tuple[int, ...], tuple[()], tuple[()], Array, Any]:
     """Standardise inputs ``(..., n)`` with fixed statistics: ``x ↦ (x − mean) / std``.
 
-    Haskell::
-
-        normalize :: V -> V -> PreLens A A Shape Shape () () A A
-
     ``mean`` and ``std`` are vectors of ``n`` finite numbers (``std > 0``),
     kept in ``dtype``. Parameter-free; residue: the input's shape (to check the
     delta); backward ``ds = da / std``. An output delta of ``None`` (a next

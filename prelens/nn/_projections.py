@@ -67,11 +67,6 @@ def _is_shape(shape: Any, d: int) -> bool:
 def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> AnyLens:
     """``x -> ((Q, K), V)`` (or ``(x, c) -> ((Q, K), V)`` with keys and values from ``c``), heads on an axis.
 
-    Haskell::
-
-        projections :: Int -> Int -> PreLens ((A, A), A) ((A, A), A) ProjectionResidue ProjectionResidue
-                                             (W, W, W) (W, W, W) A A
-
     Parameters ``(W_Q, W_K, W_V)``, each ``(d, d)``; input ``x (..., T, d)``
     (cross: ``(x (..., T, d), c (..., S, d))`` with the same leading axes);
     output ``Q (..., h, T, d/h)``, ``K`` and ``V (..., h, S, d/h)``, views of the

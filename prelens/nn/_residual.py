@@ -42,12 +42,6 @@ __all__ = ["residual", "residual_composed"]
 def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
     """``x -> x + f(x)`` (or ``(x, c) -> x + f(x, c)`` with ``context=True``); params and residue of ``f``.
 
-    Haskell::
-
-        residual :: PreLens a da m dm p dp a da -> PreLens a da m dm p dp a da
-        -- context=True:
-        residual :: PreLens a da m dm p dp (a, c) (da, dc) -> PreLens a da m dm p dp (a, c) (da, dc)
-
     ``f``'s output must have the shape of ``x``. Forward ``(p, x) -> (m, x + a)``
     where ``(m, a) = f.fwd(p, x)``; backward ``(m, da) -> (dp, dx + da)`` where
     ``(dp, dx) = f.bwd(m, da)``: equal to :func:`residual_composed` (tested).
@@ -90,10 +84,6 @@ def residual(f: AnyLens, *, context: bool = False) -> AnyLens:
 def residual_composed(f: AnyLens, *, context: bool = False) -> AnyLens:
     """:func:`residual` as the composition it is: ``copy_l >> (id_pre_lens @ f) >> add_l``, seen
     through the unitors (with ``context=True``: ``(copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l``).
-
-    Haskell::
-
-        residual_composed :: PreLens a da m dm p dp a da -> PreLens a da m dm p dp a da
 
     >>> import numpy as np
     >>> from prelens.core import parameter_free

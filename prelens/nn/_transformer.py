@@ -189,10 +189,6 @@ class EncoderDecoderParams(NamedTuple):
 def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """The feed-forward network as the composition it is: ``chain(dense(d→d_ff), relu, dense(d_ff→d))``.
 
-    Haskell::
-
-        feed_forward_composed :: Int -> Int -> PreLens A A [m] [m] FeedForwardParams FeedForwardParams A A
-
     Shapes ``(..., d_model) -> (..., d_model)``; parameters
     :class:`FeedForwardParams`. The readable twin of :func:`feed_forward`
     (property tests check them equal).
@@ -220,11 +216,6 @@ FeedForwardResidue = tuple[Array, Array, Array, Array, tuple[int, ...]]
 @constructor
 def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Position-wise feed-forward network ``(..., d_model) -> (..., d_model)``: dense ≫ ReLU ≫ dense, fused.
-
-    Haskell::
-
-        feed_forward :: Int -> Int
-                     -> PreLens A A (A, A, W, W, Shape) (A, A, W, W, Shape) FeedForwardParams FeedForwardParams A A
 
     ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
     :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
@@ -363,10 +354,6 @@ def encoder_block(
 ) -> AnyLens:
     """One encoder block ``(B, T, d_model) -> (B, T, d_model)``; parameters :class:`EncoderBlockParams`.
 
-    Haskell::
-
-        encoder_block :: Int -> Int -> Int -> PreLens A A [m] [m] EncoderBlockParams EncoderBlockParams A A
-
     ``d_model``, ``n_heads``, ``d_ff``; ``[m]`` is the chain's list of stage residues.
 
     ``norm="post"`` (the paper)::
@@ -450,11 +437,6 @@ def decoder_block(
     dropout: float = 0.0,
 ) -> AnyLens:
     """One decoder block ``(y (B, T, d), memory (B, S, d)) -> (y' (B, T, d), memory)``.
-
-    Haskell::
-
-        decoder_block :: Int -> Int -> Int
-                      -> PreLens (A, A) (A, A) [m] [m] DecoderBlockParams DecoderBlockParams (A, A) (A, A)
 
     Causal self-attention on ``y``, cross-attention from ``y`` to ``memory``
     (the encoder's output), feed-forward; each a residual sub-layer with its
@@ -568,10 +550,6 @@ def decoder_lm(
 ) -> AnyLens:
     """A decoder-only language model: token ids ``(B, T)`` -> next-token logits ``(B, T, vocab)``.
 
-    Haskell::
-
-        decoder_lm :: Int -> Int -> Int -> Int -> Int -> Int -> PreLens A A [m] [m] LMParams LMParams Ids Ids
-
     ``vocab_size``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``. Built as::
 
         chain(token_embedding(vocab, d), positional_embedding(max_len, d),   # or sinusoidal_encoding
@@ -644,11 +622,6 @@ def encoder_decoder(
     dropout: float = 0.0,
 ) -> AnyLens:
     """The encoder-decoder transformer: ``(source ids (B, S), target ids (B, T)) -> logits (B, T, target_vocab)``.
-
-    Haskell::
-
-        encoder_decoder :: Int -> Int -> Int -> Int -> Int -> Int -> Int
-                        -> PreLens A A [m] [m] EncoderDecoderParams EncoderDecoderParams (Ids, Ids) (Ids, Ids)
 
     ``source_vocab``, ``target_vocab``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``.
     Built as::
@@ -745,10 +718,6 @@ CrossEntropyResidue = tuple[Array, Array, Array, Any]
 @constructor
 def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     """Softmax cross-entropy of next-token logits, averaged over the positions that count.
-
-    Haskell::
-
-        token_cross_entropy :: Int -> PreLens D D CrossEntropyResidue CrossEntropyResidue Ids Ids A A
 
     Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
     post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
@@ -921,10 +890,6 @@ def generate(
     rng: np.random.Generator | int | None = None,
 ) -> Array:
     """Extend ``prompt (B, T0)`` by ``steps`` tokens with a language model ``ids -> logits``.
-
-    Haskell::
-
-        generate :: PreLens A da m dm p dp Ids ds -> p -> Ids -> Int -> Maybe Int -> D -> Gen -> Ids
 
     ``lm``, ``params``, ``prompt``, ``steps``, then ``max_len``, ``temperature``, ``rng``.
 

@@ -109,10 +109,6 @@ def params_misfit(expected: Any, got: Any) -> str | None:
 def rematerialize(lens: AnyLens) -> AnyLens:
     """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd``.
 
-    Haskell::
-
-        rematerialize :: PreLens a da m dm p dp s ds -> PreLens a da (p, s) dm p dp s ds
-
     Gradient checkpointing: the residue of a deep model can be much larger
     than its parameters and input; this trades one more forward pass for
     that memory. Same outputs, same ``(dp, ds)``. It also makes two lenses
@@ -209,10 +205,6 @@ def _unique(found: Probes, key: str) -> str:
 
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     """The attention matrices of every attention lens in ``model``, read from a residue.
-
-    Haskell::
-
-        attention_weights :: PreLens A da m dm p dp s ds -> m -> Map String A   -- A: (B, H, T_q, T_k)
 
     ``residue`` is what ``model.fwd(p, s)`` returned as its residue (or what
     :func:`prelens.vjp` closed over); nothing is recomputed. Keys name the

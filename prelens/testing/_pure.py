@@ -32,6 +32,9 @@ class AliasWarning(UserWarning):
     apart from the laws and the derivative. Make it an error with
     ``warnings.simplefilter("error", AliasWarning)`` or pytest's
     ``filterwarnings = ["error::prelens.testing.AliasWarning"]`` (as prelens's own tests do).
+
+    >>> issubclass(AliasWarning, UserWarning)
+    True
     """
 
 
