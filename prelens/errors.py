@@ -243,7 +243,7 @@ def with_params_path(err: PrelensError, lens: str, found: str) -> PrelensError:
 
 
 def tree_mismatch(what: str, found: str) -> StructureError:
-    """``found`` is an :func:`at_path` fragment from :func:`prelens.structure_mismatch`."""
+    """``found`` is an :func:`at_path` fragment from :func:`prelens.core.structure_mismatch`."""
     return StructureError(f"{what}: {found}")
 
 

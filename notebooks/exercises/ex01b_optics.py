@@ -8,7 +8,7 @@ import numpy as np
 
 from prelens import PreLens, backward, forward
 from prelens.core import tree_allclose
-from prelens.nn import Para, neuron_l
+from prelens.faithful import Para, neuron_l
 
 from ._kit import NotAnswered, Wrong, answered, call, exercise, expect
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from prelens import PreLens, TriLens, first, forward, from_tamb, id_pre_lens, to_tamb
 from prelens.core import tree_allclose
-from prelens.nn import Para, bias_l, neuron_l, neuron_t
+from prelens.faithful import Para, bias_l, neuron_l, neuron_t
 from prelens.testing import check_lens_equal
 
 from ._kit import NotAnswered, answered, call, exercise, expect

@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 
 from prelens.core import tree_allclose, tree_leaves
-from prelens.nn import TOY_XS, TOY_YS, DenseParams, Para, dense_to_paras, init_mlp, make_mlp, mlp, train_step
+from prelens.datasets import TOY_XS, TOY_YS
+from prelens.faithful import Para, dense_to_paras, init_mlp, make_mlp, train_step
+from prelens.nn import DenseParams, mlp
 
 from ._kit import Wrong, call, exercise, expect
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from prelens import PreLens, chain, copy_l, id_pre_lens
-from prelens.nn import attention_scores, causal_mask, linear, sinusoidal_table, softmax, weighted_sum
+from prelens import PreLens, chain, copy_l, forward, id_pre_lens
+from prelens.nn import linear, sinusoidal_encoding, softmax
+from prelens.nn.composed import attention_scores, causal_mask, weighted_sum
 from prelens.testing import check_vjp
 
 from ._kit import answered, call, exercise, expect
@@ -42,10 +43,10 @@ def scores_l(fn: Any) -> str:
 
 @exercise("4.2", "the sinusoidal table", answer="function")
 def sinusoidal(fn: Any) -> str:
-    """``sinusoidal(T, d)`` equals ``sinusoidal_table(T, d)``."""
+    """``sinusoidal(T, d)`` equals the table ``sinusoidal_encoding(d, T)`` adds to its input."""
     for t, d in [(5, 4), (64, 32), (1, 2), (10, 16)]:
         got = np.asarray(call(fn, t, d))
-        want = sinusoidal_table(t, d)
+        want = forward(sinusoidal_encoding(d, t), (), np.zeros((t, d)))
         expect(got.shape == want.shape, f"sinusoidal({t}, {d}) should have shape {want.shape}, got {got.shape}")
         if not np.allclose(got, want, atol=1e-9):
             r, c = np.argwhere(~np.isclose(got, want, atol=1e-9))[0]

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from prelens import PreLens
-from prelens.nn import Para, linear, neuron_l, tanh
+from prelens.faithful import Para, neuron_l
+from prelens.nn import linear, tanh
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp
 
 from ._kit import answered, call, exercise, expect

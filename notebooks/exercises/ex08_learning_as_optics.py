@@ -9,9 +9,8 @@ import numpy as np
 from prelens import PreLens, vjp
 from prelens.core import tree_allclose
 from prelens.datasets import load_iris
-from prelens.learn import gradient_descent, learner, learner_step, learning_rate
+from prelens.learn import adam, learner, learner_step, learning_rate, sgd
 from prelens.nn import linear, mlp, mse, softmax_cross_entropy
-from prelens.optim import adam
 from prelens.train import History, accuracy, fit
 
 from ._kit import NotAnswered, Wrong, answered, call, exercise, expect
@@ -39,7 +38,7 @@ def my_rate(fn: Any) -> str:
             + (": with +α every step climbs the loss" if np.isclose(float(delta), alpha) else ""),
         )
         model, w, batch = _regression()
-        mine, ref = (learner(model, mse, gradient_descent(1.0), rate=r) for r in (lens, learning_rate(alpha)))
+        mine, ref = (learner(model, mse, sgd(1.0).lens, rate=r) for r in (lens, learning_rate(alpha)))
         p_mine = p_ref = w
         for _ in range(5):
             p_mine, _, _ = learner_step(mine, p_mine, (), batch)

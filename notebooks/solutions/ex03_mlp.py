@@ -8,7 +8,8 @@ import numpy as np
 
 from prelens import batch_n, from_tamb, vjp
 from prelens.core import tree_add, tree_scale
-from prelens.nn import DenseParams, Para, loss_l
+from prelens.faithful import Para, loss_l
+from prelens.nn import DenseParams
 
 
 # 3.1 the post's step: batch, cap with the loss, one vjp, da = 1, step against the gradient

@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 
 from prelens import PreLens, assoc, dimap_p, unassoc
-from prelens.nn import Para, neuron_l
+from prelens.faithful import Para, neuron_l
 
 
 # 5.1 a = log(1 + exp(w s)); with σ = d/dx log(1 + eˣ): ∂a/∂w = σ(w s) s, ∂a/∂s = σ(w s) w

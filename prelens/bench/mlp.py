@@ -5,7 +5,7 @@ squared error, from the same initial weights, on the same batch:
 
 * **lens**: ``mlp(..., input_delta=False) >> mse``, one :func:`~prelens.vjp`
   (forward), the pullback seeded with ``da = 1`` (backward), and
-  :func:`prelens.optim.sgd`'s pure update (fresh parameter arrays every step);
+  :func:`prelens.learn.sgd`'s pure update (fresh parameter arrays every step);
 * **numpy**: :func:`numpy_mlp_grads` (forward and backward written out by hand,
   as a competent person would) and an in-place ``w -= lr * dw`` update
   (:func:`numpy_mlp_step`).
@@ -123,7 +123,7 @@ class MlpResult:
     numpy_step: float
     lens_grad: float  #: forward + backward only
     numpy_grad: float
-    lens_update: float  #: the SGD update only (``prelens.optim.sgd`` / ``w -= lr * dw``)
+    lens_update: float  #: the SGD update only (``prelens.learn.sgd`` / ``w -= lr * dw``)
     numpy_update: float
     lens_faults: float
     numpy_faults: float

@@ -11,7 +11,7 @@ the same batch, in float64 and float32:
   sequence 32, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16).
 
 A *step* is forward, backward and a plain SGD update, each side in its own
-idiom: prelens with :func:`~prelens.vjp` and :func:`prelens.optim.sgd` (fresh
+idiom: prelens with :func:`~prelens.vjp` and :func:`prelens.learn.sgd` (fresh
 parameter arrays every step); numpy by hand (:func:`~prelens.bench.numpy_mlp_grads`,
 :class:`~prelens.bench.HandLM`) updating in place; PyTorch with ``torch.nn``
 modules, ``loss.backward()`` and ``torch.optim.SGD``; JAX with

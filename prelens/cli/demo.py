@@ -6,7 +6,7 @@
 2. The same kind of network at Iris size (``make_mlp(4, [16, 3])``: 4 inputs, 16
    hidden neurons, 3 outputs) trained the post's way, each mini-batch through
    ``from_tamb(batch_n(n, mlp))``, with the cost of one pass read off the TriLens itself
-   (:class:`~prelens.Cost`).
+   (:class:`~prelens.tambara.Cost`).
 3. A fast MLP (``mlp(4, [16, 3])``, whole-array lenses) trained with Adam on a
    seeded 80/20 split of Fisher's Iris data, then 5-fold cross-validated
    (every flower held out once), which measures held-out accuracy with far

@@ -3,7 +3,7 @@
 The table needs one example input: its shape and dtype come from the model
 file's metadata (prelens train writes them), or from --input-shape (the full
 shape, batch axis first, e.g. 1,4). --diagram PATH also draws the model's
-string diagram (prelens.diagram.draw) into an image file (.png, .svg or .pdf;
+string diagram (prelens.show.draw) into an image file (.png, .svg or .pdf;
 needs matplotlib, which the "plot" extra installs).
 
 Examples:

@@ -13,7 +13,7 @@ as a TriLens built from those with :func:`~prelens.to_tamb` and
 builds ``neuronT``. Property tests check each pair equal.
 
 One deliberate deviation from the original code: a layer fans its input out
-with :func:`~prelens.branch_t`, whose backward pass *sums* the deltas of the
+with :func:`~prelens.faithful.branch_t`, whose backward pass *sums* the deltas of the
 ``n`` copies. The original concatenates them (``mconcat``), which silently
 drops the gradient through every neuron but the first of the next layer.
 See ``docs/faithful.md``.
@@ -540,8 +540,8 @@ def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, i
 
 # ------------------------------------------------------- rules for Shapes and Cost
 #
-# What each of the blog's boxes makes and costs, read without running it (prelens.Shapes,
-# prelens.Cost). Each rule checks the shapes it is given, as the lens checks its values.
+# What each of the blog's boxes makes and costs, read without running it (prelens.tambara.Shapes,
+# prelens.tambara.Cost). Each rule checks the shapes it is given, as the lens checks its values.
 
 
 def _shaped(lens: str, what: str, x: Any, shape: tuple[int, ...]) -> Any:

@@ -13,7 +13,7 @@ over the batch. No lens sees the learning rate: it enters in the update only.
 
 This is the post's route: the whole batched network is one TriLens, made a pre-lens once
 by ``from_tamb``. ``from_tamb`` runs the TriLens in the free Trimbara module
-(:class:`~prelens.Program`), so the batch and every layer are loops over one sub-program
+(:class:`~prelens.tambara.Program`), so the batch and every layer are loops over one sub-program
 each, at any size and at Python's default recursion limit. It equals the pre-lens route
 ``batch_n(n, from_tamb(mlp))`` (the law kit's ``check_combinators`` checks this, and the
 tests check it on the MLP), which is what a pre-lens ``mlp`` is batched with.

@@ -19,7 +19,7 @@ a leftover is removed only when no process with its pid is alive *and* no one
 holds its lock, so a live writer's file is never touched (on systems without
 ``flock``, such as Windows, leftovers are not removed).
 
-:func:`load_checkpoint` raises :class:`prelens.CheckpointError` for a missing, truncated,
+:func:`load_checkpoint` raises :class:`prelens.errors.CheckpointError` for a missing, truncated,
 corrupt or hostile file, and, given ``like=`` (a tree of the model's
 parameters), for a file that belongs to another model, naming the tree path of
 the first difference in structure, shape or dtype. It trusts no size in the
@@ -187,7 +187,7 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     copied to the host and stored as the numpy arrays of the same dtype and
     values; a value being traced by ``jax.jit`` cannot be stored.
 
-    Raises :class:`prelens.CheckpointError` for anything else (naming the
+    Raises :class:`prelens.errors.CheckpointError` for anything else (naming the
     path in the tree), for trees or metadata nested more than 100 levels
     deep, and when writing fails; either way the file that was at ``path``
     stays as it was. A Ctrl-C during the write is acted on when the file is
@@ -431,11 +431,11 @@ def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend:
     library (their shapes and dtype names are compared).
 
     ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or
-    a namespace: see :func:`prelens.to_backend`) is the library the arrays
+    a namespace: see :func:`prelens.backend.to_backend`) is the library the arrays
     are returned in, with the dtypes and values saved; numbers, numpy scalars
     and strings stay as they are.
 
-    Raises :class:`prelens.CheckpointError` when the file is missing,
+    Raises :class:`prelens.errors.CheckpointError` when the file is missing,
     truncated, corrupt or inconsistent (sizes that disagree, nesting deeper
     than 100 levels, more data than 16 times the file's size without
     ``like``), or does not fit ``like`` (naming the tree path).

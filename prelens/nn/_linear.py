@@ -17,7 +17,7 @@ parameters.
 >>> layer = dense(3, 2, tanh)
 >>> layer
 dense(3→2, tanh)
->>> from prelens import tree_shapes
+>>> from prelens.core import tree_shapes
 >>> tree_shapes(layer.init(0))
 DenseParams(weight='f64[3,2]', bias='f64[2]')
 >>> m, y = layer.fwd(layer.init(0), np.ones((5, 3)))

@@ -2,13 +2,13 @@
 
 The array twin of the post's ``makeMlp``. With the default arguments it is the
 post's network (``tanh`` on every layer) and equals the faithful
-:func:`~prelens.nn.make_mlp` on the same weights (see :mod:`prelens.nn._convert`).
+:func:`~prelens.faithful.make_mlp` on the same weights (see :mod:`prelens.nn._convert`).
 
 >>> import numpy as np
 >>> net = mlp(784, [256, 128, 10])
 >>> net
 mlp(784→256→128→10, tanh)
->>> from prelens import tree_shapes
+>>> from prelens.core import tree_shapes
 >>> [p.weight for p in tree_shapes(net.init(0))]
 ['f64[784,256]', 'f64[256,128]', 'f64[128,10]']
 """
@@ -63,7 +63,7 @@ def mlp(
 
     Like every fast lens it runs on the arrays of any array-API library (numpy,
     PyTorch, JAX, also under ``jax.jit``): move the parameters and the input
-    there (:func:`~prelens.to_backend`) and every residue and delta stays there.
+    there (:func:`~prelens.backend.to_backend`) and every residue and delta stays there.
 
     >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
     >>> clf

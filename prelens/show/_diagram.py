@@ -458,12 +458,12 @@ def draw(
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> from prelens.testing import linear_vec, tanh_vec
-    >>> ax = draw(linear_vec(3, 2) >> tanh_vec, (3,))
+    >>> from prelens.nn import linear, tanh
+    >>> ax = draw(linear(3, 2) >> tanh, (3,))
     >>> len(ax.patches)  # two boxes in each pass, and one residue wire for each stage
     6
     >>> sorted(t.get_text() for t in ax.texts if t.get_text().startswith(("p:", "dp:")))
-    ['dp: f64[2,3]', 'p: f64[2,3]']
+    ['dp: f64[3,2]', 'p: f64[3,2]']
     """
     import matplotlib.pyplot as plt
 

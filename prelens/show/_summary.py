@@ -31,9 +31,9 @@ Shape = tuple[int, ...]
 class Stage:
     """One row of a summary: a lens at some depth of the composition tree.
 
-    >>> from prelens.testing import linear_vec, tanh_vec
-    >>> summary(linear_vec(3, 2) >> tanh_vec, (3,)).stages[1]
-    Stage(depth=1, name='linear_vec(3→2)', op='', output='f64[2]', params='f64[2,3]', count=6,
+    >>> from prelens.nn import linear, tanh
+    >>> summary(linear(3, 2) >> tanh, (3,)).stages[1]
+    Stage(depth=1, name='linear(3→2)', op='', output='f64[2]', params='f64[3,2]', count=6,
           has_params=True, has_residue=True, opened=False)
     """
 
@@ -55,7 +55,7 @@ _OP_WORDS = {">>": "sequential >>", "@": "parallel @", "chain": "chain"}
 
 
 def register_opening(lens: AnyLens, p_to: Callable[[Any], Any]) -> AnyLens:
-    """Let :func:`summary` and :func:`~prelens.diagram.draw` open ``lens`` up; returns ``lens``.
+    """Let :func:`summary` and :func:`~prelens.show.draw` open ``lens`` up; returns ``lens``.
 
     ``lens`` must run its one part ``lens.parts[0]`` on the parameters
     ``p_to(p)`` (as :meth:`~prelens.PreLens.dimap_p` builds it).
@@ -68,10 +68,10 @@ def register_opening(lens: AnyLens, p_to: Callable[[Any], Any]) -> AnyLens:
 class Summary:
     """The rows of :func:`summary`; its ``str`` (and ``repr``) is the table.
 
-    >>> from prelens.testing import linear_vec, tanh_vec
-    >>> s = summary(linear_vec(3, 2) >> tanh_vec, (3,))
+    >>> from prelens.nn import linear, tanh
+    >>> s = summary(linear(3, 2) >> tanh, (3,))
     >>> s.total_params, [st.name for st in s.stages]
-    (6, ['linear_vec(3→2) >> tanh_vec', 'linear_vec(3→2)', 'tanh_vec'])
+    (6, ['linear(3→2) >> tanh', 'linear(3→2)', 'tanh'])
     """
 
     lens: str
@@ -120,10 +120,10 @@ def walk(lens: AnyLens, params: Any, s: Any, depth: int | None = None) -> list[S
 
     Composites deeper than ``depth`` (``None``: no limit) are shown as one stage.
 
-    >>> from prelens.testing import linear_vec, tanh_vec
-    >>> l = linear_vec(3, 2) >> tanh_vec
+    >>> from prelens.nn import linear, tanh
+    >>> l = linear(3, 2) >> tanh
     >>> [(st.depth, st.name, st.output) for st in walk(l, l.init(0), np.ones(3))]
-    [(0, 'linear_vec(3→2) >> tanh_vec', 'f64[2]'), (1, 'linear_vec(3→2)', 'f64[2]'), (1, 'tanh_vec', 'f64[2]')]
+    [(0, 'linear(3→2) >> tanh', 'f64[2]'), (1, 'linear(3→2)', 'f64[2]'), (1, 'tanh', 'f64[2]')]
     """
     rows: list[Stage] = []
     _walk(lens, params, s, 0, rows, depth)
@@ -208,15 +208,15 @@ def summary(
     deeper than ``depth`` are shown as one stage (``None``: open everything).
     Display the result (or ``print`` it) to see the table.
 
-    >>> from prelens.testing import linear_vec, tanh_vec
-    >>> print(summary(linear_vec(3, 2) >> tanh_vec, (3,)))
-    linear_vec(3→2) >> tanh_vec
+    >>> from prelens.nn import linear, tanh
+    >>> print(summary(linear(3, 2) >> tanh, (3,)))
+    linear(3→2) >> tanh
     input: f64[3]
-    stage              output  parameters  count
-    --------------------------------------------
-    sequential >>      f64[2]                  6
-      linear_vec(3→2)  f64[2]  f64[2,3]        6
-      tanh_vec         f64[2]                  0
+    stage          output  parameters  count
+    ----------------------------------------
+    sequential >>  f64[2]                  6
+      linear(3→2)  f64[2]  f64[3,2]        6
+      tanh         f64[2]                  0
     total parameters: 6
     """
     s, p = example_run("summary", lens, input_shape, params, rng, dtype, depth)

@@ -1,7 +1,7 @@
 """Two more readings of a TriLens: its shapes, and its cost.
 
 A TriLens is ``forall t. Trimbara t => …``, so it can be run in any Trimbara module, and each
-module reads it differently. ``PreLens`` runs it. The free module :class:`~prelens.Program`
+module reads it differently. ``PreLens`` runs it. The free module :class:`~prelens.tambara.Program`
 writes its steps down. The two modules here are programs read *abstractly*: the plumbing (the
 dimaps, ``alpha``, ``beta``) runs as it is, on placeholder arrays that cost no memory (one zero
 broadcast to a shape), and each lens's own box — the ``fwd``/``bwd`` pair that ``to_tamb``
@@ -180,7 +180,7 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 class Shapes(Program):
     """The Trimbara module of shapes: a TriLens run on it reads as the shapes and dtypes it makes.
 
-    Haskell: ``instance Trimbara Shapes`` (a :class:`~prelens.Program` read abstractly).
+    Haskell: ``instance Trimbara Shapes`` (a :class:`~prelens.tambara.Program` read abstractly).
     :meth:`of` runs a TriLens on it and reads the shapes for given parameters and input
     (real values or :func:`placeholder` ones: only their shapes matter).
 
@@ -273,7 +273,7 @@ def _num(x: int | None) -> str:
 class Cost(Program):
     """The Trimbara module of costs: a TriLens run on it reads as the arithmetic and memory of backprop.
 
-    Haskell: ``instance Trimbara Cost`` (a :class:`~prelens.Program` read abstractly).
+    Haskell: ``instance Trimbara Cost`` (a :class:`~prelens.tambara.Program` read abstractly).
     :meth:`of` gives a :class:`CostTable`: per kind of box, how often it ran, the
     multiply-adds of its forward and backward passes, and the bytes of residue it held.
 

@@ -120,7 +120,7 @@ def first_change(before: Any, after: Any) -> str | None:
 
 
 def _mismatch_path(found: str) -> str:
-    """The path in a :func:`~prelens.structure_mismatch` message ``at <path>: expected …``."""
+    """The path in a :func:`~prelens.core.structure_mismatch` message ``at <path>: expected …``."""
     path = found[len("at ") : found.index(": expected")] if found.startswith("at ") else ""
     return "" if path == "<root>" else path
 

@@ -4,7 +4,7 @@
   loss taking the ground truth as its parameter (as the post's ``lossL``).
 * :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`,
   and no lost work (non-finite values, Ctrl-C, checkpoints); either form of
-  optimiser (:mod:`prelens.optim` or the lenses of :mod:`prelens.learn`), an L2
+  optimiser (one of :mod:`prelens.learn`, ``adam(0.01)``, or its lens ``adam(0.01).lens``), an L2
   ``penalty``, dropout, metrics on the training and validation data, callbacks
   (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`),
   and exact resuming from a checkpoint.
@@ -19,7 +19,7 @@
 >>> import numpy as np
 >>> from prelens.nn import mlp, softmax_cross_entropy
 >>> from prelens.datasets import load_iris
->>> from prelens.optim import adam
+>>> from prelens.learn import adam
 >>> iris = load_iris(rng=1, standardize_features=True)
 >>> model = mlp(4, [16, 3], last_activation=None)
 >>> params, _, history = fit(model, softmax_cross_entropy, (iris.x_train, iris.y_train),

@@ -180,12 +180,12 @@ class CheckpointBest(_Monitor):
 class LearningRateLogger:
     """Record the step size of ``optimizer``'s last update of each epoch as the history's ``"lr"``.
 
-    ``optimizer`` is the one given to ``fit`` (a :mod:`prelens.optim` optimiser,
-    ``clip_by_global_norm`` of one, or an optimiser lens of :mod:`prelens.learn`).
+    ``optimizer`` is the one given to ``fit`` (an optimiser of :mod:`prelens.learn`,
+    ``clip_by_global_norm`` of one, or an optimiser lens, ``opt.lens``).
     Under a schedule the value is the schedule's at the last step taken (its
     state's ``step`` minus one); otherwise the constant ``lr``.
 
-    >>> from prelens.optim import adamw, warmup_cosine, ScheduledState
+    >>> from prelens.learn import ScheduledState, adamw, warmup_cosine
     >>> log = LearningRateLogger(adamw(warmup_cosine(0.1, warmup=2, total=10)))
     >>> h = History(loss=[1.0])
     >>> log.on_epoch_end(1, h, None, ScheduledState(2, ()))

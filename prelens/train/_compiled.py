@@ -38,7 +38,7 @@ class CompiledStep:
     Made by :func:`compile_step`.
 
     >>> from prelens.nn import linear, mse
-    >>> from prelens.optim import sgd
+    >>> from prelens.learn import sgd
     >>> compile_step(linear(3, 1), mse, sgd(0.1))
     compile_step(linear(3→1) >> mse)
     """
@@ -131,8 +131,8 @@ def compile_step(
 ) -> CompiledStep:
     """One training step of ``model >> loss`` and ``optimizer``, compiled by JAX into one program.
 
-    ``optimizer`` is a :mod:`prelens.optim` optimiser or an optimiser lens of
-    :mod:`prelens.learn`; ``penalty`` an L2 term as in :func:`~prelens.train.fit`.
+    ``optimizer`` is an optimiser of :mod:`prelens.learn` or its lens
+    (``opt.lens``); ``penalty`` an L2 term as in :func:`~prelens.train.fit`.
     The step is traced on its first call (and again if the shapes change):
     every lens checks its inputs then, in Python, and the compiled program
     only computes. ``mesh``: a :class:`jax.sharding.Mesh` to train data-parallel
@@ -144,7 +144,7 @@ def compile_step(
 
     >>> import numpy as np
     >>> from prelens.nn import mlp, mse
-    >>> from prelens.optim import sgd
+    >>> from prelens.learn import sgd
     >>> model = mlp(2, [4, 1])
     >>> step = compile_step(model, mse, sgd(0.1))
     >>> params = model.init(0)

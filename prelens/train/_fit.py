@@ -100,8 +100,8 @@ def fit(
     cast to the parameters' dtype once, before training; integer data (token
     ids, labels) is left as it is, and data holding NaN or infinity is refused.
 
-    ``optimizer``: a :mod:`prelens.optim` optimiser, or an optimiser lens of
-    :mod:`prelens.learn` (the state is then the lens's); each batch is one
+    ``optimizer``: an optimiser of :mod:`prelens.learn`, or its lens
+    ``opt.lens`` (the state is then the lens's); each batch is one
     :func:`step` (with ``penalty``). ``penalty``: a
     lens on the loss wire tied to the model's parameters, such as
     ``prelens.learn.l2(1e-4)``, added to the loss that is minimised (and to
@@ -132,7 +132,7 @@ def fit(
     as the uninterrupted run. A run that a callback stopped stays stopped.
 
     ``backend``: train on another array library (``"jax"``, ``"torch"``,
-    ``"array_api_strict"``, see :func:`~prelens.to_backend`): the parameters,
+    ``"array_api_strict"``, see :func:`~prelens.backend.to_backend`): the parameters,
     optimiser state and data are moved there once, before the first step, and
     the result stays there. On ``"jax"`` each step is one compiled XLA program
     (:func:`compile_step`); ``mesh`` (a :class:`jax.sharding.Mesh`) trains
@@ -155,7 +155,7 @@ def fit(
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
-    >>> from prelens.optim import sgd
+    >>> from prelens.learn import sgd
     >>> xs = np.random.default_rng(0).standard_normal((32, 2))
     >>> ys = xs @ np.array([[2.0], [-1.0]])
     >>> params, _, history = fit(linear(2, 1), mse, (xs, ys), 20, 8, sgd(0.1), rng=0, progress=False)

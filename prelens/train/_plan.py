@@ -57,7 +57,7 @@ class Args(NamedTuple):
     epochs: int
     batch_size: int
     optimizer: Any
-    lens_form: bool  # an optimiser lens of prelens.learn, not a prelens.optim optimiser
+    lens_form: bool  # an optimiser lens (opt.lens), not the optimiser object
     gen: np.random.Generator
     params: Tree
     opt_state: Any

@@ -108,7 +108,7 @@ def read_checkpoint(
     file's own structure is taken); its arrays may be of any library (shapes and
     dtype names are compared). The parameters and optimiser states come back as
     ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
-    :class:`~prelens.CheckpointError` for a file that is not a checkpoint of
+    :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of
     ``fit``, is damaged, or belongs to another model.
     """
     from prelens.backend._arrays import resolve_backend

@@ -89,16 +89,16 @@ def step(
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
 
-    ``optimizer``: a :mod:`prelens.optim` optimiser (``state`` from its
-    ``init``), or an optimiser lens of :mod:`prelens.learn` (``state`` from its
-    ``init_state``; the step is one pullback of ``learner(model, loss,
+    ``optimizer``: an optimiser of :mod:`prelens.learn` (``state`` from its
+    ``init``), or its lens ``opt.lens`` (``state`` from
+    :func:`prelens.learn.init_state`; the step is one pullback of ``learner(model, loss,
     optimizer)``). ``loss_value`` is the loss at ``params`` (before the update).
     Pure: the arguments are not modified. ``key``: dropout on for this step
     (see :func:`value_and_grad`). ``fit`` takes this very step for each batch.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
-    >>> from prelens.optim import sgd
+    >>> from prelens.learn import sgd
     >>> model = linear(2, 1)
     >>> opt = sgd(0.1)
     >>> params = model.init(0)
@@ -157,7 +157,7 @@ def optimizer_form(fn: str, optimizer: Any) -> bool:
 
     Anything else is an error naming ``fn``.
 
-    >>> from prelens.optim import sgd
+    >>> from prelens.learn import sgd
     >>> optimizer_form("fit", sgd(0.1))
     False
     """
