@@ -107,9 +107,7 @@ def test_fit_with_a_lens_is_learner_step_over_the_shuffled_batches():
 
 
 def test_an_optimiser_lens_that_is_not_one_is_refused():
-    with pytest.raises(
-        StructureError, match=r"^fit: optimizer must be a prelens\.optim optimiser or an optimiser lens"
-    ):
+    with pytest.raises(StructureError, match=r"^fit: optimizer must be an optimiser of prelens\.learn or its lens"):
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, learn.learning_rate(0.1), progress=False)
 
 

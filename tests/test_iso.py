@@ -10,8 +10,8 @@ PAIRS = [
     (pl.runit, pl.unrunit, ("a", ())),
     (pl.assoc, pl.unassoc, (("a", "b"), "c")),
     (pl.sym, pl.sym, ("a", "b")),
-    (pl.skip_right, pl.skip_right, ("x", ("b", "c"))),
-    (pl.skip_left, pl.skip_left, (("a", "b"), "x")),
+    (pl.core.skip_right, pl.core.skip_right, ("x", ("b", "c"))),
+    (pl.core.skip_left, pl.core.skip_left, (("a", "b"), "x")),
 ]
 
 

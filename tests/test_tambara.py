@@ -8,7 +8,6 @@ from prelens import (
     StructureError,
     TriLens,
     Trimbara,
-    TriProfunctor,
     batch_n,
     branch,
     forward,
@@ -21,6 +20,7 @@ from prelens import (
     vjp,
 )
 from prelens.faithful._branch import branch_t
+from prelens.tambara import TriProfunctor
 from tests.test_lens import f, g, tagged
 
 

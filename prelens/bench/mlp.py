@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -297,7 +297,7 @@ def time_mlp_step(case: MlpCase, *, repeats: int = 30, inner: int | None = None,
     def lens_grads(params: list[DenseParams]) -> list[DenseParams]:
         _, pullback = vjp(train, (y, params), x)
         (_, grads), _ = pullback(1.0)  # (d target, d params), d input (None: the input is data)
-        return grads  # the residues go with the pullback: not alive during the update
+        return cast(list[DenseParams], grads)  # the residues go with the pullback: not alive during the update
 
     def lens_step() -> None:
         grads = lens_grads(state[0])

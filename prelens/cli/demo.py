@@ -128,7 +128,7 @@ def _iris_faithful(args: argparse.Namespace, out: TextIO) -> None:
     )
     print(
         f"   one flower costs {fwd} multiply-adds forward, {bwd} backward, and holds {cost.residue_bytes} bytes "
-        "of residue between them (prelens.Cost)",
+        "of residue between them (prelens.tambara.Cost)",
         file=out,
     )
 

@@ -165,7 +165,7 @@ def optimizer(fn: str, value: Any) -> Any:
     ):
         return value
     raise E.must_be(
-        fn, "optimizer", "an optimiser (with init and update), e.g. prelens.optim.sgd(0.1)", E.describe(value)
+        fn, "optimizer", "an optimiser (with init and update), e.g. prelens.learn.sgd(0.1)", E.describe(value)
     )
 
 

@@ -127,7 +127,8 @@ def _first_misfit(pattern: Any, x: Any, path: str) -> tuple[str, str, str, type[
             same_node = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
         if not same_node or len(x) != len(pattern):
             return path, _node(pattern), E.describe_tree(x), E.StructureError
-        segments = [f".{f}" for f in pattern._fields] if named else [f"[{i}]" for i in range(len(pattern))]
+        fields = getattr(pattern, "_fields", ()) if named else ()
+        segments = [f".{f}" for f in fields] if named else [f"[{i}]" for i in range(len(pattern))]
         for seg, p, v in zip(segments, pattern, x):
             found = _first_misfit(p, v, path + seg)
             if found is not None:

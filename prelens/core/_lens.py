@@ -273,7 +273,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 
         return self._wrapped("beta", fwd_, bwd_, None)
 
-    def _wrapped(self, op: str, fwd: Callable[..., Any], bwd: Callable[..., Any], init: Any) -> Any:
+    def _wrapped(self, op: str, fwd: Callable[..., Any], bwd: Callable[..., Any], init: Any) -> AnyLens:
         """This lens seen through a structure map: a one-part composite named ``op(self)``.
 
         A view adds no check of its own (its part checks itself; its pairs are matched):

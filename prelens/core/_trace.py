@@ -29,7 +29,7 @@ from typing import Any
 
 from prelens import errors as E
 from prelens.core._check import misfit, recording
-from prelens.core._lens import DA, DP, DS, A, AnyLens, P, PreLens, S
+from prelens.core._lens import AnyLens, PreLens
 
 
 @functools.singledispatch
@@ -142,7 +142,7 @@ def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
     return pullback
 
 
-def forward(lens: Any, p: P, s: S) -> A:
+def forward(lens: Any, p: Any, s: Any) -> Any:
     """The output of the forward pass, residue dropped (Haskell: ``fwd'``).
 
     Haskell::
@@ -155,11 +155,11 @@ def forward(lens: Any, p: P, s: S) -> A:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    out: A = _run_fwd(as_pre_lens(lens, "forward"), p, s, record=False)[1]
+    out: Any = _run_fwd(as_pre_lens(lens, "forward"), p, s, record=False)[1]
     return out
 
 
-def backward(lens: Any, p: P, s: S, da: DA) -> tuple[DP, DS]:
+def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
     """``(dp, ds)`` for an output delta, re-running the forward pass (Haskell: ``bwd'``).
 
     Haskell::
@@ -174,11 +174,11 @@ def backward(lens: Any, p: P, s: S, da: DA) -> tuple[DP, DS]:
     """
     lens_ = as_pre_lens(lens, "backward")
     m, _ = _run_fwd(lens_, p, s, record=True)
-    out: tuple[DP, DS] = _pullback(lens_, m)(da)
+    out: tuple[Any, Any] = _pullback(lens_, m)(da)
     return out
 
 
-def vjp(lens: Any, p: P, s: S) -> tuple[A, Callable[[DA], tuple[DP, DS]]]:
+def vjp(lens: Any, p: Any, s: Any) -> tuple[Any, Callable[[Any], tuple[Any, Any]]]:
     """Run the forward pass once; return the output and a pullback ``da -> (dp, ds)``.
 
     The pullback closes over the residue ``m`` and computes ``bwd(m, da)``: the

@@ -108,7 +108,7 @@ def register_rule(lens: AnyLens, rule: Rule) -> None:
     """
     as_lens("register_rule", "lens", lens)
     if not isinstance(rule, Rule):
-        raise E.must_be("register_rule", "rule", "a prelens.Rule", E.describe(rule))
+        raise E.must_be("register_rule", "rule", "a prelens.tambara.Rule", E.describe(rule))
     _RULES[lens] = rule
 
 

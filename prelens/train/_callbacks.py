@@ -198,7 +198,7 @@ class LearningRateLogger:
 
     def __post_init__(self) -> None:
         if _lr_of(self.optimizer) is None:
-            expected = "an optimiser with an lr (prelens.optim.adam(0.01), or a prelens.learn optimiser lens)"
+            expected = "an optimiser with an lr (prelens.learn.adam(0.01), or its lens)"
             raise E.must_be("LearningRateLogger", "optimizer", expected, E.describe(self.optimizer))
 
     def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:

@@ -163,7 +163,7 @@ def optimizer_form(fn: str, optimizer: Any) -> bool:
     """
     if isinstance(optimizer, PreLens):
         if find_optimizer(optimizer) is None:
-            expected = "a prelens.optim optimiser or an optimiser lens of prelens.learn (or opt >> ... of one)"
+            expected = "an optimiser of prelens.learn or its lens (or opt >> ... of one)"
             raise E.must_be(fn, "optimizer", expected, repr(optimizer))
         return True
     _args.optimizer(fn, optimizer)

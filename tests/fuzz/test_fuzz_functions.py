@@ -442,8 +442,8 @@ FUNCS: list[Ctor] = [
     _iso(prelens.assoc, ((X3, 1.0), [X3]), _assoc),
     _iso(prelens.unassoc, (X3, (1.0, [X3])), _unassoc),
     _iso(prelens.sym, (X3, 1.0), lambda x: _pair(x)[::-1]),
-    _iso(prelens.skip_left, ((X3, 1.0), [X3]), _skip_left),
-    _iso(prelens.skip_right, (X3, (1.0, [X3])), _skip_right),
+    _iso(prelens.core.skip_left, ((X3, 1.0), [X3]), _skip_left),
+    _iso(prelens.core.skip_right, (X3, (1.0, [X3])), _skip_right),
     Ctor(
         "first",
         lambda f, x: prelens.first(f)(x),
@@ -790,7 +790,7 @@ FUNCS += [
     ),
     Ctor(
         "Shapes.of",
-        prelens.Shapes.of,
+        prelens.tambara.Shapes.of,
         {"tri": _MLP_T, "p": _MLP_P, "s": np.ones(3)},
         {"tri": LENSES},
         trees=("p", "s"),
@@ -799,7 +799,7 @@ FUNCS += [
     ),
     Ctor(
         "Cost.of",
-        prelens.Cost.of,
+        prelens.tambara.Cost.of,
         {"tri": _MLP_T, "p": _MLP_P, "s": np.ones(3)},
         {"tri": LENSES},
         trees=("p", "s"),
