@@ -22,8 +22,8 @@ def test_functions_are_inverse(to, back, x):
 
 def test_values():
     assert pl.assoc(((1, 2), 3)) == (1, (2, 3))
-    assert pl.skip_right((1, (2, 3))) == (2, (1, 3))
-    assert pl.skip_left(((1, 2), 3)) == ((1, 3), 2)
+    assert pl.core.skip_right((1, (2, 3))) == (2, (1, 3))
+    assert pl.core.skip_left(((1, 2), 3)) == ((1, 3), 2)
 
 
 LENSES = [
