@@ -37,7 +37,7 @@ def test_case_under_jit(case: Case) -> None:
     m_ref, a_ref = lens.fwd(p, s)
     dp_ref, ds_ref = lens.bwd(m_ref, da)
 
-    pj, sj, daj = prelens.to_backend((p, s, da), "jax")
+    pj, sj, daj = prelens.backend.to_backend((p, s, da), "jax")
     if _keyed(p):  # dropout in training mode: numpy draws its mask from the key's values, so the
         # key is a constant of the program (a traced key is refused: test_dropout_key_traced)
 
@@ -71,7 +71,7 @@ def test_dropout_key_traced() -> None:
     from prelens.nn._dropout import with_jax_keys
 
     lens = dropout(0.25)
-    key = prelens.to_backend(with_dropout(lens.init(0), 7), "jax")
+    key = prelens.backend.to_backend(with_dropout(lens.init(0), 7), "jax")
     with pytest.raises(prelens.PrelensError, match="JAX key's uint32"):
         jax.jit(lambda k, x: lens.fwd(k, x)[1])(key, jax.numpy.ones(4))
 

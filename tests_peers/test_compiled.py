@@ -47,7 +47,7 @@ def test_compiled_steps_equal_numpy_steps(problem: object, opt: object) -> None:
     model, loss, params, batch = problem()  # type: ignore[operator]
     compiled = compile_step(model, loss, opt)
     p_np, s_np = params, opt.init(params)  # type: ignore[attr-defined]
-    p_jx, s_jx = prelens.to_backend((p_np, s_np), "jax")
+    p_jx, s_jx = prelens.backend.to_backend((p_np, s_np), "jax")
     for _ in range(3):
         p_np, s_np, loss_np = step(model, loss, p_np, batch, opt, s_np)  # type: ignore[arg-type]
         p_jx, s_jx, loss_jx = compiled(p_jx, s_jx, batch)
@@ -80,8 +80,8 @@ def test_two_devices_equal_one(problem: object) -> None:
         assert abs(float(l1) - float(l2)) <= 1e-12
     leaf = jax.tree_util.tree_leaves(p2)[0]
     assert len(leaf.sharding.device_set) == 2, "the parameters are replicated over both devices"
-    assert_close(prelens.to_numpy(jax.tree_util.tree_leaves(p1)[0]), leaf, "first leaf")
-    assert_close(jax.tree_util.tree_map(prelens.to_numpy, p1), p2, "params after 3 steps")
+    assert_close(prelens.backend.to_numpy(jax.tree_util.tree_leaves(p1)[0]), leaf, "first leaf")
+    assert_close(jax.tree_util.tree_map(prelens.backend.to_numpy, p1), p2, "params after 3 steps")
 
 
 def test_fit_on_jax_follows_fit_on_numpy() -> None:
@@ -108,9 +108,9 @@ def test_fit_on_torch_follows_fit_on_numpy() -> None:
 
 def test_mistakes_are_one_clear_error() -> None:
     model, loss, params, batch = _mlp_problem(batch=10)
-    with pytest.raises(prelens.ArgumentError, match=r"mesh.*backend"):
+    with pytest.raises(prelens.errors.ArgumentError, match=r"mesh.*backend"):
         fit(model, loss, batch, 1, 5, sgd(0.1), mesh=_mesh(), progress=False)
-    with pytest.raises(prelens.ArgumentError, match=r"batch_size.*2 devices"):
+    with pytest.raises(prelens.errors.ArgumentError, match=r"batch_size.*2 devices"):
         fit(model, loss, batch, 1, 3, sgd(0.1), backend="jax", mesh=_mesh(), progress=False)
     with pytest.raises(prelens.PrelensError, match="backend must be one of"):
         fit(model, loss, batch, 1, 5, sgd(0.1), backend="cupy", progress=False)
@@ -127,9 +127,9 @@ def test_mistakes_are_one_clear_error() -> None:
     with pytest.raises(prelens.PrelensError, match="optimizer"):
         compile_step(model, loss, 0.1)
     drop = mlp(4, [8]) >> dropout(0.5) >> mlp(8, [3])
-    with pytest.raises(prelens.ArgumentError, match="key for a model with dropout"):
+    with pytest.raises(prelens.errors.ArgumentError, match="key for a model with dropout"):
         compile_step(drop, loss, sgd(0.1))(drop.init(0), (), batch)
-    with pytest.raises(prelens.ArgumentError, match="key"):
+    with pytest.raises(prelens.errors.ArgumentError, match="key"):
         compile_step(drop, loss, sgd(0.1))(drop.init(0), (), batch, key=-1)
 
 
@@ -167,7 +167,7 @@ def test_a_non_finite_step_is_flagged_and_fit_stops_with_the_last_good_state() -
     assert not bool(finite)
     with pytest.raises(prelens.NonFiniteError) as err:
         fit(model, loss, (xs, ys * 1e300), 3, 8, sgd(1e300), rng=0, progress=False, backend="jax")
-    assert err.value.history.steps == 0 and prelens.tree_first_nonfinite(err.value.params) is None
+    assert err.value.history.steps == 0 and prelens.core.tree_first_nonfinite(err.value.params) is None
 
 
 def test_dropout_trains_compiled_with_masks_drawn_by_jax() -> None:
