@@ -110,15 +110,13 @@ def _path_to(root: AnyLens, part: AnyLens) -> list[int] | None:
 def _run_fwd(lens: AnyLens, p: Any, s: Any, record: bool) -> tuple[Any, Any]:
     """The forward pass, checked; ``record``: a backward pass will read its residue."""
     try:
-        state = _check_first(lens, p, s)
-        if not record or state == DELTAS:
-            m, a = lens.fwd(p, s)
-        else:
-            with recording():
-                m, a = lens.fwd(p, s)
+        state = lens.__dict__.get(_STATE) or _check_first(lens, p, s)
+        if state == DELTAS or not record:
+            return lens.fwd(p, s)
+        with recording():
+            return lens.fwd(p, s)
     except Exception as exc:
         raise _failed(lens, "forward", exc, s) from exc
-    return m, a
 
 
 def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
@@ -155,7 +153,7 @@ def forward(lens: Any, p: Any, s: Any) -> Any:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    out: Any = _run_fwd(as_pre_lens(lens, "forward"), p, s, record=False)[1]
+    out: Any = _run_fwd(lens if isinstance(lens, PreLens) else as_pre_lens(lens, "forward"), p, s, record=False)[1]
     return out
 
 
@@ -172,7 +170,7 @@ def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
     >>> backward(id_pre_lens, (), 3.0, 1.0)
     ((), 1.0)
     """
-    lens_ = as_pre_lens(lens, "backward")
+    lens_ = lens if isinstance(lens, PreLens) else as_pre_lens(lens, "backward")
     m, _ = _run_fwd(lens_, p, s, record=True)
     out: tuple[Any, Any] = _pullback(lens_, m)(da)
     return out
@@ -192,7 +190,7 @@ def vjp(lens: Any, p: Any, s: Any) -> tuple[Any, Callable[[Any], tuple[Any, Any]
     >>> a, pullback(1.0)
     (9.0, ((), 6.0))
     """
-    lens_ = as_pre_lens(lens, "vjp")
+    lens_ = lens if isinstance(lens, PreLens) else as_pre_lens(lens, "vjp")
     m, a = _run_fwd(lens_, p, s, record=True)
     return a, _pullback(lens_, m)
 
