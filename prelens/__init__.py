@@ -26,6 +26,7 @@ from prelens import errors as _errors_mod
 from prelens import show as _show_pkg
 from prelens import tambara as _tambara_pkg
 from prelens._deprecated import moved as _moved
+from prelens._deprecated import now_in as _now_in
 from prelens._version import __version__
 from prelens.core import (
     PreLens,
@@ -122,22 +123,18 @@ __all__ = [
 ]
 
 
-def _old(package: Any, names: str) -> dict[str, tuple[str, Any]]:
-    return {n: (f"{package.__name__}.{n}", getattr(package, n)) for n in names.split()}
-
-
 #: Names the top level held in 0.3: each still works for one release, with a warning naming its new home.
 _MOVED: dict[str, tuple[str, Any]] = {
     **{name: (f"prelens.iso_lens(...) of the isomorphism ({name})", lens) for name, lens in _ISO_LENSES.items()},
-    **_old(_core_pkg, "check_structure structure_mismatch tree_first_nonfinite parameter_free tree_add"),
-    **_old(_core_pkg, "tree_allclose tree_first_difference tree_leaves tree_map skip_left skip_right"),
-    **_old(_tambara_pkg, "TriProfunctor"),
-    **_old(_core_pkg, "tree_paths tree_scale tree_shapes tree_sum tree_zeros_like tree_zip_map"),
-    **_old(_tambara_pkg, "Cost CostTable Program Rule Shapes interpret placeholder register_rule shape_of"),
-    **_old(_show_pkg, "Stage Summary"),
-    **_old(io, "LoadedModel register_constructor"),
-    **_old(_backend_pkg, "BACKENDS to_backend to_numpy"),
-    **_old(_errors_mod, "ArgumentError CheckpointError ModelFileError"),
+    **_now_in(_core_pkg, "check_structure structure_mismatch tree_first_nonfinite parameter_free tree_add"),
+    **_now_in(_core_pkg, "tree_allclose tree_first_difference tree_leaves tree_map skip_left skip_right"),
+    **_now_in(_tambara_pkg, "TriProfunctor"),
+    **_now_in(_core_pkg, "tree_paths tree_scale tree_shapes tree_sum tree_zeros_like tree_zip_map"),
+    **_now_in(_tambara_pkg, "Cost CostTable Program Rule Shapes interpret placeholder register_rule shape_of"),
+    **_now_in(_show_pkg, "Stage Summary"),
+    **_now_in(io, "LoadedModel register_constructor"),
+    **_now_in(_backend_pkg, "BACKENDS to_backend to_numpy"),
+    **_now_in(_errors_mod, "ArgumentError CheckpointError ModelFileError"),
     "branch_t": ("prelens.faithful.branch_t", faithful.branch_t),
 }
 __getattr__ = _moved("prelens", _MOVED)

@@ -40,3 +40,14 @@ def moved(
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def now_in(package: Any, names: str | list[str]) -> dict[str, tuple[str, Any]]:
+    """The table entries of names that kept their name and moved to ``package``: ``name -> (package.name, obj)``.
+
+    >>> import prelens.core
+    >>> now_in(prelens.core, "tree_map")["tree_map"][0]
+    'prelens.core.tree_map'
+    """
+    listed = names.split() if isinstance(names, str) else names
+    return {n: (f"{package.__name__}.{n}", getattr(package, n)) for n in listed}

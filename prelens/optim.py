@@ -1,7 +1,7 @@
 """Deprecated: the optimisers moved to :mod:`prelens.learn` (``prelens.optim.X`` warns, gives ``prelens.learn.X``)."""
 
 import prelens.learn as _learn
-from prelens._deprecated import moved
+from prelens._deprecated import moved, now_in
 
 _NAMES = (
     "SGD Adagrad AdagradState Adam AdamState AdamW ClipByGlobalNorm Momentum MomentumState Optimizer RMSprop "
@@ -9,4 +9,4 @@ _NAMES = (
     "momentum one_cycle rmsprop sgd step_decay warmup_cosine"
 ).split()
 
-__getattr__ = moved("prelens.optim", {name: (f"prelens.learn.{name}", getattr(_learn, name)) for name in _NAMES})
+__getattr__ = moved("prelens.optim", now_in(_learn, _NAMES))

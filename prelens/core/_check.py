@@ -127,7 +127,7 @@ def _first_misfit(pattern: Any, x: Any, path: str) -> tuple[str, str, str, type[
             same_node = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
         if not same_node or len(x) != len(pattern):
             return path, _node(pattern), E.describe_tree(x), E.StructureError
-        fields = getattr(pattern, "_fields", ()) if named else ()
+        fields = getattr(pattern, "_fields", ())
         segments = [f".{f}" for f in fields] if named else [f"[{i}]" for i in range(len(pattern))]
         for seg, p, v in zip(segments, pattern, x):
             found = _first_misfit(p, v, path + seg)
@@ -171,7 +171,8 @@ def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
 class _Seen:
     """What a lens's forward passes under the trace were given, until its first backward pass is checked."""
 
-    checked: bool = False
+    inputs_checked: bool = False  # the first forward pass's parameters and input
+    checked: bool = False  # the first backward pass after a recorded forward pass (leaves); the first pass (composites)
     given: list[tuple[Any, Any, Any]] = field(default_factory=list)  # distinct (p, s, a) skeletons
     truncated: bool = False
 
@@ -203,22 +204,22 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
     ``owner()`` is the lens they belong to (read only for its name, and to say where an error arose).
     A composite (not a ``leaf``) leaves its deltas to its parts: it records nothing.
     """
-    fwd_seen, seen = [False], _Seen()
+    seen = _Seen()
 
     def name() -> str:
         return str(owner().name)
 
     def checked_fwd(p: Any, s: Any) -> Any:
         try:
-            if leaf and not fwd_seen[0]:  # a composite's inputs are its parts' (the trace checks the whole)
+            if leaf and not seen.inputs_checked:  # a composite's inputs are its parts' (the trace checks the whole)
                 _check_inputs(name(), expects, p, s)
             try:
                 out = fwd(p, s)
             except Exception as exc:
-                raise _diagnosed(name(), expects, "forward", exc, p, s) from exc
+                raise diagnosed(name(), expects, "forward", exc, p, s) from exc
             if not seen.checked:
                 out = _pair(name(), out, "fwd", "(m, a) (residue, output)")
-                fwd_seen[0] = True
+                seen.inputs_checked = True
                 if not leaf:
                     seen.checked = True
                 elif getattr(_RECORDING, "on", False):
@@ -232,7 +233,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
             try:
                 out = bwd(m, da)
             except Exception as exc:
-                raise _diagnosed(name(), expects, "backward", exc, m, da) from exc
+                raise diagnosed(name(), expects, "backward", exc, m, da) from exc
             if not seen.checked:
                 out = _pair(name(), out, "bwd", "(dp, ds)")
                 if seen.given and getattr(_RECORDING, "on", False):  # a pullback of the trace: checked against
@@ -303,7 +304,7 @@ def _check_deltas(name: str, expects: Expects, seen: _Seen, da: Any, out: tuple[
     )
 
 
-def _diagnosed(name: str, expects: Expects, which: str, exc: Exception, p: Any, s: Any) -> Exception:
+def diagnosed(name: str, expects: Expects, which: str, exc: Exception, p: Any, s: Any) -> E.PrelensError:
     """The error to raise for ``exc``, met in the ``which`` pass of the lens ``name``.
 
     ``(p, s)`` are what the pass was given: ``(params, input)`` forward, ``(residue, output delta)`` backward.
@@ -312,11 +313,13 @@ def _diagnosed(name: str, expects: Expects, which: str, exc: Exception, p: Any, 
         return exc
     if isinstance(exc, RecursionError):
         return E.too_deep(name)
-    if which == "forward":
-        try:
-            _check_inputs(name, expects, p, s)
-        except E.PrelensError as err:
-            return err
+    found = (
+        misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
+        if which == "forward"
+        else misfit(expects.delta, s, "output delta")
+    )
+    if found is not None:
+        return type(found)(f"{name}: {found}")
     cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError
     given = (
         f"the input {E.describe_tree(s)}"

@@ -33,9 +33,10 @@ def add_trees(trees: Any) -> Any:
     >>> add_trees([np.ones(2), np.ones(2)])
     array([2., 2.])
     """
-    first, *rest = trees
-    if len(rest) == 1 and not isinstance(first, (tuple, list, dict)) and np.shape(first) == np.shape(rest[0]):
-        return first + rest[0]  # two arrays or numbers of one shape: the common case
+    if len(trees) == 2:
+        a, b = trees
+        if not isinstance(a, (tuple, list, dict)) and np.shape(a) == np.shape(b):
+            return a + b  # two arrays or numbers of one shape: the common case
     return tree_sum(list(trees))
 
 

@@ -76,7 +76,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     made). ``expects`` declares the parameters and input it takes (checked on the
     first call). ``op`` and ``parts`` record how a composite was built (for
     ``repr``, summaries and diagrams); a lens without parts is checked on its first
-    call, a composite through its parts.
+    call, a composite through its parts (its own failures are diagnosed), a view
+    (a dimap, ``alpha``, ``beta``) not at all.
 
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
     >>> double.fwd((), 3.0)

@@ -16,7 +16,7 @@ import contextvars
 import functools
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, overload
@@ -226,12 +226,27 @@ def _origin(f: Callable[..., Any]) -> str:
     return f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', '?')}"
 
 
+#: Where 0.3's public names moved in 0.4 (the optimisers to ``learn``, the faithful level out of ``nn``).
+_MOVED_PREFIXES = (("prelens.optim.", "prelens.learn."), ("prelens.nn.", "prelens.faithful."))
+
+
+def names_of(name: str) -> list[str]:
+    """``name``, then where a file of 0.3 that stored it finds it in 0.4 (files name things publicly).
+
+    >>> names_of("prelens.nn.make_mlp")
+    ['prelens.nn.make_mlp', 'prelens.faithful.make_mlp']
+    """
+    return [name] + [new + name.removeprefix(old) for old, new in _MOVED_PREFIXES if name.startswith(old)]
+
+
+def first_found(table: Mapping[str, R], name: str) -> R | None:
+    """The entry of ``table`` under ``name`` or, for a 0.3 name, under its 0.4 name (see :func:`names_of`)."""
+    return next((table[n] for n in names_of(name) if n in table), None)
+
+
 def registered(name: str) -> Callable[..., Any] | None:
     """The constructor registered as ``name`` (or under its 0.3 name, ``prelens.nn.make_mlp``), or None."""
-    found = _CONSTRUCTORS.get(name)
-    if found is None and name.startswith("prelens.nn."):  # the faithful level moved out of nn in 0.4
-        found = _CONSTRUCTORS.get("prelens.faithful." + name.removeprefix("prelens.nn."))
-    return found
+    return first_found(_CONSTRUCTORS, name)
 
 
 def call_of(lens: Any) -> Call | None:

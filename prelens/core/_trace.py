@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prelens import errors as E
-from prelens.core._check import misfit, recording
+from prelens.core._check import diagnosed, misfit, recording
 from prelens.core._lens import AnyLens, PreLens
 
 
@@ -55,25 +55,17 @@ INPUTS, DELTAS = 1, 2
 
 
 def _check_first(lens: AnyLens, p: Any, s: Any) -> int:
-    state: int | None = lens.__dict__.get(_STATE)
-    if state is None:
-        err = misfit(lens.expects.params, p, "parameters") or misfit(lens.expects.input, s, "input")
-        if err is not None:
-            raise type(err)(f"{E.short_name(lens.name)}: {err}")
-        lens.__dict__[_STATE] = state = INPUTS
-    return state
+    """Compare the parameters and input of a lens's first run with its declarations; its state after."""
+    err = misfit(lens.expects.params, p, "parameters") or misfit(lens.expects.input, s, "input")
+    if err is not None:
+        raise type(err)(f"{E.short_name(lens.name)}: {err}")
+    lens.__dict__[_STATE] = INPUTS
+    return INPUTS
 
 
-def _failed(lens: AnyLens, which: str, exc: Exception, given: Any) -> Exception:
-    """``exc``, met in the ``which`` pass of ``lens``, as the error to show."""
-    if isinstance(exc, RecursionError):
-        return E.too_deep(lens.name)
-    if isinstance(exc, E.PrelensError):
-        return _located(lens, exc)
-    cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError
-    return cls(
-        f"{E.short_name(lens.name)}: the {which} pass failed on {E.describe_tree(given)}: {type(exc).__name__}: {exc}"
-    )
+def _failed(lens: AnyLens, which: str, exc: Exception, given: tuple[Any, Any]) -> Exception:
+    """``exc``, met in the ``which`` pass of ``lens`` run on ``given``, as the error to show (see ``diagnosed``)."""
+    return _located(lens, diagnosed(E.short_name(lens.name), lens.expects, which, exc, *given))
 
 
 def _located(root: AnyLens, err: E.PrelensError) -> E.PrelensError:
@@ -116,7 +108,7 @@ def _run_fwd(lens: AnyLens, p: Any, s: Any, record: bool) -> tuple[Any, Any]:
         with recording():
             return lens.fwd(p, s)
     except Exception as exc:
-        raise _failed(lens, "forward", exc, s) from exc
+        raise _failed(lens, "forward", exc, (p, s)) from exc
 
 
 def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
@@ -130,10 +122,7 @@ def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
                 with recording():
                     out = bwd(m, da)
         except Exception as exc:
-            err = misfit(lens.expects.delta, da, "output delta")
-            if err is not None and not isinstance(exc, E.PrelensError):
-                raise type(err)(f"{E.short_name(lens.name)}: {err}") from exc
-            raise _failed(lens, "backward", exc, da) from exc
+            raise _failed(lens, "backward", exc, (m, da)) from exc
         state[_STATE] = DELTAS
         return out
 

@@ -20,6 +20,7 @@ from typing import Any
 import prelens.nn
 from prelens import datasets as _datasets
 from prelens._deprecated import moved as _moved
+from prelens._deprecated import now_in
 from prelens.faithful import _network, _train
 from prelens.faithful._branch import branch_t
 from prelens.faithful._convert import dense_from_paras, dense_to_paras, mlp_from_paras, mlp_to_paras
@@ -96,7 +97,7 @@ __getattr__ = _moved("prelens.faithful", _MOVED)
 # prelens.nn sits below this package and cannot import it, so this package fills nn's table.
 prelens.nn._MOVED.update(
     {
-        **{name: (f"prelens.faithful.{name}", globals()[name]) for name in __all__ if name != "branch_t"},
+        **now_in(sys.modules[__name__], [name for name in __all__ if name != "branch_t"]),
         **{name: (new, value) for name, (new, value) in _MOVED.items() if not name.startswith("TOY_")},
     }
 )

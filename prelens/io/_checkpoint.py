@@ -66,7 +66,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.backend import _arrays as _backend
-from prelens.core._registry import public_name
+from prelens.core._registry import first_found, public_name
 from prelens.io._sigint import deferred_sigint
 
 try:
@@ -146,20 +146,6 @@ def register_namedtuple(cls: T) -> T:
 def _qualified(cls: type) -> str:
     """The name a file stores: the public module's (``prelens.nn.DenseParams``), stable across moves."""
     return public_name(cls.__module__, cls.__qualname__)
-
-
-#: Where 0.3's classes were: their names in older files, rewritten to the public ones.
-_MOVED = (("prelens.optim.", "prelens.learn."), ("prelens.nn.Para", "prelens.faithful.Para"))
-
-
-def _stored_as(name: str) -> str:
-    """The public name of a class named ``name`` in a file (of this version or of 0.3)."""
-    module, _, qualname = name.rpartition(".")
-    name = public_name(module, qualname)
-    for old, new in _MOVED:
-        if name.startswith(old):
-            return new + name.removeprefix(old)
-    return name
 
 
 def _known_namedtuples() -> dict[str, type]:
@@ -752,7 +738,8 @@ class _Reader:
                 raise self.mismatch(path, like, short)
             cls = type(like)
         else:
-            found = self.known.get(_stored_as(name))
+            module, _, qualname = name.rpartition(".")  # a 0.3 file names the private module
+            found = first_found(self.known, public_name(module, qualname))
             if found is None:
                 raise _unknown_namedtuple(self.path, path, name)
             cls = found

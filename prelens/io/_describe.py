@@ -29,7 +29,16 @@ import prelens.nn
 import prelens.tambara
 from prelens import errors as E
 from prelens.core._lens import PreLens
-from prelens.core._registry import _BUDGET, MAX_DEPTH, MAX_NODES, OverBudget, call_of, public_name, registered
+from prelens.core._registry import (
+    _BUDGET,
+    MAX_DEPTH,
+    MAX_NODES,
+    OverBudget,
+    call_of,
+    first_found,
+    public_name,
+    registered,
+)
 from prelens.tambara._trilens import TriLens
 
 _DTYPES = frozenset(
@@ -73,11 +82,7 @@ def _value_by_name() -> dict[str, Any]:
 
 def _value_named(name: str) -> Any:
     """The public lens value ``name`` (or its 0.3 name, ``prelens.nn.bias_l``), or None."""
-    by_name = _value_by_name()
-    found = by_name.get(name)
-    if found is None and name.startswith("prelens.nn."):  # the faithful level moved out of nn in 0.4
-        found = by_name.get("prelens.faithful." + name.removeprefix("prelens.nn."))
-    return found
+    return first_found(_value_by_name(), name)
 
 
 def value_name(lens: Any) -> str | None:

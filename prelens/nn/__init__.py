@@ -96,25 +96,16 @@ __all__ = [
 #: old -> (new dotted name, the object). ``prelens.faithful`` adds the faithful level's names, which lived
 #: here until 0.4 (this package sits below it and does not import it).
 _MOVED: dict[str, tuple[str, Any]] = {
-    "feed_forward_composed": ("prelens.nn.composed.feed_forward", composed.feed_forward),
-    "residual_composed": ("prelens.nn.composed.residual", composed.residual),
-    "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
+    # the twins kept their 0.3 names with a suffix; the pieces they are built from, their own names
     **{
-        name: (f"prelens.nn.composed.{name}", getattr(composed, name))
-        for name in (
-            "FaithfulAttentionParams",
-            "HeadParams",
-            "attention_head",
-            "attention_scores",
-            "causal_mask",
-            "concat_heads",
-            "merge_heads",
-            "split_heads",
-            "stack_heads",
-            "unstack_heads",
-            "weighted_sum",
+        f"{name}_composed" if name in ("feed_forward", "residual") else name: (
+            f"prelens.nn.composed.{name}",
+            getattr(composed, name),
         )
+        for name in composed.__all__
+        if name != "multi_head_attention"
     },
+    "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
     "sinusoidal_table": (
         "prelens.nn.sinusoidal_encoding(d_model, max_len), whose forward pass adds this table",
         _embedding.sinusoidal_table,
