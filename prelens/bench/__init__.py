@@ -10,6 +10,8 @@
 * :mod:`prelens.bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
+* :mod:`prelens.bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
+  accuracy reproduced (``python examples/mnist1d_table.py``);
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``).
 
@@ -31,6 +33,16 @@ from prelens.bench.mlp import (
     run_benchmarks,
     time_chains,
     time_mlp_step,
+)
+from prelens.bench.mnist1d import (
+    MNIST1D_MODELS,
+    PAPER_ACCURACY,
+    Mnist1dResult,
+    format_table,
+    mnist1d_model,
+    mnist1d_table,
+    takes_channel,
+    train_mnist1d,
 )
 from prelens.bench.peers import (
     DEFAULT_PEERS,
@@ -58,7 +70,9 @@ __all__ = [
     "DEFAULT_PEERS",
     "JAX_JIT",
     "MATMUL_FLOOR",
+    "MNIST1D_MODELS",
     "NUMPY_HAND",
+    "PAPER_ACCURACY",
     "PEER_CASES",
     "PRELENS_JAX",
     "TORCH_EAGER",
@@ -67,6 +81,7 @@ __all__ = [
     "LMConfig",
     "MlpCase",
     "MlpResult",
+    "Mnist1dResult",
     "Peer",
     "PeerCase",
     "PeerReport",
@@ -80,16 +95,21 @@ __all__ = [
     "check_gradients",
     "check_peer_gradients",
     "count_work",
+    "format_table",
     "lm_benchmark_rows",
     "make_problem",
+    "mnist1d_model",
+    "mnist1d_table",
     "numpy_mlp_grads",
     "numpy_mlp_step",
     "profile_step",
     "run_benchmarks",
     "run_lm_benchmark",
     "run_peers",
+    "takes_channel",
     "tambara_routes",
     "tambara_sweep",
     "time_chains",
     "time_mlp_step",
+    "train_mnist1d",
 ]

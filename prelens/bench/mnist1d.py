@@ -47,6 +47,7 @@ __all__ = [
     "MNIST1D_MODELS",
     "PAPER_ACCURACY",
     "Mnist1dResult",
+    "format_table",
     "mnist1d_model",
     "mnist1d_table",
     "takes_channel",
@@ -131,8 +132,12 @@ def takes_channel(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Mnist1dResult:
-    """One training run: the model's name, seed, backend, steps, final parameters, accuracies (fractions)
-    and wall-clock seconds."""
+    """One training run: the model's name, seed, backend, steps taken, final parameters, accuracies (fractions)
+    and wall-clock seconds.
+
+    >>> Mnist1dResult("cnn", 0, "numpy", 8000, None, 1.0, 0.94, 60.0).test_accuracy
+    0.94
+    """
 
     model: str
     seed: int
@@ -195,14 +200,15 @@ def train_mnist1d(
         "blas_threads": blas_threads,
     }
     started = time.perf_counter()
-    opt_state = None
+    opt_state, done = None, 0
     if epochs:
-        params, opt_state, _ = fit(
+        params, opt_state, history = fit(
             model, softmax_cross_entropy, (x_train, y_train), epochs, batch_size, opt, gen, params=params, **common
         )
+        done += history.steps
     if rest:  # the last part-epoch: `rest` batches of a random subset
         rows = gen.permutation(len(y_train))[: rest * batch_size]
-        params, opt_state, _ = fit(
+        params, opt_state, history = fit(
             model,
             softmax_cross_entropy,
             (x_train[rows], y_train[rows]),
@@ -214,6 +220,7 @@ def train_mnist1d(
             opt_state=opt_state,
             **common,
         )
+        done += history.steps
     seconds = time.perf_counter() - started
     if backend != "numpy":
         from prelens.backend import to_backend
@@ -223,7 +230,7 @@ def train_mnist1d(
         name,
         seed,
         backend,
-        steps,
+        done,
         params,
         accuracy(model, params, x_train, y_train),
         accuracy(model, params, x_test, data.y_test),
@@ -244,6 +251,12 @@ def mnist1d_table(
     Each cell is the mean ± the sample standard deviation over ``seeds`` of the test accuracy
     (in %) at the end of training, and the median seconds per run. ``report`` is called with
     each run's result as it ends (to print progress). Returns ``(table, results)``.
+
+    >>> table, results = mnist1d_table(["logreg"], seeds=[0, 1], steps=400)  # doctest: +SKIP
+    >>> print(table)  # doctest: +SKIP
+    | model | paper | prelens, numpy (2 seeds, 400 steps) |
+    |---|---|---|
+    | logreg | 32% | 31.1 ± 0.1% (0.2 s) |
     """
     for name in models:
         _name("mnist1d_table", name)
@@ -259,9 +272,7 @@ def mnist1d_table(
     return format_table(results, models, backends, steps), results
 
 
-def format_table(
-    results: Sequence[Mnist1dResult], models: Sequence[str], backends: Sequence[str], steps: int
-) -> str:
+def format_table(results: Sequence[Mnist1dResult], models: Sequence[str], backends: Sequence[str], steps: int) -> str:
     """The markdown table of :func:`mnist1d_table` from its results.
 
     >>> r = [Mnist1dResult("mlp", s, "numpy", 40, None, 0.9, a, 1.0) for s, a in ((0, 0.70), (1, 0.66))]

@@ -26,7 +26,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.datasets._split import Split
 
-__all__ = ["MNIST1D_FILE", "MNIST1D_VERSION", "cache_dir", "load_mnist1d"]
+__all__ = ["MNIST1D_VERSION", "cache_dir", "load_mnist1d"]
 
 #: The version of the ``mnist1d`` package the extra pins (the generator's code decides the data).
 MNIST1D_VERSION = "0.0.2.post1"
@@ -167,7 +167,7 @@ def _write(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".mnist1d-", suffix=".npz", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays, about=np.array(about))
+                np.savez(f, allow_pickle=False, about=np.array(about), **arrays)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
