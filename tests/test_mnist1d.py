@@ -80,3 +80,15 @@ def test_bad_arguments_are_refused_before_work():
         train_mnist1d("mlp", steps=1, backend="torch")
     with pytest.raises(ArgumentError, match="steps"):
         train_mnist1d("mlp", steps=0)
+
+
+def test_the_table_script_prints_a_line_per_run_and_the_table(mnist1d_cache: Path, capsys: pytest.CaptureFixture[str]):
+    from prelens.bench.mnist1d import main
+
+    assert main(["--models", "logreg", "mlp", "--seeds", "0", "1", "--steps", "40", "--backend", "numpy"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" seed ") == 4 and "logreg seed 1 numpy: test " in out
+    table = out[out.index("| model |") :].splitlines()
+    assert table[0] == "| model | paper | prelens, numpy (2 seeds, 40 steps) |"
+    assert table[2].startswith("| logreg | 32% | ") and table[3].startswith("| mlp | 68% | ")
+    assert main(["--steps", "0"]) == 2 and "--steps must be >= 1" in capsys.readouterr().err

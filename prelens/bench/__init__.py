@@ -11,7 +11,7 @@
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
 * :mod:`prelens.bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
-  accuracy reproduced (``python examples/mnist1d_table.py``);
+  accuracy reproduced (``python -m prelens.bench.mnist1d``);
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``).
 

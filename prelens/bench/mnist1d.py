@@ -18,8 +18,8 @@ the score is the test accuracy at the end. The paper reports logistic regression
 CNN 94%, GRU 91% (:data:`PAPER_ACCURACY`). The MLP and logistic regression take series
 ``(N, 40)``; the CNN and GRU take ``(N, 40, 1)`` (:func:`takes_channel`).
 
-The full table (3 seeds, numpy and JAX): ``python examples/mnist1d_table.py``; one model:
-``prelens train mnist1d --model cnn``. Needs the ``mnist1d`` extra.
+The full table (3 seeds, numpy and JAX if installed): ``python -m prelens.bench.mnist1d``
+(:func:`main`); one model: ``prelens train mnist1d --model cnn``. Needs the ``mnist1d`` extra.
 """
 
 from __future__ import annotations
@@ -298,3 +298,67 @@ def format_table(results: Sequence[Mnist1dResult], models: Sequence[str], backen
             row.append(f"{statistics.mean(accs):.1f}{sd}% ({statistics.median(secs):.1f} s)")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def _backends(choice: str) -> tuple[str, ...]:
+    """``numpy``, ``jax``, ``both``, or ``auto``: numpy, and JAX when it is installed."""
+    if choice == "both":
+        return ("numpy", "jax")
+    if choice == "auto":
+        import importlib.util
+
+        return ("numpy", "jax") if importlib.util.find_spec("jax") is not None else ("numpy",)
+    return (choice,)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m prelens.bench.mnist1d``: the table, printed as markdown; 0 on success, 2 for bad arguments."""
+    import argparse
+    import importlib.util
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m prelens.bench.mnist1d",
+        description="Train the MNIST-1D paper's four models with its protocol (Adam 1e-2, batch 100, 8,000 "
+        "steps) for several seeds and print their test accuracy beside the paper's, as a markdown table.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--models", nargs="+", choices=tuple(MNIST1D_MODELS), default=list(MNIST1D_MODELS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="one training run per seed")
+    parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps per run (the paper: 8000)")
+    parser.add_argument(
+        "--backend",
+        choices=("numpy", "jax", "both", "auto"),
+        default="auto",
+        help="auto: numpy, and JAX (compiled steps) when it is installed",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print the table only, not a line per run")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or any(s < 0 for s in args.seeds) or len(set(args.seeds)) != len(args.seeds):
+        print(f"{parser.prog}: --steps must be >= 1 and --seeds distinct and >= 0", file=sys.stderr)
+        return 2
+    backends = _backends(args.backend)
+    if "jax" in backends and importlib.util.find_spec("jax") is None:
+        print(f"{parser.prog}: --backend {args.backend} needs jax: pip install 'prelens[jax]'", file=sys.stderr)
+        return 2
+    try:
+        load_mnist1d()  # the dataset (or the missing extra) before any training
+    except E.MissingExtraError as err:
+        print(f"{parser.prog}: {err}", file=sys.stderr)
+        return 2
+
+    def report(r: Mnist1dResult) -> None:
+        if not args.quiet:
+            print(
+                f"{r.model:6} seed {r.seed} {r.backend:5}: test {r.test_accuracy:.1%}, "
+                f"train {r.train_accuracy:.1%}, {r.steps} steps in {r.seconds:.1f} s",
+                flush=True,
+            )
+
+    table, _ = mnist1d_table(args.models, seeds=args.seeds, steps=args.steps, backends=backends, report=report)
+    print(f"\n{table}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -13,7 +13,7 @@ Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
 each step into one XLA program (the "jax" extra).
 
 --save PATH writes a model file for "prelens predict", "evaluate" and "summary",
-or prelens.load_model. The paper's whole table: python examples/mnist1d_table.py.
+or prelens.load_model. The paper's whole table: python -m prelens.bench.mnist1d.
 
 Examples:
   prelens train mnist1d --model cnn --save cnn.prelens
