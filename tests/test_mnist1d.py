@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prelens.bench import MNIST1D_MODELS, PAPER_ACCURACY, format_table, mnist1d_model, takes_channel, train_mnist1d
+from prelens.bench.mnist1d import (
+    MNIST1D_MODELS,
+    PAPER_ACCURACY,
+    format_table,
+    mnist1d_model,
+    takes_channel,
+    train_mnist1d,
+)
 from prelens.core import tree_shapes
 from prelens.datasets import load_mnist1d
 from prelens.errors import ArgumentError, StructureError
@@ -59,7 +66,7 @@ def test_a_part_epoch_takes_exactly_the_steps_asked(mnist1d_cache: Path):
 
 
 def test_the_table_lists_every_model_beside_the_paper():
-    from prelens.bench import Mnist1dResult
+    from prelens.bench.mnist1d import Mnist1dResult
 
     results = [
         Mnist1dResult(name, seed, "numpy", 10, None, 1.0, PAPER_ACCURACY[name] / 100 + 0.01 * seed, 2.0)

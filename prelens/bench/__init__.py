@@ -11,7 +11,8 @@
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
 * :mod:`prelens.bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
-  accuracy reproduced (``python -m prelens.bench.mnist1d``);
+  accuracy reproduced (``python -m prelens.bench.mnist1d``; not imported by this package, so that
+  ``-m`` runs it cleanly);
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``).
 
@@ -33,16 +34,6 @@ from prelens.bench.mlp import (
     run_benchmarks,
     time_chains,
     time_mlp_step,
-)
-from prelens.bench.mnist1d import (
-    MNIST1D_MODELS,
-    PAPER_ACCURACY,
-    Mnist1dResult,
-    format_table,
-    mnist1d_model,
-    mnist1d_table,
-    takes_channel,
-    train_mnist1d,
 )
 from prelens.bench.peers import (
     DEFAULT_PEERS,
@@ -70,9 +61,7 @@ __all__ = [
     "DEFAULT_PEERS",
     "JAX_JIT",
     "MATMUL_FLOOR",
-    "MNIST1D_MODELS",
     "NUMPY_HAND",
-    "PAPER_ACCURACY",
     "PEER_CASES",
     "PRELENS_JAX",
     "TORCH_EAGER",
@@ -81,7 +70,6 @@ __all__ = [
     "LMConfig",
     "MlpCase",
     "MlpResult",
-    "Mnist1dResult",
     "Peer",
     "PeerCase",
     "PeerReport",
@@ -95,21 +83,16 @@ __all__ = [
     "check_gradients",
     "check_peer_gradients",
     "count_work",
-    "format_table",
     "lm_benchmark_rows",
     "make_problem",
-    "mnist1d_model",
-    "mnist1d_table",
     "numpy_mlp_grads",
     "numpy_mlp_step",
     "profile_step",
     "run_benchmarks",
     "run_lm_benchmark",
     "run_peers",
-    "takes_channel",
     "tambara_routes",
     "tambara_sweep",
     "time_chains",
     "time_mlp_step",
-    "train_mnist1d",
 ]
