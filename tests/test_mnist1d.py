@@ -25,7 +25,7 @@ from prelens.datasets import load_mnist1d
 from prelens.errors import ArgumentError, StructureError
 
 #: Steps of the smoke run, per model (the paper trains 8,000).
-SMOKE_STEPS = {"logreg": 200, "mlp": 200, "cnn": 200, "gru": 200}
+SMOKE_STEPS = {"logreg": 200, "mlp": 200, "cnn": 100, "gru": 100}
 
 
 @pytest.mark.parametrize("name", list(MNIST1D_MODELS))
