@@ -62,6 +62,8 @@ def test_the_models_have_the_papers_parameter_counts(name: str, shapes: list[str
 def test_a_part_epoch_takes_exactly_the_steps_asked(mnist1d_cache: Path):
     """50 steps = one epoch of 40 batches of 100, then 10 batches of a random 1,000 rows."""
     assert train_mnist1d("logreg", steps=50, seed=3).steps == 50
+    with_channel = train_mnist1d("logreg", load_mnist1d(channel=True), steps=50, seed=3)  # the axis dropped
+    assert with_channel.test_accuracy == train_mnist1d("logreg", load_mnist1d(), steps=50, seed=3).test_accuracy
     assert train_mnist1d("logreg", steps=7, seed=3, batch_size=1000).steps == 7  # 4 per epoch: 1 epoch + 3
 
 

@@ -167,7 +167,7 @@ def train_mnist1d(
     Adam(``lr``), ``steps`` steps of ``batch_size`` rows (the training set reshuffled every epoch
     with ``seed``, which also draws the initial weights; a last part-epoch takes a random subset,
     so exactly ``steps`` steps run), softmax cross-entropy. ``split``: :func:`load_mnist1d` by
-    default (with or without the channel axis as the model takes it). ``backend``: ``"numpy"`` or
+    default; its series are given the channel axis, or lose it, as the model takes them. ``backend``: ``"numpy"`` or
     ``"jax"`` (each step one compiled XLA program, ``fit(..., backend="jax")``); the parameters
     returned are numpy arrays either way. ``progress`` and ``blas_threads``: as :func:`~prelens.train.fit`'s.
 
@@ -189,6 +189,8 @@ def train_mnist1d(
     x_test = data.x_test.astype(dtype)
     if takes_channel(name) and x_train.ndim == 2:  # a split without the channel axis: add it
         x_train, x_test = x_train[..., None], x_test[..., None]
+    elif not takes_channel(name) and x_train.ndim == 3:  # with it, for a model of rows: drop it
+        x_train, x_test = x_train[..., 0], x_test[..., 0]
     gen = np.random.default_rng(seed)
     params = model.init(gen)
     opt = adam(lr)
