@@ -167,9 +167,10 @@ def train_mnist1d(
     Adam(``lr``), ``steps`` steps of ``batch_size`` rows (the training set reshuffled every epoch
     with ``seed``, which also draws the initial weights; a last part-epoch takes a random subset,
     so exactly ``steps`` steps run), softmax cross-entropy. ``split``: :func:`load_mnist1d` by
-    default; its series are given the channel axis, or lose it, as the model takes them. ``backend``: ``"numpy"`` or
-    ``"jax"`` (each step one compiled XLA program, ``fit(..., backend="jax")``); the parameters
-    returned are numpy arrays either way. ``progress`` and ``blas_threads``: as :func:`~prelens.train.fit`'s.
+    default; its series are given the channel axis, or lose it, as the model takes them.
+    ``backend``: ``"numpy"`` or ``"jax"`` (each step one compiled XLA program,
+    ``fit(..., backend="jax")``); the parameters returned are numpy arrays either way.
+    ``progress`` and ``blas_threads``: as :func:`~prelens.train.fit`'s.
 
     >>> r = train_mnist1d("logreg", steps=40)  # doctest: +SKIP
     >>> r.test_accuracy > 0.2  # doctest: +SKIP
