@@ -392,3 +392,25 @@ def test_train_mnist1d_jax_backend_without_jax_is_refused_before_work(
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
     code, out, err = cli([*M1D, "--backend", "jax"], capsys)
     assert_refused(code, out, err, "pip install 'prelens[jax]'")
+
+
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_train_backend_flag(backend: str, capsys: pytest.CaptureFixture[str]):
+    code = run(train_mlp, "--dataset", "iris", "--hidden", "8", "--epochs", "2", "--backend", backend)
+    assert code == 0 and "trained 2 epochs" in capsys.readouterr().out
+    tiny = ["--d-model", "8", "--heads", "2", "--d-ff", "8", "--layers", "1", "--epochs", "1", "--length", "2"]
+    code, out, _ = cli(["train", "transformer", *tiny, "--train-size", "8", "--test-size", "4", "--backend", backend],
+                       capsys)  # fmt: skip
+    assert code == 0
+    if backend == "auto":
+        assert "[numpy (backend=auto)]" in out  # a small run: compiling the JAX step would cost more
+    else:
+        assert "backend=auto" not in out
+
+
+def test_train_backend_flag_refuses_other_libraries(capsys: pytest.CaptureFixture[str]):
+    from prelens.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["train", "mlp", "--backend", "torch"])
+    assert done.value.code == 2 and "--backend: invalid choice: 'torch'" in capsys.readouterr().err

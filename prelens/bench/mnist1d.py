@@ -168,8 +168,9 @@ def train_mnist1d(
     with ``seed``, which also draws the initial weights; a last part-epoch takes a random subset,
     so exactly ``steps`` steps run), softmax cross-entropy. ``split``: :func:`load_mnist1d` by
     default; its series are given the channel axis, or lose it, as the model takes them.
-    ``backend``: ``"numpy"`` or ``"jax"`` (each step one compiled XLA program,
-    ``fit(..., backend="jax")``); the parameters returned are numpy arrays either way.
+    ``backend``: ``"numpy"``, ``"jax"`` (each step one compiled XLA program,
+    ``fit(..., backend="jax")``) or ``"auto"`` (``fit``'s choice: JAX where compiling pays); the
+    parameters returned are numpy arrays either way.
     ``progress`` and ``blas_threads``: as :func:`~prelens.train.fit`'s.
 
     >>> r = train_mnist1d("logreg", steps=40)  # doctest: +SKIP
@@ -182,8 +183,8 @@ def train_mnist1d(
     seed = _args.count(fn, "seed", seed, 0)
     batch_size = _args.count(fn, "batch_size", batch_size)
     lr = _args.real(fn, "lr", lr, low=0.0, low_open=True)
-    if backend not in ("numpy", "jax"):
-        raise E.not_one_of(fn, "backend", ("numpy", "jax"), backend)
+    if backend not in ("numpy", "jax", "auto"):
+        raise E.not_one_of(fn, "backend", ("numpy", "jax", "auto"), backend)
     model = mnist1d_model(name, dtype=dtype)
     data = split if split is not None else load_mnist1d(channel=takes_channel(name))
     x_train, y_train = data.x_train.astype(dtype), data.y_train
@@ -199,7 +200,7 @@ def train_mnist1d(
     epochs, rest = divmod(steps, per_epoch)
     common: dict[str, Any] = {
         "progress": progress,
-        "backend": None if backend == "numpy" else backend,
+        "backend": backend,
         "blas_threads": blas_threads,
     }
     started = time.perf_counter()
@@ -225,7 +226,7 @@ def train_mnist1d(
         )
         done += history.steps
     seconds = time.perf_counter() - started
-    if backend != "numpy":
+    if backend == "jax":  # ("auto" hands numpy back)
         from prelens.backend import to_backend
 
         params = to_backend(params, "numpy")
@@ -303,11 +304,11 @@ def format_table(results: Sequence[Mnist1dResult], models: Sequence[str], backen
     return "\n".join(lines)
 
 
-def _backends(choice: str) -> tuple[str, ...]:
-    """``numpy``, ``jax``, ``both``, or ``auto``: numpy, and JAX when it is installed."""
+def _backends(choice: str | None) -> tuple[str, ...]:
+    """``numpy``, ``jax``, ``both``, or None: numpy, and JAX when it is installed."""
     if choice == "both":
         return ("numpy", "jax")
-    if choice == "auto":
+    if choice is None:
         import importlib.util
 
         return ("numpy", "jax") if importlib.util.find_spec("jax") is not None else ("numpy",)
@@ -331,9 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps per run (the paper: 8000)")
     parser.add_argument(
         "--backend",
-        choices=("numpy", "jax", "both", "auto"),
-        default="auto",
-        help="auto: numpy, and JAX (compiled steps) when it is installed",
+        choices=("numpy", "jax", "both"),
+        default=None,
+        help="numpy, jax (compiled steps) or both; by default both where JAX is installed, else numpy",
     )
     parser.add_argument("--quiet", action="store_true", help="print the table only, not a line per run")
     args = parser.parse_args(argv)

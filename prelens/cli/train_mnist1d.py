@@ -10,7 +10,7 @@ layer residual), cnn (three conv1d layers of 25 channels with stride 2, ReLU,
 flatten, dense 125->10), gru (a bidirectional GRU with hidden size 6 over the
 40 steps, flattened into dense 480->10). The paper's protocol is the default:
 Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
-each step into one XLA program (the "jax" extra).
+each step into one XLA program (the "jax" extra); auto takes it where it pays.
 
 --save PATH writes a model file for "prelens predict", "evaluate" and "summary",
 or prelens.load_model. The paper's whole table: python -m prelens.bench.mnist1d.
@@ -42,14 +42,13 @@ from prelens.bench.mnist1d import (
     train_mnist1d,
 )
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_runtime_arguments, training_runtime
+from prelens.cli._runtime import BACKENDS, add_runtime_arguments, backend, training_runtime
 from prelens.datasets import Split, load_mnist1d
 from prelens.io._train_metadata import save_classifier
 
 __all__ = ["add_arguments", "run"]
 
 COMMAND = "prelens train mnist1d"
-BACKENDS = ("numpy", "jax")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -72,10 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="series per step")
     train.add_argument("--lr", type=float, default=LEARNING_RATE, help="Adam's step size")
     train.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the shuffling")
-    train.add_argument(
-        "--backend", choices=BACKENDS, default="numpy", help="numpy, or jax: each step one compiled XLA program"
-    )
-    add_runtime_arguments(train)
+    add_runtime_arguments(train)  # --backend auto|numpy|jax, --blas-threads
     out = parser.add_argument_group("output")
     out.add_argument(
         "--save",
@@ -90,13 +86,13 @@ def check(args: argparse.Namespace) -> None:
     """Every flag's range, the backend's library, and that ``--save`` can be written, before any work."""
     if args.model not in MNIST1D_MODELS:  # argparse's choices, for callers that build the namespace themselves
         raise E.bad_argument(COMMAND, "--model", args.model, f"one of {list(MNIST1D_MODELS)}")
-    if args.backend not in BACKENDS:
-        raise E.bad_argument(COMMAND, "--backend", args.backend, f"one of {list(BACKENDS)}")
+    if backend(args) not in BACKENDS:
+        raise E.bad_argument(COMMAND, "--backend", backend(args), f"one of {list(BACKENDS)}")
     C.at_least(COMMAND, "--steps", args.steps)
     C.at_least(COMMAND, "--batch-size", args.batch_size)
     C.positive_real(COMMAND, "--lr", args.lr)
     C.at_least(COMMAND, "--seed", args.seed, 0)
-    if args.backend == "jax" and importlib.util.find_spec("jax") is None:
+    if backend(args) == "jax" and importlib.util.find_spec("jax") is None:
         raise E.missing_extra(f"{COMMAND} --backend jax", "jax", "jax")
     C.writable(COMMAND, "--save", args.save)
 
@@ -116,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         return C.fail(err, COMMAND)
     print(
         f"{split!r}; model {model!r}; Adam lr={args.lr:g}, batch {args.batch_size}, {args.steps} steps "
-        f"on {args.backend}"
+        f"(--backend {backend(args)})"
     )
     try:
         with training_runtime(args, model.init(0), split.x_train[: args.batch_size].astype(dtype)):
@@ -125,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 split,
                 steps=args.steps,
                 seed=args.seed,
-                backend=args.backend,
+                backend=backend(args),
                 dtype=dtype,
                 batch_size=args.batch_size,
                 lr=args.lr,
@@ -157,7 +153,7 @@ def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype
         "architecture": args.model,
         "seed": args.seed,
         "steps": args.steps,
-        "backend": args.backend,
+        "backend": backend(args),
     }
     try:
         save_classifier(args.save, model, params, split, dtype, meta, shape=tuple(split.x_train.shape[1:]))
