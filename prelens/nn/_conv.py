@@ -239,7 +239,7 @@ def _spread(piece: Array, geo: Geometry, offset: Ints, padded: Ints) -> Array:
             shape = list(piece.shape)
             shape[axis] = n * s
             piece = xp.reshape(interleaved, tuple(shape))
-            piece = piece[(slice(None),) * axis + (slice(0, (n - 1) * s + 1),)]
+            piece = piece[(slice(None),) * axis + (slice(0, (n - 1) * s + 1), ...)]
         before = o * d
         after = total - before - piece.shape[axis]
         parts = []
