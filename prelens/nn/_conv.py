@@ -128,9 +128,9 @@ class Geometry(NamedTuple):
             parts.append(f"dilation={_show(self.dilation)}")
         return ", ".join(parts)
 
-    def out_sizes(self, lens: str, x_shape: Ints) -> Ints:
-        """The output's spatial sizes for an input of ``x_shape``; a :class:`ShapeError` when a window does not fit."""
-        sizes = x_shape[1 : 1 + self.dims]
+    def out_sizes(self, lens: str, x: Array) -> Ints:
+        """The output's spatial sizes for an input ``x``; a :class:`ShapeError` when a window does not fit."""
+        sizes = tuple(x.shape[1 : 1 + self.dims])
         out = tuple(
             (n + 2 * p - d * (k - 1) - 1) // s + 1
             for n, k, s, p, d in zip(sizes, self.kernel, self.stride, self.padding, self.dilation)
@@ -141,7 +141,7 @@ class Geometry(NamedTuple):
                 f"spatial sizes of at least {_show(span)} after padding {_show(self.padding)} "
                 f"(kernel {_show(self.kernel)}, dilation {_show(self.dilation)})"
             )
-            raise E.lens_shape_error(lens, "input", expected, f"{E.describe(x_shape)} (spatial {_show(sizes)})")
+            raise E.lens_shape_error(lens, "input", expected, E.describe(x))
         return out
 
     def offsets(self) -> list[Ints]:
@@ -297,7 +297,7 @@ def _conv(
 
     def fwd(p: ConvParams, x: Array) -> tuple[tuple[Array, Array, Ints, Ints], Array]:
         w, b = p
-        out = geo.out_sizes(name, tuple(x.shape))
+        out = geo.out_sizes(name, x)
         n = x.shape[0]
         m = n * math.prod(out)
         if type(x) is np.ndarray:  # numpy: one strided view, one copy, one BLAS product
@@ -307,7 +307,7 @@ def _conv(
                 wk = w.reshape(kc, c_out).copy()
                 y = np.dot(pm.reshape(m, kc), wk)
             else:
-                wk = w.reshape(kk, cg, g, og).transpose(2, 0, 1, 3).reshape(g, kc, og)
+                wk = np.array(w.reshape(kk, cg, g, og).transpose(2, 0, 1, 3)).reshape(g, kc, og)  # our copy
                 y = np.matmul(pm.transpose(1, 0, 2), wk).transpose(1, 0, 2).reshape(m, c_out)
             y += b
             return (pm, wk, tuple(x.shape), out), y.reshape(n, *out, c_out)
@@ -316,8 +316,7 @@ def _conv(
         pm = xp.permute_dims(xp.reshape(stacked, (m, kk, g, cg)), (2, 0, 1, 3))
         pm = xp.reshape(pm, (g, m, kc))
         wk = xp.reshape(xp.permute_dims(xp.reshape(w, (kk, cg, g, og)), (2, 0, 1, 3)), (g, kc, og))
-        if g == 1:
-            wk = copy(wk)  # a view of the caller's weight otherwise (torch)
+        wk = copy(wk)  # may be a view of the caller's weight (torch); JAX arrays are not copied
         y = xp.reshape(xp.permute_dims(xp.matmul(pm, wk), (1, 0, 2)), (m, c_out)) + b
         return (pm, wk, tuple(x.shape), out), xp.reshape(y, (n, *out, c_out))
 
@@ -483,7 +482,7 @@ def patches(
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, Ints], Array]:
         xp = namespace(x)
-        out = geo.out_sizes(name, tuple(x.shape))
+        out = geo.out_sizes(name, x)
         n, *sizes, c = x.shape
         padded = tuple(m + 2 * q for m, q in zip(sizes, geo.padding))
         flat = xp.reshape(pad_any(x, geo.padding, value), (n, math.prod(padded), c))

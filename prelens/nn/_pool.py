@@ -108,7 +108,7 @@ def max_pool(
     kk = geo.size
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, Ints, Ints], Array]:
-        out = geo.out_sizes(name, tuple(x.shape))
+        out = geo.out_sizes(name, x)
         if type(x) is np.ndarray:
             win = _numpy_windows(x, geo, out, -np.inf)
             idx = win.argmax(axis=-2)
@@ -149,7 +149,7 @@ def avg_pool(
     kk = geo.size
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[Ints, Ints], Array]:
-        out = geo.out_sizes(name, tuple(x.shape))
+        out = geo.out_sizes(name, x)
         if type(x) is np.ndarray:
             win = windows_numpy(pad_numpy(x, geo.padding, 0.0), geo, out, 1)  # (N, *out, 1, *k, C)
             y = win.sum(axis=tuple(range(1 + geo.dims, 2 + 2 * geo.dims)))
