@@ -144,8 +144,10 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ),
     (
         "conv2d",
-        lambda: nn.conv2d(2, 3, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2), dtype=np.float32)
-        >> nn.max_pool((2, 2), stride=1),
+        lambda: (
+            nn.conv2d(2, 3, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2), dtype=np.float32)
+            >> nn.max_pool((2, 2), stride=1)
+        ),
         rows(2, 8, 8, 2, dtype=np.float32),
         None,
     ),

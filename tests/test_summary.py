@@ -74,8 +74,7 @@ def test_a_trilens_or_a_bad_depth_is_refused_with_a_hint():
 
 
 def test_summary_shows_convolution_and_pooling():
-    from prelens.nn import conv1d, dense, flatten, max_pool, relu
-    from prelens.nn import composed
+    from prelens.nn import composed, conv1d, dense, flatten, max_pool, relu
 
     cnn = chain(conv1d(1, 25, 5, stride=2, padding=1), relu, max_pool(2), flatten(), dense(225, 10, None))
     s = summary(cnn, np.zeros((100, 40, 1)))
@@ -87,5 +86,11 @@ def test_summary_shows_convolution_and_pooling():
     assert "ConvParams(weight=f64[5,1,25], bias=f64[25])" in str(s)
     twin = summary(composed.conv1d(4, 6, 3, groups=2), np.zeros((2, 9, 4)))
     names = [st.name for st in twin.stages]
-    assert names[1:] == ["patches(kernel=3)", "split_groups(2)", "vec_lens(2, linear(6→3))", "join_groups(2)", "bias(6)"]
+    assert names[1:] == [
+        "patches(kernel=3)",
+        "split_groups(2)",
+        "vec_lens(2, linear(6→3))",
+        "join_groups(2)",
+        "bias(6)",
+    ]
     assert twin.total_params == 3 * 2 * 6 + 6

@@ -199,7 +199,7 @@ def jax_hand_step(pair: CnnPair) -> Any:
         logits = forward(params, x)
         return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - jnp.take_along_axis(logits, y[:, None], axis=-1)[:, 0])
 
-    @jax.jit
+    @jax.jit  # type: ignore[untyped-decorator]
     def step(params: Any, m: Any, v: Any, t: Any, x: Any, y: Any) -> Any:
         loss, g = jax.value_and_grad(loss_fn)(params, x, y)
         t = t + 1

@@ -55,7 +55,7 @@ from prelens.nn._linear import INIT_SCHEMES, bias, init_weight, linear
 from prelens.nn._transformer_wiring import reparam
 from prelens.show._summary import register_opening
 
-__all__ = ["ConvParams", "conv1d", "conv2d", "conv1d_composed", "conv2d_composed", "patches"]
+__all__ = ["ConvParams", "conv1d", "conv1d_composed", "conv2d", "conv2d_composed", "patches"]
 
 #: An array of any array-API library (numpy's on the fast path).
 Array = Any
@@ -63,7 +63,7 @@ Ints = tuple[int, ...]
 
 
 class ConvParams(NamedTuple):
-    """The parameters of :func:`conv1d` and :func:`conv2d`: ``weight (*kernel, c_in // groups, c_out)``, ``bias (c_out,)``.
+    """The parameters of :func:`conv1d` and :func:`conv2d`: ``weight (*kernel, c_in // groups, c_out)``, ``bias``.
 
     A named tuple (tree paths read ``.weight``); its deltas have the same type.
     From PyTorch: ``ConvParams(w.permute(2, 1, 0), b)`` for ``Conv1d``,
@@ -143,6 +143,14 @@ class Geometry(NamedTuple):
             )
             raise E.lens_shape_error(lens, "input", expected, E.describe(x))
         return out
+
+    def argument(self, t: Ints) -> Any:
+        """``t`` as a constructor takes it: an int in 1-D, a pair in 2-D."""
+        return t[0] if self.dims == 1 else t
+
+    def arguments(self) -> tuple[Any, ...]:
+        """``(kernel, stride, padding)`` as a constructor takes them, to build its pieces with."""
+        return self.argument(self.kernel), self.argument(self.stride), self.argument(self.padding)
 
     def offsets(self) -> list[Ints]:
         """Every kernel offset, row-major (the order of the ``K`` axis of the patches)."""
@@ -464,7 +472,9 @@ def patches(
     of :func:`~prelens.nn.conv1d`, :func:`~prelens.nn.conv2d`,
     :func:`~prelens.nn.max_pool` and :func:`~prelens.nn.avg_pool`.
 
-    >>> lens = patches(2)
+    >>> import numpy as np
+    >>> from prelens.nn import composed
+    >>> lens = composed.patches(2)
     >>> lens.fwd((), np.arange(4.0).reshape(1, 4, 1))[1][0, :, :, 0]
     array([[0., 1.],
            [1., 2.],
@@ -528,10 +538,9 @@ def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, strid
     def unjoin(dy: Array) -> list[Array]:
         return [dy[..., i * og : (i + 1) * og] for i in range(g)]
 
+    k, s, p = geo.arguments()
     body = chain(
-        patches(geo.kernel if dims > 1 else geo.kernel[0], stride=geo.stride if dims > 1 else geo.stride[0],
-                padding=geo.padding if dims > 1 else geo.padding[0],
-                dilation=geo.dilation if dims > 1 else geo.dilation[0]),
+        patches(k, stride=s, padding=p, dilation=geo.argument(geo.dilation)),
         iso_lens(f"split_groups({g})", split, unsplit),
         vec_lens(g, linear(kk * cg, og, dtype=dt)),
         iso_lens(f"join_groups({g})", join, unjoin),
@@ -573,7 +582,8 @@ def conv1d_composed(
     side, the bias added. Parameters :class:`ConvParams`, as the fast lens
     (tested equal to it: outputs, deltas).
 
-    >>> conv1d_composed(4, 6, 3, groups=2)
+    >>> from prelens.nn import composed
+    >>> composed.conv1d(4, 6, 3, groups=2)
     conv1d_composed(4→6, kernel=3, groups=2)
     """
     return _composed_conv("conv1d", 1, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init)
@@ -594,7 +604,8 @@ def conv2d_composed(
     """:func:`~prelens.nn.conv2d` as the composition it is (``prelens.nn.composed.conv2d``): see
     :func:`conv1d_composed`.
 
-    >>> conv2d_composed(3, 4, 2)
+    >>> from prelens.nn import composed
+    >>> composed.conv2d(3, 4, 2)
     conv2d_composed(3→4, kernel=(2, 2))
     """
     return _composed_conv("conv2d", 2, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init)

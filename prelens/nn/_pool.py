@@ -36,7 +36,6 @@ from prelens.backend._arrays import device, namespace
 from prelens.core._check import LIKE_OUTPUT, Arr, Expects
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._transformer_wiring import reparam
 from prelens.nn._conv import (
     Geometry,
     Ints,
@@ -49,6 +48,7 @@ from prelens.nn._conv import (
     stack_windows,
     windows_numpy,
 )
+from prelens.nn._transformer_wiring import reparam
 
 __all__ = ["avg_pool", "avg_pool_composed", "flatten", "max_pool", "max_pool_composed", "window_max", "window_mean"]
 
@@ -201,7 +201,9 @@ def window_max() -> AnyLens:
     (the first on ties), through which the backward pass routes the delta (a one-hot product).
     Parameter-free; after :func:`patches`, the twin of :func:`~prelens.nn.max_pool`.
 
-    >>> window_max().fwd((), np.array([[1.0, 4.0], [3.0, 4.0]]))[1]
+    >>> import numpy as np
+    >>> from prelens.nn import composed
+    >>> composed.window_max().fwd((), np.array([[1.0, 4.0], [3.0, 4.0]]))[1]
     array([3., 4.])
     """
 
@@ -223,7 +225,9 @@ def window_mean() -> AnyLens:
     """The mean over axis ``-2``: ``(..., K, C) -> (..., C)``; the backward pass spreads the delta
     evenly. Parameter-free; after :func:`patches`, the twin of :func:`~prelens.nn.avg_pool`.
 
-    >>> window_mean().fwd((), np.array([[1.0, 4.0], [3.0, 0.0]]))[1]
+    >>> import numpy as np
+    >>> from prelens.nn import composed
+    >>> composed.window_mean().fwd((), np.array([[1.0, 4.0], [3.0, 0.0]]))[1]
     array([2., 2.])
     """
 
@@ -239,9 +243,8 @@ def window_mean() -> AnyLens:
 
 def _pool_twin(fn: str, kernel: Any, stride: Any, padding: Any, reduce: AnyLens, value: float) -> AnyLens:
     geo = _pool_geometry(fn, kernel, stride, padding)
-    dims = geo.dims
-    unpack = (lambda t: t) if dims > 1 else (lambda t: t[0])
-    window = patches(unpack(geo.kernel), stride=unpack(geo.stride), padding=unpack(geo.padding), pad_value=value)
+    k, s, p = geo.arguments()
+    window = patches(k, stride=s, padding=p, pad_value=value)
     name = f"{fn}_composed({geo.describe(geo.kernel)})"
     return reparam(window >> reduce, name, p_to=lambda p: ((), ()), p_from=lambda dp: ())  # parameter-free
 
@@ -252,7 +255,8 @@ def max_pool_composed(
     """:func:`~prelens.nn.max_pool` as the composition it is (``prelens.nn.composed.max_pool``):
     ``patches(..., pad_value=-inf) >> window_max()``.
 
-    >>> max_pool_composed(3, stride=2, padding=1)
+    >>> from prelens.nn import composed
+    >>> composed.max_pool(3, stride=2, padding=1)
     max_pool_composed(kernel=3, stride=2, padding=1)
     """
     return _pool_twin("max_pool", kernel, stride, padding, window_max(), -math.inf)
@@ -264,7 +268,8 @@ def avg_pool_composed(
     """:func:`~prelens.nn.avg_pool` as the composition it is (``prelens.nn.composed.avg_pool``):
     ``patches(..., pad_value=0) >> window_mean()``.
 
-    >>> avg_pool_composed((2, 2))
+    >>> from prelens.nn import composed
+    >>> composed.avg_pool((2, 2))
     avg_pool_composed(kernel=(2, 2))
     """
     return _pool_twin("avg_pool", kernel, stride, padding, window_mean(), 0.0)

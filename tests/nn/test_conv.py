@@ -92,7 +92,9 @@ def _assert_same(fast, twin, p, x, rng):  # type: ignore[no-untyped-def]
     batch=st.integers(1, 3),
     seed=seeds(),
 )
-def test_conv1d_equals_its_twin(groups, per_group_in, per_group_out, kernel, stride, padding, dilation, length, batch, seed):  # type: ignore[no-untyped-def]  # noqa: E501
+def test_conv1d_equals_its_twin(
+    groups, per_group_in, per_group_out, kernel, stride, padding, dilation, length, batch, seed
+):  # type: ignore[no-untyped-def]
     assume(length + 2 * padding >= dilation * (kernel - 1) + 1)
     c_in, c_out = groups * per_group_in, groups * per_group_out
     kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)

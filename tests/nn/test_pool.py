@@ -70,7 +70,10 @@ def test_avg_pool_counts_the_padding_as_zeros():
 def test_stride_defaults_to_the_kernel():
     assert max_pool(3).fwd((), np.zeros((1, 10, 2)))[1].shape == (1, 3, 2)
     assert avg_pool((2, 3)).fwd((), np.zeros((1, 5, 9, 2)))[1].shape == (1, 2, 3, 2)
-    assert repr(max_pool(3, stride=3)) == "max_pool(kernel=3)" and repr(max_pool(3, stride=1)) == "max_pool(kernel=3, stride=1)"
+    assert (
+        repr(max_pool(3, stride=3)) == "max_pool(kernel=3)"
+        and repr(max_pool(3, stride=1)) == "max_pool(kernel=3, stride=1)"
+    )
 
 
 def _assert_same(fast, twin, x, rng):  # type: ignore[no-untyped-def]
@@ -116,7 +119,10 @@ def test_pools_equal_their_twins(kind, two_d, kernel, stride, pad, size, channel
     [
         (lambda: max_pool(0), r"^max_pool: kernel"),
         (lambda: max_pool(2, stride=0), r"^max_pool: stride"),
-        (lambda: max_pool(2, padding=2), r"^max_pool: padding must be at most half the kernel 2 \(as PyTorch\), got 2$"),
+        (
+            lambda: max_pool(2, padding=2),
+            r"^max_pool: padding must be at most half the kernel 2 \(as PyTorch\), got 2$",
+        ),
         (lambda: avg_pool((2, 2), padding=(1, 2)), r"^avg_pool: padding must be at most half"),
         (lambda: avg_pool((2, 2, 2)), r"^avg_pool: kernel must be an int >= 1 or a pair"),
         (lambda: max_pool(2.0), r"^max_pool: kernel"),
@@ -128,9 +134,13 @@ def test_bad_arguments_are_refused_at_construction(make, match):  # type: ignore
 
 
 def test_a_kernel_larger_than_the_padded_input_is_refused_at_call_time():
-    with pytest.raises(ShapeError, match=r"^max_pool\(kernel=5\): input: expected spatial sizes of at least 5 .*got f64\[2,3,4\]"):
+    with pytest.raises(
+        ShapeError, match=r"^max_pool\(kernel=5\): input: expected spatial sizes of at least 5 .*got f64\[2,3,4\]"
+    ):
         max_pool(5).fwd((), np.zeros((2, 3, 4)))
-    with pytest.raises(ShapeError, match=r"^avg_pool\(kernel=\(2, 2\)\): input: expected f\w*\[\*,\*,\*,\*\], got f64\[3,4\]"):
+    with pytest.raises(
+        ShapeError, match=r"^avg_pool\(kernel=\(2, 2\)\): input: expected f\w*\[\*,\*,\*,\*\], got f64\[3,4\]"
+    ):
         avg_pool((2, 2)).fwd((), np.zeros((3, 4)))
     with pytest.raises(ShapeError, match=r"^flatten: input: expected float\[\.\.\.,\*,\*\], got f64\[3\]"):
         flatten().fwd((), np.zeros(3))
