@@ -166,3 +166,27 @@ def test_the_mnist1d_cnn_step_equals_torch() -> None:
     grads_ours, grads_torch = pair.gradients()
     for i, (a, b) in enumerate(zip(grads_ours, grads_torch)):
         _close(a, torch.tensor(b), f"gradient {i}")
+
+
+def test_the_mnist1d_cnn_compiled_on_jax_equals_numpy() -> None:
+    """compile_step traces the CNN (conv1d, relu, flatten, dense) into one XLA program: equal to numpy's step."""
+    import prelens
+    from prelens.learn import adam
+    from prelens.nn import softmax_cross_entropy
+    from prelens.train import compile_step, step
+    from tests.backends.harness import assert_close, assert_in_library
+    from tools.bench_conv import prelens_cnn
+
+    model, opt = prelens_cnn(), adam(1e-2)
+    rng = np.random.default_rng(5)
+    batch = (rng.standard_normal((16, 40, 1)), rng.integers(0, 10, 16))
+    p_np = model.init(0)
+    s_np = opt.init(p_np)
+    p_jx, s_jx = prelens.backend.to_backend((p_np, s_np), "jax")
+    compiled = compile_step(model, softmax_cross_entropy, opt)
+    for _ in range(3):
+        p_np, s_np, loss_np = step(model, softmax_cross_entropy, p_np, batch, opt, s_np)
+        p_jx, s_jx, loss_jx = compiled(p_jx, s_jx, batch)
+        assert abs(float(loss_jx) - loss_np) <= 1e-12 * max(1.0, abs(loss_np))
+    assert_in_library(p_jx, "jax", "compiled params")
+    assert_close(p_np, p_jx, "params after 3 steps")
