@@ -128,6 +128,46 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("decoder lm", lambda: nn.decoder_lm(7, 8, 2, 16, 1, 6, positional="sinusoidal"), ids(7, 2, 6), None),
     ("encoder decoder", lambda: nn.encoder_decoder(7, 9, 8, 2, 16, 1, 6), lambda: (IDS, IDS[:, :4]), None),
     ("token loss", lambda: nn.token_cross_entropy(ignore_index=0), None, None),
+    (
+        "convolution",
+        lambda: chain(
+            nn.conv1d(1, 4, 3, stride=2, padding=1),
+            nn.relu,
+            nn.max_pool(2),
+            nn.conv1d(4, 4, 3, groups=2, init="he"),
+            nn.avg_pool(2, padding=1),
+            nn.flatten(),
+            nn.dense(8, 3, None),
+        ),
+        rows(2, 20, 1),
+        None,
+    ),
+    (
+        "conv2d",
+        lambda: (
+            nn.conv2d(2, 3, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2), dtype=np.float32)
+            >> nn.max_pool((2, 2), stride=1)
+        ),
+        rows(2, 8, 8, 2, dtype=np.float32),
+        None,
+    ),
+    (
+        "composed convolution",
+        lambda: chain(nn.composed.conv1d(2, 4, 3, groups=2), nn.composed.max_pool(2), nn.composed.avg_pool(2)),
+        rows(2, 12, 2),
+        None,
+    ),
+    (
+        "convolution pieces",
+        lambda: (
+            nn.composed.conv2d(2, 2, 2),
+            nn.composed.patches((2, 2), stride=1, pad_value=-1.5),
+            nn.composed.window_max(),
+            nn.composed.window_mean(),
+        ),
+        None,
+        None,
+    ),
     # the faithful level and the profunctor encoding
     (
         "faithful pre-lenses",

@@ -11,6 +11,13 @@ composition it is, tested equal to it (same parameters, same outputs, same delta
   :func:`prelens.nn.multi_head_attention` (:func:`stack_heads` and :func:`unstack_heads` map
   between the two parameter layouts).
 
+* :func:`conv1d`, :func:`conv2d` — ``chain(patches, split_groups, vec_lens(groups, linear), join_groups,
+  bias)``, twins of :func:`prelens.nn.conv1d` and :func:`prelens.nn.conv2d`;
+* :func:`max_pool`, :func:`avg_pool` — ``patches >> window_max()`` and ``patches >> window_mean()``,
+  twins of :func:`prelens.nn.max_pool` and :func:`prelens.nn.avg_pool`.
+
+Their pieces: :func:`patches` (im2col as a lens), :func:`window_max`, :func:`window_mean`.
+
 The pieces of one head: :func:`attention_scores`, :func:`causal_mask`, :func:`weighted_sum`,
 :func:`split_heads`, :func:`merge_heads` (heads on an array axis) and :class:`HeadParams`.
 
@@ -37,6 +44,12 @@ from prelens.nn._attention import (
     weighted_sum,
 )
 from prelens.nn._attention import multi_head_attention_faithful as multi_head_attention
+from prelens.nn._conv import conv1d_composed as conv1d
+from prelens.nn._conv import conv2d_composed as conv2d
+from prelens.nn._conv import patches
+from prelens.nn._pool import avg_pool_composed as avg_pool
+from prelens.nn._pool import max_pool_composed as max_pool
+from prelens.nn._pool import window_max, window_mean
 from prelens.nn._residual import residual_composed as residual
 from prelens.nn._transformer import feed_forward_composed as feed_forward
 
@@ -45,14 +58,21 @@ __all__ = [
     "HeadParams",
     "attention_head",
     "attention_scores",
+    "avg_pool",
     "causal_mask",
     "concat_heads",
+    "conv1d",
+    "conv2d",
     "feed_forward",
+    "max_pool",
     "merge_heads",
     "multi_head_attention",
+    "patches",
     "residual",
     "split_heads",
     "stack_heads",
     "unstack_heads",
     "weighted_sum",
+    "window_max",
+    "window_mean",
 ]
