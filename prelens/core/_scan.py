@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace
 from prelens.core._check import ANY, Expects
@@ -31,7 +33,7 @@ from prelens.core._tree import tree_sum
 
 
 def steps_of(fn: str, xs: Any, axis: int) -> list[Any]:
-    """The steps of a sequence: a list or tuple as it is, an array cut along ``axis``.
+    """The steps of a sequence: a list or tuple as it is, an array (or a tree of arrays) cut along ``axis``.
 
     >>> import numpy as np
     >>> [x.tolist() for x in steps_of("scan", np.arange(6).reshape(2, 3), 1)]
@@ -41,16 +43,52 @@ def steps_of(fn: str, xs: Any, axis: int) -> list[Any]:
         return list(xs)
     if not is_array(xs):
         raise E.must_be(fn, "its sequence xs", "an array or a list of steps", E.describe(xs))
-    nd = len(xs.shape)
-    if not -nd <= axis < nd:
-        raise E.StructureError(f"{fn}: its sequence xs has no axis {axis}: got {E.describe(xs)}")
-    ax = axis % nd
-    lead = (slice(None),) * ax
-    return [xs[(*lead, t)] for t in range(xs.shape[ax])]
+    return unstack(fn, xs, axis)
+
+
+def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
+    """A tree of arrays stacked along ``axis`` cut into the list of its steps (each a tree of one step).
+
+    >>> import numpy as np
+    >>> unstack("scan", (np.zeros((2, 3)), np.ones(2)), 0)[1]
+    (array([0., 0., 0.]), np.float64(1.0))
+    """
+    if is_array(tree):
+        nd = len(tree.shape)
+        if not -nd <= axis < nd:
+            raise E.StructureError(f"{fn}: a sequence has no axis {axis}: got {E.describe(tree)}")
+        ax = axis % nd
+        lead = (slice(None),) * ax
+        return [tree[(*lead, t)] for t in range(tree.shape[ax])]
+    if isinstance(tree, (tuple, list)) and len(tree) > 0:
+        kids = [unstack(fn, kid, axis) for kid in tree]
+        if any(len(k) != len(kids[0]) for k in kids):
+            raise E.StructureError(f"{fn}: the arrays of a sequence have different numbers of steps")
+        make = (lambda v: type(tree)(*v)) if hasattr(tree, "_fields") else type(tree)
+        return [make(step) for step in zip(*kids)]
+    raise E.must_be(fn, "a stacked sequence", "arrays (or a tree of arrays) with a time axis", E.describe(tree))
+
+
+def stack(steps: list[Any], axis: int) -> Any:
+    """The inverse of :func:`unstack`: a list of trees of one structure stacked leaf by leaf along ``axis``.
+
+    >>> import numpy as np
+    >>> stack([(np.zeros(2), 1.0), (np.ones(2), 2.0)], -1)
+    (array([[0., 1.],
+           [0., 1.]]), array([1., 2.]))
+    """
+    first = steps[0]
+    if isinstance(first, (tuple, list)):
+        kids = [stack([s[i] for s in steps], axis) for i in range(len(first))]
+        return type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids)
+    if first is None:
+        return None
+    xp = namespace(first) if is_array(first) else np
+    return xp.stack(steps, axis=axis)
 
 
 def stack_like(steps: list[Any], like: Any, axis: int) -> Any:
-    """``steps`` stacked as ``like`` was: a list if it was a list or tuple, else an array along ``axis``.
+    """``steps`` as a sequence of the kind ``like`` is: a list if it is a list or tuple, else stacked.
 
     >>> import numpy as np
     >>> stack_like([np.zeros(2), np.ones(2)], np.zeros((2, 2)), -1)
@@ -59,7 +97,7 @@ def stack_like(steps: list[Any], like: Any, axis: int) -> Any:
     """
     if isinstance(like, (list, tuple)):
         return list(steps)
-    return namespace(steps[0]).stack(steps, axis=axis)
+    return stack(steps, axis)
 
 
 @constructor
@@ -112,14 +150,14 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
                 pass
             case _:
                 raise E.not_a_pair(name, "its output delta", "(dh_T, dys)", da)
-        dy_steps = steps_of(name, dys, axis)
+        dy_steps = dys if isinstance(dys, list) else unstack(name, dys, axis)
         if len(dy_steps) != len(ms):
             raise E.list_length_error(name, "output delta's sequence dys", len(ms), len(dy_steps))
         dps, dxs = [], [None] * len(ms)
         for t in range(len(ms) - 1, -1, -1):
             dp, (dh, dxs[t]) = bwd1(ms[t], (dh, dy_steps[t]))
             dps.append(dp)
-        return (dps[0] if len(dps) == 1 else tree_sum(dps)), (dh, stack_like(dxs, dys, axis))
+        return (dps[0] if len(dps) == 1 else tree_sum(dps)), (dh, dxs if isinstance(dys, list) else stack(dxs, axis))
 
     e = cell.expects
     h_pattern = e.input[0] if isinstance(e.input, tuple) and len(e.input) == 2 else ANY

@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._combinators import add_trees
 from prelens.core._iso import lunit, runit, second, unlunit, unrunit
-from prelens.core._scan import scan
 from prelens.core._lens import id_pre_lens  # noqa: F401  (doctests)
+from prelens.core._scan import scan
 from prelens.tambara._trilens import (
     AnyTriLens,
     PLeft,
@@ -32,7 +33,6 @@ from prelens.tambara._trilens import (
     from_tamb,
     to_tamb,
 )
-from prelens.core import _args
 
 
 def scan_t(tri: AnyTriLens, *, n: int | None = None, axis: int = 0) -> AnyTriLens:
@@ -98,7 +98,9 @@ def _cons(cell: AnyTriLens, rest: AnyTriLens) -> AnyTriLens:
         # residue ((m, ()), (m_rest, m1)), parameters ((p1, p), ((), p_rest)), input ((h, x), xs_rest)
         t = dimap_s(_uncons_input, lambda d: (d[0][0], [d[0][1], *d[1]]), t)
         t = dimap_m(lambda m: ([m[0][0], *m[1][0]], m[1][1]), lambda dm: ((dm[0][0], ()), (list(dm[0][1:]), dm[1])), t)
-        return dimap_p(lambda p: ((p[0], p[1][0]), ((), list(p[1][1:]))), lambda dp: (dp[0][0], [dp[0][1], *dp[1][1]]), t)
+        return dimap_p(
+            lambda p: ((p[0], p[1][0]), ((), list(p[1][1:]))), lambda dp: (dp[0][0], [dp[0][1], *dp[1][1]]), t
+        )
 
     return TriLens(run)
 
