@@ -25,6 +25,7 @@ from prelens.nn._losses import mse, softmax_cross_entropy, squared_distance
 from prelens.nn._mlp import mlp
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._normalize import normalize
+from prelens.nn._recurrent import RecurrentParams, bidirectional, gru, lstm, rnn
 from prelens.nn._residual import residual
 from prelens.nn._transformer import (
     DecoderBlockParams,
@@ -55,8 +56,10 @@ __all__ = [
     "FeedForwardParams",
     "LMParams",
     "LayerNormParams",
+    "RecurrentParams",
     "attention_weights",
     "bias",
+    "bidirectional",
     "cross_attention",
     "decoder_block",
     "decoder_lm",
@@ -67,8 +70,10 @@ __all__ = [
     "feed_forward",
     "gelu",
     "generate",
+    "gru",
     "layer_norm",
     "linear",
+    "lstm",
     "mlp",
     "mse",
     "multi_head_attention",
@@ -78,6 +83,7 @@ __all__ = [
     "relu",
     "rematerialize",
     "residual",
+    "rnn",
     "scaled_dot_product_attention",
     "sigmoid",
     "sinusoidal_encoding",
@@ -92,6 +98,9 @@ __all__ = [
 ]
 
 
+#: Names of ``prelens.nn.composed`` new in 0.4: they never lived in ``prelens.nn``.
+_NEW_IN_0_4 = ("rnn_cell", "gru_cell", "lstm_cell")
+
 #: Old names of ``prelens.nn`` (0.3) that still work for one release, with a warning naming the new one:
 #: old -> (new dotted name, the object). ``prelens.faithful`` adds the faithful level's names, which lived
 #: here until 0.4 (this package sits below it and does not import it).
@@ -103,7 +112,7 @@ _MOVED: dict[str, tuple[str, Any]] = {
             getattr(composed, name),
         )
         for name in composed.__all__
-        if name != "multi_head_attention"
+        if name not in ("multi_head_attention", *_NEW_IN_0_4)
     },
     "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
     "sinusoidal_table": (
