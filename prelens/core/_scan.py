@@ -59,7 +59,7 @@ def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
             raise E.StructureError(f"{fn}: a sequence has no axis {axis}: got {E.describe(tree)}")
         ax = axis % nd
         lead = (slice(None),) * ax
-        return [tree[(*lead, t)] for t in range(tree.shape[ax])]
+        return [tree[(*lead, t, ...)] for t in range(tree.shape[ax])]
     if isinstance(tree, (tuple, list)) and len(tree) > 0:
         kids = [unstack(fn, kid, axis) for kid in tree]
         if any(len(k) != len(kids[0]) for k in kids):
