@@ -40,6 +40,7 @@ from prelens import (
     load_model,
     nn,
     save_model,
+    scan,
     to_tamb,
     tri_compose,
     tri_tensor,
@@ -128,6 +129,19 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("decoder lm", lambda: nn.decoder_lm(7, 8, 2, 16, 1, 6, positional="sinusoidal"), ids(7, 2, 6), None),
     ("encoder decoder", lambda: nn.encoder_decoder(7, 9, 8, 2, 16, 1, 6), lambda: (IDS, IDS[:, :4]), None),
     ("token loss", lambda: nn.token_cross_entropy(ignore_index=0), None, None),
+    # recurrence
+    ("bidirectional gru", lambda: nn.bidirectional(nn.gru(1, 3)) >> nn.linear(6, 2), rows(2, 5, 1), None),
+    ("rnn and lstm", lambda: nn.rnn(2, 3, nonlinearity="relu") >> nn.lstm(3, 2, dtype=np.float64), rows(2, 4, 2), None),
+    (
+        "scan of cells",
+        lambda: (
+            scan(nn.composed.gru_cell(2, 3), axis=1),
+            scan(nn.composed.rnn_cell(2, 3)),
+            scan(nn.composed.lstm_cell(2, 3)),
+        ),
+        None,
+        None,
+    ),
     # the faithful level and the profunctor encoding
     (
         "faithful pre-lenses",

@@ -71,3 +71,15 @@ def test_a_trilens_or_a_bad_depth_is_refused_with_a_hint():
         summary(make_mlp(3, [4, 1]), (3,))
     with pytest.raises(ArgumentError, match=r"summary: depth must be an int >= 0, got -1"):
         summary(NET, (3,), depth=-1)
+
+
+def test_summary_of_recurrent_layers():
+    from prelens import scan
+    from prelens.nn import bidirectional, gru, linear
+    from prelens.nn.composed import gru_cell
+
+    s = summary(bidirectional(gru(1, 6)) >> linear(12, 2), (100, 40, 1))
+    assert s.stages[0].output == "f64[100,40,2]" and s.total_params == 2 * (18 + 108 + 36) + 24
+    assert "bidirectional(gru(1→6))" in str(s)
+    s = summary(scan(gru_cell(1, 6), axis=1), ((100, 6), (100, 40, 1)))
+    assert s.stages[0].output == "(f64[100,6], f64[100,40,6])" and s.total_params == 162

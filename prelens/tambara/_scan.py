@@ -43,11 +43,8 @@ def scan_t(tri: AnyTriLens, *, n: int | None = None, axis: int = 0) -> AnyTriLen
     nesting grows with ``n`` (teaching sizes). Without ``n``, any length and arrays along
     ``axis``: the pre-lens :func:`~prelens.core.scan` of ``from_tamb(tri)``, as a TriLens.
 
-    Haskell, for the cons step (in the style of ``consLens``)::
-
-        scanCons :: TriLens (h, y) (dh, dy) m dm p dp (h, x) (dh, dx)
-                 -> TriLens (h, [y]) (dh, [dy]) [m] [dm] [p] [dp] (h, [x]) (dh, [dx])
-                 -> TriLens (h, [y]) (dh, [dy]) [m] [dm] [p] [dp] (h, [x]) (dh, [dx])
+    The cons step, in the style of the post's ``consLens``, takes the cell's TriLens and the
+    scan of the rest, ``(h, [x]) -> (h, [y])``, to the scan of one step more.
 
     >>> from prelens import PreLens
     >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
