@@ -51,7 +51,7 @@ def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
 
     >>> import numpy as np
     >>> unstack("scan", (np.zeros((2, 3)), np.ones(2)), 0)[1]
-    (array([0., 0., 0.]), np.float64(1.0))
+    (array([0., 0., 0.]), array(1.))
     """
     if is_array(tree):
         nd = len(tree.shape)
