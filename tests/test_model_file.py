@@ -40,6 +40,7 @@ from prelens import (
     load_model,
     nn,
     save_model,
+    scan,
     to_tamb,
     tri_compose,
     tri_tensor,
@@ -164,6 +165,19 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
             nn.composed.patches((2, 2), stride=1, pad_value=-1.5),
             nn.composed.window_max(),
             nn.composed.window_mean(),
+        ),
+        None,
+        None,
+    ),
+    # recurrence
+    ("bidirectional gru", lambda: nn.bidirectional(nn.gru(1, 3)) >> nn.linear(6, 2), rows(2, 5, 1), None),
+    ("rnn and lstm", lambda: nn.rnn(2, 3, nonlinearity="relu") >> nn.lstm(3, 2, dtype=np.float64), rows(2, 4, 2), None),
+    (
+        "scan of cells",
+        lambda: (
+            scan(nn.composed.gru_cell(2, 3), axis=1),
+            scan(nn.composed.rnn_cell(2, 3)),
+            scan(nn.composed.lstm_cell(2, 3)),
         ),
         None,
         None,

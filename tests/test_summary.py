@@ -94,3 +94,15 @@ def test_summary_shows_convolution_and_pooling():
         "bias(6)",
     ]
     assert twin.total_params == 3 * 2 * 6 + 6
+
+
+def test_summary_of_recurrent_layers():
+    from prelens import scan
+    from prelens.nn import bidirectional, gru, linear
+    from prelens.nn.composed import gru_cell
+
+    s = summary(bidirectional(gru(1, 6)) >> linear(12, 2), (100, 40, 1))
+    assert s.stages[0].output == "f64[100,40,2]" and s.total_params == 2 * (18 + 108 + 36) + 24
+    assert "bidirectional(gru(1→6))" in str(s)
+    s = summary(scan(gru_cell(1, 6), axis=1), ((100, 6), (100, 40, 1)))
+    assert s.stages[0].output == "(f64[100,6], f64[100,40,6])" and s.total_params == 162

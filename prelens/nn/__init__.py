@@ -27,6 +27,7 @@ from prelens.nn._mlp import mlp
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._normalize import normalize
 from prelens.nn._pool import avg_pool, flatten, max_pool
+from prelens.nn._recurrent import RecurrentParams, bidirectional, gru, lstm, rnn
 from prelens.nn._residual import residual
 from prelens.nn._transformer import (
     DecoderBlockParams,
@@ -58,9 +59,11 @@ __all__ = [
     "FeedForwardParams",
     "LMParams",
     "LayerNormParams",
+    "RecurrentParams",
     "attention_weights",
     "avg_pool",
     "bias",
+    "bidirectional",
     "conv1d",
     "conv2d",
     "cross_attention",
@@ -74,8 +77,10 @@ __all__ = [
     "flatten",
     "gelu",
     "generate",
+    "gru",
     "layer_norm",
     "linear",
+    "lstm",
     "max_pool",
     "mlp",
     "mse",
@@ -86,6 +91,7 @@ __all__ = [
     "relu",
     "remat",
     "residual",
+    "rnn",
     "scaled_dot_product_attention",
     "sigmoid",
     "sinusoidal_encoding",
