@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -77,10 +77,6 @@ def copies(lens: Any, n: int, shared: bool) -> Any:
     raise E.must_be(fn, "lens", "a PreLens or a TriLens", E.describe(lens))
 
 
-@overload
-def vec_lens(n: int, lens: AnyLens) -> AnyLens: ...
-@overload
-def vec_lens(n: int, lens: Any) -> Any: ...
 @constructor
 def vec_lens(n: int, lens: Any) -> Any:
     """``n`` copies of ``lens`` in parallel; every slot becomes a list of length ``n``.
@@ -98,10 +94,6 @@ def vec_lens(n: int, lens: Any) -> Any:
     return copies(lens, _check_n("vec_lens", n, least=0), False)
 
 
-@overload
-def batch_n(n: int, lens: AnyLens) -> AnyLens: ...
-@overload
-def batch_n(n: int, lens: Any) -> Any: ...
 @constructor
 def batch_n(n: int, lens: Any) -> Any:
     """``n`` copies of ``lens`` sharing one parameter; parameter deltas are summed.

@@ -59,7 +59,8 @@ def _batched(mlp: AnyTriLens | AnyLens, n: int, fn: str) -> AnyLens:
     """The network on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a pre-lens batched."""
     if isinstance(mlp, TriLens):
         return from_tamb(batch_n(n, mlp))
-    return batch_n(n, _as_prelens(mlp, fn))
+    batched: AnyLens = batch_n(n, _as_prelens(mlp, fn))
+    return batched
 
 
 def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
