@@ -205,6 +205,15 @@ class Rule(Optimizer[Any]):
         return self.state_type(*(tree_map(zeros_like, params) for _ in fields))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""
+        leaf, fields = self._leaf, getattr(self.state_type, "_fields", ())
+        names = ("grads", *(f"{self.name} {f}" for f in fields))
+        step = lambda p, g, *s: leaf(p, as_leaf(g, p), lr, *s)
+        new, *out = map_leaves(self.name, step, params, (grads, *state), names)
+        return new, self.state_type(*out)
+
+    def _leaf(self, p: Any, g: Any, lr: Any, *state: Any) -> tuple[Any, ...]:
+        """``(new_p, *new_state)`` of one leaf: the optimiser's formula."""
         raise NotImplementedError
 
     def label(self) -> str:
