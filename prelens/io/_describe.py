@@ -327,16 +327,11 @@ def _rebuild_array(x: dict[str, Any], where: str, counter: list[int]) -> Any:
     return arr
 
 
+_JSON_KINDS = {dict: "an object", list: "a list", str: "a string", type(None): "null"}
+
+
 def _json_kind(x: Any) -> str:
-    if isinstance(x, dict):
-        return "an object"
-    if isinstance(x, list):
-        return "a list"
-    if isinstance(x, str):
-        return "a string"
-    if x is None:
-        return "null"
-    return f"the {type(x).__name__} {x!r}"[:60]
+    return _JSON_KINDS.get(type(x)) or f"the {type(x).__name__} {x!r}"[:60]  # JSON gives these exact types
 
 
 # ---------------------------------------------------------------- bounded init
