@@ -1,22 +1,13 @@
 """The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-Each optimiser is written once, as a frozen object whose pure update is
-
-    state = opt.init(params)
-    new_params, new_state = opt.update(grads, state, params)
-
-and whose :attr:`Optimizer.lens` is that same update seen as Cruttwell, Gavranović,
-Ghani, Wilson and Zanasi's *reparameterisation* (ESOP 2022): a lens on the
-parameter wire, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
-update(−p', state, params))``. Under the learning-rate lens ``α`` the delta that
-reaches it is ``p' = −α·∇L``, so with ``α = 1`` the lens *is* the object's update.
-
-``params`` and ``grads`` are trees of one structure (tuples, lists, named tuples,
-dicts, ``()``/``None``), with float arrays of any array-API library (numpy,
-PyTorch, JAX, ``array_api_strict``) or numbers at the leaves. ``update`` writes
-into nothing and keeps each parameter's dtype. ``lr`` is a number or a schedule
-(a function of the step); with a schedule the state is :class:`ScheduledState`.
-Under ``jax.jit`` a step count arrives traced and comes back a 0-d integer array.
+``opt.update(grads, state, params) -> (new_params, new_state)`` is pure (it writes into
+nothing and keeps each parameter's dtype); :attr:`Optimizer.lens` is the same update as
+Cruttwell et al.'s reparameterisation lens on the parameter wire, ``fwd((), (params,
+state)) = params``, ``bwd(residue, p') = ((), update(−p', state, params))``: under the
+learning-rate lens ``α = 1`` the delta is ``−∇L`` and the lens *is* the update. Trees are
+tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API
+library or numbers at the leaves; ``lr`` is a number or a schedule (the state then a
+:class:`ScheduledState`, its step a 0-d integer array under ``jax.jit``).
 
 >>> import numpy as np
 >>> from prelens.learn import sgd
