@@ -23,10 +23,6 @@ from prelens.core._registry import constructor
 from prelens.core._tree import tree_sum
 
 
-def _check_n(fn: str, n: Any, least: int = 1) -> int:
-    return _args.count(fn, "n", n, least=least)
-
-
 def add_trees(trees: Any) -> Any:
     """The leaf-wise sum of a list (or pair) of trees of one structure and shape (never broadcast).
 
@@ -54,7 +50,7 @@ def branch(n: int) -> AnyLens:
     >>> b.bwd((), [np.array([1.0]), np.array([2.0])])
     ((), array([3.]))
     """
-    n = _check_n("branch", n)
+    n = _args.count("branch", "n", n)
 
     def fwd(p: tuple[()], s: Any) -> tuple[tuple[()], list[Any]]:
         return (), [s] * n
@@ -91,7 +87,7 @@ def vec_lens(n: int, lens: Any) -> Any:
     >>> vec_lens(2, id_pre_lens).fwd([(), ()], [1, 2])
     ([(), ()], [1, 2])
     """
-    return copies(lens, _check_n("vec_lens", n, least=0), False)
+    return copies(lens, _args.count("vec_lens", "n", n, least=0), False)
 
 
 @constructor
@@ -107,7 +103,7 @@ def batch_n(n: int, lens: Any) -> Any:
     >>> batch_n(3, add_p).bwd([(), (), ()], [1.0, 2.0, 3.0])
     (6.0, [1.0, 2.0, 3.0])
     """
-    return copies(lens, _check_n("batch_n", n), True)
+    return copies(lens, _args.count("batch_n", "n", n), True)
 
 
 @copies.register

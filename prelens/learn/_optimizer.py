@@ -40,6 +40,7 @@ from prelens.backend._arrays import (
     shape,
 )
 from prelens.backend._arrays import zeros_like as _zeros
+from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.core._tree import check_structure, tree_map, tree_paths
 from prelens.learn._xp import as_step, known, traced_value, wide_float
@@ -166,9 +167,14 @@ class Rule(Optimizer[Any]):
 
     lr: LR
     state_type: ClassVar[type] = tuple
+    #: How each hyperparameter is checked, in order: ``"unit"`` in [0, 1), ``"positive"`` > 0,
+    #: ``"decay"`` >= 0, ``"flag"`` a bool (``lr`` always, first).
+    checks: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         check_lr(self.name, self.lr)
+        for field, kind in self.checks.items():
+            _CHECKS[kind](self.name, field, getattr(self, field))
 
     def init(self, params: Tree) -> Any:
         """The initial state for ``params`` (never aliases them)."""
@@ -279,14 +285,22 @@ def check_positive(opt: str, name: str, value: float) -> None:
         raise E.bad_argument(opt, name, value, "a finite number > 0")
 
 
-def check_decay(opt: str, value: float) -> None:
+def check_decay(opt: str, name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
-        raise E.bad_argument(opt, "weight_decay", value, "a finite number >= 0")
+        raise E.bad_argument(opt, name, value, "a finite number >= 0")
 
 
 def check_unit(opt: str, name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
         raise E.bad_argument(opt, name, value, "a number in [0, 1)")
+
+
+_CHECKS: dict[str, Callable[[str, str, Any], Any]] = {
+    "unit": check_unit,
+    "positive": check_positive,
+    "decay": check_decay,
+    "flag": _args.flag,
+}
 
 
 def check_params(opt: str, params: Tree) -> None:

@@ -50,10 +50,8 @@ from prelens.learn._optimizer import (
     _bad_state,
     _delta_dtype,
     as_leaf,
-    check_decay,
     check_params,
     check_positive,
-    check_unit,
     diagnose,
     is_node,
     is_real_leaf,
@@ -142,10 +140,7 @@ class Momentum(Rule):
     name: ClassVar[str] = "momentum"
     state_type: ClassVar[type] = MomentumState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_unit(self.name, "beta", self.beta)
-        _args.flag(self.name, "nesterov", self.nesterov)
+    checks: ClassVar[dict[str, str]] = {"beta": "unit", "nesterov": "flag"}
 
     def _leaf(self, p: Any, g: Any, lr: Any, v: Any) -> tuple[Any, Any]:
         v_new = v * self.beta + g
@@ -168,9 +163,7 @@ class Adagrad(Rule):
     name: ClassVar[str] = "adagrad"
     state_type: ClassVar[type] = AdagradState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self.name, "eps", self.eps)
+    checks: ClassVar[dict[str, str]] = {"eps": "positive"}
 
     def _leaf(self, p: Any, g: Any, lr: Any, s: Any) -> tuple[Any, Any]:
         s_new = s + g * g
@@ -193,10 +186,7 @@ class RMSprop(Rule):
     name: ClassVar[str] = "rmsprop"
     state_type: ClassVar[type] = RMSpropState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_unit(self.name, "rho", self.rho)
-        check_positive(self.name, "eps", self.eps)
+    checks: ClassVar[dict[str, str]] = {"rho": "unit", "eps": "positive"}
 
     def _leaf(self, p: Any, g: Any, lr: Any, v: Any) -> tuple[Any, Any]:
         v_new = v * self.rho + (g * g) * (1.0 - self.rho)
@@ -222,11 +212,7 @@ class Adam(Rule):
     name: ClassVar[str] = "adam"
     state_type: ClassVar[type] = AdamState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_unit(self.name, "b1", self.b1)
-        check_unit(self.name, "b2", self.b2)
-        check_positive(self.name, "eps", self.eps)
+    checks: ClassVar[dict[str, str]] = {"b1": "unit", "b2": "unit", "eps": "positive"}
 
     def _zeros(self, params: Tree) -> AdamState:
         return AdamState(0, tree_map(zeros_like, params), tree_map(zeros_like, params))
@@ -282,9 +268,7 @@ class AdamW(Adam):
     weight_decay: float = 0.01
     name: ClassVar[str] = "adamw"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_decay(self.name, self.weight_decay)
+    checks: ClassVar[dict[str, str]] = {**Adam.checks, "weight_decay": "decay"}
 
 
 #: Each optimiser's constructor is its class (``adam(0.1)`` is an ``Adam``): one object, two spellings.

@@ -31,7 +31,7 @@ from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
-from prelens.tambara._trilens import AnyTriLens, Backward, Forward, interpret
+from prelens.tambara._trilens import AnyTriLens, LensPass, interpret
 
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -150,7 +150,7 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 
     def abstract(step: Step) -> Step:
         f, g = step.f, step.g
-        if step.kind != DIMAP_S or not isinstance(f, Forward) or not isinstance(g, Backward):
+        if step.kind != DIMAP_S or not isinstance(f, LensPass) or f.backward or not isinstance(g, LensPass):
             return step
         lens = f.lens
         rule = _RULES.get(lens)

@@ -221,44 +221,29 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
     (((), ()), 1)
     """
     as_lens("to_tamb", "lens", lens)
-    fw_, bw_ = Forward(lens), Backward(lens)
+    fw_, bw_ = LensPass(lens), LensPass(lens, backward=True)
     return TriLens(lambda t: beta(dimap_s(fw_, bw_, alpha(t))), f"to_tamb({lens!r})")
 
 
 @dataclass(frozen=True, eq=False)
-class Forward:
-    """``uncurry fw``: a pre-lens's forward pass as the map ``(p, s) -> (m, a)`` that ``to_tamb`` dimaps with.
+class LensPass:
+    """``uncurry fw`` (or, ``backward``, ``uncurry bw``): a pass of a pre-lens as the map that ``to_tamb`` dimaps.
 
-    It keeps its lens, so an interpretation can tell a lens's own box from the plumbing.
+    Forward ``(p, s) -> (m, a)``, backward ``(dm, da) -> (dp, ds)``. It keeps its lens, so an
+    interpretation can tell a lens's own box from the plumbing.
 
-    >>> Forward(id_pre_lens)(((), 3))
-    ((), 3)
+    >>> LensPass(id_pre_lens)(((), 3)), LensPass(id_pre_lens, backward=True)
+    (((), 3), bwd(id_pre_lens))
     """
 
     lens: AnyLens
+    backward: bool = False
 
-    def __call__(self, ps: Any) -> Any:
-        return self.lens.fwd(ps[0], ps[1])
-
-    def __repr__(self) -> str:
-        return f"fwd({self.lens!r})"
-
-
-@dataclass(frozen=True, eq=False)
-class Backward:
-    """``uncurry bw``: a pre-lens's backward pass as the map ``(dm, da) -> (dp, ds)``.
-
-    >>> Backward(id_pre_lens)(((), 3))
-    ((), 3)
-    """
-
-    lens: AnyLens
-
-    def __call__(self, dm_da: Any) -> Any:
-        return self.lens.bwd(dm_da[0], dm_da[1])
+    def __call__(self, pair: Any) -> Any:
+        return (self.lens.bwd if self.backward else self.lens.fwd)(pair[0], pair[1])
 
     def __repr__(self) -> str:
-        return f"bwd({self.lens!r})"
+        return f"{'bwd' if self.backward else 'fwd'}({self.lens!r})"
 
 
 @constructor
