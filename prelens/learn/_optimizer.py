@@ -174,7 +174,7 @@ class Rule(Optimizer[Any]):
     def __post_init__(self) -> None:
         check_lr(self.name, self.lr)
         for field, kind in self.checks.items():
-            _CHECKS[kind](self.name, field, getattr(self, field))
+            check_number(self.name, field, getattr(self, field), kind)
 
     def init(self, params: Tree) -> Any:
         """The initial state for ``params`` (never aliases them)."""
@@ -233,7 +233,7 @@ def _is_number(lr: Any) -> bool:
 def check_lr(opt: str, lr: Any) -> None:
     """``lr`` must be a finite number > 0 or a schedule (a function of the step; not a class)."""
     if _is_number(lr) and not isinstance(lr, bool):
-        check_positive(opt, "lr", lr)
+        check_number(opt, "lr", lr)
     elif not callable(lr) or isinstance(lr, type):
         raise E.bad_argument(opt, "lr", lr, "a finite number > 0 or a schedule (a function of the step)")
 
@@ -280,27 +280,22 @@ def _is_real_scalar_array(x: Any) -> bool:
 # ------------------------------------------------------------------- checks
 
 
-def check_positive(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
-        raise E.bad_argument(opt, name, value, "a finite number > 0")
-
-
-def check_decay(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
-        raise E.bad_argument(opt, name, value, "a finite number >= 0")
-
-
-def check_unit(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
-        raise E.bad_argument(opt, name, value, "a number in [0, 1)")
-
-
-_CHECKS: dict[str, Callable[[str, str, Any], Any]] = {
-    "unit": check_unit,
-    "positive": check_positive,
-    "decay": check_decay,
-    "flag": _args.flag,
+#: How a hyperparameter is checked (see :attr:`Rule.checks`): a test of a finite number, and what it must be.
+_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "positive": (lambda v: math.isfinite(v) and v > 0, "a finite number > 0"),
+    "decay": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
+    "unit": (lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
 }
+
+
+def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> None:
+    """``value`` must be a number (not a bool) within the bounds of ``kind``; ``"flag"``: True or False."""
+    if kind == "flag":
+        _args.flag(opt, name, value)
+        return
+    ok, expected = _BOUNDS[kind]
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and ok(value)):
+        raise E.bad_argument(opt, name, value, expected)
 
 
 def check_params(opt: str, params: Tree) -> None:

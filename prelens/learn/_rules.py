@@ -50,8 +50,8 @@ from prelens.learn._optimizer import (
     _bad_state,
     _delta_dtype,
     as_leaf,
+    check_number,
     check_params,
-    check_positive,
     diagnose,
     is_node,
     is_real_leaf,
@@ -293,7 +293,7 @@ class ClipByGlobalNorm(Optimizer[Any]):
 
     def __post_init__(self) -> None:
         _args.optimizer("clip_by_global_norm", self.optimizer)
-        check_positive("clip_by_global_norm", "max_norm", self.max_norm)
+        check_number("clip_by_global_norm", "max_norm", self.max_norm)
 
     @property
     def lr(self) -> Any:
@@ -333,7 +333,7 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
         optimizer, max_norm = None, optimizer
     if optimizer is not None:
         return ClipByGlobalNorm(optimizer, max_norm)
-    check_positive("clip_by_global_norm", "max_norm", max_norm)
+    check_number("clip_by_global_norm", "max_norm", max_norm)
     name = f"clip_by_global_norm({max_norm!r})"
 
     def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:
