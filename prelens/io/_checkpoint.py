@@ -159,10 +159,7 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     >>> load_metadata(path)
     {'epoch': 3}
     """
-    try:
-        target = os.fspath(path)
-    except TypeError:
-        raise E.bad_argument("save_checkpoint", "path", path, "a file path (str or os.PathLike)") from None
+    target = file_path("save_checkpoint", path)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise _unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
@@ -408,7 +405,7 @@ def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend:
     ...
     prelens.errors.CheckpointError: checkpoint ... does not fit the model: at [0]: expected f64[3], got f64[2]
     """
-    name = _path("load_checkpoint", path)
+    name = file_path("load_checkpoint", path)
     xp = _backend.resolve_backend("load_checkpoint", backend)
     with _open(name) as archive:
         header = _read_header(archive)
@@ -438,7 +435,7 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     >>> load_metadata(path)["dataset"]
     'iris'
     """
-    name = _path("load_metadata", path)
+    name = file_path("load_metadata", path)
     with _open(name) as archive:
         meta = _read_header(archive).get("metadata", {})
     if not isinstance(meta, dict):
@@ -594,11 +591,14 @@ def _open(path: str) -> Iterator[_Archive]:
             yield _Archive(path, zip_, size)
 
 
-def _path(fn: str, path: Any) -> str:
+def file_path(fn: str, path: Any) -> str:
+    """``path`` as a ``str`` (an ``os.PathLike`` is read with ``os.fspath``), or an error naming ``fn``."""
     try:
-        name: str = os.fspath(path)
+        name = os.fspath(path)
     except TypeError:
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
+        name = None
+    if not isinstance(name, str):
+        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
     return name
 
 

@@ -82,7 +82,7 @@ def save_model(
     >>> load_model(path).lens
     mlp(4→8→3, relu)
     """
-    target = _path("save_model", path)
+    target = checkpoint.file_path("save_model", path)
     as_lens_or_trilens("save_model", "lens", lens)
     user = _metadata(metadata)
     try:
@@ -106,16 +106,6 @@ def save_model(
             raise _params_misfit(repr(lens), found)
     model = {"format": FORMAT, "version": VERSION, "prelens": __version__, "lens": text}
     checkpoint.save_checkpoint(target, params, metadata={KEY: model, USER_KEY: user})
-
-
-def _path(fn: str, path: Any) -> str:
-    try:
-        name: str = os.fspath(path)
-    except TypeError:
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
-    if not isinstance(name, str):
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
-    return name
 
 
 def _metadata(metadata: Any) -> dict[str, Any]:
@@ -167,7 +157,7 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     >>> bool((forward(lens, loaded, x) == forward(net, params, x)).all()), metadata
     (True, {})
     """
-    name = _path("load_model", path)
+    name = checkpoint.file_path("load_model", path)
     xp = resolve_backend("load_model", backend)
     if not os.path.exists(name):
         raise _file_bad(name, "no such file")
