@@ -76,13 +76,9 @@ def _value_names() -> dict[int, tuple[str, Any]]:
     return out
 
 
-def _value_by_name() -> dict[str, Any]:
-    return {name: value for name, value in _value_names().values()}
-
-
 def _value_named(name: str) -> Any:
     """The public lens value ``name`` (or its 0.3 name, ``prelens.nn.bias_l``), or None."""
-    return first_found(_value_by_name(), name)
+    return first_found({n: value for n, value in _value_names().values()}, name)
 
 
 def value_name(lens: Any) -> str | None:

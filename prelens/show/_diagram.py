@@ -17,7 +17,7 @@ inline; ``backward=False`` draws the forward half only.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +27,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
-from prelens.show._summary import _COMPOSITES, _OPENINGS, _flatten_seq, example_run
+from prelens.show._summary import StageNode, example_run, run_stages
 
 # Geometry, in data units (one unit is about 0.45 inch at the default figure size).
 BOX_W, BOX_H = 2.0, 0.9  #: a stage's box
@@ -56,17 +56,10 @@ _CAPTION = {"ha": "left", "fontsize": 8, "style": "italic", "color": "dimgray"}
 # ------------------------------------------------------------------ the tree of stages
 
 
-@dataclass
-class _Node:
-    """A stage (a leaf, with the values it saw) or a composite (``op`` ``>>``, ``chain`` or ``@``)."""
+@dataclass(eq=False)
+class _Node(StageNode):
+    """A stage placed on the grid: its column and row, and its size in columns and rows."""
 
-    name: str
-    op: str = ""
-    children: list[_Node] = field(default_factory=list)
-    p: Any = None
-    s: Any = None
-    m: Any = None
-    a: Any = None
     col: int = 0
     row: float = 0.0
 
@@ -75,39 +68,18 @@ class _Node:
         """Width in columns and height in rows."""
         if not self.children:
             return 1, 1
-        sizes = [c.size for c in self.children]
+        sizes = [c.size for c in self.kids]
         if self.op == "@":
             return max(w for w, _ in sizes), sum(h for _, h in sizes)
         return sum(w for w, _ in sizes), max(h for _, h in sizes)
 
+    @property
+    def kids(self) -> list[_Node]:
+        """The children (built as ``_Node`` by :func:`run_stages`)."""
+        return self.children  # type: ignore[return-value]
+
     def leaves(self) -> list[_Node]:
-        return [self] if not self.children else [x for c in self.children for x in c.leaves()]
-
-
-def _tree(lens: AnyLens, p: Any, s: Any, depth: int, limit: int | None) -> tuple[_Node, Any]:
-    """Run ``lens`` forward stage by stage (as :func:`prelens.summary` walks it); the tree and the output."""
-    opening = _OPENINGS.get(lens)
-    if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
-        m, a = lens.fwd(p, s)
-        return _Node(lens.name, p=p, s=s, m=m, a=a), a
-    body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
-    node = _Node(lens.name, ">>")
-    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
-        child, a = _tree(body, p_body, s, depth + 1, limit)
-        node.children = [child]
-    elif body.op == "@":
-        node.op = "@"
-        (f, g), (pf, pg), (sf, sg) = body.parts, p_body, s
-        left, af = _tree(f, pf, sf, depth + 1, limit)
-        right, ag = _tree(g, pg, sg, depth + 1, limit)
-        node.children, a = [left, right], (af, ag)
-    else:
-        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
-        for part, pp in zip(parts, ps):
-            child, s = _tree(part, pp, s, depth + 1, limit)
-            node.children.append(child)
-        a = s
-    return node, a
+        return [self] if not self.children else [x for c in self.kids for x in c.leaves()]
 
 
 def _place(node: _Node, col: int, row: float) -> None:
@@ -120,7 +92,7 @@ def _place(node: _Node, col: int, row: float) -> None:
     if not node.children:
         return
     _, h = node.size
-    for child in node.children:
+    for child in node.kids:
         cw, ch = child.size
         if node.op == "@":
             _place(child, col, row)
@@ -261,7 +233,7 @@ def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
         cx, cy = _centre(node, gap)
         pic.box(cx, cy, node.name)
         return _Port(cx - BOX_W / 2, cy, node.s), _Port(cx + BOX_W / 2, cy, node.a)
-    ports = [_draw_node(pic, child, gap) for child in node.children]
+    ports = [_draw_node(pic, child, gap) for child in node.kids]
     if node.op == "@":
         return [i for i, _ in ports], [o for _, o in ports]
     for (_, outs), (ins, _) in itertools.pairwise(ports):
@@ -471,7 +443,7 @@ def draw(
     if ax is not None and not callable(getattr(ax, "add_patch", None)):
         raise E.bad_argument("draw", "ax", ax, "a matplotlib Axes or None")
     s, p = example_run("draw", lens, input_shape, params, rng, dtype, depth)
-    root, _ = _tree(lens, p, s, 0, depth)
+    root = run_stages(lens, p, s, depth, _Node)
     _place(root, 0, 0.0)
     leaves = root.leaves()
     stacked = max([sum(1 for x in leaves if x.col == c and tree_leaves(x.m)) for c in {x.col for x in leaves}] + [1])
