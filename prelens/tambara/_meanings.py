@@ -207,9 +207,7 @@ class _Shown:
 
     def __init__(self, x: Any) -> None:
         arr = np.asarray(x)
-        kind = {"f": "f", "i": "i", "u": "u", "b": "b", "c": "c"}.get(arr.dtype.kind, arr.dtype.kind)
-        dims = ",".join(str(d) for d in arr.shape)
-        self.text = f"{kind}{arr.dtype.itemsize * 8}" + (f"[{dims}]" if arr.shape else "")
+        self.text = E.dtype_name(arr.dtype) + (f"[{','.join(map(str, arr.shape))}]" if arr.shape else "")
 
     def __repr__(self) -> str:
         return self.text
