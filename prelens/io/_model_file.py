@@ -1,20 +1,12 @@
 """Model files: a lens's construction and its parameters in one file, loaded without pickle or code.
 
-A model file is a checkpoint (see :func:`prelens.io.save_checkpoint`: an ``.npz`` archive, written
-atomically, read with ``allow_pickle=False``) whose metadata holds, beside the
-caller's own metadata, a versioned description of the lens::
-
-    {"prelens-model": {"format": "prelens-model", "version": 1, "prelens": "0.2.0",
-                       "lens": "<JSON: how the lens was built>"},
-     "metadata": {...the caller's...}}
-
-The description (see :mod:`prelens.io._describe`) names constructors and their
-arguments; :func:`load_model` calls those constructors again, by name only. The
-file is untrusted input: its description is bounded in size and depth, unknown
-constructors are refused by name, the constructors check their arguments, the
-work of rebuilding and of making the parameters to compare with is bounded by
-the size of the parameters the file stores, and the stored parameters must fit
-the rebuilt lens (structure, shapes and dtypes) before anything is returned.
+A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside
+the caller's own, ``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a
+description of its constructor calls (:mod:`prelens.io._describe`), which :func:`load_model`
+makes again, by name only. The file is untrusted: the description is bounded in size and
+depth, unknown constructors are refused, the work of rebuilding is bounded by the size of the
+stored parameters, and those must fit the rebuilt lens before anything is returned
+(docs/model-files.md).
 """
 
 from __future__ import annotations
