@@ -12,7 +12,7 @@ their parameter deltas, so ``dθ`` is the plain gradient of the loss summed
 over the batch. No lens sees the learning rate: it enters in the update only.
 
 This is the post's route: the whole batched network is one TriLens, made a pre-lens once
-by ``from_tamb``. ``from_tamb`` runs the TriLens in the free Trimbara module
+by ``from_tamb``. ``from_tamb`` runs the TriLens in the term-algebra module
 (:class:`~prelens.tambara.Program`), so the batch and every layer are loops over one sub-program
 each, at any size and at Python's default recursion limit. It equals the pre-lens route
 ``batch_n(n, from_tamb(mlp))`` (the law kit's ``check_combinators`` checks this, and the

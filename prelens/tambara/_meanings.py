@@ -1,7 +1,7 @@
 """Two more readings of a TriLens: its shapes, and its cost.
 
 A TriLens is ``forall t. Trimbara t => …``, so it can be run in any Trimbara module, and each
-module reads it differently. ``PreLens`` runs it. The free module :class:`~prelens.tambara.Program`
+module reads it differently. ``PreLens`` runs it. :class:`~prelens.tambara.Program`
 writes its steps down. The two modules here are programs read *abstractly*: the plumbing (the
 dimaps, ``alpha``, ``beta``) runs as it is, on placeholder arrays that cost no memory (one zero
 broadcast to a shape), and each lens's own box — the ``fwd``/``bwd`` pair that ``to_tamb``

@@ -1,4 +1,4 @@
-"""The free Trimbara module: a TriLens run on a :class:`Program` writes its steps down as data.
+"""The term-algebra Trimbara module: a TriLens run on a :class:`Program` writes its steps down as data.
 
 A TriLens is ``forall t. Trimbara t => t … -> t …``: a recipe of ``dimap_s``, ``dimap_p``,
 ``dimap_m``, ``alpha`` and ``beta`` steps that any Trimbara module can follow. Run on a
@@ -99,7 +99,10 @@ def _fn_name(f: Fn) -> str:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Program:
-    """The free Trimbara module: the steps a TriLens took, held as data.
+    """A term algebra of the Trimbara operations: the steps a TriLens took, held as data.
+
+    A Trimbara module only up to :func:`~prelens.testing.module_equal` (two programs that differ
+    by a law are different terms); the free module on the generator is the pre-lens module.
 
     Each method returns a new program one step longer (the old one is shared, never copied,
     so building costs one object per step). :meth:`steps` lists them in the order they were

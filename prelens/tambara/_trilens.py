@@ -434,7 +434,7 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
 
     def run(t: Any) -> Any:
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
-        if isinstance(t, Program):  # the free module focuses on each half instead of wrapping it
+        if isinstance(t, Program):  # a Program focuses on each half instead of wrapping it
             t = _module(l1(t.at(t.focus.left()))).at(t.focus)
             t = _module(l2(t.at(t.focus.right()))).at(t.focus)
         else:
@@ -532,7 +532,7 @@ def _vec_lens_t(n: int, lens: AnyTriLens, name: str) -> AnyTriLens:
 
 
 def _vec_program(n: int, lens: AnyTriLens, name: str, t: Program) -> Program:
-    """``vec_lens`` on the free module: ``lens``'s steps taken once, acting on each element.
+    """``vec_lens`` on a :class:`Program`: ``lens``'s steps taken once, acting on each element.
 
     The copies' residues gather at ``m@(0, *)`` (each ``(m_i, ())``) and their parameters at
     ``p@(1, *)`` (each ``((), p_i)``); the plumbing around strips those units, giving the

@@ -375,7 +375,7 @@ def check_coherence(t: Any, p: Any, s: Any, n: Any, **kw: Any) -> None:
 # ---------------------------------------------------------- TriLens encoding
 
 
-#: The two ways a TriLens becomes a pre-lens, both checked: the free module run with loops
+#: The two ways a TriLens becomes a pre-lens, both checked: the term-algebra module run with loops
 #: (``from_tamb``) and the post's own route, the TriLens applied to ``id_pre_lens``.
 _ROUTES: tuple[tuple[str, Callable[[Any], AnyLens]], ...] = (
     ("", from_tamb),
