@@ -40,7 +40,7 @@ from prelens.core._combinators import chain
 from prelens.core._lens import AnyLens
 from prelens.datasets import Split, load_mnist1d
 from prelens.learn import adam
-from prelens.nn import dense, relu, residual, softmax_cross_entropy
+from prelens.nn import bidirectional, conv1d, dense, flatten, gru, relu, residual, softmax_cross_entropy
 from prelens.train import accuracy, fit
 
 __all__ = [
@@ -74,8 +74,6 @@ def _mlp(dtype: npt.DTypeLike) -> AnyLens:
 
 
 def _cnn(dtype: npt.DTypeLike) -> AnyLens:
-    from prelens.nn import conv1d, flatten  # type: ignore[attr-defined,unused-ignore]  # issue 24's conv lenses
-
     return chain(
         conv1d(1, 25, 5, stride=2, padding=1, dtype=dtype),
         relu,
@@ -89,8 +87,6 @@ def _cnn(dtype: npt.DTypeLike) -> AnyLens:
 
 
 def _gru(dtype: npt.DTypeLike) -> AnyLens:
-    from prelens.nn import bidirectional, flatten, gru  # type: ignore[attr-defined,unused-ignore]  # issue 24's
-
     return chain(bidirectional(gru(1, 6, dtype=dtype)), flatten(), dense(2 * 6 * 40, 10, None, dtype=dtype))
 
 
