@@ -67,6 +67,7 @@ PAGES = [
     "learning",
     "model-files",
     "backends",
+    "mnist1d",
     "gotchas",
     "api",
     "architecture",

@@ -53,6 +53,7 @@ DOCUMENTED = [
     "prelens.faithful",
     "prelens.testing",
     "prelens.bench",
+    "prelens.bench.mnist1d",
 ]
 
 #: Public modules documented elsewhere: the command line (``python -m prelens --help``), and the

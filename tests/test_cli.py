@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from prelens import load_model
-from prelens.cli import demo, train_mlp
+from prelens.cli import demo, train_mlp, train_mnist1d
 from prelens.io import load_checkpoint, load_metadata
 
 
@@ -34,7 +34,7 @@ def run(module: ModuleType, *argv: str) -> int:
     return int(module.run(parser_for(module).parse_args(list(argv))))
 
 
-@pytest.mark.parametrize("module", [demo, train_mlp], ids=["demo", "train_mlp"])
+@pytest.mark.parametrize("module", [demo, train_mlp, train_mnist1d], ids=["demo", "train_mlp", "train_mnist1d"])
 def test_help_explains_every_flag(module: ModuleType, capsys: pytest.CaptureFixture[str]):
     parser = parser_for(module)
     with pytest.raises(SystemExit) as exit_:
@@ -194,6 +194,8 @@ def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(train_mlp, "fit", fit_called)
     monkeypatch.setattr(train_transformer, "fit", fit_called)
+    monkeypatch.setattr(train_mnist1d, "train_mnist1d", fit_called)
+    monkeypatch.setattr(train_mnist1d, "load_mnist1d", fit_called)
 
 
 def assert_refused(code: Any, out: str, err: str, *fragments: str) -> None:
@@ -206,6 +208,7 @@ def assert_refused(code: Any, out: str, err: str, *fragments: str) -> None:
 
 MLP = ["train", "mlp", "--no-progress"]
 LM = ["train", "transformer", "--no-progress"]
+M1D = ["train", "mnist1d", "--no-progress"]
 
 
 @pytest.mark.parametrize(
@@ -251,6 +254,13 @@ LM = ["train", "transformer", "--no-progress"]
         ([*LM, "--task", "text", "--prompt", "Shall I \u03a9"], "character '\u03a9' is not in the vocabulary"),
         ([*LM, "--save", "/nonexistent/dir/p.npz"], "the directory /nonexistent/dir does not exist"),
         ([*LM, "--d-model", "6", "--heads", "4"], "d_model must be divisible"),
+        ([*M1D, "--steps", "0"], "prelens train mnist1d: --steps must be an int >= 1, got 0"),
+        ([*M1D, "--batch-size", "0"], "prelens train mnist1d: --batch-size must be an int >= 1, got 0"),
+        ([*M1D, "--lr", "nan"], "prelens train mnist1d: --lr must be a finite number > 0, got nan"),
+        ([*M1D, "--seed", "-1"], "prelens train mnist1d: --seed must be an int >= 0, got -1"),
+        ([*M1D, "--model", "resnet"], "argument --model: invalid choice: 'resnet'"),
+        ([*M1D, "--backend", "torch"], "argument --backend: invalid choice: 'torch'"),
+        ([*M1D, "--save", "/nonexistent/dir/p.npz"], "the directory /nonexistent/dir does not exist"),
         (["bench", "--repeats", "0"], "prelens bench: --repeats must be an int >= 1, got 0"),
         (["bench", "--seed", "-1"], "prelens bench: --seed must be an int >= 0, got -1"),
         ([], "prelens: error: the following arguments are required: COMMAND"),
@@ -264,7 +274,7 @@ def test_every_mistake_is_one_line_and_exit_2_before_any_work(
     assert_refused(code, out, err, message)
 
 
-@pytest.mark.parametrize("command", [MLP, LM])
+@pytest.mark.parametrize("command", [MLP, LM, M1D])
 def test_a_save_path_that_is_a_directory_is_refused_before_training(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], no_training: None
 ):
@@ -339,6 +349,49 @@ def test_an_error_with_context_lines_is_still_one_line(capsys: pytest.CaptureFix
     assert capsys.readouterr().err == (
         "prelens train mlp: dense(3→2, tanh): input: expected f64[...,3], got f64[2,4] in chain(...): the forward pass\n"
     )
+
+
+# ------------------------------------------------------------ train mnist1d (issue 24)
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "stage"),
+    [("mlp", [40], "residual(dense(100→100, relu))"), ("cnn", [40, 1], "conv1d(25→25, kernel=3, stride=2, padding=1)")],
+)
+def test_train_mnist1d_quick_run_saves_a_model_that_summary_reads(
+    name: str, shape: list[int], stage: str, mnist1d_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    path = str(tmp_path / "m.prelens")
+    code, out, err = cli([*M1D, "--model", name, "--steps", "60", "--seed", "1", "--save", path], capsys)
+    assert code == 0, err
+    assert "4000 train + 1000 test" in out and "trained 60 steps" in out and "the paper: " in out
+    assert float(out.split("test accuracy")[1].split("%")[0]) > 20  # above chance (10%)
+    model = load_model(path)
+    assert model.metadata["architecture"] == name and model.metadata["input"]["shape"] == shape
+    code, out, err = cli(["summary", path], capsys)
+    assert code == 0, err
+    assert stage in out and "f64[1,10]" in out
+
+
+def test_train_mnist1d_without_the_extra_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("PRELENS_CACHE", str(tmp_path))  # no cached data
+    monkeypatch.setitem(sys.modules, "mnist1d", None)
+    monkeypatch.setitem(sys.modules, "mnist1d.data", None)
+    code, out, err = cli([*M1D, "--steps", "1"], capsys)
+    assert_refused(code, out, err, "pip install 'prelens[mnist1d]'")
+
+
+def test_train_mnist1d_jax_backend_without_jax_is_refused_before_work(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, no_training: None
+):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
+    code, out, err = cli([*M1D, "--backend", "jax"], capsys)
+    assert_refused(code, out, err, "pip install 'prelens[jax]'")
 
 
 @pytest.mark.parametrize("backend", ["auto", "numpy"])

@@ -1,8 +1,9 @@
-"""Shipped data: Iris, the toy set, moons and spirals, splits and standardisation."""
+"""Shipped data: Iris, the toy set, moons and spirals, splits and standardisation; MNIST-1D generated and cached."""
 
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,11 +11,14 @@ import pytest
 from prelens.datasets import (
     DATASETS,
     IRIS_CLASSES,
+    MNIST1D_VERSION,
     TOY_XS,
     TOY_YS,
+    cache_dir,
     iris_arrays,
     load_dataset,
     load_iris,
+    load_mnist1d,
     load_toy,
     make_moons,
     make_spirals,
@@ -22,7 +26,7 @@ from prelens.datasets import (
     stratified_folds,
     stratified_split,
 )
-from prelens.errors import ArgumentError
+from prelens.errors import ArgumentError, MissingExtraError
 
 # ---------------------------------------------------------------------- iris
 
@@ -239,3 +243,89 @@ def test_glyph_argument_errors(kwargs: dict, match: str):
 
     with pytest.raises(ArgumentError, match=match):
         make_glyphs(**kwargs)
+
+
+# ------------------------------------------------------------------- mnist1d
+
+
+def test_mnist1d_is_the_papers_split_generated_once_and_cached(mnist1d_cache: Path):
+    split = load_mnist1d()
+    assert repr(split) == "Split(mnist1d: 4000 train + 1000 test, 40 features, 10 classes)"
+    assert split.x_train.shape == (4000, 40) and split.x_test.shape == (1000, 40)
+    assert split.x_train.dtype == np.float64 and split.y_train.dtype == np.int64
+    assert sorted(set(split.y_train.tolist())) == list(range(10)) and split.class_names[3] == "3"
+    # make_dataset centres the 5,000 series and scales them to standard deviation 1
+    both = np.concatenate([split.x_train, split.x_test])
+    assert abs(both.mean()) < 1e-9 and abs(both.std() - 1) < 1e-9
+    assert (mnist1d_cache / "mnist1d.npz").is_file()
+    with np.load(mnist1d_cache / "mnist1d.npz", allow_pickle=False) as f:  # no object arrays: no pickle
+        assert all(f[k].dtype != object for k in f.files)
+    series = load_mnist1d(channel=True)  # read from the cache
+    assert series.x_train.shape == (4000, 40, 1) and series.x_test.shape == (1000, 40, 1)
+    np.testing.assert_array_equal(series.x_train[..., 0], split.x_train)
+    np.testing.assert_array_equal(series.y_test, split.y_test)
+
+
+def test_mnist1d_is_the_mnist1d_packages_data_and_leaves_global_random_states_alone(mnist1d_cache: Path):
+    import random
+
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    np.random.seed(7)
+    random.seed(7)
+    expected_np, expected_py = np.random.random(), random.random()
+    np.random.seed(7)
+    random.seed(7)
+    split = load_mnist1d(regenerate=True)
+    assert (np.random.random(), random.random()) == (expected_np, expected_py)
+    data = make_dataset(get_dataset_args())
+    np.testing.assert_array_equal(split.x_train, data["x"])
+    np.testing.assert_array_equal(split.y_test, data["y_test"])
+
+
+def test_mnist1d_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("PRELENS_CACHE", str(tmp_path / "own"))
+    assert cache_dir() == tmp_path / "own"
+    monkeypatch.setenv("PRELENS_CACHE", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "prelens"
+    monkeypatch.delenv("PRELENS_CACHE")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "prelens"
+
+
+def test_mnist1d_damaged_cache_is_generated_anew(mnist1d_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from prelens.datasets import mnist1d as module
+
+    load_mnist1d()  # the session's cache holds the real data
+    real = module._read(mnist1d_cache / "mnist1d.npz")
+    calls = []
+    monkeypatch.setattr(module, "_generate", lambda: calls.append(1) or real)  # seconds saved
+    monkeypatch.setenv("PRELENS_CACHE", str(tmp_path))
+    (tmp_path / "mnist1d.npz").write_bytes(b"not a zip file")
+    assert load_mnist1d().x_train.shape == (4000, 40) and len(calls) == 1
+    assert load_mnist1d().x_train.shape == (4000, 40) and len(calls) == 1  # written back, read now
+    np.savez(tmp_path / "mnist1d.npz", x_train=np.zeros((3, 40)))  # a foreign file
+    assert load_mnist1d().x_test.shape == (1000, 40) and len(calls) == 2
+
+
+def test_mnist1d_without_the_package_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    import sys
+
+    monkeypatch.setenv("PRELENS_CACHE", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "mnist1d", None)  # import mnist1d raises ImportError
+    monkeypatch.setitem(sys.modules, "mnist1d.data", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'prelens\[mnist1d\]'"):
+        load_mnist1d()
+    with pytest.raises(ArgumentError, match="channel"):
+        load_mnist1d(channel="yes")  # type: ignore[arg-type]
+
+
+def test_mnist1d_extra_pins_the_version_the_loader_names():
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["mnist1d"] == [f"mnist1d=={MNIST1D_VERSION}"]
+    assert "prelens[mnist1d]" in extras["test"] and "prelens[mnist1d]" in extras["notebooks"]

@@ -38,6 +38,7 @@ KNOWN = [
     "05_laws",
     "06_transformer",
     "08_learning_as_optics",
+    "09_convolution_and_recurrence",
 ]
 CELL_TIMEOUT = 180  # seconds; the slowest cell (training a transformer) takes a few
 INLINE = "module://matplotlib_inline.backend_inline"

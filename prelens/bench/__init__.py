@@ -10,6 +10,9 @@
 * :mod:`prelens.bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
+* :mod:`prelens.bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
+  accuracy reproduced (``python -m prelens.bench.mnist1d``; not imported by this package, so that
+  ``-m`` runs it cleanly);
 * :mod:`prelens.bench.memory`: peak memory of a long-sequence LM step, plain and with each
   block rematerialised (:func:`prelens.nn.remat`), beside :class:`prelens.tambara.Cost`'s residue bytes;
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens

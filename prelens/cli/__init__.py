@@ -1,4 +1,4 @@
-"""The ``prelens`` command line: ``demo``, ``train mlp``, ``train transformer``, ``bench``,
+"""The ``prelens`` command line: ``demo``, ``train mlp``, ``train transformer``, ``train mnist1d``, ``bench``,
 ``predict``, ``evaluate``, ``generate``, ``summary``.
 
 Each subcommand lives in its own module with ``add_arguments(parser)`` and
@@ -31,6 +31,7 @@ COMMANDS = [
 TRAIN_MODELS = [
     ("mlp", "prelens.cli.train_mlp", "train a fast MLP on a shipped dataset"),
     ("transformer", "prelens.cli.train_transformer", "train a decoder-only transformer on a sequence task"),
+    ("mnist1d", "prelens.cli.train_mnist1d", "train one of the MNIST-1D paper's models (logreg, mlp, cnn, gru)"),
 ]
 
 

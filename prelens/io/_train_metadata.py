@@ -61,7 +61,15 @@ def classes(model: LoadedModel) -> list[str] | None:
 
 
 def save_classifier(
-    path: str, model: Any, params: Any, split: Any, dtype: Any, meta: dict[str, Any], raw_train: Any = None
+    path: str,
+    model: Any,
+    params: Any,
+    split: Any,
+    dtype: Any,
+    meta: dict[str, Any],
+    raw_train: Any = None,
+    *,
+    shape: tuple[int, ...] | None = None,
 ) -> Any:
     """Write the classifier ``model`` trained on ``split`` as a model file; returns the lens written.
 
@@ -69,7 +77,8 @@ def save_classifier(
     trained on standardised features): their statistics go in front of the
     model as :func:`prelens.nn.normalize`, computed as
     :func:`prelens.datasets.standardize` computes them, so that the file's lens
-    takes the features as they are.
+    takes the features as they are. ``shape``: one example's shape, if not
+    ``(n_features,)`` (a series with a channel axis, ``(40, 1)``).
     """
     lens, saved = model, params
     if raw_train is not None:
@@ -81,7 +90,7 @@ def save_classifier(
         "loss": "softmax_cross_entropy",
         "classes": list(split.class_names),
         "features": list(split.feature_names),
-        "input": {"shape": [int(split.n_features)], "dtype": np.dtype(dtype).name},
+        "input": {"shape": [int(d) for d in shape or (split.n_features,)], "dtype": np.dtype(dtype).name},
     }
     save_model(path, lens, saved, metadata=info)
     return lens

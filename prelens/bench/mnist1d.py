@@ -1,0 +1,364 @@
+"""The MNIST-1D paper's table reproduced with lenses: four models, one training protocol, accuracy over seeds.
+
+Greydanus & Kobak, "Scaling down deep learning with MNIST-1D" (ICML 2024; the models of the
+repository's ``notebooks/models.py``, the protocol of its ``notebooks/train.py``). The models,
+built from prelens lenses, channels last:
+
+* ``logreg``: ``dense(40, 10, None)``, logistic regression on the 40 samples;
+* ``mlp``: ``40 → 100 → 100 → 10`` with ReLU, the second layer residual
+  (``h = relu(W1 x); h = h + relu(W2 h); W3 h``);
+* ``cnn``: three ``conv1d`` layers with ReLU (1→25 kernel 5, 25→25 kernel 3, 25→25 kernel 3,
+  each stride 2 and padding 1: lengths 40 → 19 → 10 → 5), ``flatten`` and ``dense(125, 10)``;
+  not residual;
+* ``gru``: a bidirectional GRU with hidden size 6 over the 40 steps (h0 = 0), its 40 × 12
+  outputs flattened into ``dense(480, 10)``.
+
+The protocol: Adam with step size 1e-2, batches of 100, 8,000 steps, softmax cross-entropy;
+the score is the test accuracy at the end. The paper reports logistic regression 32%, MLP 68%,
+CNN 94%, GRU 91% (:data:`PAPER_ACCURACY`). The MLP and logistic regression take series
+``(N, 40)``; the CNN and GRU take ``(N, 40, 1)`` (:func:`takes_channel`).
+
+The full table (3 seeds, numpy and JAX if installed): ``python -m prelens.bench.mnist1d``
+(:func:`main`); one model: ``prelens train mnist1d --model cnn``. Needs the ``mnist1d`` extra.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from prelens import errors as E
+from prelens.core import _args
+from prelens.core._combinators import chain
+from prelens.core._lens import AnyLens
+from prelens.datasets import Split, load_mnist1d
+from prelens.learn import adam
+from prelens.nn import bidirectional, conv1d, dense, flatten, gru, relu, residual, softmax_cross_entropy
+from prelens.train import accuracy, fit
+
+__all__ = [
+    "MNIST1D_MODELS",
+    "PAPER_ACCURACY",
+    "Mnist1dResult",
+    "format_table",
+    "mnist1d_model",
+    "mnist1d_table",
+    "takes_channel",
+    "train_mnist1d",
+]
+
+#: The test accuracy (%) the paper reports for each model (Greydanus & Kobak, table 1).
+PAPER_ACCURACY: dict[str, float] = {"logreg": 32.0, "mlp": 68.0, "cnn": 94.0, "gru": 91.0}
+
+#: The protocol of the paper's ``train.py``.
+STEPS, BATCH_SIZE, LEARNING_RATE = 8000, 100, 1e-2
+
+
+def _logreg(dtype: npt.DTypeLike) -> AnyLens:
+    return dense(40, 10, None, dtype=dtype)
+
+
+def _mlp(dtype: npt.DTypeLike) -> AnyLens:
+    return chain(
+        dense(40, 100, relu, dtype=dtype),
+        residual(dense(100, 100, relu, dtype=dtype)),
+        dense(100, 10, None, dtype=dtype),
+    )
+
+
+def _cnn(dtype: npt.DTypeLike) -> AnyLens:
+    return chain(
+        conv1d(1, 25, 5, stride=2, padding=1, dtype=dtype),
+        relu,
+        conv1d(25, 25, 3, stride=2, padding=1, dtype=dtype),
+        relu,
+        conv1d(25, 25, 3, stride=2, padding=1, dtype=dtype),
+        relu,
+        flatten(),
+        dense(125, 10, None, dtype=dtype),
+    )
+
+
+def _gru(dtype: npt.DTypeLike) -> AnyLens:
+    return chain(bidirectional(gru(1, 6, dtype=dtype)), flatten(), dense(2 * 6 * 40, 10, None, dtype=dtype))
+
+
+#: The paper's four models by name: (one-line description, builder taking the dtype).
+MNIST1D_MODELS: dict[str, tuple[str, Callable[[npt.DTypeLike], AnyLens]]] = {
+    "logreg": ("logistic regression: dense 40→10", _logreg),
+    "mlp": ("MLP 40-100-100-10, ReLU, the second layer residual", _mlp),
+    "cnn": ("CNN: 3 conv1d (25 channels, stride 2) with ReLU, flatten, dense 125→10", _cnn),
+    "gru": ("bidirectional GRU, hidden 6, flattened over 40 steps, dense 480→10", _gru),
+}
+
+
+def _name(fn: str, name: Any) -> str:
+    if not isinstance(name, str) or name not in MNIST1D_MODELS:
+        raise E.not_one_of(fn, "model", tuple(MNIST1D_MODELS), name)
+    return name
+
+
+def mnist1d_model(name: str, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """The paper's model ``name`` (``"logreg"``, ``"mlp"``, ``"cnn"``, ``"gru"``) as a lens giving 10 logits.
+
+    Input ``(N, 40)`` for ``logreg`` and ``mlp``, ``(N, 40, 1)`` for ``cnn`` and ``gru``
+    (:func:`takes_channel`); output ``(N, 10)``.
+
+    >>> mnist1d_model("mlp")
+    chain(dense(40→100, relu), residual(dense(100→100, relu)), dense(100→10))
+    """
+    return MNIST1D_MODELS[_name("mnist1d_model", name)][1](dtype)
+
+
+def takes_channel(name: str) -> bool:
+    """Whether model ``name`` takes series with a channel axis, ``(N, 40, 1)`` (the CNN and the GRU).
+
+    >>> takes_channel("cnn"), takes_channel("mlp")
+    (True, False)
+    """
+    return _name("takes_channel", name) in ("cnn", "gru")
+
+
+@dataclass(frozen=True)
+class Mnist1dResult:
+    """One training run: the model's name, seed, backend, steps taken, final parameters, accuracies (fractions)
+    and wall-clock seconds.
+
+    >>> Mnist1dResult("cnn", 0, "numpy", 8000, None, 1.0, 0.94, 60.0).test_accuracy
+    0.94
+    """
+
+    model: str
+    seed: int
+    backend: str
+    steps: int
+    params: Any
+    train_accuracy: float
+    test_accuracy: float
+    seconds: float
+
+
+def train_mnist1d(
+    name: str,
+    split: Split | None = None,
+    *,
+    steps: int = STEPS,
+    seed: int = 0,
+    backend: str = "numpy",
+    dtype: npt.DTypeLike = np.float64,
+    batch_size: int = BATCH_SIZE,
+    lr: float = LEARNING_RATE,
+    progress: bool | None = False,
+    blas_threads: int | str | None = "auto",
+) -> Mnist1dResult:
+    """Train the paper's model ``name`` on MNIST-1D with its protocol; the test accuracy at the end.
+
+    Adam(``lr``), ``steps`` steps of ``batch_size`` rows (the training set reshuffled every epoch
+    with ``seed``, which also draws the initial weights; a last part-epoch takes a random subset,
+    so exactly ``steps`` steps run), softmax cross-entropy. ``split``: :func:`load_mnist1d` by
+    default; its series are given the channel axis, or lose it, as the model takes them.
+    ``backend``: ``"numpy"``, ``"jax"`` (each step one compiled XLA program,
+    ``fit(..., backend="jax")``) or ``"auto"`` (``fit``'s choice: JAX where compiling pays); the
+    parameters returned are numpy arrays either way.
+    ``progress`` and ``blas_threads``: as :func:`~prelens.train.fit`'s.
+
+    >>> r = train_mnist1d("logreg", steps=40)  # doctest: +SKIP
+    >>> r.test_accuracy > 0.2  # doctest: +SKIP
+    True
+    """
+    fn = "train_mnist1d"
+    _name(fn, name)
+    steps = _args.count(fn, "steps", steps)
+    seed = _args.count(fn, "seed", seed, 0)
+    batch_size = _args.count(fn, "batch_size", batch_size)
+    lr = _args.real(fn, "lr", lr, low=0.0, low_open=True)
+    if backend not in ("numpy", "jax", "auto"):
+        raise E.not_one_of(fn, "backend", ("numpy", "jax", "auto"), backend)
+    model = mnist1d_model(name, dtype=dtype)
+    data = split if split is not None else load_mnist1d(channel=takes_channel(name))
+    x_train, y_train = data.x_train.astype(dtype), data.y_train
+    x_test = data.x_test.astype(dtype)
+    if takes_channel(name) and x_train.ndim == 2:  # a split without the channel axis: add it
+        x_train, x_test = x_train[..., None], x_test[..., None]
+    elif not takes_channel(name) and x_train.ndim == 3:  # with it, for a model of rows: drop it
+        x_train, x_test = x_train[..., 0], x_test[..., 0]
+    gen = np.random.default_rng(seed)
+    params = model.init(gen)
+    opt = adam(lr)
+    per_epoch = math.ceil(len(y_train) / batch_size)
+    epochs, rest = divmod(steps, per_epoch)
+    common: dict[str, Any] = {
+        "progress": progress,
+        "backend": backend,
+        "blas_threads": blas_threads,
+    }
+    started = time.perf_counter()
+    opt_state, done = None, 0
+    if epochs:
+        params, opt_state, history = fit(
+            model, softmax_cross_entropy, (x_train, y_train), epochs, batch_size, opt, gen, params=params, **common
+        )
+        done += history.steps
+    if rest:  # the last part-epoch: `rest` batches of a random subset
+        rows = gen.permutation(len(y_train))[: rest * batch_size]
+        params, opt_state, history = fit(
+            model,
+            softmax_cross_entropy,
+            (x_train[rows], y_train[rows]),
+            1,
+            batch_size,
+            opt,
+            gen,
+            params=params,
+            opt_state=opt_state,
+            **common,
+        )
+        done += history.steps
+    seconds = time.perf_counter() - started
+    if backend == "jax":  # ("auto" hands numpy back)
+        from prelens.backend import to_backend
+
+        params = to_backend(params, "numpy")
+    return Mnist1dResult(
+        name,
+        seed,
+        backend,
+        done,
+        params,
+        accuracy(model, params, x_train, y_train),
+        accuracy(model, params, x_test, data.y_test),
+        seconds,
+    )
+
+
+def mnist1d_table(
+    models: Sequence[str] = tuple(MNIST1D_MODELS),
+    *,
+    seeds: Sequence[int] = (0, 1, 2),
+    steps: int = STEPS,
+    backends: Sequence[str] = ("numpy",),
+    report: Callable[[Mnist1dResult], None] | None = None,
+) -> tuple[str, list[Mnist1dResult]]:
+    """Train every model with every seed on every backend; a markdown table of test accuracy beside the paper's.
+
+    Each cell is the mean ± the sample standard deviation over ``seeds`` of the test accuracy
+    (in %) at the end of training, and the median seconds per run. ``report`` is called with
+    each run's result as it ends (to print progress). Returns ``(table, results)``.
+
+    >>> table, results = mnist1d_table(["logreg"], seeds=[0, 1], steps=400)  # doctest: +SKIP
+    >>> print(table)  # doctest: +SKIP
+    | model | paper | prelens, numpy (2 seeds, 400 steps) |
+    |---|---|---|
+    | logreg | 32% | 31.1 ± 0.1% (0.2 s) |
+    """
+    for name in models:
+        _name("mnist1d_table", name)
+    results: list[Mnist1dResult] = []
+    for backend in backends:
+        for name in models:
+            split = load_mnist1d(channel=takes_channel(name))
+            for seed in seeds:
+                r = train_mnist1d(name, split, steps=steps, seed=seed, backend=backend)
+                results.append(r)
+                if report is not None:
+                    report(r)
+    return format_table(results, models, backends, steps), results
+
+
+def format_table(results: Sequence[Mnist1dResult], models: Sequence[str], backends: Sequence[str], steps: int) -> str:
+    """The markdown table of :func:`mnist1d_table` from its results.
+
+    >>> r = [Mnist1dResult("mlp", s, "numpy", 40, None, 0.9, a, 1.0) for s, a in ((0, 0.70), (1, 0.66))]
+    >>> print(format_table(r, ["mlp"], ["numpy"], 40))
+    | model | paper | prelens, numpy (2 seeds, 40 steps) |
+    |---|---|---|
+    | mlp | 68% | 68.0 ± 2.8% (1.0 s) |
+    """
+    head = ["model", "paper"]
+    for b in backends:
+        n = len({r.seed for r in results if r.backend == b})
+        head.append(f"prelens, {b} ({n} seed{'' if n == 1 else 's'}, {steps} steps)")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in models:
+        row = [name, f"{PAPER_ACCURACY[name]:.0f}%"]
+        for b in backends:
+            accs = [100 * r.test_accuracy for r in results if r.model == name and r.backend == b]
+            secs = [r.seconds for r in results if r.model == name and r.backend == b]
+            if not accs:
+                row.append("—")
+                continue
+            sd = f" ± {statistics.stdev(accs):.1f}" if len(accs) > 1 else ""
+            row.append(f"{statistics.mean(accs):.1f}{sd}% ({statistics.median(secs):.1f} s)")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _backends(choice: str | None) -> tuple[str, ...]:
+    """``numpy``, ``jax``, ``both``, or None: numpy, and JAX when it is installed."""
+    if choice == "both":
+        return ("numpy", "jax")
+    if choice is None:
+        import importlib.util
+
+        return ("numpy", "jax") if importlib.util.find_spec("jax") is not None else ("numpy",)
+    return (choice,)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m prelens.bench.mnist1d``: the table, printed as markdown; 0 on success, 2 for bad arguments."""
+    import argparse
+    import importlib.util
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m prelens.bench.mnist1d",
+        description="Train the MNIST-1D paper's four models with its protocol (Adam 1e-2, batch 100, 8,000 "
+        "steps) for several seeds and print their test accuracy beside the paper's, as a markdown table.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--models", nargs="+", choices=tuple(MNIST1D_MODELS), default=list(MNIST1D_MODELS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="one training run per seed")
+    parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps per run (the paper: 8000)")
+    parser.add_argument(
+        "--backend",
+        choices=("numpy", "jax", "both"),
+        default=None,
+        help="numpy, jax (compiled steps) or both; by default both where JAX is installed, else numpy",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print the table only, not a line per run")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or any(s < 0 for s in args.seeds) or len(set(args.seeds)) != len(args.seeds):
+        print(f"{parser.prog}: --steps must be >= 1 and --seeds distinct and >= 0", file=sys.stderr)
+        return 2
+    backends = _backends(args.backend)
+    if "jax" in backends and importlib.util.find_spec("jax") is None:
+        print(f"{parser.prog}: --backend {args.backend} needs jax: pip install 'prelens[jax]'", file=sys.stderr)
+        return 2
+    try:
+        load_mnist1d()  # the dataset (or the missing extra) before any training
+    except E.MissingExtraError as err:
+        print(f"{parser.prog}: {err}", file=sys.stderr)
+        return 2
+
+    def report(r: Mnist1dResult) -> None:
+        if not args.quiet:
+            print(
+                f"{r.model:6} seed {r.seed} {r.backend:5}: test {r.test_accuracy:.1%}, "
+                f"train {r.train_accuracy:.1%}, {r.steps} steps in {r.seconds:.1f} s",
+                flush=True,
+            )
+
+    table, _ = mnist1d_table(args.models, seeds=args.seeds, steps=args.steps, backends=backends, report=report)
+    print(f"\n{table}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""Train one of the MNIST-1D paper's four models and report its test accuracy beside the paper's.
+
+MNIST-1D (Greydanus & Kobak): ten digits as series of 40 samples, 4,000 for
+training and 1,000 for testing, generated once by the mnist1d package (the
+"mnist1d" extra: pip install 'prelens[mnist1d]') and cached under
+$PRELENS_CACHE, $XDG_CACHE_HOME/prelens or ~/.cache/prelens; nothing is downloaded.
+
+Models (--model): logreg (dense 40->10), mlp (40-100-100-10, ReLU, the second
+layer residual), cnn (three conv1d layers of 25 channels with stride 2, ReLU,
+flatten, dense 125->10), gru (a bidirectional GRU with hidden size 6 over the
+40 steps, flattened into dense 480->10). The paper's protocol is the default:
+Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
+each step into one XLA program (the "jax" extra); auto takes it where it pays.
+
+--save PATH writes a model file for "prelens predict", "evaluate" and "summary",
+or prelens.load_model. The paper's whole table: python -m prelens.bench.mnist1d.
+
+Examples:
+  prelens train mnist1d --model cnn --save cnn.prelens
+  prelens train mnist1d --model mlp --steps 2000 --seed 1
+  prelens train mnist1d --model gru --backend jax
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from typing import Any
+
+import numpy as np
+
+from prelens import errors as E
+from prelens.bench.mnist1d import (
+    BATCH_SIZE,
+    LEARNING_RATE,
+    MNIST1D_MODELS,
+    PAPER_ACCURACY,
+    STEPS,
+    mnist1d_model,
+    takes_channel,
+    train_mnist1d,
+)
+from prelens.cli import _checks as C
+from prelens.cli._runtime import BACKENDS, add_runtime_arguments, backend, training_runtime
+from prelens.datasets import Split, load_mnist1d
+from prelens.io._train_metadata import save_classifier
+
+__all__ = ["add_arguments", "run"]
+
+COMMAND = "prelens train mnist1d"
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keep the description's line breaks; show defaults."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``prelens train mnist1d``."""
+    parser.formatter_class = _Formatter
+    model = parser.add_argument_group("model")
+    model.add_argument(
+        "--model",
+        choices=tuple(MNIST1D_MODELS),
+        default="mlp",
+        help="; ".join(f"{name}: {text}" for name, (text, _) in MNIST1D_MODELS.items()),
+    )
+    model.add_argument("--float32", action="store_true", help="train in float32 instead of float64")
+    train = parser.add_argument_group("training (Adam)")
+    train.add_argument("--steps", type=int, default=STEPS, help="optimiser steps (the paper: 8000)")
+    train.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="series per step")
+    train.add_argument("--lr", type=float, default=LEARNING_RATE, help="Adam's step size")
+    train.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the shuffling")
+    add_runtime_arguments(train)  # --backend auto|numpy|jax, --blas-threads
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--save",
+        metavar="PATH",
+        default=None,
+        help="write the trained model (lens and parameters) to this model file, e.g. cnn.prelens",
+    )
+    out.add_argument("--no-progress", action="store_true", help="hide the progress line (hidden anyway when piped)")
+
+
+def check(args: argparse.Namespace) -> None:
+    """Every flag's range, the backend's library, and that ``--save`` can be written, before any work."""
+    if args.model not in MNIST1D_MODELS:  # argparse's choices, for callers that build the namespace themselves
+        raise E.bad_argument(COMMAND, "--model", args.model, f"one of {list(MNIST1D_MODELS)}")
+    if backend(args) not in BACKENDS:
+        raise E.bad_argument(COMMAND, "--backend", backend(args), f"one of {list(BACKENDS)}")
+    C.at_least(COMMAND, "--steps", args.steps)
+    C.at_least(COMMAND, "--batch-size", args.batch_size)
+    C.positive_real(COMMAND, "--lr", args.lr)
+    C.at_least(COMMAND, "--seed", args.seed, 0)
+    if backend(args) == "jax" and importlib.util.find_spec("jax") is None:
+        raise E.missing_extra(f"{COMMAND} --backend jax", "jax", "jax")
+    C.writable(COMMAND, "--save", args.save)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, print the test accuracy beside the paper's.
+
+    0 on success; 1 if training diverged or the model could not be saved; 2 for bad arguments
+    (found before any training), or when the dataset cannot be made (the ``mnist1d`` extra missing).
+    """
+    dtype = np.float32 if args.float32 else np.float64
+    try:
+        check(args)
+        split = load_mnist1d(channel=takes_channel(args.model))
+        model = mnist1d_model(args.model, dtype=dtype)
+    except E.PrelensError as err:
+        return C.fail(err, COMMAND)
+    print(
+        f"{split!r}; model {model!r}; Adam lr={args.lr:g}, batch {args.batch_size}, {args.steps} steps "
+        f"(--backend {backend(args)})"
+    )
+    try:
+        with training_runtime(args, model.init(0), split.x_train[: args.batch_size].astype(dtype)):
+            result = train_mnist1d(
+                args.model,
+                split,
+                steps=args.steps,
+                seed=args.seed,
+                backend=backend(args),
+                dtype=dtype,
+                batch_size=args.batch_size,
+                lr=args.lr,
+                progress=False if args.no_progress else None,
+                blas_threads=None,  # training_runtime has set them (--blas-threads)
+            )
+    except E.PrelensError as err:  # diverged (or refused mid-way)
+        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        return 1
+    saved = _save(args, model, result.params, split, dtype)
+    print(f"trained {result.steps} steps in {result.seconds:.1f} s")
+    print(f"train accuracy {result.train_accuracy:.2%}")
+    print(
+        f"test accuracy  {result.test_accuracy:.2%} ({len(split.y_test)} series); "
+        f"the paper: {PAPER_ACCURACY[args.model]:.0f}%"
+    )
+    if saved:
+        print(f"saved the model to {args.save} (prelens predict/evaluate/summary, prelens.load_model)")
+    return 0 if saved is not False else 1
+
+
+def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype: Any) -> bool | None:
+    """Write the model file ``--save``: True if saved, None if not asked to, False (and one line) if it failed."""
+    if args.save is None:
+        return None
+    meta = {
+        "model": repr(model),
+        "dataset": "mnist1d",
+        "architecture": args.model,
+        "seed": args.seed,
+        "steps": args.steps,
+        "backend": backend(args),
+    }
+    try:
+        save_classifier(args.save, model, params, split, dtype, meta, shape=tuple(split.x_train.shape[1:]))
+    except E.PrelensError as err:
+        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        return False
+    return True
