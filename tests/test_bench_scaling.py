@@ -77,3 +77,25 @@ def test_without_matplotlib_it_says_so_before_timing(tmp_path: Path, monkeypatch
     monkeypatch.setattr(S, "run_scaling", lambda *a, **k: pytest.fail("timed without matplotlib"))
     assert cli_bench.run(_args("--scaling", "--grid", "tiny", "--out", str(tmp_path))) == 2
     assert "pip install 'prelens[plot]'" in capsys.readouterr().err
+
+
+def test_a_side_whose_check_fails_is_left_out_of_that_point_and_named():
+    from prelens.bench import NUMPY_HAND, Peer, PeerStep
+
+    def prepare(problem):  # numpy's gradients, one leaf off: a wrong backward pass
+        inner = NUMPY_HAND.prepare(problem)
+        assert inner.grads is not None
+        grads = inner.grads
+
+        def wrong():
+            g = grads()
+            return g._replace(unembedding=g.unembedding._replace(weight=g.unembedding.weight * 2))
+
+        return PeerStep(lambda: pytest.fail("a side whose check failed was timed"), wrong)
+
+    grid = S.ScalingGrid(S.SCALING_GRIDS["tiny"].base, {"seq_len": (4,)})
+    report = S.run_scaling(grid, sides=[S.PRELENS_NUMPY, Peer("off", prepare)], repeats=1, memory=False)
+    (row,) = report.rows
+    assert list(row.times) == ["prelens"] and list(row.failed) == ["off"]
+    assert "law 'off gradients = prelens gradients' fails" in row.failed["off"]
+    assert "✗ seq_len=4, off: the gradient check failed" in report.table()

@@ -116,7 +116,10 @@ SCALING_SIDES: tuple[P.Peer, ...] = (PRELENS_NUMPY, P.PRELENS_JAX, P.TORCH_EAGER
 
 @dataclass(frozen=True)
 class ScalingRow:
-    """One point of one axis: median seconds per step by side, and each checked side's gradient error.
+    """One point of one axis: median seconds per step by side, each checked side's gradient error.
+
+    ``failed`` names the sides whose gradient check failed at this point (with the law's first
+    line): they are not timed there, and the table says so, while the other sides go on.
 
     >>> cfg = SCALING_GRIDS["full"].point("seq_len", 64)
     >>> row = ScalingRow("seq_len", 64, cfg, {"prelens": 2e-3, "PyTorch eager": 1e-3})
@@ -129,6 +132,7 @@ class ScalingRow:
     config: LMConfig
     times: dict[str, float]
     grad_errors: dict[str, float] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
 
     def ratio(self, of: str, to: str) -> float | None:
         """``of``'s time over ``to``'s (``None`` if either did not run)."""
@@ -186,13 +190,19 @@ class ScalingReport:
         head = ["axis", "value", *(f"{n} (ms)" for n in names), *(f"{a} / {b}" for a, b in ratios)]
         lines = [self.header, "", _row(head), "|---|" + "---:|" * (len(head) - 1)]
         for row in self.rows:
-            cells = [row.axis, str(row.value), *(_ms(row.times.get(n)) for n in names)]
+            cells = [row.axis, str(row.value), *("✗" if n in row.failed else _ms(row.times.get(n)) for n in names)]
             for a, b in ratios:
                 r = row.ratio(a, b)
                 cells.append("—" if r is None else f"{r:.2f}")
             lines.append(_row(cells))
         lines += ["", f"medians of {self.repeats} interleaved repetitions per point; every side's gradient checked "
                   "equal to prelens's first"]  # fmt: skip
+        failures = dict.fromkeys(
+            f"✗ {row.axis}={row.value}, {name}: the gradient check failed: {why}"
+            for row in self.rows
+            for name, why in row.failed.items()
+        )
+        lines += list(failures)
         if self.missing:
             lines.append(f"not installed (pip install 'prelens[peers]'): {', '.join(self.missing)}")
         if self.memory:
@@ -231,7 +241,7 @@ class ScalingReport:
             ax.set_visible(False)
         for ax, axis in zip(axes, panels):
             rows = [r for r in self.rows if r.axis == axis]
-            for name in self.sides():
+            for name in self.sides():  # a side that failed its check at a point has no time there
                 pts = [(r.value, r.times[name] * 1e3) for r in rows if name in r.times]
                 if pts:
                     ax.plot(*zip(*pts), marker="o", label=name)
@@ -319,7 +329,7 @@ def run_scaling(
     if PRELENS_NUMPY not in present:
         present.insert(0, PRELENS_NUMPY)  # the reference every gradient is checked against
     start = time.perf_counter()
-    measured: dict[LMConfig, tuple[dict[str, float], dict[str, float]]] = {}
+    measured: dict[LMConfig, tuple[dict[str, float], dict[str, float], dict[str, str]]] = {}
     rows = []
     for axis in SCALING_AXES:
         for value in g.values.get(axis, ()):
@@ -327,7 +337,10 @@ def run_scaling(
             if cfg not in measured:
                 measured[cfg] = _time_point(cfg, present, repeats, dtype, seed)
                 if progress is not None:
-                    times = ", ".join(f"{n} {_ms(t)}" for n, t in measured[cfg][0].items())
+                    times = ", ".join(
+                        [f"{n} {_ms(t)}" for n, t in measured[cfg][0].items()]
+                        + [f"{n} check failed" for n in measured[cfg][2]]
+                    )
                     progress(f"{axis}={value}: {times} ms ({time.perf_counter() - start:.0f} s)")
             rows.append(ScalingRow(axis, value, cfg, *measured[cfg]))
     mem = [_memory(g.point("seq_len", t), dtype, seed) for t in g.values.get("seq_len", ())] if memory else []
@@ -336,17 +349,26 @@ def run_scaling(
 
 def _time_point(
     cfg: LMConfig, sides: Sequence[P.Peer], repeats: int, dtype: str, seed: int
-) -> tuple[dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
     problem = make_problem(PeerCase(cfg, dtype), seed)
     case = problem.case
-    prepared = {side.name: side.prepare(problem) for side in sides}
+    prepared = {PRELENS_NUMPY.name: PRELENS_NUMPY.prepare(problem)}
     ours = prepared[PRELENS_NUMPY.name].grads
     assert ours is not None
     reference = ours()
-    errors = {}
-    for name, side in prepared.items():
-        if name != PRELENS_NUMPY.name and side.grads is not None:
-            errors[name] = check_peer_gradients(name, case, reference, side.grads())
+    errors: dict[str, float] = {}
+    failed: dict[str, str] = {}
+    for side in sides:
+        if side.name == PRELENS_NUMPY.name:
+            continue
+        try:  # prepare checks too (prelens JAX its first update)
+            step = side.prepare(problem)
+            if step.grads is not None:
+                errors[side.name] = check_peer_gradients(side.name, case, reference, step.grads())
+        except E.LawError as exc:  # left out at this point, named in the table; the other sides go on
+            failed[side.name] = str(exc).splitlines()[0]
+            continue
+        prepared[side.name] = step
     del reference
     fns = {name: side.step for name, side in prepared.items()}
     for f in fns.values():  # warm up: caches, compilation, the allocator's thresholds
@@ -357,7 +379,7 @@ def _time_point(
     timed = time_interleaved(fns, repeats, inner)
     del prepared, fns
     gc.collect()
-    return {name: s for name, (s, _) in timed.items()}, errors
+    return {name: s for name, (s, _) in timed.items()}, errors, failed
 
 
 def _memory(cfg: LMConfig, dtype: str, seed: int) -> ScalingMemory:
