@@ -198,11 +198,11 @@ class ScalingReport:
         lines += ["", f"medians of {self.repeats} interleaved repetitions per point; every side's gradient checked "
                   "equal to prelens's first"]  # fmt: skip
         failures = dict.fromkeys(
-            f"✗ {row.axis}={row.value}, {name}: the gradient check failed: {why}"
+            f"- ✗ {row.axis}={row.value}, {name}: the gradient check failed: {why}"
             for row in self.rows
             for name, why in row.failed.items()
         )
-        lines += list(failures)
+        lines += ["", *failures] if failures else []
         if self.missing:
             lines.append(f"not installed (pip install 'prelens[peers]'): {', '.join(self.missing)}")
         if self.memory:
