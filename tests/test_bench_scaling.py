@@ -21,6 +21,7 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_tiny_grid_writes_the_table_and_the_png(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    pytest.importorskip("matplotlib")  # the plot extra (the README's test install has it)
     monkeypatch.setattr(S, "SCALING_SIDES", (S.PRELENS_NUMPY,))
     out = tmp_path / "curves"
     assert cli_bench.run(_args("--scaling", "--grid", "tiny", "--out", str(out), "--repeats", "2")) == 0
