@@ -803,3 +803,24 @@ def test_flipped_bytes_never_load_wrong_data(tmp_path: Path):
         assert repr(lens) == repr(model) and meta == {"classes": ["a", "b", "c"]}
         assert all(np.array_equal(a, b) for a, b in zip(tree_leaves(got), tree_leaves(params)))
     assert loaded < 60  # most flips are caught (by the archive's CRCs and the header checks)
+
+
+def test_a_0_4_0_file_naming_rematerialize_loads_as_remat(tmp_path: Path):
+    """0.4.0 registered checkpointing as ``prelens.nn.rematerialize``; the name is now ``remat``.
+
+    The registry holds only the new name (files written now say ``remat``); the lookup maps the old one."""
+    lens = nn.remat(nn.dense(4, 3))
+    params = lens.init(1)
+    desc = D.describe(lens)
+    assert desc["call"] == "prelens.nn.remat"
+    old = {**desc, "call": "prelens.nn.rematerialize"}
+    path = craft(tmp_path / "old.prelens", old, params, header={"prelens": "0.4.0"})
+    loaded = load_model(path)
+    assert repr(loaded.lens) == repr(lens)
+    assert D.describe(loaded.lens) == desc  # saved again, it names remat
+    assert _same(forward(loaded.lens, loaded.params, X4), forward(lens, params, X4))
+    dp, ds = loaded.lens.bwd(loaded.lens.fwd(loaded.params, X4)[0], np.ones((5, 3)))
+    dp0, ds0 = lens.bwd(lens.fwd(params, X4)[0], np.ones((5, 3)))
+    assert _same((dp, ds), (dp0, ds0))
+    assert C.registered("prelens.nn.rematerialize") is C.registered("prelens.nn.remat") is nn.remat
+    assert "prelens.nn.rematerialize" not in C._CONSTRUCTORS

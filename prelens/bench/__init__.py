@@ -16,7 +16,10 @@
 * :mod:`prelens.bench.memory`: peak memory of a long-sequence LM step, plain and with each
   block rematerialised (:func:`prelens.nn.remat`), beside :class:`prelens.tambara.Cost`'s residue bytes;
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
-  (``prelens bench --profile``).
+  (``prelens bench --profile``);
+* :mod:`prelens.bench.scaling`: how the LM step grows with sequence length, width, batch and
+  depth in prelens (numpy, JAX) and the peers, and the memory along the sequence
+  (``prelens bench --scaling``: a table and a PNG).
 
 Each checks the implementations' gradients equal before timing anything,
 then times them interleaved and reports median times and their ratios. Run them
@@ -57,6 +60,17 @@ from prelens.bench.peers import (
     run_peers,
 )
 from prelens.bench.profile import Profile, ProfileRow, profile_step
+from prelens.bench.scaling import (
+    PRELENS_NUMPY,
+    SCALING_AXES,
+    SCALING_GRIDS,
+    SCALING_SIDES,
+    ScalingGrid,
+    ScalingMemory,
+    ScalingReport,
+    ScalingRow,
+    run_scaling,
+)
 from prelens.bench.tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
 
 __all__ = [
@@ -67,6 +81,10 @@ __all__ = [
     "NUMPY_HAND",
     "PEER_CASES",
     "PRELENS_JAX",
+    "PRELENS_NUMPY",
+    "SCALING_AXES",
+    "SCALING_GRIDS",
+    "SCALING_SIDES",
     "TORCH_EAGER",
     "ChainResult",
     "HandLM",
@@ -83,6 +101,10 @@ __all__ = [
     "Profile",
     "ProfileRow",
     "Report",
+    "ScalingGrid",
+    "ScalingMemory",
+    "ScalingReport",
+    "ScalingRow",
     "TambaraRow",
     "check_gradients",
     "check_peer_gradients",
@@ -98,6 +120,7 @@ __all__ = [
     "run_benchmarks",
     "run_lm_benchmark",
     "run_peers",
+    "run_scaling",
     "tambara_routes",
     "tambara_sweep",
     "time_chains",

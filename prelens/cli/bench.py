@@ -15,6 +15,10 @@ floor), with the ratios; PyTorch and JAX come with the optional extra:
 pip install 'prelens[peers]'.
 --profile: where prelens's step spends its time, lens by lens (matrix products
 against everything else).
+--scaling: how the language model's step time grows with sequence length, d_model,
+batch and depth (one at a time) in prelens on numpy and on JAX, PyTorch eager and JAX
+jit, and the memory along the sequence (Cost's residue, measured peak): writes
+scaling.md and scaling.png into --out ("--grid tiny" for a smoke test).
 
 The sides of each comparison start from the same weights, their gradients
 are checked equal before any timing, and they run interleaved in one process.
@@ -66,6 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(extra: prelens[peers])",
     )
     mode.add_argument("--profile", action="store_true", help="prelens's step lens by lens: matmuls against the rest")
+    mode.add_argument(
+        "--scaling",
+        action="store_true",
+        help="cost curves of the LM step (sequence, d_model, batch, depth) in prelens numpy and JAX, PyTorch, JAX; "
+        "writes scaling.md and scaling.png into --out (float32 unless --dtype float64; extra: prelens[plot])",
+    )
+    parser.add_argument(
+        "--grid", choices=("tiny", "full"), default=argparse.SUPPRESS, help="with --scaling: the points (full)"
+    )
+    parser.add_argument(
+        "--out", default=argparse.SUPPRESS, help="with --scaling: the directory written into (prelens-scaling)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the batch")
     parser.add_argument(
         "--threads",
@@ -87,8 +103,11 @@ def run(args: argparse.Namespace) -> int:
         if threads is not None and threads != "default":
             if not threads.isdigit() or int(threads) < 1:
                 raise E.bad_argument(COMMAND, "--threads", threads, "a number of threads >= 1 or 'default'")
-            if not args.peers:
-                raise E.flag_needs(COMMAND, "--threads", "--peers")
+            if not (args.peers or getattr(args, "scaling", False)):
+                raise E.flag_needs(COMMAND, "--threads", "--peers or --scaling")
+        for flag in ("grid", "out"):
+            if hasattr(args, flag) and not getattr(args, "scaling", False):
+                raise E.flag_needs(COMMAND, f"--{flag}", "--scaling")
         C.at_least(COMMAND, "--seed", args.seed, 0)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
@@ -96,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     from prelens.train import retain_freed_memory
 
     retain_freed_memory()
+    if getattr(args, "scaling", False):
+        return _scaling(args, repeats)
     if args.peers or args.profile:
         return _peers_or_profile(args, repeats)
     cases = [
@@ -133,6 +154,34 @@ def _peers_or_profile(args: argparse.Namespace, repeats: int | None) -> int:
     except E.LawError as exc:
         print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _scaling(args: argparse.Namespace, repeats: int | None) -> int:
+    import importlib.util
+
+    from prelens.bench import scaling as S
+
+    dtype = "float64" if args.dtype == "float64" else "float32"
+    if importlib.util.find_spec("matplotlib") is None:  # say so before timing anything
+        return C.fail(E.missing_extra(f"{COMMAND} --scaling", "matplotlib", "plot"), COMMAND)
+    try:
+        with _thread_count(getattr(args, "threads", None)):
+            report = S.run_scaling(
+                getattr(args, "grid", "full"),
+                sides=S.SCALING_SIDES,
+                repeats=repeats or (3 if args.quick else 7),
+                dtype=dtype,
+                seed=args.seed,
+                progress=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+        md, png = report.write(getattr(args, "out", "prelens-scaling"))
+    except E.LawError as exc:
+        print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
+        return 1
+    except E.PrelensError as err:
+        return C.fail(err, COMMAND)
+    print(f"{report.table()}\n\nwrote {md} and {png}")
     return 0
 
 

@@ -230,12 +230,22 @@ def _origin(f: Callable[..., Any]) -> str:
 _MOVED_PREFIXES = (("prelens.optim.", "prelens.learn."), ("prelens.nn.", "prelens.faithful."))
 
 
+#: Constructors renamed after a release that wrote model files naming them: old name -> new name.
+#: Only the lookup knows the old name (a file saved by 0.4.0 says ``prelens.nn.rematerialize``);
+#: the registry, and so every file written now, holds the new one.
+_RENAMED = {"prelens.nn.rematerialize": "prelens.nn.remat"}
+
+
 def names_of(name: str) -> list[str]:
-    """``name``, then where a file of 0.3 that stored it finds it in 0.4 (files name things publicly).
+    """``name``, then where an older file that stored it finds it now (files name things publicly).
 
     >>> names_of("prelens.nn.make_mlp")
     ['prelens.nn.make_mlp', 'prelens.faithful.make_mlp']
+    >>> names_of("prelens.nn.rematerialize")
+    ['prelens.nn.rematerialize', 'prelens.nn.remat']
     """
+    if name in _RENAMED:
+        return [name, _RENAMED[name]]
     return [name] + [new + name.removeprefix(old) for old, new in _MOVED_PREFIXES if name.startswith(old)]
 
 
@@ -245,7 +255,8 @@ def first_found(table: Mapping[str, R], name: str) -> R | None:
 
 
 def registered(name: str) -> Callable[..., Any] | None:
-    """The constructor registered as ``name`` (or under its 0.3 name, ``prelens.nn.make_mlp``), or None."""
+    """The constructor registered as ``name`` (or under its 0.3 name, ``prelens.nn.make_mlp``, or its
+    name before a rename, ``prelens.nn.rematerialize``), or None."""
     return first_found(_CONSTRUCTORS, name)
 
 
