@@ -243,14 +243,14 @@ CASES: dict[str, Case] = {
     "tree_sum_empty": _case(lambda: tree_sum([]), E.StructureError, r"^tree_sum: cannot sum an empty list of trees$"),
     # lenses: inputs, parameters, constructor arguments
     "must_be": _case(
-        lambda: nn.layer_norm(3).fwd(nn.layer_norm(3).init(0), None),
+        lambda: faithful.mk_para(None),
         E.StructureError,
-        r"^layer_norm\(3\): input must be a numpy array f64\[\.\.\.,3\], got None$",
+        r"^mk_para: its argument must be a pair \(bias, weight\), got None$",
     ),
     "lens_shape_error": _case(
-        lambda: nn.layer_norm(3).fwd(nn.layer_norm(3).init(0), np.ones((8, 100))),
+        lambda: nn.softmax.fwd((), np.ones((8, 0))),
         E.ShapeError,
-        r"^layer_norm\(3\): input: expected f64\[\.\.\.,3\], got f64\[8,100\]$",
+        r"^softmax: input: expected a float array \(\.\.\., n\) with n >= 1, got f64\[8,0\]$",
     ),
     "lens_dtype_error": _case(
         lambda: nn.token_embedding(4, 2).fwd(np.ones((4, 2)), np.array([[1.0, 2.0]])),
