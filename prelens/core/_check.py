@@ -94,16 +94,21 @@ class Arr:
 class Like:
     """An output delta with the library, dtype and shape that ``of(m)`` reads from the residue ``m``.
 
-    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``t``'s library and
-    dtype, of shape ``shape``. A dense layer's residue ``(x, W, z)`` holds ``z``, shaped
-    as its output: ``Like(lambda m: (m[2], m[2].shape))``. Checked on every ``bwd`` call
-    (after the residue's own pattern).
+    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (a tuple of
+    ints) and of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t``
+    (any library) when it is a numpy dtype, of any float dtype when it is None. A
+    dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
+    ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the
+    delta of an output that the next lens takes as data). Checked on every ``bwd``
+    call, after the residue's own pattern; a residue ``of`` cannot read is reported
+    as a residue this lens did not make.
 
     >>> Like(lambda m: (m, m.shape))
     Like
     """
 
     of: Callable[[Any], tuple[Any, Any]]
+    or_none: bool = False
 
     def __repr__(self) -> str:
         return "Like"
@@ -289,21 +294,34 @@ def _const(consts: dict[str, Any], value: Any) -> str:
 
 
 def _like_fits(like: Like, m: Any, da: Any) -> bool:
+    """``da`` fits ``like`` for the residue ``m`` (raises when ``of`` cannot read ``m``)."""
+    if da is None and like.or_none:
+        return True
     t, want = like.of(m)
-    if type(da) is _ND and type(t) is _ND:
-        return da.dtype is t.dtype and da.shape == want
-    return same_library(da, t) and da.dtype == t.dtype and tuple(da.shape) == tuple(want)
+    if not (isinstance(want, tuple) and all(type(n) is int for n in want)):
+        raise TypeError("not a shape")
+    if not is_array(da) or tuple(da.shape) != want:
+        return False
+    if t is None:
+        return dtype_kind(da.dtype) == "f"
+    if isinstance(t, np.dtype):
+        return E.dtype_name(da.dtype) == E.dtype_name(t)
+    return same_library(da, t) and da.dtype == t.dtype
 
 
 def _like_error(like: Like, m: Any, da: Any) -> E.PrelensError:
     t, want = like.of(m)
-    expected = f"{E.dtype_name(t.dtype)}[{','.join(map(str, want))}]"
-    if type(t) is not _ND:
+    shape = ",".join(map(str, want))
+    if t is None:
+        expected = f"a float array of shape ({shape})" if len(want) != 1 else f"a float array of shape ({shape},)"
+    else:
+        expected = f"{E.dtype_name(t if isinstance(t, np.dtype) else t.dtype)}[{shape}]"
+    if t is not None and not isinstance(t, np.dtype) and type(t) is not _ND:
         expected += f" ({namespace_name(namespace(t))})"
-    got = E.describe(da)
-    if not same_library(da, t):
-        return E.StructureError(f"output delta: expected an array {expected}, got {got}")
-    if da.dtype != t.dtype:
+    got = E.describe_tree(da)
+    if not is_array(da) or (t is not None and not isinstance(t, np.dtype) and not same_library(da, t)):
+        return E.StructureError(f"output delta: expected {'an array ' if t is not None else ''}{expected}, got {got}")
+    if tuple(da.shape) == want:
         return E.DTypeError(f"output delta: expected {expected}, got {got}")
     return E.ShapeError(f"output delta: expected {expected}, got {got}")
 
@@ -321,8 +339,8 @@ def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
             return False
         try:
             t, want = of(m)
-            if type(da) is _ND and type(t) is _ND:
-                return da.dtype is t.dtype and da.shape == want
+            if type(da) is _ND and type(t) is _ND and da.dtype is t.dtype and da.shape == want:
+                return True
             return _like_fits(like, m, da)
         except Exception:  # a residue that ``of`` cannot read: the diagnosis says so
             return False
