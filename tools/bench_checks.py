@@ -91,11 +91,13 @@ def main() -> None:
             got[which].append(run(getattr(args, which), args.reps))
     labels = sorted({k for r in got["old"] + got["new"] for k in r})
     for label in labels:
-        med = {w: statistics.median(r[label] for r in got[w] if label in r) if any(label in r for r in got[w]) else None
-               for w in ("old", "new")}
+        med = {
+            w: statistics.median(r[label] for r in got[w] if label in r) if any(label in r for r in got[w]) else None
+            for w in ("old", "new")
+        }
         old, new = med["old"], med["new"]
         ratio = f"  new/old {new / old:.3f}" if old and new else ""
-        show = lambda v: "   -   " if v is None else f"{v:9.2f} us"  # noqa: E731
+        show = lambda v: "   -   " if v is None else f"{v:9.2f} us"
         print(f"{label:34s} old {show(old)}  new {show(new)}{ratio}")
 
 

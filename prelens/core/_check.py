@@ -240,7 +240,7 @@ def quick_test(*patterns: Any) -> Callable[..., bool] | None:
         return None
     body = " and ".join(part for part in parts if part is not None)
     source = f"def test({', '.join(names)}):\n    return {body}\n"
-    exec(source, consts)  # noqa: S102  # the source is built here from patterns, never from user text
+    exec(source, consts)  # the source is built here from patterns, never from user text
     test: Callable[..., bool] = consts["test"]
     return test
 
@@ -273,17 +273,19 @@ def _array_expression(pattern: Arr, var: str, consts: dict[str, Any]) -> str:
     dt, axes = pattern.dtype, pattern.axes
     lead = axes[:1] == (...,)
     fixed = axes[1:] if lead else axes
-    if None in fixed:  # an axis of any length: the generic walk decides
-        return "False"
     kind = f"{var}.dtype.kind == 'f'" if dt is None else f"{var}.dtype is {_const(consts, dt)}"
-    if not lead:
+    k = len(fixed)
+    if None in fixed:  # axes of any length: the others compared one by one
+        sizes = [f"{var}.shape[{i - k}] == {a!r}" for i, a in enumerate(fixed) if a is not None]
+        shape = " and ".join([f"{var}.ndim {'>=' if lead else '=='} {k}", *sizes])
+    elif not lead:
         shape = f"{var}.shape == {tuple(fixed)!r}"
-    elif len(fixed) == 0:
+    elif k == 0:
         shape = "True"
-    elif len(fixed) == 1:
+    elif k == 1:
         shape = f"{var}.ndim > 0 and {var}.shape[-1] == {fixed[0]!r}"
     else:
-        shape = f"{var}.shape[-{len(fixed)}:] == {tuple(fixed)!r}"
+        shape = f"{var}.shape[-{k}:] == {tuple(fixed)!r}"
     return f"(type({var}) is ND and {kind} and {shape})"
 
 
