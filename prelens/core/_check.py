@@ -178,21 +178,47 @@ def _node(pattern: Any) -> str:
 
 
 def _array_misfit(pattern: Arr, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
-    if not is_array(x):
+    if not _is_array(x):
         shown = repr(pattern)
         return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
     if pattern.dtype is None:
-        if dtype_kind(x.dtype) != "f":
+        if _dtype_name(x.dtype)[0] != "f":
             return path, repr(pattern), E.describe(x), E.DTypeError
-    elif E.dtype_name(x.dtype) != E.dtype_name(pattern.dtype):
+    elif _dtype_name(x.dtype) != _dtype_name(pattern.dtype):
         return path, repr(pattern), E.describe(x), E.DTypeError
-    axes, got = pattern.axes, shape(x)
+    axes, got = pattern.axes, tuple(x.shape)
     if axes[:1] == (...,):
         fixed = axes[1:]
         fits = len(got) >= len(fixed) and _axes_fit(fixed, got[len(got) - len(fixed) :])
     else:
         fits = len(got) == len(axes) and _axes_fit(axes, got)
     return None if fits else (path, repr(pattern), E.describe(x), E.ShapeError)
+
+
+#: Types known to be arrays, and dtypes' short names: another library's arrays take the generic
+#: walk on every call, which these keep to a few dictionary reads per array.
+_ARRAY_TYPES: set[type] = {np.ndarray}
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _is_array(x: Any) -> bool:
+    if type(x) in _ARRAY_TYPES:
+        return True
+    if not is_array(x):
+        return False
+    if len(_ARRAY_TYPES) < 64:
+        _ARRAY_TYPES.add(type(x))
+    return True
+
+
+def _dtype_name(dtype: Any) -> str:
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = E.dtype_name(dtype)
+        return name
+    except TypeError:  # an unhashable dtype
+        return E.dtype_name(dtype)
 
 
 def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
@@ -302,12 +328,12 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
     t, want = like.of(m)
     if not (isinstance(want, tuple) and all(type(n) is int for n in want)):
         raise TypeError("not a shape")
-    if not is_array(da) or tuple(da.shape) != want:
+    if not _is_array(da) or tuple(da.shape) != want:
         return False
     if t is None:
-        return dtype_kind(da.dtype) == "f"
+        return _dtype_name(da.dtype)[0] == "f"
     if isinstance(t, np.dtype):
-        return E.dtype_name(da.dtype) == E.dtype_name(t)
+        return _dtype_name(da.dtype) == _dtype_name(t)
     return same_library(da, t) and da.dtype == t.dtype
 
 
@@ -341,8 +367,10 @@ def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
             return False
         try:
             t, want = of(m)
-            if type(da) is _ND and type(t) is _ND and da.dtype is t.dtype and da.shape == want:
-                return True
+            if type(da) is _ND and da.shape == want:  # numpy: the template's dtype (an array's, or itself)
+                dt = t.dtype if type(t) is _ND else t
+                if da.dtype is dt or (dt is None and da.dtype.kind == "f"):
+                    return True
             return _like_fits(like, m, da)
         except Exception:  # a residue that ``of`` cannot read: the diagnosis says so
             return False
