@@ -198,7 +198,7 @@ def _array_misfit(pattern: Arr, x: Any, path: str) -> tuple[str, str, str, type[
 #: Types known to be arrays, and dtypes' short names: another library's arrays take the generic
 #: walk on every call, which these keep to a few dictionary reads per array.
 _ARRAY_TYPES: set[type] = {np.ndarray}
-_DTYPE_NAMES: dict[Any, str] = {}
+_DTYPE_NAMES: dict[tuple[type, Any], str] = {}
 
 
 def _is_array(x: Any) -> bool:
@@ -212,10 +212,13 @@ def _is_array(x: Any) -> bool:
 
 
 def _dtype_name(dtype: Any) -> str:
+    key = (type(dtype), dtype)  # the type first: dtypes of two libraries are never compared
     try:
-        return _DTYPE_NAMES[dtype]
+        return _DTYPE_NAMES[key]
     except KeyError:
-        name = _DTYPE_NAMES[dtype] = E.dtype_name(dtype)
+        name = E.dtype_name(dtype)
+        if len(_DTYPE_NAMES) < 256:
+            _DTYPE_NAMES[key] = name
         return name
     except TypeError:  # an unhashable dtype
         return E.dtype_name(dtype)

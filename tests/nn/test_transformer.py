@@ -246,8 +246,12 @@ def test_fused_feed_forward_equals_dense_relu_dense(d, f, dtype, seed):
 
 def test_feed_forward_rejects_bad_parameters():
     ffn = feed_forward(4, 8)
-    with pytest.raises(StructureError, match=r"feed_forward\(4→8→4\): parameters must be FeedForwardParams"):
+    with pytest.raises(
+        ShapeError, match=r"feed_forward\(4→8→4\): parameters at \.hidden\.weight: expected f64\[4,8\], got f64\[4,6\]"
+    ):
         ffn.fwd(feed_forward(4, 6).init(0), np.ones((1, 4)))
+    with pytest.raises(StructureError, match=r"feed_forward\(4→8→4\): parameters: expected FeedForwardParams"):
+        ffn.fwd((), np.ones((1, 4)))
     with pytest.raises(DTypeError, match=r"feed_forward\(4→8→4\): input"):
         ffn.fwd(ffn.init(0), np.ones((1, 4), np.float32))
 
