@@ -61,15 +61,6 @@ def dtype_suffix(dt: np.dtype[Any]) -> str:
     return "" if dt == np.float64 else f", {E.dtype_name(dt)}"
 
 
-def features(dt: np.dtype[Any], n: int) -> str:
-    """The expected shape of an input with ``n`` features and any leading axes: ``f64[...,784]``.
-
-    >>> features(np.dtype(np.float64), 784)
-    'f64[...,784]'
-    """
-    return f"{E.dtype_name(dt)}[...,{n}]"
-
-
 def shape_str(dt: np.dtype[Any], shape: tuple[int, ...]) -> str:
     """A shape as the error messages show it: ``f64[128,10]``.
 
@@ -94,15 +85,6 @@ def input_error(lens: str, what: str, x: object, expected: str, dt: np.dtype[Any
     if not has_dtype(x, dt):
         return E.lens_dtype_error(lens, what, expected, E.describe(x))
     return E.lens_shape_error(lens, what, expected, E.describe(x))
-
-
-def param_error(lens: str, what: str, p: object, expected: str, dt: np.dtype[Any]) -> E.PrelensError:
-    """The error for a parameter array of the wrong kind, dtype or shape.
-
-    >>> param_error("bias(3)", "bias", np.zeros(2), "f64[3]", np.dtype("f8"))
-    ShapeError('bias(3): bias: expected f64[3], got f64[2]')
-    """
-    return input_error(lens, what, p, expected, dt)
 
 
 def scalar_delta(lens: str, da: Any) -> Any:
