@@ -255,3 +255,15 @@ def test_the_floor_is_every_product_of_the_step_and_nothing_else():
     assert macs(PeerCase(c, "float32")) == c.n_layers * per_block + 3 * n * d * c.vocab
     tags = {tag for tag, _ in tagged_products(PeerCase(c, "float32"), make_problem(PeerCase(c, "float32")).params)}
     assert tags == {"projections", "linear", "scaled_dot_product_attention", "feed_forward", "dense"}
+
+
+def test_the_command_line_runs_every_side_on_n_threads(monkeypatch, capsys):
+    monkeypatch.setattr(P, "DEFAULT_PEERS", (NUMPY_HAND, MATMUL_FLOOR))
+    monkeypatch.setenv("XLA_FLAGS", "")  # restored after the test: the command may add to it
+    assert cli_bench.run(_args("--peers", "--quick", "--case", "small", "--dtype", "float32", "--threads", "1")) == 0
+    assert "1 BLAS/intra-op thread(s) for every side" in capsys.readouterr().out
+    assert cli_bench.run(_args("--peers", "--quick", "--case", "small", "--threads", "default")) == 0
+    assert cli_bench.run(_args("--peers", "--threads", "0")) == 2
+    assert "--threads must be" in capsys.readouterr().err
+    assert cli_bench.run(_args("--threads", "2")) == 2
+    assert "--threads needs --peers" in capsys.readouterr().err

@@ -339,3 +339,25 @@ def test_an_error_with_context_lines_is_still_one_line(capsys: pytest.CaptureFix
     assert capsys.readouterr().err == (
         "prelens train mlp: dense(3→2, tanh): input: expected f64[...,3], got f64[2,4] in chain(...): the forward pass\n"
     )
+
+
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_train_backend_flag(backend: str, capsys: pytest.CaptureFixture[str]):
+    code = run(train_mlp, "--dataset", "iris", "--hidden", "8", "--epochs", "2", "--backend", backend)
+    assert code == 0 and "trained 2 epochs" in capsys.readouterr().out
+    tiny = ["--d-model", "8", "--heads", "2", "--d-ff", "8", "--layers", "1", "--epochs", "1", "--length", "2"]
+    code, out, _ = cli(["train", "transformer", *tiny, "--train-size", "8", "--test-size", "4", "--backend", backend],
+                       capsys)  # fmt: skip
+    assert code == 0
+    if backend == "auto":
+        assert "[numpy (backend=auto)]" in out  # a small run: compiling the JAX step would cost more
+    else:
+        assert "backend=auto" not in out
+
+
+def test_train_backend_flag_refuses_other_libraries(capsys: pytest.CaptureFixture[str]):
+    from prelens.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["train", "mlp", "--backend", "torch"])
+    assert done.value.code == 2 and "--backend: invalid choice: 'torch'" in capsys.readouterr().err

@@ -177,3 +177,22 @@ def test_a_model_opens_up_to_the_depth_asked():
     assert len(by_gid(draw(mlp(4, [8, 3]), (5, 4)), r"fwd-box-(\d+)")) == 2
     assert len(by_gid(draw(decoder_lm(16, 8, 2, 16, 2, 6), np.zeros((2, 6), np.int64), depth=1), r"fwd-box-(\d+)")) == 5
     assert len(by_gid(draw(NET, (3,), depth=0), r"bwd-box-(\d+)")) == 1
+
+
+def test_wires_between_stages_carry_their_types():
+    ax = draw(linear_vec(3, 4) >> bias_vec(4) >> tanh_vec, (3,))
+    types = [t.get_text() for t in ax.texts if t.get_gid() == "wire-type"]
+    assert types == ["f64[4]"] * 4  # two inner wires, each in both passes
+    narrow = draw(linear_vec(3, 4) >> bias_vec(4) >> tanh_vec, (3,), wire_types=False)
+    assert not any(t.get_gid() == "wire-type" for t in narrow.texts)
+
+
+def test_deltas_are_typed_by_the_backward_pass_when_da_is_given():
+    """A lens whose output delta is ``()`` (as the learning-rate lens's): labelled ``()``, not the output's type."""
+    ignore = PreLens(lambda p, s: ((), float(s.sum())), lambda m, da: ((), np.ones(3)), name="ignore_da")
+    lens = tanh_vec >> ignore
+    assert "da: float" in {t.get_text() for t in draw(lens, (3,)).texts}
+    texts = {t.get_text() for t in draw(lens, (3,), da=(), names={"ds": "new s"}).texts}
+    assert {"da: ()", "new s: f64[3]"} <= texts
+    with pytest.raises(ArgumentError, match=r"draw: names must be a dict"):
+        draw(lens, (3,), names=["s"])

@@ -95,7 +95,7 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ),
     ("dense options", lambda: nn.dense(4, 2, "sigmoid", init="he", input_delta=False), rows(5, 4), None),
     ("normalize", lambda: nn.normalize(np.arange(4.0), np.full(4, 2.0)) >> nn.mlp(4, [3]), rows(5, 4), None),
-    ("rematerialize", lambda: nn.rematerialize(nn.mlp(4, [4, 4])), rows(2, 4), None),
+    ("remat", lambda: prelens.nn.remat(nn.mlp(4, [4, 4])), rows(2, 4), None),
     ("dropout", lambda: nn.dense(4, 4) >> nn.dropout(0.25), rows(3, 4), None),
     ("attention", lambda: nn.multi_head_attention(8, 2, causal=True), rows(2, 5, 8), None),
     ("cross attention", lambda: nn.cross_attention(8, 2), lambda: (rows(2, 5, 8)(), rows(2, 3, 8)()), None),

@@ -695,3 +695,29 @@ def test_fit_with_checkpoints_runs_in_another_thread(tmp_path: Path):
     t.join()
     assert isinstance(results[0], tuple) and results[0].history.epochs == 3
     assert load_metadata(path)["epoch"] == 3
+
+
+def test_backend_auto_without_jax_trains_on_numpy_exactly(monkeypatch: pytest.MonkeyPatch):
+    from prelens.train import _plan
+
+    monkeypatch.setattr(_plan, "jax_importable", lambda: False)  # as on a machine without JAX
+    monkeypatch.setattr(_plan, "AUTO_JAX_MIN_WORK", 0)  # even a run big enough for JAX
+    rng = np.random.default_rng(3)
+    xs, ys = rng.standard_normal((40, 3)), rng.standard_normal((40, 2))
+    model = mlp(3, [5, 2])
+    out = io.StringIO()
+    auto = fit(model, mse, (xs, ys), 3, 8, adam(0.01), rng=0, backend="auto", progress=True, stream=out)
+    plain = fit(model, mse, (xs, ys), 3, 8, adam(0.01), rng=0, progress=False)
+    forced = fit(model, mse, (xs, ys), 3, 8, adam(0.01), rng=0, backend="numpy", progress=False)
+    assert out.getvalue().startswith("epoch 1/3  [numpy (backend=auto)]  loss ")
+    assert auto.history.loss == plain.history.loss == forced.history.loss
+    assert tree_allclose(auto.params, plain.params, rtol=0, atol=0)
+    assert tree_allclose(forced.params, plain.params, rtol=0, atol=0)
+
+
+def test_progress_tag_follows_the_epoch():
+    out = io.StringIO()
+    Progress(2, 3, out, live=False, tag="numpy").epoch_end(1, 0.5, {})
+    assert out.getvalue() == "epoch 1/2  [numpy]  loss 0.5000\n"
+    with pytest.raises(PrelensError, match="tag"):
+        Progress(2, 3, out, tag=3)  # type: ignore[arg-type]

@@ -190,3 +190,43 @@ def test_dropout_trains_compiled_with_masks_drawn_by_jax() -> None:
     assert a.history.loss == b.history.loss  # one seed, one run: the keys come from fit's generator
     on_numpy = fit(model, mse, (xs, ys), rng=0, **{**run, "backend": None})  # type: ignore[arg-type]
     assert abs(a.history.loss[-1] - on_numpy.history.loss[-1]) < 0.5 * on_numpy.history.loss[0]
+
+
+@pytest.mark.parametrize("problem", [_mlp_problem, _lm_problem], ids=["mlp", "lm"])
+def test_backend_auto_takes_the_compiled_step_and_equals_jax_and_numpy(problem: object, monkeypatch) -> None:
+    import io
+
+    from prelens.train import _plan
+
+    monkeypatch.setattr(_plan, "AUTO_JAX_MIN_WORK", 0)  # a test-sized run: auto would keep numpy
+    model, loss, _, (xs, ys) = problem(32)  # type: ignore[operator]
+    common = dict(epochs=2, batch_size=8, optimizer=adam(0.01), rng=0)
+    out = io.StringIO()
+    auto = fit(model, loss, (xs, ys), backend="auto", progress=True, stream=out, **common)  # type: ignore[arg-type]
+    on_jax = fit(model, loss, (xs, ys), backend="jax", progress=False, **common)  # type: ignore[arg-type]
+    on_numpy = fit(model, loss, (xs, ys), backend="numpy", progress=False, **common)  # type: ignore[arg-type]
+    assert "[compiled JAX step (backend=auto)]" in out.getvalue().splitlines()[0]
+    assert_in_library(auto.params, "numpy", "auto's params")  # numpy in, numpy out
+    assert_in_library(auto.opt_state, "numpy", "auto's optimiser state")
+    assert_close(auto.params, jax.tree_util.tree_map(prelens.backend.to_numpy, on_jax.params), "auto == jax")
+    for a, b in zip(prelens.core.tree_leaves(auto.params), prelens.core.tree_leaves(on_numpy.params)):
+        assert np.max(np.abs(a - b)) <= 1e-12 * max(1.0, float(np.max(np.abs(b))))
+    assert np.allclose(auto.history.loss, on_numpy.history.loss, rtol=1e-12, atol=0)
+
+
+def test_backend_auto_keeps_numpy_for_dropout_and_small_runs(monkeypatch) -> None:
+    import io
+
+    from prelens.train import _plan
+
+    model, loss, _, (xs, ys) = _mlp_problem(32)
+    out = io.StringIO()
+    small = fit(model, loss, (xs, ys), 1, 8, sgd(0.1), rng=0, backend="auto", progress=True, stream=out)
+    assert "[numpy (backend=auto)]" in out.getvalue()  # compiling would cost more than the run
+    assert np.array_equal(small.params[0][0], fit(model, loss, (xs, ys), 1, 8, sgd(0.1), rng=0, progress=False)
+                          .params[0][0])  # fmt: skip
+    monkeypatch.setattr(_plan, "AUTO_JAX_MIN_WORK", 0)
+    with_dropout = mlp(4, [8]) >> dropout(0.3) >> mlp(8, [3])
+    out = io.StringIO()
+    fit(with_dropout, loss, (xs, ys), 1, 8, sgd(0.1), rng=0, backend="auto", progress=True, stream=out)
+    assert "[numpy (backend=auto)]" in out.getvalue()  # JAX would draw other masks

@@ -10,6 +10,8 @@
 * :mod:`prelens.bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
+* :mod:`prelens.bench.memory`: peak memory of a long-sequence LM step, plain and with each
+  block rematerialised (:func:`prelens.nn.remat`), beside :class:`prelens.tambara.Cost`'s residue bytes;
 * :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``).
 
@@ -19,6 +21,7 @@ with ``OPENBLAS_NUM_THREADS=1 python -m prelens bench``.
 """
 
 from prelens.bench.lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
+from prelens.bench.memory import MemoryRow, memory_rows, memory_table, remat_lm
 from prelens.bench.mlp import (
     CASES,
     ChainResult,
@@ -65,6 +68,7 @@ __all__ = [
     "ChainResult",
     "HandLM",
     "LMConfig",
+    "MemoryRow",
     "MlpCase",
     "MlpResult",
     "Peer",
@@ -82,9 +86,12 @@ __all__ = [
     "count_work",
     "lm_benchmark_rows",
     "make_problem",
+    "memory_rows",
+    "memory_table",
     "numpy_mlp_grads",
     "numpy_mlp_step",
     "profile_step",
+    "remat_lm",
     "run_benchmarks",
     "run_lm_benchmark",
     "run_peers",

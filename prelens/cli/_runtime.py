@@ -1,4 +1,4 @@
-"""The runtime flags every ``prelens train`` command shares: ``--blas-threads``, and freed memory kept."""
+"""The runtime flags every ``prelens train`` command shares: ``--backend``, ``--blas-threads``; freed memory kept."""
 
 from __future__ import annotations
 
@@ -21,8 +21,19 @@ def threads_flag(value: str) -> int | str:
     raise argparse.ArgumentTypeError(f"expected auto or a number of threads >= 1, got {value!r}")
 
 
+#: ``--backend``'s choices: ``auto`` (the compiled JAX step where JAX is installed and supports the model).
+BACKENDS = ("auto", "numpy", "jax")
+
+
 def add_runtime_arguments(group: Any) -> None:
-    """Add ``--blas-threads`` to a parser or an argument group."""
+    """Add ``--backend`` and ``--blas-threads`` to a parser or an argument group."""
+    group.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="what the training steps run on: auto takes the compiled JAX step where JAX is installed and the "
+        "model suits it (no dropout), numpy otherwise (the progress line says which); numpy or jax force one",
+    )
     group.add_argument(
         "--blas-threads",
         type=threads_flag,
@@ -41,3 +52,8 @@ def training_runtime(args: argparse.Namespace, params: Any, batch: Any) -> Itera
     retain_freed_memory()
     with blas_threads(getattr(args, "blas_threads", "auto"), params=params, batch=batch) as n:
         yield n
+
+
+def backend(args: argparse.Namespace) -> str:
+    """The ``backend=`` for ``fit`` from ``--backend`` (``auto`` for a command without the flag)."""
+    return str(getattr(args, "backend", "auto"))

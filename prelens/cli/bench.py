@@ -28,7 +28,10 @@ so that no side pays page faults that depend on what ran before it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 
 from prelens import errors as E
 from prelens.cli import _checks as C
@@ -64,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     mode.add_argument("--profile", action="store_true", help="prelens's step lens by lens: matmuls against the rest")
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the batch")
+    parser.add_argument(
+        "--threads",
+        default=None,
+        metavar="N",
+        help="with --peers: every side on N threads (numpy's BLAS via threadpoolctl, torch.set_num_threads, XLA's "
+        "CPU threads via XLA_FLAGS, set before JAX starts), or 'default' for each library's own settings; "
+        "without it the sides get the BLAS threads numpy has now",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         if repeats is not None:
             C.at_least(COMMAND, "--repeats", repeats)
+        threads = getattr(args, "threads", None)
+        if threads is not None and threads != "default":
+            if not threads.isdigit() or int(threads) < 1:
+                raise E.bad_argument(COMMAND, "--threads", threads, "a number of threads >= 1 or 'default'")
+            if not args.peers:
+                raise E.flag_needs(COMMAND, "--threads", "--peers")
         C.at_least(COMMAND, "--seed", args.seed, 0)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
@@ -111,7 +128,8 @@ def _peers_or_profile(args: argparse.Namespace, repeats: int | None) -> int:
         return 0
     try:
         n = repeats or (3 if args.quick else 10)
-        print(P.run_peers(cases, peers=P.DEFAULT_PEERS, repeats=n, seed=args.seed))
+        with _thread_count(getattr(args, "threads", None)):
+            print(P.run_peers(cases, peers=P.DEFAULT_PEERS, repeats=n, seed=args.seed))
     except E.LawError as exc:
         print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
         return 1
@@ -123,3 +141,19 @@ def _kind(case: object) -> str:
     if not isinstance(model, tuple):
         return "lm"
     return "big" if model[0] == 784 else "small"
+
+
+@contextlib.contextmanager
+def _thread_count(threads: str | None) -> Iterator[None]:
+    """``--threads N``: BLAS limited to N (the peers read it), XLA told N before JAX starts; ``default``: untouched."""
+    if threads is None or threads == "default":
+        yield
+        return
+    n = int(threads)
+    if "jax" not in sys.modules:  # XLA reads its flags once, when JAX starts
+        flags = f"--xla_cpu_multi_thread_eigen={'true' if n > 1 else 'false'} intra_op_parallelism_threads={n}"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flags).strip()
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=n, user_api="blas"):
+        yield

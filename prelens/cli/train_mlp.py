@@ -20,7 +20,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_runtime_arguments, training_runtime
+from prelens.cli._runtime import add_runtime_arguments, backend, training_runtime
 from prelens.datasets import DATASETS, load_dataset
 from prelens.io._train_metadata import save_classifier
 from prelens.learn import Optimizer, adam, momentum, sgd
@@ -161,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
                 metrics={"accuracy": accuracy},
                 progress=False if args.no_progress else None,
                 blas_threads=None,  # training_runtime has set them (--blas-threads)
+                backend=backend(args),
                 checkpoint_every=args.checkpoint_every,
                 checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
             )

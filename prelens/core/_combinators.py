@@ -9,8 +9,11 @@ declared, and checked on the first run like every declaration.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any, overload
 
 import numpy as np
@@ -217,3 +220,30 @@ def _add_bwd(dm: tuple[()], da: Any) -> tuple[tuple[()], tuple[Any, Any]]:
 
 #: Add a pair of same-shaped inputs; the backward pass hands the delta to both.
 add_l: AnyLens = PreLens(_add_fwd, _add_bwd, "add_l", expects=Expects(params=()))
+
+
+#: Each lens :func:`prelens.nn.remat` made, and the lens it re-runs (here, below ``tambara``, whose ``Cost`` reads it).
+REMAT_OF: weakref.WeakKeyDictionary[Any, AnyLens] = weakref.WeakKeyDictionary()
+_FULL_RESIDUES = contextvars.ContextVar("prelens_remat_full_residues", default=False)
+
+
+@contextlib.contextmanager
+def full_residues() -> Iterator[None]:
+    """Within it every :func:`prelens.nn.remat` lens keeps its lens's whole residue (as without remat).
+
+    :class:`prelens.tambara.Cost` reads a program's residue bytes with and without remat so.
+
+    >>> with full_residues():
+    ...     keeps_full_residues()
+    True
+    """
+    token = _FULL_RESIDUES.set(True)
+    try:
+        yield
+    finally:
+        _FULL_RESIDUES.reset(token)
+
+
+def keeps_full_residues() -> bool:
+    """Whether a :func:`full_residues` block is running (a remat lens then keeps its whole residue)."""
+    return _FULL_RESIDUES.get()

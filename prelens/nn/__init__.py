@@ -40,7 +40,7 @@ from prelens.nn._transformer import (
     generate,
     token_cross_entropy,
 )
-from prelens.nn._transformer_wiring import attention_weights, rematerialize
+from prelens.nn._transformer_wiring import attention_weights, remat
 
 __all__ = [
     "ACTIVATIONS",
@@ -76,7 +76,7 @@ __all__ = [
     "pointwise",
     "positional_embedding",
     "relu",
-    "rematerialize",
+    "remat",
     "residual",
     "scaled_dot_product_attention",
     "sigmoid",
@@ -113,6 +113,7 @@ _MOVED: dict[str, tuple[str, Any]] = {
     "init_weight": ("prelens.nn.dense(n_in, n_out, init=scheme, dtype=dtype).init(rng).weight", _linear.init_weight),
     "TOY_XS": ("prelens.datasets.TOY_XS", _datasets.TOY_XS),
     "TOY_YS": ("prelens.datasets.TOY_YS", _datasets.TOY_YS),
+    "rematerialize": ("prelens.nn.remat", remat),
 }
 #: Names renamed in 0.2.0 (they meant something else in ``prelens`` or ``prelens.train``), removed in 0.3.1.
 _GONE = {

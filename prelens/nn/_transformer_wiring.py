@@ -7,9 +7,8 @@ of isomorphisms (``dimap_p`` and ``dimap_m``), so that users see a named tuple
 such as ``AttentionParams(W_Q, W_K, W_V, W_O)`` while the composite runs
 unchanged underneath.
 
-:func:`rematerialize` keeps only ``(p, s)`` in the residue and recomputes the
-rest in the backward pass (gradient checkpointing; the tests use it to compare
-lenses whose residues differ).
+:func:`remat` (``rematerialize`` until 0.5.0) keeps only ``(p, s)``
+in the residue and recomputes the rest in the backward pass (gradient checkpointing).
 
 Attention probes say where, in a model's residue, each attention matrix lies:
 :func:`attention_weights` reads them out after a forward pass, without
@@ -26,6 +25,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import copy, dtype_kind, dtype_name, is_array
+from prelens.core._combinators import REMAT_OF, keeps_full_residues
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
 from prelens.core._tree import structure_mismatch, tree_map, tree_paths
@@ -106,27 +106,32 @@ def params_misfit(expected: Any, got: Any) -> str | None:
 
 
 @constructor
-def rematerialize(lens: AnyLens) -> AnyLens:
-    """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd``.
+def remat(lens: AnyLens) -> AnyLens:
+    """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd`` (checkpointing).
 
-    Gradient checkpointing: the residue of a deep model can be much larger
-    than its parameters and input; this trades one more forward pass for
-    that memory. Same outputs, same ``(dp, ds)``. It also makes two lenses
-    that compute one function with different residues comparable by
-    :func:`~prelens.testing.check_lens_equal`: their residues ``(p, s)`` are
-    then related by the parameter and input isomorphisms.
+    Gradient checkpointing (JAX's ``jax.remat``): the residue of a deep model
+    can be much larger than its parameters and input; this trades one more
+    forward pass for that memory. Same outputs, same ``(dp, ds)`` (tested equal
+    to the plain lens). ``remat`` each block of a deep model to hold only the
+    blocks' inputs between the passes (:func:`prelens.bench.remat_lm`);
+    :class:`prelens.tambara.Cost` reports the residue bytes with and without it.
+    It also makes two lenses that compute one function with different residues
+    comparable by :func:`~prelens.testing.check_lens_equal`: their residues
+    ``(p, s)`` are then related by the parameter and input isomorphisms.
 
     >>> from prelens import PreLens
     >>> square = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square")
-    >>> r = rematerialize(square)
+    >>> r = remat(square)
     >>> r, r.fwd((), 3.0), r.bwd(((), 3.0), 1.0)
-    (rematerialize(square), (((), 3.0), 9.0), ((), 6.0))
+    (remat(square), (((), 3.0), 9.0), ((), 6.0))
     """
-    fwd, bwd = as_lens("rematerialize", "lens", lens).fwd, lens.bwd
-    name = f"rematerialize({lens!r})"
+    fwd, bwd = as_lens("remat", "lens", lens).fwd, lens.bwd
+    name = f"remat({lens!r})"
 
-    def fwd_(p: Any, s: Any) -> tuple[tuple[Any, Any], Any]:
-        a = fwd(p, s)[1]
+    def fwd_(p: Any, s: Any) -> tuple[Any, Any]:
+        m, a = fwd(p, s)
+        if keeps_full_residues():  # Cost's reading of the residue without remat
+            return m, a
         return tree_map(_copied, (p, s)), a  # a residue never aliases the caller's arrays
 
     def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:
@@ -135,7 +140,9 @@ def rematerialize(lens: AnyLens) -> AnyLens:
         p, s = m
         return bwd(fwd(p, s)[0], da)
 
-    return PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
+    made = PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
+    REMAT_OF[made] = lens
+    return made
 
 
 def _copied(x: Any) -> Any:

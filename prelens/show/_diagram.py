@@ -36,6 +36,7 @@ MID = 1.6  #: the band between the two halves, where the residue wires turn back
 CH0, CH_STEP = 0.1, 0.2  #: offsets of the residue wires to the right of a box
 MARGIN = 2.1  #: room left and right of the stages for the outer wires and their labels
 PARAM_WIRE = 0.32  #: length of a parameter wire above a box
+WIRE_LABEL = 1.3  #: room for the type label of a wire between two stages
 INCH = 0.45  #: inches per data unit of a figure that ``draw`` makes itself
 MAX_INCHES = (16.0, 12.0)  #: the largest figure ``draw`` makes; bigger diagrams are scaled down
 
@@ -67,6 +68,9 @@ class _Node:
     s: Any = None
     m: Any = None
     a: Any = None
+    lens: Any = None
+    ds: Any = None  #: the deltas of the backward pass (when ``draw`` is given ``da``)
+    da: Any = None
     col: int = 0
     row: float = 0.0
 
@@ -89,7 +93,7 @@ def _tree(lens: AnyLens, p: Any, s: Any, depth: int, limit: int | None) -> tuple
     opening = _OPENINGS.get(lens)
     if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
         m, a = lens.fwd(p, s)
-        return _Node(lens.name, p=p, s=s, m=m, a=a), a
+        return _Node(lens.name, p=p, s=s, m=m, a=a, lens=lens), a
     body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
     node = _Node(lens.name, ">>")
     if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
@@ -128,6 +132,21 @@ def _place(node: _Node, col: int, row: float) -> None:
         else:
             _place(child, col, row + (h - ch) / 2)
             col += cw
+
+
+def _backward(node: _Node, da: Any) -> Any:
+    """Run the backward pass stage by stage from ``da``, recording each stage's ``da`` and ``ds``; the ``ds``."""
+    node.da = da
+    if not node.children:
+        node.ds = node.lens.bwd(node.m, da)[1]  # the trace: the stage's own residue
+    elif node.op == "@":
+        left, right = node.children
+        node.ds = (_backward(left, da[0]), _backward(right, da[1]))
+    else:
+        for child in reversed(node.children):
+            da = _backward(child, da)
+        node.ds = da
+    return node.ds
 
 
 # ------------------------------------------------------------------ types, never values
@@ -174,6 +193,7 @@ class _Port:
     x: float
     y: float
     value: Any
+    delta: Any  #: what flows back on the mirrored wire: the value itself unless the backward pass was run
 
 
 class _Picture:
@@ -183,6 +203,7 @@ class _Picture:
         self.ax = ax
         self.mirror = -2 * height - MID  # y of the backward twin of y is mirror - y
         self.backward = backward
+        self.lead: float | None = None  # how far before the next box a wire turns (None: half the gap)
         self.boxes: list[tuple[Any, Any, str]] = []  # (patch, text, name) of every box, for fitting
         self.labels: list[tuple[Any, str, str, float, float]] = []  # (text, full, short, max width, max height)
 
@@ -249,10 +270,24 @@ def _connect(pic: _Picture, outs: Ports, ins: Ports, gap: float) -> None:
             _connect(pic, o, i, gap)
         return
     flat_out, flat_in = _flat(outs), _flat(ins)
-    pairs = list(zip(flat_out, flat_in)) if len(flat_out) == len(flat_in) else itertools.product(flat_out, flat_in)
+    one_to_one = len(flat_out) == len(flat_in)
+    pairs = list(zip(flat_out, flat_in)) if one_to_one else list(itertools.product(flat_out, flat_in))
+    lead = gap / 2 if pic.lead is None else pic.lead
     for o, i in pairs:
-        turn = i.x - gap / 2
+        turn = i.x - lead
         pic.wire([o.x, turn, turn, i.x], [o.y, o.y, i.y, i.y])
+        if pic.lead is not None and (one_to_one or len(flat_out) == 1):  # the type on the wire, before the next box
+            room = (lead - 0.08, 0.4)
+            kind, dkind = _type_of(o.value), _type_of(o.delta if one_to_one else i.delta)
+            pic.label(turn + 0.04, i.y + 0.06, kind, _short(kind), room, {**_LEFT, "gid": "wire-type"})
+            if pic.backward:
+                style = {**_LEFT, "color": DELTA, "gid": "wire-type"}
+                pic.label(turn + 0.04, pic.mirror - i.y + 0.06, dkind, _short(dkind), room, style)
+
+
+def _short(kind: str) -> str:
+    """A type label cut short: its first few characters and an ellipsis."""
+    return kind if len(kind) <= 6 else kind[:5] + "…"
 
 
 def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
@@ -260,7 +295,8 @@ def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
     if not node.children:
         cx, cy = _centre(node, gap)
         pic.box(cx, cy, node.name)
-        return _Port(cx - BOX_W / 2, cy, node.s), _Port(cx + BOX_W / 2, cy, node.a)
+        ds, da = (node.s, node.a) if node.ds is None and node.da is None else (node.ds, node.da)
+        return _Port(cx - BOX_W / 2, cy, node.s, ds), _Port(cx + BOX_W / 2, cy, node.a, da)
     ports = [_draw_node(pic, child, gap) for child in node.children]
     if node.op == "@":
         return [i for i, _ in ports], [o for _, o in ports]
@@ -331,21 +367,34 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
             pic.label(right + d + 0.06, y, f"m: {_type_of(leaf.m)}", "m", room, {**_RESIDUE, "bbox": _PLATE})
 
 
-def _outer_wires(pic: _Picture, ins: Ports, outs: Ports, left: float, right: float) -> None:
-    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right."""
+def _outer_wires(
+    pic: _Picture, ins: Ports, outs: Ports, left: float, right: float, names: dict[str, Any] | None = None
+) -> None:
+    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right.
+
+    ``names`` renames a wire (``{"ds": "new (params, state)"}``), or each of several wires, top to bottom
+    (``{"s": ["(params, state)", "xs"]}``).
+    """
     width = MARGIN - 0.2
-    for port in _flat(ins):
+
+    def name(kind: str, k: int) -> str:
+        given = (names or {}).get(kind, kind)
+        return given if isinstance(given, str) else str(list(given)[k])
+
+    for k, port in enumerate(_flat(ins)):
         pic.wire([left, port.x], [port.y, port.y], arrow=0)
-        kind = _type_of(port.value)
-        pic.label(left, port.y + 0.08, f"s: {kind}", "s", (width, 0.4), _LEFT)
+        s, ds = name("s", k), name("ds", k)
+        pic.label(left, port.y + 0.08, f"{s}: {_type_of(port.value)}", s, (width, 0.4), _LEFT)
         if pic.backward:
-            pic.label(left, pic.mirror - port.y + 0.08, f"ds: {kind}", "ds", (width, 0.4), {**_LEFT, "color": DELTA})
-    for port in _flat(outs):
+            style = {**_LEFT, "color": DELTA}
+            pic.label(left, pic.mirror - port.y + 0.08, f"{ds}: {_type_of(port.delta)}", ds, (width, 0.4), style)
+    for k, port in enumerate(_flat(outs)):
         pic.wire([port.x, right], [port.y, port.y], arrow=0)
-        kind = _type_of(port.value)
-        pic.label(right, port.y + 0.08, f"a: {kind}", "a", (width, 0.4), _RIGHT)
+        a, da = name("a", k), name("da", k)
+        pic.label(right, port.y + 0.08, f"{a}: {_type_of(port.value)}", a, (width, 0.4), _RIGHT)
         if pic.backward:
-            pic.label(right, pic.mirror - port.y + 0.08, f"da: {kind}", "da", (width, 0.4), {**_RIGHT, "color": DELTA})
+            style = {**_RIGHT, "color": DELTA}
+            pic.label(right, pic.mirror - port.y + 0.08, f"{da}: {_type_of(port.delta)}", da, (width, 0.4), style)
 
 
 def _renderer(fig: Any) -> Any:
@@ -440,6 +489,9 @@ def draw(
     dtype: Any = np.float64,
     depth: int | None = None,
     backward: bool = True,
+    da: Any = None,
+    names: dict[str, Any] | None = None,
+    wire_types: bool = True,
 ) -> Any:
     """Draw the string diagram of ``lens``, forward pass above and backward pass below; returns the ``Axes``.
 
@@ -449,7 +501,16 @@ def draw(
     deltas ``ds`` leave on the left, parameter deltas ``dp`` (blue) leave each
     box below. Each residue ``m`` (red) leaves its forward box on the right
     and turns back into the same stage's backward box. Labels give types, never
-    values. ``backward=False`` draws the forward half alone.
+    values; the wires between stages carry their types too (``wire_types=False``:
+    only the outer, parameter and residue wires, in a narrower drawing).
+    ``backward=False`` draws the forward half alone.
+
+    A delta wire is labelled with the type of the value on its forward twin,
+    unless ``da`` is given: then the backward pass is run stage by stage from
+    that output delta (each stage's ``bwd`` on its own residue) and every
+    delta wire gets the type of what actually flows on it (a learning-rate
+    lens's incoming delta is ``()``). ``names`` renames the outer wires
+    (``{"ds": "new (params, state)"}``, or a list, one name per wire, top to bottom).
 
     ``input_shape`` is as for :func:`prelens.summary` (one forward pass finds
     the types on every wire); composites nested deeper than ``depth`` are
@@ -471,11 +532,19 @@ def draw(
     if ax is not None and not callable(getattr(ax, "add_patch", None)):
         raise E.bad_argument("draw", "ax", ax, "a matplotlib Axes or None")
     s, p = example_run("draw", lens, input_shape, params, rng, dtype, depth)
+    if names is not None and not isinstance(names, dict):
+        raise E.bad_argument("draw", "names", names, "a dict from 's', 'ds', 'a', 'da' to names, or None")
+    _args.flag("draw", "wire_types", wire_types)
     root, _ = _tree(lens, p, s, 0, depth)
+    if da is not None:
+        _backward(root, da)
     _place(root, 0, 0.0)
     leaves = root.leaves()
     stacked = max([sum(1 for x in leaves if x.col == c and tree_leaves(x.m)) for c in {x.col for x in leaves}] + [1])
     gap = max(0.8, 2 * (CH0 + CH_STEP * (stacked - 1)) + 0.45)
+    lead = None
+    if wire_types and len(leaves) > 1:  # room for a type label on each wire between two stages
+        lead, gap = WIRE_LABEL, gap / 2 + WIRE_LABEL  # the wire turns past the residues, then carries its type
     cols, rows = root.size
     width, height = cols * (BOX_W + gap), rows * ROW
     bottom = -2 * height - MID if backward else -height
@@ -485,8 +554,9 @@ def draw(
         fig, ax = plt.subplots(figsize=(max(4.0, w_in * shrink), max(2.0, h_in * shrink)))
         fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
     pic = _Picture(ax, height, backward)
+    pic.lead = lead
     ins, outs = _draw_node(pic, root, gap)
-    _outer_wires(pic, ins, outs, -MARGIN, width + MARGIN)
+    _outer_wires(pic, ins, outs, -MARGIN, width + MARGIN, names)
     _stage_wires(pic, leaves, gap)
     captions = [ax.text(-MARGIN, 0.55, "forward   fwd(p, s) → (m, a)", va="bottom", **_CAPTION)]
     if backward:

@@ -28,6 +28,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.core import _args
+from prelens.core._combinators import REMAT_OF, full_residues
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
@@ -66,8 +67,12 @@ def like(tree: Any) -> Any:
 
 def _like_leaf(x: Any) -> Any:
     kind = x.dtype.kind if isinstance(x, (np.ndarray, np.generic)) else "f" if isinstance(x, float) else "?"
+    if kind in "iu" and isinstance(x, np.ndarray):  # token ids: index 0 everywhere, no data held
+        return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):  # a size kept in a residue
+        return x
     if kind != "f":
-        raise E.must_be("Shapes", "every leaf", "a float or an array of floats", E.describe(x))
+        raise E.must_be("Shapes", "every leaf", "a float, an array of floats or of integer ids", E.describe(x))
     return placeholder(np.shape(x), np.asarray(x).dtype)
 
 
@@ -120,6 +125,7 @@ class BoxCost:
     forward: int | None
     backward: int | None
     residue_bytes: int
+    without_remat: int | None = None  # the residue bytes were every remat lens in it plain (None: no remat)
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,11 @@ def read(program: Program, p: Any, s: Any) -> Reading:
             p_, s_ = ps
             m, a = rule.forward(p_, s_) if rule else like(lens.fwd(p_, s_))
             madds = rule.madds(p_, s_) if rule else (None, None)
-            boxes.append(BoxCost(lens.name, madds[0], madds[1], _nbytes(m)))
+            plain = None
+            if rule is None and len(REMAT_OF):  # a remat lens exists: this box may hold one
+                with full_residues():
+                    plain = _nbytes(like(lens.fwd(p_, s_))[0])
+            boxes.append(BoxCost(lens.name, madds[0], madds[1], _nbytes(m), plain))
             pending.append(len(boxes) - 1)
             return m, a
 
@@ -234,6 +244,17 @@ class CostTable:
     """
 
     rows: tuple[tuple[str, int, int | None, int | None, int], ...]
+    #: Bytes of residue were every :func:`~prelens.nn.remat` lens plain (``None``: as :attr:`residue_bytes`).
+    without_remat: int | None = None
+
+    @property
+    def residue_bytes_without_remat(self) -> int:
+        """Bytes of residue the same program would hold without :func:`~prelens.nn.remat` (checkpointing).
+
+        >>> CostTable((("f", 1, 0, 0, 16),), without_remat=4096).residue_bytes_without_remat
+        4096
+        """
+        return self.residue_bytes if self.without_remat is None else self.without_remat
 
     @property
     def total(self) -> tuple[int | None, int | None]:
@@ -257,6 +278,8 @@ class CostTable:
         body = [(name, str(n), _num(f), _num(b), str(m)) for name, n, f, b, m in self.rows]
         f, b = self.total
         body.append(("total", str(sum(r[1] for r in self.rows)), _num(f), _num(b), str(self.residue_bytes)))
+        if self.residue_bytes_without_remat != self.residue_bytes:
+            body.append(("without remat", "", "", "", str(self.residue_bytes_without_remat)))
         widths = [max(len(row[i]) for row in [head, *body]) for i in range(5)]
         lines = [
             "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
@@ -299,4 +322,6 @@ class Cost(Program):
             row[2] = None if box.forward is None or row[2] is None else row[2] + box.forward
             row[3] = None if box.backward is None or row[3] is None else row[3] + box.backward
             row[4] += box.residue_bytes
-        return CostTable(tuple((r_[0], r_[1], r_[2], r_[3], r_[4]) for r_ in rows.values()))
+        plain = sum(b.residue_bytes if b.without_remat is None else b.without_remat for b in r.boxes)
+        table = tuple((r_[0], r_[1], r_[2], r_[3], r_[4]) for r_ in rows.values())
+        return CostTable(table, None if plain == sum(b.residue_bytes for b in r.boxes) else plain)

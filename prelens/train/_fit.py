@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
+from prelens.backend._arrays import to_backend
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
 from prelens.io._sigint import deferred_sigint
@@ -138,6 +139,15 @@ def fit(
     (:func:`compile_step`); ``mesh`` (a :class:`jax.sharding.Mesh`) trains
     data-parallel over its devices, each batch split along its leading axis.
     By default the parameters' own library is used (numpy for ``model.init``).
+    ``backend="auto"``: the compiled JAX step when JAX is installed and the run
+    suits it (numpy parameters and data in float32/float64, no dropout, no mesh,
+    and the step traces on JAX), numpy otherwise; the progress line says which,
+    and the result (and the state an error carries) is numpy either way. In
+    float64 it equals numpy's run to about 1e-12; in float32 to rounding. A
+    callback sees the backend's arrays. ``backend="numpy"`` forces numpy,
+    ``"jax"`` JAX. The default stays the parameters' own library: a first
+    compile costs about a second, more than a small run takes
+    (docs/performance.md, "Choosing the backend").
 
     ``blas_threads``: on numpy, the BLAS threads training runs with (restored
     after): ``"auto"`` chooses from the model's and the batch's sizes (one for
@@ -166,7 +176,18 @@ def fit(
     the_plan, at = plan(checked, start(checked))  # where training starts; the data, the step strategy
     run = Run(the_plan, at)
     with _threads(the_plan, run.params):
-        return _train(run)
+        if not the_plan.to_host:
+            return _train(run)
+        try:
+            params, opt_state, history = _train(run)
+        except BaseException as err:  # backend="auto" hands back numpy, on errors too
+            for name in ("params", "opt_state"):
+                if hasattr(err, name):
+                    with contextlib.suppress(Exception):
+                        setattr(err, name, to_backend(getattr(err, name), "numpy"))
+            raise
+        params, opt_state = to_backend((params, opt_state), "numpy")
+        return FitResult(params, opt_state, history)
 
 
 def _train(run: Run) -> FitResult:
@@ -220,6 +241,8 @@ def _scores(p: Plan, params: Tree) -> dict[str, float]:
     """The epoch's metrics in evaluation mode: on the training data (``train_metrics``), then the validation data."""
     a = p.args
     scores: dict[str, float] = {}
+    if p.to_host:  # backend="auto" on JAX: eager JAX would compile every operation of the model anew
+        params = to_backend(params, "numpy")
     sets = [("train", p.data)] if a.train_metrics else []
     if p.validation is not None:
         sets.append(("val", p.validation))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TextIO
 
@@ -25,16 +26,16 @@ from prelens import errors as E
 from prelens.backend._arrays import copy, is_array, namespace_name, resolve_backend, to_backend
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_first_nonfinite, tree_map
+from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
 from prelens.io._checkpoint import unwritable_reason
 from prelens.learn._optimizer import init_state
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
-from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows
+from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
 from prelens.train._history import History
 from prelens.train._progress import Progress
 from prelens.train._resume import Resumed, read_checkpoint, resume_refused
-from prelens.train._runtime import resolve_threads
+from prelens.train._runtime import batch_rows, resolve_threads
 from prelens.train._step import Check, optimizer_form, step_of
 
 Tree = Any
@@ -74,6 +75,7 @@ class Args(NamedTuple):
     checkpoint_path: str | os.PathLike[str] | None
     resume: str | os.PathLike[str] | None
     xp: Any  # the backend's namespace, or None for the parameters' own
+    auto: bool  # backend="auto": the compiled JAX step where it is installed and supports the model
     mesh: Any
     blas_threads: int | str | None
 
@@ -84,7 +86,8 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
                checkpoint_path: Any, resume: Any, backend: Any, mesh: Any, blas_threads: Any) -> Args:  # fmt: skip
     """Every argument of ``fit`` checked, in the order of its signature's groups, before any work."""
     _check_counts(epochs, batch_size, checkpoint_every, checkpoint_path, resume)
-    xp = None if backend is None else resolve_backend("fit", backend)
+    auto = isinstance(backend, str) and backend == "auto"
+    xp = None if backend is None or auto else resolve_backend("fit", backend)
     if blas_threads is not None and blas_threads != "auto":
         resolve_threads(blas_threads)  # a number >= 1, or an error naming it
     if mesh is not None and (xp is None or namespace_name(xp) != "jax"):
@@ -112,7 +115,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     restorer = next((cb for cb in cbs if isinstance(cb, EarlyStopping) and cb.restore_best), None)
     return Args(model, loss, (xs, ys), n, epochs, batch_size, optimizer, lens_form, gen, params, opt_state,
                 validation, measures, train_metrics, penalty, cbs, restorer, shuffle, progress, out,
-                checkpoint_every, checkpoint_path, resume, xp, mesh, blas_threads)  # fmt: skip
+                checkpoint_every, checkpoint_path, resume, xp, auto, mesh, blas_threads)  # fmt: skip
 
 
 def _check_counts(epochs: Any, batch_size: Any, every: Any, path: Any, resume: Any) -> None:
@@ -249,6 +252,8 @@ class Plan(NamedTuple):
     dropout: bool  # the parameters hold dropout sites: every step draws a key
     step: Strategy
     bar: Progress
+    backend: str  # the library the steps run on: "numpy", "jax" (compiled), ...
+    to_host: bool  # backend="auto" chose JAX: what fit hands back is moved back to numpy
 
 
 def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
@@ -257,30 +262,102 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     data = cast("fit", a.data, dtype)
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
     dropout = has_dropout(at.params)
-    if a.xp is not None:
+    n_batches = max(1, math.ceil(a.n / a.batch_size))
+    to_host, compiled = False, None
+    if a.auto:
+        chosen = choose_jax(a, at, data, validation, dropout, n_batches)
+        if chosen is not None:  # the parameters and state on JAX; the data stays on numpy (a batch moves per step)
+            a, to_host = a._replace(xp=resolve_backend("fit", "jax")), True
+            (params, opt_state), compiled = chosen
+            at = at._replace(params=params, opt_state=opt_state)
+    elif a.xp is not None:
         params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
         at = at._replace(params=params, opt_state=opt_state)
-    strategy = _strategy(a, dropout)
-    n_batches = max(1, math.ceil(a.n / a.batch_size))
+    strategy = _strategy(a, dropout, compiled)
+    name = "numpy" if a.xp is None else namespace_name(a.xp)
     live = _isatty(a.stream)
-    bar = Progress(a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress)
+    tag = ("compiled JAX step" if name == "jax" else name) + " (backend=auto)" if a.auto else ""
+    bar = Progress(
+        a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
+    )
     if 0 < at.batch and at.batches != n_batches:
         raise resume_refused(
             os.fspath(a.resume or ""),
             f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
             f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
         )
-    return Plan(a, data, validation, n_batches, dropout, strategy, bar), at
+    return Plan(a, data, validation, n_batches, dropout, strategy, bar, name, to_host), at
 
 
-def _strategy(a: Args, dropout: bool) -> Strategy:
+#: ``backend="auto"`` takes JAX for a run of at least this many multiply-adds (parameters x batch rows x
+#: steps): some 15-20 s of numpy on a quiet 2-core machine, two to three times what importing JAX, tracing
+#: and compiling the step's two programs (the full batch and the last, smaller one) cost (docs/performance.md).
+AUTO_JAX_MIN_WORK = 5e10
+
+
+def run_work(a: Args, at: Resumed, n_batches: int) -> float:
+    """The run's size for ``backend="auto"``: parameters x rows of a batch x the steps still to take."""
+    n_params = sum(int(x.size) for x in tree_leaves(at.params) if isinstance(x, np.ndarray) and x.dtype.kind == "f")
+    try:
+        rows = batch_rows(take(a.data[0], None, 0, a.batch_size))
+    except E.PrelensError:
+        rows = a.batch_size
+    steps = max(0, a.epochs - at.history.epochs) * n_batches
+    return float(n_params) * rows * steps
+
+
+def jax_importable() -> bool:
+    """Whether JAX imports here (``backend="auto"`` asks this once per ``fit``)."""
+    try:
+        import jax  # noqa: F401
+    except Exception:  # not installed, or broken: numpy it is
+        return False
+    return True
+
+
+def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
+    """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``.
+
+    JAX is chosen when the run is big enough to repay compiling the step (:data:`AUTO_JAX_MIN_WORK`;
+    a small run is faster on numpy), JAX imports, no mesh is given, the parameters, optimiser state
+    and data are numpy arrays of float32/float64 (or integer data), the model has no dropout site (JAX
+    draws other masks than numpy: the same seed would train differently), and the whole step traces on
+    JAX with the first batch's shapes (a lens with a numpy-only path does not; the trace is the one the
+    first step compiles). Otherwise numpy trains, as before.
+    """
+    if a.mesh is not None or dropout or run_work(a, at, n_batches) < AUTO_JAX_MIN_WORK or not jax_importable():
+        return None
+    for leaf in tree_leaves((at.params, at.opt_state, data, validation)):
+        if isinstance(leaf, np.ndarray):
+            if leaf.dtype.kind not in "fiub" or (leaf.dtype.kind == "f" and leaf.dtype not in (np.float32, np.float64)):
+                return None
+        elif is_array(leaf):  # another library's arrays: the caller chose it
+            return None
+    if not any(isinstance(x, np.ndarray) and x.dtype.kind == "f" for x in tree_leaves(at.params)):
+        return None
+    import jax
+
+    state = to_backend((at.params, at.opt_state), "jax")
+    first = take(data, None, 0, a.batch_size)
+    compiled = compile_step(a.model, a.loss, a.optimizer, penalty=a.penalty)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jax.eval_shape(compiled._jitted, *state, *first, None)
+    except Exception:  # the step does not trace on JAX: numpy trains
+        return None
+    return state, compiled
+
+
+def _strategy(a: Args, dropout: bool, compiled: Any = None) -> Strategy:
     """The step strategy: one compiled JAX program (on a mesh or not), or :func:`~prelens.train.step`'s core.
 
     With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)``
     (on JAX the program draws the masks from the key).
     """
     if a.xp is not None and namespace_name(a.xp) == "jax":
-        compiled = compile_step(a.model, a.loss, a.optimizer, penalty=a.penalty, mesh=a.mesh)
+        if compiled is None:
+            compiled = compile_step(a.model, a.loss, a.optimizer, penalty=a.penalty, mesh=a.mesh)
         if a.mesh is not None:
             _check_mesh_batches(a.mesh, compiled.axis, a.n, a.batch_size)
 

@@ -15,6 +15,7 @@ import shutil
 import time
 from typing import TextIO
 
+from prelens import errors as E
 from prelens.core import _args
 
 __all__ = ["Progress"]
@@ -28,7 +29,8 @@ class Progress:
     ``live=True`` redraws one line in place (for terminals); ``live=False``
     prints a line per epoch. ``enabled=False`` turns every call into a no-op.
     ``label`` names the outer unit in the line (``"epoch"``, or ``"step"`` for
-    full-batch training).
+    full-batch training). ``tag`` (if given) follows the epoch in every line: what the steps run on,
+    e.g. ``"compiled JAX step (backend=auto)"``.
 
     >>> import io
     >>> out = io.StringIO()
@@ -48,10 +50,14 @@ class Progress:
         enabled: bool = True,
         interval: float = 0.1,
         label: str = "epoch",
+        tag: str = "",
     ) -> None:
         fn = "Progress"
         self.epochs, self.batches = _args.count(fn, "epochs", epochs, 0), _args.count(fn, "batches", batches)
         self.label = _args.name(fn, "label", label)
+        if not isinstance(tag, str):
+            raise E.must_be(fn, "tag", "a str", E.describe(tag))
+        self.tag = f"[{tag}]" if tag else ""
         self.stream, self.live, self.enabled = (
             _args.text_stream(fn, "stream", stream),
             _args.flag(fn, "live", live),
@@ -91,6 +97,8 @@ class Progress:
         self._loss_sum, self._loss_count = 0.0, 0
         if not self.live:
             parts = [f"{self.label} {epoch}/{self.epochs}", f"loss {loss:.4f}", *_fmt_metrics(metrics)]
+            if self.tag:
+                parts.insert(1, self.tag)
             self.stream.write("  ".join(parts) + "\n")
             self.stream.flush()
             return
@@ -122,6 +130,7 @@ class Progress:
             head = f"{self.label} {epoch}/{self.epochs} [{'#' * filled}{'-' * (_BAR - filled)}]"
         parts = [  # most important first: a narrow terminal cuts the end of the line
             head,
+            *([self.tag] if self.tag else []),
             f"loss {loss:.4f}",
             f"{_si(self._samples / elapsed)} samples/s",
             f"eta {_clock(eta)}",

@@ -68,13 +68,13 @@ def current_blas_threads() -> int:
     return max(counts, default=1)
 
 
-def _rows(batch: Any) -> int:
+def batch_rows(batch: Any) -> int:
     """Rows of the products one batch makes: the leading axes of float features, every axis of integer ids."""
     if isinstance(batch, np.ndarray) and batch.ndim >= 1:
         shape = batch.shape[:-1] if batch.dtype.kind == "f" and batch.ndim >= 2 else batch.shape
         return int(np.prod(shape, dtype=np.int64))
     if isinstance(batch, (tuple, list)) and batch:
-        return max(_rows(x) for x in batch)
+        return max(batch_rows(x) for x in batch)
     raise E.bad_argument("choose_blas_threads", "batch", E.describe_tree(batch), "one batch of inputs (an array)")
 
 
@@ -85,7 +85,7 @@ def _cpus() -> int:
 def _largest(params: Any, batch: Any) -> tuple[int, tuple[int, int], np.dtype[Any]]:
     """The largest product of a step: ``(rows, weight shape, dtype)``."""
     weights = [leaf for leaf in tree_leaves(params) if isinstance(leaf, np.ndarray) and leaf.ndim == 2]
-    rows = _rows(batch)
+    rows = batch_rows(batch)
     if not weights:
         return rows, (0, 0), np.dtype(np.float64)
     w = max(weights, key=lambda a: a.size)

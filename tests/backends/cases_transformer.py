@@ -23,7 +23,7 @@ from prelens.nn import (
     layer_norm,
     normalize,
     positional_embedding,
-    rematerialize,
+    remat,
     sinusoidal_encoding,
     token_cross_entropy,
     token_embedding,
@@ -171,7 +171,7 @@ def _lm_loss(dtype: type, positional: str = "learned", norm: str = "post") -> Ca
 
 
 def _rematerialized(rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
-    lens = rematerialize(layer_norm(8))
+    lens = remat(layer_norm(8))
     return lens, lens.init(rng), _normal(rng, (4, 8), F64), _normal(rng, (4, 8), F64)
 
 
@@ -192,7 +192,7 @@ CASES = [
     *[_feed_forward(dt, lead) for dt in (F64, F32) for lead in ((5,), (2, 3), (2, 2, 3))],
     _feed_forward(F64, (2, 3), composed=True),
     _feed_forward(F32, (4,), composed=True),
-    Case("rematerialize(layer_norm)", _rematerialized),
+    Case("remat(layer_norm)", _rematerialized),
     *[_cross_entropy(dt, lead) for dt in (F64, F32) for lead in ((2, 5), (7,))],
     *[_encoder_block(dt, norm, causal) for dt in (F64, F32) for norm, causal in (("post", False), ("pre", True))],
     _encoder_block(F64, "post", True, rate=0.2),

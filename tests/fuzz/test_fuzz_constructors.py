@@ -526,9 +526,7 @@ CTORS: list[Ctor] = [
     Ctor("PLeft", prelens.PLeft, {"t": prelens.id_pre_lens}, {"t": [*LENSES, faithful.activ_t]}),
     Ctor("PRight", prelens.PRight, {"t": prelens.id_pre_lens}, {"t": [*LENSES, faithful.activ_t]}),
     Ctor("TriLens", prelens.TriLens, {"run": lambda t: t, "name": "id_t"}, {"run": [None, 3, "r"], "name": [None, 3]}),
-    Ctor(
-        "rematerialize", nn.rematerialize, {"lens": nn.dense(3, 2)}, {"lens": [*LENSES, nn.tanh, prelens.id_pre_lens]}
-    ),
+    Ctor("remat", prelens.nn.remat, {"lens": nn.dense(3, 2)}, {"lens": [*LENSES, nn.tanh, prelens.id_pre_lens]}),
     # the faithful pieces that take sizes
     Ctor("linear_t", faithful.linear_t, {"n": 3}),
     Ctor("affine_t", faithful.affine_t, {"n": 3}),

@@ -701,11 +701,11 @@ CASES: list[Case] = [
         covers=(nn.pointwise,),
     ),
     Case(
-        "rematerialize",
-        lambda: nn.rematerialize(nn.dense(3, 2)),
+        "remat",
+        lambda: prelens.nn.remat(nn.dense(3, 2)),
         rows(3),
         _dense_ref("tanh"),
-        covers=(nn.rematerialize,),
+        covers=(prelens.nn.remat,),
     ),
     # TriLenses, run through from_tamb
     Case(

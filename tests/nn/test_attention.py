@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from prelens import ShapeError, StructureError, chain
 from prelens.core import tree_allclose
-from prelens.nn import AttentionParams, attention_weights, cross_attention, multi_head_attention, rematerialize, softmax
+from prelens.nn import AttentionParams, attention_weights, cross_attention, multi_head_attention, remat, softmax
 from prelens.nn.composed import (
     attention_head,
     attention_scores,
@@ -162,8 +162,8 @@ def test_faithful_multi_head_attention_equals_fast(dh, causal, t, seed):
     fp, x = faithful.init(rng), rng.standard_normal((2, t, d))
     check_lens_equal(
         "faithful multi-head attention = fast multi-head attention",
-        rematerialize(faithful),
-        rematerialize(fast),
+        remat(faithful),
+        remat(fast),
         fp,
         x,
         p_iso=stack_heads,
@@ -184,8 +184,8 @@ def test_faithful_cross_attention_equals_fast(t, s, seed):
     xc = (rng.standard_normal((2, t, 6)), rng.standard_normal((2, s, 6)))
     check_lens_equal(
         "faithful cross-attention = fast cross-attention",
-        rematerialize(faithful),
-        rematerialize(cross_attention(6, 3)),
+        remat(faithful),
+        remat(cross_attention(6, 3)),
         fp,
         xc,
         p_iso=stack_heads,
@@ -207,8 +207,8 @@ def test_the_equality_check_can_fail():
     with pytest.raises(AssertionError, match="faithful"):
         check_lens_equal(
             "faithful",
-            rematerialize(faithful),
-            rematerialize(fast),
+            remat(faithful),
+            remat(fast),
             fp,
             x,
             p_iso=swapped,

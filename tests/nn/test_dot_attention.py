@@ -14,7 +14,7 @@ from prelens.nn import (
     attention_weights,
     linear,
     multi_head_attention,
-    rematerialize,
+    remat,
     scaled_dot_product_attention,
     softmax,
 )
@@ -58,8 +58,8 @@ def test_the_fused_lens_equals_the_four_lenses_composed(causal, lead, tq, tk, dk
     x = qkv(rng, lead, tq, tk, dk, dv)
     check_lens_equal(
         "attention's four lenses = scaled_dot_product_attention",
-        rematerialize(composed(dk, causal)),
-        rematerialize(scaled_dot_product_attention(dk, causal=causal)),
+        remat(composed(dk, causal)),
+        remat(scaled_dot_product_attention(dk, causal=causal)),
         units(causal),
         x,
         p_iso=lambda p: (),
@@ -169,8 +169,8 @@ def test_the_fused_projections_equal_the_stages_they_fuse(cross, dh, t, s, seed)
     units = [((), ()), ()] if cross else [(), ((), ())]
     check_lens_equal(
         "wiring, linears and split_heads = projections",
-        rematerialize(composed_projections(d, h, cross)),
-        rematerialize(projections(d, h, np.dtype(np.float64), cross=cross)),
+        remat(composed_projections(d, h, cross)),
+        remat(projections(d, h, np.dtype(np.float64), cross=cross)),
         [*units, ((w[0], w[1]), w[2]), (((), ()), ())],
         inp,
         p_iso=lambda p: (p[2][0][0], p[2][0][1], p[2][1]),

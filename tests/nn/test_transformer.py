@@ -23,7 +23,7 @@ from prelens.nn import (
     layer_norm,
     multi_head_attention,
     positional_embedding,
-    rematerialize,
+    remat,
     residual,
     sinusoidal_encoding,
     token_cross_entropy,
@@ -236,9 +236,7 @@ def test_fused_feed_forward_equals_dense_relu_dense(d, f, dtype, seed):
     p = p._replace(hidden=p.hidden._replace(bias=rng.standard_normal(f).astype(dtype)))
     x = rng.standard_normal((2, 3, d)).astype(dtype)
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {}
-    check_lens_equal(
-        "feed_forward = chain(dense, relu, dense)", rematerialize(composed), rematerialize(fused), p, x, rng=rng, **tol
-    )
+    check_lens_equal("feed_forward = chain(dense, relu, dense)", remat(composed), remat(fused), p, x, rng=rng, **tol)
     assert fused.fwd(p, x)[1].dtype == dtype
     if dtype == np.float64:
         check_lens_laws(fused, p, x, rng=rng)
