@@ -23,7 +23,7 @@ the three deltas joined with ``concat`` instead.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,6 +40,14 @@ __all__ = ["projections"]
 #: The residue: the input rows ``(N, d)`` (and the context's rows for cross-attention, else
 #: None), the weights side by side ``(d, 3d)``, and the input's (and context's) shape.
 ProjectionResidue = tuple[Array, Array | None, Array, tuple[int, ...], tuple[int, ...]]
+
+
+class QKV(NamedTuple):
+    """The pattern of the parameters (a plain tuple fits it): its fields name a misfit weight."""
+
+    W_Q: Any
+    W_K: Any
+    W_V: Any
 
 
 def _heads(y: Array, lead: tuple[int, ...], t: int, parts: int, h: int, dk: int) -> list[Array]:
@@ -85,7 +93,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
     name = f"projections({d}, heads={h}{', cross' if cross else ''})"
     w, x_rows = Arr(dt, d, d), Arr(dt, ..., None, d)
     expects = Expects(
-        params=(w, w, w),
+        params=QKV(w, w, w),
         input=(x_rows, x_rows) if cross else x_rows,
         residue=(Arr(dt, None, d), ANY, Arr(dt, d, 3 * d), ANY, ANY),  # (x rows, context rows, W, shapes)
     )

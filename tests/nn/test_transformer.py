@@ -438,7 +438,7 @@ def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
     blocks[0] = blocks[0]._replace(attention=blocks[0].attention._replace(W_V=np.zeros((4, 3))))
     with pytest.raises(
         ShapeError,
-        match=r"(?s)^projections\(4, heads=2\): W_V: expected f64\[4,4\], got f64\[4,3\].*\n  the parameters given to "
+        match=r"(?s)^projections\(4, heads=2\): parameters at \.W_V: expected f64\[4,4\], got f64\[4,3\].*\n  the parameters given to "
         r"decoder_lm\(.*\) differ from what its init makes at \.blocks\[0\]\.attention\.W_V: "
         r"expected shape \(4, 4\), got shape \(4, 3\)$",
     ) as info:
