@@ -41,7 +41,7 @@ from prelens.core._lens import PreLens
 from prelens.core._registry import constructor
 from prelens.nn._activations import NUMPY_APPLY, Activation, resolve_activation, tanh
 from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
-from prelens.nn._rows import column_sum, matmul, reshape
+from prelens.nn._rows import column_sum, matmul, ones, reshape
 
 __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linear"]
 
@@ -330,6 +330,9 @@ def _dense(
     def bwd(m: DenseResidue, da: Array) -> tuple[DenseParams, Array | None]:
         x, w, z = m
         dz = da if grad is None else grad(z, da)
+        if type(dz) is np.ndarray and dz.ndim == 2:  # numpy rows: BLAS at once, no helper calls (the small MLP)
+            ds = np.dot(dz, w.T) if input_delta else None
+            return tuple.__new__(DenseParams, (np.dot(x.T, dz), np.dot(ones(dz.shape[0], dz.dtype), dz))), ds
         ds = _times_transpose(dz, w) if input_delta else None
         # a named tuple without its generated __new__ (one call less)
         return tuple.__new__(DenseParams, (_weight_delta(x, dz), _bias_delta(dz))), ds
