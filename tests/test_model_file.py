@@ -40,6 +40,7 @@ from prelens import (
     load_model,
     nn,
     save_model,
+    scan,
     to_tamb,
     tri_compose,
     tri_tensor,
@@ -128,6 +129,59 @@ ZOO: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, Callable[[Any]
     ("decoder lm", lambda: nn.decoder_lm(7, 8, 2, 16, 1, 6, positional="sinusoidal"), ids(7, 2, 6), None),
     ("encoder decoder", lambda: nn.encoder_decoder(7, 9, 8, 2, 16, 1, 6), lambda: (IDS, IDS[:, :4]), None),
     ("token loss", lambda: nn.token_cross_entropy(ignore_index=0), None, None),
+    (
+        "convolution",
+        lambda: chain(
+            nn.conv1d(1, 4, 3, stride=2, padding=1),
+            nn.relu,
+            nn.max_pool(2),
+            nn.conv1d(4, 4, 3, groups=2, init="he"),
+            nn.avg_pool(2, padding=1),
+            nn.flatten(),
+            nn.dense(8, 3, None),
+        ),
+        rows(2, 20, 1),
+        None,
+    ),
+    (
+        "conv2d",
+        lambda: (
+            nn.conv2d(2, 3, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2), dtype=np.float32)
+            >> nn.max_pool((2, 2), stride=1)
+        ),
+        rows(2, 8, 8, 2, dtype=np.float32),
+        None,
+    ),
+    (
+        "composed convolution",
+        lambda: chain(nn.composed.conv1d(2, 4, 3, groups=2), nn.composed.max_pool(2), nn.composed.avg_pool(2)),
+        rows(2, 12, 2),
+        None,
+    ),
+    (
+        "convolution pieces",
+        lambda: (
+            nn.composed.conv2d(2, 2, 2),
+            nn.composed.patches((2, 2), stride=1, pad_value=-1.5),
+            nn.composed.window_max(),
+            nn.composed.window_mean(),
+        ),
+        None,
+        None,
+    ),
+    # recurrence
+    ("bidirectional gru", lambda: nn.bidirectional(nn.gru(1, 3)) >> nn.linear(6, 2), rows(2, 5, 1), None),
+    ("rnn and lstm", lambda: nn.rnn(2, 3, nonlinearity="relu") >> nn.lstm(3, 2, dtype=np.float64), rows(2, 4, 2), None),
+    (
+        "scan of cells",
+        lambda: (
+            scan(nn.composed.gru_cell(2, 3), axis=1),
+            scan(nn.composed.rnn_cell(2, 3)),
+            scan(nn.composed.lstm_cell(2, 3)),
+        ),
+        None,
+        None,
+    ),
     # the faithful level and the profunctor encoding
     (
         "faithful pre-lenses",

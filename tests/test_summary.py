@@ -71,3 +71,38 @@ def test_a_trilens_or_a_bad_depth_is_refused_with_a_hint():
         summary(make_mlp(3, [4, 1]), (3,))
     with pytest.raises(ArgumentError, match=r"summary: depth must be an int >= 0, got -1"):
         summary(NET, (3,), depth=-1)
+
+
+def test_summary_shows_convolution_and_pooling():
+    from prelens.nn import composed, conv1d, dense, flatten, max_pool, relu
+
+    cnn = chain(conv1d(1, 25, 5, stride=2, padding=1), relu, max_pool(2), flatten(), dense(225, 10, None))
+    s = summary(cnn, np.zeros((100, 40, 1)))
+    rows = {st.name: st for st in s.stages}
+    assert rows["conv1d(1→25, kernel=5, stride=2, padding=1)"].output == "f64[100,19,25]"
+    assert rows["conv1d(1→25, kernel=5, stride=2, padding=1)"].count == 5 * 25 + 25
+    assert rows["max_pool(kernel=2)"].output == "f64[100,9,25]" and rows["flatten"].output == "f64[100,225]"
+    assert s.total_params == 150 + 2250 + 10
+    assert "ConvParams(weight=f64[5,1,25], bias=f64[25])" in str(s)
+    twin = summary(composed.conv1d(4, 6, 3, groups=2), np.zeros((2, 9, 4)))
+    names = [st.name for st in twin.stages]
+    assert names[1:] == [
+        "patches(kernel=3)",
+        "split_groups(2)",
+        "vec_lens(2, linear(6→3))",
+        "join_groups(2)",
+        "bias(6)",
+    ]
+    assert twin.total_params == 3 * 2 * 6 + 6
+
+
+def test_summary_of_recurrent_layers():
+    from prelens import scan
+    from prelens.nn import bidirectional, gru, linear
+    from prelens.nn.composed import gru_cell
+
+    s = summary(bidirectional(gru(1, 6)) >> linear(12, 2), (100, 40, 1))
+    assert s.stages[0].output == "f64[100,40,2]" and s.total_params == 2 * (18 + 108 + 36) + 24
+    assert "bidirectional(gru(1→6))" in str(s)
+    s = summary(scan(gru_cell(1, 6), axis=1), ((100, 6), (100, 40, 1)))
+    assert s.stages[0].output == "(f64[100,6], f64[100,40,6])" and s.total_params == 162

@@ -18,6 +18,7 @@ from prelens.core._iso import (
     unrunit,
 )
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens, parameter_free, pre_compose, prod_lens
+from prelens.core._scan import scan
 from prelens.core._trace import backward, forward, vjp
 from prelens.core._tree import (
     check_structure,
@@ -60,6 +61,7 @@ __all__ = [
     "pre_compose",
     "prod_lens",
     "runit",
+    "scan",
     "second",
     "skip_left",
     "skip_right",

@@ -14,7 +14,7 @@ import contextvars
 import functools
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +24,6 @@ from prelens.core._check import LIKE_OUTPUT, Expects
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
 from prelens.core._tree import tree_sum
-
-
-def _check_n(fn: str, n: Any, least: int = 1) -> int:
-    return _args.count(fn, "n", n, least=least)
 
 
 def add_trees(trees: Any) -> Any:
@@ -57,7 +53,7 @@ def branch(n: int) -> AnyLens:
     >>> b.bwd((), [np.array([1.0]), np.array([2.0])])
     ((), array([3.]))
     """
-    n = _check_n("branch", n)
+    n = _args.count("branch", "n", n)
 
     def fwd(p: tuple[()], s: Any) -> tuple[tuple[()], list[Any]]:
         return (), [s] * n
@@ -80,10 +76,6 @@ def copies(lens: Any, n: int, shared: bool) -> Any:
     raise E.must_be(fn, "lens", "a PreLens or a TriLens", E.describe(lens))
 
 
-@overload
-def vec_lens(n: int, lens: AnyLens) -> AnyLens: ...
-@overload
-def vec_lens(n: int, lens: Any) -> Any: ...
 @constructor
 def vec_lens(n: int, lens: Any) -> Any:
     """``n`` copies of ``lens`` in parallel; every slot becomes a list of length ``n``.
@@ -98,13 +90,9 @@ def vec_lens(n: int, lens: Any) -> Any:
     >>> vec_lens(2, id_pre_lens).fwd([(), ()], [1, 2])
     ([(), ()], [1, 2])
     """
-    return copies(lens, _check_n("vec_lens", n, least=0), False)
+    return copies(lens, _args.count("vec_lens", "n", n, least=0), False)
 
 
-@overload
-def batch_n(n: int, lens: AnyLens) -> AnyLens: ...
-@overload
-def batch_n(n: int, lens: Any) -> Any: ...
 @constructor
 def batch_n(n: int, lens: Any) -> Any:
     """``n`` copies of ``lens`` sharing one parameter; parameter deltas are summed.
@@ -118,7 +106,7 @@ def batch_n(n: int, lens: Any) -> Any:
     >>> batch_n(3, add_p).bwd([(), (), ()], [1.0, 2.0, 3.0])
     (6.0, [1.0, 2.0, 3.0])
     """
-    return copies(lens, _check_n("batch_n", n), True)
+    return copies(lens, _args.count("batch_n", "n", n), True)
 
 
 @copies.register

@@ -145,16 +145,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 
     def __matmul__(
         self, other: PreLens[A2, DA2, M2, DM2, P2, DP2, S2, DS2]
-    ) -> PreLens[
-        tuple[A, A2],
-        tuple[DA, DA2],
-        tuple[M, M2],
-        tuple[DM, DM2],
-        tuple[P, P2],
-        tuple[DP, DP2],
-        tuple[S, S2],
-        tuple[DS, DS2],
-    ]:
+    ) -> Prod[A, A2, DA, DA2, M, M2, DM, DM2, P, P2, DP, DP2, S, S2, DS, DS2]:
         return prod_lens(self, other)
 
     # -- TriProfunctor instance (Haskell: ``instance TriProFunctor PreLens``) --
@@ -373,10 +364,8 @@ def pre_compose(
     return PreLens(fwd, bwd, name, _pair_init(f.init_fn, g.init_fn, flip=True), ">>", (f, g), expects)
 
 
-@constructor
-def prod_lens(
-    f: PreLens[A, DA, M, DM, P, DP, S, DS], g: PreLens[A2, DA2, M2, DM2, P2, DP2, S2, DS2]
-) -> PreLens[
+#: The type of ``f @ g`` (:func:`prod_lens`): every slot paired ``(left, right)``.
+Prod = PreLens[
     tuple[A, A2],
     tuple[DA, DA2],
     tuple[M, M2],
@@ -385,7 +374,13 @@ def prod_lens(
     tuple[DP, DP2],
     tuple[S, S2],
     tuple[DS, DS2],
-]:
+]
+
+
+@constructor
+def prod_lens(
+    f: PreLens[A, DA, M, DM, P, DP, S, DS], g: PreLens[A2, DA2, M2, DM2, P2, DP2, S2, DS2]
+) -> Prod[A, A2, DA, DA2, M, M2, DM, DM2, P, P2, DP, DP2, S, S2, DS, DS2]:
     """Parallel composition (the monoidal product): the same as ``f @ g``.
 
     Every slot is paired ``(left, right)``. ``@`` is this product, not matmul.

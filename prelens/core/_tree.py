@@ -61,10 +61,6 @@ def _rebuild(like: Any, children: list[Any]) -> Any:
     return like
 
 
-def _node_desc(x: Any) -> str:
-    return E.describe(x)
-
-
 def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = "") -> str | None:
     """The first place where ``b`` does not have the structure of ``a``, or None.
 
@@ -89,7 +85,7 @@ def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
         or (ka == "tuple" and _is_namedtuple(a) != _is_namedtuple(b))
         or (_is_namedtuple(a) and type(a) is not type(b))
     ):
-        return E.at_path(path, _node_desc(a), _node_desc(b))
+        return E.at_path(path, E.describe(a), E.describe(b))
     if ka == "leaf":
         if shapes and _backend.shape(a) != _backend.shape(b):
             return E.at_path(path, f"shape {_backend.shape(a)}", f"shape {_backend.shape(b)}")
@@ -97,7 +93,7 @@ def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     if ka == "dict" and list(a.keys()) != list(b.keys()):
         return E.at_path(path, f"keys {list(a)}", f"keys {list(b)}")
     if ka in ("tuple", "list") and len(a) != len(b):
-        return E.at_path(path, _node_desc(a), _node_desc(b))
+        return E.at_path(path, E.describe(a), E.describe(b))
     for (seg, ca), (_, cb) in zip(_items(a), _items(b)):
         found = _mismatch(ca, cb, shapes, path + seg)
         if found:

@@ -152,11 +152,6 @@ def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[
 # ---------------------------------------------------------------- pre-lenses
 
 
-def _vector(lens: str, what: str, x: Any, n: int) -> Vec:
-    """``x`` as a float64 vector of length ``n``, or an error naming the lens."""
-    return real_vector(lens, what, x, n)
-
-
 def _own(v: Vec, x: Any) -> Vec:
     """``v`` (made from the caller's ``x``) for a residue: copied if it is ``x`` itself, as a
     residue never aliases the caller's arrays."""
@@ -184,7 +179,7 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
     name = f"linear_l({n})"
 
     def fwd(p: Vec, s: VecLike) -> tuple[tuple[Vec, Vec], D]:
-        s_, p_ = _vector(name, "input", s, n), _vector(name, "weights", p, n)
+        s_, p_ = real_vector(name, "input", s, n), real_vector(name, "weights", p, n)
         return (_own(s_, s), _own(p_, p)), float(p_ @ s_)
 
     def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:

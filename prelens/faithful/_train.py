@@ -12,7 +12,7 @@ their parameter deltas, so ``dθ`` is the plain gradient of the loss summed
 over the batch. No lens sees the learning rate: it enters in the update only.
 
 This is the post's route: the whole batched network is one TriLens, made a pre-lens once
-by ``from_tamb``. ``from_tamb`` runs the TriLens in the free Trimbara module
+by ``from_tamb``. ``from_tamb`` runs the TriLens in the term-algebra module
 (:class:`~prelens.tambara.Program`), so the batch and every layer are loops over one sub-program
 each, at any size and at Python's default recursion limit. It equals the pre-lens route
 ``batch_n(n, from_tamb(mlp))`` (the law kit's ``check_combinators`` checks this, and the
@@ -55,11 +55,20 @@ def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
     return [real_vector(fn, f"{what} {i}", x).copy() for i, x in enumerate(xs)]
 
 
+def _data(fn: str, xs: Any, ys: Any) -> tuple[list[Vec], list[Vec]]:
+    """Inputs and targets as lists of vectors, one of each per sample."""
+    xs_, ys_ = _rows(fn, "inputs", xs), _rows(fn, "targets", ys)
+    if len(xs_) != len(ys_):
+        raise E.list_length_error(fn, "targets", len(xs_), len(ys_))
+    return xs_, ys_
+
+
 def _batched(mlp: AnyTriLens | AnyLens, n: int, fn: str) -> AnyLens:
     """The network on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a pre-lens batched."""
     if isinstance(mlp, TriLens):
         return from_tamb(batch_n(n, mlp))
-    return batch_n(n, _as_prelens(mlp, fn))
+    batched: AnyLens = batch_n(n, _as_prelens(mlp, fn))
+    return batched
 
 
 def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
@@ -112,9 +121,7 @@ def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate
     >>> round(loss, 4), params[0][0].bias, new_params[0][0].bias != 0.0
     (1.8572, 0.0, True)
     """
-    xs_, ys_ = _rows("train_step", "inputs", xs), _rows("train_step", "targets", ys)
-    if len(xs_) != len(ys_):
-        raise E.list_length_error("train_step", "targets", len(xs_), len(ys_))
+    xs_, ys_ = _data("train_step", xs, ys)
     rate = _args.real("train_step", "rate", rate, low=0.0)
     return _step(_batch_loss(mlp, len(xs_)), params, xs_, ys_, rate)
 
@@ -164,9 +171,7 @@ def train_faithful(
     steps = _args.count("train_faithful", "steps", steps, least=0)
     rate = _args.real("train_faithful", "rate", rate, low=0.0)
     as_lens_or_trilens("train_faithful", "mlp", mlp)
-    xs_, ys_ = _rows("train_faithful", "inputs", xs), _rows("train_faithful", "targets", ys)
-    if len(xs_) != len(ys_):
-        raise E.list_length_error("train_faithful", "targets", len(xs_), len(ys_))
+    xs_, ys_ = _data("train_faithful", xs, ys)
     net = _batched(mlp, len(xs_), "train_faithful") >> loss_l
     losses: list[float] = []
     for _ in range(steps):

@@ -1,45 +1,19 @@
 """Checkpoints: parameter trees to ``.npz`` files and back, without pickle.
 
-A checkpoint is an ordinary ``.npz`` archive (readable by ``numpy.load`` with
-``allow_pickle=False``) holding
+A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it):
+one array per leaf keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON
+description of the tree (node kinds, Python leaves versus arrays, every leaf's dtype and shape,
+optional metadata). Arrays of any array-API library are saved as the numpy arrays of the same
+dtype and values.
 
-* one array per leaf, keyed by the leaf's tree path (``[0][1].weight``);
-* ``__prelens__``: a JSON string describing the tree: node kinds (tuple, list,
-  dict, named tuple, ``None``), Python ``float``/``int``/``bool``/``str``
-  leaves versus arrays, every leaf's dtype and shape, and optional metadata.
-
-:func:`save_checkpoint` writes atomically: a temporary file in the same directory, flushed
-and fsynced, then ``os.replace``; a failed save leaves the file that was there
-untouched, and a Ctrl-C during the write takes effect once the write is done
-(in the main thread, where Python delivers it), so the file is always whole.
-A save killed outright (``SIGKILL``, a power cut) can leave its temporary file
-behind: the next save to the same place removes it. A temporary file is named
-``.<name>.<pid>.<random>.tmp`` and is locked (``flock``) while it is written;
-a leftover is removed only when no process with its pid is alive *and* no one
-holds its lock, so a live writer's file is never touched (on systems without
-``flock``, such as Windows, leftovers are not removed).
-
-:func:`load_checkpoint` raises :class:`prelens.errors.CheckpointError` for a missing, truncated,
-corrupt or hostile file, and, given ``like=`` (a tree of the model's
-parameters), for a file that belongs to another model, naming the tree path of
-the first difference in structure, shape or dtype. It trusts no size in the
-file: every shape in the description must equal the shape in the array's own
-header, the number of bytes the archive says it holds, and (with ``like=``)
-the model's, all checked before anything is allocated or decompressed; it
-reads no more than those sizes. So loading never takes much more memory than
-the model (with ``like=``) or 16 times the file (without). Trees nest at most
-100 levels deep (:func:`save_checkpoint` refuses deeper ones; :func:`load_checkpoint` refuses deeper
-descriptions), and so does the metadata.
-
-Named tuples are rebuilt without importing anything named in the file: from
-the types in ``like=`` when it is given, otherwise from a registry of allowed
-classes (prelens's own, such as ``prelens.nn.DenseParams`` and the optimiser states,
-plus any registered with :func:`register_namedtuple`).
-
-Arrays of any array-API library (PyTorch tensors, JAX arrays,
-``array_api_strict``) are saved exactly, as numpy arrays of the same dtype and
-values (the file does not say which library they came from);
-``load_checkpoint(path, backend="torch")`` puts the arrays it reads in that library.
+Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed
+while written, fsynced, then ``os.replace``; a Ctrl-C waits until the file is whole, and the
+next save removes a dead writer's leftover (never a live one's). Loading trusts no size in the
+file: every shape is checked against the array's header, the archive's byte counts and
+``like=`` before anything is allocated or decompressed (memory stays near the model's size with
+``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples
+are rebuilt from ``like=`` or the registry (:func:`register_namedtuple`), never by importing a
+name the file gives. The whole contract: docs/api.md (``prelens.io``).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -185,10 +159,7 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     >>> load_metadata(path)
     {'epoch': 3}
     """
-    try:
-        target = os.fspath(path)
-    except TypeError:
-        raise E.bad_argument("save_checkpoint", "path", path, "a file path (str or os.PathLike)") from None
+    target = file_path("save_checkpoint", path)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise _unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
@@ -434,7 +405,7 @@ def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend:
     ...
     prelens.errors.CheckpointError: checkpoint ... does not fit the model: at [0]: expected f64[3], got f64[2]
     """
-    name = _path("load_checkpoint", path)
+    name = file_path("load_checkpoint", path)
     xp = _backend.resolve_backend("load_checkpoint", backend)
     with _open(name) as archive:
         header = _read_header(archive)
@@ -464,7 +435,7 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     >>> load_metadata(path)["dataset"]
     'iris'
     """
-    name = _path("load_metadata", path)
+    name = file_path("load_metadata", path)
     with _open(name) as archive:
         meta = _read_header(archive).get("metadata", {})
     if not isinstance(meta, dict):
@@ -620,11 +591,14 @@ def _open(path: str) -> Iterator[_Archive]:
             yield _Archive(path, zip_, size)
 
 
-def _path(fn: str, path: Any) -> str:
+def file_path(fn: str, path: Any) -> str:
+    """``path`` as a ``str`` (an ``os.PathLike`` is read with ``os.fspath``), or an error naming ``fn``."""
     try:
-        name: str = os.fspath(path)
+        name = os.fspath(path)
     except TypeError:
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
+        name = None
+    if not isinstance(name, str):
+        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
     return name
 
 

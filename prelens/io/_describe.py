@@ -76,13 +76,9 @@ def _value_names() -> dict[int, tuple[str, Any]]:
     return out
 
 
-def _value_by_name() -> dict[str, Any]:
-    return {name: value for name, value in _value_names().values()}
-
-
 def _value_named(name: str) -> Any:
     """The public lens value ``name`` (or its 0.3 name, ``prelens.nn.bias_l``), or None."""
-    return first_found(_value_by_name(), name)
+    return first_found({n: value for n, value in _value_names().values()}, name)
 
 
 def value_name(lens: Any) -> str | None:
@@ -327,16 +323,11 @@ def _rebuild_array(x: dict[str, Any], where: str, counter: list[int]) -> Any:
     return arr
 
 
+_JSON_KINDS = {dict: "an object", list: "a list", str: "a string", type(None): "null"}
+
+
 def _json_kind(x: Any) -> str:
-    if isinstance(x, dict):
-        return "an object"
-    if isinstance(x, list):
-        return "a list"
-    if isinstance(x, str):
-        return "a string"
-    if x is None:
-        return "null"
-    return f"the {type(x).__name__} {x!r}"[:60]
+    return _JSON_KINDS.get(type(x)) or f"the {type(x).__name__} {x!r}"[:60]  # JSON gives these exact types
 
 
 # ---------------------------------------------------------------- bounded init

@@ -1,20 +1,12 @@
 """Model files: a lens's construction and its parameters in one file, loaded without pickle or code.
 
-A model file is a checkpoint (see :func:`prelens.io.save_checkpoint`: an ``.npz`` archive, written
-atomically, read with ``allow_pickle=False``) whose metadata holds, beside the
-caller's own metadata, a versioned description of the lens::
-
-    {"prelens-model": {"format": "prelens-model", "version": 1, "prelens": "0.2.0",
-                       "lens": "<JSON: how the lens was built>"},
-     "metadata": {...the caller's...}}
-
-The description (see :mod:`prelens.io._describe`) names constructors and their
-arguments; :func:`load_model` calls those constructors again, by name only. The
-file is untrusted input: its description is bounded in size and depth, unknown
-constructors are refused by name, the constructors check their arguments, the
-work of rebuilding and of making the parameters to compare with is bounded by
-the size of the parameters the file stores, and the stored parameters must fit
-the rebuilt lens (structure, shapes and dtypes) before anything is returned.
+A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside
+the caller's own, ``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a
+description of its constructor calls (:mod:`prelens.io._describe`), which :func:`load_model`
+makes again, by name only. The file is untrusted: the description is bounded in size and
+depth, unknown constructors are refused, the work of rebuilding is bounded by the size of the
+stored parameters, and those must fit the rebuilt lens before anything is returned
+(docs/model-files.md).
 """
 
 from __future__ import annotations
@@ -82,7 +74,7 @@ def save_model(
     >>> load_model(path).lens
     mlp(4→8→3, relu)
     """
-    target = _path("save_model", path)
+    target = checkpoint.file_path("save_model", path)
     as_lens_or_trilens("save_model", "lens", lens)
     user = _metadata(metadata)
     try:
@@ -106,16 +98,6 @@ def save_model(
             raise _params_misfit(repr(lens), found)
     model = {"format": FORMAT, "version": VERSION, "prelens": __version__, "lens": text}
     checkpoint.save_checkpoint(target, params, metadata={KEY: model, USER_KEY: user})
-
-
-def _path(fn: str, path: Any) -> str:
-    try:
-        name: str = os.fspath(path)
-    except TypeError:
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)") from None
-    if not isinstance(name, str):
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
-    return name
 
 
 def _metadata(metadata: Any) -> dict[str, Any]:
@@ -167,7 +149,7 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     >>> bool((forward(lens, loaded, x) == forward(net, params, x)).all()), metadata
     (True, {})
     """
-    name = _path("load_model", path)
+    name = checkpoint.file_path("load_model", path)
     xp = resolve_backend("load_model", backend)
     if not os.path.exists(name):
         raise _file_bad(name, "no such file")

@@ -1,18 +1,8 @@
 """The metadata of the model files that ``prelens train`` writes, and what the other commands read from it.
 
-A model file written by ``prelens train`` carries, in its metadata (see
-``docs/model-files.md``):
-
-* ``kind``: ``"classifier"`` or ``"language_model"``;
-* ``loss``: the name of the loss it was trained with;
-* ``input``: ``{"shape": [...], "dtype": ...}``, one example's shape and dtype;
-* a classifier: ``classes`` and ``features`` (names);
-* a language model: ``vocabulary`` (``{"chars": "..."}`` for text, or
-  ``{"task": "reverse", "length": 8, "symbols": 10}`` for a sequence task) and
-  ``context`` (the longest sequence it reads).
-
-The readers take what :func:`prelens.io.load_model` returns and fall back quietly
-(None, or the parameters' dtype) when the metadata does not say.
+The keys (``kind``, ``loss``, ``input``, ``classes``/``features`` or ``vocabulary``/``context``) are
+tabled in docs/model-files.md. The readers take what :func:`prelens.io.load_model` returns and
+fall back quietly (None, or the parameters' dtype) when the metadata does not say.
 """
 
 from __future__ import annotations

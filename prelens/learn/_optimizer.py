@@ -1,22 +1,13 @@
 """The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-Each optimiser is written once, as a frozen object whose pure update is
-
-    state = opt.init(params)
-    new_params, new_state = opt.update(grads, state, params)
-
-and whose :attr:`Optimizer.lens` is that same update seen as Cruttwell, Gavranović,
-Ghani, Wilson and Zanasi's *reparameterisation* (ESOP 2022): a lens on the
-parameter wire, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
-update(−p', state, params))``. Under the learning-rate lens ``α`` the delta that
-reaches it is ``p' = −α·∇L``, so with ``α = 1`` the lens *is* the object's update.
-
-``params`` and ``grads`` are trees of one structure (tuples, lists, named tuples,
-dicts, ``()``/``None``), with float arrays of any array-API library (numpy,
-PyTorch, JAX, ``array_api_strict``) or numbers at the leaves. ``update`` writes
-into nothing and keeps each parameter's dtype. ``lr`` is a number or a schedule
-(a function of the step); with a schedule the state is :class:`ScheduledState`.
-Under ``jax.jit`` a step count arrives traced and comes back a 0-d integer array.
+``opt.update(grads, state, params) -> (new_params, new_state)`` is pure (it writes into
+nothing and keeps each parameter's dtype); :attr:`Optimizer.lens` is the same update as
+Cruttwell et al.'s reparameterisation lens on the parameter wire, ``fwd((), (params,
+state)) = params``, ``bwd(residue, p') = ((), update(−p', state, params))``: under the
+learning-rate lens ``α = 1`` the delta is ``−∇L`` and the lens *is* the update. Trees are
+tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API
+library or numbers at the leaves; ``lr`` is a number or a schedule (the state then a
+:class:`ScheduledState`, its step a 0-d integer array under ``jax.jit``).
 
 >>> import numpy as np
 >>> from prelens.learn import sgd
@@ -49,6 +40,7 @@ from prelens.backend._arrays import (
     shape,
 )
 from prelens.backend._arrays import zeros_like as _zeros
+from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.core._tree import check_structure, tree_map, tree_paths
 from prelens.learn._xp import as_step, known, traced_value, wide_float
@@ -175,9 +167,14 @@ class Rule(Optimizer[Any]):
 
     lr: LR
     state_type: ClassVar[type] = tuple
+    #: How each hyperparameter is checked, in order: ``"unit"`` in [0, 1), ``"positive"`` > 0,
+    #: ``"decay"`` >= 0, ``"flag"`` a bool (``lr`` always, first).
+    checks: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         check_lr(self.name, self.lr)
+        for field, kind in self.checks.items():
+            check_number(self.name, field, getattr(self, field), kind)
 
     def init(self, params: Tree) -> Any:
         """The initial state for ``params`` (never aliases them)."""
@@ -205,6 +202,15 @@ class Rule(Optimizer[Any]):
         return self.state_type(*(tree_map(zeros_like, params) for _ in fields))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
+        """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""
+        leaf, fields = self._leaf, getattr(self.state_type, "_fields", ())
+        names = ("grads", *(f"{self.name} {f}" for f in fields))
+        step = lambda p, g, *s: leaf(p, as_leaf(g, p), lr, *s)
+        new, *out = map_leaves(self.name, step, params, (grads, *state), names)
+        return new, self.state_type(*out)
+
+    def _leaf(self, p: Any, g: Any, lr: Any, *state: Any) -> tuple[Any, ...]:
+        """``(new_p, *new_state)`` of one leaf: the optimiser's formula."""
         raise NotImplementedError
 
     def label(self) -> str:
@@ -227,7 +233,7 @@ def _is_number(lr: Any) -> bool:
 def check_lr(opt: str, lr: Any) -> None:
     """``lr`` must be a finite number > 0 or a schedule (a function of the step; not a class)."""
     if _is_number(lr) and not isinstance(lr, bool):
-        check_positive(opt, "lr", lr)
+        check_number(opt, "lr", lr)
     elif not callable(lr) or isinstance(lr, type):
         raise E.bad_argument(opt, "lr", lr, "a finite number > 0 or a schedule (a function of the step)")
 
@@ -274,19 +280,22 @@ def _is_real_scalar_array(x: Any) -> bool:
 # ------------------------------------------------------------------- checks
 
 
-def check_positive(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
-        raise E.bad_argument(opt, name, value, "a finite number > 0")
+#: How a hyperparameter is checked (see :attr:`Rule.checks`): a test of a finite number, and what it must be.
+_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "positive": (lambda v: math.isfinite(v) and v > 0, "a finite number > 0"),
+    "decay": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
+    "unit": (lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
+}
 
 
-def check_decay(opt: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
-        raise E.bad_argument(opt, "weight_decay", value, "a finite number >= 0")
-
-
-def check_unit(opt: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
-        raise E.bad_argument(opt, name, value, "a number in [0, 1)")
+def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> None:
+    """``value`` must be a number (not a bool) within the bounds of ``kind``; ``"flag"``: True or False."""
+    if kind == "flag":
+        _args.flag(opt, name, value)
+        return
+    ok, expected = _BOUNDS[kind]
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and ok(value)):
+        raise E.bad_argument(opt, name, value, expected)
 
 
 def check_params(opt: str, params: Tree) -> None:

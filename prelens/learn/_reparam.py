@@ -178,11 +178,19 @@ def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]
     """
     step = as_lens("learner_step", "step", step)
     xs, targets = _args.batch("learner_step", batch)
-    value: Any
-    new: Any
+    new_params, new_state, value = run_learner(step, params, state, xs, targets)
+    return new_params, new_state, float(value)
+
+
+def run_learner(step: AnyLens, params: Tree, state: Any, xs: Any, targets: Any) -> tuple[Tree, Any, Any]:
+    """The step itself, the loss as the lens gave it (a tracer under ``jax.jit``): one vjp, one pullback.
+
+    :func:`learner_step` checks its arguments and runs it; so does :func:`prelens.train.step`
+    for an optimiser lens, on ``learner(model, loss, opt)``.
+    """
     value, pullback = vjp(step, ((), (targets, (params, state))), xs)
     (_, (_, new)), _ = pullback(())
     if not (isinstance(new, tuple) and len(new) == 2):
         expected = "a learner lens (its backward pass returns (params, state))"
         raise E.must_be("learner_step", "step", expected, repr(step))
-    return new[0], new[1], float(value)
+    return new[0], new[1], value

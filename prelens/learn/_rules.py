@@ -40,7 +40,6 @@ from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.core._tree import tree_map, tree_paths
 from prelens.learn._optimizer import (
-    LR,
     AdagradState,
     AdamState,
     Mismatch,
@@ -51,10 +50,8 @@ from prelens.learn._optimizer import (
     _bad_state,
     _delta_dtype,
     as_leaf,
-    check_decay,
+    check_number,
     check_params,
-    check_positive,
-    check_unit,
     diagnose,
     is_node,
     is_real_leaf,
@@ -74,10 +71,10 @@ __all__ += ["clip_by_global_norm", "momentum", "rmsprop", "sgd"]
 
 @dataclass(frozen=True)
 class SGD(Rule):
-    """Plain gradient descent ``p ← p − lr·g``; the state is ``()``.
+    """``sgd(lr)``: stochastic gradient descent ``p ← p − lr·g`` (``lr`` a number or a schedule); the state is ``()``.
 
-    >>> SGD(0.5).update(np.array([2.0]), (), np.array([1.0]))
-    (array([0.]), ())
+    >>> sgd(0.5), sgd(0.5).update(np.array([2.0]), (), np.array([1.0]))
+    (SGD(lr=0.5), (array([0.]), ()))
     """
 
     name: ClassVar[str] = "sgd"
@@ -130,56 +127,34 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
     return walk(lambda x, y: _sgd_leaf(x, y, neg_lr), 1, p, [g])[0]
 
 
-def sgd(lr: LR) -> SGD:
-    """Stochastic gradient descent with step size ``lr`` (a number or a schedule).
-
-    >>> sgd(0.1)
-    SGD(lr=0.1)
-    """
-    return SGD(lr)
-
-
 @dataclass(frozen=True)
 class Momentum(Rule):
-    """Gradient descent with heavy-ball (or, ``nesterov=True``, Nesterov) momentum ``beta``."""
+    """``momentum(lr, beta=0.9, nesterov=False)``: SGD with heavy-ball (or Nesterov's look-ahead) momentum.
+
+    >>> momentum(0.1, beta=0.8)
+    Momentum(lr=0.1, beta=0.8, nesterov=False)
+    """
 
     beta: float = 0.9
     nesterov: bool = False
     name: ClassVar[str] = "momentum"
     state_type: ClassVar[type] = MomentumState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_unit(self.name, "beta", self.beta)
-        _args.flag(self.name, "nesterov", self.nesterov)
+    checks: ClassVar[dict[str, str]] = {"beta": "unit", "nesterov": "flag"}
 
-    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
-        beta, nesterov = self.beta, self.nesterov
-
-        def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
-            g = as_leaf(g, p)
-            v_new = v * beta + g
-            step = v_new * beta + g if nesterov else v_new
-            return like(p, step * -cast(lr, p) + p), like(p, v_new)
-
-        new, velocity = map_leaves(self.name, leaf, params, (grads, state.velocity), ("grads", "momentum velocity"))
-        return new, MomentumState(velocity)
-
-
-def momentum(lr: LR, beta: float = 0.9, nesterov: bool = False) -> Momentum:
-    """SGD with momentum ``beta`` (``nesterov=True`` for Nesterov's look-ahead form).
-
-    >>> momentum(0.1, beta=0.8)
-    Momentum(lr=0.1, beta=0.8, nesterov=False)
-    """
-    return Momentum(lr, beta, nesterov)
+    def _leaf(self, p: Any, g: Any, lr: Any, v: Any) -> tuple[Any, Any]:
+        v_new = v * self.beta + g
+        step = v_new * self.beta + g if self.nesterov else v_new
+        return like(p, step * -cast(lr, p) + p), like(p, v_new)
 
 
 @dataclass(frozen=True)
 class Adagrad(Rule):
-    """Adagrad (Duchi, Hazan & Singer, 2011): each coordinate's step shrinks with its gradients so far.
+    """``adagrad(lr, eps=1e-10)``: Adagrad (Duchi, Hazan & Singer, 2011), PyTorch's ``eps``.
 
-    >>> opt = Adagrad(0.1)
+    Each coordinate's step shrinks with its gradients so far.
+
+    >>> opt = adagrad(0.1)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.9])
     """
@@ -188,36 +163,20 @@ class Adagrad(Rule):
     name: ClassVar[str] = "adagrad"
     state_type: ClassVar[type] = AdagradState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self.name, "eps", self.eps)
+    checks: ClassVar[dict[str, str]] = {"eps": "positive"}
 
-    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
-        eps = self.eps
-
-        def leaf(p: Any, g: Any, s: Any) -> tuple[Any, Any]:
-            g = as_leaf(g, p)
-            s_new = s + g * g
-            return like(p, g / (sqrt(s_new) + eps) * -cast(lr, p) + p), like(p, s_new)
-
-        new, sum_sq = map_leaves(self.name, leaf, params, (grads, state.sum_sq), ("grads", "adagrad sum_sq"))
-        return new, AdagradState(sum_sq)
-
-
-def adagrad(lr: LR, eps: float = 1e-10) -> Adagrad:
-    """Adagrad with step size ``lr`` (PyTorch's ``eps`` by default).
-
-    >>> adagrad(0.01)
-    Adagrad(lr=0.01, eps=1e-10)
-    """
-    return Adagrad(lr, eps)
+    def _leaf(self, p: Any, g: Any, lr: Any, s: Any) -> tuple[Any, Any]:
+        s_new = s + g * g
+        return like(p, g / (sqrt(s_new) + self.eps) * -cast(lr, p) + p), like(p, s_new)
 
 
 @dataclass(frozen=True)
 class RMSprop(Rule):
-    """RMSprop (Hinton, 2012): divide by a running root mean square of the gradients (Keras's ``ρ = 0.9``).
+    """``rmsprop(lr, rho=0.9, eps=1e-8)``: RMSprop (Hinton, 2012), Keras's ``ρ = 0.9``.
 
-    >>> opt = RMSprop(0.1, rho=0.75)
+    Divides by a running root mean square of the gradients (decay ``rho``).
+
+    >>> opt = rmsprop(0.1, rho=0.75)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.8])
     """
@@ -227,37 +186,22 @@ class RMSprop(Rule):
     name: ClassVar[str] = "rmsprop"
     state_type: ClassVar[type] = RMSpropState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_unit(self.name, "rho", self.rho)
-        check_positive(self.name, "eps", self.eps)
+    checks: ClassVar[dict[str, str]] = {"rho": "unit", "eps": "positive"}
 
-    def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
-        rho, eps = self.rho, self.eps
-
-        def leaf(p: Any, g: Any, v: Any) -> tuple[Any, Any]:
-            g = as_leaf(g, p)
-            v_new = v * rho + (g * g) * (1.0 - rho)
-            return like(p, g / (sqrt(v_new) + eps) * -cast(lr, p) + p), like(p, v_new)
-
-        new, mean_sq = map_leaves(self.name, leaf, params, (grads, state.mean_sq), ("grads", "rmsprop mean_sq"))
-        return new, RMSpropState(mean_sq)
-
-
-def rmsprop(lr: LR, rho: float = 0.9, eps: float = 1e-8) -> RMSprop:
-    """RMSprop with step size ``lr`` and decay ``rho`` of the mean square.
-
-    >>> rmsprop(1e-3)
-    RMSprop(lr=0.001, rho=0.9, eps=1e-08)
-    """
-    return RMSprop(lr, rho, eps)
+    def _leaf(self, p: Any, g: Any, lr: Any, v: Any) -> tuple[Any, Any]:
+        v_new = v * self.rho + (g * g) * (1.0 - self.rho)
+        return like(p, g / (sqrt(v_new) + self.eps) * -cast(lr, p) + p), like(p, v_new)
 
 
 @dataclass(frozen=True)
 class Adam(Rule):
-    """Adam (Kingma & Ba, 2015) with bias-corrected moments; ``weight_decay`` λ > 0 is AdamW's decoupled decay.
+    """``adam(lr, b1=0.9, b2=0.999, eps=1e-8)``: Adam (Kingma & Ba, 2015) with bias-corrected moments.
 
-    >>> opt = Adam(0.1)
+    ``b1`` and ``b2`` are the decay rates of the two moments.
+
+    >>> adam(1e-3)
+    Adam(lr=0.001, b1=0.9, b2=0.999, eps=1e-08)
+    >>> opt = adam(0.1)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.9])
     """
@@ -268,11 +212,7 @@ class Adam(Rule):
     name: ClassVar[str] = "adam"
     state_type: ClassVar[type] = AdamState
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_unit(self.name, "b1", self.b1)
-        check_unit(self.name, "b2", self.b2)
-        check_positive(self.name, "eps", self.eps)
+    checks: ClassVar[dict[str, str]] = {"b1": "unit", "b2": "unit", "eps": "positive"}
 
     def _zeros(self, params: Tree) -> AdamState:
         return AdamState(0, tree_map(zeros_like, params), tree_map(zeros_like, params))
@@ -315,9 +255,12 @@ class Adam(Rule):
 
 @dataclass(frozen=True)
 class AdamW(Adam):
-    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): ``p ← p − lr·(m̂/(√v̂ + ε) + λ·p)``.
+    """``adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)``: Adam with decoupled weight decay.
 
-    >>> opt = AdamW(0.1, weight_decay=0.5)
+    Loshchilov & Hutter (2019): ``p ← p − lr·(m̂/(√v̂ + ε) + λ·p)``, PyTorch's default
+    ``λ = 0.01``; under a schedule the decay follows ``lr``.
+
+    >>> opt = adamw(0.1, weight_decay=0.5)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.85])
     """
@@ -325,27 +268,11 @@ class AdamW(Adam):
     weight_decay: float = 0.01
     name: ClassVar[str] = "adamw"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_decay(self.name, self.weight_decay)
+    checks: ClassVar[dict[str, str]] = {**Adam.checks, "weight_decay": "decay"}
 
 
-def adam(lr: LR, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Adam:
-    """Adam with step size ``lr`` and moment decay rates ``b1``, ``b2``.
-
-    >>> adam(1e-3)
-    Adam(lr=0.001, b1=0.9, b2=0.999, eps=1e-08)
-    """
-    return Adam(lr, b1, b2, eps)
-
-
-def adamw(lr: LR, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> AdamW:
-    """AdamW: Adam with decoupled weight decay (PyTorch's default 0.01; under a schedule it follows ``lr``).
-
-    >>> adamw(1e-3, weight_decay=0.1)
-    AdamW(lr=0.001, b1=0.9, b2=0.999, eps=1e-08, weight_decay=0.1)
-    """
-    return AdamW(lr, b1, b2, eps, weight_decay)
+#: Each optimiser's constructor is its class (``adam(0.1)`` is an ``Adam``): one object, two spellings.
+sgd, momentum, adagrad, rmsprop, adam, adamw = SGD, Momentum, Adagrad, RMSprop, Adam, AdamW
 
 
 # ------------------------------------------------------------------- clipping
@@ -366,7 +293,7 @@ class ClipByGlobalNorm(Optimizer[Any]):
 
     def __post_init__(self) -> None:
         _args.optimizer("clip_by_global_norm", self.optimizer)
-        check_positive("clip_by_global_norm", "max_norm", self.max_norm)
+        check_number("clip_by_global_norm", "max_norm", self.max_norm)
 
     @property
     def lr(self) -> Any:
@@ -406,7 +333,7 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
         optimizer, max_norm = None, optimizer
     if optimizer is not None:
         return ClipByGlobalNorm(optimizer, max_norm)
-    check_positive("clip_by_global_norm", "max_norm", max_norm)
+    check_number("clip_by_global_norm", "max_norm", max_norm)
     name = f"clip_by_global_norm({max_norm!r})"
 
     def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:

@@ -46,8 +46,10 @@ __all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay
 class Schedule:
     """The base of the schedules here: a frozen value, called with the step ``t`` (an int ``>= 0``).
 
-    ``Schedule :: Int -> Double``. Any function of the step serves as a schedule;
-    this base gives the library's schedules their checks and their ``repr``.
+    Any function of the step serves as a schedule; this base gives the library's
+    schedules their checks and their ``repr``. Each writes its formula once,
+    :meth:`value`, against a namespace: Python's numbers at a known step, the
+    array library's branch-free operations at a traced one.
 
     >>> isinstance(constant(0.1), Schedule), constant(0.1)(7)
     (True, 0.1)
@@ -64,24 +66,35 @@ class Schedule:
             if t.ndim != 0 or dtype_kind(t.dtype) not in "iu":
                 raise E.bad_argument(_NAMES[type(self)], "step", t, "an int >= 0")
             xp = namespace(t)
-            out: float = self._at_array(xp, t, xp.astype(t, wide_float(xp)))
+            out: float = self.value(xp, t, xp.astype(t, wide_float(xp)))
             return out
-        return self.at(_step(self, step))
+        t = _step(self, step)
+        return float(self.value(_PY, t, float(t)))
 
-    def at(self, t: int) -> float:
-        """The value at step ``t`` (already checked); each schedule defines it."""
+    def value(self, xp: Any, t: Any, tf: Any) -> Any:
+        """The value at step ``t`` (``tf``: it as a float), with ``xp``'s ``cos``, ``where`` and ``full_like``."""
         raise NotImplementedError
-
-    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
-        """The value at the traced integer step ``t`` (``tf``: it as a float array), branch-free.
-
-        A subclass that defines only :meth:`at` has it run on the traced step.
-        """
-        return self.at(t)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
         return f"{_NAMES[type(self)]}({fields})"
+
+
+class _Python:
+    """Python's numbers as a namespace for :meth:`Schedule.value` (``where`` picks, never computes both)."""
+
+    cos = staticmethod(math.cos)
+
+    @staticmethod
+    def where(cond: bool, a: Any, b: Any) -> Any:
+        return a if cond else b
+
+    @staticmethod
+    def full_like(x: Any, v: float) -> float:
+        return v
+
+
+_PY = _Python()
 
 
 def _step(sched: Schedule, step: Any) -> int:
@@ -100,10 +113,7 @@ def _step(sched: Schedule, step: Any) -> int:
 class _Constant(Schedule):
     lr: float
 
-    def at(self, t: int) -> float:
-        return self.lr
-
-    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+    def value(self, xp: Any, t: Any, tf: Any) -> Any:
         return self.lr
 
 
@@ -113,11 +123,8 @@ class _StepDecay(Schedule):
     every: int
     factor: float
 
-    def at(self, t: int) -> float:
-        return float(self.lr * self.factor ** (t // self.every))
-
-    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
-        return self.lr * self.factor ** xp.astype(t // self.every, tf.dtype)
+    def value(self, xp: Any, t: Any, tf: Any) -> Any:
+        return self.lr * self.factor ** (tf // self.every)
 
 
 @dataclass(frozen=True, repr=False)
@@ -126,10 +133,7 @@ class _ExponentialDecay(Schedule):
     rate: float
     every: int
 
-    def at(self, t: int) -> float:
-        return float(self.lr * self.rate ** (t / self.every))
-
-    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+    def value(self, xp: Any, t: Any, tf: Any) -> Any:
         return self.lr * self.rate ** (tf / self.every)
 
 
@@ -140,15 +144,7 @@ class _WarmupCosine(Schedule):
     total: int
     final: float
 
-    def at(self, t: int) -> float:
-        if t < self.warmup:
-            return self.peak * (t + 1) / self.warmup
-        if t >= self.total:
-            return self.final
-        frac = (t - self.warmup) / (self.total - self.warmup)
-        return self.final + (self.peak - self.final) * 0.5 * (1.0 + math.cos(math.pi * frac))
-
-    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+    def value(self, xp: Any, t: Any, tf: Any) -> Any:
         frac = (tf - self.warmup) / max(1, self.total - self.warmup)  # total = warmup: never picked
         down = self.final + (self.peak - self.final) * 0.5 * (1.0 + xp.cos(math.pi * frac))
         out = xp.where(t >= self.total, xp.full_like(tf, self.final), down)
@@ -165,18 +161,7 @@ class _OneCycle(Schedule):
     div: float
     final_div: float
 
-    def at(self, t: int) -> float:
-        start = self.peak / self.div
-        end = start / self.final_div
-        up = max(1, round(self.warmup_fraction * self.total))
-        if t < up:
-            return start + (self.peak - start) * 0.5 * (1.0 - math.cos(math.pi * t / up))
-        if t >= self.total:
-            return end
-        frac = (t - up) / max(1, self.total - up)
-        return end + (self.peak - end) * 0.5 * (1.0 + math.cos(math.pi * frac))
-
-    def _at_array(self, xp: Any, t: Any, tf: Any) -> Any:
+    def value(self, xp: Any, t: Any, tf: Any) -> Any:
         start = self.peak / self.div
         end = start / self.final_div
         up = max(1, round(self.warmup_fraction * self.total))

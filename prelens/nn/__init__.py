@@ -1,6 +1,6 @@
 """``prelens.nn``: the fast lenses, whole arrays with a leading batch axis (for training).
 
-Dense layers, activations, losses, attention and transformers. The twins written as the
+Dense layers, convolutions and pooling, activations, losses, attention and transformers. The twins written as the
 compositions they are live in :mod:`prelens.nn.composed`; the post's one-neuron-at-a-time
 network is :mod:`prelens.faithful`.
 
@@ -17,6 +17,7 @@ from prelens._deprecated import moved as _moved
 from prelens.nn import _embedding, _linear, composed
 from prelens.nn._activations import ACTIVATIONS, Activation, gelu, pointwise, relu, sigmoid, softmax, tanh
 from prelens.nn._attention import AttentionParams, cross_attention, multi_head_attention
+from prelens.nn._conv import ConvParams, conv1d, conv2d
 from prelens.nn._dot_attention import MASKED, scaled_dot_product_attention
 from prelens.nn._dropout import DropoutKey, dropout, with_dropout, without_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
@@ -25,6 +26,8 @@ from prelens.nn._losses import mse, softmax_cross_entropy, squared_distance
 from prelens.nn._mlp import mlp
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._normalize import normalize
+from prelens.nn._pool import avg_pool, flatten, max_pool
+from prelens.nn._recurrent import RecurrentParams, bidirectional, gru, lstm, rnn
 from prelens.nn._residual import residual
 from prelens.nn._transformer import (
     DecoderBlockParams,
@@ -47,6 +50,7 @@ __all__ = [
     "MASKED",
     "Activation",
     "AttentionParams",
+    "ConvParams",
     "DecoderBlockParams",
     "DenseParams",
     "DropoutKey",
@@ -55,8 +59,13 @@ __all__ = [
     "FeedForwardParams",
     "LMParams",
     "LayerNormParams",
+    "RecurrentParams",
     "attention_weights",
+    "avg_pool",
     "bias",
+    "bidirectional",
+    "conv1d",
+    "conv2d",
     "cross_attention",
     "decoder_block",
     "decoder_lm",
@@ -65,10 +74,14 @@ __all__ = [
     "encoder_block",
     "encoder_decoder",
     "feed_forward",
+    "flatten",
     "gelu",
     "generate",
+    "gru",
     "layer_norm",
     "linear",
+    "lstm",
+    "max_pool",
     "mlp",
     "mse",
     "multi_head_attention",
@@ -78,6 +91,7 @@ __all__ = [
     "relu",
     "remat",
     "residual",
+    "rnn",
     "scaled_dot_product_attention",
     "sigmoid",
     "sinusoidal_encoding",
@@ -92,6 +106,24 @@ __all__ = [
 ]
 
 
+#: The names of ``prelens.nn.composed`` that ``prelens.nn`` had in 0.3 (the newer ones never lived there).
+_COMPOSED_IN_0_3 = (
+    "FaithfulAttentionParams",
+    "HeadParams",
+    "attention_head",
+    "attention_scores",
+    "causal_mask",
+    "concat_heads",
+    "feed_forward",
+    "merge_heads",
+    "multi_head_attention",
+    "residual",
+    "split_heads",
+    "stack_heads",
+    "unstack_heads",
+    "weighted_sum",
+)
+
 #: Old names of ``prelens.nn`` (0.3) that still work for one release, with a warning naming the new one:
 #: old -> (new dotted name, the object). ``prelens.faithful`` adds the faithful level's names, which lived
 #: here until 0.4 (this package sits below it and does not import it).
@@ -103,7 +135,7 @@ _MOVED: dict[str, tuple[str, Any]] = {
             getattr(composed, name),
         )
         for name in composed.__all__
-        if name != "multi_head_attention"
+        if name in _COMPOSED_IN_0_3 and name != "multi_head_attention"
     },
     "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
     "sinusoidal_table": (

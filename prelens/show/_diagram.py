@@ -17,7 +17,7 @@ inline; ``backward=False`` draws the forward half only.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +27,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
-from prelens.show._summary import _COMPOSITES, _OPENINGS, _flatten_seq, example_run
+from prelens.show._summary import StageNode, example_run, run_stages
 
 # Geometry, in data units (one unit is about 0.45 inch at the default figure size).
 BOX_W, BOX_H = 2.0, 0.9  #: a stage's box
@@ -57,18 +57,10 @@ _CAPTION = {"ha": "left", "fontsize": 8, "style": "italic", "color": "dimgray"}
 # ------------------------------------------------------------------ the tree of stages
 
 
-@dataclass
-class _Node:
-    """A stage (a leaf, with the values it saw) or a composite (``op`` ``>>``, ``chain`` or ``@``)."""
+@dataclass(eq=False)
+class _Node(StageNode):
+    """A stage placed on the grid: its column and row, and its size in columns and rows."""
 
-    name: str
-    op: str = ""
-    children: list[_Node] = field(default_factory=list)
-    p: Any = None
-    s: Any = None
-    m: Any = None
-    a: Any = None
-    lens: Any = None
     ds: Any = None  #: the deltas of the backward pass (when ``draw`` is given ``da``)
     da: Any = None
     col: int = 0
@@ -79,39 +71,18 @@ class _Node:
         """Width in columns and height in rows."""
         if not self.children:
             return 1, 1
-        sizes = [c.size for c in self.children]
+        sizes = [c.size for c in self.kids]
         if self.op == "@":
             return max(w for w, _ in sizes), sum(h for _, h in sizes)
         return sum(w for w, _ in sizes), max(h for _, h in sizes)
 
+    @property
+    def kids(self) -> list[_Node]:
+        """The children (built as ``_Node`` by :func:`run_stages`)."""
+        return self.children  # type: ignore[return-value]
+
     def leaves(self) -> list[_Node]:
-        return [self] if not self.children else [x for c in self.children for x in c.leaves()]
-
-
-def _tree(lens: AnyLens, p: Any, s: Any, depth: int, limit: int | None) -> tuple[_Node, Any]:
-    """Run ``lens`` forward stage by stage (as :func:`prelens.summary` walks it); the tree and the output."""
-    opening = _OPENINGS.get(lens)
-    if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
-        m, a = lens.fwd(p, s)
-        return _Node(lens.name, p=p, s=s, m=m, a=a, lens=lens), a
-    body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
-    node = _Node(lens.name, ">>")
-    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
-        child, a = _tree(body, p_body, s, depth + 1, limit)
-        node.children = [child]
-    elif body.op == "@":
-        node.op = "@"
-        (f, g), (pf, pg), (sf, sg) = body.parts, p_body, s
-        left, af = _tree(f, pf, sf, depth + 1, limit)
-        right, ag = _tree(g, pg, sg, depth + 1, limit)
-        node.children, a = [left, right], (af, ag)
-    else:
-        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
-        for part, pp in zip(parts, ps):
-            child, s = _tree(part, pp, s, depth + 1, limit)
-            node.children.append(child)
-        a = s
-    return node, a
+        return [self] if not self.children else [x for c in self.kids for x in c.leaves()]
 
 
 def _place(node: _Node, col: int, row: float) -> None:
@@ -124,7 +95,7 @@ def _place(node: _Node, col: int, row: float) -> None:
     if not node.children:
         return
     _, h = node.size
-    for child in node.children:
+    for child in node.kids:
         cw, ch = child.size
         if node.op == "@":
             _place(child, col, row)
@@ -140,10 +111,10 @@ def _backward(node: _Node, da: Any) -> Any:
     if not node.children:
         node.ds = node.lens.bwd(node.m, da)[1]  # the trace: the stage's own residue
     elif node.op == "@":
-        left, right = node.children
+        left, right = node.kids
         node.ds = (_backward(left, da[0]), _backward(right, da[1]))
     else:
-        for child in reversed(node.children):
+        for child in reversed(node.kids):
             da = _backward(child, da)
         node.ds = da
     return node.ds
@@ -297,7 +268,7 @@ def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
         pic.box(cx, cy, node.name)
         ds, da = (node.s, node.a) if node.ds is None and node.da is None else (node.ds, node.da)
         return _Port(cx - BOX_W / 2, cy, node.s, ds), _Port(cx + BOX_W / 2, cy, node.a, da)
-    ports = [_draw_node(pic, child, gap) for child in node.children]
+    ports = [_draw_node(pic, child, gap) for child in node.kids]
     if node.op == "@":
         return [i for i, _ in ports], [o for _, o in ports]
     for (_, outs), (ins, _) in itertools.pairwise(ports):
@@ -535,7 +506,7 @@ def draw(
     if names is not None and not isinstance(names, dict):
         raise E.bad_argument("draw", "names", names, "a dict from 's', 'ds', 'a', 'da' to names, or None")
     _args.flag("draw", "wire_types", wire_types)
-    root, _ = _tree(lens, p, s, 0, depth)
+    root = run_stages(lens, p, s, depth, _Node)
     if da is not None:
         _backward(root, da)
     _place(root, 0, 0.0)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -126,8 +126,65 @@ def walk(lens: AnyLens, params: Any, s: Any, depth: int | None = None) -> list[S
     [(0, 'linear(3→2) >> tanh', 'f64[2]'), (1, 'linear(3→2)', 'f64[2]'), (1, 'tanh', 'f64[2]')]
     """
     rows: list[Stage] = []
-    _walk(lens, params, s, 0, rows, depth)
+    todo: list[tuple[StageNode, int]] = [(run_stages(lens, params, s, depth), 0)]
+    while todo:
+        node, d = todo.pop()
+        p, has_params, a = node.p, bool(tree_leaves(node.p)), describe_tree(node.a)
+        if node.children:
+            rows.append(Stage(d, node.name, node.op, a, "", _count(p), has_params, True, node.opened))
+            todo.extend((child, d + 1) for child in reversed(node.children))
+        else:
+            params = describe_tree(p) if has_params else ""
+            rows.append(Stage(d, node.name, "", a, params, _count(p), has_params, bool(tree_leaves(node.m))))
     return rows
+
+
+@dataclass(eq=False)
+class StageNode:
+    """A stage of one run (see :func:`run_stages`): a lens with the values it saw, and its parts if opened.
+
+    ``op`` is ``">>"``, ``"@"`` or ``"chain"`` for an opened composite (a named lens opened up is a
+    ``">>"`` of its one part, ``opened``), ``""`` for a stage run whole.
+    """
+
+    name: str
+    op: str = ""
+    children: list[StageNode] = field(default_factory=list)
+    p: Any = None
+    s: Any = None
+    m: Any = None
+    a: Any = None
+    opened: bool = False
+    lens: Any = None  #: the lens of a stage run whole
+
+
+N = TypeVar("N", bound=StageNode)
+
+
+def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] = StageNode, depth: int = 0) -> N:  # type: ignore[assignment]
+    """Run ``lens`` forward on ``(p, s)`` stage by stage: the tree of its stages (what :func:`summary`
+    lists and :func:`~prelens.show.draw` draws). Composites nested deeper than ``limit`` run whole."""
+    opening = _OPENINGS.get(lens)
+    if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
+        m, a = lens.fwd(p, s)
+        return node(lens.name, p=p, s=s, m=m, a=a, lens=lens)
+    body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
+    out = node(lens.name, body.op if body.op in _COMPOSITES else ">>", p=p, s=s, opened=opening is not None)
+    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
+        out.children = [run_stages(body, p_body, s, limit, node, depth + 1)]
+        out.a = out.children[0].a
+    elif body.op == "@":
+        f, g = body.parts
+        out.children = [run_stages(f, p_body[0], s[0], limit, node, depth + 1)]
+        out.children.append(run_stages(g, p_body[1], s[1], limit, node, depth + 1))
+        out.a = (out.children[0].a, out.children[1].a)
+    else:
+        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
+        for part, pp in zip(parts, ps):
+            out.children.append(run_stages(part, pp, s, limit, node, depth + 1))
+            s = out.children[-1].a
+        out.a = s
+    return out
 
 
 def _count(params: Any) -> int:
@@ -152,32 +209,6 @@ def _like_params(example: Any, params: Any) -> Any:
     return _backend.tree_map_arrays(
         lambda a: _backend.to_backend(a, xp, device=where) if isinstance(a, np.ndarray) else a, example
     )
-
-
-def _walk(lens: AnyLens, p: Any, s: Any, depth: int, rows: list[Stage], limit: int | None) -> Any:
-    opening = _OPENINGS.get(lens)
-    if (lens.op not in _COMPOSITES and opening is None) or (limit is not None and depth >= limit):
-        m, a = lens.fwd(p, s)
-        has_params = bool(tree_leaves(p))
-        params = describe_tree(p) if has_params else ""
-        rows.append(Stage(depth, lens.name, "", describe_tree(a), params, _count(p), has_params, bool(tree_leaves(m))))
-        return a
-    at = len(rows)
-    rows.append(Stage(depth, lens.name, lens.op, "", "", _count(p), bool(tree_leaves(p)), True, opening is not None))
-    body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
-    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
-        a = _walk(body, p_body, s, depth + 1, rows, limit)
-    elif body.op == "@":
-        f, g = body.parts
-        a = (_walk(f, p_body[0], s[0], depth + 1, rows, limit), _walk(g, p_body[1], s[1], depth + 1, rows, limit))
-    else:
-        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
-        for part, pp in zip(parts, ps):
-            s = _walk(part, pp, s, depth + 1, rows, limit)
-        a = s
-    head, op = rows[at], body.op if body.op in _COMPOSITES else ">>"
-    rows[at] = Stage(depth, head.name, op, describe_tree(a), "", head.count, head.has_params, True, head.opened)
-    return a
 
 
 def _flatten_seq(lens: AnyLens, p: Any) -> tuple[list[AnyLens], list[Any]]:

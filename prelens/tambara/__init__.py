@@ -2,6 +2,7 @@
 
 from prelens.tambara._meanings import Cost, CostTable, Rule, Shapes, placeholder, register_rule, shape_of
 from prelens.tambara._program import Program
+from prelens.tambara._scan import scan_t
 from prelens.tambara._trilens import (
     PLeft,
     PRight,
@@ -40,6 +41,7 @@ __all__ = [
     "interpret",
     "placeholder",
     "register_rule",
+    "scan_t",
     "shape_of",
     "to_tamb",
     "tri_compose",

@@ -1,7 +1,7 @@
 """Two more readings of a TriLens: its shapes, and its cost.
 
 A TriLens is ``forall t. Trimbara t => …``, so it can be run in any Trimbara module, and each
-module reads it differently. ``PreLens`` runs it. The free module :class:`~prelens.tambara.Program`
+module reads it differently. ``PreLens`` runs it. :class:`~prelens.tambara.Program`
 writes its steps down. The two modules here are programs read *abstractly*: the plumbing (the
 dimaps, ``alpha``, ``beta``) runs as it is, on placeholder arrays that cost no memory (one zero
 broadcast to a shape), and each lens's own box — the ``fwd``/``bwd`` pair that ``to_tamb``
@@ -32,7 +32,7 @@ from prelens.core._combinators import REMAT_OF, full_residues
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
-from prelens.tambara._trilens import AnyTriLens, Backward, Forward, interpret
+from prelens.tambara._trilens import AnyTriLens, LensPass, interpret
 
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -156,7 +156,7 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 
     def abstract(step: Step) -> Step:
         f, g = step.f, step.g
-        if step.kind != DIMAP_S or not isinstance(f, Forward) or not isinstance(g, Backward):
+        if step.kind != DIMAP_S or not isinstance(f, LensPass) or f.backward or not isinstance(g, LensPass):
             return step
         lens = f.lens
         rule = _RULES.get(lens)
@@ -217,9 +217,7 @@ class _Shown:
 
     def __init__(self, x: Any) -> None:
         arr = np.asarray(x)
-        kind = {"f": "f", "i": "i", "u": "u", "b": "b", "c": "c"}.get(arr.dtype.kind, arr.dtype.kind)
-        dims = ",".join(str(d) for d in arr.shape)
-        self.text = f"{kind}{arr.dtype.itemsize * 8}" + (f"[{dims}]" if arr.shape else "")
+        self.text = E.dtype_name(arr.dtype) + (f"[{','.join(map(str, arr.shape))}]" if arr.shape else "")
 
     def __repr__(self) -> str:
         return self.text

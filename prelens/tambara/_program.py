@@ -1,4 +1,4 @@
-"""The free Trimbara module: a TriLens run on a :class:`Program` writes its steps down as data.
+"""The term-algebra Trimbara module: a TriLens run on a :class:`Program` writes its steps down as data.
 
 A TriLens is ``forall t. Trimbara t => t … -> t …``: a recipe of ``dimap_s``, ``dimap_p``,
 ``dimap_m``, ``alpha`` and ``beta`` steps that any Trimbara module can follow. Run on a
@@ -99,7 +99,10 @@ def _fn_name(f: Fn) -> str:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Program:
-    """The free Trimbara module: the steps a TriLens took, held as data.
+    """A term algebra of the Trimbara operations: the steps a TriLens took, held as data.
+
+    A Trimbara module only up to :func:`~prelens.testing.module_equal` (two programs that differ
+    by a law are different terms); the free module on the generator is the pre-lens module.
 
     Each method returns a new program one step longer (the old one is shared, never copied,
     so building costs one object per step). :meth:`steps` lists them in the order they were
@@ -169,54 +172,72 @@ def compile_passes(steps: list[Step]) -> tuple[Callable[[Any, Any], Any], Callab
     the identity at the core (``m = ()``, ``a = s``), then walks forwards building ``m``.
     The backward pass does the same with ``dm`` in and ``(dp, ds)`` out.
     """
-    inward = steps[::-1]
-    # (kind, where, map): the map is None for alpha and beta, which move halves instead
-    in_fwd: list[tuple[str, Focus, Any]] = [(st.kind, st.at, st.f) for st in inward if st.kind != DIMAP_M]
-    out_fwd: list[tuple[str, Path, Any]] = [(st.kind, st.at.m, st.f) for st in steps if st.kind in (DIMAP_M, ALPHA)]
-    in_bwd: list[tuple[str, Path, Any]] = [(st.kind, st.at.m, st.g) for st in inward if st.kind in (DIMAP_M, ALPHA)]
-    out_bwd: list[tuple[str, Focus, Any]] = [(st.kind, st.at, st.g) for st in steps if st.kind != DIMAP_M]
-
-    def fwd(p: Any, s: Any) -> tuple[Any, Any]:
-        parked: list[Any] = []
-        for kind, at, f in in_fwd:
-            if kind == DIMAP_S:
-                s = update(s, at.s, f)
-            elif kind == DIMAP_P:
-                p = update(p, at.p, f)
-            elif kind == ALPHA:
-                s, n = take(s, at.s, 0, "input", "(m1, s)")
-                parked.append(n)
-            else:  # BETA
-                p, p1 = take(p, at.p, 1, "parameters", "(p, p1)")
-                s = put(s, at.s, p1, 0)
-        m: Any = ()
-        for kind, path, f in out_fwd:
-            m = update(m, path, f) if kind == DIMAP_M else put(m, path, parked.pop(), 0)
-        return m, s
-
-    def bwd(dm: Any, da: Any) -> tuple[Any, Any]:
-        parked: list[Any] = []
-        for kind, path, g in in_bwd:
-            if kind == DIMAP_M:
-                dm = update(dm, path, g)
-            else:  # ALPHA
-                dm, dn = take(dm, path, 0, "residue", "(m1, m)")
-                parked.append(dn)
-        dp: Any = ()
-        ds = da
-        for kind, at, g in out_bwd:
-            if kind == DIMAP_S:
-                ds = update(ds, at.s, g)
-            elif kind == DIMAP_P:
-                dp = update(dp, at.p, g)
-            elif kind == ALPHA:
-                ds = put(ds, at.s, parked.pop(), 0)
-            else:  # BETA
-                ds, dp1 = take(ds, at.s, 0, "input delta", "(dp1, ds)")
-                dp = put(dp, at.p, dp1, 1)
-        return dp, ds
-
+    inward, m_side = steps[::-1], (DIMAP_M, ALPHA)
+    fwd = _two_loops(
+        [_op(st, st.f, forward=True) for st in inward if st.kind != DIMAP_M],
+        [_op(st, st.f, forward=True, on_m=True) for st in steps if st.kind in m_side],
+    )
+    bwd = _two_loops(
+        [_op(st, st.g, forward=False, on_m=True) for st in inward if st.kind in m_side],
+        [_op(st, st.g, forward=False) for st in steps if st.kind != DIMAP_M],
+    )
     return fwd, bwd
+
+
+#: One step of a pass on the pair it carries, ``(p, s)``/``(m, a)`` forward and ``(dm, da)``/``(dp, ds)``
+#: backward; what ``alpha`` and ``beta`` take on the way in is parked for the way out.
+Op = Callable[[Any, Any, list[Any]], tuple[Any, Any]]
+
+
+def _two_loops(inward: list[Op], outward: list[Op]) -> Callable[[Any, Any], Any]:
+    """Both passes' shape: change ``(x, y)`` step by step inwards, then build ``x`` anew from ``()`` outwards."""
+
+    def run(x: Any, y: Any) -> tuple[Any, Any]:
+        parked: list[Any] = []
+        for op in inward:
+            x, y = op(x, y, parked)
+        x = ()
+        for op in outward:
+            x, y = op(x, y, parked)
+        return x, y
+
+    return run
+
+
+def _op(st: Step, h: Any, forward: bool, on_m: bool = False) -> Op:
+    """Step ``st`` (its map ``h``) as an :data:`Op` on ``(p, s)``/``(dp, ds)``, or, ``on_m``, on the residue side."""
+    at = st.at
+    if st.kind == DIMAP_S:
+        return lambda x, y, parked: (x, update(y, at.s, h))
+    if st.kind != ALPHA and st.kind != BETA:
+        path = at.p if st.kind == DIMAP_P else at.m
+        return lambda x, y, parked: (update(x, path, h), y)
+    if st.kind == ALPHA and forward != on_m:  # the extra residue is taken from s forwards, from dm backwards
+        if on_m:
+            return lambda x, y, parked: (_park(parked, *take(x, at.m, 0, "residue", "(m1, m)")), y)
+        return lambda x, y, parked: (x, _park(parked, *take(y, at.s, 0, "input", "(m1, s)")))
+    if st.kind == ALPHA:  # ... and put into m forwards, into ds backwards
+        if on_m:
+            return lambda x, y, parked: (put(x, at.m, parked.pop(), 0), y)
+        return lambda x, y, parked: (x, put(y, at.s, parked.pop(), 0))
+    if forward:  # beta: p = (p', p1) gives p1 to s, as (p1, s)
+
+        def beta(p: Any, s: Any, parked: list[Any]) -> tuple[Any, Any]:
+            p, p1 = take(p, at.p, 1, "parameters", "(p, p1)")
+            return p, put(s, at.s, p1, 0)
+
+        return beta
+
+    def beta_back(dp: Any, ds: Any, parked: list[Any]) -> tuple[Any, Any]:  # ds = (dp1, ds') gives dp1 to dp
+        ds, dp1 = take(ds, at.s, 0, "input delta", "(dp1, ds)")
+        return put(dp, at.p, dp1, 1), ds
+
+    return beta_back
+
+
+def _park(parked: list[Any], kept: Any, taken: Any) -> Any:
+    parked.append(taken)
+    return kept
 
 
 # ------------------------------------------------------------ values at a path

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -221,44 +221,29 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
     (((), ()), 1)
     """
     as_lens("to_tamb", "lens", lens)
-    fw_, bw_ = Forward(lens), Backward(lens)
+    fw_, bw_ = LensPass(lens), LensPass(lens, backward=True)
     return TriLens(lambda t: beta(dimap_s(fw_, bw_, alpha(t))), f"to_tamb({lens!r})")
 
 
 @dataclass(frozen=True, eq=False)
-class Forward:
-    """``uncurry fw``: a pre-lens's forward pass as the map ``(p, s) -> (m, a)`` that ``to_tamb`` dimaps with.
+class LensPass:
+    """``uncurry fw`` (or, ``backward``, ``uncurry bw``): a pass of a pre-lens as the map that ``to_tamb`` dimaps.
 
-    It keeps its lens, so an interpretation can tell a lens's own box from the plumbing.
+    Forward ``(p, s) -> (m, a)``, backward ``(dm, da) -> (dp, ds)``. It keeps its lens, so an
+    interpretation can tell a lens's own box from the plumbing.
 
-    >>> Forward(id_pre_lens)(((), 3))
-    ((), 3)
+    >>> LensPass(id_pre_lens)(((), 3)), LensPass(id_pre_lens, backward=True)
+    (((), 3), bwd(id_pre_lens))
     """
 
     lens: AnyLens
+    backward: bool = False
 
-    def __call__(self, ps: Any) -> Any:
-        return self.lens.fwd(ps[0], ps[1])
-
-    def __repr__(self) -> str:
-        return f"fwd({self.lens!r})"
-
-
-@dataclass(frozen=True, eq=False)
-class Backward:
-    """``uncurry bw``: a pre-lens's backward pass as the map ``(dm, da) -> (dp, ds)``.
-
-    >>> Backward(id_pre_lens)(((), 3))
-    ((), 3)
-    """
-
-    lens: AnyLens
-
-    def __call__(self, dm_da: Any) -> Any:
-        return self.lens.bwd(dm_da[0], dm_da[1])
+    def __call__(self, pair: Any) -> Any:
+        return (self.lens.bwd if self.backward else self.lens.fwd)(pair[0], pair[1])
 
     def __repr__(self) -> str:
-        return f"bwd({self.lens!r})"
+        return f"{'bwd' if self.backward else 'fwd'}({self.lens!r})"
 
 
 @constructor
@@ -368,7 +353,28 @@ def tri_compose(f: AnyTriLens, g: AnyTriLens) -> AnyTriLens:
 
 
 @dataclass(frozen=True, eq=False)
-class PLeft:
+class _Half:
+    """A module of pairs seen through one half: its dimaps act on that half (``on``, ``first`` or ``second``)."""
+
+    t: Any
+    on: ClassVar[Any]  # first or second: a staticmethod
+
+    def __post_init__(self) -> None:
+        if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
+            as_module(type(self).__name__, "t", self.t)
+
+    def dimap_s(self, f: Fn, g: Fn) -> Self:
+        return type(self)(self.t.dimap_s(self.on(f), self.on(g)))
+
+    def dimap_p(self, f: Fn, g: Fn) -> Self:
+        return type(self)(self.t.dimap_p(self.on(f), self.on(g)))
+
+    def dimap_m(self, f: Fn, g: Fn) -> Self:
+        return type(self)(self.t.dimap_m(self.on(f), self.on(g)))
+
+
+@dataclass(frozen=True, eq=False)
+class PLeft(_Half):
     """A module of pairs seen through its left components (Haskell's ``PLeft``).
 
     Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
@@ -379,20 +385,7 @@ class PLeft:
     ((), (2, 'x'))
     """
 
-    t: Any
-
-    def __post_init__(self) -> None:
-        if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
-            as_module("PLeft", "t", self.t)
-
-    def dimap_s(self, f: Fn, g: Fn) -> PLeft:
-        return PLeft(self.t.dimap_s(first(f), first(g)))
-
-    def dimap_p(self, f: Fn, g: Fn) -> PLeft:
-        return PLeft(self.t.dimap_p(first(f), first(g)))
-
-    def dimap_m(self, f: Fn, g: Fn) -> PLeft:
-        return PLeft(self.t.dimap_m(first(f), first(g)))
+    on = staticmethod(first)
 
     def alpha(self) -> PLeft:
         return PLeft(self.t.alpha().dimap_m(unassoc, assoc).dimap_s(assoc, unassoc))
@@ -402,31 +395,15 @@ class PLeft:
 
 
 @dataclass(frozen=True, eq=False)
-class PRight:
-    """A module of pairs seen through its right components (Haskell's ``PRight``).
-
-    Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
-    Trimbara module in ``m' dm' p' dp' s' ds'``: its dimaps act on the right halves.
+class PRight(_Half):
+    """A module of pairs seen through its right components (Haskell's ``PRight``), in ``m' dm' p' dp' s' ds'``.
 
     >>> from prelens import id_pre_lens
     >>> PRight(id_pre_lens).dimap_s(lambda s: s * 2, lambda ds: ds).t.fwd((), (1, "x"))
     ((), (1, 'xx'))
     """
 
-    t: Any
-
-    def __post_init__(self) -> None:
-        if type(self.t) not in _OWN_MODULES:  # the plumbing's own modules: the common case
-            as_module("PRight", "t", self.t)
-
-    def dimap_s(self, f: Fn, g: Fn) -> PRight:
-        return PRight(self.t.dimap_s(second(f), second(g)))
-
-    def dimap_p(self, f: Fn, g: Fn) -> PRight:
-        return PRight(self.t.dimap_p(second(f), second(g)))
-
-    def dimap_m(self, f: Fn, g: Fn) -> PRight:
-        return PRight(self.t.dimap_m(second(f), second(g)))
+    on = staticmethod(second)
 
     def alpha(self) -> PRight:
         return PRight(self.t.alpha().dimap_m(skip_right, skip_right).dimap_s(skip_right, skip_right))
@@ -457,7 +434,7 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
 
     def run(t: Any) -> Any:
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
-        if isinstance(t, Program):  # the free module focuses on each half instead of wrapping it
+        if isinstance(t, Program):  # a Program focuses on each half instead of wrapping it
             t = _module(l1(t.at(t.focus.left()))).at(t.focus)
             t = _module(l2(t.at(t.focus.right()))).at(t.focus)
         else:
@@ -555,7 +532,7 @@ def _vec_lens_t(n: int, lens: AnyTriLens, name: str) -> AnyTriLens:
 
 
 def _vec_program(n: int, lens: AnyTriLens, name: str, t: Program) -> Program:
-    """``vec_lens`` on the free module: ``lens``'s steps taken once, acting on each element.
+    """``vec_lens`` on a :class:`Program`: ``lens``'s steps taken once, acting on each element.
 
     The copies' residues gather at ``m@(0, *)`` (each ``(m_i, ())``) and their parameters at
     ``p@(1, *)`` (each ``((), p_i)``); the plumbing around strips those units, giving the

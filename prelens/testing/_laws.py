@@ -14,13 +14,15 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.core._combinators import batch_n, branch, vec_lens
-from prelens.core._iso import assoc, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
+from prelens.core._combinators import add_trees, batch_n, branch, vec_lens
+from prelens.core._iso import assoc, iso_lens, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
 from prelens.core._lens import AnyLens, id_pre_lens
+from prelens.core._scan import scan, stack, stack_like, steps_of, unstack
 from prelens.core._tree import tree_first_difference
 from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import Cost, Shapes, read, shape_of
 from prelens.tambara._program import Program
+from prelens.tambara._scan import scan_t
 from prelens.tambara._trilens import (
     alpha,
     beta,
@@ -373,7 +375,7 @@ def check_coherence(t: Any, p: Any, s: Any, n: Any, **kw: Any) -> None:
 # ---------------------------------------------------------- TriLens encoding
 
 
-#: The two ways a TriLens becomes a pre-lens, both checked: the free module run with loops
+#: The two ways a TriLens becomes a pre-lens, both checked: the term-algebra module run with loops
 #: (``from_tamb``) and the post's own route, the TriLens applied to ``id_pre_lens``.
 _ROUTES: tuple[tuple[str, Callable[[Any], AnyLens]], ...] = (
     ("", from_tamb),
@@ -462,3 +464,132 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     check_combinators(l, p, s, **kw)
     if vjp:
         check_vjp(l, p, s, rng=gen)
+
+
+# ------------------------------------------------------------------- scan
+
+
+def _split_steps(zs: Any, k: int, axis: int) -> tuple[Any, Any]:
+    """A sequence cut after its first ``k`` steps, each part stacked as the whole was."""
+    if isinstance(zs, list):
+        return zs[:k], zs[k:]
+    steps = unstack("check_scan", zs, axis)
+    return stack(steps[:k], axis), stack(steps[k:], axis)
+
+
+def _join_steps(a: Any, b: Any, axis: int) -> Any:
+    if isinstance(a, list):
+        return a + b
+    return stack(unstack("check_scan", a, axis) + unstack("check_scan", b, axis), axis)
+
+
+def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None, axis: int = 0, **kw: Any) -> None:
+    """The laws of :func:`~prelens.core.scan` on a cell ``(h, x) -> (h', y)``, run on ``(h0, xs)``.
+
+    - **one step**: ``scan(cell)`` on a one-step sequence is ``cell``, up to the isomorphism that
+      wraps a step into a sequence (``x -> [x]``, or a length-1 axis) and the residue into a list;
+    - **concatenation**: ``scan(cell)`` on ``xs ++ ys`` (``xs`` cut after ``k`` steps, the middle
+      by default) equals the composition ``split >> (scan(cell) @ id) >> move >> (id @ scan(cell)) >> join``
+      with the parameter copied to both scans (``dimap_p``) and their deltas summed: the state
+      ``h`` is threaded from the first scan into the second, on forward outputs and on deltas;
+    - **TriLens form**: ``from_tamb(scan_t(to_tamb(cell))) == scan(cell)`` (and, on a list of
+      steps, the form built by the cons recursion, ``scan_t(..., n=len(xs))``).
+
+    >>> import numpy as np
+    >>> from prelens import PreLens
+    >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
+    >>> check_scan(add, (), np.zeros(2), np.ones((4, 2)))
+    """
+    lens = scan(cell, axis=axis)
+    steps = steps_of("check_scan", xs, axis)
+    T = len(steps)
+
+    def wrap(v: Any) -> Any:
+        return v[0], stack_like([v[1]], xs, axis)
+
+    check_lens_equal(
+        "scan over one step is the cell",
+        cell,
+        lens,
+        p,
+        (h0, steps[0]),
+        s_iso=wrap,
+        a_iso=wrap,
+        m_iso=lambda m: [m],
+        **kw,
+    )
+    if T >= 2:
+        k = T // 2 if k is None else k
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 < k < T:
+            raise E.bad_argument("check_scan", "k", k, f"an int in [1, {T}) (where to cut the {T} steps)")
+        split = iso_lens(
+            "split",
+            lambda s: ((s[0], _split_steps(s[1], k, axis)[0]), _split_steps(s[1], k, axis)[1]),
+            lambda d: (d[0][0], _join_steps(d[0][1], d[1], axis)),
+        )
+        move = iso_lens("move", lambda v: (v[0][1], (v[0][0], v[1])), lambda d: ((d[1][0], d[0]), d[1][1]))
+        join = iso_lens(
+            "join",
+            lambda v: (v[1][0], _join_steps(v[0], v[1][1], axis)),
+            lambda d: (_split_steps(d[1], k, axis)[0], (d[0], _split_steps(d[1], k, axis)[1])),
+        )
+        composed = split >> (lens @ id_pre_lens) >> move >> (id_pre_lens @ lens) >> join
+        # parameters ((), (((), p2), ((), ((p1, ()), ())))), residues (((((), (m1, ())), ()), ((), m2)), ())
+        shared = composed.dimap_p(
+            lambda q: ((), (((), q), ((), ((q, ()), ())))),
+            lambda dq: add_trees([dq[1][1][1][0][0], dq[1][0][1]]),
+        )
+        check_lens_equal(
+            "scan over xs ++ ys is scan over xs, then scan over ys from its state",
+            lens,
+            shared,
+            p,
+            (h0, xs),
+            m_iso=lambda ms: (((((), (ms[:k], ())), ()), ((), ms[k:])), ()),
+            **kw,
+        )
+    check_lens_equal(
+        "from_tamb(scan_t(to_tamb(cell))) == scan(cell)",
+        lens,
+        from_tamb(scan_t(to_tamb(cell), axis=axis)),
+        p,
+        (h0, xs),
+        **kw,
+    )
+    check_lens_equal(
+        "scan_t by the cons recursion agrees with scan",
+        scan(cell),
+        from_tamb(scan_t(to_tamb(cell), n=T)),
+        p,
+        (h0, steps),
+        **kw,
+    )
+
+
+def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw: Any) -> None:
+    """A cell that passes its state on unchanged maps its sequence: ``scan(id @ f) ≅ id @ batch_n(T, f)``.
+
+    The cell ``id_pre_lens @ f`` (parameters ``((), p)``) scanned over ``T`` steps equals ``f``
+    applied to every step with one shared parameter (``batch_n``, deltas summed), the state
+    ``h0`` passed through (its delta too), up to the list of residues ``[((), m_t)]`` vs
+    ``((), [m_t])`` and the stacking of the steps.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear
+    >>> check_scan_map(linear(2, 3), np.ones((2, 3)), np.zeros(1), np.ones((4, 5, 2)), axis=1)
+    """
+    steps = steps_of("check_scan_map", xs, axis)
+    T = len(steps)
+    lhs = id_pre_lens @ batch_n(T, f)
+    rhs = scan(id_pre_lens @ f, axis=axis)
+    check_lens_equal(
+        "scan of a cell that passes its state is batch_n of its output part",
+        lhs,
+        rhs,
+        ((), p),
+        (h0, steps),
+        s_iso=lambda s: (s[0], stack_like(s[1], xs, axis)),
+        a_iso=lambda a: (a[0], stack_like(a[1], xs, axis)),
+        m_iso=lambda m: [((), mt) for mt in m[1]],
+        **kw,
+    )

@@ -127,7 +127,11 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
         for got, want in ((ra, r1), (rb, r2)):
             where = first_difference(want, got)
             if where is not None:
-                raise M.pure_not_residue_only(fn, name, order, _result_path(where))
+                raise E.LawError(
+                    f"{fn}: {name}: bwd uses something besides its residue: after two forward passes, the backward "
+                    f"passes run in {order} order gave another {_result_path(where)} than each run alone (everything "
+                    "bwd needs must travel in the residue, not in a closure, an attribute or a global)"
+                )
 
 
 def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0) -> None:

@@ -83,7 +83,8 @@ def check_vjp(
     name = repr(lens)
     for path, leaf in tree_paths((p, s)):
         if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
-            raise M.vjp_needs_float64(name, E.describe(np.asarray(leaf)), slot_path(path))
+            got, where = E.describe(np.asarray(leaf)), slot_path(path)
+            raise E.LawError(f"check_vjp: {name}: needs float64 leaves, got {got} at {where}")
     work = snapshot((p, s))  # the first pass runs on copies: a fwd that writes is named, the caller's data kept
     a: Any
     a, pullback = vjp(pl, *work)
@@ -105,8 +106,16 @@ def check_vjp(
             diff, rhs = verdict
             wrong = side.name_of(only) if only is not None else _first_wrong_leaf(side, gen, da_k, grads)
             if diff is None:
-                raise M.vjp_no_difference(name, wrong)
-            raise M.vjp_violation(name, diff.value, rhs, wrong, diff.error)
+                along = f" along {wrong}" if wrong else ""
+                raise E.LawError(
+                    f"check_vjp: {name}: fwd gave non-finite outputs at every step of the finite differences{along}: "
+                    "check at a point where the lens is finite"
+                )
+            at = f"; the first wrong leaf is {wrong}" if wrong else ""
+            raise E.LawError(
+                f"check_vjp: {name}: bwd is not the reverse derivative of fwd: <da, J·δ> by central differences = "
+                f"{diff.value:.10g} (± {diff.error:.2g}), <bwd(da), δ> = {rhs:.10g}{at}"
+            )
 
 
 class _Deltas:
@@ -125,12 +134,16 @@ class _Deltas:
         try:
             grads = self.pullback(da)
         except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
-            raise M.vjp_bwd_misfit(self.name, exc) from exc
+            msg = f"check_vjp: {self.name}: bwd's deltas do not fit the parameters and input: {exc}"
+            raise E.LawError(msg) from exc
         p, s = self.x
         for what, primal, delta in (("parameter delta", p, grads[0]), ("input delta", s, grads[1])):
             found = structure_mismatch(primal, delta, shapes=True)
             if found:
-                raise M.vjp_delta_structure(self.name, what, "parameters" if what[0] == "p" else "input", found)
+                of = "parameters" if what[0] == "p" else "input"
+                raise E.LawError(
+                    f"check_vjp: {self.name}: bwd's {what} does not have the structure of the {of}: {found}"
+                )
         _check_dtypes(self.name, self.x, grads)
         self.cached = (da, grads)
         return da, grads
@@ -144,7 +157,10 @@ def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
         if got != want:
             what = "parameter delta" if path.startswith("[0]") else "input delta"
             where = ("dp" if path.startswith("[0]") else "ds") + path[3:]
-            raise M.vjp_delta_dtype(name, what, where, E.dtype_name(want), E.dtype_name(got))
+            raise E.LawError(
+                f"check_vjp: {name}: bwd's {what} at {where} has dtype {E.dtype_name(got)}, expected "
+                f"{E.dtype_name(want)} (a delta has the dtype of its primal)"
+            )
 
 
 class _Side:

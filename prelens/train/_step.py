@@ -24,7 +24,7 @@ from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._trace import vjp as _vjp
 from prelens.learn._optimizer import find_optimizer
 from prelens.learn._penalty import penalised
-from prelens.learn._reparam import learner
+from prelens.learn._reparam import learner, run_learner
 from prelens.nn._dropout import with_dropout, without_dropout
 from prelens.train._data import keyed
 
@@ -128,15 +128,7 @@ def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, pena
     """
     if lens_form:
         step_lens = learner(model, loss, optimizer, penalty=penalty)
-
-        def by_lens(
-            params: Tree, state: Any, xs: Any, targets: Any, check: Check | None = None
-        ) -> tuple[Tree, Any, Any]:
-            value, pullback = vjp(step_lens, ((), (targets, (params, state))), xs)
-            (_, (_, (new_params, new_state))), _ = pullback(())
-            return new_params, new_state, value
-
-        return by_lens
+        return lambda params, state, xs, targets, check=None: run_learner(step_lens, params, state, xs, targets)
     trained = model >> loss if penalty is None else penalised(model, loss, penalty)
 
     def by_gradient(

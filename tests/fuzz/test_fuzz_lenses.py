@@ -571,6 +571,28 @@ CASES: list[Case] = [
         covers=(batch_n,),
     ),
     Case("chain", lambda: chain(nn.dense(3, 4), nn.tanh, nn.dense(4, 2, None)), rows(3), covers=(chain,)),
+    # recurrence
+    Case("rnn", lambda: nn.rnn(2, 3, nonlinearity="relu"), rows(4, 2), covers=(nn.rnn,)),
+    Case("gru", lambda: nn.gru(2, 3), rows(4, 2), covers=(nn.gru,)),
+    Case("lstm", lambda: nn.lstm(2, 3), rows(4, 2), covers=(nn.lstm,)),
+    Case("bidirectional", lambda: nn.bidirectional(nn.gru(1, 2)), rows(4, 1), covers=(nn.bidirectional,)),
+    Case("rnn_cell", lambda: nn.composed.rnn_cell(2, 3), _pair_rows((3,), (2,)), covers=(nn.composed.rnn_cell,)),
+    Case("gru_cell", lambda: nn.composed.gru_cell(2, 3), _pair_rows((3,), (2,)), covers=(nn.composed.gru_cell,)),
+    Case(
+        "lstm_cell",
+        lambda: nn.composed.lstm_cell(2, 3),
+        lambda lens, rng, b: (
+            lens.init(rng),
+            ((rng.standard_normal((b, 3)), rng.standard_normal((b, 3))), rng.standard_normal((b, 2))),
+        ),
+        covers=(nn.composed.lstm_cell,),
+    ),
+    Case(
+        "scan",
+        lambda: prelens.scan(nn.composed.gru_cell(2, 3), axis=1),
+        _pair_rows((3,), (4, 2)),
+        covers=(prelens.scan,),
+    ),
     Case(">>", lambda: nn.dense(3, 2) >> nn.sigmoid, rows(3), covers=(pre_compose,)),
     Case("@", lambda: nn.dense(3, 2) @ nn.relu, _pair_rows((3,), (2,)), covers=(prod_lens,)),
     Case(

@@ -1,0 +1,171 @@
+"""``scan``: a cell lens unrolled over a sequence, the state threaded forward and its delta backward.
+
+Haskell's ``mapAccumL :: (h -> x -> (h, y)) -> h -> [x] -> (h, [y])`` as a pre-lens. A
+*cell* is a lens with parameters ``p``, input ``(h, x)`` and output ``(h', y)``;
+``scan(cell)`` has parameters ``p`` (the same for every step), input ``(h0, xs)`` and
+output ``(h_T, ys)``. It is the composition of ``T`` copies of the cell, each one's
+state fed to the next (``chain``), with one parameter shared by all of them
+(as ``batch_n`` shares it, so the deltas are summed)::
+
+    scan(cell) on T steps  ==  (cell @ id) >> move >> (id @ (cell @ id)) >> ... >> join
+                               with p copied to every step and the dp's summed
+
+run as two loops (the way :func:`~prelens.core.chain` runs), never as nested calls:
+the forward pass calls ``cell.fwd`` ``T`` times, the backward pass ``cell.bwd`` ``T`` times
+from the last step to the first, threading ``dh`` backward (backpropagation through time).
+Cost and stack depth are linear and constant in ``T``. The laws that say so
+(one step is the cell; a scan over ``xs ++ ys`` is a scan over ``xs`` followed by one over
+``ys``) are :func:`prelens.testing.check_scan` and :func:`prelens.testing.check_scan_map`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from prelens import errors as E
+from prelens.backend._arrays import is_array, namespace
+from prelens.core._check import ANY, Expects
+from prelens.core._lens import AnyLens, PreLens, as_lens
+from prelens.core._registry import constructor
+from prelens.core._tree import tree_sum
+
+
+def steps_of(fn: str, xs: Any, axis: int) -> list[Any]:
+    """The steps of a sequence: a list or tuple as it is, an array (or a tree of arrays) cut along ``axis``.
+
+    >>> import numpy as np
+    >>> [x.tolist() for x in steps_of("scan", np.arange(6).reshape(2, 3), 1)]
+    [[0, 3], [1, 4], [2, 5]]
+    """
+    if isinstance(xs, (list, tuple)):
+        return list(xs)
+    if not is_array(xs):
+        raise E.must_be(fn, "its sequence xs", "an array or a list of steps", E.describe(xs))
+    return unstack(fn, xs, axis)
+
+
+def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
+    """A tree of arrays stacked along ``axis`` cut into the list of its steps (each a tree of one step).
+
+    >>> import numpy as np
+    >>> unstack("scan", (np.zeros((2, 3)), np.ones(2)), 0)[1]
+    (array([0., 0., 0.]), array(1.))
+    """
+    if is_array(tree):
+        nd = len(tree.shape)
+        if not -nd <= axis < nd:
+            raise E.StructureError(f"{fn}: a sequence has no axis {axis}: got {E.describe(tree)}")
+        ax = axis % nd
+        lead = (slice(None),) * ax
+        return [tree[(*lead, t, ...)] for t in range(tree.shape[ax])]
+    if isinstance(tree, (tuple, list)) and len(tree) > 0:
+        kids = [unstack(fn, kid, axis) for kid in tree]
+        if any(len(k) != len(kids[0]) for k in kids):
+            raise E.StructureError(f"{fn}: the arrays of a sequence have different numbers of steps")
+        make = (lambda v: type(tree)(*v)) if hasattr(tree, "_fields") else type(tree)
+        return [make(step) for step in zip(*kids)]
+    raise E.must_be(fn, "a stacked sequence", "arrays (or a tree of arrays) with a time axis", E.describe(tree))
+
+
+def stack(steps: list[Any], axis: int) -> Any:
+    """The inverse of :func:`unstack`: a list of trees of one structure stacked leaf by leaf along ``axis``.
+
+    >>> import numpy as np
+    >>> stack([(np.zeros(2), 1.0), (np.ones(2), 2.0)], -1)
+    (array([[0., 1.],
+           [0., 1.]]), array([1., 2.]))
+    """
+    first = steps[0]
+    if isinstance(first, (tuple, list)):
+        kids = [stack([s[i] for s in steps], axis) for i in range(len(first))]
+        return type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids)
+    if first is None:
+        return None
+    xp = namespace(first) if is_array(first) else np
+    return xp.stack(steps, axis=axis)
+
+
+def stack_like(steps: list[Any], like: Any, axis: int) -> Any:
+    """``steps`` as a sequence of the kind ``like`` is: a list if it is a list or tuple, else stacked.
+
+    >>> import numpy as np
+    >>> stack_like([np.zeros(2), np.ones(2)], np.zeros((2, 2)), -1)
+    array([[0., 1.],
+           [0., 1.]])
+    """
+    if isinstance(like, (list, tuple)):
+        return list(steps)
+    return stack(steps, axis)
+
+
+@constructor
+def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
+    """``mapAccumL`` as a lens: ``cell`` (``(h, x) -> (h', y)``) unrolled over the steps of ``xs``.
+
+    Parameters ``p`` (the cell's, shared by every step: their deltas are summed);
+    input ``(h0, xs)``; output ``(h_T, ys)``; residue the list of the cell's residues.
+    ``xs`` is an array whose ``axis`` is time, or a list (or tuple) of steps; ``ys`` is
+    stacked the same way (an array along ``axis``, or a list). At least one step.
+    The backward pass threads ``dh`` from the last step to the first; ``dxs`` is
+    stacked as ``ys``. Haskell: ``mapAccumL`` (``Data.Traversable``), as a lens.
+
+    >>> import numpy as np
+    >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1], hx[0] + hx[1])),
+    ...               lambda m, d: ((), (d[0] + d[1], d[0] + d[1])), name="add")
+    >>> running = scan(add)
+    >>> running
+    scan(add)
+    >>> m, (total, partial) = running.fwd((), (0.0, np.array([1.0, 2.0, 3.0])))
+    >>> total, partial
+    (np.float64(6.0), array([1., 3., 6.]))
+    >>> running.bwd(m, (0.0, np.array([1.0, 1.0, 1.0])))
+    ((), (np.float64(3.0), array([3., 2., 1.])))
+    """
+    cell = as_lens("scan", "cell", cell)
+    axis = _check_axis("scan", axis)
+    fwd1, bwd1 = cell.fwd, cell.bwd
+    name = f"scan({cell!r}{'' if axis == 0 else f', axis={axis}'})"
+
+    def fwd(p: Any, s: Any) -> tuple[list[Any], tuple[Any, Any]]:
+        match s:
+            case (h, xs):
+                pass
+            case _:
+                raise E.not_a_pair(name, "its input", "(h0, xs)", s)
+        steps = steps_of(name, xs, axis)
+        if not steps:
+            raise E.StructureError(f"{name}: its sequence xs has no steps (a scan needs at least one)")
+        ms, ys = [], []
+        for x in steps:
+            m, (h, y) = fwd1(p, (h, x))
+            ms.append(m)
+            ys.append(y)
+        return ms, (h, stack_like(ys, xs, axis))
+
+    def bwd(ms: list[Any], da: Any) -> tuple[Any, tuple[Any, Any]]:
+        match da:
+            case (dh, dys):
+                pass
+            case _:
+                raise E.not_a_pair(name, "its output delta", "(dh_T, dys)", da)
+        dy_steps = dys if isinstance(dys, list) else unstack(name, dys, axis)
+        if len(dy_steps) != len(ms):
+            raise E.list_length_error(name, "output delta's sequence dys", len(ms), len(dy_steps))
+        dps, dxs = [], [None] * len(ms)
+        for t in range(len(ms) - 1, -1, -1):
+            dp, (dh, dxs[t]) = bwd1(ms[t], (dh, dy_steps[t]))
+            dps.append(dp)
+        return (dps[0] if len(dps) == 1 else tree_sum(dps)), (dh, dxs if isinstance(dys, list) else stack(dxs, axis))
+
+    e = cell.expects
+    h_pattern = e.input[0] if isinstance(e.input, tuple) and len(e.input) == 2 else ANY
+    expects = Expects(params=e.params, input=(h_pattern, ANY), delta=ANY)
+    return PreLens(fwd, bwd, name, cell.init_fn, "scan", (cell,), expects)
+
+
+def _check_axis(fn: str, axis: Any) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise E.bad_argument(fn, "axis", axis, "an int")
+    return axis

@@ -1,0 +1,281 @@
+"""Pooling and flattening as lenses: ``max_pool``, ``avg_pool`` (1-D or 2-D, channels last) and ``flatten``.
+
+``kernel`` an int pools over axis ``-2`` of ``(N, L, C)``; a pair pools over axes
+``(-3, -2)`` of ``(N, H, W, C)``. ``stride`` defaults to the kernel, as in
+PyTorch; output sizes ``floor((L + 2·padding - kernel) / stride) + 1``.
+``max_pool`` pads with ``-inf`` and keeps, in its residue, which offset of each
+window held the maximum (the first, on ties, as PyTorch); its backward pass routes
+the delta there. ``avg_pool`` counts the padding as zeros (PyTorch's
+``count_include_pad=True``) and spreads the delta evenly. Both are
+parameter-free, and their backward passes add one slice per kernel offset into
+the (padded) input delta, with writes on numpy and with pads and adds elsewhere
+(so they trace under ``jax.jit``).
+
+``flatten()`` is PyTorch's ``nn.Flatten()``: ``(N, d1, d2, ...) -> (N, d1·d2·...)``.
+Channels last, the features come out ordered (position, channel); PyTorch's
+channels-first flatten orders them (channel, position), so a linear layer after
+it maps between the two by a permutation of its rows.
+
+>>> import numpy as np
+>>> pool = max_pool(2)
+>>> pool
+max_pool(kernel=2)
+>>> pool.fwd((), np.array([[[1.0], [3.0], [2.0], [0.0]]]))[1][..., 0]
+array([[3., 2.]])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from prelens import errors as E
+from prelens.backend._arrays import device, namespace
+from prelens.core._check import LIKE_OUTPUT, Arr, Expects
+from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
+from prelens.nn._conv import (
+    Geometry,
+    Ints,
+    col2im_any,
+    composed_constructor,
+    geometry,
+    pad_any,
+    pad_numpy,
+    patches,
+    stack_windows,
+    windows_numpy,
+)
+from prelens.nn._transformer_wiring import reparam
+
+__all__ = ["avg_pool", "avg_pool_composed", "flatten", "max_pool", "max_pool_composed", "window_max", "window_mean"]
+
+Array = Any
+
+
+def _pool_geometry(fn: str, kernel: Any, stride: Any, padding: Any) -> Geometry:
+    dims = 2 if isinstance(kernel, (tuple, list)) else 1
+    geo = geometry(fn, dims, kernel, stride, padding, 1)
+    if any(2 * p > k for p, k in zip(geo.padding, geo.kernel)):
+        raise E.bad_argument(fn, "padding", padding, f"at most half the kernel {kernel!r} (as PyTorch)")
+    return geo
+
+
+def _expects(geo: Geometry) -> Expects:
+    return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=LIKE_OUTPUT)
+
+
+def _numpy_windows(x: Array, geo: Geometry, out: Ints, value: float) -> Array:
+    """``(N, *out, K, C)``: every window of ``x`` (padded with ``value``), as a fresh array."""
+    win = windows_numpy(pad_numpy(x, geo.padding, value), geo, out, 1)  # (N, *out, 1, *k, C)
+    return np.array(win).reshape(x.shape[0], *out, geo.size, x.shape[-1])
+
+
+def _scatter_numpy(pieces: Any, geo: Geometry, x_shape: Ints, out: Ints, dt: Any) -> Array:
+    """The input delta: piece ``i`` (``(N, *out, C)``, from ``pieces(i)``) added where offset ``i`` reads."""
+    n, *sizes, c = x_shape
+    padded = tuple(m + 2 * p for m, p in zip(sizes, geo.padding))
+    dxpad = np.zeros((n, *padded, c), dt)
+    for i, o in enumerate(geo.offsets()):
+        dxpad[(slice(None), *geo.window_slices(o, out))] += pieces(i)
+    if not any(geo.padding):
+        return dxpad
+    return dxpad[(slice(None), *(slice(p, p + m) for m, p in zip(sizes, geo.padding)))]
+
+
+@constructor
+def max_pool(
+    kernel: int | tuple[int, int], *, stride: int | tuple[int, int] | None = None, padding: int | tuple[int, int] = 0
+) -> AnyLens:
+    """Max pooling (PyTorch's ``MaxPool1d``/``MaxPool2d``, channels last): the largest value of each window.
+
+    ``(N, L, C) -> (N, L_out, C)`` for an int ``kernel``, ``(N, H, W, C) ->
+    (N, H_out, W_out, C)`` for a pair; ``stride=None`` is the kernel;
+    ``padding`` (at most half the kernel) pads with ``-inf``. Residue: the
+    offset of each window's maximum (the first on ties, as PyTorch) and the
+    input's shape; the backward pass sends each output delta to that position.
+    Parameter-free. Twin: :func:`prelens.nn.composed.max_pool`.
+
+    >>> pool = max_pool((2, 2))
+    >>> pool.fwd((), np.arange(16.0).reshape(1, 4, 4, 1))[1][0, :, :, 0]
+    array([[ 5.,  7.],
+           [13., 15.]])
+    """
+    geo = _pool_geometry("max_pool", kernel, stride, padding)
+    name = f"max_pool({geo.describe(geo.kernel)})"
+    kk = geo.size
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, Ints, Ints], Array]:
+        out = geo.out_sizes(name, x)
+        if type(x) is np.ndarray:
+            win = _numpy_windows(x, geo, out, -np.inf)
+            idx = win.argmax(axis=-2)
+            y = np.take_along_axis(win, idx[..., None, :], axis=-2)[..., 0, :]
+            return (idx, tuple(x.shape), out), y
+        xp = namespace(x)
+        win = stack_windows(pad_any(x, geo.padding, -math.inf), geo, out)
+        return (xp.argmax(win, axis=-2), tuple(x.shape), out), xp.max(win, axis=-2)
+
+    def bwd(res: tuple[Array, Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
+        idx, x_shape, out = res
+        if type(dy) is np.ndarray:
+            return (), _scatter_numpy(lambda i: np.where(idx == i, dy, 0.0), geo, x_shape, out, dy.dtype)
+        xp = namespace(dy)
+        zero = xp.zeros_like(dy)
+        return (), col2im_any([xp.where(idx == i, dy, zero) for i in range(kk)], geo, x_shape)
+
+    return PreLens(fwd, bwd, name, expects=_expects(geo))
+
+
+@constructor
+def avg_pool(
+    kernel: int | tuple[int, int], *, stride: int | tuple[int, int] | None = None, padding: int | tuple[int, int] = 0
+) -> AnyLens:
+    """Average pooling (PyTorch's ``AvgPool1d``/``AvgPool2d``, channels last): the mean of each window.
+
+    Shapes, ``stride`` and ``padding`` as :func:`max_pool`; the padding counts
+    as zeros in the mean (PyTorch's ``count_include_pad=True``). Linear: the
+    backward pass spreads each output delta evenly over its window; the
+    residue is only the shapes. Parameter-free. Twin:
+    :func:`prelens.nn.composed.avg_pool`.
+
+    >>> avg_pool(2).fwd((), np.array([[[1.0], [3.0], [2.0], [0.0]]]))[1][..., 0]
+    array([[2., 1.]])
+    """
+    geo = _pool_geometry("avg_pool", kernel, stride, padding)
+    name = f"avg_pool({geo.describe(geo.kernel)})"
+    kk = geo.size
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Ints, Ints], Array]:
+        out = geo.out_sizes(name, x)
+        if type(x) is np.ndarray:
+            win = windows_numpy(pad_numpy(x, geo.padding, 0.0), geo, out, 1)  # (N, *out, 1, *k, C)
+            y = win.sum(axis=tuple(range(1 + geo.dims, 2 + 2 * geo.dims)))
+            y /= kk
+            return (tuple(x.shape), out), y
+        xp = namespace(x)
+        win = stack_windows(pad_any(x, geo.padding, 0.0), geo, out)
+        return (tuple(x.shape), out), xp.sum(win, axis=-2) / kk
+
+    def bwd(res: tuple[Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
+        x_shape, out = res
+        share = dy / kk
+        if type(dy) is np.ndarray:
+            return (), _scatter_numpy(lambda i: share, geo, x_shape, out, dy.dtype)
+        return (), col2im_any([share] * kk, geo, x_shape)
+
+    return PreLens(fwd, bwd, name, expects=_expects(geo))
+
+
+@constructor
+def flatten() -> AnyLens:
+    """``(N, d1, d2, ...) -> (N, d1·d2·...)``: PyTorch's ``nn.Flatten()`` (``start_dim=1``); parameter-free.
+
+    Channels last, a flattened ``(N, L, C)`` orders its features (position,
+    channel); PyTorch's channels-first ``(N, C, L)`` orders them (channel,
+    position): the weight of a linear layer after it is PyTorch's with its rows
+    permuted. The backward pass reshapes the delta back (residue: the input's shape).
+
+    >>> flatten().fwd((), np.zeros((2, 5, 3)))[1].shape
+    (2, 15)
+    """
+
+    def fwd(p: tuple[()], x: Array) -> tuple[Ints, Array]:
+        shape = tuple(x.shape)
+        flat = x.reshape(shape[0], -1) if type(x) is np.ndarray else namespace(x).reshape(x, (shape[0], -1))
+        return shape, flat
+
+    def bwd(shape: Ints, dy: Array) -> tuple[tuple[()], Array]:
+        return (), (dy.reshape(shape) if type(dy) is np.ndarray else namespace(dy).reshape(dy, shape))
+
+    return PreLens(fwd, bwd, "flatten", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=LIKE_OUTPUT))
+
+
+# ------------------------------------------------------------------ the twins and their pieces
+
+
+def window_max() -> AnyLens:
+    """The maximum over axis ``-2``: ``(..., K, C) -> (..., C)``; residue the position of each maximum
+    (the first on ties), through which the backward pass routes the delta (a one-hot product).
+    Parameter-free; after :func:`patches`, the twin of :func:`~prelens.nn.max_pool`.
+
+    >>> import numpy as np
+    >>> from prelens.nn import composed
+    >>> composed.window_max().fwd((), np.array([[1.0, 4.0], [3.0, 4.0]]))[1]
+    array([3., 4.])
+    """
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, int], Array]:
+        xp = namespace(x)
+        return (xp.argmax(x, axis=-2), x.shape[-2]), xp.max(x, axis=-2)
+
+    def bwd(res: tuple[Array, int], dy: Array) -> tuple[tuple[()], Array]:
+        idx, k = res
+        xp = namespace(dy)
+        offsets = xp.reshape(xp.arange(k, dtype=idx.dtype, device=device(dy)), (k, 1))
+        one_hot = xp.astype(idx[..., None, :] == offsets, dy.dtype)
+        return (), one_hot * dy[..., None, :]
+
+    return PreLens(fwd, bwd, "window_max", expects=Expects(params=(), delta=LIKE_OUTPUT))
+
+
+def window_mean() -> AnyLens:
+    """The mean over axis ``-2``: ``(..., K, C) -> (..., C)``; the backward pass spreads the delta
+    evenly. Parameter-free; after :func:`patches`, the twin of :func:`~prelens.nn.avg_pool`.
+
+    >>> import numpy as np
+    >>> from prelens.nn import composed
+    >>> composed.window_mean().fwd((), np.array([[1.0, 4.0], [3.0, 0.0]]))[1]
+    array([2., 2.])
+    """
+
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+        return tuple(x.shape), namespace(x).mean(x, axis=-2)
+
+    def bwd(shape: tuple[int, ...], dy: Array) -> tuple[tuple[()], Array]:
+        xp = namespace(dy)
+        return (), xp.broadcast_to(dy[..., None, :] / shape[-2], shape) * 1.0
+
+    return PreLens(fwd, bwd, "window_mean", expects=Expects(params=(), delta=LIKE_OUTPUT))
+
+
+def _pool_twin(fn: str, kernel: Any, stride: Any, padding: Any, reduce: AnyLens, value: float) -> AnyLens:
+    geo = _pool_geometry(fn, kernel, stride, padding)
+    k, s, p = geo.arguments()
+    window = patches(k, stride=s, padding=p, pad_value=value)
+    name = f"{fn}_composed({geo.describe(geo.kernel)})"
+    return reparam(window >> reduce, name, p_to=lambda p: ((), ()), p_from=lambda dp: ())  # parameter-free
+
+
+def max_pool_composed(
+    kernel: int | tuple[int, int], *, stride: int | tuple[int, int] | None = None, padding: int | tuple[int, int] = 0
+) -> AnyLens:
+    """:func:`~prelens.nn.max_pool` as the composition it is (``prelens.nn.composed.max_pool``):
+    ``patches(..., pad_value=-inf) >> window_max()``.
+
+    >>> from prelens.nn import composed
+    >>> composed.max_pool(3, stride=2, padding=1)
+    max_pool_composed(kernel=3, stride=2, padding=1)
+    """
+    return _pool_twin("max_pool", kernel, stride, padding, window_max(), -math.inf)
+
+
+def avg_pool_composed(
+    kernel: int | tuple[int, int], *, stride: int | tuple[int, int] | None = None, padding: int | tuple[int, int] = 0
+) -> AnyLens:
+    """:func:`~prelens.nn.avg_pool` as the composition it is (``prelens.nn.composed.avg_pool``):
+    ``patches(..., pad_value=0) >> window_mean()``.
+
+    >>> from prelens.nn import composed
+    >>> composed.avg_pool((2, 2))
+    avg_pool_composed(kernel=(2, 2))
+    """
+    return _pool_twin("avg_pool", kernel, stride, padding, window_mean(), 0.0)
+
+
+max_pool_composed = composed_constructor(max_pool_composed, "max_pool")
+avg_pool_composed = composed_constructor(avg_pool_composed, "avg_pool")
+window_max = composed_constructor(window_max, "window_max")
+window_mean = composed_constructor(window_mean, "window_mean")

@@ -1,0 +1,372 @@
+"""Recurrent layers: ``rnn``, ``gru``, ``lstm`` (PyTorch's gate equations), and ``bidirectional``.
+
+A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time by
+:func:`prelens.core.scan`: ``layer == lift(h0 = 0) >> scan(cell, axis=1) >> (keep ys)``. The
+fast layers here run that unrolling in one lens: the input products ``x W_ih + b_ih`` of every
+step in one matrix product, then one loop over time (the per-step formulas, batched over
+``N``), every step's activations kept in the residue; the backward pass one loop from the
+last step to the first, then ``W_ih``'s and ``W_hh``'s deltas each as one matrix product over
+all the steps. The per-step formulas (:func:`_step` and :func:`_step_back`) are written once,
+against the array namespace, and shared by the cells (:mod:`prelens.nn.composed`) and the
+layers, so the twin test compares the plumbing and the torch tests the formulas.
+
+Shapes (batch first, features last, as ``torch.nn.GRU(..., batch_first=True)``):
+``(N, T, n_in) -> (N, T, H)``, every step's hidden state, from ``h0 = 0``. Parameters
+:class:`RecurrentParams` with PyTorch's gate order (GRU ``r, z, n``; LSTM ``i, f, g, o``), each
+the transpose of torch's: ``weight_ih = gru.weight_ih_l0.T`` and so on.
+
+The equations (``σ`` the logistic function, ``⊙`` elementwise, ``[·]_k`` gate ``k``'s block
+of ``H`` columns)::
+
+    rnn:   h' = tanh(x W_ih + b_ih + h W_hh + b_hh)          (or relu)
+    gru:   r = σ([x W_ih + b_ih]_r + [h W_hh + b_hh]_r)
+           z = σ([x W_ih + b_ih]_z + [h W_hh + b_hh]_z)
+           n = tanh([x W_ih + b_ih]_n + r ⊙ [h W_hh + b_hh]_n)
+           h' = (1 − z) ⊙ n + z ⊙ h
+    lstm:  i, f, g, o = σ, σ, tanh, σ of the blocks of x W_ih + b_ih + h W_hh + b_hh
+           c' = f ⊙ c + i ⊙ g,   h' = o ⊙ tanh(c')
+
+>>> import numpy as np
+>>> layer = gru(1, 6)
+>>> layer
+gru(1→6)
+>>> m, ys = layer.fwd(layer.init(0), np.ones((2, 5, 1)))
+>>> ys.shape
+(2, 5, 6)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from prelens import errors as E
+from prelens.backend._arrays import copy, namespace
+from prelens.core import _args as A
+from prelens.core._check import LIKE_OUTPUT, Arr, Expects
+from prelens.core._lens import AnyLens, PreLens, as_lens
+from prelens.core._registry import constructor
+
+__all__ = ["RecurrentParams", "bidirectional", "gru", "lstm", "rnn"]
+
+Array = Any
+
+#: Gates per kind of cell (the ``G`` of ``G·H`` columns).
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+NONLINEARITIES = ("tanh", "relu")
+
+
+class RecurrentParams(NamedTuple):
+    """The parameters of a recurrent cell or layer, PyTorch's transposed.
+
+    ``weight_ih`` ``(n_in, G·H)``, ``weight_hh`` ``(H, G·H)``, ``bias_ih`` and ``bias_hh``
+    ``(G·H,)``; ``G`` is 1 (rnn), 3 (gru: ``r, z, n``) or 4 (lstm: ``i, f, g, o``). From a
+    ``torch.nn.GRU`` ``m``: ``RecurrentParams(m.weight_ih_l0.T, m.weight_hh_l0.T, m.bias_ih_l0,
+    m.bias_hh_l0)`` (as numpy arrays).
+
+    >>> from prelens.core import tree_shapes
+    >>> tree_shapes(gru(2, 3).init(0))
+    RecurrentParams(weight_ih='f64[2,9]', weight_hh='f64[3,9]', bias_ih='f64[9]', bias_hh='f64[9]')
+    """
+
+    weight_ih: Array
+    weight_hh: Array
+    bias_ih: Array
+    bias_hh: Array
+
+
+# ------------------------------------------------------------------ the per-step formulas
+
+
+def _sigmoid(xp: Any, z: Array) -> Array:
+    """``1 / (1 + e^{-z})``, as ``(1 + tanh(z/2)) / 2``: no overflow for any ``z``, no branch."""
+    return 0.5 * (xp.tanh(0.5 * z) + 1.0)
+
+
+def _step(kind: str, relu: bool, xp: Any, gi: Array, state: Any, w_hh: Array, b_hh: Array, n: int) -> tuple[Any, Any]:
+    """One step forward: ``gi = x W_ih + b_ih`` and the state give ``(new state, saved)``."""
+    if kind == "lstm":
+        h, c = state
+        g = gi + h @ w_hh + b_hh
+        i, f = _sigmoid(xp, g[..., :n]), _sigmoid(xp, g[..., n : 2 * n])
+        gg, o = xp.tanh(g[..., 2 * n : 3 * n]), _sigmoid(xp, g[..., 3 * n :])
+        c2 = f * c + i * gg
+        tc = xp.tanh(c2)
+        return (o * tc, c2), (h, c, i, f, gg, o, tc)
+    h = state
+    gh = h @ w_hh + b_hh
+    if kind == "rnn":
+        pre = gi + gh
+        h2 = xp.where(pre > 0.0, pre, 0.0 * pre) if relu else xp.tanh(pre)
+        return h2, (h, h2)
+    r = _sigmoid(xp, gi[..., :n] + gh[..., :n])
+    z = _sigmoid(xp, gi[..., n : 2 * n] + gh[..., n : 2 * n])
+    ghn = gh[..., 2 * n :]
+    nn_ = xp.tanh(gi[..., 2 * n :] + r * ghn)
+    return nn_ + z * (h - nn_), (h, r, z, nn_, ghn)
+
+
+def _step_back(kind: str, relu: bool, xp: Any, saved: Any, dh: Array, dc: Array | None) -> tuple[Array, Array, Any]:
+    """One step backward: ``dh`` (and ``dc``) of the new state give ``(dgi, dgh, direct)``.
+
+    ``dgi`` is the delta of ``x W_ih + b_ih``, ``dgh`` of ``h W_hh + b_hh``; ``direct`` what
+    reaches the old state other than through ``W_hh``: ``dh_old = dgh W_hhᵀ + direct``
+    (``None`` for rnn; ``z ⊙ dh`` for gru; ``(None, dc_old)`` for lstm).
+    """
+    if kind == "rnn":
+        _, h2 = saved
+        d = xp.where(h2 > 0.0, dh, 0.0 * dh) if relu else dh * (1.0 - h2 * h2)
+        return d, d, None
+    if kind == "gru":
+        h, r, z, n_, ghn = saved
+        dpre_n = dh * (1.0 - z) * (1.0 - n_ * n_)
+        dpre_r = dpre_n * ghn * r * (1.0 - r)
+        dpre_z = dh * (h - n_) * z * (1.0 - z)
+        dgi = xp.concat([dpre_r, dpre_z, dpre_n], axis=-1)
+        dgh = xp.concat([dpre_r, dpre_z, dpre_n * r], axis=-1)
+        return dgi, dgh, dh * z
+    h, c, i, f, gg, o, tc = saved
+    dcc = dh * o * (1.0 - tc * tc)
+    if dc is not None:
+        dcc = dcc + dc
+    d = xp.concat(
+        [dcc * gg * i * (1.0 - i), dcc * c * f * (1.0 - f), dcc * i * (1.0 - gg * gg), dh * tc * o * (1.0 - o)],
+        axis=-1,
+    )
+    return d, d, (None, dcc * f)
+
+
+def _flat(x: Array, k: int) -> Array:
+    """``x`` with its leading axes flattened: ``(-1, k)``."""
+    return x if len(x.shape) == 2 else namespace(x).reshape(x, (-1, k))
+
+
+# ------------------------------------------------------------------ arguments, names, init
+
+
+def _kind_args(fn: str, n_in: Any, n_hidden: Any, dtype: Any, nonlinearity: str = "tanh") -> tuple[int, int, Any]:
+    n_in, n_hidden = A.count(fn, "n_in", n_in), A.count(fn, "n_hidden", n_hidden)
+    dt = A.float_dtype(fn, "dtype", dtype)
+    if nonlinearity not in NONLINEARITIES:
+        raise E.not_one_of(fn, "nonlinearity", NONLINEARITIES, nonlinearity)
+    return n_in, n_hidden, dt
+
+
+def _init(n_in: int, n: int, g: int, dt: Any) -> Any:
+    """PyTorch's initialisation: every weight and bias uniform on ``±1/√H``."""
+    k = 1.0 / math.sqrt(n)
+
+    def init(rng: np.random.Generator) -> RecurrentParams:
+        shapes = ((n_in, g * n), (n, g * n), (g * n,), (g * n,))
+        return RecurrentParams(*(rng.uniform(-k, k, s).astype(dt) for s in shapes))
+
+    return init
+
+
+def _param_pattern(n_in: int, n: int, g: int, dt: Any) -> RecurrentParams:
+    return RecurrentParams(Arr(dt, n_in, g * n), Arr(dt, n, g * n), Arr(dt, g * n), Arr(dt, g * n))
+
+
+def _name(kind: str, n_in: int, n: int, dt: Any, relu: bool) -> str:
+    tail = ", relu" if relu else ""
+    return f"{kind}({n_in}→{n}{tail}{'' if dt == np.float64 else f', {E.dtype_name(dt)}'})"
+
+
+# ------------------------------------------------------------------ the cells
+
+
+def cell(
+    kind: str, n_in: int, n_hidden: int, *, nonlinearity: str = "tanh", dtype: npt.DTypeLike = np.float64
+) -> AnyLens:
+    """The cell ``(h, x) -> (h', h')`` of ``kind`` (``"rnn"``, ``"gru"``, ``"lstm"``: ``h`` is ``(h, c)``).
+
+    Inputs ``h (..., H)`` and ``x (..., n_in)``; parameter deltas summed over the leading axes.
+    The public constructors are :func:`prelens.nn.composed.rnn_cell` and its siblings.
+    """
+    fn = f"{kind}_cell"
+    n_in, n, dt = _kind_args(fn, n_in, n_hidden, dtype, nonlinearity)
+    g, relu = GATES[kind], nonlinearity == "relu"
+    gn = g * n
+    name = _name(fn, n_in, n, dt, relu)
+
+    def fwd(p: RecurrentParams, s: Any) -> tuple[Any, Any]:
+        w_ih, w_hh, b_ih, b_hh = p
+        state, x = s
+        xp = namespace(x)
+        state = (copy(state[0]), copy(state[1])) if kind == "lstm" else copy(state)
+        state2, saved = _step(kind, relu, xp, x @ w_ih + b_ih, state, w_hh, b_hh, n)
+        h2 = state2[0] if kind == "lstm" else state2
+        return (copy(x), copy(w_ih), copy(w_hh), saved), (state2, h2)
+
+    def bwd(m: Any, da: Any) -> tuple[RecurrentParams, Any]:
+        x, w_ih, w_hh, saved = m
+        dstate, dy = da
+        xp = namespace(dy)
+        if kind == "lstm":
+            dgi, dgh, (_, dc) = _step_back(kind, relu, xp, saved, dstate[0] + dy, dstate[1])
+        else:
+            dgi, dgh, direct = _step_back(kind, relu, xp, saved, dstate + dy, None)
+        h = saved[0]
+        dgi2, dgh2 = _flat(dgi, gn), _flat(dgh, gn)
+        dp = RecurrentParams(_flat(x, n_in).T @ dgi2, _flat(h, n).T @ dgh2, xp.sum(dgi2, axis=0), xp.sum(dgh2, axis=0))
+        dh = dgh @ w_hh.T
+        ds_state = (dh, dc) if kind == "lstm" else (dh if direct is None else dh + direct)
+        return dp, (ds_state, dgi @ w_ih.T)
+
+    h_pattern = Arr(dt, ..., n)
+    state = (h_pattern, h_pattern) if kind == "lstm" else h_pattern
+    expects = Expects(params=_param_pattern(n_in, n, g, dt), input=(state, Arr(dt, ..., n_in)), delta=LIKE_OUTPUT)
+    return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
+
+
+# ------------------------------------------------------------------ the fast layers
+
+
+def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", dtype: Any = np.float64) -> AnyLens:
+    n_in, n, dt = _kind_args(kind, n_in, n_hidden, dtype, nonlinearity)
+    g, relu = GATES[kind], nonlinearity == "relu"
+    gn = g * n
+    name = _name(kind, n_in, n, dt, relu)
+
+    def fwd(p: RecurrentParams, xs: Array) -> tuple[Any, Array]:
+        w_ih, w_hh, b_ih, b_hh = p
+        xp = namespace(xs)
+        batch, steps, _ = xs.shape
+        gis = xp.reshape(_flat(xs, n_in) @ w_ih + b_ih, (batch, steps, gn))
+        h = xp.zeros_like(gis[:, 0, :n])
+        state: Any = (h, h) if kind == "lstm" else h
+        hs, saved = [], []
+        for t in range(steps):
+            state, s = _step(kind, relu, xp, gis[:, t, :], state, w_hh, b_hh, n)
+            hs.append(state[0] if kind == "lstm" else state)
+            saved.append(s)
+        return (copy(xs), copy(w_ih), copy(w_hh), saved), xp.stack(hs, axis=1)
+
+    def bwd(m: Any, dys: Array) -> tuple[RecurrentParams, Array]:
+        xs, w_ih, w_hh, saved = m
+        xp = namespace(dys)
+        batch, steps, _ = xs.shape
+        w_hh_t = w_hh.T
+        dgis: list[Any] = [None] * steps
+        dghs: list[Any] = [None] * steps
+        dh, dc = dys[:, steps - 1, :], None
+        for t in range(steps - 1, -1, -1):
+            dgi, dgh, direct = _step_back(kind, relu, xp, saved[t], dh, dc)
+            dgis[t], dghs[t] = dgi, dgh
+            if t == 0:
+                break  # h0 = 0 is a constant: no delta
+            dh = dgh @ w_hh_t + dys[:, t - 1, :]
+            if kind == "gru":
+                dh = dh + direct
+            elif kind == "lstm":
+                dc = direct[1]
+        dgi_all = _flat(xp.stack(dgis, axis=1), gn)  # (N·T, G·H)
+        dxs = xp.reshape(dgi_all @ w_ih.T, (batch, steps, n_in))
+        dw_ih = _flat(xs, n_in).T @ dgi_all
+        db_ih = xp.sum(dgi_all, axis=0)
+        if kind == "gru":
+            dgh_all = xp.stack(dghs, axis=1)
+            db_hh = xp.sum(_flat(dgh_all, gn), axis=0)
+            dgh_late = dgh_all[:, 1:, :]
+        else:
+            db_hh, dgh_late = db_ih, xp.reshape(dgi_all, (batch, steps, gn))[:, 1:, :]
+        if steps > 1:  # h_{t-1} against step t's delta, for t >= 1 (h0 = 0 adds nothing)
+            h_prev = xp.stack([s[0] for s in saved[1:]], axis=1)
+            dw_hh = _flat(h_prev, n).T @ _flat(dgh_late, gn)
+        else:
+            dw_hh = xp.zeros_like(w_hh)
+        return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs
+
+    expects = Expects(params=_param_pattern(n_in, n, g, dt), input=Arr(dt, None, None, n_in), delta=LIKE_OUTPUT)
+    return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
+
+
+@constructor
+def rnn(n_in: int, n_hidden: int, *, nonlinearity: str = "tanh", dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """The Elman RNN layer ``h' = tanh(x W_ih + b_ih + h W_hh + b_hh)``: ``(N, T, n_in) -> (N, T, H)``.
+
+    ``nonlinearity="relu"`` for ``max(·, 0)``. ``h0 = 0``; the output is every step's ``h``.
+    Equal to ``torch.nn.RNN(n_in, H, batch_first=True)`` from the same weights
+    (:class:`RecurrentParams`); the twin is ``scan(rnn_cell(...), axis=1)`` from ``h0 = 0``.
+
+    >>> import numpy as np
+    >>> rnn(3, 4, nonlinearity="relu").fwd(rnn(3, 4).init(0), np.ones((2, 5, 3)))[1].shape
+    (2, 5, 4)
+    """
+    return _layer("rnn", n_in, n_hidden, nonlinearity=nonlinearity, dtype=dtype)
+
+
+@constructor
+def gru(n_in: int, n_hidden: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """The GRU layer (PyTorch's equations, gates ``r, z, n``): ``(N, T, n_in) -> (N, T, H)``, ``h0 = 0``.
+
+    Equal to ``torch.nn.GRU(n_in, H, batch_first=True)`` from the same weights; the twin is
+    ``scan(gru_cell(...), axis=1)`` from ``h0 = 0``.
+
+    >>> import numpy as np
+    >>> gru(3, 4).fwd(gru(3, 4).init(0), np.ones((2, 5, 3)))[1].shape
+    (2, 5, 4)
+    """
+    return _layer("gru", n_in, n_hidden, dtype=dtype)
+
+
+@constructor
+def lstm(n_in: int, n_hidden: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
+    """The LSTM layer (PyTorch's equations, gates ``i, f, g, o``): ``(N, T, n_in) -> (N, T, H)``.
+
+    ``h0 = c0 = 0``; the output is every step's ``h``. Equal to
+    ``torch.nn.LSTM(n_in, H, batch_first=True)`` from the same weights.
+
+    >>> import numpy as np
+    >>> lstm(3, 4).fwd(lstm(3, 4).init(0), np.ones((2, 5, 3)))[1].shape
+    (2, 5, 4)
+    """
+    return _layer("lstm", n_in, n_hidden, dtype=dtype)
+
+
+@constructor
+def bidirectional(layer: AnyLens) -> AnyLens:
+    """``layer`` run forward and backward in time, outputs side by side: ``(N, T, F) -> (N, T, 2H)``.
+
+    The same as ``copy_l >> (layer @ (reverse >> layer >> reverse)) >> concat`` (time on axis 1,
+    features concatenated on the last axis, forward first, as PyTorch's ``bidirectional=True``).
+    Parameters ``(forward_params, backward_params)``, each ``layer``'s.
+
+    >>> import numpy as np
+    >>> bi = bidirectional(gru(1, 6))
+    >>> bi
+    bidirectional(gru(1→6))
+    >>> bi.fwd(bi.init(0), np.ones((2, 40, 1)))[1].shape
+    (2, 40, 12)
+    """
+    layer = as_lens("bidirectional", "layer", layer)
+    fwd1, bwd1 = layer.fwd, layer.bwd
+
+    def fwd(p: tuple[Any, Any], xs: Array) -> tuple[Any, Array]:
+        pf, pb = p
+        xp = namespace(xs)
+        mf, yf = fwd1(pf, xs)
+        mb, yb = fwd1(pb, xp.flip(xs, axis=1))
+        return (mf, mb), xp.concat([yf, xp.flip(yb, axis=1)], axis=-1)
+
+    def bwd(m: Any, dys: Array) -> tuple[tuple[Any, Any], Array]:
+        mf, mb = m
+        xp = namespace(dys)
+        k = dys.shape[-1] // 2
+        dpf, dxf = bwd1(mf, dys[..., :k])
+        dpb, dxb = bwd1(mb, xp.flip(dys[..., k:], axis=1))
+        return (dpf, dpb), dxf + xp.flip(dxb, axis=1)
+
+    init = None
+    if layer.init_fn is not None:
+        init_one = layer.init_fn
+
+        def init(rng: np.random.Generator) -> tuple[Any, Any]:
+            return init_one(rng), init_one(rng)
+
+    e = layer.expects
+    expects = Expects(params=(e.params, e.params), input=e.input, delta=LIKE_OUTPUT)
+    return PreLens(fwd, bwd, f"bidirectional({layer!r})", init, "bidirectional", (layer,), expects)
