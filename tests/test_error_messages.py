@@ -243,14 +243,14 @@ CASES: dict[str, Case] = {
     "tree_sum_empty": _case(lambda: tree_sum([]), E.StructureError, r"^tree_sum: cannot sum an empty list of trees$"),
     # lenses: inputs, parameters, constructor arguments
     "must_be": _case(
-        lambda: D32.fwd(D32.init(0), None),
+        lambda: faithful.mk_para(None),
         E.StructureError,
-        r"^dense\(3→2, tanh\): input must be a numpy array f64\[\.\.\.,3\], got None$",
+        r"^mk_para: its argument must be a pair \(bias, weight\), got None$",
     ),
     "lens_shape_error": _case(
-        lambda: D32.fwd(D32.init(0), np.ones((8, 100))),
+        lambda: nn.softmax.fwd((), np.ones((8, 0))),
         E.ShapeError,
-        r"^dense\(3→2, tanh\): input: expected f64\[\.\.\.,3\], got f64\[8,100\]$",
+        r"^softmax: input: expected a float array \(\.\.\., n\) with n >= 1, got f64\[8,0\]$",
     ),
     "lens_dtype_error": _case(
         lambda: nn.token_embedding(4, 2).fwd(np.ones((4, 2)), np.array([[1.0, 2.0]])),
@@ -372,7 +372,7 @@ MESSAGES: dict[str, Case] = {
     "law_raised": _case(
         lambda: check_lens_equal("x", nn.tanh, nn.dense(3, 3), (), X3),
         E.LawError,
-        r"^law 'x' fails: right side, forward raised StructureError: dense\(3→3, tanh\): parameters must be",
+        r"^law 'x' fails: right side, forward raised StructureError: dense\(3→3, tanh\): parameters: expected DenseParams",
     ),
     "vjp_violation": _case(
         lambda: check_vjp(PreLens(nn.tanh.fwd, lambda m, da: ((), 2 * da), name="wrong"), (), X3),

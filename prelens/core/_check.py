@@ -5,12 +5,17 @@ once, as data, in :class:`Expects`: a pattern of the parameters and one of the i
 with :class:`Arr` leaves (a dtype and a shape, ``...`` for any leading axes). The
 core enforces it in two places and nowhere else:
 
-* **on the first call** of a lens built from its own passes (``PreLens(fwd, bwd)``,
-  every lens of :mod:`prelens.nn`): its ``fwd`` checks ``p`` and ``s`` against the
-  patterns, its ``bwd`` checks that ``(dp, ds)`` has the structure and shapes of
-  the ``(p, s)`` the forward pass was given (and, where declared, that ``da`` is
-  like the output). A composite (``>>``, ``@``, ``chain`` ...) is checked the same
-  way against the patterns derived from its parts';
+* **on every call** of a lens built from its own passes (``PreLens(fwd, bwd)``,
+  every lens of :mod:`prelens.nn`): the patterns are compiled once into a
+  predicate (for numpy a few attribute compares, well under a microsecond;
+  another library's arrays take the generic path), run on ``p`` and ``s`` before
+  each ``fwd`` and, where declared, on the residue ``m`` and the delta ``da``
+  (:class:`Like`: the delta's dtype and shape read from the residue) before each
+  ``bwd``. Only a failed predicate calls the diagnosis that builds the error;
+* **on the first call**, its ``bwd`` checks that ``(dp, ds)`` has the structure
+  and shapes of the ``(p, s)`` the forward pass was given (and, where declared,
+  that ``da`` is like the output). A composite (``>>``, ``@``, ``chain`` ...) is
+  checked once against the patterns derived from its parts';
 * **when a pass fails** later (an exception from numpy, say), the failure is
   diagnosed against the patterns, so the user reads which lens, what it expected
   and what it got, never a bare traceback.
@@ -35,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, is_array, shape
+from prelens.backend._arrays import dtype_kind, is_array, namespace, namespace_name, same_library, shape
 
 
 class _Any:
@@ -66,8 +71,8 @@ class Arr:
     ``None`` for any float dtype. Each axis is an ``int``, ``None`` (any length), or
     ``...`` (first only: any number of leading axes).
 
-    >>> Arr(np.float32, ..., 10), Arr(None, 3)
-    (f32[...,10], float[3])
+    >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...)
+    (f32[...,10], float[3], a float array)
     """
 
     dtype: np.dtype[Any] | None
@@ -78,25 +83,54 @@ class Arr:
         object.__setattr__(self, "axes", axes)
 
     def __repr__(self) -> str:
+        if self.dtype is None and self.axes == (...,):
+            return "a float array"
         kind = "float" if self.dtype is None else E.dtype_name(self.dtype)
         axes = ",".join("..." if a is ... else "*" if a is None else str(a) for a in self.axes)
         return f"{kind}[{axes}]"
 
 
 @dataclass(frozen=True)
+class Like:
+    """An output delta with the library, dtype and shape that ``of(m)`` reads from the residue ``m``.
+
+    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (a tuple of
+    ints) and of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t``
+    (any library) when it is a numpy dtype, of any float dtype when it is None. A
+    dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
+    ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the
+    delta of an output that the next lens takes as data). Checked on every ``bwd``
+    call, after the residue's own pattern; a residue ``of`` cannot read is reported
+    as a residue this lens did not make.
+
+    >>> Like(lambda m: (m, m.shape))
+    Like
+    """
+
+    of: Callable[[Any], tuple[Any, Any]]
+    or_none: bool = False
+
+    def __repr__(self) -> str:
+        return "Like"
+
+
+@dataclass(frozen=True)
 class Expects:
-    """What a lens expects: patterns (trees of :class:`Arr`, :data:`ANY`) for its parameters, input and delta.
+    """What a lens expects: patterns (trees of :class:`Arr`, :data:`ANY`) for its parameters, input, delta and residue.
 
     ``delta`` is the pattern of the output delta ``da``; :data:`LIKE_OUTPUT` asks that
-    ``da`` have the structure and shapes of the lens's output.
+    ``da`` have the structure and shapes of the lens's output (checked on the first
+    backward pass of the trace), :class:`Like` that it fit what the residue says (checked
+    on every call). ``residue`` is the pattern of the residue ``bwd`` reads.
 
     >>> Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3), delta=LIKE_OUTPUT)
-    Expects(params=f64[3,2], input=f64[...,3], delta=LIKE_OUTPUT)
+    Expects(params=f64[3,2], input=f64[...,3], delta=LIKE_OUTPUT, residue=ANY)
     """
 
     params: Any = ANY
     input: Any = ANY
     delta: Any = ANY
+    residue: Any = ANY
 
 
 NOTHING = Expects()
@@ -113,7 +147,7 @@ def misfit(pattern: Any, x: Any, what: str) -> E.PrelensError | None:
 
 
 def _first_misfit(pattern: Any, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
-    if pattern is ANY or pattern is LIKE_OUTPUT:
+    if pattern is ANY or pattern is LIKE_OUTPUT or isinstance(pattern, Like):
         return None
     if isinstance(pattern, Arr):
         return _array_misfit(pattern, x, path)
@@ -144,14 +178,15 @@ def _node(pattern: Any) -> str:
 
 
 def _array_misfit(pattern: Arr, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
-    if not is_array(x):
-        return path, f"an array {pattern!r}", E.describe(x), E.StructureError
+    if not _is_array(x):
+        shown = repr(pattern)
+        return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
     if pattern.dtype is None:
-        if dtype_kind(x.dtype) != "f":
+        if _dtype_name(x.dtype)[0] != "f":
             return path, repr(pattern), E.describe(x), E.DTypeError
-    elif E.dtype_name(x.dtype) != E.dtype_name(pattern.dtype):
+    elif _dtype_name(x.dtype) != _dtype_name(pattern.dtype):
         return path, repr(pattern), E.describe(x), E.DTypeError
-    axes, got = pattern.axes, shape(x)
+    axes, got = pattern.axes, tuple(x.shape)
     if axes[:1] == (...,):
         fixed = axes[1:]
         fits = len(got) >= len(fixed) and _axes_fit(fixed, got[len(got) - len(fixed) :])
@@ -160,18 +195,213 @@ def _array_misfit(pattern: Arr, x: Any, path: str) -> tuple[str, str, str, type[
     return None if fits else (path, repr(pattern), E.describe(x), E.ShapeError)
 
 
+#: Types known to be arrays, and dtypes' short names: another library's arrays take the generic
+#: walk on every call, which these keep to a few dictionary reads per array.
+_ARRAY_TYPES: set[type] = {np.ndarray}
+_DTYPE_NAMES: dict[tuple[type, Any], str] = {}
+
+
+def _is_array(x: Any) -> bool:
+    if type(x) in _ARRAY_TYPES:
+        return True
+    if not is_array(x):
+        return False
+    if len(_ARRAY_TYPES) < 64:
+        _ARRAY_TYPES.add(type(x))
+    return True
+
+
+def _dtype_name(dtype: Any) -> str:
+    key = (type(dtype), dtype)  # the type first: dtypes of two libraries are never compared
+    try:
+        return _DTYPE_NAMES[key]
+    except KeyError:
+        name = E.dtype_name(dtype)
+        if len(_DTYPE_NAMES) < 256:
+            _DTYPE_NAMES[key] = name
+        return name
+    except TypeError:  # an unhashable dtype
+        return E.dtype_name(dtype)
+
+
 def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
     return all(a is None or a == n for a, n in zip(axes, got))
 
 
-# ------------------------------------------------------------ the first-call guard
+# ------------------------------------------------------------ compiled patterns: the per-call predicates
+
+Test = Callable[[Any], bool]
+_ND = np.ndarray
+
+
+def compile_pattern(pattern: Any) -> Test | None:
+    """A predicate that is True when ``x`` fits ``pattern`` (None: every value fits).
+
+    numpy arrays are tested by :func:`quick_test`; anything it refuses (another
+    library's array, a misfit) is decided by :func:`misfit`'s generic walk, so the
+    predicate says exactly what the diagnosis would.
+
+    >>> fits = compile_pattern((Arr(np.float64, 3, 2), Arr(np.float64, ..., 3)))
+    >>> fits((np.zeros((3, 2)), np.zeros((5, 3)))), fits((np.zeros((3, 2)), np.zeros((5, 4))))
+    (True, False)
+    """
+    quick = quick_test(pattern)
+    if quick is None:
+        return None
+    return lambda x: quick(x) or _first_misfit(pattern, x, "") is None
+
+
+def quick_test(*patterns: Any) -> Callable[..., bool] | None:
+    """One function ``test(x0, x1, ...)``, True when numpy values fit ``patterns`` (None: all are ANY).
+
+    Compiled once into a single expression: a few attribute compares per array
+    (``type(x) is ndarray and x.dtype is f64 and x.shape == (3, 2)``), no call
+    per node. False may still fit (another library's array, a dtype of another
+    byte order): the caller then walks the pattern (:func:`misfit`).
+
+    >>> quick_test(Arr(np.float64, ..., 3))(np.zeros((5, 3)))
+    True
+    """
+    consts: dict[str, Any] = {"ND": _ND}
+    names = [f"x{i}" for i in range(len(patterns))]
+    parts = [_expression(pat, name, consts) for pat, name in zip(patterns, names)]
+    if all(part is None for part in parts):
+        return None
+    body = " and ".join(part for part in parts if part is not None)
+    source = f"def test({', '.join(names)}):\n    return {body}\n"
+    exec(source, consts)  # the source is built here from patterns, never from user text
+    test: Callable[..., bool] = consts["test"]
+    return test
+
+
+def _expression(pattern: Any, var: str, consts: dict[str, Any]) -> str | None:
+    """Python source testing ``var`` against ``pattern`` (numpy only), or None when anything fits."""
+    if pattern is ANY or pattern is LIKE_OUTPUT or isinstance(pattern, Like):
+        return None
+    if isinstance(pattern, Arr):
+        return _array_expression(pattern, var, consts)
+    if not isinstance(pattern, (tuple, list)):
+        return None  # a constant: nothing to compare
+    if isinstance(pattern, list):
+        node = f"type({var}) is list"
+    elif hasattr(pattern, "_fields"):
+        kind = _const(consts, type(pattern))
+        node = f"(type({var}) is {kind} or type({var}) is tuple)"
+    else:
+        node = f"(type({var}) is tuple or type({var}) is list)"
+    tests = [f"{node} and len({var}) == {len(pattern)}"]
+    for i, kid in enumerate(pattern):
+        name = f"{var}_{i}"
+        part = _expression(kid, name, consts)
+        if part is not None:  # every test starts with type(name): bind the item there, read it once
+            tests.append(part.replace(f"type({name})", f"type({name} := {var}[{i}])", 1))
+    return "(" + " and ".join(tests) + ")"
+
+
+def _array_expression(pattern: Arr, var: str, consts: dict[str, Any]) -> str:
+    dt, axes = pattern.dtype, pattern.axes
+    lead = axes[:1] == (...,)
+    fixed = axes[1:] if lead else axes
+    kind = f"{var}.dtype.kind == 'f'" if dt is None else f"{var}.dtype is {_const(consts, dt)}"
+    k = len(fixed)
+    if None in fixed:  # axes of any length: the others compared one by one
+        sizes = [f"{var}.shape[{i - k}] == {a!r}" for i, a in enumerate(fixed) if a is not None]
+        shape = " and ".join([f"{var}.ndim {'>=' if lead else '=='} {k}", *sizes])
+    elif not lead:
+        shape = f"{var}.shape == {tuple(fixed)!r}"
+    elif k == 0:
+        shape = "True"
+    elif k == 1:
+        shape = f"{var}.ndim > 0 and {var}.shape[-1] == {fixed[0]!r}"
+    else:
+        shape = f"{var}.shape[-{k}:] == {tuple(fixed)!r}"
+    return f"(type({var}) is ND and {kind} and {shape})"
+
+
+def _const(consts: dict[str, Any], value: Any) -> str:
+    name = f"c{len(consts)}"
+    consts[name] = value
+    return name
+
+
+def _like_fits(like: Like, m: Any, da: Any) -> bool:
+    """``da`` fits ``like`` for the residue ``m`` (raises when ``of`` cannot read ``m``)."""
+    if da is None and like.or_none:
+        return True
+    t, want = like.of(m)
+    if not (isinstance(want, tuple) and all(type(n) is int for n in want)):
+        raise TypeError("not a shape")
+    if not _is_array(da) or tuple(da.shape) != want:
+        return False
+    if t is None:
+        return _dtype_name(da.dtype)[0] == "f"
+    if isinstance(t, np.dtype):
+        return _dtype_name(da.dtype) == _dtype_name(t)
+    return same_library(da, t) and da.dtype == t.dtype
+
+
+def _like_error(like: Like, m: Any, da: Any) -> E.PrelensError:
+    t, want = like.of(m)
+    shape = ",".join(map(str, want))
+    if t is None:
+        expected = f"a float array of shape ({shape})" if len(want) != 1 else f"a float array of shape ({shape},)"
+    else:
+        expected = f"{E.dtype_name(t if isinstance(t, np.dtype) else t.dtype)}[{shape}]"
+    if t is not None and not isinstance(t, np.dtype) and type(t) is not _ND:
+        expected += f" ({namespace_name(namespace(t))})"
+    got = E.describe_tree(da)
+    if not is_array(da) or (t is not None and not isinstance(t, np.dtype) and not same_library(da, t)):
+        return E.StructureError(f"output delta: expected {'an array ' if t is not None else ''}{expected}, got {got}")
+    if tuple(da.shape) == want:
+        return E.DTypeError(f"output delta: expected {expected}, got {got}")
+    return E.ShapeError(f"output delta: expected {expected}, got {got}")
+
+
+def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
+    """The per-call test of a ``bwd``'s residue ``m`` and delta ``da`` (None: nothing declared to test)."""
+    like = expects.delta if isinstance(expects.delta, Like) else None
+    quick = quick_test(expects.residue, None if like is not None else expects.delta)
+    if like is None:
+        return quick
+    of = like.of
+
+    def test(m: Any, da: Any) -> bool:
+        if quick is not None and not quick(m, da):
+            return False
+        try:
+            t, want = of(m)
+            if type(da) is _ND and da.shape == want:  # numpy: the template's dtype (an array's, or itself)
+                dt = t.dtype if type(t) is _ND else t
+                if da.dtype is dt or (dt is None and da.dtype.kind == "f"):
+                    return True
+            return _like_fits(like, m, da)
+        except Exception:  # a residue that ``of`` cannot read: the diagnosis says so
+            return False
+
+    return test
+
+
+def backward_misfit(name: str, expects: Expects, m: Any, da: Any) -> E.PrelensError | None:
+    """The error (naming the lens ``name``) for a residue or an output delta that does not fit ``expects``, or None."""
+    if _first_misfit(expects.residue, m, "") is not None:
+        return E.bad_residue(name, m)
+    if isinstance(expects.delta, Like):
+        try:
+            err = None if _like_fits(expects.delta, m, da) else _like_error(expects.delta, m, da)
+        except Exception:
+            return E.bad_residue(name, m)
+    else:
+        err = misfit(expects.delta, da, "output delta")
+    return None if err is None else type(err)(f"{name}: {err}")
+
+
+# ------------------------------------------------------------ the guard
 
 
 @dataclass
 class _Seen:
     """What a lens's forward passes under the trace were given, until its first backward pass is checked."""
 
-    inputs_checked: bool = False  # the first forward pass's parameters and input
     checked: bool = False  # the first backward pass after a recorded forward pass (leaves); the first pass (composites)
     given: list[tuple[Any, Any, Any]] = field(default_factory=list)  # distinct (p, s, a) skeletons
     truncated: bool = False
@@ -199,19 +429,23 @@ Pass = Callable[[Any, Any], Any]
 
 
 def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, leaf: bool) -> tuple[Pass, Pass]:
-    """``fwd`` and ``bwd`` with the first-call checks and the diagnosis of failures (see the module doc).
+    """``fwd`` and ``bwd`` with the per-call and first-call checks and the diagnosis of failures (see the module doc).
 
     ``owner()`` is the lens they belong to (read only for its name, and to say where an error arose).
-    A composite (not a ``leaf``) leaves its deltas to its parts: it records nothing.
+    A composite (not a ``leaf``) leaves its inputs and deltas to its parts: it tests and records nothing.
     """
     seen = _Seen()
+    test_in = test_back = None
+    if leaf:  # compiled once, here; a composite's patterns are its parts'
+        test_in = quick_test(expects.params, expects.input)  # False: the walk decides (_check_inputs)
+        test_back = _backward_test(expects)
 
     def name() -> str:
         return str(owner().name)
 
     def checked_fwd(p: Any, s: Any) -> Any:
         try:
-            if leaf and not seen.inputs_checked:  # a composite's inputs are its parts' (the trace checks the whole)
+            if test_in is not None and not test_in(p, s):
                 _check_inputs(name(), expects, p, s)
             try:
                 out = fwd(p, s)
@@ -219,7 +453,6 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
                 raise diagnosed(name(), expects, "forward", exc, p, s) from exc
             if not seen.checked:
                 out = _pair(name(), out, "fwd", "(m, a) (residue, output)")
-                seen.inputs_checked = True
                 if not leaf:
                     seen.checked = True
                 elif getattr(_RECORDING, "on", False):
@@ -230,6 +463,10 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
 
     def checked_bwd(m: Any, da: Any) -> Any:
         try:
+            if test_back is not None and not test_back(m, da):
+                err = backward_misfit(name(), expects, m, da)
+                if err is not None:
+                    raise err
             try:
                 out = bwd(m, da)
             except Exception as exc:
@@ -313,13 +550,14 @@ def diagnosed(name: str, expects: Expects, which: str, exc: Exception, p: Any, s
         return exc
     if isinstance(exc, RecursionError):
         return E.too_deep(name)
-    found = (
-        misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
-        if which == "forward"
-        else misfit(expects.delta, s, "output delta")
-    )
-    if found is not None:
-        return type(found)(f"{name}: {found}")
+    if which == "forward":
+        found = misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
+        if found is not None:
+            return type(found)(f"{name}: {found}")
+    else:
+        named = backward_misfit(name, expects, p, s)
+        if named is not None:
+            return named
     cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError
     given = (
         f"the input {E.describe_tree(s)}"

@@ -32,7 +32,7 @@ from typing_extensions import TypeVar
 from prelens import errors as E
 from prelens.backend._arrays import copy, tree_map_arrays
 from prelens.core import _args
-from prelens.core._check import NOTHING, Expects, guard
+from prelens.core._check import ANY, NOTHING, Expects, guard
 from prelens.core._registry import constructor
 
 A = TypeVar("A")
@@ -103,7 +103,9 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         if self.init_fn is not None:
             _args.function("PreLens", "init_fn", self.init_fn)
         if not getattr(self.fwd, "__prelens_checked__", False):
-            fwd, bwd = guard(lambda: self, self.fwd, self.bwd, self.expects, leaf=not self.parts)
+            # a fused lens shows its parts but owns its passes: it declares its residue, and is checked as a leaf
+            leaf = not self.parts or self.expects.residue is not ANY
+            fwd, bwd = guard(lambda: self, self.fwd, self.bwd, self.expects, leaf=leaf)
             object.__setattr__(self, "fwd", fwd)
             object.__setattr__(self, "bwd", bwd)
 

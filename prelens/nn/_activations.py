@@ -37,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, device, is_float, namespace, namespace_name, same_library
+from prelens.backend._arrays import copy, device, namespace, namespace_name, same_library
 from prelens.core import _args as A
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import PreLens
-from prelens.nn._fastcheck import Array, delta_error, float_input_error, residue_error, shape_str
+from prelens.nn._fastcheck import Array
 from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", "softmax", "tanh"]
@@ -70,25 +71,6 @@ class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array
     init_scheme: str
 
 
-def check_delta(lens: str, da: object, like: Any) -> None:
-    """An output delta of another library than numpy: an array of ``like``'s library, dtype and shape.
-
-    The messages are numpy's, with the library named: ``expected f64[2,3] (torch)``.
-
-    >>> check_delta("tanh", np.zeros(3), np.zeros(3))
-    """
-    ok = same_library(da, like)
-    if ok and da.dtype == like.dtype and tuple(da.shape) == tuple(like.shape):  # type: ignore[attr-defined]
-        return
-    lib = namespace_name(namespace(like))
-    expected = f"{shape_str(like.dtype, tuple(like.shape))} ({lib})"
-    if not ok:
-        raise E.must_be(lens, "output delta", f"an array {expected}", E.describe(da))
-    if da.dtype != like.dtype:  # type: ignore[attr-defined]
-        raise E.lens_dtype_error(lens, "output delta", expected, E.describe(da))
-    raise E.lens_shape_error(lens, "output delta", expected, E.describe(da))
-
-
 def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
     """``out`` (what a user's function made from ``like``) if it is an array of ``like``'s library.
 
@@ -100,6 +82,11 @@ def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
     lib = namespace_name(namespace(like))
     expected = f"an array of {lib}, like its argument (write {what} for that library)"
     raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
+
+
+#: What a pointwise activation (and softmax) expects: a float array of any shape, and an output
+#: delta of its residue's library, dtype and shape (the residue has the output's shape).
+_FLOATS = Expects(input=Arr(None, ...), residue=Arr(None, ...), delta=Like(lambda m: (m, m.shape)))
 
 
 def pointwise(
@@ -140,28 +127,21 @@ def pointwise(
         raise E.not_one_of("pointwise", "init_scheme", ("glorot", "he", "lecun"), init_scheme)
 
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
-        if not isinstance(s, np.ndarray) or s.dtype.kind != "f":
-            if isinstance(s, np.ndarray) or not is_float(s):
-                raise float_input_error(name, s)
-            return copy(s), checked_result(name, "apply", apply(s), s)  # another library's array
-        kept = s.copy()  # the residue keeps its own copy: the caller may write into s afterwards
+        # the residue keeps its own copy: the caller may write into s afterwards
+        if type(s) is not np.ndarray:
+            return copy(s), checked_result(name, "apply", apply(s), s)
         if s.ndim == 0:  # numpy turns 0-d results into scalars: run on one element
-            return kept, apply(s.reshape(1)).reshape(())
-        return kept, apply(s)
+            return s.copy(), apply(s.reshape(1)).reshape(())
+        return s.copy(), apply(s)
 
     def bwd(s: Array, da: Array) -> tuple[tuple[()], Array]:
-        if not isinstance(s, np.ndarray):
-            if not is_float(s):
-                raise residue_error(name, s)
-            check_delta(name, da, s)  # another library's array
+        if type(s) is not np.ndarray:
             return (), checked_result(name, "grad", grad(s, da), s)
-        if not isinstance(da, np.ndarray) or da.dtype != s.dtype or da.shape != s.shape:
-            raise delta_error(name, da, s)
         if s.ndim == 0:
             return (), grad(s.reshape(1), da.reshape(1)).reshape(())
         return (), grad(s, da)
 
-    return Activation(fwd, bwd, name, apply=apply, grad=grad, init_scheme=init_scheme)
+    return Activation(fwd, bwd, name, expects=_FLOATS, apply=apply, grad=grad, init_scheme=init_scheme)
 
 
 # ------------------------------------------------------------------- tanh
@@ -338,14 +318,11 @@ gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
 
 
 def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
-    if not isinstance(s, np.ndarray) or s.dtype.kind != "f" or s.ndim == 0 or s.shape[-1] == 0:
-        if is_float(s):
-            if s.ndim == 0 or s.shape[-1] == 0:
-                raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
-            if not isinstance(s, np.ndarray):
-                y = _softmax_any(s)
-                return y, y
-        raise float_input_error("softmax", s)
+    if s.ndim == 0 or s.shape[-1] == 0:
+        raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
+    if type(s) is not np.ndarray:
+        y = _softmax_any(s)
+        return y, y
     top = row_max(s)
     if not np.isfinite(top).all():  # rows of -inf (a mask written with -inf): weights as for MASKED
         s = np.maximum(s, -1e30)
@@ -373,17 +350,8 @@ def _softmax_any(s: Any) -> Any:
 
 
 def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
-    if not isinstance(y, np.ndarray):
-        if not is_float(y) or y.ndim == 0:
-            raise residue_error("softmax", y)
-        check_delta("softmax", da, y)  # another library's array: ds = y ⊙ (da − Σ da·y)
-        return (), (da - namespace(y).sum(da * y, axis=-1, keepdims=True)) * y
-    if not isinstance(da, np.ndarray) or da.dtype != y.dtype or da.shape != y.shape:
-        raise delta_error("softmax", da, y)
-    ds = np.multiply(da, y)
-    ds = np.subtract(da, row_sum(ds)[..., None], out=ds)
-    ds *= y
-    return (), ds  # ds = y ⊙ (da − Σ da·y)
+    ds = da * y
+    return (), (da - row_sum(ds)[..., None]) * y  # ds = y ⊙ (da − Σ da·y)
 
 
 #: ``softmax`` over the last axis: ``y = e^s / Σ e^s``, shifted by the row maximum so
@@ -392,7 +360,7 @@ def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
 #: it after a dense layer without activation, or give the logits to
 #: :func:`softmax_cross_entropy`, which is stabler.
 softmax: PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array, Array] = PreLens(
-    _softmax_fwd, _softmax_bwd, "softmax"
+    _softmax_fwd, _softmax_bwd, "softmax", expects=_FLOATS
 )
 
 #: The pointwise activations by name (for command lines and configuration files).

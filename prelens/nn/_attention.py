@@ -51,6 +51,7 @@ import numpy.typing as npt
 from prelens import errors as E
 from prelens.backend._arrays import copy, dtype_kind, is_array, is_concrete, is_float, namespace, namespace_name
 from prelens.core import _args as A
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._combinators import branch, chain, copy_l, vec_lens
 from prelens.core._iso import unassoc_l
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens
@@ -74,7 +75,6 @@ from prelens.nn._fastcheck import (
     dtype_suffix,
     float_dtype,
     residue_error,
-    shape_residue,
     shape_str,
 )
 from prelens.nn._linear import _linear, linear
@@ -366,11 +366,11 @@ def split_heads(n_heads: int) -> AnyLens:
         return tuple(x.shape), y
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        *lead, t, d = shape_residue(name, shape, 2)
-        check_float_delta(name, da, (*lead, h, t, d // h))
         return (), _merge(name, h, da, "output delta")
 
-    return PreLens(fwd, bwd, name)
+    # the residue is the input's shape (..., T, d): the delta is (..., h, T, d / h)
+    delta = Like(lambda shape: (None, (*shape[:-2], h, shape[-2], shape[-1] // h)))
+    return PreLens(fwd, bwd, name, expects=Expects(input=Arr(None, ..., None, None), delta=delta))
 
 
 @constructor
@@ -390,17 +390,15 @@ def merge_heads(n_heads: int) -> AnyLens:
         return tuple(x.shape), y
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        *lead, _, t, dk = shape_residue(name, shape, 3)
-        check_float_delta(name, da, (*lead, t, h * dk))
         return (), _split(name, h, da, "output delta")
 
-    return PreLens(fwd, bwd, name)
+    # the residue is the input's shape (..., h, T, d_k): the delta is (..., T, h d_k)
+    delta = Like(lambda shape: (None, (*shape[:-3], shape[-2], h * shape[-1])))
+    return PreLens(fwd, bwd, name, expects=Expects(input=Arr(None, ..., h, None, None), delta=delta))
 
 
 def _split(name: str, h: int, x: Array, what: str) -> Array:
-    if not is_float(x) or x.ndim < 2 or x.shape[-1] % h:
-        if is_array(x) and not is_float(x):
-            raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
+    if x.shape[-1] % h:  # the rest of x's pattern is declared
         raise E.lens_shape_error(name, what, f"(..., T, d) with d divisible by {h}", E.describe(x))
     *lead, t, d = x.shape
     if not isinstance(x, np.ndarray):
@@ -411,10 +409,6 @@ def _split(name: str, h: int, x: Array, what: str) -> Array:
 
 
 def _merge(name: str, h: int, x: Array, what: str) -> Array:
-    if not is_float(x) or x.ndim < 3 or x.shape[-3] != h:
-        if is_array(x) and not is_float(x):
-            raise E.lens_dtype_error(name, what, "a float array", E.describe(x))
-        raise E.lens_shape_error(name, what, f"(..., {h}, T, d_k)", E.describe(x))
     *lead, _, t, dk = x.shape
     if not isinstance(x, np.ndarray):
         xp = namespace(x)

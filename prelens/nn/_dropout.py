@@ -60,6 +60,7 @@ from prelens.backend._arrays import (
     to_numpy,
 )
 from prelens.core import _args as A
+from prelens.core._check import Arr, Expects
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
 from prelens.nn._fastcheck import Array
@@ -112,8 +113,6 @@ def dropout(rate: float) -> AnyLens:
 
     def fwd(p: DropoutKey, x: Array) -> tuple[Any, Array]:
         key = _key_of(name, p)
-        if not is_float(x):
-            raise _input_error(name, "input", x)
         if type(key) is tuple:  # no key: evaluation, the identity
             return (), x
         if type(x) is not np.ndarray:
@@ -168,7 +167,7 @@ def dropout(rate: float) -> AnyLens:
     def init(rng: np.random.Generator) -> DropoutKey:
         return DropoutKey(())
 
-    return PreLens(fwd, bwd, name, init)
+    return PreLens(fwd, bwd, name, init, expects=Expects(input=Arr(None, ...)))
 
 
 def _key_of(name: str, p: Any) -> Any:

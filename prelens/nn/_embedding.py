@@ -57,21 +57,10 @@ from prelens.backend._arrays import (
     to_numpy,
 )
 from prelens.core import _args as A
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import (
-    Array,
-    check_float_delta,
-    check_size,
-    dtype_suffix,
-    float_dtype,
-    input_error,
-    is_float_array,
-    param_error,
-    residue_error,
-    shape_residue,
-    shape_str,
-)
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype, input_error, residue_error
 from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
@@ -101,29 +90,24 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
     d = check_size("token_embedding", "d_model", d_model)
     dt = float_dtype("token_embedding", dtype)
     name = f"token_embedding({v}, {d}{dtype_suffix(dt)})"
-    table_desc = f"{E.dtype_name(dt)}[{v},{d}]"
     cols = np.arange(d)
     std_ = A.real("token_embedding", "std", std, low=0.0)
+    # the ids are checked in the passes: their values must lie in [0, vocab_size)
+    expects = Expects(params=Arr(dt, v, d), delta=Like(lambda ids: (dt, (*ids.shape, d))))
 
     def fwd(table: Array, ids: Array) -> tuple[Array, Array]:
-        if not isinstance(table, np.ndarray):  # another library's table (numpy ids are moved to it)
-            if not is_float_array(table, dt) or table.shape != (v, d):
-                raise param_error(name, "table", table, table_desc, dt)
-            given, ids = ids, _check_ids_any(name, ids, v, table)
-            rows = namespace(table).take(table, reshape(ids, (-1,)), axis=0)
-            return (copy(ids) if ids is given else ids), reshape(rows, (*ids.shape, d))
-        if table.shape != (v, d) or table.dtype != dt:
-            raise param_error(name, "table", table, table_desc, dt)
-        _check_ids(name, ids, v)
-        return ids.copy(), table[ids]  # a residue never aliases the caller's arrays
+        if type(table) is np.ndarray:
+            _check_ids(name, ids, v)
+            return ids.copy(), table[ids]  # a residue never aliases the caller's arrays
+        given, ids = ids, _check_ids_any(name, ids, v, table)  # numpy ids are moved to the table's library
+        rows = namespace(table).take(table, reshape(ids, (-1,)), axis=0)
+        return (copy(ids) if ids is given else ids), reshape(rows, (*ids.shape, d))
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:
-        if not isinstance(ids, np.ndarray):
-            return bwd_any(ids, da)
-        if ids.dtype.kind not in "iu" or (ids.size and (ids.min() < 0 or ids.max() >= v)):
+        if not is_array(ids) or dtype_kind(ids.dtype) not in "iu" or _any_out_of_range(ids, v):
             raise residue_error(name, ids)
-        if not isinstance(da, np.ndarray) or da.dtype != dt or da.shape != (*ids.shape, d):
-            raise input_error(name, "output delta", da, shape_str(dt, (*ids.shape, d)), dt)
+        if type(ids) is not np.ndarray:  # the scatter-add of prelens.backend.scatter_add_rows
+            return scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d))), namespace(ids).zeros_like(ids)
         d_table = np.zeros((v, d), dtype=da.dtype)
         # A flat scatter-add: on (64 x 64) tables it is ~5x faster than np.add.at on rows
         # and, unlike a one-hot matmul, it does not grow with the vocabulary.
@@ -131,19 +115,10 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
         np.add.at(d_table.reshape(-1), (flat + cols).reshape(-1), da.reshape(-1))
         return d_table, np.zeros(ids.shape, ids.dtype)
 
-    def bwd_any(ids: Any, da: Any) -> tuple[Any, Any]:
-        """``bwd`` for another library's ids: the scatter-add of :func:`~prelens.scatter_add_rows`."""
-        if not is_array(ids) or dtype_kind(ids.dtype) not in "iu" or _any_out_of_range(ids, v):
-            raise residue_error(name, ids)
-        if not is_float_array(da, dt) or da.shape != (*ids.shape, d):
-            raise input_error(name, "output delta", da, shape_str(dt, (*ids.shape, d)), dt)
-        d_table = scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d)))
-        return d_table, namespace(ids).zeros_like(ids)
-
     def init(rng: np.random.Generator) -> Array:
         return (rng.standard_normal((v, d)) * std_).astype(dt)
 
-    return PreLens(fwd, bwd, name, init)
+    return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 def _any_out_of_range(ids: Any, vocab: int) -> bool:
@@ -153,6 +128,9 @@ def _any_out_of_range(ids: Any, vocab: int) -> bool:
     here (the first call, run outside the compiled program, checks it).
     """
     if not is_concrete(ids) or math.prod(ids.shape) == 0:
+        return False
+    if type(ids) is np.ndarray:
+        return bool(ids.min() < 0 or ids.max() >= vocab)
         return False
     xp = namespace(ids)
     return bool(xp.any((ids < 0) | (ids >= vocab)))
@@ -205,24 +183,16 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
     d = check_size("positional_embedding", "d_model", d_model)
     dt = float_dtype("positional_embedding", dtype)
     name = f"positional_embedding({n}, {d}{dtype_suffix(dt)})"
-    table_desc = f"{E.dtype_name(dt)}[{n},{d}]"
     std_ = A.real("positional_embedding", "std", std, low=0.0)
+    # the residue is the input's shape (..., T, d); the input's T <= max_len is checked in fwd
+    expects = Expects(params=Arr(dt, n, d), input=Arr(dt, ..., None, d), delta=Like(lambda shape: (dt, shape)))
 
     def fwd(table: Array, x: Array) -> tuple[tuple[int, ...], Array]:
-        if not is_float_array(table, dt) or table.shape != (n, d):
-            raise param_error(name, "table", table, table_desc, dt)
         _check_positions(name, x, n, d, dt)
-        if type(x) is not np.ndarray:
-            return tuple(x.shape), x + table[: x.shape[-2], :]
-        return x.shape, np.add(x, table[: x.shape[-2]])
+        return tuple(x.shape), x + table[: x.shape[-2], :]
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
-        shape = shape_residue(name, shape, 2)
-        if shape[-1] != d or not 0 <= shape[-2] <= n:
-            raise residue_error(name, shape)
         t = shape[-2]
-        if not is_float_array(da, dt) or da.shape != shape:
-            raise input_error(name, "output delta", da, shape_str(dt, shape), dt)
         if type(da) is not np.ndarray:  # the rows past T get zeros: a concatenation, no writes
             xp = namespace(da)
             used = xp.sum(reshape(da, (-1, t, d)), axis=0)
@@ -235,11 +205,12 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
     def init(rng: np.random.Generator) -> Array:
         return (rng.standard_normal((n, d)) * std_).astype(dt)
 
-    return PreLens(fwd, bwd, name, init)
+    return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 def _check_positions(name: str, x: Any, max_len: int, d: int, dt: np.dtype[Any]) -> None:
-    if not is_float_array(x, dt) or x.ndim < 2 or x.shape[-1] != d or x.shape[-2] > max_len:
+    """At most ``max_len`` positions (the rest of the input's pattern is declared)."""
+    if x.shape[-2] > max_len:
         expected = f"at most {max_len} positions ({E.dtype_name(dt)}[...,T,{d}] with T <= {max_len})"
         raise input_error(name, "input", x, expected, dt)
 
@@ -288,7 +259,7 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
         if type(x) is not np.ndarray:
             return fwd_any(x)
-        dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        dt = x.dtype
         _check_positions(name, x, n, d, dt)
         return x.shape, np.add(x, table_of(dt)[: x.shape[-2]])
 
@@ -301,17 +272,16 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
 
     def fwd_any(x: Any) -> tuple[tuple[int, ...], Any]:
         """``fwd`` for another library's input: the numpy table's first ``T`` rows moved to it."""
-        dt = np.dtype(np.float64)
-        if is_array(x) and dtype_kind(x.dtype) == "f":
-            try:
-                dt = np.dtype(dtype_name(x.dtype))
-            except TypeError:  # a float numpy does not know (bfloat16): named by its own library
-                raise E.lens_dtype_error(name, "input", "float32 or float64", E.describe(x)) from None
+        try:
+            dt = np.dtype(dtype_name(x.dtype))
+        except TypeError:  # a float numpy does not know (bfloat16): named by its own library
+            raise E.lens_dtype_error(name, "input", "float32 or float64", E.describe(x)) from None
         _check_positions(name, x, n, d, dt)
         return tuple(x.shape), x + constant_like(table_of(dt)[: x.shape[-2]], x)
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        check_float_delta(name, da, shape_residue(name, shape, 2))
         return (), da
 
-    return PreLens(fwd, bwd, name)
+    # the residue is the input's shape: the delta is a float array of that shape
+    expects = Expects(input=Arr(None, ..., None, d), delta=Like(lambda shape: (None, shape)))
+    return PreLens(fwd, bwd, name, expects=expects)

@@ -1,8 +1,9 @@
-"""What the fast (whole-array) lenses share: the array alias, dtypes, and cheap input checks.
+"""What the fast (whole-array) lenses share: the array alias, constructor-argument checks, and error builders.
 
-The checks in a hot ``fwd`` are a few attribute compares inline; only when one
-fails is a helper here called to work out *what* is wrong and build the error
-from the templates in :mod:`prelens.errors`.
+What a lens expects of its calls is declared (:class:`prelens.core.Expects`) and
+checked by the core; the builders here serve the checks that a declaration cannot
+state (ids in range, a loss's ground truth like its input, the attention pieces'
+pairs), which are still written in their lenses.
 """
 
 from __future__ import annotations
@@ -60,15 +61,6 @@ def dtype_suffix(dt: np.dtype[Any]) -> str:
     return "" if dt == np.float64 else f", {E.dtype_name(dt)}"
 
 
-def features(dt: np.dtype[Any], n: int) -> str:
-    """The expected shape of an input with ``n`` features and any leading axes: ``f64[...,784]``.
-
-    >>> features(np.dtype(np.float64), 784)
-    'f64[...,784]'
-    """
-    return f"{E.dtype_name(dt)}[...,{n}]"
-
-
 def shape_str(dt: np.dtype[Any], shape: tuple[int, ...]) -> str:
     """A shape as the error messages show it: ``f64[128,10]``.
 
@@ -93,46 +85,6 @@ def input_error(lens: str, what: str, x: object, expected: str, dt: np.dtype[Any
     if not has_dtype(x, dt):
         return E.lens_dtype_error(lens, what, expected, E.describe(x))
     return E.lens_shape_error(lens, what, expected, E.describe(x))
-
-
-def param_error(lens: str, what: str, p: object, expected: str, dt: np.dtype[Any]) -> E.PrelensError:
-    """The error for a parameter array of the wrong kind, dtype or shape.
-
-    >>> param_error("bias(3)", "bias", np.zeros(2), "f64[3]", np.dtype("f8"))
-    ShapeError('bias(3): bias: expected f64[3], got f64[2]')
-    """
-    return input_error(lens, what, p, expected, dt)
-
-
-def float_input_error(lens: str, x: object) -> E.PrelensError:
-    """The error for a non-float input to a parameter-free array lens (activations).
-
-    >>> float_input_error("tanh", np.arange(3))
-    DTypeError('tanh: input: expected a float array, got i64[3]')
-    """
-    if not is_array(x):
-        return E.must_be(lens, "input", "a numpy float array", E.describe(x))
-    return E.lens_dtype_error(lens, "input", "a float array", E.describe(x))
-
-
-def shape_residue(name: str, shape: Any, least: int) -> tuple[int, ...]:
-    """A residue that is a shape (a tuple of at least ``least`` ints), else the residue error of ``name``.
-
-    >>> shape_residue("merge_heads(2)", (2, 3, 4), 2)
-    (2, 3, 4)
-    """
-    if not (isinstance(shape, tuple) and len(shape) >= least and all(isinstance(n, int) for n in shape)):
-        raise residue_error(name, shape)
-    return shape
-
-
-def delta_error(lens: str, da: object, like: Array) -> E.PrelensError:
-    """The error for an output delta that is not an array of the output ``like``'s dtype and shape.
-
-    >>> delta_error("tanh", np.zeros(2), np.zeros((2, 3)))
-    ShapeError('tanh: output delta: expected f64[2,3], got f64[2]')
-    """
-    return input_error(lens, "output delta", da, shape_str(like.dtype, like.shape), like.dtype)
 
 
 def scalar_delta(lens: str, da: Any) -> Any:

@@ -14,21 +14,11 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, is_array, namespace
+from prelens.backend._arrays import copy, namespace
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import (
-    Array,
-    check_size,
-    delta_error,
-    dtype_suffix,
-    features,
-    float_dtype,
-    input_error,
-    is_float_array,
-    param_error,
-    residue_error,
-)
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._rows import ones, reshape, row_sum
 
 __all__ = ["LayerNormParams", "layer_norm"]
@@ -76,15 +66,17 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         raise E.not_positive("layer_norm", "eps", eps)
     eps_ = float(eps)  # a Python float never up-casts float32
     name = f"layer_norm({n}{'' if eps_ == 1e-5 else f', eps={eps_:g}'}{dtype_suffix(dt)})"
-    tail = (n,)
-    expect = features(dt, n)
-    vec = f"{E.dtype_name(dt)}[{n}]"
+    vec, rows = Arr(dt, n), Arr(dt, ..., n)
+    expects = Expects(
+        params=LayerNormParams(vec, vec),  # type: ignore[arg-type]  # a pattern of LayerNormParams
+        input=rows,
+        residue=(rows, Arr(dt, ..., 1), vec),
+        delta=Like(lambda m: (m[0], m[0].shape)),  # x̂ is shaped as the output
+    )
     inv_n = 1.0 / n  # Python floats never up-cast float32
 
     def fwd(p: LayerNormParams, x: Array) -> tuple[LayerNormResidue, Array]:
-        if not is_float_array(x, dt) or x.shape[-1:] != tail:
-            raise input_error(name, "input", x, expect, dt)
-        gain, bias = _params(name, p, tail, dt, vec)
+        gain, bias = p
         if type(x) is not np.ndarray:
             return fwd_any(x, gain, bias)
         mean = row_sum(x)  # one BLAS matrix-vector product: faster than a sum over a short axis
@@ -109,22 +101,7 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         return (xhat, r, copy(gain)), xhat * gain + bias
 
     def bwd(m: LayerNormResidue, da: Array) -> tuple[LayerNormParams, Array]:
-        try:
-            xhat, r, gain = m
-            bad_m = (
-                not is_float_array(xhat, dt)
-                or not is_float_array(r, dt)
-                or not is_float_array(gain, dt)
-                or xhat.shape[-1:] != tail
-                or r.shape != (*xhat.shape[:-1], 1)
-                or gain.shape != tail
-            )
-        except (TypeError, ValueError, AttributeError):
-            bad_m = True
-        if bad_m:
-            raise residue_error(name, m)
-        if not is_float_array(da, dt) or da.shape != xhat.shape:
-            raise delta_error(name, da, xhat)
+        xhat, r, gain = m
         if type(da) is not np.ndarray:
             return bwd_any(xhat, r, gain, da)
         da2 = da.reshape(-1, n)
@@ -153,18 +130,4 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
     def init(rng: np.random.Generator) -> LayerNormParams:
         return LayerNormParams(np.ones(n, dt), np.zeros(n, dt))
 
-    return PreLens(fwd, bwd, name, init)
-
-
-def _params(name: str, p: Any, tail: tuple[int], dt: np.dtype[Any], vec: str) -> tuple[Array, Array]:
-    try:
-        gain, bias = p
-        ok = gain.shape == tail and bias.shape == tail and is_float_array(gain, dt) and is_float_array(bias, dt)
-    except (TypeError, ValueError, AttributeError):
-        ok = False
-    if ok:
-        return gain, bias
-    if not isinstance(p, tuple) or len(p) != 2:
-        raise E.must_be(name, "parameters", f"LayerNormParams(gain {vec}, bias {vec})", E.describe(p))
-    bad, what = (p[0], "gain") if not (is_array(p[0]) and p[0].shape == tail) else (p[1], "bias")
-    raise param_error(name, what, bad, vec, dt)
+    return PreLens(fwd, bwd, name, init, expects=expects)

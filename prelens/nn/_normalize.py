@@ -14,19 +14,10 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.backend._arrays import constant_like
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import (
-    Array,
-    check_float_delta,
-    dtype_suffix,
-    features,
-    float_dtype,
-    input_error,
-    is_float_array,
-    real_vector,
-    shape_residue,
-)
+from prelens.nn._fastcheck import Array, dtype_suffix, float_dtype, real_vector
 
 __all__ = ["normalize"]
 
@@ -66,27 +57,18 @@ def normalize(
     shift, scale = mu.astype(dt), sigma.astype(dt)
     shift.flags.writeable = False
     scale.flags.writeable = False
-    tail, expected = (n,), features(dt, n)
+    # the residue is the input's shape; a delta of None (the next lens takes the output as data) passes
+    expects = Expects(input=Arr(dt, ..., n), delta=Like(lambda shape: (dt, shape), or_none=True))
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
-        if not is_float_array(x, dt) or x.shape[-1:] != tail:
-            raise input_error(name, "input", x, expected, dt)
-        if type(x) is not np.ndarray:  # the statistics moved to x's library: the same operations
-            return tuple(x.shape), (x - constant_like(shift, x)) / constant_like(scale, x)
-        y = np.subtract(x, shift)
-        y /= scale
-        return x.shape, y
+        y = x - constant_like(shift, x)  # the statistics moved to x's library (numpy: as they are)
+        y /= constant_like(scale, x)  # y is ours (a JAX array is rebound, not written)
+        return tuple(x.shape), y
 
     def bwd(shape: tuple[int, ...], da: Array | None) -> tuple[tuple[()], Array | None]:
-        checked = shape_residue(name, shape, 1)
-        if da is None:
-            return (), None
-        check_float_delta(name, da, checked)
-        if not is_float_array(da, dt):
-            raise input_error(name, "output delta", da, expected, dt)
-        return (), da / constant_like(scale, da)
+        return (), (None if da is None else da / constant_like(scale, da))
 
-    return PreLens(fwd, bwd, name)
+    return PreLens(fwd, bwd, name, expects=expects)
 
 
 def _shown(v: Array) -> Any:

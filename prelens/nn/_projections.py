@@ -22,15 +22,17 @@ the three deltas joined with ``concat`` instead.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import copy, namespace
+from prelens.core._check import ANY, Arr, Expects
 from prelens.core._lens import AnyLens, PreLens
 from prelens.nn._dot_attention import swap_heads_axes
-from prelens.nn._fastcheck import Array, features, input_error, is_float_array, param_error, residue_error, shape_str
+from prelens.nn._fastcheck import Array, is_float_array, residue_error, shape_str
 from prelens.nn._linear import init_weight
 
 __all__ = ["projections"]
@@ -38,6 +40,14 @@ __all__ = ["projections"]
 #: The residue: the input rows ``(N, d)`` (and the context's rows for cross-attention, else
 #: None), the weights side by side ``(d, 3d)``, and the input's (and context's) shape.
 ProjectionResidue = tuple[Array, Array | None, Array, tuple[int, ...], tuple[int, ...]]
+
+
+class QKV(NamedTuple):
+    """The pattern of the parameters (a plain tuple fits it): its fields name a misfit weight."""
+
+    W_Q: Any
+    W_K: Any
+    W_V: Any
 
 
 def _heads(y: Array, lead: tuple[int, ...], t: int, parts: int, h: int, dk: int) -> list[Array]:
@@ -81,29 +91,17 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
     """
     dk = d // h
     name = f"projections({d}, heads={h}{', cross' if cross else ''})"
-    tail, w_shape = (d,), (d, d)
-    expect = features(dt, d)
-
-    def check_x(x: Any, what: str) -> Array:
-        if not is_float_array(x, dt) or x.shape[-1:] != tail or x.ndim < 2:
-            raise input_error(name, what, x, expect, dt)
-        checked: Array = x
-        return checked
+    w, x_rows = Arr(dt, d, d), Arr(dt, ..., None, d)
+    expects = Expects(
+        params=QKV(w, w, w),
+        input=(x_rows, x_rows) if cross else x_rows,
+        residue=(Arr(dt, None, d), ANY, Arr(dt, d, 3 * d), ANY, ANY),  # (x rows, context rows, W, shapes)
+    )
 
     def fwd(p: tuple[Array, Array, Array], s: Any) -> tuple[ProjectionResidue, tuple[tuple[Array, Array], Array]]:
-        try:
-            w_q, w_k, w_v = p
-        except (TypeError, ValueError):
-            raise E.must_be(
-                name, "parameters", f"(W_Q, W_K, W_V), each {shape_str(dt, w_shape)}", E.describe_tree(p)
-            ) from None
-        for what, w in (("W_Q", w_q), ("W_K", w_k), ("W_V", w_v)):
-            if not is_float_array(w, dt) or w.shape != w_shape:
-                raise param_error(name, what, w, shape_str(dt, w_shape), dt)
+        w_q, w_k, w_v = p
         if cross:
-            if not (isinstance(s, tuple) and len(s) == 2):
-                raise E.must_be(name, "input", "a pair (x, context)", E.describe_tree(s))
-            x, c = check_x(s[0], "input x"), check_x(s[1], "context")
+            x, c = s
             if x.shape[:-2] != c.shape[:-2]:
                 raise E.lens_shape_error(name, "context", f"the leading axes of x {x.shape[:-2]}", E.describe(c))
             if not isinstance(x, np.ndarray):
@@ -113,7 +111,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
             (q,) = _heads(x2 @ w[:, :d], x.shape[:-2], x.shape[-2], 1, h, dk)
             k, v = _heads(c2 @ w[:, d:], c.shape[:-2], c.shape[-2], 2, h, dk)
             return (x2, c2, w, x.shape, c.shape), ((q, k), v)
-        x = check_x(s, "input")
+        x = s
         if not isinstance(x, np.ndarray):
             return _generic_fwd((w_q, w_k, w_v), x, None)
         w = np.concatenate((w_q, w_k, w_v), axis=1)
@@ -121,7 +119,9 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         q, k, v = _heads(x2 @ w, x.shape[:-2], x.shape[-2], 3, h, dk)
         return (x2, None, w, x.shape, x.shape), ((q, k), v)
 
-    def _generic_fwd(ws: tuple[Array, Array, Array], x: Array, c: Array | None) -> Any:
+    def _generic_fwd(
+        ws: tuple[Array, Array, Array], x: Array, c: Array | None
+    ) -> tuple[ProjectionResidue, tuple[tuple[Array, Array], Array]]:
         """The forward pass on another library's arrays (``c`` None: self-attention)."""
         xp = namespace(x)
         w = xp.concat(ws, axis=1)
@@ -152,22 +152,10 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         return (x2.T @ dqy, dw_kv[:, :d], dw_kv[:, d:]), (dx, dc)
 
     def bwd(m: ProjectionResidue, da: Any) -> tuple[tuple[Array, Array, Array], Any]:
-        try:
-            x2, c2, w, x_shape, c_shape = m
-            ok = (
-                _is_shape(x_shape, d)
-                and _is_shape(c_shape, d)
-                and x_shape[:-2] == c_shape[:-2]
-                and w.shape == (d, 3 * d)
-                and is_float_array(w, dt)
-                and is_float_array(x2, dt)
-                and x2.shape == (int(np.prod(x_shape[:-1])), d)
-                and (c2 is None) != cross
-                and (c2 is None or (is_float_array(c2, dt) and c2.shape == (int(np.prod(c_shape[:-1])), d)))
-            )
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok:
+        x2, c2, w, x_shape, c_shape = m
+        ok = _is_shape(x_shape, d) and _is_shape(c_shape, d) and x_shape[:-2] == c_shape[:-2]
+        ok = ok and x2.shape[0] == math.prod(x_shape[:-1]) and (c2 is None) != cross
+        if not (ok and (c2 is None or (is_float_array(c2, dt) and c2.shape == (math.prod(c_shape[:-1]), d)))):
             raise residue_error(name, m)
         want_q = (*x_shape[:-2], h, x_shape[-2], dk)
         want_kv = (*c_shape[:-2], h, c_shape[-2], dk)
@@ -210,4 +198,4 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         w_k = init_weight("glorot", d, d, dt, rng)
         return w_q, w_k, init_weight("glorot", d, d, dt, rng)
 
-    return PreLens(fwd, bwd, name, init)
+    return PreLens(fwd, bwd, name, init, expects=expects)

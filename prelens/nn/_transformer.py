@@ -36,7 +36,6 @@ and checks that labels lie in range only where their values are known;
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -56,6 +55,7 @@ from prelens.backend._arrays import (
     tree_map_arrays,
 )
 from prelens.core import _args as A
+from prelens.core._check import ANY, Arr, Expects, Like
 from prelens.core._combinators import chain, copy_l
 from prelens.core._iso import sym_l, unassoc_l
 from prelens.core._lens import AnyLens, PreLens, as_lens, id_pre_lens
@@ -69,17 +69,14 @@ from prelens.nn._fastcheck import (
     Array,
     check_size,
     dtype_suffix,
-    features,
     float_dtype,
-    input_error,
-    is_float_array,
     residue_error,
     scalar_delta,
 )
 from prelens.nn._linear import DenseParams, dense
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._residual import residual
-from prelens.nn._rows import column_sum, reshape, row_max, row_sum
+from prelens.nn._rows import column_sum, matmul, reshape, row_max, row_sum
 from prelens.nn._transformer_wiring import join, probes_of, reparam, with_probes
 
 __all__ = [
@@ -237,83 +234,37 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     dt = float_dtype("feed_forward", dtype)
     name = f"feed_forward({d}→{f}→{d}{dtype_suffix(dt)})"
     hidden, output = dense(d, f, None, dtype=dt, init="he"), dense(f, d, None, dtype=dt)
-    shapes = ((d, f), (f,), (f, d), (d,))
-    tail = (d,)
+    rows_d, rows_f, w1, w2 = Arr(dt, None, d), Arr(dt, None, f), Arr(dt, d, f), Arr(dt, f, d)
+    expects = Expects(
+        params=FeedForwardParams(DenseParams(w1, Arr(dt, f)), DenseParams(w2, Arr(dt, d))),  # type: ignore[arg-type]
+        input=Arr(dt, ..., d),
+        residue=(rows_d, rows_f, w1, w2, ANY),  # (x rows, h, W1, W2, the input's shape)
+        delta=Like(lambda m: (dt, m[4])),
+    )
 
     def fwd(p: FeedForwardParams, x: Array) -> tuple[FeedForwardResidue, Array]:
-        if not is_float_array(x, dt) or x.shape[-1:] != tail:
-            raise input_error(name, "input", x, features(dt, d), dt)
-        try:
-            (w1, b1), (w2, b2) = p
-            ok = all(a.shape == s and is_float_array(a, dt) for a, s in zip((w1, b1, w2, b2), shapes))
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok:
-            raise E.must_be(
-                name,
-                "parameters",
-                f"FeedForwardParams({hidden!r} params, {output!r} params) of {dt}",
-                E.describe_tree(p),
-            )
-        if type(x) is not np.ndarray:
-            return fwd_any(x, w1, b1, w2, b2)
-        x2 = x.reshape(-1, d).copy()  # the residue keeps copies of the caller's x, W1 and W2
-        h = x2 @ w1
-        h += b1
+        (w1, b1), (w2, b2) = p
+        shape = tuple(x.shape)
+        x2 = copy(reshape(x, (-1, d)))  # the residue keeps copies of the caller's x, W1 and W2
+        h = matmul(x2, w1)
+        h += b1  # h and y are ours (a JAX array is rebound, not written)
         h = relu.apply(h)
-        y = h @ w2
+        y = matmul(h, w2)
         y += b2
-        return (x2, h, w1.copy(), w2.copy(), x.shape), y.reshape(x.shape)
-
-    def fwd_any(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> tuple[FeedForwardResidue, Any]:
-        """``fwd`` for another library's arrays: the same products, the ReLU as ``maximum(h, 0)``."""
-        xp = namespace(x)
-        x2 = copy(reshape(x, (-1, d)))
-        h = xp.maximum(x2 @ w1 + b1, xp.zeros((), dtype=x.dtype, device=device(x)))
-        y = h @ w2 + b2
-        return (x2, h, copy(w1), copy(w2), tuple(x.shape)), reshape(y, tuple(x.shape))
+        return (x2, h, copy(w1), copy(w2), shape), reshape(y, shape)
 
     def bwd(m: FeedForwardResidue, da: Array) -> tuple[FeedForwardParams, Array]:
-        try:
-            x2, h, w1, w2, shape = m
-            bad_m = (
-                not all(is_float_array(a, dt) for a in (x2, h, w1, w2))
-                or w1.shape != (d, f)
-                or w2.shape != (f, d)
-                or x2.shape[1:] != tail
-                or h.shape != (x2.shape[0], f)
-                or not isinstance(shape, tuple)
-                or not all(isinstance(k, int) for k in shape)
-                or shape[-1:] != tail
-                or math.prod(shape) != x2.shape[0] * d
-            )
-        except (TypeError, ValueError, AttributeError):
-            bad_m = True
-        if bad_m:
-            raise residue_error(name, m)
-        if not is_float_array(da, dt) or da.shape != shape:
-            raise input_error(name, "output delta", da, f"{E.dtype_name(dt)}[{','.join(map(str, shape))}]", dt)
-        if type(da) is not np.ndarray:
-            return bwd_any(x2, h, w1, w2, shape, da)
-        da2 = da.reshape(-1, d)
-        d_output = DenseParams(h.T @ da2, column_sum(da2))
-        dh = da2 @ w2.T
-        dh *= h > 0  # dh is ours: the ReLU's derivative in place
-        d_hidden = DenseParams(x2.T @ dh, column_sum(dh))
-        return FeedForwardParams(d_hidden, d_output), (dh @ w1.T).reshape(shape)
-
-    def bwd_any(x2: Any, h: Any, w1: Any, w2: Any, shape: tuple[int, ...], da: Any) -> tuple[FeedForwardParams, Any]:
-        xp = namespace(da)
+        x2, h, w1, w2, shape = m
         da2 = reshape(da, (-1, d))
-        d_output = DenseParams(h.T @ da2, column_sum(da2))
-        dh = (da2 @ w2.T) * xp.astype(h > 0, da.dtype)  # a product, as numpy's: NaN stays NaN
-        d_hidden = DenseParams(x2.T @ dh, column_sum(dh))
-        return FeedForwardParams(d_hidden, d_output), reshape(dh @ w1.T, shape)
+        d_output = DenseParams(matmul(h.T, da2), column_sum(da2))
+        dh = relu.grad(h, matmul(da2, w2.T))  # the ReLU's derivative read off h (h > 0 where x W1 + b1 > 0)
+        d_hidden = DenseParams(matmul(x2.T, dh), column_sum(dh))
+        return FeedForwardParams(d_hidden, d_output), reshape(matmul(dh, w1.T), shape)
 
     def init(rng: np.random.Generator) -> FeedForwardParams:
         return FeedForwardParams(hidden.init(rng), output.init(rng))
 
-    return PreLens(fwd, bwd, name, init, "", (hidden, relu, output))
+    return PreLens(fwd, bwd, name, init, "", (hidden, relu, output), expects)
 
 
 def _check_norm(fn: str, norm: str) -> Norm:

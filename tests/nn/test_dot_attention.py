@@ -193,6 +193,7 @@ def test_the_fused_projections_are_a_correct_derivative_pure_and_seeded_as_the_l
     twin = composed_projections(4, 2, cross).init(0)[2]
     assert all(np.array_equal(a, b) for a, b in zip(p, (twin[0][0], twin[0][1], twin[1])))
     with pytest.raises(
-        ShapeError, match=r"^projections\(4, heads=2(, cross)?\): W_K: expected f64\[4,4\], got f64\[4,3\]"
+        ShapeError,
+        match=r"^projections\(4, heads=2(, cross)?\): parameters at \.W_K: expected f64\[4,4\], got f64\[4,3\]",
     ):
         lens.fwd((p[0], np.ones((4, 3)), p[2]), inp)

@@ -244,8 +244,12 @@ def test_fused_feed_forward_equals_dense_relu_dense(d, f, dtype, seed):
 
 def test_feed_forward_rejects_bad_parameters():
     ffn = feed_forward(4, 8)
-    with pytest.raises(StructureError, match=r"feed_forward\(4→8→4\): parameters must be FeedForwardParams"):
+    with pytest.raises(
+        ShapeError, match=r"feed_forward\(4→8→4\): parameters at \.hidden\.weight: expected f64\[4,8\], got f64\[4,6\]"
+    ):
         ffn.fwd(feed_forward(4, 6).init(0), np.ones((1, 4)))
+    with pytest.raises(StructureError, match=r"feed_forward\(4→8→4\): parameters: expected FeedForwardParams"):
+        ffn.fwd((), np.ones((1, 4)))
     with pytest.raises(DTypeError, match=r"feed_forward\(4→8→4\): input"):
         ffn.fwd(ffn.init(0), np.ones((1, 4), np.float32))
 
@@ -434,7 +438,7 @@ def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
     blocks[0] = blocks[0]._replace(attention=blocks[0].attention._replace(W_V=np.zeros((4, 3))))
     with pytest.raises(
         ShapeError,
-        match=r"(?s)^projections\(4, heads=2\): W_V: expected f64\[4,4\], got f64\[4,3\].*\n  the parameters given to "
+        match=r"(?s)^projections\(4, heads=2\): parameters at \.W_V: expected f64\[4,4\], got f64\[4,3\].*\n  the parameters given to "
         r"decoder_lm\(.*\) differ from what its init makes at \.blocks\[0\]\.attention\.W_V: "
         r"expected shape \(4, 4\), got shape \(4, 3\)$",
     ) as info:
