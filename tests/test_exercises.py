@@ -34,7 +34,11 @@ def module_name(notebook: str) -> str:
 def checks(notebook: str) -> dict[str, object]:
     """The checks of a notebook's exercise module: its public functions made by ``@exercise``."""
     module = importlib.import_module(f"exercises.{module_name(notebook)}")
-    return {name: f for name, f in vars(module).items() if hasattr(f, "label") and not name.startswith("_")}
+    return {
+        name: f
+        for name, f in vars(module).items()
+        if hasattr(f, "label") and getattr(f, "__module__", None) == module.__name__ and not name.startswith("_")
+    }
 
 
 def cases() -> list[tuple[str, str]]:
