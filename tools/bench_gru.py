@@ -156,9 +156,14 @@ def main() -> None:
         topt.step()
 
     runs = {"prelens numpy": run_numpy, "prelens jax (compile_step)": run_jax, "pytorch eager": run_torch}
-    for fn in runs.values():  # warm up (and compile)
-        for _ in range(3):
+    first: dict[str, float] = {}
+    for name, fn in runs.items():  # warm up (and compile: the first call's time is the compile time)
+        t0 = time.perf_counter()
+        fn()
+        first[name] = time.perf_counter() - t0
+        for _ in range(2):
             fn()
+    print("first call (trace + compile for jax): " + ", ".join(f"{k} {v:.2f} s" for k, v in first.items()))
     times: dict[str, list[float]] = {k: [] for k in runs}
     faults: dict[str, list[int]] = {k: [] for k in runs}
     for _ in range(args.rounds):
