@@ -32,7 +32,7 @@ import numpy as np
 
 from prelens.backend._arrays import namespace
 
-__all__ = ["Steps", "as_steps", "scan_loop"]
+__all__ = ["Steps", "as_steps", "is_traced", "scan_loop"]
 
 Step = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -67,7 +67,8 @@ def scan_loop(
     ``y`` (the same structure every step; ``None`` leaves stay ``None``). The ``y``'s are
     stacked along ``axis`` in the order of ``t`` whatever the direction. ``reverse=True``
     runs from the last step to the first (backpropagation through time). The carry keeps its
-    structure, shapes and dtypes from step to step (``jax.lax.scan``'s rule).
+    structure, shapes and dtypes from step to step for ``jax.lax.scan`` to run; when it does
+    not, the loop is traced step by step, as the Python loop (the program then grows with ``T``).
 
     ``keep``: positions of ``y`` (a tuple) that the Python loop returns as :class:`Steps` (a
     list of the steps, not stacked: a residue that only a later loop reads, which stacking
@@ -81,8 +82,13 @@ def scan_loop(
     """
     leaves = _leaves(xs)
     if _traced(leaves) or _traced(_leaves(carry)):
-        out: tuple[Any, Any] = _jax_scan(step, carry, xs, axis, reverse, unroll)
-        return out
+        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse, unroll)
+        if out is not None:
+            return out
+    return _python_loop(step, carry, xs, axis, reverse, keep)
+
+
+def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep: tuple[int, ...]) -> tuple[Any, Any]:
     n = _length(xs, axis)
     if n is None or n == 0:
         raise ValueError("scan_loop: xs has no steps (a loop needs at least one)")
@@ -98,16 +104,32 @@ def scan_loop(
 
 
 def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, unroll: int) -> Any:
+    """``jax.lax.scan``'s ``(carry, ys)``; ``None`` when the step changes its carry's type (a Python
+    number or another dtype in, an array out): the Python loop then traces every step instead."""
     import jax
     import jax.numpy as jnp
 
     xs = _stack_steps(xs, axis)
     if axis != 0:
         xs = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), xs)
-    carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse, unroll=unroll)
+    try:
+        carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse, unroll=unroll)
+    except TypeError as exc:
+        if "carry" not in str(exc):
+            raise
+        return None
     if axis != 0:
         ys = jax.tree_util.tree_map(lambda y: jnp.moveaxis(y, 0, axis), ys)
     return carry, ys
+
+
+def is_traced(tree: Any) -> bool:
+    """True when an array of ``tree`` (tuples, lists, ``None``, arrays) is being traced by JAX.
+
+    >>> is_traced((np.zeros(2), None, [np.ones(1)]))
+    False
+    """
+    return _traced(_leaves(tree))
 
 
 def _traced(leaves: list[Any]) -> bool:
