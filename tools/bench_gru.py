@@ -21,8 +21,9 @@ import time
 import numpy as np
 
 import prelens
-from prelens import chain, parameter_free
+from prelens import chain
 from prelens.backend._arrays import namespace
+from prelens.core import parameter_free
 from prelens.learn import adam
 from prelens.nn import DenseParams, RecurrentParams, bidirectional, dense, gru, softmax_cross_entropy
 from prelens.train import compile_step, step, value_and_grad
