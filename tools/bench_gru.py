@@ -21,8 +21,9 @@ import time
 import numpy as np
 
 import prelens
-from prelens import chain, parameter_free
+from prelens import chain
 from prelens.backend._arrays import namespace
+from prelens.core import parameter_free
 from prelens.learn import adam
 from prelens.nn import DenseParams, RecurrentParams, bidirectional, dense, gru, softmax_cross_entropy
 from prelens.train import compile_step, step, value_and_grad
@@ -156,9 +157,14 @@ def main() -> None:
         topt.step()
 
     runs = {"prelens numpy": run_numpy, "prelens jax (compile_step)": run_jax, "pytorch eager": run_torch}
-    for fn in runs.values():  # warm up (and compile)
-        for _ in range(3):
+    first: dict[str, float] = {}
+    for name, fn in runs.items():  # warm up (and compile: the first call's time is the compile time)
+        t0 = time.perf_counter()
+        fn()
+        first[name] = time.perf_counter() - t0
+        for _ in range(2):
             fn()
+    print("first call (trace + compile for jax): " + ", ".join(f"{k} {v:.2f} s" for k, v in first.items()))
     times: dict[str, list[float]] = {k: [] for k in runs}
     faults: dict[str, list[int]] = {k: [] for k in runs}
     for _ in range(args.rounds):

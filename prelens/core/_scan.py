@@ -20,12 +20,13 @@ Cost and stack depth are linear and constant in ``T``. The laws that say so
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace
+from prelens.backend._loop import is_traced, scan_loop
 from prelens.core._check import ANY, Expects
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
@@ -128,12 +129,16 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     fwd1, bwd1 = cell.fwd, cell.bwd
     name = f"scan({cell!r}{'' if axis == 0 else f', axis={axis}'})"
 
-    def fwd(p: Any, s: Any) -> tuple[list[Any], tuple[Any, Any]]:
+    def fwd(p: Any, s: Any) -> tuple[Any, tuple[Any, Any]]:
         match s:
             case (h, xs):
                 pass
             case _:
                 raise E.not_a_pair(name, "its input", "(h0, xs)", s)
+        if is_array(xs) and is_traced((h, xs)):
+            traced = _scan_traced(fwd1, p, h, xs, name, axis)
+            if traced is not None:
+                return traced
         steps = steps_of(name, xs, axis)
         if not steps:
             raise E.StructureError(f"{name}: its sequence xs has no steps (a scan needs at least one)")
@@ -144,12 +149,21 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
             ys.append(y)
         return ms, (h, stack_like(ys, xs, axis))
 
-    def bwd(ms: list[Any], da: Any) -> tuple[Any, tuple[Any, Any]]:
+    def bwd(ms: Any, da: Any) -> tuple[Any, tuple[Any, Any]]:
         match da:
             case (dh, dys):
                 pass
             case _:
                 raise E.not_a_pair(name, "its output delta", "(dh_T, dys)", da)
+        if isinstance(ms, Stacked):
+            traced = _scan_back_traced(bwd1, ms, dh, dys, name, axis)
+            if traced is not None:
+                return traced
+            ms = (
+                unstack(name, ms.residues, 0)
+                if _leaves(ms.residues)
+                else [ms.residues] * len(steps_of(name, dys, axis))
+            )
         dy_steps = dys if isinstance(dys, list) else unstack(name, dys, axis)
         if len(dy_steps) != len(ms):
             raise E.list_length_error(name, "output delta's sequence dys", len(ms), len(dy_steps))
@@ -163,6 +177,118 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     h_pattern = e.input[0] if isinstance(e.input, tuple) and len(e.input) == 2 else ANY
     expects = Expects(params=e.params, input=(h_pattern, ANY), delta=ANY)
     return PreLens(fwd, bwd, name, cell.init_fn, "scan", (cell,), expects)
+
+
+# ------------------------------------------------------------------ under JAX tracing: one jax.lax.scan
+
+
+class Stacked(NamedTuple):
+    """The residue of a scan traced by JAX: the cell's residues stacked along a new first axis."""
+
+    residues: Any
+
+
+class _Unscannable(Exception):
+    """A step whose residue, output or deltas are not all arrays (``jax.lax.scan`` stacks only arrays)."""
+
+
+def _all_arrays(tree: Any) -> bool:
+    if tree is None:
+        return True
+    if isinstance(tree, (tuple, list)):
+        return all(_all_arrays(kid) for kid in tree)
+    return is_array(tree)
+
+
+def _time_first(name: str, x: Any, axis: int) -> Any:
+    nd = len(x.shape)
+    if not -nd <= axis < nd:
+        raise E.StructureError(f"{name}: a sequence has no axis {axis}: got {E.describe(x)}")
+    ax = axis % nd
+    return x if ax == 0 else namespace(x).permute_dims(x, (ax, *(i for i in range(nd) if i != ax)))
+
+
+def _time_to(name: str, tree: Any, axis: int) -> Any:
+    """A tree stacked along axis 0 with its time axis moved to ``axis`` (``stack(steps, axis)``'s layout)."""
+    if tree is None:
+        return None
+    if isinstance(tree, (tuple, list)):
+        kids = [_time_to(name, kid, axis) for kid in tree]
+        return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
+    nd = len(tree.shape)
+    if not -nd <= axis < nd:
+        raise E.StructureError(f"{name}: cannot stack steps of {nd - 1} axes along axis {axis}")
+    ax = axis % nd
+    order = (*range(1, ax + 1), 0, *range(ax + 1, nd))
+    return tree if ax == 0 else namespace(tree).permute_dims(tree, order)
+
+
+def _scan_traced(fwd1: Any, p: Any, h: Any, xs: Any, name: str, axis: int) -> tuple[Any, Any] | None:
+    """The forward pass as one ``jax.lax.scan`` (the cell traced once), or ``None`` if the cell's
+    residue or output is not all arrays (the caller then unrolls the steps)."""
+    xt = _time_first(name, xs, axis)
+    if xt.shape[0] == 0:
+        raise E.StructureError(f"{name}: its sequence xs has no steps (a scan needs at least one)")
+
+    def one(h: Any, x: Any) -> tuple[Any, Any]:
+        m, (h, y) = fwd1(p, (h, x))
+        if not _all_arrays((m, y)):
+            raise _Unscannable
+        return h, (y, m)
+
+    try:
+        h, (ys, ms) = scan_loop(one, h, xt)
+    except _Unscannable:
+        return None
+    return Stacked(ms), (h, _time_to(name, ys, axis))
+
+
+def _scan_back_traced(bwd1: Any, ms: Stacked, dh: Any, dys: Any, name: str, axis: int) -> tuple[Any, Any] | None:
+    """The backward pass of :func:`_scan_traced` as one reversed ``jax.lax.scan``, or ``None``."""
+    n = next((int(leaf.shape[0]) for leaf in _leaves(ms.residues)), None)
+    if n is None:  # residues without arrays: the delta's steps are the count
+        n = len(dys) if isinstance(dys, list) else int(_time_first(name, dys, axis).shape[0]) if is_array(dys) else 0
+    if isinstance(dys, list):
+        if len(dys) != n:
+            raise E.list_length_error(name, "output delta's sequence dys", n, len(dys))
+        dyt = stack(dys, 0)
+    else:
+        dyt = _time_first(name, dys, axis) if is_array(dys) else dys
+        if not is_array(dyt) or dyt.shape[0] != n:
+            got = len(dyt) if is_array(dyt) else E.describe(dys)
+            raise E.list_length_error(name, "output delta's sequence dys", n, got)
+
+    def back(dh: Any, md: Any) -> tuple[Any, Any]:
+        m, dy = md
+        dp, (dh, dx) = bwd1(m, (dh, dy))
+        if not _all_arrays((dp, dx)):
+            raise _Unscannable
+        return dh, (dp, dx)
+
+    try:
+        dh, (dps, dxs) = scan_loop(back, dh, (ms.residues, dyt), reverse=True)
+    except _Unscannable:
+        return None
+    dp = _sum_first(dps)
+    if isinstance(dys, list):
+        return dp, (dh, unstack(name, dxs, 0))
+    return dp, (dh, _time_to(name, dxs, axis))
+
+
+def _leaves(tree: Any) -> list[Any]:
+    if isinstance(tree, (tuple, list)):
+        return [leaf for kid in tree for leaf in _leaves(kid)]
+    return [] if tree is None else [tree]
+
+
+def _sum_first(tree: Any) -> Any:
+    """Every array of ``tree`` summed over its first axis (the steps' parameter deltas added up)."""
+    if tree is None:
+        return None
+    if isinstance(tree, (tuple, list)):
+        kids = [_sum_first(kid) for kid in tree]
+        return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
+    return namespace(tree).sum(tree, axis=0)
 
 
 def _check_axis(fn: str, axis: Any) -> int:

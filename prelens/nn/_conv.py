@@ -503,6 +503,8 @@ def patches(
 
     def bwd(res: tuple[Array, Ints], dy: Array) -> tuple[tuple[()], Array]:
         idx, x_shape = res
+        if len(x_shape) != dims + 2:  # an empty batch would reshape to any shape: say so, not guess
+            raise E.StructureError(f"{name}: its residue holds no input shape of {dims + 2} axes: {x_shape!r}")
         xp = namespace(dy)
         n, *sizes, c = x_shape
         padded = tuple(m + 2 * q for m, q in zip(sizes, geo.padding))

@@ -184,7 +184,8 @@ def flatten() -> AnyLens:
 
     def fwd(p: tuple[()], x: Array) -> tuple[Ints, Array]:
         shape = tuple(x.shape)
-        flat = x.reshape(shape[0], -1) if type(x) is np.ndarray else namespace(x).reshape(x, (shape[0], -1))
+        flat_shape = (shape[0], math.prod(shape[1:]))  # not -1: an empty batch has no size to divide
+        flat = x.reshape(flat_shape) if type(x) is np.ndarray else namespace(x).reshape(x, flat_shape)
         return shape, flat
 
     def bwd(shape: Ints, dy: Array) -> tuple[tuple[()], Array]:

@@ -6,9 +6,13 @@ fast layers here run that unrolling in one lens: the input products ``x W_ih + b
 step in one matrix product, then one loop over time (the per-step formulas, batched over
 ``N``), every step's activations kept in the residue; the backward pass one loop from the
 last step to the first, then ``W_ih``'s and ``W_hh``'s deltas each as one matrix product over
-all the steps. The per-step formulas (:func:`_step` and :func:`_step_back`) are written once,
-against the array namespace, and shared by the cells (:mod:`prelens.nn.composed`) and the
-layers, so the twin test compares the plumbing and the torch tests the formulas.
+all the steps. Each loop is a :func:`~prelens.backend._loop.scan_loop`: a Python loop on
+numpy (and on any eager array), one ``jax.lax.scan`` under JAX tracing (``jax.jit``,
+``compile_step``), so the compiled program holds one step of each loop, not ``T`` copies, and
+compiles in seconds whatever ``T``. The per-step formulas (:func:`_step` and
+:func:`_step_back`) are written once, against the array namespace, and shared by the cells
+(:mod:`prelens.nn.composed`) and the layers, so the twin test compares the plumbing and the
+torch tests the formulas.
 
 Shapes (batch first, features last, as ``torch.nn.GRU(..., batch_first=True)``):
 ``(N, T, n_in) -> (N, T, H)``, every step's hidden state, from ``h0 = 0``. Parameters
@@ -45,6 +49,7 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.backend._arrays import copy, namespace
+from prelens.backend._loop import as_steps, scan_loop
 from prelens.core import _args as A
 from prelens.core._check import LIKE_OUTPUT, Arr, Expects
 from prelens.core._lens import AnyLens, PreLens, as_lens
@@ -237,45 +242,45 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
         batch, steps, _ = xs.shape
         gis = xp.reshape(_flat(xs, n_in) @ w_ih + b_ih, (batch, steps, gn))
         h = xp.zeros_like(gis[:, 0, :n])
-        state: Any = (h, h) if kind == "lstm" else h
-        hs, saved = [], []
-        for t in range(steps):
-            state, s = _step(kind, relu, xp, gis[:, t, :], state, w_hh, b_hh, n)
-            hs.append(state[0] if kind == "lstm" else state)
-            saved.append(s)
-        return (copy(xs), copy(w_ih), copy(w_hh), saved), xp.stack(hs, axis=1)
+
+        def one(state: Any, gi: Array) -> tuple[Any, Any]:
+            state, s = _step(kind, relu, xp, gi, state, w_hh, b_hh, n)
+            return state, (state[0] if kind == "lstm" else state, s)
+
+        _, (hs, saved) = scan_loop(one, (h, h) if kind == "lstm" else h, gis, axis=1, keep=(1,))
+        return (copy(xs), copy(w_ih), copy(w_hh), saved), hs
 
     def bwd(m: Any, dys: Array) -> tuple[RecurrentParams, Array]:
         xs, w_ih, w_hh, saved = m
         xp = namespace(dys)
         batch, steps, _ = xs.shape
         w_hh_t = w_hh.T
-        dgis: list[Any] = [None] * steps
-        dghs: list[Any] = [None] * steps
-        dh, dc = dys[:, steps - 1, :], None
-        for t in range(steps - 1, -1, -1):
-            dgi, dgh, direct = _step_back(kind, relu, xp, saved[t], dh, dc)
-            dgis[t], dghs[t] = dgi, dgh
-            if t == 0:
-                break  # h0 = 0 is a constant: no delta
-            dh = dgh @ w_hh_t + dys[:, t - 1, :]
+
+        def one(carry: Any, ds: Any) -> tuple[Any, Any]:
+            # carry: what reaches this step's h from the later steps, as (through W_hh, direct)
+            (dh_w, direct), (dy, s) = carry, ds
+            dh = dh_w + dy
             if kind == "gru":
                 dh = dh + direct
-            elif kind == "lstm":
-                dc = direct[1]
-        dgi_all = _flat(xp.stack(dgis, axis=1), gn)  # (N·T, G·H)
+            dgi, dgh, direct = _step_back(kind, relu, xp, s, dh, direct if kind == "lstm" else None)
+            later = None if kind == "rnn" else direct[1] if kind == "lstm" else direct
+            return (dgh @ w_hh_t, later), (dgi, dgh if kind == "gru" else None, s[0])
+
+        zero = xp.zeros_like(dys[:, 0, :])
+        start = (zero, None if kind == "rnn" else zero)
+        # step 0's carry out (the delta of h0 = 0, a constant) is not used
+        _, (dgis, dghs, hs) = scan_loop(one, start, (dys, as_steps(saved)), axis=1, reverse=True)
+        dgi_all = _flat(dgis, gn)  # (N·T, G·H)
         dxs = xp.reshape(dgi_all @ w_ih.T, (batch, steps, n_in))
         dw_ih = _flat(xs, n_in).T @ dgi_all
         db_ih = xp.sum(dgi_all, axis=0)
         if kind == "gru":
-            dgh_all = xp.stack(dghs, axis=1)
-            db_hh = xp.sum(_flat(dgh_all, gn), axis=0)
-            dgh_late = dgh_all[:, 1:, :]
+            db_hh = xp.sum(_flat(dghs, gn), axis=0)
+            dgh_late = dghs[:, 1:, :]
         else:
-            db_hh, dgh_late = db_ih, xp.reshape(dgi_all, (batch, steps, gn))[:, 1:, :]
+            db_hh, dgh_late = db_ih, dgis[:, 1:, :]
         if steps > 1:  # h_{t-1} against step t's delta, for t >= 1 (h0 = 0 adds nothing)
-            h_prev = xp.stack([s[0] for s in saved[1:]], axis=1)
-            dw_hh = _flat(h_prev, n).T @ _flat(dgh_late, gn)
+            dw_hh = _flat(hs[:, 1:, :], n).T @ _flat(dgh_late, gn)
         else:
             dw_hh = xp.zeros_like(w_hh)
         return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs

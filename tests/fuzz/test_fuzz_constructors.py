@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import prelens
 import prelens.io
 import prelens.learn
+import prelens.tambara
 import prelens.train
 from prelens import datasets, faithful, learn, nn
 
@@ -60,6 +61,8 @@ DTYPES: list[Any] = ["int32", "bool", "complex128", "object", "nonsense", int, f
 ACTIVATIONS: list[Any] = ["swish", "softmax", nn.softmax, nn.dense(2, 2), 3, "", "TANH", np.tanh]
 #: Bad values for a lens argument.
 LENSES: list[Any] = [None, 3, "lens", np.tanh, faithful.make_mlp(2, [2]), [nn.tanh], (nn.tanh,), lambda p, s: s]
+#: Bad values for a kernel, stride or dilation (an int or a pair).
+KERNELS: list[Any] = [0, -1, (0, 1), (1, 2, 3), "2", 2.0, (2.0, 1), [2, 2], np.int64(0)]
 #: Bad values for a seed.
 SEEDS: list[Any] = [-1, "seed", 1.5, [1.5], object(), {}]
 
@@ -289,6 +292,122 @@ CTORS: list[Ctor] = [
         covers=(prelens.prod_lens,),
     ),
     Ctor("to_tamb", prelens.to_tamb, {"lens": nn.tanh}, {"lens": LENSES}),
+    # convolution, pooling and recurrence (issue 24)
+    *[
+        Ctor(
+            f"{where} conv1d",
+            make,
+            {
+                "c_in": 2,
+                "c_out": 4,
+                "kernel": 3,
+                "stride": 2,
+                "padding": 1,
+                "dilation": 1,
+                "groups": 2,
+                "dtype": "float32",
+            },
+            {
+                **_dt("dtype"),
+                "kernel": KERNELS,
+                "stride": KERNELS,
+                "padding": [-1, (1,), (1, 1), 2.0],
+                "dilation": KERNELS,
+                "groups": [3, 4, 8, -2],
+                "init": ["xavier", 1, "GLOROT"],
+            },
+            covers=(make,),
+        )
+        for where, make in (("nn", nn.conv1d), ("composed", nn.composed.conv1d))
+    ],
+    *[
+        Ctor(
+            f"{where} conv2d",
+            make,
+            {"c_in": 2, "c_out": 2, "kernel": (2, 3), "stride": 1, "padding": (1, 0), "dilation": (1, 2), "init": "he"},
+            {
+                "kernel": [*KERNELS, (2,), (2, 0), (2, 2, 2), (2, -1), (1.5, 2)],
+                "stride": [(1, 0), (1,), (1, 2, 3)],
+                "padding": [(-1, 0), (1,), (0, 0, 0)],
+                "dilation": [(0, 1), (1,), "11"],
+                "init": ["xavier", 1],
+            },
+            covers=(make,),
+        )
+        for where, make in (("nn", nn.conv2d), ("composed", nn.composed.conv2d))
+    ],
+    *[
+        Ctor(
+            f"{where} {name}",
+            make,
+            {"kernel": 2, "stride": None, "padding": 1},
+            {"kernel": [*KERNELS, (2, 2, 2), (2, 0)], "stride": [*KERNELS, (1, 0)], "padding": [2, -1, (1,), (0, 2)]},
+            covers=(make,),
+        )
+        for where, name, make in (
+            ("nn", "max_pool", nn.max_pool),
+            ("nn", "avg_pool", nn.avg_pool),
+            ("composed", "max_pool", nn.composed.max_pool),
+            ("composed", "avg_pool", nn.composed.avg_pool),
+        )
+    ],
+    Ctor(
+        "patches",
+        nn.composed.patches,
+        {"kernel": (2, 2), "stride": None, "padding": 1, "dilation": 1, "pad_value": -np.inf},
+        {
+            "kernel": KERNELS,
+            "stride": KERNELS,
+            "padding": [-1, (1,)],
+            "dilation": KERNELS,
+            "pad_value": ["x", None, 1j],
+        },
+    ),
+    *[
+        Ctor(
+            name,
+            make,
+            {"n_in": 2, "n_hidden": 3, "dtype": np.float32},
+            {**_dt("dtype"), "n_in": [0, -1, 2.5, "2"], "n_hidden": [0, -1, 2.5, "3"]},
+        )
+        for name, make in (
+            ("gru", nn.gru),
+            ("lstm", nn.lstm),
+            ("gru_cell", nn.composed.gru_cell),
+            ("lstm_cell", nn.composed.lstm_cell),
+        )
+    ],
+    *[
+        Ctor(
+            name,
+            make,
+            {"n_in": 2, "n_hidden": 3, "nonlinearity": "relu", "dtype": np.float64},
+            {**_dt("dtype"), "nonlinearity": ["sigmoid", "RELU", None, nn.tanh, np.tanh]},
+        )
+        for name, make in (("rnn", nn.rnn), ("rnn_cell", nn.composed.rnn_cell))
+    ],
+    Ctor(
+        "bidirectional",
+        nn.bidirectional,
+        {"layer": nn.gru(1, 2)},
+        {"layer": [*LENSES, nn.tanh, nn.composed.gru_cell(1, 2), prelens.id_pre_lens]},
+    ),
+    Ctor(
+        "scan",
+        prelens.scan,
+        {"cell": nn.composed.gru_cell(2, 3), "axis": 1},
+        {"cell": [*LENSES, nn.tanh, nn.gru(2, 3)], "axis": [-4, 3, 1.0, "1", None]},
+    ),
+    Ctor(
+        "scan_t",
+        prelens.tambara.scan_t,
+        {"tri": prelens.to_tamb(nn.composed.gru_cell(2, 3)), "n": None, "axis": 0},
+        {
+            "tri": [None, 3, nn.composed.gru_cell(2, 3), faithful.activ_t, "t"],
+            "n": [0, -1, 1.5, "2", 10**6],
+            "axis": [1.0, "0", None],
+        },
+    ),
     Ctor("from_tamb", prelens.from_tamb, {"tri": faithful.make_mlp(2, [2])}, {"tri": [None, 3, nn.tanh, "t"]}),
     Ctor(
         "tri_compose",

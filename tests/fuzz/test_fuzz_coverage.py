@@ -87,6 +87,7 @@ EXEMPT: dict[str, str] = {
         f"prelens.nn.{n}": _RECORD + " (parameters: the lenses check them, fuzzed as corrupted parameters)"
         for n in (
             "AttentionParams",
+            "ConvParams",
             "DecoderBlockParams",
             "DenseParams",
             "EncoderBlockParams",
@@ -94,6 +95,7 @@ EXEMPT: dict[str, str] = {
             "FeedForwardParams",
             "LMParams",
             "LayerNormParams",
+            "RecurrentParams",
         )
     },
     **{
@@ -115,6 +117,9 @@ EXEMPT: dict[str, str] = {
     "prelens.datasets.GLYPHS": _CONSTANT + " (a read-only array: the bitmaps make_glyphs draws)",
     "prelens.learn.Schedule": "a base class (for isinstance and annotations); each schedule made from it is fuzzed",
     "prelens.nn.composed.weighted_sum": "takes no argument (the lens it makes has a forward/backward case)",
+    "prelens.nn.flatten": "takes no argument (the lens it makes has a forward/backward case)",
+    "prelens.nn.composed.window_max": "takes no argument (the lens it makes has a forward/backward case)",
+    "prelens.nn.composed.window_mean": "takes no argument (the lens it makes has a forward/backward case)",
 }
 
 

@@ -593,6 +593,64 @@ CASES: list[Case] = [
         _pair_rows((3,), (4, 2)),
         covers=(prelens.scan,),
     ),
+    Case(
+        "scan_t",
+        lambda: prelens.tambara.scan_t(to_tamb(nn.composed.gru_cell(2, 3)), axis=1),
+        lambda lens, rng, b: (nn.composed.gru_cell(2, 3).init(rng), (_r(rng, b, 3), _r(rng, b, 4, 2))),
+        covers=(prelens.tambara.scan_t,),
+    ),
+    Case(
+        "scan_t n=2",
+        lambda: prelens.tambara.scan_t(to_tamb(nn.composed.rnn_cell(2, 3)), n=2),
+        lambda lens, rng, b: (nn.composed.rnn_cell(2, 3).init(rng), (_r(rng, b, 3), [_r(rng, b, 2), _r(rng, b, 2)])),
+        covers=(prelens.tambara.scan_t,),
+    ),
+    # convolution and pooling: each fast lens and its twin by composition
+    *[
+        Case(
+            f"{where} conv1d",
+            lambda make=make: make(2, 4, 3, stride=2, padding=1, groups=2),
+            rows(5, 2),
+            covers=(make,),
+        )
+        for where, make in (("nn", nn.conv1d), ("composed", nn.composed.conv1d))
+    ],
+    *[
+        Case(
+            f"{where} conv2d",
+            lambda make=make: make(2, 3, (2, 3), padding=(1, 0), dilation=(1, 2)),
+            rows(3, 5, 2),
+            covers=(make,),
+        )
+        for where, make in (("nn", nn.conv2d), ("composed", nn.composed.conv2d))
+    ],
+    *[
+        Case(f"{where} {name} {dims}", lambda make=make, k=k: make(k, padding=1), rows(*shape), covers=(make,))
+        for where, name, make in (
+            ("nn", "max_pool", nn.max_pool),
+            ("nn", "avg_pool", nn.avg_pool),
+            ("composed", "max_pool", nn.composed.max_pool),
+            ("composed", "avg_pool", nn.composed.avg_pool),
+        )
+        for dims, k, shape in (("1d", 2, (5, 3)), ("2d", (2, 3), (4, 5, 2)))
+    ],
+    Case("patches", lambda: nn.composed.patches(3, stride=2, padding=1), rows(5, 2), covers=(nn.composed.patches,)),
+    Case("patches 2d", lambda: nn.composed.patches((2, 2)), rows(3, 3, 2), covers=(nn.composed.patches,)),
+    Case("window_max", lambda: nn.composed.window_max(), rows(4, 3), covers=(nn.composed.window_max,)),
+    Case(
+        "window_mean",
+        lambda: nn.composed.window_mean(),
+        rows(4, 3),
+        lambda p, s: s.mean(axis=-2),
+        covers=(nn.composed.window_mean,),
+    ),
+    Case(
+        "flatten",
+        lambda: nn.flatten(),
+        rows(3, 2),
+        lambda p, s: s.reshape(len(s), math.prod(s.shape[1:])),
+        covers=(nn.flatten,),
+    ),
     Case(">>", lambda: nn.dense(3, 2) >> nn.sigmoid, rows(3), covers=(pre_compose,)),
     Case("@", lambda: nn.dense(3, 2) @ nn.relu, _pair_rows((3,), (2,)), covers=(prod_lens,)),
     Case(

@@ -1,0 +1,206 @@
+"""A loop over the steps of a sequence: ``jax.lax.scan`` under JAX tracing, a Python loop otherwise.
+
+:func:`scan_loop` runs ``step(carry, x) -> (carry, y)`` over the steps of ``xs`` (a tree of
+arrays cut along ``axis``), threading ``carry`` and stacking the ``y``'s along ``axis``. On
+arrays being traced by JAX (inside ``jax.jit``, ``compile_step``, ``grad``) it is one
+``jax.lax.scan``: the step is traced once, and the compiled program is a loop, not ``T``
+copies of the step (the program, and its compile time, do not grow with ``T``). On every
+other array (numpy, array_api_strict, PyTorch, eager JAX) it is a plain Python loop over
+views of ``xs``. ``jax`` is imported only when a traced JAX array arrives: numpy users
+never import it.
+
+Trees are tuples, lists, named tuples and ``None`` (no array), with arrays as leaves.
+
+>>> import numpy as np
+>>> def running(total, x):
+...     total = total + x
+...     return total, (total, 2 * x)
+>>> total, (partial, doubled) = scan_loop(running, np.zeros(2), np.arange(6.0).reshape(3, 2))
+>>> total, partial[:, 0], doubled[:, 1]
+(array([6., 9.]), array([0., 2., 6.]), array([ 2.,  6., 10.]))
+>>> scan_loop(running, np.zeros(1), np.ones((1, 3)), axis=1, reverse=True)[1][0]
+array([[3., 2., 1.]])
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from prelens.backend._arrays import namespace
+
+__all__ = ["Steps", "as_steps", "is_traced", "scan_loop"]
+
+Step = Callable[[Any, Any], tuple[Any, Any]]
+
+
+class Steps(list):  # type: ignore[type-arg]
+    """The per-step values of a Python loop kept as a list, not stacked (see ``keep`` of :func:`scan_loop`).
+
+    A later :func:`scan_loop` takes it where its ``xs`` has a sequence: its items are the steps.
+    A tree map may turn it into a plain list (a list is a tree node): :func:`as_steps` turns it back.
+    """
+
+
+def as_steps(kept: Any) -> Any:
+    """What ``keep`` returned, ready for a later loop's ``xs``: a list as :class:`Steps`, stacked arrays as they are."""
+    return Steps(kept) if isinstance(kept, list) else kept
+
+
+def scan_loop(
+    step: Step,
+    carry: Any,
+    xs: Any,
+    *,
+    axis: int = 0,
+    reverse: bool = False,
+    keep: tuple[int, ...] = (),
+    unroll: int = 1,
+) -> tuple[Any, Any]:
+    """``(carry, ys)``: ``step`` run over the steps of ``xs`` along ``axis``, ``carry`` threaded through.
+
+    ``xs`` is a tree of arrays of one length along ``axis`` (at least one step); step ``t``
+    gets ``carry`` and the tree of the ``t``-th slices, and returns the next carry and a tree
+    ``y`` (the same structure every step; ``None`` leaves stay ``None``). The ``y``'s are
+    stacked along ``axis`` in the order of ``t`` whatever the direction. ``reverse=True``
+    runs from the last step to the first (backpropagation through time). The carry keeps its
+    structure, shapes and dtypes from step to step for ``jax.lax.scan`` to run; when it does
+    not, the loop is traced step by step, as the Python loop (the program then grows with ``T``).
+
+    ``keep``: positions of ``y`` (a tuple) that the Python loop returns as :class:`Steps` (a
+    list of the steps, not stacked: a residue that only a later loop reads, which stacking
+    would copy for nothing); ``jax.lax.scan`` stacks them as the rest. ``unroll`` is passed
+    to ``jax.lax.scan`` (steps per iteration of the compiled loop); the Python loop ignores it.
+
+    >>> import numpy as np
+    >>> scan_loop(lambda c, x: (c * x, c), np.ones(1), np.array([[2.0], [3.0]]))
+    (array([6.]), array([[1.],
+           [2.]]))
+    """
+    leaves = _leaves(xs)
+    if _traced(leaves) or _traced(_leaves(carry)):
+        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse, unroll)
+        if out is not None:
+            return out
+    return _python_loop(step, carry, xs, axis, reverse, keep)
+
+
+def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep: tuple[int, ...]) -> tuple[Any, Any]:
+    n = _length(xs, axis)
+    if n is None or n == 0:
+        raise ValueError("scan_loop: xs has no steps (a loop needs at least one)")
+    steps = _unstack(xs, axis, n)
+    ys: list[Any] = [None] * n
+    for t in range(n - 1, -1, -1) if reverse else range(n):
+        carry, ys[t] = step(carry, steps[t])
+    if not keep:
+        return carry, _stack(ys, axis)
+    first = ys[0]
+    kids = [Steps(y[i] for y in ys) if i in keep else _stack([y[i] for y in ys], axis) for i in range(len(first))]
+    return carry, (type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids))
+
+
+def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, unroll: int) -> Any:
+    """``jax.lax.scan``'s ``(carry, ys)``; ``None`` when the step changes its carry's type (a Python
+    number or another dtype in, an array out): the Python loop then traces every step instead."""
+    import jax
+    import jax.numpy as jnp
+
+    xs = _stack_steps(xs, axis)
+    if axis != 0:
+        xs = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), xs)
+    try:
+        carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse, unroll=unroll)
+    except TypeError as exc:
+        if "carry" not in str(exc):
+            raise
+        return None
+    if axis != 0:
+        ys = jax.tree_util.tree_map(lambda y: jnp.moveaxis(y, 0, axis), ys)
+    return carry, ys
+
+
+def is_traced(tree: Any) -> bool:
+    """True when an array of ``tree`` (tuples, lists, ``None``, arrays) is being traced by JAX.
+
+    >>> is_traced((np.zeros(2), None, [np.ones(1)]))
+    False
+    """
+    return _traced(_leaves(tree))
+
+
+def _traced(leaves: list[Any]) -> bool:
+    """True when one of ``leaves`` is being traced by JAX (only then is ``jax`` looked at)."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return False
+    tracer = jax.core.Tracer
+    return any(isinstance(x, tracer) for x in leaves)
+
+
+def _leaves(tree: Any) -> list[Any]:
+    if tree is None or isinstance(tree, Steps):
+        return []
+    if isinstance(tree, (tuple, list)):
+        return [leaf for kid in tree for leaf in _leaves(kid)]
+    return [tree]
+
+
+def _length(tree: Any, axis: int) -> int | None:
+    """The number of steps of ``xs`` (its first array's length along ``axis``, or its first Steps' length)."""
+    if isinstance(tree, Steps):
+        return len(tree)
+    if isinstance(tree, (tuple, list)):
+        for kid in tree:
+            n = _length(kid, axis)
+            if n is not None:
+                return n
+        return None
+    return None if tree is None else int(tree.shape[axis])
+
+
+def _stack_steps(tree: Any, axis: int) -> Any:
+    """``tree`` with every :class:`Steps` in it stacked along ``axis`` (for ``jax.lax.scan``)."""
+    if isinstance(tree, Steps):
+        return _stack(list(tree), axis)
+    if isinstance(tree, (tuple, list)):
+        kids = [_stack_steps(kid, axis) for kid in tree]
+        return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
+    return tree
+
+
+def _unstack(tree: Any, axis: int, n: int) -> list[Any]:
+    """The ``n`` steps of ``tree`` along ``axis``: a list of trees of views, built node by node."""
+    if tree is None:
+        return [None] * n
+    if isinstance(tree, Steps):
+        if len(tree) != n:
+            raise ValueError(f"scan_loop: a sequence of {len(tree)} steps beside one of {n}")
+        return list(tree)
+    if isinstance(tree, (tuple, list)):
+        kids = [_unstack(kid, axis, n) for kid in tree]
+        if hasattr(tree, "_fields"):
+            return [type(tree)(*step) for step in zip(*kids)]
+        return [type(tree)(step) for step in zip(*kids)]
+    if type(tree) is np.ndarray:  # numpy's own iteration: the views at C speed
+        return list(np.moveaxis(tree, axis, 0))
+    lead = (slice(None),) * (axis % len(tree.shape))
+    return [tree[(*lead, t, ...)] for t in range(n)]
+
+
+def _stack(steps: list[Any], axis: int) -> Any:
+    """The steps (trees of one structure) stacked leaf by leaf along ``axis``."""
+    first = steps[0]
+    if first is None:
+        return None
+    if isinstance(first, (tuple, list)):
+        kids = [_stack([s[i] for s in steps], axis) for i in range(len(first))]
+        return type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids)
+    if type(first) is np.ndarray and 0 <= axis < first.ndim:
+        # np.stack's layout from one concatenate (np.stack adds an axis to every step first: slower)
+        shape = first.shape
+        return np.concatenate(steps, axis=axis).reshape((*shape[:axis], len(steps), *shape[axis:]))
+    return namespace(first).stack(steps, axis=axis)
