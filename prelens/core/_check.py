@@ -112,7 +112,7 @@ class Like:
     Like
     >>> e = Expects(delta=(Like(lambda m: (m, m.shape)), Like(lambda m: (np.dtype(np.float64), (2,)))))
     >>> backward_misfit("cell", e, np.zeros(3), (np.zeros(3), np.zeros(2, dtype=object)))
-    DTypeError('cell: output delta[1]: expected f64[2], got object[2]')
+    DTypeError('cell: output delta[1]: expected f64[2], got O64[2]')
     """
 
     of: Callable[[Any], tuple[Any, Any]]
