@@ -518,12 +518,12 @@ def patches(
 
     def like(res: tuple[Array, Ints]) -> tuple[None, Ints]:  # (N, *out, K, C), any float dtype
         n, *_, c = res[1]
-        return None, (n, *geo.out_sizes(name, _Shaped(res[1])), kk, c)
+        return None, (n, *geo.out_sizes(name, Shaped(res[1])), kk, c)
 
     return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=Like(like)))
 
 
-class _Shaped:
+class Shaped:
     """Stands for an array of ``shape`` where only its shape is read (:meth:`Geometry.out_sizes`)."""
 
     def __init__(self, shape: Ints) -> None:

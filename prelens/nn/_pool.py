@@ -40,6 +40,7 @@ from prelens.core._registry import constructor
 from prelens.nn._conv import (
     Geometry,
     Ints,
+    Shaped,
     col2im_any,
     composed_constructor,
     geometry,
@@ -64,11 +65,13 @@ def _pool_geometry(fn: str, kernel: Any, stride: Any, padding: Any) -> Geometry:
     return geo
 
 
-def _expects(geo: Geometry, shapes: Callable[[Any], tuple[Ints, Ints]]) -> Expects:
+def _expects(name: str, geo: Geometry, shapes: Callable[[Any], tuple[Ints, Ints]]) -> Expects:
     """A pool's patterns; ``shapes(m)`` reads ``(x_shape, out)`` from its residue: the delta is ``(N, *out, C)``."""
 
     def like(m: Any) -> tuple[None, Ints]:  # any float dtype (the residue holds no array of the output's)
         x_shape, out = shapes(m)
+        if len(x_shape) != geo.dims + 2 or tuple(out) != geo.out_sizes(name, Shaped(x_shape)):
+            raise ValueError("a residue whose shapes disagree")  # reported as a residue this lens did not make
         return None, (x_shape[0], *out, x_shape[-1])
 
     return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=Like(like))
@@ -133,7 +136,7 @@ def max_pool(
         zero = xp.zeros_like(dy)
         return (), col2im_any([xp.where(idx == i, dy, zero) for i in range(kk)], geo, x_shape)
 
-    return PreLens(fwd, bwd, name, expects=_expects(geo, lambda m: (m[1], m[2])))
+    return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[1], m[2])))
 
 
 @constructor
@@ -173,7 +176,7 @@ def avg_pool(
             return (), _scatter_numpy(lambda i: share, geo, x_shape, out, dy.dtype)
         return (), col2im_any([share] * kk, geo, x_shape)
 
-    return PreLens(fwd, bwd, name, expects=_expects(geo, lambda m: (m[0], m[1])))
+    return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[0], m[1])))
 
 
 @constructor
