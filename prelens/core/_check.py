@@ -103,8 +103,16 @@ class Like:
     call, after the residue's own pattern; a residue ``of`` cannot read is reported
     as a residue this lens did not make.
 
+    A lens whose output is a tree declares a tree of them (tuples and lists, whose
+    leaves are ``Like`` or any other pattern): a cell's ``(h', y)`` as
+    ``delta=(Like(...), Like(...))``; a tuple needs a tuple (or list) of its length,
+    a list a list, and an error names the path, ``output delta[0][1]``.
+
     >>> Like(lambda m: (m, m.shape))
     Like
+    >>> e = Expects(delta=(Like(lambda m: (m, m.shape)), Like(lambda m: (np.dtype(np.float64), (2,)))))
+    >>> backward_misfit("cell", e, np.zeros(3), (np.zeros(3), np.zeros(2, dtype=object)))
+    DTypeError('cell: output delta[1]: expected f64[2], got O64[2]')
     """
 
     of: Callable[[Any], tuple[Any, Any]]
@@ -340,7 +348,7 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
     return same_library(da, t) and da.dtype == t.dtype
 
 
-def _like_error(like: Like, m: Any, da: Any) -> E.PrelensError:
+def _like_error(like: Like, m: Any, da: Any, what: str = "output delta") -> E.PrelensError:
     t, want = like.of(m)
     shape = ",".join(map(str, want))
     if t is None:
@@ -351,22 +359,64 @@ def _like_error(like: Like, m: Any, da: Any) -> E.PrelensError:
         expected += f" ({namespace_name(namespace(t))})"
     got = E.describe_tree(da)
     if not is_array(da) or (t is not None and not isinstance(t, np.dtype) and not same_library(da, t)):
-        return E.StructureError(f"output delta: expected {'an array ' if t is not None else ''}{expected}, got {got}")
+        return E.StructureError(f"{what}: expected {'an array ' if t is not None else ''}{expected}, got {got}")
     if tuple(da.shape) == want:
-        return E.DTypeError(f"output delta: expected {expected}, got {got}")
-    return E.ShapeError(f"output delta: expected {expected}, got {got}")
+        return E.DTypeError(f"{what}: expected {expected}, got {got}")
+    return E.ShapeError(f"{what}: expected {expected}, got {got}")
+
+
+def _has_like(pattern: Any) -> bool:
+    """``pattern`` is a :class:`Like` or a tree (tuples, lists) with one among its leaves."""
+    if isinstance(pattern, Like):
+        return True
+    return isinstance(pattern, (tuple, list)) and any(_has_like(kid) for kid in pattern)
+
+
+def _delta_misfit(pattern: Any, m: Any, da: Any, what: str) -> E.PrelensError | None:
+    """The error for the first place where ``da`` does not fit the delta ``pattern`` (a tree of
+    :class:`Like` and other patterns) for the residue ``m``, or None; raises when a ``Like``
+    cannot read ``m``."""
+    if isinstance(pattern, Like):
+        return None if _like_fits(pattern, m, da) else _like_error(pattern, m, da, what)
+    if not _has_like(pattern):
+        return misfit(pattern, da, what)
+    if isinstance(pattern, list):
+        fits, node = isinstance(da, list), f"a list of {len(pattern)}"
+    elif hasattr(pattern, "_fields"):
+        fits, node = type(da) is type(pattern) or type(da) is tuple, f"a {type(pattern).__name__}"
+    else:  # a pair is a tuple or a list of two, as the passes unpack it
+        fits = isinstance(da, (tuple, list)) and not hasattr(da, "_fields")
+        node = f"a tuple of {len(pattern)}"
+    if not fits or len(da) != len(pattern):
+        return E.StructureError(f"{what}: expected {node}, got {E.describe_tree(da)}")
+    for i, (kid, d) in enumerate(zip(pattern, da)):
+        err = _delta_misfit(kid, m, d, f"{what}[{i}]")
+        if err is not None:
+            return err
+    return None
 
 
 def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
     """The per-call test of a ``bwd``'s residue ``m`` and delta ``da`` (None: nothing declared to test)."""
-    like = expects.delta if isinstance(expects.delta, Like) else None
-    quick = quick_test(expects.residue, None if like is not None else expects.delta)
-    if like is None:
-        return quick
-    of = like.of
+    delta = expects.delta
+    if not _has_like(delta):
+        return quick_test(expects.residue, delta)
+    quick = quick_test(expects.residue)
+    if not isinstance(delta, Like):  # a tree: walked (the numpy quick path below is for one array)
+
+        def test_tree(m: Any, da: Any) -> bool:
+            if quick is not None and not quick(m):
+                return False
+            try:
+                return _delta_misfit(delta, m, da, "") is None
+            except Exception:  # a residue that a ``Like`` cannot read: the diagnosis says so
+                return False
+
+        return test_tree
+    like, of = delta, delta.of
 
     def test(m: Any, da: Any) -> bool:
-        if quick is not None and not quick(m, da):
+        if quick is not None and not quick(m):
             return False
         try:
             t, want = of(m)
@@ -385,13 +435,10 @@ def backward_misfit(name: str, expects: Expects, m: Any, da: Any) -> E.PrelensEr
     """The error (naming the lens ``name``) for a residue or an output delta that does not fit ``expects``, or None."""
     if _first_misfit(expects.residue, m, "") is not None:
         return E.bad_residue(name, m)
-    if isinstance(expects.delta, Like):
-        try:
-            err = None if _like_fits(expects.delta, m, da) else _like_error(expects.delta, m, da)
-        except Exception:
-            return E.bad_residue(name, m)
-    else:
-        err = misfit(expects.delta, da, "output delta")
+    try:
+        err = _delta_misfit(expects.delta, m, da, "output delta")
+    except Exception:
+        return E.bad_residue(name, m)
     return None if err is None else type(err)(f"{name}: {err}")
 
 

@@ -46,7 +46,7 @@ import numpy.typing as npt
 from prelens import errors as E
 from prelens.backend._arrays import copy, device, namespace
 from prelens.core import _args as A
-from prelens.core._check import LIKE_OUTPUT, Arr, Expects
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._combinators import chain, vec_lens
 from prelens.core._iso import iso_lens
 from prelens.core._lens import AnyLens, PreLens
@@ -300,7 +300,7 @@ def _conv(
     expects = Expects(
         params=ConvParams(Arr(dt, *w_shape), Arr(dt, c_out)),
         input=Arr(dt, None, *([None] * dims), c_in),
-        delta=LIKE_OUTPUT,
+        delta=Like(lambda m: (m[1], (m[2][0], *m[3], c_out))),  # (pm, wk, x_shape, out): wk has the dtype
     )
 
     def fwd(p: ConvParams, x: Array) -> tuple[tuple[Array, Array, Ints, Ints], Array]:
@@ -516,7 +516,18 @@ def patches(
             dx = dx[(slice(None), *(slice(q, q + m) for m, q in zip(sizes, geo.padding)), slice(None))]
         return (), dx
 
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=LIKE_OUTPUT))
+    def like(res: tuple[Array, Ints]) -> tuple[None, Ints]:  # (N, *out, K, C), any float dtype
+        n, *_, c = res[1]
+        return None, (n, *geo.out_sizes(name, Shaped(res[1])), kk, c)
+
+    return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=Like(like)))
+
+
+class Shaped:
+    """Stands for an array of ``shape`` where only its shape is read (:meth:`Geometry.out_sizes`)."""
+
+    def __init__(self, shape: Ints) -> None:
+        self.shape = shape
 
 
 def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, stride: Any, padding: Any,

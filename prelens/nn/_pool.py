@@ -27,18 +27,20 @@ array([[3., 2.]])
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import device, namespace
-from prelens.core._check import LIKE_OUTPUT, Arr, Expects
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
 from prelens.nn._conv import (
     Geometry,
     Ints,
+    Shaped,
     col2im_any,
     composed_constructor,
     geometry,
@@ -63,8 +65,16 @@ def _pool_geometry(fn: str, kernel: Any, stride: Any, padding: Any) -> Geometry:
     return geo
 
 
-def _expects(geo: Geometry) -> Expects:
-    return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=LIKE_OUTPUT)
+def _expects(name: str, geo: Geometry, shapes: Callable[[Any], tuple[Ints, Ints]]) -> Expects:
+    """A pool's patterns; ``shapes(m)`` reads ``(x_shape, out)`` from its residue: the delta is ``(N, *out, C)``."""
+
+    def like(m: Any) -> tuple[None, Ints]:  # any float dtype (the residue holds no array of the output's)
+        x_shape, out = shapes(m)
+        if len(x_shape) != geo.dims + 2 or tuple(out) != geo.out_sizes(name, Shaped(x_shape)):
+            raise ValueError("a residue whose shapes disagree")  # reported as a residue this lens did not make
+        return None, (x_shape[0], *out, x_shape[-1])
+
+    return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=Like(like))
 
 
 def _numpy_windows(x: Array, geo: Geometry, out: Ints, value: float) -> Array:
@@ -126,7 +136,7 @@ def max_pool(
         zero = xp.zeros_like(dy)
         return (), col2im_any([xp.where(idx == i, dy, zero) for i in range(kk)], geo, x_shape)
 
-    return PreLens(fwd, bwd, name, expects=_expects(geo))
+    return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[1], m[2])))
 
 
 @constructor
@@ -166,7 +176,7 @@ def avg_pool(
             return (), _scatter_numpy(lambda i: share, geo, x_shape, out, dy.dtype)
         return (), col2im_any([share] * kk, geo, x_shape)
 
-    return PreLens(fwd, bwd, name, expects=_expects(geo))
+    return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[0], m[1])))
 
 
 @constructor
@@ -191,7 +201,8 @@ def flatten() -> AnyLens:
     def bwd(shape: Ints, dy: Array) -> tuple[tuple[()], Array]:
         return (), (dy.reshape(shape) if type(dy) is np.ndarray else namespace(dy).reshape(dy, shape))
 
-    return PreLens(fwd, bwd, "flatten", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=LIKE_OUTPUT))
+    like = Like(lambda shape: (None, (shape[0], math.prod(shape[1:]))))  # any float dtype
+    return PreLens(fwd, bwd, "flatten", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=like))
 
 
 # ------------------------------------------------------------------ the twins and their pieces
@@ -219,7 +230,7 @@ def window_max() -> AnyLens:
         one_hot = xp.astype(idx[..., None, :] == offsets, dy.dtype)
         return (), one_hot * dy[..., None, :]
 
-    return PreLens(fwd, bwd, "window_max", expects=Expects(params=(), delta=LIKE_OUTPUT))
+    return PreLens(fwd, bwd, "window_max", expects=Expects(params=(), delta=Like(lambda m: (None, tuple(m[0].shape)))))
 
 
 def window_mean() -> AnyLens:
@@ -239,7 +250,8 @@ def window_mean() -> AnyLens:
         xp = namespace(dy)
         return (), xp.broadcast_to(dy[..., None, :] / shape[-2], shape) * 1.0
 
-    return PreLens(fwd, bwd, "window_mean", expects=Expects(params=(), delta=LIKE_OUTPUT))
+    like = Like(lambda m: (None, (*m[:-2], m[-1])))  # (..., K, C) -> (..., C)
+    return PreLens(fwd, bwd, "window_mean", expects=Expects(params=(), delta=like))
 
 
 def _pool_twin(fn: str, kernel: Any, stride: Any, padding: Any, reduce: AnyLens, value: float) -> AnyLens:

@@ -51,7 +51,7 @@ from prelens import errors as E
 from prelens.backend._arrays import copy, namespace
 from prelens.backend._loop import as_steps, scan_loop
 from prelens.core import _args as A
-from prelens.core._check import LIKE_OUTPUT, Arr, Expects
+from prelens.core._check import LIKE_OUTPUT, Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
 
@@ -223,7 +223,15 @@ def cell(
 
     h_pattern = Arr(dt, ..., n)
     state = (h_pattern, h_pattern) if kind == "lstm" else h_pattern
-    expects = Expects(params=_param_pattern(n_in, n, g, dt), input=(state, Arr(dt, ..., n_in)), delta=LIKE_OUTPUT)
+    # the residue (x, W_ih, W_hh, saved): x has the dtype; the output's shape is that of the step's last
+    # activation (rnn h', gru n, lstm tanh(c')), which broadcasts every input's leading axes
+    last = {"rnn": 1, "gru": 3, "lstm": 6}[kind]
+    like = Like(lambda m: (m[0], tuple(m[3][last].shape)))
+    expects = Expects(
+        params=_param_pattern(n_in, n, g, dt),
+        input=(state, Arr(dt, ..., n_in)),
+        delta=((like, like) if kind == "lstm" else like, like),  # (h', y) or ((h', c'), y)
+    )
     return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
 
 
@@ -285,7 +293,8 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
             dw_hh = xp.zeros_like(w_hh)
         return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs
 
-    expects = Expects(params=_param_pattern(n_in, n, g, dt), input=Arr(dt, None, None, n_in), delta=LIKE_OUTPUT)
+    like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
+    expects = Expects(params=_param_pattern(n_in, n, g, dt), input=Arr(dt, None, None, n_in), delta=like)
     return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
 
 
@@ -373,5 +382,14 @@ def bidirectional(layer: AnyLens) -> AnyLens:
             return init_one(rng), init_one(rng)
 
     e = layer.expects
-    expects = Expects(params=(e.params, e.params), input=e.input, delta=LIKE_OUTPUT)
+    delta = LIKE_OUTPUT
+    if isinstance(e.delta, Like) and not e.delta.or_none:  # the layer's (N, T, H), from the forward residue
+        of = e.delta.of
+
+        def both(m: Any) -> tuple[Any, Any]:
+            t, shape = of(m[0])
+            return t, (*shape[:-1], 2 * shape[-1])
+
+        delta = Like(both)
+    expects = Expects(params=(e.params, e.params), input=e.input, delta=delta)
     return PreLens(fwd, bwd, f"bidirectional({layer!r})", init, "bidirectional", (layer,), expects)

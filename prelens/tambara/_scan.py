@@ -60,8 +60,14 @@ def scan_t(tri: AnyTriLens, *, n: int | None = None, axis: int = 0) -> AnyTriLen
     for _ in range(n):
         nest = _cons(tri, nest)
 
+    def checked_delta(d: Any) -> Any:  # the output delta (dh_T, a list of n steps' deltas)
+        match d:
+            case (_, list(dys)) if len(dys) == n:
+                return d
+        raise E.StructureError(f"{name}: the output delta must be (dh, a list of {n} steps), got {E.describe_tree(d)}")
+
     def run(t: Any) -> Any:
-        t = nest(t)
+        t = nest(dimap_s(_same, checked_delta, t))
         return dimap_p(second(lambda p: [p] * n), second(add_trees), t)
 
     return TriLens(run, name)

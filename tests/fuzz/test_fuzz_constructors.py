@@ -35,6 +35,34 @@ from .test_fuzz_lenses import examples
 #: Where the CheckpointBest case writes (a fresh directory).
 _TMP_BEST = os.path.join(tempfile.mkdtemp(prefix="prelens-fuzz-"), "best.npz")
 
+_MNIST1D_CACHE: list[str] = []
+
+
+def _load_mnist1d(**kw: Any) -> Any:
+    """``load_mnist1d`` reading a cache of the right shapes in a fresh directory (never the user's, never generated)."""
+    if not _MNIST1D_CACHE:
+        where = tempfile.mkdtemp(prefix="prelens-fuzz-cache-")
+        rng = np.random.default_rng(0)
+        np.savez(
+            os.path.join(where, datasets.mnist1d.MNIST1D_FILE),
+            x_train=rng.standard_normal((4000, 40)),
+            y_train=rng.integers(0, 10, 4000),
+            x_test=rng.standard_normal((1000, 40)),
+            y_test=rng.integers(0, 10, 1000),
+            t=np.linspace(0.0, 1.0, 40),
+        )
+        _MNIST1D_CACHE.append(where)
+    before = os.environ.get("PRELENS_CACHE")
+    os.environ["PRELENS_CACHE"] = _MNIST1D_CACHE[0]
+    try:
+        return datasets.load_mnist1d(**kw)
+    finally:
+        if before is None:
+            os.environ.pop("PRELENS_CACHE", None)
+        else:
+            os.environ["PRELENS_CACHE"] = before
+
+
 #: Bad values for any argument (kept small: no size here allocates much memory).
 GENERAL: list[Any] = [
     None,
@@ -693,6 +721,16 @@ CTORS: list[Ctor] = [
         {"n": [0, 2.0, True], "noise": [-0.1, np.nan, np.inf, 1e308, "x"], "rng": SEEDS},
         check=lambda out, kw: _glyphs_ok(out, kw["n"]),
     ),
+    Ctor(
+        "load_mnist1d",
+        _load_mnist1d,
+        {"channel": False, "regenerate": False},
+        # regenerate=True would run the generator (seconds a call): only values that must be refused
+        {"regenerate": [None, "yes", "no", 1, 0, 1.0, [], np.bool_(False)]},
+        only_bad=("regenerate",),
+        check=lambda out, kw: _mnist1d_ok(out, kw["channel"]),
+        covers=(datasets.load_mnist1d,),
+    ),
     Ctor("load_text", datasets.load_text, {"name": "sonnets"}, {"name": ["SONNETS", ["sonnets"], {}]}),
     Ctor(
         "make_sequences",
@@ -778,6 +816,13 @@ def _registered_ok(out: Any, kw: dict[str, Any]) -> None:
         out = out(_fuzz_made)
     lens = out(3)
     assert describe(lens) == {"call": kw["name"], "args": [3]}, describe(lens)
+
+
+def _mnist1d_ok(out: Any, channel: Any) -> None:
+    assert isinstance(out, datasets.Split)
+    tail = (40, 1) if channel else (40,)
+    assert out.x_train.shape == (4000, *tail) and out.x_test.shape == (1000, *tail), f"{out.x_train.shape}"
+    assert out.x_train.dtype == np.float64 and out.y_train.dtype == np.int64 and out.y_test.shape == (1000,)
 
 
 def _glyphs_ok(out: Any, n: int) -> None:

@@ -106,10 +106,11 @@ EXEMPT: dict[str, str] = {
     "prelens.nn.MASKED": _CONSTANT,
     **{
         f"prelens.datasets.{n}": _CONSTANT
-        for n in ("DATASETS", "IRIS_CLASSES", "IRIS_FEATURES", "TASKS", "TEXTS", "TOY_XS", "TOY_YS")
+        for n in ("DATASETS", "IRIS_CLASSES", "IRIS_FEATURES", "MNIST1D_VERSION", "TASKS", "TEXTS", "TOY_XS", "TOY_YS")
     },
     "prelens.datasets.iris_arrays": "takes no argument",
     "prelens.datasets.load_toy": "takes no argument",
+    "prelens.datasets.cache_dir": "takes no argument (it reads $PRELENS_CACHE and $XDG_CACHE_HOME: tests/test_datasets.py)",
     "prelens.train.retain_freed_memory": "takes no argument (a process setting; tests/test_runtime.py runs it)",
     "prelens.nn.composed.causal_mask": "takes no argument (the lens it makes has a forward/backward case)",
     "prelens.nn.DropoutKey": _RECORD + " (dropout's parameter: fuzzed as corrupted parameters of dropout)",
