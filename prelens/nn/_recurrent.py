@@ -51,7 +51,7 @@ from prelens import errors as E
 from prelens.backend._arrays import copy, namespace
 from prelens.backend._loop import as_steps, scan_loop
 from prelens.core import _args as A
-from prelens.core._check import LIKE_OUTPUT, Arr, Expects, Like
+from prelens.core._check import ANY, LIKE_OUTPUT, Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
 
@@ -61,6 +61,8 @@ Array = Any
 
 #: Gates per kind of cell (the ``G`` of ``G·H`` columns).
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+#: How many activations (each ``(..., H)``) one step keeps for its backward pass, by kind.
+SAVED = {"rnn": 2, "gru": 5, "lstm": 7}
 NONLINEARITIES = ("tanh", "relu")
 
 
@@ -227,10 +229,12 @@ def cell(
     # activation (rnn h', gru n, lstm tanh(c')), which broadcasts every input's leading axes
     last = {"rnn": 1, "gru": 3, "lstm": 6}[kind]
     like = Like(lambda m: (m[0], tuple(m[3][last].shape)))
+    kept = tuple(Arr(dt, ..., n) for _ in range(SAVED[kind]))  # the step's activations
     expects = Expects(
         params=_param_pattern(n_in, n, g, dt),
         input=(state, Arr(dt, ..., n_in)),
         delta=((like, like) if kind == "lstm" else like, like),  # (h', y) or ((h', c'), y)
+        residue=(Arr(dt, ..., n_in), Arr(dt, n_in, gn), Arr(dt, n, gn), kept),
     )
     return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
 
@@ -294,7 +298,12 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
         return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs
 
     like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
-    expects = Expects(params=_param_pattern(n_in, n, g, dt), input=Arr(dt, None, None, n_in), delta=like)
+    expects = Expects(
+        params=_param_pattern(n_in, n, g, dt),
+        input=Arr(dt, None, None, n_in),
+        delta=like,
+        residue=(Arr(dt, None, None, n_in), Arr(dt, n_in, gn), Arr(dt, n, gn), ANY),
+    )
     return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
 
 
