@@ -8,6 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 
+class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The commands' help: the description's line breaks kept, the defaults shown."""
+
+
 def threads_flag(value: str) -> int | str:
     """``--blas-threads``: ``auto`` or a number of threads >= 1.
 

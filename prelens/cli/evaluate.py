@@ -27,16 +27,13 @@ import numpy.typing as npt
 from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.cli import _model_io as io_
+from prelens.cli._runtime import Formatter
 from prelens.train import evaluate, predict
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's line breaks; show defaults."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens evaluate``."""
-    parser.formatter_class = _Formatter
+    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a model file (prelens train --save, prelens.save_model)")
     parser.add_argument("data", metavar="DATA", help="labelled examples: a .csv table or a .npz with arrays x and y")
     parser.add_argument(

@@ -31,6 +31,7 @@ import numpy.typing as npt
 from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.cli import _model_io as io_
+from prelens.cli._runtime import Formatter
 from prelens.train import predict
 
 OUTPUTS = ("auto", "label", "proba", "raw")
@@ -38,7 +39,7 @@ OUTPUTS = ("auto", "label", "proba", "raw")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens predict``."""
-    parser.formatter_class = _Formatter
+    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a model file (prelens train --save, prelens.save_model)")
     parser.add_argument("input", metavar="INPUT", help="the examples, one per row: a .csv table or a .npy array")
     parser.add_argument(
@@ -54,10 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="label, proba or raw; auto is label for a classifier, raw otherwise",
     )
     parser.add_argument("--batch-size", type=int, default=1024, help="rows run at once (bounds the memory)")
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's line breaks; show defaults."""
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,18 +22,15 @@ import numpy as np
 from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.cli import _model_io as io_
+from prelens.cli._runtime import Formatter
 from prelens.show._summary import summary
 
 IMAGES = (".png", ".svg", ".pdf")
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's line breaks; show defaults."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens summary``."""
-    parser.formatter_class = _Formatter
+    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a model file (prelens train --save, prelens.save_model)")
     parser.add_argument(
         "--input-shape", default=None, metavar="SHAPE", help="an example input's shape, batch first (e.g. 1,4)"

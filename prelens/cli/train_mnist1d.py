@@ -42,7 +42,7 @@ from prelens.bench.mnist1d import (
     train_mnist1d,
 )
 from prelens.cli import _checks as C
-from prelens.cli._runtime import BACKENDS, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import BACKENDS, Formatter, add_runtime_arguments, backend, training_runtime
 from prelens.datasets import Split, load_mnist1d
 from prelens.io._train_metadata import save_classifier
 
@@ -51,13 +51,9 @@ __all__ = ["add_arguments", "run"]
 COMMAND = "prelens train mnist1d"
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's line breaks; show defaults."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``prelens train mnist1d``."""
-    parser.formatter_class = _Formatter
+    parser.formatter_class = Formatter
     model = parser.add_argument_group("model")
     model.add_argument(
         "--model",
