@@ -1,4 +1,4 @@
-"""Hypothesis profiles, and a session's cache directory for MNIST-1D.
+"""Hypothesis profiles, and Python's default recursion limit for a block.
 
 ``ci`` (the default) runs enough examples to mean something and is derandomized, so a run
 on a fresh clone explores exactly the cases every earlier run explored: a failure in CI is
@@ -10,9 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -32,19 +30,3 @@ def default_recursion_limit() -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(before)
-
-
-@pytest.fixture(scope="session")
-def mnist1d_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """``$PRELENS_CACHE`` pointed at one temporary directory for the session: MNIST-1D is generated there
-    once (a few seconds), never in the user's cache."""
-    path = tmp_path_factory.mktemp("prelens-cache")
-    before = os.environ.get("PRELENS_CACHE")
-    os.environ["PRELENS_CACHE"] = str(path)
-    try:
-        yield path
-    finally:
-        if before is None:
-            os.environ.pop("PRELENS_CACHE", None)
-        else:
-            os.environ["PRELENS_CACHE"] = before

@@ -13,9 +13,6 @@ import pytest
 
 from prelens.bench.mnist1d import train_mnist1d
 from prelens.core import tree_leaves
-from tests.conftest import mnist1d_cache  # noqa: F401  (a fixture: the session's MNIST-1D cache)
-
-pytestmark = pytest.mark.usefixtures("mnist1d_cache")
 
 
 @pytest.mark.parametrize("name", ["logreg", "mlp", "cnn", "gru"])

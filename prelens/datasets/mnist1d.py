@@ -74,8 +74,8 @@ def load_mnist1d(*, channel: bool = False, regenerate: bool = False) -> Split:
     :class:`~prelens.errors.MissingExtraError` naming the extra:
     ``pip install 'prelens[mnist1d]'``. Nothing is ever downloaded.
 
-    >>> split = load_mnist1d()  # doctest: +SKIP
-    >>> split, split.x_train.shape, load_mnist1d(channel=True).x_test.shape  # doctest: +SKIP
+    >>> split = load_mnist1d()
+    >>> split, split.x_train.shape, load_mnist1d(channel=True).x_test.shape
     (Split(mnist1d: 4000 train + 1000 test, 40 features, 10 classes), (4000, 40), (1000, 40, 1))
     """
     channel = _args.flag("load_mnist1d", "channel", channel)
