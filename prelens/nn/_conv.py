@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -51,7 +51,8 @@ from prelens.core._combinators import chain, vec_lens
 from prelens.core._iso import iso_lens
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._linear import INIT_SCHEMES, bias, init_weight, linear
+from prelens.nn._fastcheck import dtype_suffix
+from prelens.nn._linear import _check_scheme, bias, init_weight, linear
 from prelens.nn._transformer_wiring import reparam
 from prelens.show._summary import register_opening
 
@@ -94,10 +95,6 @@ def _ints(fn: str, what: str, value: Any, dims: int, least: int) -> Ints:
 
 def _show(t: Ints) -> str:
     return str(t[0]) if len(t) == 1 else f"({', '.join(map(str, t))})"
-
-
-def _suffix(dt: np.dtype[Any]) -> str:
-    return "" if dt == np.float64 else f", {E.dtype_name(dt)}"
 
 
 class Geometry(NamedTuple):
@@ -220,16 +217,18 @@ def stack_windows(xpad: Array, geo: Geometry, out: Ints) -> Array:
     return xp.stack(pieces, axis=-2)
 
 
-def col2im_numpy(dwin: Array, geo: Geometry, x_shape: Ints, out: Ints, groups: int) -> Array:
-    """The input delta from window deltas ``dwin (N, *out, groups, *kernel, C // groups)``: each kernel
-    offset's slice added into the padded input (one in-place add per offset), the padding cut off."""
+def scatter_numpy(
+    pieces: Callable[[int, Ints], Array], geo: Geometry, x_shape: Ints, out: Ints, dt: Any, groups: int = 1
+) -> Array:
+    """The input delta from each kernel offset's delta: ``pieces(i, offset)``, shaped ``(N, *out, groups,
+    C // groups)``, added where that offset reads the padded input (one in-place add per offset), the
+    padding cut off (numpy)."""
     n, *sizes, c = x_shape
     padded = tuple(m + 2 * p for m, p in zip(sizes, geo.padding))
-    dxpad = np.zeros((n, *padded, c), dwin.dtype)
+    dxpad = np.zeros((n, *padded, c), dt)
     view = dxpad.reshape(n, *padded, groups, c // groups)
-    lead = (slice(None),) * (1 + len(out) + 1)
-    for o in geo.offsets():
-        view[(slice(None), *geo.window_slices(o, out))] += dwin[(*lead, *o)]
+    for i, o in enumerate(geo.offsets()):
+        view[(slice(None), *geo.window_slices(o, out))] += pieces(i, o)
     if not any(geo.padding):
         return dxpad
     return dxpad[(slice(None), *(slice(p, p + m) for m, p in zip(sizes, geo.padding)))]
@@ -276,12 +275,6 @@ def col2im_any(pieces: Sequence[Array], geo: Geometry, x_shape: Ints) -> Array:
 # ------------------------------------------------------------------ the convolution
 
 
-def _check_init(fn: str, init: Any) -> str | None:
-    if init is None or (isinstance(init, str) and init in INIT_SCHEMES):
-        return init
-    raise E.not_one_of(fn, "init", INIT_SCHEMES, init, or_none=True)
-
-
 def _conv(
     fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, groups: Any,
     dtype: npt.DTypeLike, init: Any,
@@ -292,10 +285,10 @@ def _conv(
     if c_in % g or c_out % g:
         raise E.bad_argument(fn, "groups", g, f"a divisor of c_in={c_in} and of c_out={c_out}")
     dt = A.float_dtype(fn, "dtype", dtype)
-    scheme = _check_init(fn, init)
+    scheme = None if init is None else _check_scheme(fn, init)
     cg, og, kk = c_in // g, c_out // g, geo.size
     kc = kk * cg
-    name = f"{fn}({c_in}→{c_out}, {geo.describe()}{f', groups={g}' if g > 1 else ''}{_suffix(dt)})"
+    name = f"{fn}({c_in}→{c_out}, {geo.describe()}{f', groups={g}' if g > 1 else ''}{dtype_suffix(dt)})"
     w_shape = (*geo.kernel, cg, c_out)
     expects = Expects(
         params=ConvParams(Arr(dt, *w_shape), Arr(dt, c_out)),
@@ -344,7 +337,9 @@ def _conv(
                 dw = dw.reshape(w_shape)
                 dp = np.matmul(dyg, wk.transpose(0, 2, 1)).transpose(1, 0, 2)
             dwin = dp.reshape(n, *out, g, *geo.kernel, cg)
-            return ConvParams(dw, db), col2im_numpy(dwin, geo, x_shape, out, g)
+            lead = (slice(None),) * (2 + dims)  # (N, *out, groups)
+            dx = scatter_numpy(lambda i, o: dwin[(*lead, *o)], geo, x_shape, out, dwin.dtype, g)
+            return ConvParams(dw, db), dx
         xp = namespace(dy)
         dyf = xp.reshape(dy, (m, c_out))
         db = xp.sum(dyf, axis=0)

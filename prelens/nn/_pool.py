@@ -47,6 +47,7 @@ from prelens.nn._conv import (
     pad_any,
     pad_numpy,
     patches,
+    scatter_numpy,
     stack_windows,
     windows_numpy,
 )
@@ -81,18 +82,6 @@ def _numpy_windows(x: Array, geo: Geometry, out: Ints, value: float) -> Array:
     """``(N, *out, K, C)``: every window of ``x`` (padded with ``value``), as a fresh array."""
     win = windows_numpy(pad_numpy(x, geo.padding, value), geo, out, 1)  # (N, *out, 1, *k, C)
     return np.array(win).reshape(x.shape[0], *out, geo.size, x.shape[-1])
-
-
-def _scatter_numpy(pieces: Any, geo: Geometry, x_shape: Ints, out: Ints, dt: Any) -> Array:
-    """The input delta: piece ``i`` (``(N, *out, C)``, from ``pieces(i)``) added where offset ``i`` reads."""
-    n, *sizes, c = x_shape
-    padded = tuple(m + 2 * p for m, p in zip(sizes, geo.padding))
-    dxpad = np.zeros((n, *padded, c), dt)
-    for i, o in enumerate(geo.offsets()):
-        dxpad[(slice(None), *geo.window_slices(o, out))] += pieces(i)
-    if not any(geo.padding):
-        return dxpad
-    return dxpad[(slice(None), *(slice(p, p + m) for m, p in zip(sizes, geo.padding)))]
 
 
 @constructor
@@ -131,7 +120,9 @@ def max_pool(
     def bwd(res: tuple[Array, Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
         idx, x_shape, out = res
         if type(dy) is np.ndarray:
-            return (), _scatter_numpy(lambda i: np.where(idx == i, dy, 0.0), geo, x_shape, out, dy.dtype)
+            return (), scatter_numpy(
+                lambda i, o: np.where(idx == i, dy, 0.0)[..., None, :], geo, x_shape, out, dy.dtype
+            )
         xp = namespace(dy)
         zero = xp.zeros_like(dy)
         return (), col2im_any([xp.where(idx == i, dy, zero) for i in range(kk)], geo, x_shape)
@@ -173,7 +164,7 @@ def avg_pool(
         x_shape, out = res
         share = dy / kk
         if type(dy) is np.ndarray:
-            return (), _scatter_numpy(lambda i: share, geo, x_shape, out, dy.dtype)
+            return (), scatter_numpy(lambda i, o: share[..., None, :], geo, x_shape, out, dy.dtype)
         return (), col2im_any([share] * kk, geo, x_shape)
 
     return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[0], m[1])))

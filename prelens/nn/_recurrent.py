@@ -54,6 +54,7 @@ from prelens.core import _args as A
 from prelens.core._check import ANY, LIKE_OUTPUT, Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
+from prelens.nn._fastcheck import dtype_suffix
 
 __all__ = ["RecurrentParams", "bidirectional", "gru", "lstm", "rnn"]
 
@@ -179,7 +180,7 @@ def _param_pattern(n_in: int, n: int, g: int, dt: Any) -> RecurrentParams:
 
 def _name(kind: str, n_in: int, n: int, dt: Any, relu: bool) -> str:
     tail = ", relu" if relu else ""
-    return f"{kind}({n_in}→{n}{tail}{'' if dt == np.float64 else f', {E.dtype_name(dt)}'})"
+    return f"{kind}({n_in}→{n}{tail}{dtype_suffix(dt)})"
 
 
 # ------------------------------------------------------------------ the cells
