@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from prelens.backend._arrays import namespace
+from prelens.backend._arrays import is_array, namespace
 
-__all__ = ["Steps", "as_steps", "is_traced", "scan_loop"]
+__all__ = ["Steps", "as_steps", "is_traced", "scan_loop", "stack", "unstack"]
 
 Step = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -92,14 +92,14 @@ def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep
     n = _length(xs, axis)
     if n is None or n == 0:
         raise ValueError("scan_loop: xs has no steps (a loop needs at least one)")
-    steps = _unstack(xs, axis, n)
+    steps = unstack(xs, axis, n)
     ys: list[Any] = [None] * n
     for t in range(n - 1, -1, -1) if reverse else range(n):
         carry, ys[t] = step(carry, steps[t])
     if not keep:
-        return carry, _stack(ys, axis)
+        return carry, stack(ys, axis)
     first = ys[0]
-    kids = [Steps(y[i] for y in ys) if i in keep else _stack([y[i] for y in ys], axis) for i in range(len(first))]
+    kids = [Steps(y[i] for y in ys) if i in keep else stack([y[i] for y in ys], axis) for i in range(len(first))]
     return carry, (type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids))
 
 
@@ -165,15 +165,19 @@ def _length(tree: Any, axis: int) -> int | None:
 def _stack_steps(tree: Any, axis: int) -> Any:
     """``tree`` with every :class:`Steps` in it stacked along ``axis`` (for ``jax.lax.scan``)."""
     if isinstance(tree, Steps):
-        return _stack(list(tree), axis)
+        return stack(list(tree), axis)
     if isinstance(tree, (tuple, list)):
         kids = [_stack_steps(kid, axis) for kid in tree]
         return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
     return tree
 
 
-def _unstack(tree: Any, axis: int, n: int) -> list[Any]:
-    """The ``n`` steps of ``tree`` along ``axis``: a list of trees of views, built node by node."""
+def unstack(tree: Any, axis: int, n: int) -> list[Any]:
+    """The ``n`` steps of ``tree`` along ``axis``: a list of trees of views, built node by node.
+
+    >>> unstack((np.zeros((2, 3)), np.ones(2)), 0, 2)[1]
+    (array([0., 0., 0.]), array(1.))
+    """
     if tree is None:
         return [None] * n
     if isinstance(tree, Steps):
@@ -181,26 +185,31 @@ def _unstack(tree: Any, axis: int, n: int) -> list[Any]:
             raise ValueError(f"scan_loop: a sequence of {len(tree)} steps beside one of {n}")
         return list(tree)
     if isinstance(tree, (tuple, list)):
-        kids = [_unstack(kid, axis, n) for kid in tree]
+        kids = [unstack(kid, axis, n) for kid in tree]
         if hasattr(tree, "_fields"):
             return [type(tree)(*step) for step in zip(*kids)]
         return [type(tree)(step) for step in zip(*kids)]
-    if type(tree) is np.ndarray:  # numpy's own iteration: the views at C speed
+    if type(tree) is np.ndarray and tree.ndim > 1:  # numpy's own iteration: the views at C speed (0-d: arrays)
         return list(np.moveaxis(tree, axis, 0))
     lead = (slice(None),) * (axis % len(tree.shape))
     return [tree[(*lead, t, ...)] for t in range(n)]
 
 
-def _stack(steps: list[Any], axis: int) -> Any:
-    """The steps (trees of one structure) stacked leaf by leaf along ``axis``."""
+def stack(steps: list[Any], axis: int) -> Any:
+    """The steps (trees of one structure) stacked leaf by leaf along ``axis`` (Python numbers by numpy).
+
+    >>> stack([(np.zeros(2), 1.0), (np.ones(2), 2.0)], -1)
+    (array([[0., 1.],
+           [0., 1.]]), array([1., 2.]))
+    """
     first = steps[0]
     if first is None:
         return None
     if isinstance(first, (tuple, list)):
-        kids = [_stack([s[i] for s in steps], axis) for i in range(len(first))]
+        kids = [stack([s[i] for s in steps], axis) for i in range(len(first))]
         return type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids)
     if type(first) is np.ndarray and 0 <= axis < first.ndim:
         # np.stack's layout from one concatenate (np.stack adds an axis to every step first: slower)
         shape = first.shape
         return np.concatenate(steps, axis=axis).reshape((*shape[:axis], len(steps), *shape[axis:]))
-    return namespace(first).stack(steps, axis=axis)
+    return (namespace(first) if is_array(first) else np).stack(steps, axis=axis)

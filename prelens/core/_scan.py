@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace
-from prelens.backend._loop import is_traced, scan_loop
+from prelens.backend._loop import is_traced, scan_loop, stack
+from prelens.backend._loop import unstack as unstack_steps
 from prelens.core._check import ANY, Expects
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
@@ -48,44 +47,29 @@ def steps_of(fn: str, xs: Any, axis: int) -> list[Any]:
 
 
 def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
-    """A tree of arrays stacked along ``axis`` cut into the list of its steps (each a tree of one step).
+    """A tree of arrays stacked along ``axis`` cut into the list of its steps (each a tree of one step),
+    after checking that every array has that axis and all have as many steps.
 
     >>> import numpy as np
     >>> unstack("scan", (np.zeros((2, 3)), np.ones(2)), 0)[1]
     (array([0., 0., 0.]), array(1.))
     """
+    return unstack_steps(tree, axis, _steps_in(fn, tree, axis))
+
+
+def _steps_in(fn: str, tree: Any, axis: int) -> int:
+    """How many steps every array of ``tree`` holds along ``axis`` (an error naming ``fn`` if they differ)."""
     if is_array(tree):
         nd = len(tree.shape)
         if not -nd <= axis < nd:
             raise E.StructureError(f"{fn}: a sequence has no axis {axis}: got {E.describe(tree)}")
-        ax = axis % nd
-        lead = (slice(None),) * ax
-        return [tree[(*lead, t, ...)] for t in range(tree.shape[ax])]
+        return int(tree.shape[axis])
     if isinstance(tree, (tuple, list)) and len(tree) > 0:
-        kids = [unstack(fn, kid, axis) for kid in tree]
-        if any(len(k) != len(kids[0]) for k in kids):
+        counts = {_steps_in(fn, kid, axis) for kid in tree}
+        if len(counts) > 1:
             raise E.StructureError(f"{fn}: the arrays of a sequence have different numbers of steps")
-        make = (lambda v: type(tree)(*v)) if hasattr(tree, "_fields") else type(tree)
-        return [make(step) for step in zip(*kids)]
+        return counts.pop()
     raise E.must_be(fn, "a stacked sequence", "arrays (or a tree of arrays) with a time axis", E.describe(tree))
-
-
-def stack(steps: list[Any], axis: int) -> Any:
-    """The inverse of :func:`unstack`: a list of trees of one structure stacked leaf by leaf along ``axis``.
-
-    >>> import numpy as np
-    >>> stack([(np.zeros(2), 1.0), (np.ones(2), 2.0)], -1)
-    (array([[0., 1.],
-           [0., 1.]]), array([1., 2.]))
-    """
-    first = steps[0]
-    if isinstance(first, (tuple, list)):
-        kids = [stack([s[i] for s in steps], axis) for i in range(len(first))]
-        return type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids)
-    if first is None:
-        return None
-    xp = namespace(first) if is_array(first) else np
-    return xp.stack(steps, axis=axis)
 
 
 def stack_like(steps: list[Any], like: Any, axis: int) -> Any:
