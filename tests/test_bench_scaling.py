@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from prelens.bench import scaling as S
 from prelens.cli import bench as cli_bench
+from prelens_bench import scaling as S
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -81,7 +81,7 @@ def test_without_matplotlib_it_says_so_before_timing(tmp_path: Path, monkeypatch
 
 
 def test_a_side_whose_check_fails_is_left_out_of_that_point_and_named():
-    from prelens.bench import NUMPY_HAND, Peer, PeerStep
+    from prelens_bench import NUMPY_HAND, Peer, PeerStep
 
     def prepare(problem):  # numpy's gradients, one leaf off: a wrong backward pass
         inner = NUMPY_HAND.prepare(problem)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from prelens import LawError
-from prelens.bench import (
+from prelens_bench import (
     JAX_JIT,
     PRELENS_JAX,
     TORCH_EAGER,
@@ -24,7 +24,7 @@ from prelens.bench import (
     make_problem,
     run_peers,
 )
-from prelens.bench.peers import PRELENS
+from prelens_bench.peers import PRELENS
 
 SMALL_LM = LMConfig(vocab=9, seq_len=6, d_model=8, n_heads=2, d_ff=12, n_layers=2, batch=3)
 CASES = [PeerCase((6, 5, 3), dtype, 4) for dtype in ("float64", "float32")] + [
@@ -80,7 +80,7 @@ def test_the_timed_compiled_step_is_numpys_sgd_step_and_runs_from_its_own_output
 
 def test_a_compiled_step_that_updates_wrongly_is_refused_before_timing(monkeypatch):
     """The first update is checked against numpy's sgd, not only the gradient."""
-    import prelens.bench._peer_prelens_jax as PJ
+    import prelens_bench._peer_prelens_jax as PJ
     from prelens.learn import SGD
 
     real = PJ.compile_step

@@ -4,11 +4,11 @@
 d_model 64, 4 heads, FFN 256, 2 blocks, batch 16) one axis moves at a time:
 sequence length 32 → 512, d_model 64 → 512 (the FFN stays 4·d_model), batch
 1 → 256 and depth (blocks) 1 → 8. At each point the step of
-:mod:`prelens.bench.peers` (forward, backward, SGD) runs in prelens on numpy,
+:mod:`prelens_bench.peers` (forward, backward, SGD) runs in prelens on numpy,
 prelens on JAX (:func:`~prelens.train.compile_step`), PyTorch eager and
 hand-written JAX under ``jit``, whichever are installed: every side's
 gradient is checked equal to prelens's first, then the sides run interleaved
-(:func:`~prelens.bench._timing.time_interleaved`) and the table gives medians.
+(:func:`~prelens_bench._timing.time_interleaved`) and the table gives medians.
 
 Along the sequence axis it also reads the memory: the residue bytes that
 :class:`prelens.tambara.Cost` finds in the LM (what the backward pass keeps:
@@ -39,13 +39,13 @@ from pathlib import Path
 import numpy as np
 
 from prelens import errors as E
-from prelens.bench import peers as P
-from prelens.bench._problem import PeerCase, check_peer_gradients, make_problem
-from prelens.bench._timing import time_interleaved
-from prelens.bench.lm import LMConfig
-from prelens.bench.memory import _peak
 from prelens.nn._transformer import decoder_lm, token_cross_entropy
 from prelens.tambara import Cost, to_tamb
+from prelens_bench import peers as P
+from prelens_bench._problem import PeerCase, check_peer_gradients, make_problem
+from prelens_bench._timing import time_interleaved
+from prelens_bench.lm import LMConfig
+from prelens_bench.memory import _peak
 
 __all__ = [
     "PRELENS_NUMPY",

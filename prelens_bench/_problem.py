@@ -10,12 +10,12 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import is_array, to_numpy
-from prelens.bench.lm import LMConfig
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_paths
 from prelens.nn import mlp, mse
 from prelens.nn._fastcheck import Array
 from prelens.nn._transformer import decoder_lm, token_cross_entropy
+from prelens_bench.lm import LMConfig
 
 LR = 0.01
 
@@ -80,7 +80,7 @@ class PeerStep:
     prelens's layout, or is ``None`` for a side with nothing to compare (the
     matmul floor). ``step()`` runs one SGD step in the side's own idiom.
 
-    >>> from prelens.bench.peers import MATMUL_FLOOR
+    >>> from prelens_bench.peers import MATMUL_FLOOR
     >>> floor = MATMUL_FLOOR.prepare(make_problem(PeerCase((3, 2), "float64", 4)))
     >>> floor.grads is None, floor.step()
     (True, None)
