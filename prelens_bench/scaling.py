@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -345,7 +346,7 @@ def run_scaling(
     if PRELENS_NUMPY not in present:
         present.insert(0, PRELENS_NUMPY)  # the reference every gradient is checked against
     start = time.perf_counter()
-    measured: dict[LMConfig, tuple[dict[str, float], dict[str, float], dict[str, str]]] = {}
+    measured: dict[LMConfig, tuple[dict[str, float], dict[str, float], dict[str, str], dict[str, str]]] = {}
     rows = []
     for axis in SCALING_AXES:
         for value in g.values.get(axis, ()):
@@ -439,7 +440,7 @@ def _float64(problem: Problem) -> Problem:
     """``problem`` in float64: the same weights and batch, widened (labels stay integers)."""
     from prelens.core._tree import tree_map
 
-    def wide(a: object) -> object:
+    def wide(a: Any) -> Any:
         return a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
 
     case = dataclasses.replace(problem.case, dtype="float64")
