@@ -280,6 +280,15 @@ def unwritable_reason(path: Any) -> str | None:
     return None
 
 
+def writable_path(fn: str, name: str, path: Any, expected: str = "a file path (str or os.PathLike)") -> None:
+    """Refuse, before any work, an argument ``name`` of ``fn`` that is not a path :func:`save_checkpoint` can write."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise E.bad_argument(fn, name, path, expected)
+    why = unwritable_reason(path)
+    if why is not None:
+        raise E.unwritable_path(fn, name, os.fspath(path), why)
+
+
 def _fsync_directory(directory: str) -> None:
     """Make the rename durable where the platform allows it (best effort)."""
     with contextlib.suppress(OSError):

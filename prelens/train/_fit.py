@@ -1,27 +1,17 @@
-"""The training loop: shuffled mini-batches, metrics per epoch, callbacks, exact resuming, and no lost work.
-
-``fit`` reads in four parts, each a short function:
+"""The training loop, in parts none longer than a screen.
 
 * :func:`~prelens.train._plan.check_args`: every argument checked, a mistake one error before any work;
-* :func:`~prelens.train._plan.start` and :func:`~prelens.train._plan.plan`: where training starts (fresh,
-  given, or a checkpoint), the data in the model's dtype, and the step strategy: :func:`~prelens.train.step`'s
-  core on the host, or its compiled twin (:func:`~prelens.train.compile_step`) on JAX, over a mesh or not;
+* :func:`~prelens.train._plan.start`: where training starts (fresh, given, or a checkpoint);
+* :func:`~prelens.train._plan.plan`: the data in the model's dtype and on the backend, and the step strategy
+  (:func:`~prelens.train.step`'s core on the host, or :func:`~prelens.train.compile_step` on JAX);
 * :func:`_train` and :func:`_epoch`: the epochs, batches, metrics and callbacks, on a
   :class:`~prelens.train._run.Run` that holds the last good state and saves it;
 * :mod:`prelens.train._resume`: what a checkpoint holds beyond the parameters, so ``resume=`` takes
   the very steps an uninterrupted run would.
 
-Dropout: with :class:`~prelens.nn.DropoutKey` sites in the parameters every step draws a key from the
-seeded generator and runs on ``with_dropout(params, key)``; everything else (metrics, callbacks, what is
-saved and returned) sees the parameters without keys, in evaluation mode.
-
-No lost work: a non-finite loss, gradient or update stops training with a ``TrainingNonFiniteError``
-naming the epoch, batch and first bad leaf (the failed step is never kept); Ctrl-C *returns* the state
-after the last good step (``history.interrupted``); any other exception is re-raised with that state
-attached (``.params``, ``.opt_state``, ``.history``) and a note saying where training stopped. With
-``checkpoint_path`` that state is saved atomically every ``checkpoint_every`` epochs, at the end and on
-any early stop; a Ctrl-C during a write waits for it, and a second one on the way out is ignored.
-What ``fit`` hands back is never the caller's own object.
+Dropout: every step draws a key from the seeded generator and runs on ``with_dropout(params, key)``;
+metrics, callbacks and what is saved and returned see the parameters without keys. What happens when
+training stops (non-finite values, Ctrl-C, other errors) is said in :func:`fit`'s docstring.
 """
 
 from __future__ import annotations
