@@ -1,19 +1,17 @@
 """Checkpoints: parameter trees to ``.npz`` files and back, without pickle.
 
-A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it):
-one array per leaf keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON
-description of the tree (node kinds, Python leaves versus arrays, every leaf's dtype and shape,
-optional metadata). Arrays of any array-API library are saved as the numpy arrays of the same
-dtype and values.
+A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it): one array per leaf
+keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON description of the tree (node kinds, Python
+leaves versus arrays, every leaf's dtype and shape, optional metadata). Arrays of any array-API library are saved as
+the numpy arrays of the same dtype and values.
 
-Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed
-while written, fsynced, then ``os.replace``; a Ctrl-C waits until the file is whole, and the
-next save removes a dead writer's leftover (never a live one's). Loading trusts no size in the
-file: every shape is checked against the array's header, the archive's byte counts and
-``like=`` before anything is allocated or decompressed (memory stays near the model's size with
-``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples
-are rebuilt from ``like=`` or the registry (:func:`register_namedtuple`), never by importing a
-name the file gives. The whole contract: docs/api.md (``prelens.io``).
+Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed while written, fsynced,
+then ``os.replace``; a Ctrl-C waits until the file is whole, and the next save removes a dead writer's leftover
+(never a live one's). Loading trusts no size in the file: every shape is checked against the array's header, the
+archive's byte counts and ``like=`` before anything is allocated or decompressed (memory stays near the model's size
+with ``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples are rebuilt from
+``like=`` or the registry (:func:`register_namedtuple`), never by importing a name the file gives. The whole
+contract: docs/api.md (``prelens.io``).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -133,19 +131,15 @@ def _known_namedtuples() -> dict[str, type]:
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
 
-    The file is written exactly at ``path`` (no suffix is added). Leaves may
-    be numpy arrays of bool/int/uint/float/complex dtypes, numpy scalars, and
-    Python ``float``, ``int``, ``bool``, ``str``; nodes tuples, lists, named
-    tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another
-    array-API library (PyTorch, JAX, ``array_api_strict``, on any device) are
-    copied to the host and stored as the numpy arrays of the same dtype and
-    values; a value being traced by ``jax.jit`` cannot be stored.
+    The file is written exactly at ``path`` (no suffix is added). Leaves may be numpy arrays of
+    bool/int/uint/float/complex dtypes, numpy scalars, and Python ``float``, ``int``, ``bool``, ``str``; nodes
+    tuples, lists, named tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another array-API
+    library (PyTorch, JAX, ``array_api_strict``, on any device) are copied to the host and stored as the numpy
+    arrays of the same dtype and values; a value being traced by ``jax.jit`` cannot be stored.
 
-    Raises :class:`prelens.errors.CheckpointError` for anything else (naming the
-    path in the tree), for trees or metadata nested more than 100 levels
-    deep, and when writing fails; either way the file that was at ``path``
-    stays as it was. A Ctrl-C during the write is acted on when the file is
-    complete.
+    Raises :class:`prelens.errors.CheckpointError` for anything else (naming the path in the tree), for trees or
+    metadata nested more than 100 levels deep, and when writing fails; either way the file that was at ``path``
+    stays as it was. A Ctrl-C during the write is acted on when the file is complete.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -225,8 +219,8 @@ def _create_temporary(directory: str, base: str) -> tuple[int, str]:
 def _remove_stale_temporaries(directory: str, base: str) -> None:
     """Delete the temporary files of killed saves: no process with their pid alive, no one holding their ``flock``.
 
-    (A writer holds the lock from just after creating the file until it is whole; a reused pid only
-    means the file stays.) Best effort: errors are ignored; nothing is removed without ``flock``.
+    (A writer holds the lock from just after creating the file until it is whole; a reused pid only means the file
+    stays.) Best effort: errors are ignored; nothing is removed without ``flock``.
     """
     if fcntl is None:
         return
@@ -361,22 +355,18 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
-    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
-    the checkpoint must have its structure, leaf kinds, shapes and dtypes
-    (checked before any array is read), and named tuples are rebuilt with
-    ``like``'s classes. Without ``like`` named tuples must be registered (see
-    :func:`register_namedtuple`). ``like``'s arrays may be of any array-API
-    library (their shapes and dtype names are compared).
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``): the checkpoint must have its structure,
+    leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are rebuilt with ``like``'s
+    classes. Without ``like`` named tuples must be registered (see :func:`register_namedtuple`). ``like``'s arrays
+    may be of any array-API library (their shapes and dtype names are compared).
 
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or
-    a namespace: see :func:`prelens.backend.to_backend`) is the library the arrays
-    are returned in, with the dtypes and values saved; numbers, numpy scalars
-    and strings stay as they are.
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or a namespace: see
+    :func:`prelens.backend.to_backend`) is the library the arrays are returned in, with the dtypes and values saved;
+    numbers, numpy scalars and strings stay as they are.
 
-    Raises :class:`prelens.errors.CheckpointError` when the file is missing,
-    truncated, corrupt or inconsistent (sizes that disagree, nesting deeper
-    than 100 levels, more data than 16 times the file's size without
-    ``like``), or does not fit ``like`` (naming the tree path).
+    Raises :class:`prelens.errors.CheckpointError` when the file is missing, truncated, corrupt or inconsistent
+    (sizes that disagree, nesting deeper than 100 levels, more data than 16 times the file's size without ``like``),
+    or does not fit ``like`` (naming the tree path).
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -445,11 +435,10 @@ class _Archive:
     ) -> np.ndarray:
         """The array stored under ``key`` (the leaf at tree path ``where``), read once its header is checked.
 
-        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape
-        equal to ``shape``, when given); the archive must say it holds exactly that many bytes,
-        within the file. With ``charge``, the bytes count against the budget of 16 times the
-        file's size (without ``like=`` nothing else bounds them). Nothing is allocated before
-        all of that holds, and no more than the declared bytes are ever decompressed.
+        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape equal to ``shape``,
+        when given); the archive must say it holds exactly that many bytes, within the file. With ``charge``, the
+        bytes count against the budget of 16 times the file's size (without ``like=`` nothing else bounds them).
+        Nothing is allocated before all of that holds, and no more than the declared bytes are ever decompressed.
         """
         try:
             info = self.zip.getinfo(f"{key}.npy")

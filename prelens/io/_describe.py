@@ -4,15 +4,14 @@
 
 * a lens made by a constructor is ``{"call": name, "args": [...], "kwargs": {...}}``;
 * a public lens value (``prelens.nn.relu``, ``prelens.copy_l``) is ``{"value": name}``;
-* an argument is a JSON scalar, a list, ``{"tuple": [...]}``, ``{"dict": {...}}``,
-  ``{"dtype": "float32"}``, ``{"array": [...], "dtype": ..., "shape": [...]}`` (a small
-  numeric array, flattened), or the description of a lens.
+* an argument is a JSON scalar, a list, ``{"tuple": [...]}``, ``{"dict": {...}}``, ``{"dtype": "float32"}``,
+  ``{"array": [...], "dtype": ..., "shape": [...]}`` (a small numeric array, flattened), or the description of a
+  lens.
 
-:func:`rebuild` calls the registered constructors again, by name only: an unknown name
-is refused, never imported, and the constructors check their own arguments. A lens
-built any other way (``PreLens(...)`` of the user's functions, ``pointwise``,
-``parameter_free``, the dimaps) has no record: :func:`describe` refuses it, naming it
-and saying how to register the function that builds it.
+:func:`rebuild` calls the registered constructors again, by name only: an unknown name is refused, never imported,
+and the constructors check their own arguments. A lens built any other way (``PreLens(...)`` of the user's
+functions, ``pointwise``, ``parameter_free``, the dimaps) has no record: :func:`describe` refuses it, naming it and
+saying how to register the function that builds it.
 """
 
 from __future__ import annotations
@@ -170,8 +169,8 @@ _VALUE_TAGS = ("array", "tuple", "dict", "dtype", "call", "value")
 def rebuild(node: Any) -> Any:
     """The lens a description describes, built by the registered constructors (see :func:`describe`).
 
-    Raises :class:`DescriptionError` naming the place in the description. Run it inside
-    :func:`budget` when the description comes from a file.
+    Raises :class:`DescriptionError` naming the place in the description. Run it inside :func:`budget` when the
+    description comes from a file.
 
     >>> from prelens.nn import mlp
     >>> rebuild(describe(mlp(4, [8, 3]) >> mlp(3, [2])))

@@ -1,11 +1,10 @@
 """Model files: a lens's construction and its parameters in one file, loaded without pickle or code.
 
-A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside
-the caller's own, ``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a
-description of its constructor calls (:mod:`prelens.io._describe`), which :func:`load_model`
-makes again, by name only. The file is untrusted: the description is bounded in size and
-depth, unknown constructors are refused, the work of rebuilding is bounded by the size of the
-stored parameters, and those must fit the rebuilt lens before anything is returned
+A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside the caller's own,
+``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a description of its constructor calls
+(:mod:`prelens.io._describe`), which :func:`load_model` makes again, by name only. The file is untrusted: the
+description is bounded in size and depth, unknown constructors are refused, the work of rebuilding is bounded by the
+size of the stored parameters, and those must fit the rebuilt lens before anything is returned
 (docs/model-files.md).
 """
 
@@ -53,18 +52,13 @@ def save_model(
 ) -> None:
     """Write ``lens`` (how it was built) and its ``params`` to one file, atomically.
 
-    ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``,
-    ``>>``, ``@``, ``chain``, ``.named`` ...) or by functions registered with
-    :func:`prelens.io.register_constructor`; anything else is refused, naming
-    the part that cannot be described. ``params`` must fit what
-    ``lens.init`` makes (structure, shapes, dtypes) when the lens has an
-    ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...:
-    they are stored exactly, as numpy arrays). ``metadata`` is a JSON-able
-    mapping returned by :func:`load_model` (a vocabulary, class names, how the
-    model was trained).
-    Everything is checked before the file is written; a failed save leaves the
-    file that was at ``path`` as it was. The suffix is yours to choose
-    (``.prelens`` reads well).
+    ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``, ``>>``, ``@``, ``chain``, ``.named``
+    ...) or by functions registered with :func:`prelens.io.register_constructor`; anything else is refused, naming
+    the part that cannot be described. ``params`` must fit what ``lens.init`` makes (structure, shapes, dtypes) when
+    the lens has an ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...: they are stored
+    exactly, as numpy arrays). ``metadata`` is a JSON-able mapping returned by :func:`load_model` (a vocabulary,
+    class names, how the model was trained). Everything is checked before the file is written; a failed save leaves
+    the file that was at ``path`` as it was. The suffix is yours to choose (``.prelens`` reads well).
 
     >>> import os, tempfile
     >>> from prelens.nn import mlp
@@ -123,16 +117,15 @@ def _misfit(expected: Any, got: Any) -> str | None:
 def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``:
-    see :func:`prelens.backend.to_backend`) is the library the parameters are
-    returned in, once they are checked against the rebuilt lens.
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``: see
+    :func:`prelens.backend.to_backend`) is the library the parameters are returned in, once they are checked against
+    the rebuilt lens.
 
-    Nothing in the file is executed or unpickled: the lens is rebuilt by
-    calling the registered constructors it names (prelens's own, and those
-    this process registered with :func:`prelens.io.register_constructor`).
-    Raises :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`)
-    for a missing, damaged or hostile file, an unknown constructor, a format
-    version this prelens does not read, or parameters that do not fit the lens.
+    Nothing in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it
+    names (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
+    :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`) for a missing, damaged or
+    hostile file, an unknown constructor, a format version this prelens does not read, or parameters that do not fit
+    the lens.
 
     >>> import os, tempfile
     >>> from prelens import forward

@@ -15,10 +15,10 @@ __all__ = ["deferred_sigint"]
 def deferred_sigint(*, absorb: bool = False) -> Iterator[None]:
     """Record a SIGINT that arrives inside the block and act on it (once) when the block ends.
 
-    With the usual handler the ``KeyboardInterrupt`` is raised *after* the block, never in the
-    middle of it; ``absorb=True`` drops the signal instead (for code already stopping because of an
-    earlier one). Outside the main thread (Python runs handlers there only), or when SIGINT is
-    ignored or its handler was not installed from Python, the block just runs.
+    With the usual handler the ``KeyboardInterrupt`` is raised *after* the block, never in the middle of it;
+    ``absorb=True`` drops the signal instead (for code already stopping because of an earlier one). Outside the main
+    thread (Python runs handlers there only), or when SIGINT is ignored or its handler was not installed from
+    Python, the block just runs.
     """
     previous = None
     if threading.current_thread() is threading.main_thread():

@@ -1,11 +1,10 @@
 """A whole training step, compiled: forward, backward and the optimiser update as one XLA program.
 
-Lenses are pure functions of arrays, so JAX traces :func:`~prelens.train.step`'s core (the same
-function ``fit`` runs on the host) into one program: every check of shapes, dtypes and trees runs
-in Python, once, while JAX traces; checks that need values (a non-finite loss or parameter) are one
-flag the program returns. With a ``mesh`` the step is data-parallel: the batch split along its
-leading axis, parameters and state replicated, the deltas summed by XLA (equal to one device's up
-to rounding).
+Lenses are pure functions of arrays, so JAX traces :func:`~prelens.train.step`'s core (the same function ``fit``
+runs on the host) into one program: every check of shapes, dtypes and trees runs in Python, once, while JAX traces;
+checks that need values (a non-finite loss or parameter) are one flag the program returns. With a ``mesh`` the step
+is data-parallel: the batch split along its leading axis, parameters and state replicated, the deltas summed by XLA
+(equal to one device's up to rounding).
 """
 
 from __future__ import annotations
@@ -31,11 +30,9 @@ __all__ = ["CompiledStep", "compile_step"]
 class CompiledStep:
     """One training step of ``model >> loss`` compiled by JAX; call it as ``step(params, opt_state, batch)``.
 
-    Returns ``(new_params, new_opt_state, loss)``: JAX arrays (``loss`` a 0-d
-    one, the loss at ``params``, before the update). Pure: the arguments are
-    not modified. numpy arguments are moved to JAX first (float64 turns on
-    JAX's 64-bit mode); pass the returned JAX arrays back in a loop.
-    Made by :func:`compile_step`.
+    Returns ``(new_params, new_opt_state, loss)``: JAX arrays (``loss`` a 0-d one, the loss at ``params``, before
+    the update). Pure: the arguments are not modified. numpy arguments are moved to JAX first (float64 turns on
+    JAX's 64-bit mode); pass the returned JAX arrays back in a loop. Made by :func:`compile_step`.
 
     >>> from prelens.nn import linear, mse
     >>> from prelens.learn import sgd
@@ -73,8 +70,8 @@ class CompiledStep:
     def place(self, tree: Tree, *, batch: bool = False) -> Tree:
         """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated.
 
-        Without a mesh, arrays go to JAX's default device. Calling this on the
-        data once, before a loop, saves a transfer per step.
+        Without a mesh, arrays go to JAX's default device. Calling this on the data once, before a loop, saves a
+        transfer per step.
         """
         import jax
 
@@ -94,8 +91,8 @@ class CompiledStep:
     ) -> tuple[Tree, Any, Any, Any]:
         """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite.
 
-        The flag is one more output of the program (a reduction per leaf), so
-        ``run`` is a program of its own, compiled on its first call.
+        The flag is one more output of the program (a reduction per leaf), so ``run`` is a program of its own,
+        compiled on its first call.
         """
         out: tuple[Tree, Any, Any, Any] = self._call(self._jitted, params, opt_state, batch, key)
         return out
@@ -131,16 +128,13 @@ def compile_step(
 ) -> CompiledStep:
     """One training step of ``model >> loss`` and ``optimizer``, compiled by JAX into one program.
 
-    ``optimizer`` is an optimiser of :mod:`prelens.learn` or its lens
-    (``opt.lens``); ``penalty`` an L2 term as in :func:`~prelens.train.fit`.
-    The step is traced on its first call (and again if the shapes change):
-    every lens checks its inputs then, in Python, and the compiled program
-    only computes. ``mesh``: a :class:`jax.sharding.Mesh` to train data-parallel
-    over, the batch split along ``axis`` (the mesh's first axis by default)
-    and the parameters replicated. A model with dropout needs a fresh key
-    each step: ``step(..., key=n)``, an int ``n`` (or a JAX key); each dropout
-    site gets its own JAX key folded from it, and JAX draws the masks inside
-    the program (the same distribution as numpy's masks, other draws).
+    ``optimizer`` is an optimiser of :mod:`prelens.learn` or its lens (``opt.lens``); ``penalty`` an L2 term as in
+    :func:`~prelens.train.fit`. The step is traced on its first call (and again if the shapes change): every lens
+    checks its inputs then, in Python, and the compiled program only computes. ``mesh``: a
+    :class:`jax.sharding.Mesh` to train data-parallel over, the batch split along ``axis`` (the mesh's first axis by
+    default) and the parameters replicated. A model with dropout needs a fresh key each step: ``step(..., key=n)``,
+    an int ``n`` (or a JAX key); each dropout site gets its own JAX key folded from it, and JAX draws the masks
+    inside the program (the same distribution as numpy's masks, other draws).
 
     >>> import numpy as np
     >>> from prelens.nn import mlp, mse
@@ -179,8 +173,8 @@ def compile_step(
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
     """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``.
 
-    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``:
-    each site gets its own JAX key folded from the step's ``key``.
+    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``: each site gets its own JAX
+    key folded from the step's ``key``.
     """
     cores = {
         dropout: step_of(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)

@@ -1,8 +1,7 @@
 """What fit does to its data before training: rows checked, floats cast, batches taken, dropout keyed.
 
-The data may be arrays of any array-API library (numpy, PyTorch, JAX, ...):
-checks, casts and batches stay in the data's library and on its device (a
-batch of another library's arrays is taken with the standard's ``take``).
+The data may be arrays of any array-API library (numpy, PyTorch, JAX, ...): checks, casts and batches stay in the
+data's library and on its device (a batch of another library's arrays is taken with the standard's ``take``).
 """
 
 from __future__ import annotations
@@ -27,8 +26,8 @@ __all__ = ["cast", "has_dropout", "keyed", "model_dtype", "rows", "take"]
 def model_dtype(params: Tree) -> np.dtype[Any] | None:
     """The one float dtype of the parameters' arrays (``None`` if they have none, or several).
 
-    Another library's dtype is given as the numpy dtype of the same name (``torch.float32``
-    is ``float32``); one that numpy lacks (``bfloat16``) gives ``None``.
+    Another library's dtype is given as the numpy dtype of the same name (``torch.float32`` is ``float32``); one
+    that numpy lacks (``bfloat16``) gives ``None``.
     """
     kinds = {_float_dtype(x) for x in tree_leaves(params) if is_array(x) and dtype_kind(x.dtype) == "f"}
     return kinds.pop() if len(kinds) == 1 else None
@@ -96,9 +95,9 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
 def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
     """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array).
 
-    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with
-    ``xp.take(a, idx, axis=0)``, ``idx`` those indices made once per library and device
-    (for JAX without a device: JAX places them where ``a`` is, sharded or not).
+    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with ``xp.take(a, idx, axis=0)``,
+    ``idx`` those indices made once per library and device (for JAX without a device: JAX places them where ``a``
+    is, sharded or not).
     """
     if order is None:
         return tree_map(lambda a: a[lo:hi] if isinstance(a, np.ndarray) else row_slice(a, lo, hi), tree)
@@ -153,8 +152,8 @@ def has_dropout(tree: Tree) -> bool:
 
 
 def keyed(model: AnyLens, key_params: Callable[[Tree, Any], Tree] = with_dropout) -> AnyLens:
-    """``model`` taking ``(key, xs)``: runs on ``key_params(params, key)`` (``with_dropout``, or the
-    compiled step's ``with_jax_keys``); its gradient via ``without_dropout``. The key is data: no delta."""
+    """``model`` taking ``(key, xs)``: runs on ``key_params(params, key)`` (``with_dropout``, or the compiled
+    step's ``with_jax_keys``); its gradient via ``without_dropout``. The key is data: no delta."""
     m_fwd, m_bwd = model.fwd, model.bwd
 
     def fwd(p: Tree, kx: tuple[Any, Any]) -> tuple[Any, Any]:

@@ -20,10 +20,9 @@ __all__ = ["accuracy", "evaluate", "predict"]
 def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """The model's outputs on ``xs`` (leading batch axis), in chunks of ``batch_size`` rows.
 
-    ``batch_size=None`` runs all rows at once; chunks bound the memory the
-    residues take. Shapes: ``(n, ...) -> (n, ...)``. ``xs`` and ``params`` may be
-    arrays of any array-API library (PyTorch, JAX, ...): the outputs are that
-    library's arrays, the chunks joined with its ``concat``.
+    ``batch_size=None`` runs all rows at once; chunks bound the memory the residues take. Shapes:
+    ``(n, ...) -> (n, ...)``. ``xs`` and ``params`` may be arrays of any array-API library (PyTorch, JAX, ...): the
+    outputs are that library's arrays, the chunks joined with its ``concat``.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -73,13 +72,11 @@ def labels_array(labels: Any) -> npt.NDArray[Any] | None:
 def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int | None = None) -> float:
     """The fraction of rows of ``xs`` that ``model`` classifies as ``labels`` say.
 
-    Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or
-    probabilities): the prediction is the argmax. A single output column
-    (or 1-D outputs) is a binary score: class 1 when positive (a tanh
-    output against ±1 targets, or a logit). ``labels`` are class indices
-    ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 / 0-1 values.
-    Outputs and labels of another array library are compared on the host
-    (one copy of the outputs): the answer is a Python float either way.
+    Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or probabilities): the prediction is the argmax. A
+    single output column (or 1-D outputs) is a binary score: class 1 when positive (a tanh output against ±1
+    targets, or a logit). ``labels`` are class indices ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 /
+    0-1 values. Outputs and labels of another array library are compared on the host (one copy of the outputs): the
+    answer is a Python float either way.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -102,8 +99,7 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
 def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any) -> float:
     """The loss of ``model`` on the whole of ``(xs, targets)``: ``forward(model >> loss, (targets, params), xs)``.
 
-    Arrays of any array-API library are evaluated in that library; the loss is
-    returned as a Python float.
+    Arrays of any array-API library are evaluated in that library; the loss is returned as a Python float.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse

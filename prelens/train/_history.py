@@ -15,16 +15,13 @@ __all__ = ["History"]
 class History:
     """What happened during :func:`fit`; every list has one entry per completed epoch.
 
-    ``loss``: the mean of the batch losses of each epoch (the objective minimised:
-    the loss plus the ``penalty``, with dropout on). ``metrics``: ``"val_loss"`` and
-    ``"val_<name>"`` for each metric on the validation data, ``"train_loss"`` and
-    ``"train_<name>"`` on the training data (``train_metrics=True``), and what
-    callbacks log (``"lr"``). ``seconds``: wall time of each epoch. ``steps``:
-    optimiser steps taken in all. ``interrupted``: training was stopped by
-    ``KeyboardInterrupt``; ``stopped``: why training ended early (``None`` if it ran
-    to the end); ``best_epoch``: the epoch whose parameters ``fit`` handed back
-    (``EarlyStopping(restore_best=True)``), else ``None``. A run resumed from a
-    checkpoint continues the history it holds.
+    ``loss``: the mean of the batch losses of each epoch (the objective minimised: the loss plus the ``penalty``,
+    with dropout on). ``metrics``: ``"val_loss"`` and ``"val_<name>"`` for each metric on the validation data,
+    ``"train_loss"`` and ``"train_<name>"`` on the training data (``train_metrics=True``), and what callbacks log
+    (``"lr"``). ``seconds``: wall time of each epoch. ``steps``: optimiser steps taken in all. ``interrupted``:
+    training was stopped by ``KeyboardInterrupt``; ``stopped``: why training ended early (``None`` if it ran to the
+    end); ``best_epoch``: the epoch whose parameters ``fit`` handed back (``EarlyStopping(restore_best=True)``),
+    else ``None``. A run resumed from a checkpoint continues the history it holds.
 
     >>> h = History(loss=[0.5, float("nan")], steps=8)
     >>> h.epochs, h.as_dict()["loss"]
@@ -59,9 +56,8 @@ class History:
     def log(self, name: str, value: float) -> None:
         """Record ``value`` under ``name`` for the latest epoch (what a callback uses to add a series).
 
-        Logging the same name twice for one epoch keeps the last value, so a
-        callback asked again about an epoch (as a resumed run does) logs nothing twice.
-        Epochs before the first logged one read ``nan``.
+        Logging the same name twice for one epoch keeps the last value, so a callback asked again about an epoch (as
+        a resumed run does) logs nothing twice. Epochs before the first logged one read ``nan``.
 
         >>> h = History(loss=[1.0, 0.5])
         >>> h.log("lr", 0.1)
@@ -80,11 +76,10 @@ class History:
     def plot(self, *names: str, ax: Any = None) -> Any:
         """Draw series of the history against the epoch (matplotlib, the ``plot`` extra); returns the ``Axes``.
 
-        ``names`` default to the losses recorded (``loss``, ``train_loss``,
-        ``val_loss``); give others by name (``"val_accuracy"``, ``"lr"``). The axes
-        get a title, axis labels and a legend. ``ax`` draws into an ``Axes`` of
-        yours (default: a new figure). Raises ``ImportError`` (a ``PrelensError``)
-        naming the extra when matplotlib is not installed.
+        ``names`` default to the losses recorded (``loss``, ``train_loss``, ``val_loss``); give others by name
+        (``"val_accuracy"``, ``"lr"``). The axes get a title, axis labels and a legend. ``ax`` draws into an
+        ``Axes`` of yours (default: a new figure). Raises ``ImportError`` (a ``PrelensError``) naming the extra when
+        matplotlib is not installed.
 
         >>> import matplotlib
         >>> matplotlib.use("Agg")

@@ -21,12 +21,11 @@ __all__ = ["confusion_matrix", "predict_proba"]
 def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """Class probabilities ``(n, k)`` from a model that outputs logits.
 
-    Outputs ``(n, k)`` with ``k > 1`` (as trained with ``softmax_cross_entropy``)
-    become ``softmax`` rows; a single logit per row, ``(n, 1)`` or ``(n,)``, becomes
-    ``(n, 2)`` columns ``[1 − σ(z), σ(z)]`` (class 1 when the logit is positive, as
-    :func:`accuracy` reads it). Rows sum to 1; the dtype, library and device are
-    the outputs' (numpy, PyTorch, JAX, ...). A model that ends in its own
-    softmax already gives probabilities: use :func:`predict`.
+    Outputs ``(n, k)`` with ``k > 1`` (as trained with ``softmax_cross_entropy``) become ``softmax`` rows; a single
+    logit per row, ``(n, 1)`` or ``(n,)``, becomes ``(n, 2)`` columns ``[1 − σ(z), σ(z)]`` (class 1 when the logit
+    is positive, as :func:`accuracy` reads it). Rows sum to 1; the dtype, library and device are the outputs'
+    (numpy, PyTorch, JAX, ...). A model that ends in its own softmax already gives probabilities: use
+    :func:`predict`.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -48,12 +47,10 @@ def confusion_matrix(
 ) -> npt.NDArray[np.int64]:
     """Counts ``C[i, j]`` of rows of class ``i`` (per ``labels``) that ``model`` puts in class ``j``.
 
-    Rows are the true classes, columns the predicted ones (scikit-learn's
-    layout), so the diagonal counts the right answers and ``C.trace() / C.sum()``
-    is :func:`accuracy`. Predictions and ``labels`` are read as :func:`accuracy`
-    reads them (argmax of ``(n, k)`` scores; the sign of a single score; labels as
-    indices, one-hot rows, or ±1 / 0-1 values). ``n_classes`` defaults to the
-    number of output columns (2 for a single one).
+    Rows are the true classes, columns the predicted ones (scikit-learn's layout), so the diagonal counts the right
+    answers and ``C.trace() / C.sum()`` is :func:`accuracy`. Predictions and ``labels`` are read as :func:`accuracy`
+    reads them (argmax of ``(n, k)`` scores; the sign of a single score; labels as indices, one-hot rows, or ±1 /
+    0-1 values). ``n_classes`` defaults to the number of output columns (2 for a single one).
 
     >>> import numpy as np
     >>> from prelens.nn import linear

@@ -1,5 +1,5 @@
-"""What a run of :func:`~prelens.train.fit` does, fixed before its first step: :func:`check_args`, :func:`start`
-and :func:`plan` (the stages are listed in :mod:`prelens.train._fit`)."""
+"""What a run of :func:`~prelens.train.fit` does, fixed before its first step: :func:`check_args`, :func:`start` and
+:func:`plan` (the stages are listed in :mod:`prelens.train._fit`)."""
 
 from __future__ import annotations
 
@@ -315,8 +315,8 @@ def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, 
 def _strategy(a: Args, dropout: bool, compiled: Any = None) -> Strategy:
     """The step strategy: one compiled JAX program (on a mesh or not), or :func:`~prelens.train.step`'s core.
 
-    With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)``
-    (on JAX the program draws the masks from the key).
+    With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)`` (on JAX the
+    program draws the masks from the key).
     """
     if a.xp is not None and namespace_name(a.xp) == "jax":
         if compiled is None:

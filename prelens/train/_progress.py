@@ -5,8 +5,8 @@ second::
 
     epoch 12/200 [###---------] 5/20  loss 0.4312  8.1k samples/s  eta 0:41  val_accuracy 0.9667
 
-Written to a stream that is not a terminal (a log file, a pipe) it prints one
-plain line per finished epoch instead, and only when asked for explicitly.
+Written to a stream that is not a terminal (a log file, a pipe) it prints one plain line per finished epoch instead,
+and only when asked for explicitly.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ _BAR = 12
 class Progress:
     """Status display for ``epochs`` epochs of ``batches`` batches each.
 
-    ``live=True`` redraws one line in place (for terminals); ``live=False``
-    prints a line per epoch. ``enabled=False`` turns every call into a no-op.
-    ``label`` names the outer unit in the line (``"epoch"``, or ``"step"`` for
-    full-batch training). ``tag`` (if given) follows the epoch in every line: what the steps run on,
+    ``live=True`` redraws one line in place (for terminals); ``live=False`` prints a line per epoch.
+    ``enabled=False`` turns every call into a no-op. ``label`` names the outer unit in the line (``"epoch"``, or
+    ``"step"`` for full-batch training). ``tag`` (if given) follows the epoch in every line: what the steps run on,
     e.g. ``"compiled JAX step (backend=auto)"``.
 
     >>> import io

@@ -1,20 +1,17 @@
 """What a checkpoint of :func:`~prelens.train.fit` holds beyond the parameters, and reading it back.
 
-A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the
-parameters and optimiser state of the best epoch, when an ``EarlyStopping`` with
-``restore_best`` runs), with metadata ``{"history", "epoch", "fit"}``. ``"fit"``
-is the position of training:
+A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the parameters and optimiser state
+of the best epoch, when an ``EarlyStopping`` with ``restore_best`` runs), with metadata
+``{"history", "epoch", "fit"}``. ``"fit"`` is the position of training:
 
-* ``rng``: the state of the shuffling generator at the start of the epoch in
-  progress (its bit generator's name and state, arrays as lists of ints);
-* ``batch``: how many of the epoch's ``batches`` are done, and ``loss_sum``
-  their summed losses (exact: JSON keeps every bit of a float);
-* ``callbacks_done``: the last epoch whose callbacks all answered;
-  ``early_stopped``: a callback ended the run.
+* ``rng``: the state of the shuffling generator at the start of the epoch in progress (its bit generator's name and
+  state, arrays as lists of ints);
+* ``batch``: how many of the epoch's ``batches`` are done, and ``loss_sum`` their summed losses (exact: JSON keeps
+  every bit of a float);
+* ``callbacks_done``: the last epoch whose callbacks all answered; ``early_stopped``: a callback ended the run.
 
-From the epoch's start state ``fit`` draws the same permutation and dropout keys
-again and skips the batches already done, so a resumed run takes exactly the
-steps an uninterrupted one takes.
+From the epoch's start state ``fit`` draws the same permutation and dropout keys again and skips the batches already
+done, so a resumed run takes exactly the steps an uninterrupted one takes.
 """
 
 from __future__ import annotations
@@ -104,12 +101,11 @@ def read_checkpoint(
 ) -> Resumed:
     """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like``.
 
-    ``params_like`` is ``None`` when the model cannot make parameters (then the
-    file's own structure is taken); its arrays may be of any library (shapes and
-    dtype names are compared). The parameters and optimiser states come back as
-    ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
-    :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of
-    ``fit``, is damaged, or belongs to another model.
+    ``params_like`` is ``None`` when the model cannot make parameters (then the file's own structure is taken); its
+    arrays may be of any library (shapes and dtype names are compared). The parameters and optimiser states come
+    back as ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
+    :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of ``fit``, is damaged, or belongs
+    to another model.
     """
     from prelens.backend._arrays import resolve_backend
     from prelens.io import load_checkpoint, load_metadata

@@ -1,9 +1,8 @@
 """The state of one run of :func:`~prelens.train.fit`: the last good state, and how to step, stop and save.
 
-:class:`Run` is built whole from the plan and the start; after that only a
-good step replaces its position (:class:`Position`, one value), an epoch is
-recorded whole, and whatever ends training (Ctrl-C, an error) leaves the last
-good state to hand back, attach to the error, and save.
+:class:`Run` is built whole from the plan and the start; after that only a good step replaces its position
+(:class:`Position`, one value), an epoch is recorded whole, and whatever ends training (Ctrl-C, an error) leaves the
+last good state to hand back, attach to the error, and save.
 """
 
 from __future__ import annotations
@@ -231,8 +230,8 @@ class Run:
 def _all_finite(tree: Tree) -> bool:
     """True when every float leaf is finite.
 
-    One BLAS dot product per array leaf (NaN and ±inf propagate into ``x·x``);
-    only when that overflows or is non-finite does the exact, allocating check run.
+    One BLAS dot product per array leaf (NaN and ±inf propagate into ``x·x``); only when that overflows or is
+    non-finite does the exact, allocating check run.
     """
     for leaf in tree_leaves(tree):
         if isinstance(leaf, np.ndarray):

@@ -1,15 +1,12 @@
 """One training step: forward, the trace with ``da = 1``, and an optimiser update.
 
-The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss
-lens takes the ground truth as its *parameter*, so the composite's parameters
-are ``(targets, model_params)`` (the later lens first) and its input is the
-batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns
-a pullback; seeding it with ``da = 1`` gives ``((d_targets, d_params), d_xs)``,
-of which the optimiser takes ``d_params`` only.
+The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss lens takes the ground truth as its
+*parameter*, so the composite's parameters are ``(targets, model_params)`` (the later lens first) and its input is
+the batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns a pullback; seeding it with
+``da = 1`` gives ``((d_targets, d_params), d_xs)``, of which the optimiser takes ``d_params`` only.
 
-An optimiser lens of :mod:`prelens.learn` makes the whole step one lens,
-``learner(model, loss, optimizer)``: one ``vjp`` and one pullback of ``()``.
-:func:`step_of` composes either form once; :func:`step`, ``fit`` and the
+An optimiser lens of :mod:`prelens.learn` makes the whole step one lens, ``learner(model, loss, optimizer)``: one
+``vjp`` and one pullback of ``()``. :func:`step_of` composes either form once; :func:`step`, ``fit`` and the
 compiled step of :func:`~prelens.train.compile_step` all run it.
 """
 
@@ -45,12 +42,10 @@ def value_and_grad(
 ) -> tuple[float, Tree]:
     """The loss of ``model`` on ``batch = (xs, targets)`` and its gradient in ``params``.
 
-    ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its
-    parameter (e.g. integer labels for ``softmax_cross_entropy``). The gradient
-    is a tree shaped like ``params``. With ``key`` (an int in ``[0, 2**64)``) a
-    model with dropout runs in training mode on ``with_dropout(params, key)``,
-    and its gradient comes back through ``without_dropout`` (shaped like
-    ``params``); without it, dropout is off.
+    ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its parameter (e.g. integer labels for
+    ``softmax_cross_entropy``). The gradient is a tree shaped like ``params``. With ``key`` (an int in
+    ``[0, 2**64)``) a model with dropout runs in training mode on ``with_dropout(params, key)``, and its gradient
+    comes back through ``without_dropout`` (shaped like ``params``); without it, dropout is off.
 
     >>> import numpy as np
     >>> from prelens import PreLens
@@ -89,12 +84,11 @@ def step(
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
 
-    ``optimizer``: an optimiser of :mod:`prelens.learn` (``state`` from its
-    ``init``), or its lens ``opt.lens`` (``state`` from
-    :func:`prelens.learn.init_state`; the step is one pullback of ``learner(model, loss,
-    optimizer)``). ``loss_value`` is the loss at ``params`` (before the update).
-    Pure: the arguments are not modified. ``key``: dropout on for this step
-    (see :func:`value_and_grad`). ``fit`` takes this very step for each batch.
+    ``optimizer``: an optimiser of :mod:`prelens.learn` (``state`` from its ``init``), or its lens ``opt.lens``
+    (``state`` from :func:`prelens.learn.init_state`; the step is one pullback of
+    ``learner(model, loss, optimizer)``). ``loss_value`` is the loss at ``params`` (before the update). Pure: the
+    arguments are not modified. ``key``: dropout on for this step (see :func:`value_and_grad`). ``fit`` takes this
+    very step for each batch.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -121,10 +115,9 @@ def step(
 def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None = None) -> Core:
     """The step of ``model >> loss`` (plus ``penalty``) and ``optimizer``, composed once.
 
-    Returns ``core(params, state, xs, targets, check=None) -> (new_params,
-    new_state, loss)``, the loss unconverted (a JAX tracer while JAX compiles
-    it). With a plain optimiser ``check(loss, grads)`` runs between the
-    gradient and the update.
+    Returns ``core(params, state, xs, targets, check=None) -> (new_params, new_state, loss)``, the loss unconverted
+    (a JAX tracer while JAX compiles it). With a plain optimiser ``check(loss, grads)`` runs between the gradient
+    and the update.
     """
     if lens_form:
         step_lens = learner(model, loss, optimizer, penalty=penalty)
