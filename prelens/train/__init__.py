@@ -28,10 +28,9 @@ True
 
 from prelens.train._callbacks import Callback, CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import CompiledStep, compile_step
-from prelens.train._evaluate import accuracy, evaluate, predict
+from prelens.train._evaluate import accuracy, confusion_matrix, evaluate, predict, predict_proba
 from prelens.train._fit import FitResult, Metric, fit
 from prelens.train._history import History
-from prelens.train._metrics import confusion_matrix, predict_proba
 from prelens.train._progress import Progress
 from prelens.train._runtime import blas_threads, choose_blas_threads, retain_freed_memory
 from prelens.train._step import step, value_and_grad

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, dtype_name, has_dtype, is_array, is_concrete, namespace, to_numpy
+from prelens.backend._arrays import dtype_kind, dtype_name, has_dtype, is_array, namespace, to_numpy
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._tree import tree_leaves, tree_map, tree_paths
 from prelens.nn._dropout import DropoutKey, with_dropout, without_dropout
-from prelens.train._evaluate import row_slice
+from prelens.train._evaluate import all_finite, row_slice
 
 Tree = Any
 
@@ -41,16 +41,6 @@ def _float_dtype(x: Any) -> np.dtype[Any] | None:
         return np.dtype(dtype_name(x.dtype))
     except TypeError:
         return None
-
-
-def _all_finite(a: Any) -> bool:
-    """Whether every number of ``a`` (an array of any library) is finite; a traced value is not looked at."""
-    if isinstance(a, np.ndarray):
-        return bool(np.isfinite(a).all())
-    if not is_concrete(a):
-        return True
-    xp = namespace(a)
-    return bool(xp.all(xp.isfinite(a)))
 
 
 def _first_bad_row(a: Any, n: int) -> int:
@@ -82,7 +72,7 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
     out = tree_map(leaf, data)
     if changed:
         for path, a in tree_paths(out):
-            if dtype_kind(a.dtype) == "f" and not _all_finite(a):
+            if dtype_kind(a.dtype) == "f" and not all_finite(a):
                 row = _first_bad_row(a, a.shape[0])
                 raise E.NonFiniteError(
                     f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
@@ -132,7 +122,7 @@ def rows(fn: str, xs: Any, ys: Any) -> int:
     if n == 0:
         raise E.bad_argument("fit", what, "0 rows", "at least one row")
     for path, leaf in tree_paths((xs, ys)):
-        if dtype_kind(leaf.dtype) in "fc" and not _all_finite(leaf):
+        if dtype_kind(leaf.dtype) in "fc" and not all_finite(leaf):
             raise E.NonFiniteError(
                 f"{fn}: data{E.path_str(path)} holds NaN or infinity, first in row {_first_bad_row(leaf, n)}; "
                 "clean or drop such rows first"
