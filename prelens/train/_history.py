@@ -87,7 +87,7 @@ class History:
         >>> ax.get_xlabel(), [t.get_text() for t in ax.get_legend().get_texts()]
         ('epoch', ['loss', 'val_loss'])
         """
-        series = self._series()
+        series = {"loss": self.loss, **self.metrics}
         chosen = list(names) if names else [n for n in ("loss", "train_loss", "val_loss") if n in series]
         for name in chosen:
             if not isinstance(name, str) or name not in series:
@@ -111,9 +111,6 @@ class History:
         ax.set_title("training history")
         ax.legend()
         return ax
-
-    def _series(self) -> dict[str, list[float]]:
-        return {"loss": self.loss, **self.metrics}
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -141,8 +138,8 @@ def history_from_dict(d: Any) -> History | str:
     stopped = d.get("stopped")
     if (
         seconds is None
-        or not _count(steps)
-        or not (best is None or _count(best))
+        or count(steps) is None
+        or not (best is None or count(best) is not None)
         or not isinstance(stopped, (str, type(None)))
     ):
         return "the history's seconds, steps, best_epoch or stopped are damaged"
@@ -164,5 +161,6 @@ def _numbers(values: Any) -> list[float] | None:
     return out
 
 
-def _count(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+def count(x: Any) -> int | None:
+    """``x`` if it is an int >= 0, else ``None``."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None

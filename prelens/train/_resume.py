@@ -2,7 +2,8 @@
 
 A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the parameters and optimiser state
 of the best epoch, when an ``EarlyStopping`` with ``restore_best`` runs), with metadata
-``{"history", "epoch", "fit"}``. ``"fit"`` is the position of training:
+``{"history", "epoch", "fit"}``. ``"fit"`` is the position of training (written by
+:meth:`~prelens.train._run.Run.checkpoint`):
 
 * ``rng``: the state of the shuffling generator at the start of the epoch in progress (its bit generator's name and
   state, arrays as lists of ints);
@@ -22,7 +23,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from prelens import errors as E
-from prelens.train._history import History, history_from_dict
+from prelens.backend._arrays import resolve_backend
+from prelens.io._checkpoint import load_checkpoint, load_metadata
+from prelens.train._history import History, count, history_from_dict
 
 Tree = Any
 
@@ -107,9 +110,6 @@ def read_checkpoint(
     :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of ``fit``, is damaged, or belongs
     to another model.
     """
-    from prelens.backend._arrays import resolve_backend
-    from prelens.io import load_checkpoint, load_metadata
-
     resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)
     meta = load_metadata(name)
@@ -137,7 +137,7 @@ def read_checkpoint(
     gen = _generator(position.get("rng"))
     if gen is None:
         raise resume_refused(name, "the state of its shuffling generator is damaged")
-    batch, batches, done = (_count(position.get(k)) for k in ("batch", "batches", "callbacks_done"))
+    batch, batches, done = (count(position.get(k)) for k in ("batch", "batches", "callbacks_done"))
     if batch is None or batches is None or done is None or batch > batches or done > history.epochs:
         raise resume_refused(name, "its training position (batch, batches, callbacks_done) is damaged")
     loss_sum = position.get("loss_sum")
@@ -158,30 +158,3 @@ def read_checkpoint(
 
 def resume_refused(path: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"checkpoint {path}: cannot resume from it: {detail}")
-
-
-def position_metadata(
-    gen_state: dict[str, Any],
-    batch: int,
-    batches: int,
-    loss_sum: float,
-    callbacks_done: int,
-    early_stopped: bool,
-    best: bool,
-) -> dict[str, Any]:
-    """The ``"fit"`` metadata of a checkpoint (see the module docstring)."""
-    return {
-        "version": FORMAT,
-        "rng": gen_state,
-        "batch": batch,
-        "batches": batches,
-        "loss_sum": loss_sum,
-        "callbacks_done": callbacks_done,
-        "early_stopped": early_stopped,
-        "best": best,
-    }
-
-
-def _count(x: Any) -> int | None:
-    """``x`` if it is an int >= 0, else ``None``."""
-    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None

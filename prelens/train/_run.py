@@ -23,7 +23,7 @@ from prelens.io._sigint import deferred_sigint
 from prelens.train._callbacks import EarlyStopping, checkpoint_not_saved
 from prelens.train._history import History
 from prelens.train._plan import Plan
-from prelens.train._resume import Resumed, generator_state, position_metadata
+from prelens.train._resume import FORMAT, Resumed, generator_state
 
 Tree = Any
 
@@ -92,21 +92,16 @@ class Run:
         value = float(value)
         if math.isfinite(value) and _all_finite(grads):
             return
-        if not math.isfinite(value):
-            what, detail = "the loss", f"loss = {value}"
-            bad_grad = tree_first_nonfinite(grads)
-            if bad_grad is not None:
-                detail += f"; first non-finite gradient leaf: grads{_leaf(bad_grad)}"
-        else:
-            what, detail = "the gradient", f"first non-finite leaf: grads{_leaf(tree_first_nonfinite(grads) or '')}"
-        raise self._stop_non_finite(what, detail)
+        bad = tree_first_nonfinite(grads)
+        if math.isfinite(value):
+            raise self._stop_non_finite("the gradient", f"first non-finite leaf: grads{_leaf(bad or '')}")
+        also = "" if bad is None else f"; first non-finite gradient leaf: grads{_leaf(bad)}"
+        raise self._stop_non_finite("the loss", f"loss = {value}{also}")
 
     def _check_updated(self, new_params: Tree, new_opt_state: Any) -> None:
         updated = (("the parameters", "params", new_params), ("the optimiser state", "opt_state", new_opt_state))
-        for what, name, tree in updated:
-            if not _all_finite(tree):
-                bad = tree_first_nonfinite(tree) or ""
-                raise self._stop_non_finite(what, f"first non-finite leaf: {name}{_leaf(bad)}")
+        for what, name, tree in (u for u in updated if not _all_finite(u[2])):
+            raise self._stop_non_finite(what, f"first non-finite leaf: {name}{_leaf(tree_first_nonfinite(tree) or '')}")
 
     def _stop_non_finite(self, what: str, detail: str) -> E.TrainingNonFiniteError:
         self.history.steps = self.position.steps
@@ -139,7 +134,7 @@ class Run:
         stop_by = None
         callbacks = self.plan.args.callbacks
         if callbacks:
-            params, opt_state = _readonly(self.params), _readonly(self.opt_state)
+            params, opt_state = tree_map(_readonly, (self.params, self.opt_state))
             for cb in callbacks:
                 if cb.on_epoch_end(epoch, self.history, params, opt_state) and stop_by is None:
                     stop_by = cb
@@ -198,21 +193,21 @@ class Run:
         path = self.plan.args.checkpoint_path
         if path is None:
             return None
-
         at = self.position
         self.history.steps = at.steps
         tree: dict[str, Any] = {"params": at.params, "opt_state": at.opt_state}
         if self.plan.args.restorer is not None and self.best is not None:
             tree["best"] = {"params": self.best[0], "opt_state": self.best[1]}
-        fit_meta = position_metadata(
-            self.epoch_start,
-            at.batch,
-            self.plan.n_batches,
-            at.total,
-            self.callbacks_done,
-            self.early_stopped,
-            "best" in tree,
-        )
+        fit_meta = {  # the position of training (prelens.train._resume reads it back)
+            "version": FORMAT,
+            "rng": self.epoch_start,
+            "batch": at.batch,
+            "batches": self.plan.n_batches,
+            "loss_sum": at.total,
+            "callbacks_done": self.callbacks_done,
+            "early_stopped": self.early_stopped,
+            "best": "best" in tree,
+        }
         meta = {"history": self.history.as_dict(), "epoch": self.history.epochs, "fit": fit_meta}
         try:
             save_checkpoint(path, tree, metadata=meta)
@@ -257,14 +252,10 @@ def _leaf(path: str) -> str:
     return "" if path == "<root>" else path
 
 
-def _readonly(tree: Tree) -> Tree:
-    """``tree`` with every array leaf a read-only view (what callbacks are shown)."""
-
-    def view(x: Any) -> Any:
-        if not isinstance(x, np.ndarray):
-            return x
-        v = x.view()
-        v.flags.writeable = False
-        return v
-
-    return tree_map(view, tree)
+def _readonly(x: Any) -> Any:
+    """A numpy array as a read-only view (what callbacks are shown); anything else as it is."""
+    if not isinstance(x, np.ndarray):
+        return x
+    v = x.view()
+    v.flags.writeable = False
+    return v
