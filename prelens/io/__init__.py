@@ -37,8 +37,5 @@ __all__ = [
 #: The names of 0.4's first drafts: each works for one release, with a warning naming the new one.
 __getattr__ = _moved(
     "prelens.io",
-    {
-        "save": ("prelens.io.save_checkpoint", save_checkpoint),
-        "load": ("prelens.io.load_checkpoint", load_checkpoint),
-    },
+    {"save": ("prelens.io.save_checkpoint", save_checkpoint), "load": ("prelens.io.load_checkpoint", load_checkpoint)},
 )

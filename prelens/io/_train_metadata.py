@@ -16,14 +16,7 @@ from prelens.core._tree import tree_leaves
 from prelens.io._model_file import LoadedModel, save_model
 from prelens.nn import normalize
 
-__all__ = [
-    "classes",
-    "input_dtype",
-    "input_shape",
-    "save_classifier",
-    "save_language_model",
-    "standardization",
-]
+__all__ = ["classes", "input_dtype", "input_shape", "save_classifier", "save_language_model", "standardization"]
 
 
 def input_dtype(model: LoadedModel) -> np.dtype[Any]:

@@ -28,13 +28,7 @@ import numpy as np
 from prelens import errors as E
 from prelens.core._tree import tree_leaves
 
-__all__ = [
-    "MIN_WORK_PER_THREAD",
-    "blas_threads",
-    "choose_blas_threads",
-    "current_blas_threads",
-    "retain_freed_memory",
-]
+__all__ = ["MIN_WORK_PER_THREAD", "blas_threads", "choose_blas_threads", "current_blas_threads", "retain_freed_memory"]
 
 #: Multiply-adds a product must give each thread before sharing it can pay (``2**21``: about
 #: 0.1 ms of float64 work on one core of the machines measured; docs/performance.md).

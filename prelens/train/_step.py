@@ -73,14 +73,7 @@ def value_and_grad_of(trained: AnyLens, params: Tree, batch: Batch) -> tuple[flo
 
 
 def step(
-    model: AnyLens,
-    loss: AnyLens,
-    params: Tree,
-    batch: Batch,
-    optimizer: Any,
-    state: Any,
-    *,
-    key: int | None = None,
+    model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, optimizer: Any, state: Any, *, key: int | None = None
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
 
