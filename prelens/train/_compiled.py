@@ -9,7 +9,8 @@ is data-parallel: the batch split along its leading axis, parameters and state r
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, cast
 
 import numpy as np
 
@@ -49,19 +50,16 @@ class CompiledStep:
             new_params, new_state, value, _ = pure(params, state, xs, targets, key)
             return new_params, new_state, value  # no finiteness flag: XLA drops its reductions
 
-        if mesh is None:
-            self._batch_sharding = self._replicated = None
-            self._jitted, self._jitted_plain = jax.jit(pure), jax.jit(plain)
-        else:
+        jit: Any = jax.jit
+        self._batch_sharding = self._replicated = None
+        if mesh is not None:
             from jax.sharding import NamedSharding
             from jax.sharding import PartitionSpec as P
 
-            self._batch_sharding = NamedSharding(mesh, P(axis))
-            self._replicated = NamedSharding(mesh, P())
+            self._batch_sharding, self._replicated = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
             rep, shard = self._replicated, self._batch_sharding
-            shardings = (rep, rep, shard, shard, rep)
-            self._jitted = jax.jit(pure, in_shardings=shardings, out_shardings=rep)
-            self._jitted_plain = jax.jit(plain, in_shardings=shardings, out_shardings=rep)
+            jit = functools.partial(jax.jit, in_shardings=(rep, rep, shard, shard, rep), out_shardings=rep)
+        self._jitted, self._jitted_plain = jit(pure), jit(plain)
 
     def __repr__(self) -> str:
         where = "" if self.mesh is None else f", data-parallel over {self.mesh.shape[self.axis]} devices"
@@ -75,16 +73,15 @@ class CompiledStep:
         """
         import jax
 
-        if self.mesh is None:
-            return tree if _all_jax(tree) else to_backend(tree, "jax")
-        if batch:
+        if self.mesh is not None and batch:
             n_dev = self.mesh.shape[self.axis]
             for leaf in tree_leaves(tree):
                 if getattr(leaf, "ndim", 0) == 0 or leaf.shape[0] % n_dev:
                     what = f"a batch whose leading axis divides among the mesh's {n_dev} devices"
                     raise E.must_be(repr(self), "batch", what, E.describe_tree(tree))
         moved = tree if _all_jax(tree) else to_backend(tree, "jax")
-        return jax.device_put(moved, self._batch_sharding if batch else self._replicated)
+        where = self._batch_sharding if batch else self._replicated
+        return moved if where is None else jax.device_put(moved, where)
 
     def run(
         self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
@@ -94,14 +91,12 @@ class CompiledStep:
         The flag is one more output of the program (a reduction per leaf), so ``run`` is a program of its own,
         compiled on its first call.
         """
-        out: tuple[Tree, Any, Any, Any] = self._call(self._jitted, params, opt_state, batch, key)
-        return out
+        return cast(tuple[Tree, Any, Any, Any], self._call(self._jitted, params, opt_state, batch, key))
 
     def __call__(
         self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
     ) -> tuple[Tree, Any, Any]:
-        out: tuple[Tree, Any, Any] = self._call(self._jitted_plain, params, opt_state, batch, key)
-        return out
+        return cast(tuple[Tree, Any, Any], self._call(self._jitted_plain, params, opt_state, batch, key))
 
     def _call(self, program: Any, params: Tree, opt_state: Any, batch: tuple[Any, Any], key: Any) -> Any:
         if type(batch) is not tuple or len(batch) != 2:
@@ -205,17 +200,13 @@ def _key_words(fn: str, key: Any) -> Any:
 
 
 def _all_finite(tree: Tree) -> Any:
+    """A 0-d JAX boolean: every float leaf of ``tree`` finite (one reduction per leaf, inside the program)."""
     import jax.numpy as jnp
 
-    flags = [jnp.all(jnp.isfinite(x)) for x in tree_leaves(tree) if _is_float(x)]
-    return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
-
-
-def _is_float(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        return isinstance(x, float)
-    return bool(np.dtype(dtype).kind == "f")
+    floats = [
+        x for x in tree_leaves(tree) if (np.dtype(x.dtype).kind == "f" if hasattr(x, "dtype") else type(x) is float)
+    ]
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in floats])) if floats else jnp.asarray(True)
 
 
 def _all_jax(tree: Tree) -> bool:

@@ -1,11 +1,8 @@
 """The runtime of a training run: BLAS threads chosen from the problem's sizes, and freed memory kept.
 
 **Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a busy one (a
-descheduled helper thread costs a whole time slice; measurements in docs/performance.md).
-:func:`choose_blas_threads` gives the most threads the problem's sizes can use, and :func:`blas_threads` with
-``"auto"`` keeps that many only if they win a short interleaved timing. An explicit number wins; so do
-``PRELENS_BLAS_THREADS`` and, for ``"auto"``, a user's ``OPENBLAS_NUM_THREADS`` (or its kin). The threads are set
-with ``threadpoolctl``.
+descheduled helper thread costs a whole time slice; measurements in docs/performance.md): :func:`blas_threads`
+says how it chooses, :func:`_probe` why it times as it does. The threads are set with ``threadpoolctl``.
 
 **Memory.** A step allocates and frees the same arrays every step; glibc hands large freed blocks back to the system
 and the next step faults them back in page by page (5-15% of a step). :func:`retain_freed_memory` asks malloc to
@@ -118,12 +115,12 @@ def _probe(ctl: Any, params: Any, batch: Any, threads: int, repeats: int = 9) ->
     that cannot lose much (a wrong one thread costs at most what the helper would have saved; a wrong two costs up
     to three times the step).
     """
+    if threads <= 1:
+        return 1
     rows, (k, n), dt = _largest(params, batch)
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((rows, k)).astype(dt), rng.standard_normal((k, n)).astype(dt)
     out = np.empty((rows, n), dt)
-    if threads <= 1:
-        return 1
     seconds: dict[int, list[float]] = {1: [], threads: []}
     inner = 1
     for r in range(repeats):
@@ -141,27 +138,19 @@ def _probe(ctl: Any, params: Any, batch: Any, threads: int, repeats: int = 9) ->
     return threads
 
 
-def _from_env() -> int | None:
-    """``PRELENS_BLAS_THREADS`` as a number (``None`` when unset or ``auto``)."""
-    raw = os.environ.get(ENV, "").strip()
-    if raw in ("", "auto"):
-        return None
-    if raw.isdigit() and int(raw) >= 1:
-        return int(raw)
-    raise E.bad_argument("blas_threads", f"the environment variable {ENV}", raw, "a number of threads >= 1, or auto")
-
-
 def resolve_threads(threads: int | str, params: Any = None, batch: Any = None) -> int | str | None:
     """What :func:`blas_threads` sets: a number, ``"probe"`` (auto, more than one thread possible: measure), or
     ``None`` (leave BLAS as it is)."""
     if isinstance(threads, str) and threads == "auto":
-        chosen = _from_env()
-        if chosen is not None:
-            return chosen
+        raw = os.environ.get(ENV, "").strip()
+        if raw.isdigit() and int(raw) >= 1:
+            return int(raw)
+        if raw not in ("", "auto"):
+            expected = "a number of threads >= 1, or auto"
+            raise E.bad_argument("blas_threads", f"the environment variable {ENV}", raw, expected)
         if any(os.environ.get(name) for name in USER_ENV) or params is None or batch is None:
             return None
-        most = choose_blas_threads(params, batch)
-        return "probe" if most > 1 else 1
+        return "probe" if choose_blas_threads(params, batch) > 1 else 1
     if isinstance(threads, (int, np.integer)) and not isinstance(threads, bool) and threads >= 1:
         return int(threads)
     raise E.bad_argument("blas_threads", "threads", threads, "a number of threads >= 1, or 'auto'")

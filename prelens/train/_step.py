@@ -57,19 +57,16 @@ def value_and_grad(
     """
     model = as_lens("value_and_grad", "model", model)
     loss = as_lens("value_and_grad", "loss", loss)
-    batch = _args.batch("value_and_grad", batch)
-    if key is None:
-        return value_and_grad_of(model >> loss, params, batch)
-    value, grads = value_and_grad_of(model >> loss, with_dropout(params, key), batch)
-    return value, without_dropout(grads)
+    xs, targets = _args.batch("value_and_grad", batch)
+    value, grads = _value_and_grad(model >> loss, params if key is None else with_dropout(params, key), xs, targets)
+    return float(value), grads if key is None else without_dropout(grads)
 
 
-def value_and_grad_of(trained: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
-    """:func:`value_and_grad` of the composite ``trained = model >> loss``, built once by the caller."""
-    xs, targets = batch
+def _value_and_grad(trained: AnyLens, params: Tree, xs: Any, targets: Any) -> tuple[Any, Tree]:
+    """The loss of ``trained = model >> loss`` (unconverted: a tracer under JAX) and its gradient in ``params``."""
     value, pullback = vjp(trained, (targets, params), xs)
     (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
-    return float(value), grads
+    return value, grads
 
 
 def step(
@@ -120,8 +117,7 @@ def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, pena
     def by_gradient(
         params: Tree, state: Any, xs: Any, targets: Any, check: Check | None = None
     ) -> tuple[Tree, Any, Any]:
-        value, pullback = vjp(trained, (targets, params), xs)
-        (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
+        value, grads = _value_and_grad(trained, params, xs, targets)
         if check is not None:
             check(value, grads)
         new_params, new_state = optimizer.update(grads, state, params)
