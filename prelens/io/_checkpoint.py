@@ -67,9 +67,6 @@ _CHUNK = 1 << 20
 _registry: dict[str, type] = {}
 
 
-# ------------------------------------------------------------------ messages
-
-
 def _unreadable(path: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
 
@@ -123,9 +120,6 @@ def _known_namedtuples() -> dict[str, type]:
                 known.setdefault(_qualified(value), value)
     known.update(_registry)
     return known
-
-
-# ------------------------------------------------------------------ save
 
 
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
@@ -293,9 +287,6 @@ def _fsync_directory(directory: str) -> None:
             os.close(fd)
 
 
-_SCALARS: dict[type, str] = {bool: "bool", int: "int", float: "float"}
-
-
 def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dict[str, Any]:
     """The JSON spec of ``x`` (inside ``depth`` nodes); leaves go into ``arrays`` under their path."""
     if (_is_namedtuple(x) or type(x) in (tuple, list, dict)) and depth >= _MAX_DEPTH:
@@ -320,11 +311,11 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
     key = E.path_str(path)
     if key in arrays:
         raise _unsupported(path, "two leaves would be stored under the same path")
-    if type(x) in _SCALARS:
+    if type(x) in (bool, int, float):
         if type(x) is int and not -(2**63) <= x < 2**63:
             raise _unsupported(path, f"int {x} does not fit in int64")
         arrays[key] = np.array(x)
-        return {"kind": _SCALARS[type(x)], "key": key}
+        return {"kind": type(x).__name__, "key": key}
     if isinstance(x, (np.ndarray, np.generic)):
         if x.dtype.kind not in "biufc":
             raise _unsupported(path, f"arrays of dtype {x.dtype} are not supported")
@@ -347,9 +338,6 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
         raise _unsupported(path, unsupported)
     arrays[key] = host
     return {"kind": "array", "key": key, "dtype": host.dtype.str, "shape": list(host.shape)}
-
-
-# ------------------------------------------------------------------ load
 
 
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:

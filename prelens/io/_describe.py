@@ -214,7 +214,8 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     raw_args, raw_kwargs = node.get("args", []), node.get("kwargs", {})
     if not isinstance(raw_args, list) or not isinstance(raw_kwargs, dict):
         raise DescriptionError(where, "args must be a list and kwargs an object")
-    limit = _size_limit(name)
+    b = _BUDGET.get()  # while loading, prelens's own ints (sizes and counts) are bounded by the file's parameters
+    limit = b.size if b is not None and name.startswith("prelens.") else None
     args = [_rebuild_value(a, f"{where}.args[{i}]", depth + 1, counter, limit) for i, a in enumerate(raw_args)]
     kwargs = {}
     for k, v in raw_kwargs.items():
@@ -235,12 +236,6 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     if not isinstance(out, (PreLens, TriLens)):
         raise DescriptionError(where, f"{name} returned {E.describe(out)}, not a lens")
     return out
-
-
-def _size_limit(name: str) -> int | None:
-    """The bound on int arguments of ``name`` while loading (prelens's own ints are sizes and counts)."""
-    b = _BUDGET.get()
-    return b.size if b is not None and name.startswith("prelens.") else None
 
 
 def _rebuild_value(x: Any, where: str, depth: int, counter: list[int], limit: int | None) -> Any:

@@ -219,7 +219,6 @@ class Plan(NamedTuple):
     dropout: bool  # the parameters hold dropout sites: every step draws a key
     step: Strategy
     bar: Progress
-    backend: str  # the library the steps run on: "numpy", "jax" (compiled), ...
     to_host: bool  # backend="auto" chose JAX: what fit hands back is moved back to numpy
 
 
@@ -241,7 +240,7 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
         params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
         at = at._replace(params=params, opt_state=opt_state)
     strategy = _strategy(a, dropout, compiled)
-    name = "numpy" if a.xp is None else namespace_name(a.xp)
+    name = "numpy" if a.xp is None else namespace_name(a.xp)  # the library the steps run on
     live = _isatty(a.stream)
     tag = ("compiled JAX step" if name == "jax" else name) + " (backend=auto)" if a.auto else ""
     bar = Progress(
@@ -253,7 +252,7 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
             f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
             f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
         )
-    return Plan(a, data, validation, n_batches, dropout, strategy, bar, name, to_host), at
+    return Plan(a, data, validation, n_batches, dropout, strategy, bar, to_host), at
 
 
 #: ``backend="auto"`` takes JAX for a run of at least this many multiply-adds (parameters x batch rows x

@@ -74,8 +74,6 @@ class Run:
             self.history.best_epoch = restorer.best_epoch(self.history)
         return params, opt_state, self.history
 
-    # ------------------------------------------------------------------ one step
-
     def step(self, batch: tuple[Any, Any]) -> float:
         """One optimiser step; the state changes only when the loss, gradient and update are finite."""
         params, opt_state, steps, b, total = self.position
@@ -114,8 +112,6 @@ class Run:
             self.history,
         )
 
-    # ------------------------------------------------------------------ epochs and callbacks
-
     def epoch_done(self, loss: float, scores: dict[str, float], seconds: float) -> None:
         """Record the epoch, whole or not at all: the next starts at batch 0 from the generator's state now."""
         with deferred_sigint():
@@ -147,8 +143,6 @@ class Run:
                 )
                 self.early_stopped = True
         return stop_by is not None
-
-    # ------------------------------------------------------------------ stopping and saving
 
     def interrupted(self) -> tuple[Tree, Any, History]:
         """Ctrl-C: record it, save, and hand back the last good state."""
