@@ -1,11 +1,5 @@
-"""A whole training step, compiled: forward, backward and the optimiser update as one XLA program.
-
-Lenses are pure functions of arrays, so JAX traces :func:`~prelens.train.step`'s core (the same function ``fit``
-runs on the host) into one program: every check of shapes, dtypes and trees runs in Python, once, while JAX traces;
-checks that need values (a non-finite loss or parameter) are one flag the program returns. With a ``mesh`` the step
-is data-parallel: the batch split along its leading axis, parameters and state replicated, the deltas summed by XLA
-(equal to one device's up to rounding).
-"""
+"""A whole training step, compiled: :func:`~prelens.train.step`'s core (the function ``fit`` runs on the host)
+traced by JAX into one XLA program (see :func:`compile_step`); checks that need values are one flag it returns."""
 
 from __future__ import annotations
 
@@ -127,9 +121,10 @@ def compile_step(
     :func:`~prelens.train.fit`. The step is traced on its first call (and again if the shapes change): every lens
     checks its inputs then, in Python, and the compiled program only computes. ``mesh``: a
     :class:`jax.sharding.Mesh` to train data-parallel over, the batch split along ``axis`` (the mesh's first axis by
-    default) and the parameters replicated. A model with dropout needs a fresh key each step: ``step(..., key=n)``,
-    an int ``n`` (or a JAX key); each dropout site gets its own JAX key folded from it, and JAX draws the masks
-    inside the program (the same distribution as numpy's masks, other draws).
+    default), the parameters replicated and the deltas summed by XLA (equal to one device's up to rounding). A model
+    with dropout needs a fresh key each step: ``step(..., key=n)``, an int ``n`` (or a JAX key); each dropout site
+    gets its own JAX key folded from it, and JAX draws the masks inside the program (the same distribution as
+    numpy's masks, other draws).
 
     >>> import numpy as np
     >>> from prelens.nn import mlp, mse

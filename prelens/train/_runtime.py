@@ -4,9 +4,8 @@
 descheduled helper thread costs a whole time slice; measurements in docs/performance.md): :func:`blas_threads`
 says how it chooses, :func:`_probe` why it times as it does. The threads are set with ``threadpoolctl``.
 
-**Memory.** A step allocates and frees the same arrays every step; glibc hands large freed blocks back to the system
-and the next step faults them back in page by page (5-15% of a step). :func:`retain_freed_memory` asks malloc to
-keep them for reuse instead.
+**Memory.** glibc hands the large blocks a step frees back to the system, and the next step faults them back in
+page by page (5-15% of a step): see :func:`retain_freed_memory`.
 """
 
 from __future__ import annotations
