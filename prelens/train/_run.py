@@ -146,13 +146,9 @@ class Run:
 
     def interrupted(self) -> tuple[Tree, Any, History]:
         """Ctrl-C: record it, save, and hand back the last good state."""
-        history = self.history
-        history.steps = self.position.steps
-        history.interrupted = True
-        history.stopped = f"interrupted after {history.steps} steps ({history.epochs} complete epochs)"
-        with contextlib.suppress(Exception):
-            self.plan.bar.close(f"training {history.stopped}")
-        problem = self.checkpoint(warn=False)
+        self.history.interrupted = True
+        stopped = f"interrupted after {self.position.steps} steps ({self.history.epochs} complete epochs)"
+        problem = self._wind_up(stopped, f"training {stopped}")
         if problem is not None:
             with contextlib.suppress(Exception):  # even with warnings turned into errors
                 warnings.warn(checkpoint_not_saved("fit", problem), RuntimeWarning, stacklevel=4)
@@ -160,15 +156,11 @@ class Run:
 
     def failed(self, err: BaseException) -> None:
         """Any other exception: save the last good state and attach it to ``err`` (the caller re-raises it)."""
-        history = self.history
-        history.steps = self.position.steps
-        history.stopped = str(err) if isinstance(err, E.TrainingNonFiniteError) else f"{type(err).__name__}: {err}"
-        with contextlib.suppress(Exception):
-            self.plan.bar.close()
-        problem = self.checkpoint(warn=False)
+        history, non_finite = self.history, isinstance(err, E.TrainingNonFiniteError)
+        problem = self._wind_up(str(err) if non_finite else f"{type(err).__name__}: {err}")
         path = self.plan.args.checkpoint_path
         saved = None if path is None or problem is not None else os.fspath(path)
-        if not isinstance(err, E.TrainingNonFiniteError):
+        if not non_finite:
             with contextlib.suppress(Exception):  # an exception that refuses attributes keeps only the note
                 for name, value in (("params", self.params), ("opt_state", self.opt_state), ("history", history)):
                     setattr(err, name, value)
@@ -181,6 +173,13 @@ class Run:
             err.add_note(f"fit: the last good parameters and optimiser state are saved to {saved}")
         if problem is not None:
             err.add_note(checkpoint_not_saved("fit", problem))
+
+    def _wind_up(self, stopped: str, note: str = "") -> str | None:
+        """Record why training stopped, close the display and save: why the save failed, if it did."""
+        self.history.steps, self.history.stopped = self.position.steps, stopped
+        with contextlib.suppress(Exception):
+            self.plan.bar.close(note)
+        return self.checkpoint(warn=False)
 
     def checkpoint(self, *, warn: bool) -> str | None:
         """Save the current state; a failure is a warning (``warn``) or returned (training state stays in memory)."""
