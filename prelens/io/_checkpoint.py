@@ -446,12 +446,10 @@ class _Archive:
         try:
             with self.zip.open(info) as f:
                 version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_1_0(f)
-                elif version == (2, 0):
-                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_2_0(f)
-                else:
+                read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in read_header:
                     raise _unreadable(self.path, f"{bad} has an unsupported .npy version {version}")
+                got_shape, fortran, got_dtype = read_header[version](f)
                 if got_dtype.hasobject:
                     raise _unreadable(
                         self.path, f"{bad} is corrupt (it holds Python objects, which would need allow_pickle=True)"
