@@ -7,7 +7,7 @@ parameters' dtype) when the metadata does not say.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +27,7 @@ def input_dtype(model: LoadedModel) -> np.dtype[Any]:
         return np.dtype(name)
     for leaf in tree_leaves(model.params):
         if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
-            found: np.dtype[Any] = leaf.dtype
-            return found
+            return cast(np.dtype[Any], leaf.dtype)
     return np.dtype(np.float64)
 
 

@@ -6,6 +6,7 @@ data's library and on its device (a batch of another library's arrays is taken w
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -35,8 +36,7 @@ def model_dtype(params: Tree) -> np.dtype[Any] | None:
 
 def _float_dtype(x: Any) -> np.dtype[Any] | None:
     if isinstance(x, np.ndarray):
-        dt: np.dtype[Any] = x.dtype
-        return dt
+        return typing.cast(np.dtype[Any], x.dtype)
     try:
         return np.dtype(dtype_name(x.dtype))
     except TypeError:
@@ -78,8 +78,7 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
                     f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
                     "scale the data first"
                 )
-    result: tuple[Any, Any] = out
-    return result
+    return typing.cast(tuple[Any, Any], out)
 
 
 def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
@@ -148,8 +147,7 @@ def keyed(model: AnyLens, key_params: Callable[[Tree, Any], Tree] = with_dropout
 
     def fwd(p: Tree, kx: tuple[Any, Any]) -> tuple[Any, Any]:
         key, x = kx
-        out: tuple[Any, Any] = m_fwd(key_params(p, key), x)
-        return out
+        return m_fwd(key_params(p, key), x)
 
     def bwd(m: Any, da: Any) -> tuple[Tree, tuple[None, Any]]:
         dp, dx = m_bwd(m, da)

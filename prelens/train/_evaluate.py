@@ -3,7 +3,7 @@ the confusion matrix."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -179,8 +179,7 @@ def confusion_matrix(
         return counts
     import array_api_compat
 
-    result: npt.NDArray[np.int64] = to_backend(counts, namespace(outputs), device=array_api_compat.device(outputs))
-    return result
+    return cast(npt.NDArray[np.int64], to_backend(counts, namespace(outputs), device=array_api_compat.device(outputs)))
 
 
 def _logits(fn: str, out: Any) -> Any:

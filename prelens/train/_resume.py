@@ -18,7 +18,7 @@ done, so a resumed run takes exactly the steps an uninterrupted one takes.
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -58,8 +58,7 @@ class Resumed(NamedTuple):
 
 def generator_state(gen: np.random.Generator) -> dict[str, Any]:
     """The state of ``gen``'s bit generator as JSON-able data (arrays become ``{"uint64": [...]}``)."""
-    state: dict[str, Any] = _jsonable(gen.bit_generator.state)
-    return state
+    return cast(dict[str, Any], _jsonable(gen.bit_generator.state))
 
 
 def _jsonable(x: Any) -> Any:
