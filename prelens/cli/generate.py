@@ -25,18 +25,14 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli import _model_io as io_
+from prelens.cli._runtime import Formatter
 from prelens.datasets.sequences import CharVocab, SequenceTask
 from prelens.nn import generate
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's line breaks; show defaults."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens generate``."""
-    parser.formatter_class = _Formatter
+    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a language model file (prelens train transformer --save)")
     parser.add_argument("--prompt", required=True, help="the text (or the task's symbols) to continue")
     parser.add_argument(
@@ -54,13 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Generate and print; 0 on success, 2 for a mistake in the arguments or the files."""
     try:
-        io_.readable_file("MODEL", args.model)
-        io_.at_least("--steps", args.steps, 1)
-        io_.finite_at_least("--temperature", args.temperature, 0.0)
-        io_.at_least("--seed", args.seed, 0)
-        model = io_.load(args.model)
+        C.readable_file("MODEL", args.model)
+        C.at_least("prelens generate", "--steps", args.steps)
+        C.non_negative_real("prelens generate", "--temperature", args.temperature)
+        C.at_least("prelens generate", "--seed", args.seed, 0)
+        model = C.load(args.model)
         text = continue_prompt(model, args.prompt, args.steps, args.temperature, args.seed)
-    except (io_.UsageError, E.PrelensError) as err:
+    except C.MISTAKES as err:
         return C.fail(err, "prelens generate")
     print(text)
     return 0
@@ -70,15 +66,13 @@ def vocabulary(model: Any) -> CharVocab | SequenceTask:
     """The vocabulary a language model file carries in its metadata."""
     vocab = model.metadata.get("vocabulary")
     if model.metadata.get("kind") != "language_model" or not isinstance(vocab, dict):
-        raise io_.UsageError(
-            "MODEL is not a language model file with its vocabulary (prelens train transformer --save)"
-        )
+        raise C.UsageError("MODEL is not a language model file with its vocabulary (prelens train transformer --save)")
     try:
         if "chars" in vocab:
             return CharVocab(vocab["chars"])
         return SequenceTask(vocab["task"], vocab["length"], vocab["symbols"])
     except (KeyError, E.PrelensError) as err:
-        raise io_.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
+        raise C.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
 
 
 def context(model: Any) -> int | None:
@@ -118,10 +112,10 @@ def continue_prompt(model: Any, prompt: str, steps: int | None, temperature: flo
 def encode_text(vocab: CharVocab, prompt: str) -> npt.NDArray[np.int64]:
     """The ids of ``prompt``; a character outside the vocabulary is named, with the vocabulary."""
     if not prompt:
-        raise io_.UsageError("--prompt must not be empty")
+        raise C.UsageError("--prompt must not be empty")
     unknown = sorted({c for c in prompt if c not in vocab.chars})
     if unknown:
-        raise io_.UsageError(f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}")
+        raise C.UsageError(f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}")
     return vocab.encode(prompt)
 
 
@@ -132,7 +126,7 @@ def task_symbols(task: SequenceTask, prompt: str) -> npt.NDArray[np.int64]:
     try:
         symbols = [int(p) for p in parts]
     except ValueError:
-        raise io_.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
+        raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
     if len(symbols) != task.length or any(not 0 <= s < task.n_symbols for s in symbols):
-        raise io_.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
+        raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
     return np.array(symbols, dtype=np.int64)
