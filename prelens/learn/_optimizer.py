@@ -1,13 +1,11 @@
 """The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-``opt.update(grads, state, params) -> (new_params, new_state)`` is pure (it writes into
-nothing and keeps each parameter's dtype); :attr:`Optimizer.lens` is the same update as
-Cruttwell et al.'s reparameterisation lens on the parameter wire, ``fwd((), (params,
-state)) = params``, ``bwd(residue, p') = ((), update(−p', state, params))``: under the
-learning-rate lens ``α = 1`` the delta is ``−∇L`` and the lens *is* the update. Trees are
-tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API
-library or numbers at the leaves; ``lr`` is a number or a schedule (the state then a
-:class:`ScheduledState`, its step a 0-d integer array under ``jax.jit``).
+``opt.update(grads, state, params) -> (new_params, new_state)`` is pure and keeps each
+parameter's dtype; :attr:`Optimizer.lens` is the same update as Cruttwell et al.'s
+reparameterisation lens, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
+update(−p', state, params))`` (under ``learning_rate(1)`` the delta is ``−∇L``). Trees are
+tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API library
+or numbers at the leaves; ``lr`` is a number or a schedule (the state a :class:`ScheduledState`).
 
 >>> import numpy as np
 >>> from prelens.learn import sgd
@@ -299,14 +297,13 @@ def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> Non
 
 
 def check_params(opt: str, params: Tree) -> None:
-    """Every leaf a float array (float32/float64, any library) or a Python/numpy number."""
+    """Every leaf a float array (float32/float64, any library; float16 is too coarse for the moments) or a number."""
     for path, x in tree_paths(params):
-        if isinstance(x, np.ndarray):
-            if x.dtype.char not in "fdg":  # float16 is too coarse for the moments (eps underflows)
-                raise _leaf_dtype(opt, path, E.describe(x))
-        elif not isinstance(x, (int, float, np.floating)) or isinstance(x, bool):
-            if not is_real_leaf(x, floats_only=True):
-                raise _leaf_dtype(opt, path, E.describe(x))
+        if not (is_real_leaf(x, floats_only=True) or (isinstance(x, int) and not isinstance(x, bool))):
+            raise E.DTypeError(
+                f"{opt}: cannot update the parameter at {E.path_str(path)}: expected floats, got {E.describe(x)} "
+                "(float32 or float64 arrays, or numbers)"
+            )
 
 
 def is_real_leaf(x: Any, floats_only: bool = False) -> bool:
@@ -333,22 +330,8 @@ def _kind(cls: type) -> str:
     return "()" if cls is tuple else f"{'an' if cls.__name__[0] in 'AEIOU' else 'a'} {cls.__name__}"
 
 
-def _leaf_dtype(opt: str, path: str, got: str) -> E.DTypeError:
-    return E.DTypeError(
-        f"{opt}: cannot update the parameter at {E.path_str(path)}: expected floats, got {got} "
-        "(float32 or float64 arrays, or numbers)"
-    )
-
-
 def _delta_dtype(opt: str, tree: str, path: str, got: str) -> E.DTypeError:
     return E.DTypeError(f"{opt}: {tree} at {E.path_str(path)}: expected real numbers, got {got}")
-
-
-def _mismatch(opt: str) -> E.StructureError:
-    return E.StructureError(
-        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
-        "(tuples, lists, named tuples, dicts and None as nodes)"
-    )
 
 
 def _bad_state(opt: str, expected: str, got: Any) -> E.StructureError:
@@ -372,11 +355,7 @@ def zeros_like(x: Any) -> Any:
 
 
 def sqrt(x: Any) -> Any:
-    """``√x`` of a sum or mean of squares (an array of any library, or a number), clamped at 0 first.
-
-    On a state an optimiser reaches the clamp changes nothing; it makes the lens's
-    backward map defined on every state (the law kit runs it on random residues).
-    """
+    """``√x`` of a sum or mean of squares (any library, or a number), clamped at 0 (the law kit's random residues)."""
     if isinstance(x, np.ndarray) or not is_array(x):
         return np.sqrt(np.maximum(x, 0.0))
     xp = namespace(x)
@@ -491,7 +470,10 @@ def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str,
     for name, other in zip(names, others):
         check_structure(params, other, what=f"{opt}: {name}", shapes=True)
         check_real(opt, name, other)
-    return _mismatch(opt)
+    return E.StructureError(
+        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
+        "(tuples, lists, named tuples, dicts and None as nodes)"
+    )
 
 
 # --------------------------------------------------------------------- lens
@@ -531,10 +513,9 @@ def optimizer_lens(opt: Optimizer[Any]) -> OptimizerLens:
         return ScheduledState(t, _check_inner(name, state_type, params, inner))
 
     def fwd(p: tuple[()], s: tuple[Tree, Any]) -> tuple[tuple[Tree, Any], Tree]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "() (the parameters it updates come in its input)", E.describe_tree(p))
+        no_params(name, p, "() (the parameters it updates come in its input)")
         params, state = _pair(name, "input", s)
-        return (_copy(params), _copy(checked(params, state))), params
+        return (own_copy(params), own_copy(checked(params, state))), params
 
     def bwd(m: tuple[Tree, Any], delta: Tree) -> tuple[tuple[()], tuple[Tree, Any]]:
         params, state = _pair(name, "residue", m)
@@ -574,9 +555,21 @@ def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
     return inner
 
 
-def _copy(tree: Tree) -> Tree:
+def own_copy(tree: Tree) -> Tree:
     """A copy of every array of ``tree`` (a residue never aliases its caller's values)."""
     return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
+
+
+def no_params(name: str, p: Any, expected: str = "()") -> None:
+    """The parameters of a lens that has none of its own must be ``()``."""
+    if type(p) is not tuple or p != ():
+        raise E.must_be(name, "parameters", expected, E.describe_tree(p))
+
+
+def unit_residue(name: str, m: Any) -> None:
+    """The residue of a lens that keeps nothing must be ``()``."""
+    if type(m) is not tuple or m != ():
+        raise E.bad_residue(name, m)
 
 
 def init_state(optimizer: Any, params: Tree) -> Any:

@@ -22,6 +22,7 @@ from prelens import errors as E
 from prelens.backend._arrays import is_real_scalar
 from prelens.core import _args
 from prelens.core._lens import PreLens
+from prelens.learn._optimizer import no_params, unit_residue
 
 __all__ = ["learning_rate"]
 
@@ -45,15 +46,18 @@ def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple
     delta = -a
 
     def fwd(p: tuple[()], loss: Any) -> tuple[tuple[()], Any]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "()", E.describe_tree(p))
-        if not is_real_scalar(loss):
-            raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
+        no_params(name, p)
+        check_loss(name, loss)
         return (), loss
 
     def bwd(m: tuple[()], da: Any) -> tuple[tuple[()], float]:
-        if type(m) is not tuple or m != ():
-            raise E.bad_residue(name, m)
+        unit_residue(name, m)
         return (), delta
 
     return PreLens(fwd, bwd, name)
+
+
+def check_loss(name: str, loss: Any) -> None:
+    """The input of a lens on the loss wire must be a real number."""
+    if not is_real_scalar(loss):
+        raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))

@@ -34,11 +34,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from prelens import errors as E
 from prelens.backend._arrays import is_array, is_concrete, namespace
 from prelens.core import _args
 from prelens.core._lens import PreLens
-from prelens.core._tree import tree_map, tree_paths
+from prelens.core._tree import tree_leaves, tree_map
 from prelens.learn._optimizer import (
     AdagradState,
     AdamState,
@@ -48,20 +47,21 @@ from prelens.learn._optimizer import (
     RMSpropState,
     Rule,
     _bad_state,
-    _delta_dtype,
     as_leaf,
     check_number,
     check_params,
+    check_real,
     diagnose,
     is_node,
-    is_real_leaf,
     like,
     map_leaves,
+    no_params,
     sqrt,
+    unit_residue,
     walk,
     zeros_like,
 )
-from prelens.learn._xp import as_step, cast, power_gap, sum_squares
+from prelens.learn._xp import as_step, cast, power_gap, total_squares
 
 Tree = Any
 
@@ -337,14 +337,12 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
     name = f"clip_by_global_norm({max_norm!r})"
 
     def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "()", E.describe_tree(p))
+        no_params(name, p)
         check_params(name, params)
         return (), params
 
     def bwd(m: tuple[()], delta: Any) -> tuple[tuple[()], Any]:
-        if type(m) is not tuple or m != ():
-            raise E.bad_residue(name, m)
+        unit_residue(name, m)
         return (), clip(delta, max_norm, name)
 
     return PreLens(fwd, bwd, name)
@@ -352,15 +350,8 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
 
 def clip(tree: Tree, max_norm: float, fn: str = "clip_by_global_norm") -> Tree:
     """``tree · min(1, max_norm / ‖tree‖)``: numbers for numpy, a branch-free 0-d array for another library."""
-    total, arrays = 0.0, None  # another library's sum of squares stays on its device
-    for path, x in tree_paths(tree):
-        if not is_real_leaf(x):
-            raise _delta_dtype(fn, "grads", path, E.describe(x))
-        if not isinstance(x, np.ndarray) and is_array(x):
-            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
-        else:
-            a = np.asarray(x, dtype=np.float64)
-            total += float(np.vdot(a, a))
+    check_real(fn, "grads", tree)
+    total, arrays = total_squares(tree_leaves(tree))
     if arrays is None:
         norm = math.sqrt(total)
         if not (math.isfinite(norm) and norm > max_norm):

@@ -32,15 +32,7 @@ import numpy as np
 
 from prelens.backend._arrays import dtype_kind, dtype_name, is_array, is_concrete, namespace
 
-__all__ = [
-    "as_step",
-    "cast",
-    "known",
-    "power_gap",
-    "sum_squares",
-    "traced_value",
-    "wide_float",
-]
+__all__ = ["as_step", "cast", "known", "power_gap", "sum_squares", "total_squares", "traced_value", "wide_float"]
 
 
 def wide_float(xp: Any) -> Any:
@@ -134,6 +126,23 @@ def sum_squares(x: Any) -> Any:
     xp = namespace(x)
     a = xp.astype(x, wide_float(xp))
     return xp.sum(a * a)
+
+
+def total_squares(leaves: Any) -> tuple[float, Any]:
+    """``Σ x²`` over ``leaves``: a float for numpy's and numbers, and another library's summed on its device
+    (a 0-d array, None if there is none; no value read back).
+
+    >>> total_squares([np.array([3.0]), 4.0])
+    (25.0, None)
+    """
+    total, arrays = 0.0, None
+    for x in leaves:
+        if not isinstance(x, np.ndarray) and is_array(x):
+            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
+        else:
+            a = np.asarray(x, dtype=np.float64)
+            total += float(np.vdot(a, a))
+    return total, arrays
 
 
 def traced_value(schedule: Callable[[Any], Any], t: Any, at_step: Callable[[int], float]) -> Any:
