@@ -261,14 +261,14 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
 
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-        if not (_is_real_scalar_array(value) and is_concrete(value)):
-            raise _bad_schedule_value(opt, step, value)
-        value = float(value)  # a schedule written with array operations, run at a known step
-    lr = float(value)
-    if not (math.isfinite(lr) and lr >= 0.0):
-        raise _bad_schedule_value(opt, step, value)
-    return lr
+    """A finite number >= 0 (a concrete 0-d array: a schedule written with array operations, at a known step)."""
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if (number or (_is_real_scalar_array(value) and is_concrete(value))) and math.isfinite(float(value)):
+        if float(value) >= 0.0:
+            return float(value)
+    raise E.ArgumentError(
+        f"{opt}: the lr schedule gave {value!r} at step {step}; a schedule must give a finite number >= 0"
+    )
 
 
 def _is_real_scalar_array(x: Any) -> bool:
@@ -337,12 +337,6 @@ def _delta_dtype(opt: str, tree: str, path: str, got: str) -> E.DTypeError:
 def _bad_state(opt: str, expected: str, got: Any) -> E.StructureError:
     return E.StructureError(
         f"{opt}: the optimiser state must be {expected} (from {opt}.init), got {E.describe_tree(got)}"
-    )
-
-
-def _bad_schedule_value(opt: str, step: int, got: Any) -> E.ArgumentError:
-    return E.ArgumentError(
-        f"{opt}: the lr schedule gave {got!r} at step {step}; a schedule must give a finite number >= 0"
     )
 
 

@@ -14,10 +14,24 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
+from prelens.backend._loop import stack
 from prelens.core._combinators import add_trees, batch_n, branch, vec_lens
-from prelens.core._iso import assoc, iso_lens, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
+from prelens.core._iso import (
+    assoc,
+    first,
+    iso_lens,
+    lunit,
+    runit,
+    second,
+    skip_right,
+    sym,
+    sym_l,
+    unassoc,
+    unlunit,
+    unrunit,
+)
 from prelens.core._lens import AnyLens, id_pre_lens
-from prelens.core._scan import scan, stack, stack_like, steps_of, unstack
+from prelens.core._scan import scan, stack_like, steps_of, unstack
 from prelens.core._tree import tree_first_difference
 from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import Cost, Shapes, read, shape_of
@@ -333,7 +347,7 @@ def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any)
     """
     gen = np.random.default_rng(rng)
     f, g = random_affine(gen), random_affine(gen)
-    f2, g2 = _second(f), _second(g)
+    f2, g2 = second(f), second(g)
     squares = [
         ("alpha in p", alpha(dimap_p(f, g, t)), dimap_p(f, g, alpha(t)), p, (n, s)),
         ("alpha in s", alpha(dimap_s(f, g, t)), dimap_s(f2, g2, alpha(t)), p, (n, s)),
@@ -342,20 +356,12 @@ def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any)
     if isinstance(s, tuple) and len(s) == 2:
         p1, s0 = s
         squares += [
-            ("beta in p", beta(dimap_p(f, g, t)), dimap_p(_first(f), _first(g), beta(t)), (p, p1), s0),
+            ("beta in p", beta(dimap_p(f, g, t)), dimap_p(first(f), first(g), beta(t)), (p, p1), s0),
             ("beta in s", beta(dimap_s(f2, g2, t)), dimap_s(f, g, beta(t)), (p, p1), s0),
             ("beta in m", beta(dimap_m(f, g, t)), dimap_m(f, g, beta(t)), (p, p1), s0),
         ]
     for name, lhs, rhs, p_, s_ in squares:
         _modules_equal(f"naturality of {name}", lhs, rhs, p_, s_, rng=gen, **kw)
-
-
-def _first(f: Fn) -> Fn:
-    return lambda x: (f(x[0]), x[1])
-
-
-def _second(f: Fn) -> Fn:
-    return lambda x: (x[0], f(x[1]))
 
 
 def check_coherence(t: Any, p: Any, s: Any, n: Any, **kw: Any) -> None:

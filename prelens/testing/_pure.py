@@ -43,12 +43,12 @@ def slot_path(path: str) -> str:
     return ("p" if path.startswith("[0]") else "s") + path[3:]
 
 
-def _slot_what(path: str) -> tuple[str, str]:
+def slot_what(path: str) -> tuple[str, str]:
     where = slot_path(path)
     return ("parameters p" if where.startswith("p") else "input s"), where
 
 
-def _result_path(path: str) -> str:
+def result_path(path: str) -> str:
     return ("dp" if path.startswith("[0]") else "ds") + path[3:]
 
 
@@ -96,7 +96,7 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
     m1, a1 = pl.fwd(*work)
     changed = first_change(x1, work)
     if changed is not None:
-        raise M.pure_mutated(fn, name, "fwd", *_slot_what(changed))
+        raise M.pure_mutated(fn, name, "fwd", *slot_what(changed))
     da1 = da if da is not None else random_like(a1, gen)
     m_before, da_before = snapshot(m1), snapshot(da1)
     r1 = pl.bwd(m1, da1)
@@ -129,7 +129,7 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
             if where is not None:
                 raise E.LawError(
                     f"{fn}: {name}: bwd uses something besides its residue: after two forward passes, the backward "
-                    f"passes run in {order} order gave another {_result_path(where)} than each run alone (everything "
+                    f"passes run in {order} order gave another {result_path(where)} than each run alone (everything "
                     "bwd needs must travel in the residue, not in a closure, an attribute or a global)"
                 )
 
@@ -187,7 +187,7 @@ def _check_alias(pl: Any, name: str, x: Any, da: Any, gen: np.random.Generator) 
         if where is not None:
             leaf = dict(tree_paths(w))[path]
             holder = next((f"m{q}" for q, y in tree_paths(m) if _shares(y, leaf)), None)
-            raise M.residue_aliases(name, holder, *_slot_what(path), _result_path(where))
+            raise M.residue_aliases(name, holder, *slot_what(path), result_path(where))
     raise M.residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
 
 

@@ -23,7 +23,7 @@ from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
 from prelens.testing import _messages as M
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import slot_path
+from prelens.testing._pure import result_path, slot_path, slot_what
 from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
@@ -90,8 +90,7 @@ def check_vjp(
     a, pullback = vjp(pl, *work)
     changed = first_change((p, s), work)
     if changed is not None:
-        where = slot_path(changed)
-        raise M.pure_mutated("check_vjp", name, "fwd", "parameters p" if where[0] == "p" else "input s", where)
+        raise M.pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
     deltas = _Deltas(name, pullback, (p, s), a, da, gen)
     first = deltas.draw()  # the structure and dtypes of (dp, ds) are checked before anything else
     side = _Side(pl, (p, s), a, eps, rtol, atol)
@@ -156,9 +155,8 @@ def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
         want, got = np.asarray(x).dtype, np.asarray(d).dtype
         if got != want:
             what = "parameter delta" if path.startswith("[0]") else "input delta"
-            where = ("dp" if path.startswith("[0]") else "ds") + path[3:]
             raise E.LawError(
-                f"check_vjp: {name}: bwd's {what} at {where} has dtype {E.dtype_name(got)}, expected "
+                f"check_vjp: {name}: bwd's {what} at {result_path(path)} has dtype {E.dtype_name(got)}, expected "
                 f"{E.dtype_name(want)} (a delta has the dtype of its primal)"
             )
 
