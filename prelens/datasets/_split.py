@@ -15,8 +15,6 @@ Floats = npt.NDArray[np.floating]
 Labels = npt.NDArray[np.int64]
 Seed = np.random.Generator | int | None
 
-__all__ = ["Split", "standardize", "stratified_folds", "stratified_split"]
-
 
 @dataclass(frozen=True, repr=False)
 class Split:

@@ -28,8 +28,6 @@ from prelens.faithful._network import Para
 from prelens.nn._fastcheck import float_dtype, real_vector
 from prelens.nn._linear import DenseParams
 
-__all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras"]
-
 
 def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64) -> DenseParams:
     """A layer's ``[Para]`` (``n_out`` neurons of ``m_in`` weights) as fresh ``W (m_in, n_out)``, ``b (n_out,)``.

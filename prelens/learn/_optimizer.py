@@ -48,17 +48,6 @@ StateT = TypeVar("StateT")
 #: A learning rate: a number, or a schedule (a function of the number of steps taken).
 LR = float | Callable[[int], float]
 
-__all__ = [
-    "AdagradState",
-    "AdamState",
-    "MomentumState",
-    "Optimizer",
-    "OptimizerLens",
-    "RMSpropState",
-    "ScheduledState",
-    "init_state",
-]
-
 
 class MomentumState(NamedTuple):
     """The velocity of :func:`~prelens.learn.momentum`, a tree like the parameters.

@@ -25,8 +25,6 @@ from prelens.learn._optimizer import check_params, is_real_leaf, own_copy
 from prelens.learn._rate import check_loss
 from prelens.learn._xp import cast, total_squares
 
-__all__ = ["l2", "penalised"]
-
 
 def l2(lam: float) -> AnyLens:
     """The L2 penalty on the loss wire: ``(p, L) ↦ L + ½λ Σ p²`` over every float leaf of ``p``.

@@ -24,8 +24,6 @@ from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.learn._optimizer import no_params, unit_residue
 
-__all__ = ["learning_rate"]
-
 
 def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple[()], tuple[()], Any, Any]:
     """The learning-rate lens ``α``: forward ``l ↦ l``, backward ``(l, ()) ↦ −α``.

@@ -25,8 +25,6 @@ from prelens.learn._rate import learning_rate
 
 Tree = Any
 
-__all__ = ["learner", "learner_step", "parameters_as_input", "reparameterise"]
-
 
 def parameters_as_input(lens: AnyLens) -> AnyLens:
     """``lens`` with its parameters moved into its input: parameters ``()``, input ``(p, s)``.

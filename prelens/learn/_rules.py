@@ -65,9 +65,6 @@ from prelens.learn._xp import as_step, cast, power_gap, total_squares
 
 Tree = Any
 
-__all__ = ["SGD", "Adagrad", "Adam", "ClipByGlobalNorm", "Momentum", "RMSprop", "adagrad", "adam", "adamw"]
-__all__ += ["clip_by_global_norm", "momentum", "rmsprop", "sgd"]
-
 
 @dataclass(frozen=True)
 class SGD(Rule):

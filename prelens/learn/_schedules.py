@@ -35,8 +35,6 @@ from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace
 from prelens.core import _args
 from prelens.learn._xp import wide_float
 
-__all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay", "warmup_cosine"]
-
 
 class Schedule:
     """The base of the schedules here (checks and ``repr``), called with the step ``t`` (an int ``>= 0``).

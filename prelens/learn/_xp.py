@@ -32,8 +32,6 @@ import numpy as np
 
 from prelens.backend._arrays import dtype_kind, dtype_name, is_array, is_concrete, namespace
 
-__all__ = ["as_step", "cast", "known", "power_gap", "sum_squares", "total_squares", "traced_value", "wide_float"]
-
 
 def wide_float(xp: Any) -> Any:
     """The widest real float dtype the namespace ``xp`` offers now: float64, or float32 (JAX without x64).

@@ -64,13 +64,10 @@ def _guarded(fn: str, name: str, run: Any) -> None:
 def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, fn: str = "check_pure") -> None:
     """Check that ``fwd`` and ``bwd`` mutate nothing and that ``bwd`` reads only its residue.
 
-    The passes run on copies of ``p`` and ``s`` (the caller's values are never
-    touched): once alone; at a second point (every float entry moved by up to
-    25%) alone; then both forward passes first and both backward passes in
-    reverse and in the same order. Every backward result must equal the one of
-    its pass run alone. Raises :class:`LawError` naming the pass and the tree
-    path (``p…``, ``s…``, ``m…``, ``da…``); ``fn`` names the caller in it.
-    Aliasing is :func:`check_no_alias`'s verdict, not this one's.
+    The passes run on copies of ``p`` and ``s``: alone; alone at a second point (float entries moved by
+    up to 25%); then both forward passes and both backward passes, in reverse and in the same order,
+    each backward result equal to its pass run alone. Raises :class:`LawError` naming the pass and the
+    path (``p…``, ``s…``, ``m…``, ``da…``; ``fn`` names the caller). Aliasing: :func:`check_no_alias`.
 
     >>> from prelens import PreLens
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), 2 * da), name="double")
@@ -137,23 +134,13 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
 def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0) -> None:
     """Check that the residue is the lens's own: writing into ``p`` or ``s`` after ``fwd`` changes nothing.
 
-    The rule, kept by every lens of prelens: once ``fwd(p, s)`` has returned,
-    the caller may write into any array of ``p`` and ``s`` (an optimiser that
-    updates in place, a loader that refills its buffer) and ``bwd`` still gives
-    the deltas of the forward pass it belongs to. A lens breaks it when its
-    residue keeps the caller's array (or a view of it) and ``bwd`` reads it or
-    hands it back as a delta. What is judged is behaviour, not memory: an array
-    kept only for its shape, or an output that aliases an input, is no alias;
-    arrays the lens made itself are its own. This holds for the structural lenses
-    too (``alpha`` copies the ``m1`` it threads into its residue, since its ``bwd``
-    returns it as a delta).
-
-    The passes run on copies; each array leaf is overwritten in place between the
-    forward and the backward pass. Raises :class:`LawError` naming the caller's
-    leaf, the residue leaf that holds it (when one shares its memory) and the
-    delta that changed. :func:`check_lens_laws` reports it as an
-    :class:`AliasWarning`. The post's lenses keep references (values are immutable
-    in Haskell), so they fail this check and pass :func:`check_vjp`.
+    Once ``fwd(p, s)`` has returned the caller may write into any array of ``p`` and ``s`` (an optimiser
+    updating in place, a loader refilling its buffer) and ``bwd`` still gives the deltas of its forward
+    pass; every lens of prelens keeps this rule. Behaviour is judged, not memory (an array kept only
+    for its shape is no alias). The passes run on copies, each array leaf overwritten in place between
+    them. Raises :class:`LawError` naming the caller's leaf, the residue leaf that holds it and the
+    delta that changed (:func:`check_lens_laws` warns :class:`AliasWarning`). The post's lenses keep
+    references (Haskell's values are immutable): they fail this check and pass :func:`check_vjp`.
 
     >>> from prelens import PreLens
     >>> lens = PreLens(lambda W, s: ((W, s), W @ s), lambda m, da: (np.outer(da, m[1]), m[0].T @ da), name="post")

@@ -1,12 +1,5 @@
-"""``check_vjp``: is ``bwd`` the reverse derivative of ``fwd``? Central differences in float64.
-
-The test is the defining property ``<da, J δ> = <Jᵀ da, δ>`` along several random
-directions ``δ``. The finite differences scale with the values involved (steps
-relative to each leaf, rounding measured against the size of the outputs) and
-carry their own error bound (see :mod:`prelens.testing._fd`), so a correct lens
-passes at any scale, and a wrong one is caught down to errors of ``1e-5`` and
-below. Measured power: ``docs/laws.md``.
-"""
+"""``check_vjp``: is ``bwd`` the reverse derivative of ``fwd``? Central differences in float64
+(:mod:`prelens.testing._fd`); measured power: ``docs/laws.md``."""
 
 from __future__ import annotations
 
@@ -46,24 +39,15 @@ def check_vjp(
 ) -> None:
     """Check that ``bwd`` is the reverse derivative of ``fwd``, by central finite differences.
 
-    With ``(dp, ds) = bwd(m, da)`` and random directions ``δ = (δp, δs)``:
-    ``<da, J δ>`` by central differences must equal ``<dp, δp> + <ds, δs>``
-    (the defining property ``<da, J δ> = <Jᵀ da, δ>``). Each leaf of ``δ`` is
-    scaled to the size of its leaf, and ``eps`` is the first step relative to it;
-    the differences are Richardson-extrapolated over steps ``h, 2h, 4h``, and the
-    step is moved by factors of ten until their error bound (truncation, kinks,
-    and rounding measured against the size of the outputs) is small. The check
-    fails when the two sides differ by more than that bound plus
-    ``rtol·Σ|dp·δp| + rtol·Σ|ds·δs| + atol``. ``directions`` random directions are
-    tried, and one per float leaf when there are at most eight.
+    With ``(dp, ds) = bwd(m, da)``, along random directions ``δ = (δp, δs)`` (each leaf scaled to its
+    own size, ``eps`` the first relative step): ``<da, J δ>`` by central differences, with their own
+    error bound (:mod:`prelens.testing._fd`), must equal ``<dp, δp> + <ds, δs>`` within that bound plus
+    ``rtol·Σ|dp·δp| + rtol·Σ|ds·δs| + atol``. ``directions`` random directions, and one per float leaf
+    when there are at most eight; only float leaves are perturbed (integer leaves are data).
 
-    Also checked: ``dp`` and ``ds`` have the structure, shapes and (float
-    leaves) dtypes of ``p`` and ``s``, and the first forward pass (run on copies)
-    writes into neither. Derivatives only: purity is :func:`check_pure`'s verdict
-    and aliasing :func:`check_no_alias`'s, so a correct lens whose residue keeps
-    ``p`` or ``s`` by reference passes. Only float leaves are perturbed; integer
-    leaves (ids, labels) are data. On failure the first wrong leaf is named.
-    Raises :class:`LawError`. Use float64: float32 is too coarse for this.
+    Also checked: ``dp`` and ``ds`` have the structure, shapes and float dtypes of ``p`` and ``s``, and
+    the first forward pass writes into neither. Purity is :func:`check_pure`'s verdict and aliasing
+    :func:`check_no_alias`'s. Raises :class:`LawError` naming the first wrong leaf. Float64 only.
 
     >>> from prelens import PreLens
     >>> cube = PreLens(lambda p, s: (s, s ** 3), lambda s, da: ((), 3 * s ** 2 * da), name="cube")
