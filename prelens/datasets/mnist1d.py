@@ -65,14 +65,9 @@ def load_mnist1d(*, channel: bool = False, regenerate: bool = False) -> Split:
     one channel last, as ``conv1d`` and ``gru`` take them. ``y_train (4000,)``,
     ``y_test (1000,)``: int64 digits 0-9.
 
-    The first call generates the dataset with the ``mnist1d`` package
-    (``make_dataset(get_dataset_args())``, seed 42, a few seconds; Python's and
-    numpy's global random states are restored afterwards) and writes it to
-    ``cache_dir() / "mnist1d.npz"``; later calls read that file (a damaged or
-    foreign file is generated anew). ``regenerate=True`` generates it anyway.
-    Without the package (and without the file) it raises
-    :class:`~prelens.errors.MissingExtraError` naming the extra:
-    ``pip install 'prelens[mnist1d]'``. Nothing is ever downloaded.
+    The first call generates it (see the module's docstring; a few seconds, the global random states
+    restored) and caches it; later calls read the cache (a damaged file is made anew; ``regenerate=True``
+    makes it anyway). Without the package or the file: :class:`~prelens.errors.MissingExtraError`.
 
     >>> split = load_mnist1d()
     >>> split, split.x_train.shape, load_mnist1d(channel=True).x_test.shape
@@ -119,15 +114,10 @@ def _generate() -> dict[str, npt.NDArray[Any]]:
         "t": np.asarray(data["t"], dtype=np.float64),
     }
     if not _valid(arrays):
-        raise E.bad_argument("load_mnist1d", "the generated dataset", _shapes(arrays), _EXPECTED)
+        got = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
+        expected = f"x_train ({_N_TRAIN}, {_LENGTH}), x_test ({_N_TEST}, {_LENGTH}) finite, labels 0-9"
+        raise E.bad_argument("load_mnist1d", "the generated dataset", got, expected)
     return arrays
-
-
-_EXPECTED = f"x_train ({_N_TRAIN}, {_LENGTH}), x_test ({_N_TEST}, {_LENGTH}) finite, labels 0-9"
-
-
-def _shapes(arrays: dict[str, npt.NDArray[Any]]) -> str:
-    return ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
 
 
 def _valid(arrays: dict[str, npt.NDArray[Any]]) -> bool:

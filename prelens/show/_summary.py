@@ -188,14 +188,9 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
 
 
 def _count(params: Any) -> int:
-    return int(sum(_size(x) for x in tree_leaves(params)))
-
-
-def _size(x: Any) -> int:
-    """How many numbers a leaf holds (an array of any library, or a number)."""
-    if isinstance(x, np.ndarray) or not _backend.is_array(x):
-        return int(np.size(x))
-    return math.prod(x.shape)
+    """How many numbers the leaves hold (arrays of any library, or numbers)."""
+    leaves = tree_leaves(params)
+    return sum(math.prod(x.shape) if _backend.is_array(x) else int(np.size(x)) for x in leaves)
 
 
 def _like_params(example: Any, params: Any) -> Any:
