@@ -428,12 +428,10 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
     >>> check_combinators(id_pre_lens, (), 1.0)
     """
     t = to_tamb(l)
-    check_lens_equal(
-        "vec_lens on TriLens agrees with vec_lens", vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw
-    )
-    check_lens_equal(
-        "batch_n on TriLens agrees with batch_n", batch_n(n, l), from_tamb(batch_n(n, t)), p, [s] * n, **kw
-    )
+    law = "vec_lens on TriLens agrees with vec_lens"
+    check_lens_equal(law, vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw)
+    law = "batch_n on TriLens agrees with batch_n"
+    check_lens_equal(law, batch_n(n, l), from_tamb(batch_n(n, t)), p, [s] * n, **kw)
     check_lens_equal("branch_t agrees with branch", branch(n), from_tamb(branch_t(n)), (), s, **kw)
 
 
@@ -510,20 +508,9 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     steps = steps_of("check_scan", xs, axis)
     T = len(steps)
 
-    def wrap(v: Any) -> Any:
-        return v[0], stack_like([v[1]], xs, axis)
-
-    check_lens_equal(
-        "scan over one step is the cell",
-        cell,
-        lens,
-        p,
-        (h0, steps[0]),
-        s_iso=wrap,
-        a_iso=wrap,
-        m_iso=lambda m: [m],
-        **kw,
-    )
+    wrap: Fn = lambda v: (v[0], stack_like([v[1]], xs, axis))
+    law = "scan over one step is the cell"
+    check_lens_equal(law, cell, lens, p, (h0, steps[0]), s_iso=wrap, a_iso=wrap, m_iso=lambda m: [m], **kw)
     if T >= 2:
         k = T // 2 if k is None else k
         if isinstance(k, bool) or not isinstance(k, int) or not 0 < k < T:
@@ -545,30 +532,15 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
             lambda q: ((), (((), q), ((), ((q, ()), ())))),
             lambda dq: add_trees([dq[1][1][1][0][0], dq[1][0][1]]),
         )
-        check_lens_equal(
-            "scan over xs ++ ys is scan over xs, then scan over ys from its state",
-            lens,
-            shared,
-            p,
-            (h0, xs),
-            m_iso=lambda ms: (((((), (ms[:k], ())), ()), ((), ms[k:])), ()),
-            **kw,
-        )
+        law = "scan over xs ++ ys is scan over xs, then scan over ys from its state"
+        m_iso: Fn = lambda ms: (((((), (ms[:k], ())), ()), ((), ms[k:])), ())
+        check_lens_equal(law, lens, shared, p, (h0, xs), m_iso=m_iso, **kw)
+    tri = to_tamb(cell)
     check_lens_equal(
-        "from_tamb(scan_t(to_tamb(cell))) == scan(cell)",
-        lens,
-        from_tamb(scan_t(to_tamb(cell), axis=axis)),
-        p,
-        (h0, xs),
-        **kw,
+        "from_tamb(scan_t(to_tamb(cell))) == scan(cell)", lens, from_tamb(scan_t(tri, axis=axis)), p, (h0, xs), **kw
     )
     check_lens_equal(
-        "scan_t by the cons recursion agrees with scan",
-        scan(cell),
-        from_tamb(scan_t(to_tamb(cell), n=T)),
-        p,
-        (h0, steps),
-        **kw,
+        "scan_t by the cons recursion agrees with scan", scan(cell), from_tamb(scan_t(tri, n=T)), p, (h0, steps), **kw
     )
 
 
@@ -588,14 +560,7 @@ def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw:
     T = len(steps)
     lhs = id_pre_lens @ batch_n(T, f)
     rhs = scan(id_pre_lens @ f, axis=axis)
-    check_lens_equal(
-        "scan of a cell that passes its state is batch_n of its output part",
-        lhs,
-        rhs,
-        ((), p),
-        (h0, steps),
-        s_iso=lambda s: (s[0], stack_like(s[1], xs, axis)),
-        a_iso=lambda a: (a[0], stack_like(a[1], xs, axis)),
-        m_iso=lambda m: [((), mt) for mt in m[1]],
-        **kw,
-    )
+    stacked: Fn = lambda v: (v[0], stack_like(v[1], xs, axis))
+    law = "scan of a cell that passes its state is batch_n of its output part"
+    m_iso: Fn = lambda m: [((), mt) for mt in m[1]]
+    check_lens_equal(law, lhs, rhs, ((), p), (h0, steps), s_iso=stacked, a_iso=stacked, m_iso=m_iso, **kw)
