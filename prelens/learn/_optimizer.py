@@ -312,15 +312,17 @@ def check_real(name: str, what: str, tree: Tree) -> None:
     """Every leaf a real number or an array of them (a delta or a state)."""
     for path, x in tree_paths(tree):
         if not is_real_leaf(x):
-            raise _delta_dtype(name, what, path, E.describe(x))
+            raise E.DTypeError(f"{name}: {what} at {E.path_str(path)}: expected real numbers, got {E.describe(x)}")
+
+
+def check_like(name: str, what: str, params: Tree, tree: Tree) -> None:
+    """``tree`` (grads, a delta, a state's field) shaped like ``params``, with real leaves."""
+    check_structure(params, tree, what=f"{name}: {what}", shapes=True)
+    check_real(name, what, tree)
 
 
 def _kind(cls: type) -> str:
     return "()" if cls is tuple else f"{'an' if cls.__name__[0] in 'AEIOU' else 'a'} {cls.__name__}"
-
-
-def _delta_dtype(opt: str, tree: str, path: str, got: str) -> E.DTypeError:
-    return E.DTypeError(f"{opt}: {tree} at {E.path_str(path)}: expected real numbers, got {got}")
 
 
 def _bad_state(opt: str, expected: str, got: Any) -> E.StructureError:
@@ -451,8 +453,7 @@ def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str,
     """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
     check_params(opt, params)
     for name, other in zip(names, others):
-        check_structure(params, other, what=f"{opt}: {name}", shapes=True)
-        check_real(opt, name, other)
+        check_like(opt, name, params, other)
     return E.StructureError(
         f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
         "(tuples, lists, named tuples, dicts and None as nodes)"
@@ -503,8 +504,7 @@ def optimizer_lens(opt: Optimizer[Any]) -> OptimizerLens:
     def bwd(m: tuple[Tree, Any], delta: Tree) -> tuple[tuple[()], tuple[Tree, Any]]:
         params, state = _pair(name, "residue", m)
         state = checked(params, state)
-        check_structure(params, delta, what=f"{name}: the parameter delta", shapes=True)
-        check_real(name, "the parameter delta", delta)
+        check_like(name, "the parameter delta", params, delta)
         return (), opt.update(tree_map(lambda d: -d, delta), state, params)
 
     return OptimizerLens(fwd, bwd, name, init_state=opt.init, lr=getattr(opt, "lr", None))
@@ -533,8 +533,7 @@ def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
             if isinstance(tree, bool) or as_step(tree) is None:
                 raise _bad_state(name, f"{_kind(state_type)} with an int step >= 0", inner)
         else:
-            check_structure(params, tree, what=f"{name}: the state's {field}", shapes=True)
-            check_real(name, f"the state's {field}", tree)
+            check_like(name, f"the state's {field}", params, tree)
     return inner
 
 

@@ -149,8 +149,6 @@ class Momentum(Rule):
 class Adagrad(Rule):
     """``adagrad(lr, eps=1e-10)``: Adagrad (Duchi, Hazan & Singer, 2011), PyTorch's ``eps``.
 
-    Each coordinate's step shrinks with its gradients so far.
-
     >>> opt = adagrad(0.1)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.9])
@@ -171,8 +169,6 @@ class Adagrad(Rule):
 class RMSprop(Rule):
     """``rmsprop(lr, rho=0.9, eps=1e-8)``: RMSprop (Hinton, 2012), Keras's ``ρ = 0.9``.
 
-    Divides by a running root mean square of the gradients (decay ``rho``).
-
     >>> opt = rmsprop(0.1, rho=0.75)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.8])
@@ -192,9 +188,7 @@ class RMSprop(Rule):
 
 @dataclass(frozen=True)
 class Adam(Rule):
-    """``adam(lr, b1=0.9, b2=0.999, eps=1e-8)``: Adam (Kingma & Ba, 2015) with bias-corrected moments.
-
-    ``b1`` and ``b2`` are the decay rates of the two moments.
+    """``adam(lr, b1=0.9, b2=0.999, eps=1e-8)``: Adam (Kingma & Ba, 2015), ``b1``, ``b2`` the moments' decays.
 
     >>> adam(1e-3)
     Adam(lr=0.001, b1=0.9, b2=0.999, eps=1e-08)
@@ -252,10 +246,8 @@ class Adam(Rule):
 
 @dataclass(frozen=True)
 class AdamW(Adam):
-    """``adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)``: Adam with decoupled weight decay.
-
-    Loshchilov & Hutter (2019): ``p ← p − lr·(m̂/(√v̂ + ε) + λ·p)``, PyTorch's default
-    ``λ = 0.01``; under a schedule the decay follows ``lr``.
+    """``adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)``: Adam with decoupled weight decay
+    (Loshchilov & Hutter, 2019; PyTorch's ``λ = 0.01``; under a schedule the decay follows ``lr``).
 
     >>> opt = adamw(0.1, weight_decay=0.5)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]

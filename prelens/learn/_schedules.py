@@ -180,9 +180,7 @@ def constant(lr: float) -> Schedule:
 
 
 def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
-    """``lr · factor ** (t // every)``: multiply the step size by ``factor`` every ``every`` steps.
-
-    ``factor`` lies in ``(0, 1]``.
+    """``lr · factor ** (t // every)``: the step size times ``factor`` (in ``(0, 1]``) every ``every`` steps.
 
     >>> s = step_decay(1.0, every=10, factor=0.5)
     >>> s(0), s(9), s(10), s(25)
@@ -193,9 +191,7 @@ def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
 
 
 def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
-    """``lr · rate ** (t / every)``: a smooth decay by ``rate`` every ``every`` steps.
-
-    ``rate`` lies in ``(0, 1]``.
+    """``lr · rate ** (t / every)``: a smooth decay by ``rate`` (in ``(0, 1]``) every ``every`` steps.
 
     >>> s = exponential_decay(1.0, rate=0.5, every=2)
     >>> s(0), s(1), s(2), s(4)
@@ -208,10 +204,8 @@ def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
 def warmup_cosine(peak: float, warmup: int, total: int, final: float = 0.0) -> Schedule:
     """A linear warm-up to ``peak`` over ``warmup`` steps, then a half cosine down to ``final``.
 
-    ``lr(t) = peak · (t + 1) / warmup`` for ``t < warmup`` (the first update is
-    not wasted on a zero step); ``final + (peak − final) · ½ (1 + cos(π (t − warmup)
-    / (total − warmup)))`` up to ``total``; ``final`` after. ``0 <= warmup <= total``,
-    ``0 <= final <= peak``.
+    The formula is the module's table (the first update is not wasted on a zero step);
+    ``0 <= warmup <= total``, ``0 <= final <= peak``.
 
     >>> s = warmup_cosine(1.0, warmup=4, total=12)
     >>> [s(t) for t in (0, 3, 4, 8, 12, 99)]
@@ -234,10 +228,8 @@ def one_cycle(
 ) -> Schedule:
     """Smith's one-cycle policy: up from ``peak / div`` to ``peak``, then down far below the start.
 
-    Half-cosine ramps: up over the first ``round(warmup_fraction · total)`` steps,
-    then down to ``peak / (div · final_div)`` at ``t = total`` (and there after).
-    The defaults are PyTorch's ``OneCycleLR``'s. ``warmup_fraction`` lies in
-    ``(0, 1)``; ``div`` and ``final_div`` are ``>= 1``.
+    Half-cosine ramps, up over ``round(warmup_fraction · total)`` steps, down to ``peak / (div · final_div)``
+    at ``t = total``; PyTorch's ``OneCycleLR`` defaults. ``0 < warmup_fraction < 1``, ``div, final_div >= 1``.
 
     >>> s = one_cycle(1.0, total=10)
     >>> round(s(0), 4), s(3), round(s(10), 8)

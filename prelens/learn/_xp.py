@@ -34,9 +34,7 @@ from prelens.backend._arrays import dtype_kind, dtype_name, is_array, is_concret
 
 
 def wide_float(xp: Any) -> Any:
-    """The widest real float dtype the namespace ``xp`` offers now: float64, or float32 (JAX without x64).
-
-    Read from the standard's inspection API, so JAX's 64-bit switch is honoured.
+    """The widest real float dtype ``xp`` offers now (the inspection API: JAX's 64-bit switch honoured).
 
     >>> wide_float(np)
     dtype('float64')
@@ -51,11 +49,8 @@ def wide_float(xp: Any) -> Any:
 
 
 def as_step(x: Any) -> Any:
-    """``x`` as a step count, or None if it is not one.
-
-    A Python or numpy integer, or a numpy 0-d integer array, gives an int
-    (``>= 0``); a 0-d integer array of another library is returned as it is (its
-    value checked ``>= 0`` only when it is concrete: a traced one has none yet).
+    """``x`` as a step count (an int ``>= 0``; another library's 0-d integer array as it is, checked when
+    concrete), or None if it is not one.
 
     >>> as_step(np.asarray(7)), as_step(True) is None
     (7, True)
@@ -85,11 +80,8 @@ def known(t: Any) -> int | None:
 
 
 def power_gap(b: float, t: Any) -> Any:
-    """``1 − bᵗ`` for a step ``t >= 1``: a Python float when ``t`` is known (numpy's number, bit for bit).
-
-    Under a trace, a 0-d array of the widest float: ``−expm1(t·log b)``, which
-    keeps its digits where ``1 − bᵗ`` is small (``b = 0.999``, ``t = 1``) even
-    in float32, ``log b`` taken in double precision first.
+    """``1 − bᵗ`` for a step ``t >= 1``: numpy's float when ``t`` is known; traced, ``−expm1(t·log b)`` in the
+    widest float (its digits kept where ``1 − bᵗ`` is small, even in float32).
 
     >>> power_gap(0.9, 1)
     0.09999999999999998
@@ -144,15 +136,9 @@ def total_squares(leaves: Any) -> tuple[float, Any]:
 
 
 def traced_value(schedule: Callable[[Any], Any], t: Any, at_step: Callable[[int], float]) -> Any:
-    """A schedule's value at a traced step ``t``: the schedule run on the traced array, or on the host.
-
-    prelens's schedules, and any function written with array operations, are
-    traced into the program. A function that needs the step's value (a Python
-    ``if t < 100``, ``math.cos(t)``) cannot be: it is called back on the host at
-    run time instead (``jax.pure_callback``), as ``at_step(int(t))``, which
-    checks its value there. Returns what the schedule gave (for the caller to
-    check) or the callback's 0-d array of the widest float.
-    """
+    """A schedule's value at a traced step ``t``: traced into the program where it is written with array
+    operations, else (``if t < 100``, ``math.cos(t)``) called back on the host as ``at_step(int(t))``
+    (``jax.pure_callback``, a 0-d array of the widest float)."""
     jax = sys.modules["jax"]  # only JAX traces: a traced step is a JAX tracer
     untraceable = (
         jax.errors.ConcretizationTypeError,
