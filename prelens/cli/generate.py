@@ -75,37 +75,20 @@ def vocabulary(model: Any) -> CharVocab | SequenceTask:
         raise C.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
 
 
-def context(model: Any) -> int | None:
-    """The longest sequence the model reads (its metadata's ``context``)."""
-    n = model.metadata.get("context")
-    return n if type(n) is int and n >= 1 else None
-
-
 def continue_prompt(model: Any, prompt: str, steps: int | None, temperature: float | None, seed: int) -> str:
     """What ``prelens generate`` prints (the same as :func:`prelens.nn.generate` on the same model and prompt)."""
     vocab = vocabulary(model)
     if isinstance(vocab, CharVocab):
-        ids = encode_text(vocab, prompt)
-        out = generate(
-            model.lens,
-            model.params,
-            ids[None],
-            steps or 200,
-            max_len=context(model),
-            temperature=0.5 if temperature is None else temperature,
-            rng=seed,
-        )
+        prompts, steps, default_t = encode_text(vocab, prompt)[None], steps or 200, 0.5
+    else:
+        prompts, steps, default_t = vocab.prompts(task_symbols(vocab, prompt)[None]), steps or vocab.length, 0.0
+    n = model.metadata.get("context")  # the longest sequence the model reads
+    temperature = default_t if temperature is None else temperature
+    max_len = n if type(n) is int and n >= 1 else None
+    out = generate(model.lens, model.params, prompts, steps, max_len=max_len, temperature=temperature, rng=seed)
+    if isinstance(vocab, CharVocab):
         return vocab.decode(out[0])
-    prompts = vocab.prompts(task_symbols(vocab, prompt)[None])
-    answer = generate(
-        model.lens,
-        model.params,
-        prompts,
-        steps or vocab.length,
-        max_len=context(model),
-        temperature=0.0 if temperature is None else temperature,
-        rng=seed,
-    )[0, prompts.shape[1] :]
+    answer = out[0, prompts.shape[1] :]
     return " ".join(str(int(a)) if a < vocab.n_symbols else ("[BOS]" if a == vocab.bos else "[SEP]") for a in answer)
 
 

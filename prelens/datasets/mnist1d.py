@@ -1,13 +1,9 @@
 """MNIST-1D (Greydanus & Kobak, "Scaling down deep learning with MNIST-1D"): ten digits as 1-D series.
 
-The ``mnist1d`` package (the optional extra ``pip install 'prelens[mnist1d]'``)
-generates the dataset from its ten templates (pad, dilate, scale, translate,
-noise, shear, subsample) with ``make_dataset(get_dataset_args())``: the paper's
-defaults, 5,000 series of length 40 from seed 42, split 4,000 for training and
-1,000 for testing. Nothing is downloaded. :func:`load_mnist1d` generates it
-once and caches the arrays as a ``.npz`` file (read with
-``allow_pickle=False``) under the user's cache directory, :func:`cache_dir`;
-later calls read that file and need no extra.
+The ``mnist1d`` package (the extra ``pip install 'prelens[mnist1d]'``) generates it from its ten
+templates with ``make_dataset(get_dataset_args())``: the paper's 5,000 series of length 40 from seed
+42, 4,000 for training and 1,000 for testing; nothing is downloaded. :func:`load_mnist1d` caches the
+arrays as a ``.npz`` (read with ``allow_pickle=False``) under :func:`cache_dir`; later calls need no extra.
 """
 
 from __future__ import annotations

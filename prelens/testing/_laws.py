@@ -1,9 +1,4 @@
-"""Executable laws: extensional equality of lenses up to re-nesting isomorphisms.
-
-Every checker runs both sides on the given parameters and inputs, and on
-random residue and output deltas, and raises :class:`LawError` naming the law
-and the first differing leaf (with its tree path) when they disagree.
-"""
+"""Executable laws: extensional equality of lenses up to re-nesting isomorphisms (:func:`check_lens_equal`)."""
 
 from __future__ import annotations
 
@@ -144,11 +139,9 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
 def module_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
     """Whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 
-    Pre-lenses, and :class:`~prelens.tambara.Program` values (run as pre-lenses),
-    must run alike (else :class:`LawError` names the difference);
-    :class:`~prelens.tambara.Shapes` and :class:`~prelens.tambara.Cost` values must
-    read the same shapes and costs. The Trimbara laws compare with it unless given
-    ``equal=`` (a function of the same signature, for a module of your own).
+    Pre-lenses and :class:`~prelens.tambara.Program` values must run alike (:class:`LawError` names the
+    difference); ``Shapes`` and ``Cost`` values must read the same. The Trimbara laws compare with it
+    unless given ``equal=`` (a function of the same signature, for a module of your own).
 
     >>> from prelens.tambara import Program, Shapes
     >>> twice = Shapes().dimap_s(lambda x: np.concatenate([x, x]), lambda d: d[:2])
@@ -253,10 +246,8 @@ def check_dimap_identity(t: Any, p: Any, s: Any, **kw: Any) -> None:
 def check_dimap_composition(t: Any, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
     """Each dimap preserves composition, with the right variance in each slot.
 
-    ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise
-    ``dimap_p``), and, covariant in ``m`` and contravariant in ``dm``,
-    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``. The maps are
-    random leaf-wise affine maps, which do not commute.
+    ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise ``dimap_p``), and
+    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``, with random affine maps.
 
     >>> import numpy as np
     >>> from prelens import id_pre_lens
@@ -438,12 +429,9 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
 def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = True, **kw: Any) -> None:
     """Every single-lens check at once, each its own verdict.
 
-    :func:`check_pure` first (a pass that writes into its arguments is named as
-    such rather than as the first law it breaks); then :func:`check_no_alias`,
-    whose failure is reported as an :class:`AliasWarning` and does not stop the
-    rest; the units, dimaps, alpha and beta laws, the TriLens round trip and the
-    combinators; and (with ``vjp=True``) :func:`check_vjp`. Raises
-    :class:`LawError` on the first failed law.
+    :func:`check_pure` first; :func:`check_no_alias` (an :class:`AliasWarning`, the rest goes on); the
+    units, dimaps, alpha and beta laws, the TriLens round trip, the combinators; with ``vjp=True``
+    :func:`check_vjp`. Raises :class:`LawError` on the first failed law.
 
     >>> import numpy as np
     >>> from prelens import id_pre_lens
