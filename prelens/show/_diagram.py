@@ -302,17 +302,13 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
     for idx, leaf in enumerate(leaves):  # in the order their boxes were drawn
         cx, cy = _centre(leaf, gap)
         top = cy + BOX_H / 2
-        if tree_leaves(leaf.p):
-            kind = _type_of(leaf.p)
-            xs, ys = [cx, cx], [top + PARAM_WIRE, top]
-            pic.ax.plot(xs, ys, color=PARAM, lw=1.4, zorder=2, gid=f"p-wire-{idx}")
-            pic.ax.plot([cx], [top + PARAM_WIRE / 2], marker="v", color=PARAM, ms=4, zorder=3)
-            pic.label(cx, top + PARAM_WIRE + 0.05, f"p: {kind}", "p", (p_room, 0.4), _ABOVE)
-            if pic.backward:
-                yb = [pic.mirror - y for y in ys]
-                pic.ax.plot(xs, yb, color=PARAM, lw=1.4, zorder=2, gid=f"dp-wire-{idx}")
-                pic.ax.plot([cx], [pic.mirror - top - PARAM_WIRE / 2], marker="v", color=PARAM, ms=4, zorder=3)
-                pic.label(cx, pic.mirror - top - PARAM_WIRE - 0.05, f"dp: {kind}", "dp", (p_room, 0.4), _BELOW)
+        kind = _type_of(leaf.p)
+        halves = [("p", 1.0, 0.0, _ABOVE)] + ([("dp", -1.0, pic.mirror, _BELOW)] if pic.backward else [])
+        for w, sign, base, style in halves if tree_leaves(leaf.p) else []:  # dp: the mirror image below
+            ys = [base + sign * v for v in (top + PARAM_WIRE, top, top + PARAM_WIRE / 2, top + PARAM_WIRE + 0.05)]
+            pic.ax.plot([cx, cx], ys[:2], color=PARAM, lw=1.4, zorder=2, gid=f"{w}-wire-{idx}")
+            pic.ax.plot([cx], [ys[2]], marker="v", color=PARAM, ms=4, zorder=3)
+            pic.label(cx, ys[3], f"{w}: {kind}", w, (p_room, 0.4), style)
         if id(leaf) not in offset:
             continue
         right, d = cx + BOX_W / 2, offset[id(leaf)]
