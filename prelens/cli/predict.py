@@ -130,15 +130,10 @@ def write(path: str | None, result: npt.NDArray[Any], header: list[str]) -> None
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    rows = result.reshape(len(result), -1)
-    for row in rows:
-        writer.writerow([_cell(v) for v in row])
+    for row in result.reshape(len(result), -1):
+        writer.writerow([repr(float(v)) if isinstance(v, np.floating) else str(v) for v in row])
     if path is None:
         sys.stdout.write(buf.getvalue())
     else:
         with open(path, "w", encoding="utf-8", newline="") as f:
             f.write(buf.getvalue())
-
-
-def _cell(v: Any) -> str:
-    return repr(float(v)) if isinstance(v, np.floating) else str(v)

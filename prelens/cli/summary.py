@@ -45,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
         C.at_least("prelens summary", "--depth", args.depth, 0)
         if args.diagram is not None:
             C.writable_file("--diagram", args.diagram, IMAGES)
-            _need_matplotlib()
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise C.UsageError("--diagram needs matplotlib: pip install 'prelens[plot]'") from None
         model = C.load(args.model)
         example, dtype = example_input(model, shape)
         table = summary(model.lens, example, params=model.params, dtype=dtype, depth=args.depth)
@@ -87,13 +90,6 @@ def draw(model: Any, example: Any, dtype: np.dtype[Any], depth: int | None, path
     ax = draw_diagram(model.lens, example, params=model.params, dtype=dtype, depth=depth)
     ax.figure.savefig(path, bbox_inches="tight", dpi=150)
     plt.close(ax.figure)
-
-
-def _need_matplotlib() -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise C.UsageError("--diagram needs matplotlib: pip install 'prelens[plot]'") from None
 
 
 def _short(value: Any, limit: int = 100) -> str:

@@ -75,14 +75,22 @@ def check_vjp(
     changed = first_change((p, s), work)
     if changed is not None:
         raise M.pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
-    deltas = _Deltas(name, pullback, (p, s), a, da, gen)
-    first = deltas.draw()  # the structure and dtypes of (dp, ds) are checked before anything else
+    fixed = None if da is None else _pull(name, pullback, (p, s), da)
+
+    def draw() -> tuple[Any, Any]:
+        """The given ``da``, or a fresh one per direction (a small coordinate of one is not hidden in all)."""
+        if da is not None:
+            return da, fixed
+        d = random_like(a, gen)
+        return d, _pull(name, pullback, (p, s), d)
+
+    first = draw()  # the structure and dtypes of (dp, ds) are checked before anything else
     side = _Side(pl, (p, s), a, eps, rtol, atol)
     plan: list[int | None] = [None] * directions
     if 1 < len(side.floats) <= LEAF_DIRECTIONS_UP_TO:
         plan += side.floats
     for k, only in enumerate(plan):
-        da_k, grads = first if k == 0 else deltas.draw()
+        da_k, grads = first if k == 0 else draw()
         direction = side.direction(gen, only)
         verdict = side.compare(direction, da_k, grads)
         if verdict is not None:
@@ -101,35 +109,19 @@ def check_vjp(
             )
 
 
-class _Deltas:
-    """Output deltas and their pullbacks: the given ``da``, or a fresh random one for each
-    direction (a coordinate where one ``da`` happens to be small is then not hidden in every
-    direction)."""
-
-    def __init__(self, name: str, pullback: Any, x: Any, a: Any, da: Any, gen: np.random.Generator) -> None:
-        self.name, self.pullback, self.x, self.a, self.da, self.gen = name, pullback, x, a, da, gen
-        self.cached: tuple[Any, Any] | None = None
-
-    def draw(self) -> tuple[Any, Any]:
-        if self.da is not None and self.cached is not None:
-            return self.cached
-        da = self.da if self.da is not None else random_like(self.a, self.gen)
-        try:
-            grads = self.pullback(da)
-        except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
-            msg = f"check_vjp: {self.name}: bwd's deltas do not fit the parameters and input: {exc}"
-            raise E.LawError(msg) from exc
-        p, s = self.x
-        for what, primal, delta in (("parameter delta", p, grads[0]), ("input delta", s, grads[1])):
-            found = structure_mismatch(primal, delta, shapes=True)
-            if found:
-                of = "parameters" if what[0] == "p" else "input"
-                raise E.LawError(
-                    f"check_vjp: {self.name}: bwd's {what} does not have the structure of the {of}: {found}"
-                )
-        _check_dtypes(self.name, self.x, grads)
-        self.cached = (da, grads)
-        return da, grads
+def _pull(name: str, pullback: Any, x: Any, da: Any) -> Any:
+    """``pullback(da)``, its deltas checked against the structure, shapes and dtypes of ``x = (p, s)``."""
+    try:
+        grads = pullback(da)
+    except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
+        raise E.LawError(f"check_vjp: {name}: bwd's deltas do not fit the parameters and input: {exc}") from exc
+    for what, primal, delta in (("parameter delta", x[0], grads[0]), ("input delta", x[1], grads[1])):
+        found = structure_mismatch(primal, delta, shapes=True)
+        if found:
+            of = "parameters" if what[0] == "p" else "input"
+            raise E.LawError(f"check_vjp: {name}: bwd's {what} does not have the structure of the {of}: {found}")
+    _check_dtypes(name, x, grads)
+    return grads
 
 
 def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
