@@ -1,13 +1,8 @@
 """L2 regularisation as a term of the loss: a lens on the loss wire, parametrised by the weights.
 
-``l2(λ)`` takes the loss ``L`` as its input and the model's parameters ``p`` as
-its parameters, and outputs ``L + ½λ‖p‖²``; its backward pass gives ``p`` the
-delta ``da·λ·p`` and the loss ``da``. :func:`penalised` ties its parameters to
-the model's (the parameter wire is copied, and the two deltas are summed, as the
-copy map's backward pass does), so the penalty's gradient joins the loss's
-before any optimiser sees it. That is the difference from decoupled weight decay
-(:func:`~prelens.learn.adamw`): under Adam an L2 term is divided by ``√v̂`` like
-the rest of the gradient; decoupled decay is not.
+:func:`penalised` ties the penalty's parameters to the model's (the wire copied, the deltas summed),
+so its gradient joins the loss's before the optimiser sees it: unlike decoupled weight decay
+(:func:`~prelens.learn.adamw`), under Adam an L2 term is divided by ``√v̂`` like the rest.
 """
 
 from __future__ import annotations
@@ -29,10 +24,8 @@ from prelens.learn._xp import cast, total_squares
 def l2(lam: float) -> AnyLens:
     """The L2 penalty on the loss wire: ``(p, L) ↦ L + ½λ Σ p²`` over every float leaf of ``p``.
 
-    Backward: ``dp = da·λ·p`` (zeros at leaves that are not floats, such as
-    dropout keys), ``dL = da``. Its gradient ``λ·p`` is what ``weight_decay``
-    adds in SGD. Every float parameter is penalised, biases included. Use it
-    through :func:`penalised`.
+    Backward: ``dp = da·λ·p`` (zeros at leaves that are not floats, such as dropout keys), ``dL = da``.
+    Every float parameter is penalised, biases included. Use it through :func:`penalised`.
 
     >>> import numpy as np
     >>> pen = l2(0.1)

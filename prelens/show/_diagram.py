@@ -1,17 +1,10 @@
 """String diagrams of lenses, both passes, drawn with matplotlib (the ``notebooks`` extra).
 
-The picture of the post's section "Pre-Lenses", for any lens: the **forward
-pass** above, data flowing left to right, ``>>`` placing stages side by side
-and ``@`` stacking them; the **backward pass** below, its mirror image, deltas
-flowing right to left. Each stage is a box in each half. Its parameters ``p``
-enter the forward box from above and its parameter delta ``dp`` leaves the
-backward box below; its residue ``m`` leaves the forward box on the right and
-turns back into the backward box (the trace: the backward pass gets the residue
-itself as its ``dm``). Wires are labelled with the *types* of what flows on them
-(``f64[2]``, ``float``, ``Para(bias=float, weight=f64[3])``), never with values.
-
-``draw(lens, input_shape)`` returns the matplotlib ``Axes``, so notebooks show it
-inline; ``backward=False`` draws the forward half only.
+The picture of the post's section "Pre-Lenses", for any lens: the **forward pass** above, left to
+right, ``>>`` side by side and ``@`` stacked; the **backward pass** below, its mirror image. Each stage
+is a box in each half: its parameters ``p`` enter the forward box from above, its ``dp`` leaves the
+backward box below, its residue ``m`` turns from the one into the other (the trace: ``dm = m``). Wires
+are labelled with the *types* of what flows on them (``f64[2]``, ``float``), never with values.
 """
 
 from __future__ import annotations
