@@ -226,22 +226,15 @@ class Adam(Rule):
 
     def _scalars(self, state: AdamState, lr: Any) -> tuple[Any, Any, Any]:
         """``(t, lr_t, eps_t)``: floats while the step count is known, 0-d arrays under a trace."""
-        step = state.step
-        if isinstance(step, (int, np.integer)) and not isinstance(step, bool) and step >= 0:
-            t: Any = int(step) + 1
-            c2: Any = 1.0 - self.b2**t
-        else:
-            step = as_step(step)
-            if step is None:
-                raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
-            t = step + 1
-            c2 = power_gap(self.b2, t)
+        step = as_step(state.step)
+        if step is None:
+            raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
+        t = step + 1
+        c1, c2 = power_gap(self.b1, t), power_gap(self.b2, t)
         if isinstance(c2, float):
-            root_c2 = math.sqrt(c2)
-            c1 = 1.0 - self.b1**t if isinstance(t, int) else power_gap(self.b1, t)
-            return t, lr * root_c2 / c1, self.eps * root_c2
+            return t, lr * math.sqrt(c2) / c1, self.eps * math.sqrt(c2)
         root_c2 = namespace(c2).sqrt(c2)
-        return t, cast(lr, c2) * root_c2 / power_gap(self.b1, t), self.eps * root_c2
+        return t, cast(lr, c2) * root_c2 / c1, self.eps * root_c2
 
 
 @dataclass(frozen=True)
