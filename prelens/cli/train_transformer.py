@@ -270,17 +270,8 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 def _model(args: argparse.Namespace, vocab: int, max_len: int, dtype: Any) -> Any:
-    return decoder_lm(
-        vocab,
-        args.d_model,
-        args.heads,
-        args.d_ff,
-        args.layers,
-        max_len,
-        norm=args.norm,
-        positional=args.positional,
-        dtype=dtype,
-    )
+    sizes = (vocab, args.d_model, args.heads, args.d_ff, args.layers, max_len)
+    return decoder_lm(*sizes, norm=args.norm, positional=args.positional, dtype=dtype)
 
 
 def _report_task(model: Any, params: Any, task: SequenceTask, x_test: Any, y_test: Any) -> None:
