@@ -1,12 +1,6 @@
-"""Two promises of the pre-lens type that no law about values can see, each its own verdict.
-
-- :func:`check_pure`: ``fwd`` and ``bwd`` never write into their arguments (``p``, ``s``;
-  the residue ``m`` and the output delta ``da``), and ``bwd`` needs nothing but its residue
-  (after two forward passes, the two backward passes give what each gives alone, in either
-  order: a ``bwd`` that reads the last input from a closure, or keeps a tape, fails).
-- :func:`check_no_alias`: the residue is the lens's own: writing into the caller's ``p`` or
-  ``s`` between the forward and the backward pass changes nothing.
-"""
+"""Two promises of the pre-lens type that no law about values can see, each its own verdict: purity
+(:func:`check_pure`: nothing written, ``bwd`` reads only its residue) and a residue of its own
+(:func:`check_no_alias`)."""
 
 from __future__ import annotations
 
