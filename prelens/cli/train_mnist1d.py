@@ -134,15 +134,11 @@ def run(args: argparse.Namespace) -> int:
         f"test accuracy  {result.test_accuracy:.2%} ({len(split.y_test)} series); "
         f"the paper: {PAPER_ACCURACY[args.model]:.0f}%"
     )
-    if saved:
-        print(f"saved the model to {args.save} (prelens predict/evaluate/summary, prelens.load_model)")
-    return 0 if saved is not False else 1
+    return C.finish(saved, args.save, "prelens predict/evaluate/summary")
 
 
 def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype: Any) -> bool | None:
-    """Write the model file ``--save``: True if saved, None if not asked to, False (and one line) if it failed."""
-    if args.save is None:
-        return None
+    """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`)."""
     meta = {
         "model": repr(model),
         "dataset": "mnist1d",
@@ -151,9 +147,7 @@ def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype
         "steps": args.steps,
         "backend": backend(args),
     }
-    try:
-        save_classifier(args.save, model, params, split, dtype, meta, shape=tuple(split.x_train.shape[1:]))
-    except E.PrelensError as err:
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
-        return False
-    return True
+    shape = tuple(split.x_train.shape[1:])
+    return C.saved(
+        COMMAND, args.save, lambda: save_classifier(args.save, model, params, split, dtype, meta, shape=shape)
+    )
