@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, dtype_name, namespace, same_library
+from prelens.backend._arrays import copy, dtype_kind, dtype_name, is_concrete, namespace, same_library
 from prelens.core import _args as A
 from prelens.core._check import ANY, Arr, Expects, Like, misfit
 from prelens.core._combinators import branch, chain, copy_l, vec_lens
@@ -235,11 +235,15 @@ def _weighted_sum(copy_input: bool = True) -> AnyLens:
     return PreLens(fwd, bwd, name, expects=Expects(params=(), input=av, residue=av, delta=_product_like(False)))
 
 
-def _scores_shape(shape: tuple[int, ...]) -> tuple[None, tuple[int, ...]]:
-    """:func:`causal_mask`'s output delta, read from its residue (the scores' shape): any float array of it."""
-    if len(shape) < 2:
-        raise ValueError("not the shape of scores")  # reported as a residue this lens did not make
-    return None, shape
+def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:
+    """:func:`causal_mask`'s output delta, read from its residue ``keep``: any float array ``(..., T_q, T_k)``.
+
+    ``keep`` must be the causal pattern (its values checked where they are known: not under ``jax.jit``)."""
+    tq, tk = keep.shape
+    xp = namespace(keep)
+    if dtype_kind(keep.dtype) != "b" or (is_concrete(keep) and not bool(xp.all(keep == keep_like(keep, tq, tk)))):
+        raise ValueError("not the causal pattern")  # reported as a residue this lens did not make
+    return None, (..., tq, tk)
 
 
 @constructor
@@ -250,21 +254,23 @@ def causal_mask() -> AnyLens:
     After :data:`~prelens.nn.softmax` those weights are exactly ``0``, so a
     future position never influences a past one. The value is finite, so a
     row with every key masked gives uniform weights, never NaN. The dtype is
-    kept. Parameter-free; residue: the scores' shape; backward zeroes the delta
-    at masked entries.
+    kept. Parameter-free; residue: the boolean ``keep`` matrix ``(T_q, T_k)``;
+    backward zeroes the delta at masked entries.
 
     >>> m, s = causal_mask().fwd((), np.zeros((2, 2)))
     >>> float(s[0, 1]), m
-    (-1e+30, (2, 2))
+    (-1e+30, array([[ True, False],
+           [ True,  True]]))
     """
 
-    def fwd(p: tuple[()], s: Array) -> tuple[tuple[int, ...], Array]:
-        return tuple(s.shape), namespace(s).where(keep_like(s, *s.shape[-2:]), s, masked_like(s))
+    def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
+        keep = keep_like(s, *s.shape[-2:])
+        return keep, namespace(s).where(keep, s, masked_like(s))
 
-    def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        return (), namespace(da).where(keep_like(da, *shape[-2:]), da, 0.0)
+    def bwd(keep: Array, da: Array) -> tuple[tuple[()], Array]:
+        return (), namespace(da).where(keep, da, 0.0)
 
-    expects = Expects(params=(), input=Arr(None, ..., None, None), delta=Like(_scores_shape))
+    expects = Expects(params=(), input=Arr(None, ..., None, None), delta=Like(_kept))
     return PreLens(fwd, bwd, "causal_mask", expects=expects)
 
 

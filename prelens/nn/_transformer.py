@@ -851,8 +851,7 @@ def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any =
     it and the logits come back to numpy: the sampling stays numpy's.
     """
     logits = forward(lm, params, window if like is None else constant_like(window, like))
-    if is_array(logits) and not isinstance(logits, np.ndarray):
-        logits = to_numpy(logits)
+    logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's
     b, t = window.shape
     ok = isinstance(logits, np.ndarray) and logits.dtype.kind == "f" and logits.ndim == 3
     if not ok or logits.shape[:2] != (b, t) or logits.shape[2] == 0:
