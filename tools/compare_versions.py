@@ -44,7 +44,7 @@ def import_other(checkout: Path):  # type: ignore[no-untyped-def]
         new = re.sub(r"\bfrom prelens(\.| import)", r"from prelens_old\1", new)
         new = re.sub(r"^(\s*)import prelens$", r"\1import prelens_old as prelens", new, flags=re.M)
         new = re.sub(r"^(\s*)import prelens\.([\w.]+)$", r"\1import prelens_old.\2", new, flags=re.M)
-        new = re.sub(r"\bprelens\.(nn|optim)\b", r"prelens_old.\1", new) if "import prelens_old." in new else new
+        new = re.sub(r"\bprelens\.(?=[a-z_]+\b)", "prelens_old.", new) if "import prelens_old." in new else new
         if new != text:
             path.write_text(new, encoding="utf-8")
     sys.path.insert(0, str(work))
@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("other", type=Path, help="a checkout of the other version (holding prelens/)")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads for both (0: numpy's default)")
+    parser.add_argument("--only", default="", help="only the cases whose label contains this text (say 'LM')")
     args = parser.parse_args()
     if not (args.other / "prelens" / "__init__.py").is_file():
         parser.error(f"{args.other} holds no prelens/ package")
@@ -91,7 +92,7 @@ def main() -> None:
     print(f"{'case':36} {'other ms':>9} {'this ms':>9} {'this/other':>10}  max grad diff")
     ratios = []
     with blas_threads(threads) if threads else _nothing():
-        for case in new_peers.PEER_CASES:
+        for case in (c for c in new_peers.PEER_CASES if args.only in c.label):
             model = case.model
             if isinstance(model, LMConfig):
                 model = old_lm.LMConfig(**dataclasses.asdict(model))

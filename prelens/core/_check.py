@@ -96,7 +96,9 @@ class Like:
 
     ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (a tuple of
     ints) and of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t``
-    (any library) when it is a numpy dtype, of any float dtype when it is None. A
+    (any library) when it is a numpy dtype, of any float dtype when it is None;
+    ``shape`` may start with ``...`` (any leading axes), for a residue that knows
+    only the last ones (a causal mask's ``(T_q, T_k)`` pattern). A
     dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
     ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the
     delta of an output that the next lens takes as data). Checked on every ``bwd``
@@ -337,9 +339,9 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
     if da is None and like.or_none:
         return True
     t, want = like.of(m)
-    if not (isinstance(want, tuple) and all(type(n) is int for n in want)):
+    if not (isinstance(want, tuple) and all(type(n) is int for n in (want[1:] if want[:1] == (...,) else want))):
         raise TypeError("not a shape")
-    if not _is_array(da) or tuple(da.shape) != want:
+    if not _is_array(da) or not _shape_fits(want, tuple(da.shape)):
         return False
     if t is None:
         return _dtype_name(da.dtype)[0] == "f"
@@ -348,9 +350,16 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
     return same_library(da, t) and da.dtype == t.dtype
 
 
+def _shape_fits(want: tuple[Any, ...], got: tuple[int, ...]) -> bool:
+    """``got`` is the shape ``want``, whose first entry may be ``...`` (any leading axes)."""
+    if want[:1] != (...,):
+        return got == want
+    return len(got) >= len(want) - 1 and got[len(got) - len(want) + 1 :] == want[1:]
+
+
 def _like_error(like: Like, m: Any, da: Any, what: str = "output delta") -> E.PrelensError:
     t, want = like.of(m)
-    shape = ",".join(map(str, want))
+    shape = ",".join("..." if n is ... else str(n) for n in want)
     if t is None:
         expected = f"a float array of shape ({shape})" if len(want) != 1 else f"a float array of shape ({shape},)"
     else:
@@ -360,7 +369,7 @@ def _like_error(like: Like, m: Any, da: Any, what: str = "output delta") -> E.Pr
     got = E.describe_tree(da)
     if not is_array(da) or (t is not None and not isinstance(t, np.dtype) and not same_library(da, t)):
         return E.StructureError(f"{what}: expected {'an array ' if t is not None else ''}{expected}, got {got}")
-    if tuple(da.shape) == want:
+    if _shape_fits(want, tuple(da.shape)):
         return E.DTypeError(f"{what}: expected {expected}, got {got}")
     return E.ShapeError(f"{what}: expected {expected}, got {got}")
 

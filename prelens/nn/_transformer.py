@@ -53,6 +53,7 @@ from prelens.backend._arrays import (
     namespace_name,
     to_numpy,
     tree_map_arrays,
+    zeros_like,
 )
 from prelens.core import _args as A
 from prelens.core._check import ANY, Arr, Expects, Like
@@ -65,14 +66,7 @@ from prelens.nn._activations import relu
 from prelens.nn._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from prelens.nn._dropout import keyed_params, then_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
-from prelens.nn._fastcheck import (
-    Array,
-    check_size,
-    dtype_suffix,
-    float_dtype,
-    residue_error,
-    scalar_delta,
-)
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype, residue_error, scalar_delta
 from prelens.nn._linear import DenseParams, dense
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._residual import residual
@@ -267,10 +261,26 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     return PreLens(fwd, bwd, name, init, "", (hidden, relu, output), expects)
 
 
-def _check_norm(fn: str, norm: str) -> Norm:
+# ---------------------------------------------------------------------- blocks
+
+
+def _block_args(
+    fn: str, d_model: int, n_heads: int, d_ff: int, norm: str, dtype: npt.DTypeLike, dropout: float
+) -> tuple[int, int, np.dtype[Any], Norm, float]:
+    """``(d_model, d_ff, dtype, norm, dropout)`` of a block or a model, checked for the constructor ``fn``."""
+    d, _ = check_heads(fn, d_model, n_heads)
+    f = check_size(fn, "d_ff", d_ff)
+    dt = float_dtype(fn, dtype)
     if not isinstance(norm, str) or norm not in ("post", "pre"):
         raise E.not_one_of(fn, "norm", ("post", "pre"), norm)
-    return "post" if norm == "post" else "pre"
+    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
+    return d, f, dt, "post" if norm == "post" else "pre", rate
+
+
+def _flags(norm: str, rate: float, *, causal: bool = False, sinusoidal: bool = False) -> str:
+    """The options of a block or a model that differ from the defaults, as its name shows them."""
+    flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
+    return flags + (", sinusoidal" if sinusoidal else "") + (f", dropout={rate:g}" if rate else "")
 
 
 def _named(lens: AnyLens, prefix: str) -> AnyLens:
@@ -278,17 +288,12 @@ def _named(lens: AnyLens, prefix: str) -> AnyLens:
     return with_probes(lens, {join(prefix, k): g for k, g in probes_of(lens).items()})
 
 
-def _block_label(kind: str, d: int, h: int, f: int, causal: bool, norm: str, dt: np.dtype[Any], rate: float) -> str:
-    flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
-    flags += f", dropout={rate:g}" if rate else ""
-    return f"{kind}({d}, heads={h}, d_ff={f}{flags}{dtype_suffix(dt)})"
-
-
-def _reparam_block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
-    """:func:`reparam` of a block's body; with dropout the parameters are ``(P, keys)`` (see ``keyed_params``)."""
+def _block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
+    """A block: :func:`reparam` of its body, its probes kept; with dropout the parameters are
+    ``(P, keys)``, a key for each sub-layer of ``fields`` (see ``keyed_params``)."""
     if rate:
         p_to, p_from = keyed_params(p_to, p_from, fields)
-    return reparam(body, name, p_to=p_to, p_from=p_from)
+    return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
 @constructor
@@ -329,39 +334,21 @@ def encoder_block(
     (2, 3, 8)
     """
     fn = "encoder_block"
-    d, _ = check_heads(fn, d_model, n_heads)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
     causal = A.flag(fn, "causal", causal)
-    norm_ = _check_norm(fn, norm)
-    mha = _named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self")
+    mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self"), rate)
+    ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
     ln1, ln2 = layer_norm(d, eps=eps, dtype=dt), layer_norm(d, eps=eps, dtype=dt)
-    ffn = feed_forward(d, f, dtype=dt)
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    mha, ffn = then_dropout(mha, rate), then_dropout(ffn, rate)
-    name = _block_label(fn, d, n_heads, f, causal, norm_, dt, rate)
-    fields = ("attention", "feed_forward")
     if norm_ == "post":
         body = chain(residual(mha), ln1, residual(ffn), ln2)
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [p.attention, p.norm1, p.feed_forward, p.norm2],
-            p_from=lambda dp: EncoderBlockParams(*dp),
-        )
+        p_to = lambda p: [p.attention, p.norm1, p.feed_forward, p.norm2]
+        p_from = lambda dp: EncoderBlockParams(*dp)
     else:
         body = chain(residual(ln1 >> mha), residual(ln2 >> ffn))
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)],
-            p_from=lambda dp: EncoderBlockParams(dp[0][0], dp[0][1], dp[1][0], dp[1][1]),
-        )
-    return with_probes(lens, probes_of(body))
+        p_to = lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)]
+        p_from = lambda dp: EncoderBlockParams(*dp[0], *dp[1])
+    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate, causal=causal)}{dtype_suffix(dt)})"
+    return _block(body, name, rate, ("attention", "feed_forward"), p_to, p_from)
 
 
 def _drop_second() -> AnyLens:
@@ -371,9 +358,9 @@ def _drop_second() -> AnyLens:
         return yc[1], yc[0]
 
     def bwd(c: Array, dy: Any) -> tuple[tuple[()], tuple[Any, Array]]:
-        return (), (dy, np.zeros_like(c) if isinstance(c, np.ndarray) else namespace(c).zeros_like(c))
+        return (), (dy, zeros_like(c))
 
-    return PreLens(fwd, bwd, "drop_memory")
+    return PreLens(fwd, bwd, "drop_memory", expects=Expects(params=(), input=(ANY, ANY), residue=Arr(None, ...)))
 
 
 @constructor
@@ -411,19 +398,12 @@ def decoder_block(
     ((2, 3, 8), (2, 5, 8))
     """
     fn = "decoder_block"
-    d, _ = check_heads(fn, d_model, n_heads)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
-    norm_ = _check_norm(fn, norm)
-    mha = _named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self")
-    cross = _named(cross_attention(d, n_heads, dtype=dt), "cross")
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self"), rate)
+    cross = then_dropout(_named(cross_attention(d, n_heads, dtype=dt), "cross"), rate)
+    ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
     ln1, ln2, ln3 = (layer_norm(d, eps=eps, dtype=dt) for _ in range(3))
-    ffn = feed_forward(d, f, dtype=dt)
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    mha, cross, ffn = then_dropout(mha, rate), then_dropout(cross, rate), then_dropout(ffn, rate)
-    name = _block_label(fn, d, n_heads, f, False, norm_, dt, rate)
-    fields = ("self_attention", "cross_attention", "feed_forward")
-    fan = [id_pre_lens @ copy_l, unassoc_l]
+    fan = [id_pre_lens @ copy_l, unassoc_l]  # (y, memory) -> ((y, memory), memory)
     if norm_ == "post":
         body = chain(
             (residual(mha) >> ln1) @ id_pre_lens,
@@ -431,22 +411,15 @@ def decoder_block(
             (residual(cross, context=True) >> ln2) @ id_pre_lens,
             (residual(ffn) >> ln3) @ id_pre_lens,
         )
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [
-                ((p.norm1, p.self_attention), ()),
-                ((), ()),
-                (),
-                ((p.norm2, p.cross_attention), ()),
-                ((p.norm3, p.feed_forward), ()),
-            ],
-            p_from=lambda dp: DecoderBlockParams(
-                dp[0][0][1], dp[0][0][0], dp[3][0][1], dp[3][0][0], dp[4][0][1], dp[4][0][0]
-            ),
-        )
+
+        def p_to(p: DecoderBlockParams) -> list[Any]:
+            n1, n2, n3 = (p.norm1, p.self_attention), (p.norm2, p.cross_attention), (p.norm3, p.feed_forward)
+            return [(n1, ()), ((), ()), (), (n2, ()), (n3, ())]
+
+        def p_from(dp: list[Any]) -> DecoderBlockParams:
+            (n1, a1), (n2, a2), (n3, a3) = dp[0][0], dp[3][0], dp[4][0]
+            return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
+
     else:
         body = chain(
             residual(ln1 >> mha) @ id_pre_lens,
@@ -454,34 +427,47 @@ def decoder_block(
             residual((ln2 @ id_pre_lens) >> cross, context=True) @ id_pre_lens,
             residual(ln3 >> ffn) @ id_pre_lens,
         )
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [
-                ((p.self_attention, p.norm1), ()),
-                ((), ()),
-                (),
-                ((p.cross_attention, (p.norm2, ())), ()),
-                ((p.feed_forward, p.norm3), ()),
-            ],
-            p_from=lambda dp: DecoderBlockParams(
-                dp[0][0][0], dp[0][0][1], dp[3][0][0], dp[3][0][1][0], dp[4][0][0], dp[4][0][1]
-            ),
-        )
-    return with_probes(lens, probes_of(body))
+
+        def p_to(p: DecoderBlockParams) -> list[Any]:
+            a1, a2, a3 = (p.self_attention, p.norm1), (p.cross_attention, (p.norm2, ())), (p.feed_forward, p.norm3)
+            return [(a1, ()), ((), ()), (), (a2, ()), (a3, ())]
+
+        def p_from(dp: list[Any]) -> DecoderBlockParams:
+            (a1, n1), (a2, (n2, _)), (a3, n3) = dp[0][0], dp[3][0], dp[4][0]
+            return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
+
+    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate)}{dtype_suffix(dt)})"
+    return _block(body, name, rate, ("self_attention", "cross_attention", "feed_forward"), p_to, p_from)
 
 
 # ---------------------------------------------------------------------- models
 
 
-def _embed(fn: str, vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
+def _model_args(
+    fn: str,
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    n_layers: int,
+    max_len: int,
+    norm: str,
+    positional: str,
+    dtype: npt.DTypeLike,
+    dropout: float,
+) -> tuple[int, int, int, int, np.dtype[Any], Norm, float]:
+    """``(d_model, d_ff, n_layers, max_len, dtype, norm, dropout)`` of a model, checked for ``fn``."""
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    n = check_size(fn, "n_layers", n_layers)
+    t = check_size(fn, "max_len", max_len)
     if not isinstance(positional, str) or positional not in ("learned", "sinusoidal"):
         raise E.not_one_of(fn, "positional", ("learned", "sinusoidal"), positional)
-    emb = token_embedding(vocab, d, dtype=dt)
+    return d, f, n, t, dt, norm_, rate
+
+
+def _embed(vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
+    """``token_embedding`` and ``positional_embedding`` (or the sinusoidal table)."""
     pos = positional_embedding(max_len, d, dtype=dt) if positional == "learned" else sinusoidal_encoding(d, max_len)
-    return emb, pos
+    return token_embedding(vocab, d, dtype=dt), pos
 
 
 @constructor
@@ -524,27 +510,22 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d, _ = check_heads(fn, d_model, n_heads)
-    n = check_size(fn, "n_layers", n_layers)
-    t = check_size(fn, "max_len", max_len)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
-    norm_ = _check_norm(fn, norm)
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    emb, pos = _embed(fn, v, d, t, positional, dt)
+    d, f, n, t, dt, norm_, rate = _model_args(
+        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
+    )
+    pre = norm_ == "pre"
     blocks = [
         _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt, dropout=rate), f"block{i}")
         for i in range(n)
     ]
-    final = [layer_norm(d, eps=eps, dtype=dt)] if norm_ == "pre" else []
-    body = chain(emb, pos, *blocks, *final, dense(d, v, None, dtype=dt))
-    flags = (", pre-LN" if norm_ == "pre" else "") + (", sinusoidal" if positional == "sinusoidal" else "")
-    flags += f", dropout={rate:g}" if rate else ""
-    name = (
-        f"decoder_lm(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
-        f"max_len={t}{flags}{dtype_suffix(dt)})"
+    body = chain(
+        *_embed(v, d, t, positional, dt),
+        *blocks,
+        *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
+        dense(d, v, None, dtype=dt),
     )
-    pre = norm_ == "pre"
+    flags = _flags(norm_, rate, sinusoidal=positional == "sinusoidal")
+    name = f"{fn}(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags}{dtype_suffix(dt)})"
 
     def p_to(p: LMParams) -> list[Any]:
         return [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
@@ -552,8 +533,7 @@ def decoder_lm(
     def p_from(dp: list[Any]) -> LMParams:
         return LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
 
-    lm = reparam(body, name, p_to=p_to, p_from=p_from)
-    return with_probes(lm, probes_of(body))
+    return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
 @constructor
@@ -597,39 +577,30 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d, _ = check_heads(fn, d_model, n_heads)
-    n = check_size(fn, "n_layers", n_layers)
-    t = check_size(fn, "max_len", max_len)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
-    norm_ = _check_norm(fn, norm)
+    d, f, n, t, dt, norm_, rate = _model_args(
+        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
+    )
     pre = norm_ == "pre"
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    src_emb, src_pos = _embed(fn, vs, d, t, positional, dt)
-    tgt_emb, tgt_pos = _embed(fn, vt, d, t, positional, dt)
     kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
     enc = [_named(encoder_block(d, n_heads, f, **kw), f"encoder{i}") for i in range(n)]
     dec = [_named(decoder_block(d, n_heads, f, **kw), f"decoder{i}") for i in range(n)]
-    enc_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
-    dec_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
+    (src, src_pos), (tgt, tgt_pos) = _embed(vs, d, t, positional, dt), _embed(vt, d, t, positional, dt)
     body = chain(
-        (src_emb >> src_pos) @ (tgt_emb >> tgt_pos),
-        chain(*enc, *enc_norm) @ id_pre_lens,
+        (src >> src_pos) @ (tgt >> tgt_pos),
+        chain(*enc, *([layer_norm(d, eps=eps, dtype=dt)] if pre else [])) @ id_pre_lens,
         sym_l,
         *dec,
         _drop_second(),
-        *dec_norm,
+        *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
         dense(d, vt, None, dtype=dt),
     )
-    flags = (", pre-LN" if pre else "") + (f", dropout={rate:g}" if rate else "")
-    name = (
-        f"encoder_decoder(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
-        f"max_len={t}{flags}{dtype_suffix(dt)})"
-    )
+    flags = f"{_flags(norm_, rate)}{dtype_suffix(dt)}"
+    name = f"{fn}(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags})"
 
     def p_to(p: EncoderDecoderParams) -> list[Any]:
+        embed = ((p.source_positions, p.source_embedding), (p.target_positions, p.target_embedding))
         return [
-            ((p.source_positions, p.source_embedding), (p.target_positions, p.target_embedding)),
+            embed,
             ([*p.encoder, *([p.encoder_norm] if pre else [])], ()),
             (),
             *p.decoder,
@@ -639,22 +610,11 @@ def encoder_decoder(
         ]
 
     def p_from(dp: list[Any]) -> EncoderDecoderParams:
-        (sp, se), (tp, te) = dp[0]
-        encs = dp[1][0]
-        return EncoderDecoderParams(
-            se,
-            sp,
-            te,
-            tp,
-            list(encs[:n]),
-            encs[n] if pre else (),
-            list(dp[3 : 3 + n]),
-            dp[4 + n] if pre else (),
-            dp[-1],
-        )
+        ((sp, se), (tp, te)), encs = dp[0], dp[1][0]
+        enc_norm, dec_norm = (encs[n], dp[4 + n]) if pre else ((), ())
+        return EncoderDecoderParams(se, sp, te, tp, list(encs[:n]), enc_norm, list(dp[3 : 3 + n]), dec_norm, dp[-1])
 
-    model = reparam(body, name, p_to=p_to, p_from=p_from)
-    return with_probes(model, probes_of(body))
+    return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
 # ------------------------------------------------------------------------ loss
@@ -891,8 +851,7 @@ def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any =
     it and the logits come back to numpy: the sampling stays numpy's.
     """
     logits = forward(lm, params, window if like is None else constant_like(window, like))
-    if is_array(logits) and not isinstance(logits, np.ndarray):
-        logits = to_numpy(logits)
+    logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's
     b, t = window.shape
     ok = isinstance(logits, np.ndarray) and logits.dtype.kind == "f" and logits.ndim == 3
     if not ok or logits.shape[:2] != (b, t) or logits.shape[2] == 0:
