@@ -44,7 +44,8 @@ from prelens.bench._problem import PeerCase, check_peer_gradients, make_problem
 from prelens.bench._timing import time_interleaved
 from prelens.bench.lm import LMConfig
 from prelens.bench.memory import _peak
-from prelens.nn._transformer import decoder_lm, token_cross_entropy
+from prelens.nn._losses import token_cross_entropy
+from prelens.nn._transformer import decoder_lm
 from prelens.tambara import Cost, to_tamb
 
 __all__ = [

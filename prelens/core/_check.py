@@ -72,25 +72,27 @@ class Same:
     Within one lens's parameters and input (or its residue) every ``Same`` of a
     name then stands for one value: arrays sharing a dtype name have one dtype,
     arrays sharing an axes name the same leading axes, and arrays sharing any name
-    one library.
+    one library (``data=True``: in this slot a numpy array fits too, data that the
+    lens moves to that library itself).
     A loss whose ground truth is shaped and typed as its input declares
     ``Arr(Same("T"), Same("B"))`` for both; integer labels of float logits
     ``(..., classes)`` are ``Arr(Same("I", "iu"), Same("B"))`` beside
     ``Arr(Same("T"), Same("B"), None)``. The input binds the names first, so a
     misfit is reported in the parameters. Compiled into the per-call test like
-    the rest; names are scoped to one lens (a composite's derived patterns do not tie
-    its parts' names).
+    the rest. Names are scoped to one lens: a composite's derived patterns leave
+    a pattern with names to the part that declared it, which checks it on its call.
 
     >>> T, B = Same("T"), Same("B")
-    >>> e = Expects(params=Arr(T, B), input=Arr(T, B))
+    >>> e = Expects(params=Arr(T, B), input=Arr(T, B), params_name="ground truth")
     >>> inputs_misfit(e, np.zeros((2, 3), np.float32), np.zeros((2, 3)))
-    DTypeError('parameters: expected f64[2,3] (dtype and shape of the input), got f32[2,3]')
+    DTypeError('ground truth: expected f64[2,3] (dtype and shape of the input), got f32[2,3]')
     >>> inputs_misfit(e, np.zeros((3, 2)), np.zeros((2, 3)))
-    ShapeError('parameters: expected f64[2,3] (dtype and shape of the input), got f64[3,2]')
+    ShapeError('ground truth: expected f64[2,3] (dtype and shape of the input), got f64[3,2]')
     """
 
     name: str
     kind: str = "f"
+    data: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -186,14 +188,22 @@ class Expects:
     backward pass of the trace), :class:`Like` that it fit what the residue says (checked
     on every call). ``residue`` is the pattern of the residue ``bwd`` reads.
 
+    ``params_name`` and ``input_name`` are what errors call the parameters and the
+    input (a loss's parameter is its ground truth, or labels):
+
     >>> Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3), delta=LIKE_OUTPUT)
     Expects(params=f64[3,2], input=f64[...,3], delta=LIKE_OUTPUT, residue=ANY)
+    >>> e = Expects(params=Arr(np.int64, 2), input=Arr(None, 2, 3), params_name="labels", input_name="logits")
+    >>> inputs_misfit(e, np.zeros(2), np.zeros((2, 3)))
+    DTypeError('labels: expected i64[2], got f64[2]')
     """
 
     params: Any = ANY
     input: Any = ANY
     delta: Any = ANY
     residue: Any = ANY
+    params_name: str = field(default="parameters", repr=False)
+    input_name: str = field(default="input", repr=False)
 
 
 NOTHING = Expects()
@@ -203,7 +213,8 @@ def misfit(pattern: Any, x: Any, what: str, binds: _Binds | None = None) -> E.Pr
     """The error for the first place where ``x`` does not fit ``pattern`` (``what`` names ``x``), or None.
 
     ``binds``: what the :class:`Same` names stand for so far (bound here where they are new);
-    without it they tie nothing (a composite's derived pattern).
+    without it (a composite's derived pattern) an array pattern with names fits anything: the part
+    that declared it checks it on its own call, with its ties and its names for what it is given.
     """
     if binds is not None:
         binds.what = what
@@ -221,10 +232,11 @@ def inputs_misfit(expects: Expects, p: Any, s: Any, ties: bool = True) -> E.Prel
     The parameters are walked first, unless :class:`Same` ties them to the input (``ties``: a
     leaf's declaration): then the input binds the names and a misfit is the parameters'.
     """
+    pn, sn = expects.params_name, expects.input_name
     if ties and _has_same((expects.params, expects.input)):
         binds = _Binds()
-        return misfit(expects.input, s, "input", binds) or misfit(expects.params, p, "parameters", binds)
-    return misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
+        return misfit(expects.input, s, sn, binds) or misfit(expects.params, p, pn, binds)
+    return misfit(expects.params, p, pn) or misfit(expects.input, s, sn)
 
 
 def _has_same(pattern: Any) -> bool:
@@ -269,10 +281,14 @@ def _node(pattern: Any) -> str:
 def _array_misfit(
     pattern: Arr, x: Any, path: str, binds: _Binds | None = None
 ) -> tuple[str, str, str, type[E.PrelensError]] | None:
+    dt, axes = pattern.dtype, pattern.axes
+    tied = isinstance(dt, Same) or (axes[:1] != () and isinstance(axes[0], Same))
+    if tied and binds is None:
+        return None  # a part's pattern in a composite's: that part checks it
     if not _is_array(x):
         shown = _bound_repr(pattern, {} if binds is None else binds)
         return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
-    dt, axes, got = pattern.dtype, pattern.axes, tuple(x.shape)
+    got = tuple(x.shape)
     lead = axes[:1] == (...,) or (axes[:1] != () and isinstance(axes[0], Same))
     fixed = axes[1:] if lead else axes
     if lead and len(got) >= len(fixed):
@@ -280,7 +296,7 @@ def _array_misfit(
         fits = _axes_fit(fixed, got[len(run) :])
     else:
         run, fits = (), not lead and len(got) == len(axes) and _axes_fit(axes, got)
-    if isinstance(dt, Same) or (lead and isinstance(axes[0], Same)):
+    if binds is not None and tied:
         return _tied_misfit(pattern, x, path, binds, run, fits)
     if dt is None:
         if _dtype_name(x.dtype)[0] != "f":
@@ -291,17 +307,18 @@ def _array_misfit(
 
 
 def _tied_misfit(
-    pattern: Arr, x: Any, path: str, binds: _Binds | None, run: tuple[int, ...], fits: bool
+    pattern: Arr, x: Any, path: str, binds: _Binds, run: tuple[int, ...], fits: bool
 ) -> tuple[str, str, str, type[E.PrelensError]] | None:
     """:func:`_array_misfit` of a pattern with :class:`Same` names: each is bound at its first array, then compared."""
     dt, axes = pattern.dtype, pattern.axes
     lead = axes[0] if axes and isinstance(axes[0], Same) else None
     named = [s for s in (dt, lead) if isinstance(s, Same)]
-    bound = {s.name: binds[s.name] for s in named if binds is not None and s.name in binds}
-    for first, _, _ in bound.values():  # arrays that share a name are of one library
-        if not same_library(x, first):
-            lib = namespace_name(namespace(first))
-            return path, f"an array {_bound_repr(pattern, bound, lib + ', ')}", E.describe(x), E.StructureError
+    bound = {s.name: binds[s.name] for s in named if s.name in binds}
+    for s in named:  # arrays that share a name are of one library (or numpy, where data)
+        first = bound[s.name][0] if s.name in bound else x
+        if not same_library(x, first) and not (s.data and type(x) is np.ndarray):
+            lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
+            return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
     if isinstance(dt, Same):
         dtype_ok = dtype_kind(x.dtype) in dt.kind
         if dt.name in bound:
@@ -312,10 +329,9 @@ def _tied_misfit(
         return path, _bound_repr(pattern, bound), E.describe(x), E.DTypeError
     if not fits or (lead is not None and lead.name in bound and run != bound[lead.name][1]):
         return path, _bound_repr(pattern, bound), E.describe(x), E.ShapeError
-    if binds is not None:
-        where = binds.what + (f" at {path}" if path else "")
-        for s in named:
-            binds.setdefault(s.name, (x, run, where))
+    where = binds.what + (f" at {path}" if path else "")
+    for s in named:
+        binds.setdefault(s.name, (x, run, where))
     return None
 
 
@@ -330,12 +346,14 @@ def _bound_repr(pattern: Arr, bound: dict[str, tuple[Any, tuple[int, ...], str]]
     shown = [_axis_str(a) for a in axes]
     if axes and isinstance(axes[0], Same) and axes[0].name in bound:
         shown = [str(n) for n in bound[axes[0].name][1]] + shown[1:]
-    tied = " and ".join(
+    tied = ["the library"] if lib else []
+    tied += [  # the dtype's name is bound first
         "dtype" if isinstance(dt, Same) and name == dt.name else "shape" if len(run) == x.ndim else "leading axes"
         for name, (x, run, _) in bound.items()
-    )  # the dtype's name is bound first
-    wheres = sorted({w for _, _, w in bound.values()})
-    return f"{kind}[{','.join(shown)}] ({lib}{tied} of the {' and the '.join(wheres)})"
+    ]
+    said = " and ".join([", ".join(tied[:-1]), tied[-1]] if len(tied) > 1 else tied)
+    wheres = " and the ".join(sorted({w for _, _, w in bound.values()}))
+    return f"{kind}[{','.join(shown)}] ({lib + ', ' if lib else ''}{said} of the {wheres})"
 
 
 #: Types known to be arrays, and dtypes' short names: another library's arrays take the generic

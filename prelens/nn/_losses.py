@@ -1,4 +1,4 @@
-"""Loss lenses on whole arrays: the post's squared distance, mean squared error, cross-entropy.
+"""Loss lenses on whole arrays: the post's squared distance, mean squared error, cross-entropies.
 
 As in the post's ``lossL``, the target is the loss lens's *parameter* and the
 network's output its input; the output is a scalar (a numpy scalar of the
@@ -23,14 +23,18 @@ lens                          loss ``L``                               ``ds``
 So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the
 post's sum; the other two are the conventional means (PyTorch's and Keras's
 defaults), whose step sizes do not change with the batch size.
+:func:`token_cross_entropy` is the cross-entropy of a language model, averaged
+over the positions whose label is not ``ignore_index``.
 
 Every loss runs on the arrays of any array-API library (numpy, PyTorch, JAX,
 ``array_api_strict``): the input and the parameter (ground truth, or integer
 labels) must then both be arrays of that library, and every array the loss
-returns is one too. What they expect is declared (:class:`~prelens.core.Expects`,
-the ground truth tied to the input by :class:`~prelens.core._check.Same`) and
-checked by the core; the one check that needs values (labels in range) runs
-only on values that are known, so a JAX ``jit`` traces the losses.
+returns is one too (:func:`token_cross_entropy` also takes numpy labels: they
+are data, moved to the logits' library). What they expect is declared
+(:class:`~prelens.core.Expects`, the ground truth tied to the input by
+:class:`~prelens.core._check.Same`, named as errors call it) and checked by the
+core; the one check that needs values (labels in range) runs only on values
+that are known, so a JAX ``jit`` traces the losses.
 
 >>> import numpy as np
 >>> g, s = np.array([[1.0, 0.0]]), np.array([[0.0, 0.0]])
@@ -46,23 +50,33 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, device, is_array, is_concrete, namespace, same_library
+from prelens.backend._arrays import (
+    constant_like,
+    copy,
+    device,
+    dtype_kind,
+    is_array,
+    is_concrete,
+    namespace,
+    same_library,
+)
 from prelens.core._check import Arr, Expects, Same
-from prelens.core._lens import PreLens
+from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
 from prelens.nn._fastcheck import Array, scalar_delta
 from prelens.nn._rows import row_max, row_sum
 
-__all__ = ["mse", "softmax_cross_entropy", "squared_distance"]
+__all__ = ["mse", "softmax_cross_entropy", "squared_distance", "token_cross_entropy"]
 
 Scalar = Any  #: a numpy float scalar of the input's dtype (``np.float64`` or ``np.float32``), or a 0-d array
 PairResidue = tuple[Array, Array]
 
 #: The input's float dtype and axes, and integer labels: the ground truth is an array like the
-#: input (of its library, dtype and shape); labels are integers of the logits' library and shape
-#: without the last axis.
+#: input (of its library, dtype and shape); labels are integers of the logits' library (or numpy,
+#: for the token loss) and shape without the last axis.
 T, B, INT = Same("T"), Same("B"), Same("I", "iu")
 _LIKE_INPUT = Arr(T, B)
-_LOGITS, _LABELS = Arr(T, B, None), Arr(INT, B)
+_LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, None), Arr(INT, B), Arr(INT, Same("B", data=True))
 
 
 def _factor(da: Any, like: Any) -> Any:
@@ -81,6 +95,11 @@ def _factor(da: Any, like: Any) -> Any:
 def _count(shape: tuple[int, ...]) -> int:
     """The number of entries of an array of ``shape``, at least 1 (the divisor of a mean)."""
     return max(math.prod(shape), 1)
+
+
+def _total(x: Any) -> Any:
+    """``Σ x`` over every axis: numpy's method (``np.sum`` costs a wrapper call more), else the namespace's sum."""
+    return x.sum() if type(x) is np.ndarray else namespace(x).sum(x)
 
 
 def _sum_squares(d: Any) -> Any:
@@ -114,7 +133,9 @@ squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array
     _sq_bwd,
     "squared_distance",
     init_fn=None,
-    expects=Expects(params=_LIKE_INPUT, input=_LIKE_INPUT, residue=(_LIKE_INPUT, _LIKE_INPUT)),
+    expects=Expects(
+        params=_LIKE_INPUT, input=_LIKE_INPUT, residue=(_LIKE_INPUT, _LIKE_INPUT), params_name="ground truth"
+    ),
 )
 
 
@@ -142,7 +163,7 @@ mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens
     _mse_bwd,
     "mse",
     init_fn=None,
-    expects=Expects(params=_LIKE_INPUT, input=_LIKE_INPUT, residue=Arr(None, ...)),
+    expects=Expects(params=_LIKE_INPUT, input=_LIKE_INPUT, residue=Arr(None, ...), params_name="ground truth"),
 )
 
 
@@ -168,32 +189,47 @@ def _pick(z: Any, y: Any) -> Any:
     return namespace(z).sum(namespace(z).where(_one_hot(y, z.shape[-1], z), z, 0.0), axis=-1)
 
 
-def _minus_one_hot(p: Any, y: Any) -> Any:
-    """``p − onehot(y)`` in a fresh array (numpy: one indexed write into a copy)."""
-    if isinstance(p, np.ndarray):
-        out = p.copy()
-        rows = out.reshape(-1, out.shape[-1])
+def _check_range(lens: str, y: Any, n: int, allowed: str) -> None:
+    """Labels ``y`` must lie in ``[0, n)`` (``allowed`` says so in the error), where their values are known."""
+    if math.prod(y.shape) == 0 or not is_concrete(y):  # under a JAX ``jit``: not known
+        return
+    lo, hi = (y.min(), y.max()) if type(y) is np.ndarray else (namespace(y).min(y), namespace(y).max(y))
+    if lo < 0 or hi >= n:  # numpy: the methods (``np.min`` costs a wrapper call more)
+        raise E.out_of_range(lens, "labels", allowed, int(lo if lo < 0 else hi))
+
+
+def _softmax_rows(s: Any, y: Any) -> tuple[Any, Any]:
+    """``softmax(s)`` row by row and each row's ``logsumexp(s) − s[y]``, with the log-sum-exp shift (no overflow)."""
+    xp = namespace(s)
+    shifted = s - row_max(s)[..., None]
+    probs = xp.exp(shifted)
+    total = row_sum(probs)
+    per_row = xp.log(total) - _pick(shifted, y)
+    probs /= total[..., None]  # ours: divided in place (a JAX array is rebound)
+    return probs, per_row
+
+
+def _logits_delta(probs: Any, y: Any, scale: Any) -> Any:
+    """``(softmax − onehot(y)) · scale``, in a fresh array (numpy: one indexed write into a copy)."""
+    if isinstance(probs, np.ndarray):
+        ds = probs.copy()
+        rows = ds.reshape(-1, ds.shape[-1])
         rows[np.arange(rows.shape[0]), y.ravel()] -= 1
-        return out
-    return p - namespace(p).astype(_one_hot(y, p.shape[-1], p), p.dtype)
+    else:
+        ds = probs - namespace(probs).astype(_one_hot(y, probs.shape[-1], probs), probs.dtype)
+    ds *= scale  # ours: scaled in place (a JAX array is rebound)
+    return ds
 
 
 def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
-    xp, n, rows = namespace(s), s.shape[-1], math.prod(y.shape)
-    lo, hi = (xp.min(y), xp.max(y)) if rows and is_concrete(y) else (0, -1)  # known labels: in range
-    if lo < 0 or hi >= n:
-        raise E.out_of_range(_CE, "labels", f"[0, {n}) (one per class)", int(lo if lo < 0 else hi))
-    shifted = s - row_max(s)[..., None]  # log-sum-exp shift: no overflow
-    probs = xp.exp(shifted)
-    total = row_sum(probs)
-    loss = xp.sum(xp.log(total) - _pick(shifted, y)) / max(rows, 1)
-    probs /= total[..., None]  # ours: divided in place (a JAX array is rebound)
-    return (probs, copy(y)), loss  # the labels are the caller's: the residue keeps a copy
+    _check_range(_CE, y, s.shape[-1], f"[0, {s.shape[-1]}) (one per class)")
+    probs, per_row = _softmax_rows(s, y)
+    return (probs, copy(y)), _total(per_row) / _count(tuple(y.shape))  # the residue keeps a copy of the labels
 
 
 def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
     probs, y = m
-    ds = _minus_one_hot(probs, y) * (_factor(scalar_delta(_CE, da), probs) / max(math.prod(y.shape), 1))
+    ds = _logits_delta(probs, y, _factor(scalar_delta(_CE, da), probs) / _count(tuple(y.shape)))
     return namespace(y).zeros_like(y), ds  # the labels are data: their delta is zero
 
 
@@ -209,5 +245,66 @@ softmax_cross_entropy: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, 
     _ce_bwd,
     _CE,
     init_fn=None,
-    expects=Expects(params=_LABELS, input=_LOGITS, residue=(_LOGITS, _LABELS)),
+    expects=Expects(
+        params=_LABELS, input=_LOGITS, residue=(_LOGITS, _LABELS), params_name="labels", input_name="logits"
+    ),
 )
+
+
+# -------------------------------------------------------- token cross-entropy
+
+#: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``0`` where
+#: ignored, in the logits' library) and each position's weight ``1 / #counted`` (``0`` where
+#: ignored), in the logits' dtype.
+CrossEntropyResidue = tuple[Array, Array, Array]
+
+
+@constructor
+def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
+    """Softmax cross-entropy of next-token logits, averaged over the positions that count.
+
+    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
+    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
+    position does not count (a prompt, say); numpy labels of another library's
+    logits move to it (they are data). Output: a scalar of the logits' dtype,
+    ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if nothing
+    counts). Residue :data:`CrossEntropyResidue`; backward
+    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
+    elsewhere; the labels' delta is an array of integer zeros (they are data).
+
+    >>> ce = token_cross_entropy()
+    >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))
+    >>> float(ce.fwd(np.array([[-1, 0]]), logits)[1].round(6))
+    0.105361
+    """
+    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
+        raise E.bad_argument("token_cross_entropy", "ignore_index", ignore_index, "an int")
+    ignore = int(ignore_index)
+    name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
+
+    def fwd(labels: Array, s: Array) -> tuple[CrossEntropyResidue, Scalar]:
+        xp = namespace(s)
+        if not same_library(labels, s):  # numpy labels (declared data): moved to the logits' library
+            labels = constant_like(labels, s)
+        if ignore < 0 and dtype_kind(labels.dtype) == "u":  # unsigned labels never equal a negative index
+            counted = xp.ones(tuple(labels.shape), dtype=xp.bool, device=device(s))
+        else:
+            counted = labels != ignore
+        safe = xp.where(counted, labels, xp.zeros_like(labels))
+        _check_range(name, safe, s.shape[-1], f"[0, {s.shape[-1]}) or equal ignore_index={ignore}")
+        probs, per_row = _softmax_rows(s, safe)
+        weight = xp.astype(counted, s.dtype)
+        count = _total(weight)
+        count = xp.maximum(count, xp.ones_like(count))  # nothing counted: a loss of 0
+        loss = _total(per_row * weight) / count
+        weight /= count
+        return (probs, safe, weight), loss
+
+    def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
+        probs, labels, weight = m
+        ds = _logits_delta(probs, labels, (weight * _factor(scalar_delta(name, da), probs))[..., None])
+        return namespace(labels).zeros_like(labels), ds  # the labels are data: their delta is zero
+
+    residue = (_LOGITS, _LABELS, Arr(T, B))
+    expects = Expects(params=_DATA_LABELS, input=_LOGITS, residue=residue, params_name="labels", input_name="logits")
+    return PreLens(fwd, bwd, name, None, expects=expects)
