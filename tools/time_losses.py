@@ -7,8 +7,9 @@ Usage::
 The other checkout's package is copied as ``prelens_old`` (every ``prelens`` name in it renamed), so
 both import side by side.
 Each round times ``calls`` forward-and-backward passes of each loss with each version, the order
-alternating between rounds; the script prints the median over rounds of the time per call and the
-ratio this/other. Run it on a quiet machine (numbers taken under load are only indicative).
+alternating between rounds; the script prints the median over rounds of the time per call, the
+ratio this/other, and the ratio of the best rounds (the least disturbed by other load). Run it on
+a quiet machine (numbers taken under load are only indicative).
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def main() -> None:
             for which, f in pair if r % 2 == 0 else pair[::-1]:
                 times[which].append(per_call_us(f, args.calls))
         t, o = statistics.median(times["this"]), statistics.median(times["other"])
-        print(f"{name:34} this {t:8.1f} us  other {o:8.1f} us  this/other {t / o:.3f}")
+        best = min(times["this"]) / min(times["other"])
+        print(f"{name:34} this {t:8.1f} us  other {o:8.1f} us  this/other {t / o:.3f} (best rounds: {best:.3f})")
 
 
 if __name__ == "__main__":

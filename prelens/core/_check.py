@@ -286,7 +286,7 @@ def _array_misfit(
     if tied and binds is None:
         return None  # a part's pattern in a composite's: that part checks it
     if not _is_array(x):
-        shown = _bound_repr(pattern, {} if binds is None else binds)
+        shown = _bound_repr(pattern, binds or {})
         return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
     got = tuple(x.shape)
     lead = axes[:1] == (...,) or (axes[:1] != () and isinstance(axes[0], Same))
@@ -314,9 +314,9 @@ def _tied_misfit(
     lead = axes[0] if axes and isinstance(axes[0], Same) else None
     named = [s for s in (dt, lead) if isinstance(s, Same)]
     bound = {s.name: binds[s.name] for s in named if s.name in binds}
-    for s in named:  # arrays that share a name are of one library (or numpy, where data)
-        first = bound[s.name][0] if s.name in bound else x
-        if not same_library(x, first) and not (s.data and type(x) is np.ndarray):
+    for s in named:  # arrays that share a name are of one library (numpy too, where they are data)
+        first = bound[s.name][0] if s.name in bound else None
+        if first is not None and not same_library(x, first) and not (s.data and type(x) is np.ndarray):
             lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
             return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
     if isinstance(dt, Same):
