@@ -202,11 +202,11 @@ def _softmax_rows(s: Any, y: Any) -> tuple[Any, Any]:
     """``softmax(s)`` row by row and each row's ``logsumexp(s) − s[y]``, with the log-sum-exp shift (no overflow)."""
     xp = namespace(s)
     shifted = s - row_max(s)[..., None]
-    probs = xp.exp(shifted)
+    picked = _pick(shifted, y)
+    probs = np.exp(shifted, out=shifted) if type(shifted) is np.ndarray else xp.exp(shifted)  # numpy: a buffer less
     total = row_sum(probs)
-    per_row = xp.log(total) - _pick(shifted, y)
     probs /= total[..., None]  # ours: divided in place (a JAX array is rebound)
-    return probs, per_row
+    return probs, xp.log(total) - picked
 
 
 def _logits_delta(probs: Any, y: Any, scale: Any) -> Any:
@@ -294,8 +294,8 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         _check_range(name, safe, s.shape[-1], f"[0, {s.shape[-1]}) or equal ignore_index={ignore}")
         probs, per_row = _softmax_rows(s, safe)
         weight = xp.astype(counted, s.dtype)
-        count = _total(weight)
-        count = xp.maximum(count, xp.ones_like(count))  # nothing counted: a loss of 0
+        count = _total(weight)  # at least 1 (nothing counted: a loss of 0); a numpy number: the builtin, 2 µs less
+        count = max(count, 1.0) if isinstance(count, np.generic) else xp.maximum(count, xp.ones_like(count))
         loss = _total(per_row * weight) / count
         weight /= count
         return (probs, safe, weight), loss
