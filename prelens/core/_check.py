@@ -77,7 +77,7 @@ class Same:
     A loss whose ground truth is shaped and typed as its input declares
     ``Arr(Same("T"), Same("B"))`` for both; integer labels of float logits
     ``(..., classes)`` are ``Arr(Same("I", "iu"), Same("B"))`` beside
-    ``Arr(Same("T"), Same("B"), None)``. The input binds the names first, so a
+    ``Arr(Same("T"), Same("B"), "classes")``. The input binds the names first, so a
     misfit is reported in the parameters. Compiled into the per-call test like
     the rest. Names are scoped to one lens: a composite's derived patterns leave
     a pattern with names to the part that declared it, which checks it on its call.
@@ -115,10 +115,11 @@ class Arr:
 
     ``dtype`` is a numpy dtype (arrays of other libraries match by the dtype's name),
     ``None`` for any float dtype, or a :class:`Same`. Each axis is an ``int``, ``None``
-    (any length), or ``...`` or a :class:`Same` (first only: any number of leading axes).
+    (any length), a ``str`` (any length, shown by that name), or ``...`` or a :class:`Same`
+    (first only: any number of leading axes).
 
-    >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...), Arr(Same("I", "iu"), Same("B"))
-    (f32[...,10], float[3], a float array, int[...])
+    >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...), Arr(Same("I", "iu"), Same("B"), "classes")
+    (f32[...,10], float[3], a float array, int[...,classes])
     """
 
     dtype: np.dtype[Any] | Same | None
@@ -386,7 +387,7 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
-    return all(a is None or a == n for a, n in zip(axes, got))
+    return all(a is None or type(a) is str or a == n for a, n in zip(axes, got))
 
 
 # ------------------------------------------------------------ compiled patterns: the per-call predicates
@@ -469,8 +470,8 @@ def _array_expression(pattern: Arr, var: str, consts: dict[str, Any]) -> str:
     else:
         kind = f"{var}.dtype.kind == 'f'" if dt is None else f"{var}.dtype is {_const(consts, dt)}"
     k = len(fixed)
-    if None in fixed:  # axes of any length: the others compared one by one
-        sizes = [f"{var}.shape[{i - k}] == {a!r}" for i, a in enumerate(fixed) if a is not None]
+    if any(type(a) is not int for a in fixed):  # axes of any length: the others compared one by one
+        sizes = [f"{var}.shape[{i - k}] == {a!r}" for i, a in enumerate(fixed) if type(a) is int]
         shape = " and ".join([f"{var}.ndim {'>=' if lead else '=='} {k}", *sizes])
     elif not lead:
         shape = f"{var}.shape == {tuple(fixed)!r}"

@@ -76,7 +76,7 @@ PairResidue = tuple[Array, Array]
 #: for the token loss) and shape without the last axis.
 T, B, INT = Same("T"), Same("B"), Same("I", "iu")
 _LIKE_INPUT = Arr(T, B)
-_LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, None), Arr(INT, B), Arr(INT, Same("B", data=True))
+_LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, "classes"), Arr(INT, B), Arr(INT, Same("B", data=True))
 
 
 def _factor(da: Any, like: Any) -> Any:
@@ -295,7 +295,7 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         probs, per_row = _softmax_rows(s, safe)
         weight = xp.astype(counted, s.dtype)
         count = _total(weight)  # at least 1 (nothing counted: a loss of 0); a numpy number: the builtin, 2 µs less
-        count = max(count, 1.0) if isinstance(count, np.generic) else xp.maximum(count, xp.ones_like(count))
+        count = xp.maximum(count, xp.ones_like(count)) if is_array(count) else max(count, 1.0)
         loss = _total(per_row * weight) / count
         weight /= count
         return (probs, safe, weight), loss
@@ -305,6 +305,7 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
         ds = _logits_delta(probs, labels, (weight * _factor(scalar_delta(name, da), probs))[..., None])
         return namespace(labels).zeros_like(labels), ds  # the labels are data: their delta is zero
 
-    residue = (_LOGITS, _LABELS, Arr(T, B))
-    expects = Expects(params=_DATA_LABELS, input=_LOGITS, residue=residue, params_name="labels", input_name="logits")
+    logits = Arr(T, B, "vocab")
+    residue = (logits, _LABELS, Arr(T, B))
+    expects = Expects(params=_DATA_LABELS, input=logits, residue=residue, params_name="labels", input_name="logits")
     return PreLens(fwd, bwd, name, None, expects=expects)
