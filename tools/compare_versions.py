@@ -29,12 +29,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def import_other(checkout: Path):  # type: ignore[no-untyped-def]
-    """The other version's ``prelens.bench.peers`` and ``prelens.bench.lm``, imported as ``prelens_old``."""
+    """The other version's benchmark ``peers`` and ``lm``, imported as ``prelens_old.bench``.
+
+    Up to 0.3 the benchmark is ``prelens/bench/``; from 0.4 ``prelens_bench/``, beside the package, is
+    copied into ``prelens_old/bench`` (its ``prelens_bench`` imports read as ``prelens.bench``).
+    """
     work = Path(tempfile.mkdtemp(prefix="prelens-old-"))
     shutil.copytree(checkout / "prelens", work / "prelens_old")
+    if (checkout / "prelens_bench").is_dir():
+        shutil.copytree(checkout / "prelens_bench", work / "prelens_old" / "bench")
     for path in (work / "prelens_old").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        new = re.sub(r"\bfrom prelens(\.| import)", r"from prelens_old\1", text)
+        new = re.sub(r"\bprelens_bench\b", "prelens.bench", text)
+        new = re.sub(r"\bfrom prelens(\.| import)", r"from prelens_old\1", new)
         new = re.sub(r"^(\s*)import prelens$", r"\1import prelens_old as prelens", new, flags=re.M)
         new = re.sub(r"^(\s*)import prelens\.([\w.]+)$", r"\1import prelens_old.\2", new, flags=re.M)
         new = re.sub(r"\bprelens\.(nn|optim)\b", r"prelens_old.\1", new) if "import prelens_old." in new else new
@@ -75,10 +82,10 @@ def main() -> None:
         parser.error(f"{args.other} holds no prelens/ package")
     sys.path.insert(0, str(ROOT))
     old_peers, old_lm = import_other(args.other)
-    import prelens.bench.peers as new_peers
-    from prelens.bench._timing import time_interleaved
-    from prelens.bench.lm import LMConfig
+    import prelens_bench.peers as new_peers
     from prelens.train import blas_threads
+    from prelens_bench._timing import time_interleaved
+    from prelens_bench.lm import LMConfig
 
     threads = args.threads or None
     print(f"{'case':36} {'other ms':>9} {'this ms':>9} {'this/other':>10}  max grad diff")

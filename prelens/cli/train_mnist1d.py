@@ -13,7 +13,7 @@ Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
 each step into one XLA program (the "jax" extra); auto takes it where it pays.
 
 --save PATH writes a model file for "prelens predict", "evaluate" and "summary",
-or prelens.load_model. The paper's whole table: python -m prelens.bench.mnist1d.
+or prelens.load_model. The paper's whole table: python -m prelens_bench.mnist1d.
 
 Examples:
   prelens train mnist1d --model cnn --save cnn.prelens
@@ -31,7 +31,11 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.bench.mnist1d import (
+from prelens.cli import _checks as C
+from prelens.cli._runtime import BACKENDS, Formatter, add_runtime_arguments, backend, training_runtime
+from prelens.datasets import Split, load_mnist1d
+from prelens.io._train_metadata import save_classifier
+from prelens.train._mnist1d import (
     BATCH_SIZE,
     LEARNING_RATE,
     MNIST1D_MODELS,
@@ -41,10 +45,6 @@ from prelens.bench.mnist1d import (
     takes_channel,
     train_mnist1d,
 )
-from prelens.cli import _checks as C
-from prelens.cli._runtime import BACKENDS, Formatter, add_runtime_arguments, backend, training_runtime
-from prelens.datasets import Split, load_mnist1d
-from prelens.io._train_metadata import save_classifier
 
 __all__ = ["add_arguments", "run"]
 

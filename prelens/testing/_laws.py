@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
+from prelens.backend._loop import stack
 from prelens.core._combinators import add_trees, batch_n, branch, vec_lens
 from prelens.core._iso import assoc, iso_lens, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
 from prelens.core._lens import AnyLens, id_pre_lens
-from prelens.core._scan import scan, stack, stack_like, steps_of, unstack
+from prelens.core._scan import scan, stack_like, steps_of, unstack
 from prelens.core._tree import tree_first_difference
 from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import Cost, Shapes, read, shape_of

@@ -156,5 +156,5 @@ def memory_table(rows: list[MemoryRow]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m prelens.bench.memory
+if __name__ == "__main__":  # python -m prelens_bench.memory
     print(memory_table(memory_rows()))
