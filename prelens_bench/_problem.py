@@ -16,7 +16,8 @@ from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_paths
 from prelens.nn import mlp, mse
 from prelens.nn._fastcheck import Array
-from prelens.nn._transformer import decoder_lm, token_cross_entropy
+from prelens.nn._losses import token_cross_entropy
+from prelens.nn._transformer import decoder_lm
 from prelens_bench.lm import LMConfig
 
 LR = 0.01

@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.nn._transformer import decoder_lm, token_cross_entropy
+from prelens.nn._losses import token_cross_entropy
+from prelens.nn._transformer import decoder_lm
 from prelens.tambara import Cost, to_tamb
 from prelens_bench import peers as P
 from prelens_bench._problem import PeerCase, PeerStep, Problem, check_peer_gradients, make_problem, measured_only

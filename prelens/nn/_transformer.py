@@ -12,17 +12,14 @@
 * :func:`encoder_decoder` — ``(source ids, target ids) -> target logits``.
 * :func:`decoder_lm` — ``ids (B, T) -> logits (B, T, vocab)``: embedding,
   positions, ``N`` causal blocks, a final linear map to the vocabulary.
-* :func:`token_cross_entropy` — softmax cross-entropy averaged over the
-  positions that count, labels (the lens's parameter) ``ignore_index``
-  elsewhere; :func:`generate` samples from a language model.
+* :func:`generate` — samples from a language model (trained with
+  :func:`~prelens.nn.token_cross_entropy`).
 
 Every model keeps its composition's residue, so
 :func:`~prelens.nn.attention_weights` reads every attention matrix from it.
 
 Every lens here runs on the arrays of any array-API library (PyTorch, JAX,
 ``array_api_strict``), with results in that library; ``jax.jit`` traces them.
-:func:`token_cross_entropy` then returns a 0-d array (numpy: a numpy scalar)
-and checks that labels lie in range only where their values are known;
 :func:`generate` moves the ids to the model's library and samples with numpy.
 
 >>> import numpy as np
@@ -45,12 +42,7 @@ from prelens import errors as E
 from prelens.backend._arrays import (
     constant_like,
     copy,
-    device,
-    dtype_kind,
     is_array,
-    is_concrete,
-    namespace,
-    namespace_name,
     to_numpy,
     tree_map_arrays,
     zeros_like,
@@ -66,11 +58,11 @@ from prelens.nn._activations import relu
 from prelens.nn._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from prelens.nn._dropout import keyed_params, then_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
-from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype, residue_error, scalar_delta
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import DenseParams, dense
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._residual import residual
-from prelens.nn._rows import column_sum, matmul, reshape, row_max, row_sum
+from prelens.nn._rows import column_sum, matmul, reshape
 from prelens.nn._transformer_wiring import join, probes_of, reparam, with_probes
 
 __all__ = [
@@ -86,7 +78,6 @@ __all__ = [
     "feed_forward",
     "feed_forward_composed",
     "generate",
-    "token_cross_entropy",
 ]
 
 Norm = Literal["post", "pre"]
@@ -615,176 +606,6 @@ def encoder_decoder(
         return EncoderDecoderParams(se, sp, te, tp, list(encs[:n]), enc_norm, list(dp[3 : 3 + n]), dec_norm, dp[-1])
 
     return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
-
-
-# ------------------------------------------------------------------------ loss
-
-
-#: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``-1`` where
-#: ignored), the 0/1 weight of each position (in the logits' dtype), and the number counted
-#: (an int; on another library, the labels are ``0`` where ignored and the count a 0-d array).
-CrossEntropyResidue = tuple[Array, Array, Array, Any]
-
-
-@constructor
-def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
-    """Softmax cross-entropy of next-token logits, averaged over the positions that count.
-
-    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
-    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
-    position does not count (a prompt, say). Output: a numpy scalar of the
-    logits' dtype, ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if
-    nothing counts). Residue :data:`CrossEntropyResidue`; backward
-    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
-    elsewhere; the labels' delta is an array of integer zeros (they are data).
-
-    >>> ce = token_cross_entropy()
-    >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))
-    >>> float(ce.fwd(np.array([[-1, 0]]), logits)[1].round(6))
-    0.105361
-    """
-    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
-        raise E.bad_argument("token_cross_entropy", "ignore_index", ignore_index, "an int")
-    ignore = int(ignore_index)
-    name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
-
-    def fwd(labels: Array, s: Array) -> tuple[CrossEntropyResidue, Any]:
-        if type(s) is not np.ndarray:
-            return fwd_any(labels, s)
-        if (
-            not isinstance(labels, np.ndarray)
-            or s.dtype.kind != "f"
-            or labels.dtype.kind not in "iu"
-            or labels.shape != s.shape[:-1]
-        ):
-            raise _ce_input_error(name, labels, s)
-        v = s.shape[-1]
-        counted = labels != ignore
-        safe = np.where(counted, labels, 0)
-        if safe.size and (safe.min() < 0 or safe.max() >= v):
-            bad = safe[(safe < 0) | (safe >= v)][0]
-            raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
-        probs = np.subtract(s, row_max(s)[..., None])
-        picked = np.take_along_axis(probs, safe[..., None], axis=-1)[..., 0]
-        np.exp(probs, out=probs)
-        total = row_sum(probs)
-        per = np.log(total)
-        per -= picked
-        per *= counted
-        probs /= total[..., None]
-        weight = counted.astype(s.dtype)
-        count = int(counted.sum())
-        loss = per.sum() / max(count, 1)
-        return (probs, np.where(counted, labels, -1), weight, count), loss
-
-    def fwd_any(labels: Any, s: Any) -> tuple[CrossEntropyResidue, Any]:
-        """``fwd`` for another library's logits: branch-free, so that ``jax.jit`` traces it.
-
-        The residue's labels are ``0`` where ignored (the weight says which
-        count) and its count is a 0-d array of the logits' dtype.
-        """
-        if not is_array(labels) or not is_array(s) or dtype_kind(s.dtype) != "f":
-            raise _ce_input_error(name, labels, s)
-        if dtype_kind(labels.dtype) not in "iu" or tuple(labels.shape) != tuple(s.shape[:-1]):
-            raise _ce_input_error(name, labels, s)
-        xp = namespace(s)
-        if isinstance(labels, np.ndarray):  # labels are data: numpy labels move to the logits' library
-            labels = constant_like(labels, s)
-        elif namespace(labels) is not xp:
-            want = f"an integer array of the logits' library ({namespace_name(xp)})"
-            raise E.must_be(name, "labels", want, E.describe(labels))
-        v = s.shape[-1]
-        if ignore < 0 and dtype_kind(labels.dtype) == "u":  # unsigned labels never equal a negative index
-            counted = xp.ones(tuple(labels.shape), dtype=xp.bool, device=device(labels))
-        else:
-            counted = labels != ignore
-        safe = xp.where(counted, labels, xp.zeros_like(labels))
-        if is_concrete(safe) and bool(xp.any((safe < 0) | (safe >= v))):
-            host = to_numpy(safe)
-            bad = host[(host < 0) | (host >= v)][0]
-            raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
-        z = s - xp.max(s, axis=-1, keepdims=True)
-        hit = safe[..., None] == xp.arange(v, dtype=safe.dtype, device=device(s))
-        picked = xp.sum(xp.where(hit, z, xp.zeros_like(z)), axis=-1)  # z at the label, exactly
-        e = xp.exp(z)
-        total = xp.sum(e, axis=-1)
-        weight = xp.astype(counted, s.dtype)
-        count = xp.sum(weight)
-        loss = xp.sum((xp.log(total) - picked) * weight) / xp.maximum(count, xp.ones_like(count))
-        return (e / total[..., None], safe, weight, count), loss
-
-    def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
-        da = scalar_delta(name, da)
-        if type(m) is tuple and len(m) == 4 and type(m[0]) is not np.ndarray and is_array(m[0]):
-            return bwd_any(m, da)
-        try:
-            probs, labels, weight, count = m
-            ok = (
-                probs.dtype.kind == "f"
-                and probs.ndim >= 1
-                and labels.dtype.kind in "iu"
-                and labels.shape == probs.shape[:-1]
-                and weight.shape == labels.shape
-                and weight.dtype == probs.dtype
-                and isinstance(count, int)
-                and (labels.size == 0 or (labels.min() >= -1 and labels.max() < probs.shape[-1]))
-            )
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok:
-            raise residue_error(name, m)
-        ds = probs.copy()
-        rows = ds.reshape(-1, ds.shape[-1])
-        flat = labels.reshape(-1)
-        hit = flat >= 0
-        rows[np.flatnonzero(hit), flat[hit]] -= 1
-        w = weight * (float(da) / max(count, 1))
-        ds *= w[..., None]
-        return np.zeros(labels.shape, labels.dtype), ds
-
-    def bwd_any(m: CrossEntropyResidue, da: Any) -> tuple[Any, Any]:
-        probs, labels, weight, count = m
-        try:
-            ok = (
-                dtype_kind(probs.dtype) == "f"
-                and probs.ndim >= 1
-                and is_array(labels)
-                and dtype_kind(labels.dtype) in "iu"
-                and tuple(labels.shape) == tuple(probs.shape[:-1])
-                and is_array(weight)
-                and tuple(weight.shape) == tuple(labels.shape)
-                and weight.dtype == probs.dtype
-                and is_array(count)
-                and tuple(count.shape) == ()
-                and count.dtype == probs.dtype
-            )
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok or (is_concrete(labels) and bool(namespace(labels).any((labels < 0) | (labels >= probs.shape[-1])))):
-            raise residue_error(name, m)
-        xp = namespace(probs)
-        v = probs.shape[-1]
-        hit = labels[..., None] == xp.arange(v, dtype=labels.dtype, device=device(probs))
-        # A 0-d array of the logits' library (perhaps traced) in their dtype; a number as a Python float.
-        da = xp.astype(da, probs.dtype) if is_array(da) and namespace(da) is xp else float(da)
-        w = weight * (da / xp.maximum(count, xp.ones_like(count)))
-        ds = (probs - xp.astype(hit, probs.dtype)) * w[..., None]
-        return xp.zeros_like(labels), ds
-
-    return PreLens(fwd, bwd, name, None)
-
-
-def _ce_input_error(name: str, labels: Any, s: Any) -> E.PrelensError:
-    if not is_array(s) or dtype_kind(s.dtype) != "f":
-        if is_array(s):
-            return E.lens_dtype_error(name, "logits", "a float array (..., T, vocab)", E.describe(s))
-        return E.must_be(name, "logits", "a numpy float array", E.describe(s))
-    want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
-    if not is_array(labels):
-        return E.must_be(name, "labels", f"an integer array {want}", E.describe(labels))
-    if dtype_kind(labels.dtype) not in "iu":
-        return E.lens_dtype_error(name, "labels", f"integer token ids {want}", E.describe(labels))
-    return E.lens_shape_error(name, "labels", f"{want} (the logits' shape without the last axis)", E.describe(labels))
 
 
 # ------------------------------------------------------------------ generation
