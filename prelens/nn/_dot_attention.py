@@ -285,15 +285,23 @@ def _deltas(
 
 
 def _chunked_deltas(
-    q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
+    q: Array,
+    k: Array,
+    v: Array,
+    a: Array,
+    do: Array,
+    causal: bool,
+    scale: float,
+    out: tuple[Array, Array, Array] | None = None,
 ) -> tuple[tuple[Array, Array], Array]:
     """:func:`_deltas` of numpy arrays, over blocks of the first axis (recursively, when one index of it
-    is still over :data:`CHUNK_BYTES`): ``dS`` is then one block's, not the whole ``(..., T_q, T_k)``."""
-    dq, dk_, dv = np.empty(q.shape, q.dtype), np.empty(k.shape, k.dtype), np.empty(v.shape, v.dtype)
+    is still over :data:`CHUNK_BYTES`), written into ``out`` (new arrays when None): ``dS`` is then one
+    block's, not the whole ``(..., T_q, T_k)``."""
+    dq, dk_, dv = out or (np.empty(q.shape, q.dtype), np.empty(k.shape, k.dtype), np.empty(v.shape, v.dtype))
     one = a[0].nbytes
     if one > CHUNK_BYTES and a.ndim > 3:  # one index is still too big: its own blocks, over its next axis
         for i in range(a.shape[0]):
-            (dq[i], dk_[i]), dv[i] = _chunked_deltas(q[i], k[i], v[i], a[i], do[i], causal, scale)
+            _chunked_deltas(q[i], k[i], v[i], a[i], do[i], causal, scale, (dq[i], dk_[i], dv[i]))
         return (dq, dk_), dv
     step = max(1, CHUNK_BYTES // one)
     for i in range(0, a.shape[0], step):
