@@ -210,29 +210,21 @@ CHUNK_BYTES = 1 << 21
 
 
 def _agree(qk: tuple[Array, Array], v: Array) -> None:
-    """What the input's pattern cannot say: ``(Q, K)`` a tuple (as :func:`attention_scores` takes it), one library
-    and dtype, the same leading axes, ``T_k >= 1`` keys for K and V. A ``ValueError`` otherwise, which the core
-    reports naming the lens."""
+    """What the input's pattern cannot say (``(Q, K)`` a tuple, as :func:`attention_scores` takes it; one library
+    and dtype; the same leading axes; ``T_k >= 1``): a ``ValueError`` otherwise, which the core reports."""
     q, k = qk
-    if type(qk) is not tuple:
-        raise ValueError("(Q, K) must be a tuple")
-    if not (same_library(k, q) and same_library(v, q) and q.dtype == k.dtype == v.dtype):
-        raise ValueError("Q, K and V must be arrays of one library and one float dtype")
+    if type(qk) is not tuple or not all(same_library(x, q) and x.dtype == q.dtype for x in (k, v)):
+        raise ValueError("Q, K and V must be arrays of one library and one float dtype, (Q, K) a tuple")
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and k.shape[-2] == v.shape[-2] >= 1):
-        raise ValueError(
-            "Q (..., T_q, d_k), K (..., T_k, d_k) and V (..., T_k, d_v) must have the same leading axes, T_k >= 1"
-        )
+        raise ValueError("Q, K and V must have the same leading axes, and K and V the same T_k >= 1")
 
 
 def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
-    """The output delta's template and shape, read from a residue ``(Q, K, V, A)`` whose parts agree
-    (a ``ValueError`` otherwise: the core reports a residue this lens did not make)."""
+    """The output delta's template and shape, read from a residue ``(Q, K, V, A)`` whose parts agree (a
+    ``ValueError`` otherwise: the core reports a residue this lens did not make)."""
     q, k, v, a = m
     if not (
-        same_library(q, a)
-        and same_library(k, a)
-        and same_library(v, a)
-        and q.dtype == k.dtype == v.dtype == a.dtype
+        all(same_library(x, a) and x.dtype == a.dtype for x in (q, k, v))
         and a.shape == (*q.shape[:-1], k.shape[-2])
         and v.shape[:-1] == k.shape[:-1]
         and q.shape[:-2] == k.shape[:-2]
@@ -285,28 +277,19 @@ def _deltas(
 
 
 def _chunked_deltas(
-    q: Array,
-    k: Array,
-    v: Array,
-    a: Array,
-    do: Array,
-    causal: bool,
-    scale: float,
-    out: tuple[Array, Array, Array] | None = None,
+    q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
 ) -> tuple[tuple[Array, Array], Array]:
-    """:func:`_deltas` of numpy arrays, over blocks of the first axis (recursively, when one index of it
-    is still over :data:`CHUNK_BYTES`), written into ``out`` (new arrays when None): ``dS`` is then one
-    block's, not the whole ``(..., T_q, T_k)``."""
-    dq, dk_, dv = out or (np.empty(q.shape, q.dtype), np.empty(k.shape, k.dtype), np.empty(v.shape, v.dtype))
-    one = a[0].nbytes
-    if one > CHUNK_BYTES and a.ndim > 3:  # one index is still too big: its own blocks, over its next axis
-        for i in range(a.shape[0]):
-            _chunked_deltas(q[i], k[i], v[i], a[i], do[i], causal, scale, (dq[i], dk_[i], dv[i]))
-        return (dq, dk_), dv
-    step = max(1, CHUNK_BYTES // one)
-    for i in range(0, a.shape[0], step):
-        at = slice(i, i + step)
-        (dq[at], dk_[at]), dv[at] = _deltas(q[at], k[at], v[at], a[at], do[at], causal, scale)
+    """:func:`_deltas` of numpy arrays in blocks over the leading axes (the first ones an index at a time
+    while one index is over :data:`CHUNK_BYTES`): ``dS`` is then one block's, not the whole ``(..., T_q, T_k)``."""
+    dq, dk_, dv = (np.empty(x.shape, x.dtype) for x in (q, k, v))
+    cut = 1
+    while cut < a.ndim - 2 and a[(0,) * cut].nbytes > CHUNK_BYTES:
+        cut += 1
+    step = max(1, CHUNK_BYTES // a[(0,) * cut].nbytes)
+    for lead in np.ndindex(a.shape[: cut - 1]):
+        for i in range(0, a.shape[cut - 1], step):
+            at = (*lead, slice(i, i + step))
+            (dq[at], dk_[at]), dv[at] = _deltas(q[at], k[at], v[at], a[at], do[at], causal, scale)
     return (dq, dk_), dv
 
 
