@@ -8,22 +8,25 @@ The seeds' attention pipeline, after the projections, is four small lenses
 :func:`scaled_dot_product_attention` is that composite in one Python call per
 pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``. Its
 backward pass is one formula for every library (:func:`_deltas`; it needs no
-mask: the weights of hidden keys are exactly 0, so are their score deltas).
+mask but for wholly hidden rows: the weights of hidden keys are exactly 0, so are
+their score deltas).
 Its forward pass is the array API standard's, branch-free so that ``jax.jit``
 traces it (:func:`_weights`: hidden scores replaced with ``where``, each row
 shifted by its exact maximum), and on numpy arrays a path of its own
-(:func:`_numpy_weights`) that pays, measured on the LM's attention
-``(16, 4, 32, 16)``: 2.3x (float32) to 2.9x (float64) faster, and at
-``T = 512`` one ``T×T`` buffer instead of three. The scores are an array it
+(:func:`_numpy_weights`) that pays (``tools/time_sdpa_paths.py``, CPU time
+under load): 2.4x (float32) and 2.5x (float64) faster on the LM's attention
+``(16, 4, 32, 16)``, 2.1-2.4x at ``(4, 4, 512, 16)``, where its peak is one
+``T×T`` array, not three (37 MB against 101 in float64). The scores are an array it
 makes, so it masks them and turns them into weights in place; the scale
 ``1/√d_k`` is applied to the smaller of the two factors; and each row's shift
 is a bound on its maximum read from the small factors, not a search of the row.
 
 Memory (numpy): the weights ``A`` are the residue's only ``T×T`` array, and the
 backward pass holds one more, ``dS``, for at most :data:`CHUNK_BYTES` of rows at
-a time (``dS`` row blocks over the leading axes, written in place), so that a
-long-sequence step (:mod:`prelens.bench.memory`) peaks at its residue plus a
-few MB. Property tests check it equal to the four lenses composed.
+a time (blocks over the leading axes, each written in place), so that in a
+long-sequence step (:mod:`prelens.bench.memory`) the backward pass adds a few
+MB to the residue, not another ``B·h·T²`` array or two. Property tests check it
+equal to the four lenses composed.
 """
 
 from __future__ import annotations
