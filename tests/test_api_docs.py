@@ -52,8 +52,8 @@ DOCUMENTED = [
     "prelens.train",
     "prelens.faithful",
     "prelens.testing",
-    "prelens.bench",
-    "prelens.bench.mnist1d",
+    "prelens_bench",
+    "prelens_bench.mnist1d",
 ]
 
 #: Public modules documented elsewhere: the command line (``python -m prelens --help``), and the
@@ -253,7 +253,7 @@ def test_every_module_has_a_section():
         ("prelens.io", "save_checkpoint"),
         ("prelens.datasets", "text_windows"),
         ("prelens.datasets.sequences", "text_windows"),
-        ("prelens.bench", "CASES"),
+        ("prelens_bench", "CASES"),
     ],
 )
 def test_the_check_notices_a_removed_entry(modname, name):

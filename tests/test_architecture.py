@@ -2,7 +2,9 @@
 
 The import graph is read from the source with ``ast``, imports inside functions
 included, so a cycle cannot hide behind a deferred ``import``. ``docs/architecture.md``
-draws the same layers.
+draws the same layers. The benchmark package ``prelens_bench`` (beside ``prelens``, in the
+same distribution) is read too, as the layer between ``testing`` and ``cli``: it may import any
+layer below ``cli``, and of the library only ``prelens.cli.bench`` (``prelens bench``) imports it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from pathlib import Path
 
 import prelens
 import prelens.nn
+import prelens_bench
 
 ROOT = Path(prelens.__file__).parent
+#: The packages read: the library and the benchmark.
+ROOTS = (ROOT, Path(prelens_bench.__file__).parent)
 
 #: Bottom to top; a module may import its own package and the packages before it.
 LAYERS = [
@@ -28,26 +33,26 @@ LAYERS = [
     ("train",),
     ("faithful",),
     ("testing",),
-    ("bench",),
+    ("prelens_bench",),  # the benchmark package, beside prelens
     ("cli", "__main__"),
     ("__init__", "optim", "checkpoint", "diagram"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+    return {module_name(p, root): p for root in ROOTS for p in sorted(root.rglob("*.py"))}
 
 
 def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
-    """The prelens modules that ``path`` imports anywhere in its body (functions included)."""
+    """The modules of ``known`` that ``path`` imports anywhere in its body (functions included)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -114,6 +119,8 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def layer(module: str) -> int:
     parts = module.split(".")
+    if parts[0] == "prelens_bench":
+        return RANK["prelens_bench"]
     return RANK["__init__"] if len(parts) == 1 else RANK[parts[1]]
 
 
@@ -121,6 +128,8 @@ def test_the_graph_is_read_from_every_module() -> None:
     edges = graph()
     assert "prelens.core._lens" in edges and "prelens.io._describe" in edges
     assert "prelens.core._lens" in edges["prelens.io._describe"]
+    assert "prelens_bench.peers" in edges and "prelens.core._trace" in edges["prelens_bench.peers"]
+    assert "prelens_bench._command" in edges["prelens.cli.bench"]
 
 
 def test_no_import_cycle() -> None:
@@ -132,12 +141,34 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_every_package_has_a_layer() -> None:
-    assert {m.split(".")[1] for m in modules() if "." in m} <= set(RANK)
+    assert {m.split(".")[1] for m in modules() if m.startswith("prelens.")} <= set(RANK)
 
 
 def test_each_layer_imports_only_layers_below_it() -> None:
-    upward = sorted(f"{m} -> {d}" for m, deps in graph().items() for d in deps if layer(d) > layer(m) and "." in m)
+    upward = sorted(
+        f"{m} -> {d}" for m, deps in graph().items() for d in deps if layer(d) > layer(m) and m != "prelens"
+    )
     assert upward == []
+
+
+def test_the_library_imports_the_benchmark_only_from_its_command() -> None:
+    """``prelens bench``'s front end is the one door from the library into ``prelens_bench``."""
+    importers = sorted(
+        m
+        for m, deps in graph().items()
+        if not m.startswith("prelens_bench") and any(d.split(".")[0] == "prelens_bench" for d in deps)
+    )
+    assert importers == ["prelens.cli.bench"]
+
+
+def test_an_upward_import_of_the_benchmark_is_found(tmp_path: Path) -> None:
+    """A library module importing ``prelens_bench`` points up, and the layer check sees it."""
+    path = tmp_path / "m.py"
+    path.write_text("def f():\n    from prelens_bench import peers\n", encoding="utf-8")
+    deps = imports_of(path, "prelens.nn.m", set(graph()))
+    assert deps == {"prelens_bench.peers"}
+    assert layer("prelens_bench.peers") > layer("prelens.nn.m")
+    assert layer("prelens.cli.bench") > layer("prelens_bench.peers") > layer("prelens.testing")
 
 
 def test_public_api_size() -> None:

@@ -5,12 +5,12 @@ import argparse
 import numpy as np
 import pytest
 
-import prelens.bench.mlp as bench
+import prelens_bench.mlp as bench
 from prelens import LawError
-from prelens.bench import CASES, MlpCase, check_gradients, numpy_mlp_grads, run_benchmarks
-from prelens.bench._timing import time_interleaved
 from prelens.cli import bench as cli_bench
 from prelens.nn import DenseParams, mlp, mse
+from prelens_bench import CASES, MlpCase, check_gradients, numpy_mlp_grads, run_benchmarks
+from prelens_bench._timing import time_interleaved
 
 
 def _args(*argv):

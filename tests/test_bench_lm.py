@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from prelens import LawError
-from prelens.bench.lm import HandLM, LMConfig, _lens_step, lm_benchmark_rows, run_lm_benchmark
 from prelens.core import tree_allclose
+from prelens_bench.lm import HandLM, LMConfig, _lens_step, lm_benchmark_rows, run_lm_benchmark
 
 SMALL = LMConfig(vocab=9, seq_len=5, d_model=8, n_heads=2, d_ff=12, n_layers=2, batch=3)
 

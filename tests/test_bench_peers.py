@@ -15,9 +15,11 @@ import itertools
 import numpy as np
 import pytest
 
-import prelens.bench.peers as P
+import prelens_bench.peers as P
 from prelens import LawError
-from prelens.bench import (
+from prelens.cli import bench as cli_bench
+from prelens.nn import DenseParams
+from prelens_bench import (
     MATMUL_FLOOR,
     NUMPY_HAND,
     PEER_CASES,
@@ -29,8 +31,6 @@ from prelens.bench import (
     make_problem,
     run_peers,
 )
-from prelens.cli import bench as cli_bench
-from prelens.nn import DenseParams
 
 SMALL_LM = LMConfig(vocab=9, seq_len=5, d_model=8, n_heads=2, d_ff=12, n_layers=2, batch=3)
 CASES = [PeerCase((5, 4, 3), "float64", 6), PeerCase((5, 4, 3), "float32", 6), PeerCase(SMALL_LM, "float64")]
@@ -237,7 +237,7 @@ def test_the_profile_from_the_command_line(capsys):
 def test_the_floor_is_every_product_of_the_step_and_nothing_else():
     """Multiply-adds of the floor's products: forward and both backward products of every layer
     (no input delta for the MLP's first layer, whose input is data)."""
-    from prelens.bench._floor import tagged_products
+    from prelens_bench._floor import tagged_products
 
     def macs(case):
         return sum(

@@ -11,8 +11,8 @@ import pytest
 import prelens
 import prelens.core._lens as L
 import prelens.nn as nn
-from prelens.bench import LMConfig, PeerCase, profile_step
-from prelens.bench.profile import ProfileRow
+from prelens_bench import LMConfig, PeerCase, profile_step
+from prelens_bench.profile import ProfileRow
 
 SMALL_LM = LMConfig(vocab=9, seq_len=6, d_model=8, n_heads=2, d_ff=12, n_layers=2, batch=3)
 
@@ -60,7 +60,7 @@ def test_nothing_stays_wrapped_after_profiling():
 
 
 def test_a_model_that_fails_to_build_while_wrapped_leaves_nothing_wrapped(monkeypatch):
-    import prelens.bench.profile as prof
+    import prelens_bench.profile as prof
 
     init, relu_fwd = L.PreLens.__post_init__, nn.relu.fwd
     real = prof._trained

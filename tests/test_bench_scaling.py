@@ -6,12 +6,14 @@ The full grid and the peers (PyTorch, JAX) are measured by hand (docs/performanc
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from prelens.bench import scaling as S
 from prelens.cli import bench as cli_bench
+from prelens_bench import scaling as S
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -81,7 +83,7 @@ def test_without_matplotlib_it_says_so_before_timing(tmp_path: Path, monkeypatch
 
 
 def test_a_side_whose_check_fails_is_left_out_of_that_point_and_named():
-    from prelens.bench import NUMPY_HAND, Peer, PeerStep
+    from prelens_bench import NUMPY_HAND, Peer, PeerStep
 
     def prepare(problem):  # numpy's gradients, one leaf off: a wrong backward pass
         inner = NUMPY_HAND.prepare(problem)
@@ -100,3 +102,57 @@ def test_a_side_whose_check_fails_is_left_out_of_that_point_and_named():
     assert list(row.times) == ["prelens"] and list(row.failed) == ["off"]
     assert "law 'off gradients = prelens gradients' fails" in row.failed["off"]
     assert "✗ seq_len=4, off: the gradient check failed" in report.table()
+
+
+def test_a_side_that_differs_only_in_float32_is_checked_in_float64_and_timed():
+    """A float32 difference that float64 does not show is rounding: the side is timed, marked †, not left out.
+
+    As at d_model 128 of the full grid, where a ReLU input lies within float32 rounding of 0 and
+    PyTorch and JAX take its other branch: the gradients differ by percents (4e-2 relative to the
+    largest entry), far beyond the 1e-4 of float32, while in float64 all sides agree to 1e-9.
+    Before the float64 opinion such a side was left out of the point (✗).
+    """
+    from prelens_bench import NUMPY_HAND, Peer, PeerStep
+
+    def prepare(problem):
+        inner = NUMPY_HAND.prepare(problem)
+        assert inner.grads is not None
+        grads = inner.grads
+
+        def other_branch():  # in float32 only: one column off, as a ReLU unit that took the other branch
+            g = grads()
+            if problem.case.dtype != "float32":
+                return g
+            w = g.unembedding.weight.copy()
+            w[:, 0] += np.float32(0.04) * np.abs(w).max()
+            return g._replace(unembedding=g.unembedding._replace(weight=w))
+
+        return PeerStep(inner.step, other_branch)
+
+    grid = S.ScalingGrid(S.SCALING_GRIDS["tiny"].base, {"seq_len": (4,)})
+    report = S.run_scaling(grid, sides=[S.PRELENS_NUMPY, Peer("flip", prepare)], repeats=1, memory=False)
+    (row,) = report.rows
+    assert list(row.times) == ["prelens", "flip"] and row.failed == {}
+    assert 0.03 < row.grad_errors["flip"] < 0.05  # the float32 difference, measured and reported
+    assert "law 'flip gradients = prelens gradients' fails" in row.notes["flip"]
+    assert re.search(r"differ at \.unembedding\.weight; in float64 at the same weights and batch it agrees with "
+                     r"prelens to \de-1\d: float32 rounding", row.notes["flip"])  # fmt: skip
+    table = report.table()
+    assert "† seq_len=4, flip: law 'flip gradients" in table
+    assert next(line for line in table.splitlines() if line.startswith("| seq_len | 4 |")).endswith("† |")
+
+
+def test_the_float64_opinion_keeps_out_a_side_wrong_in_both_precisions():
+    """A side off in float64 too computes another step: left out (✗), whatever the dtype timed."""
+    from prelens_bench import NUMPY_HAND, Peer, PeerStep
+
+    def prepare(problem):
+        inner = NUMPY_HAND.prepare(problem)
+        assert inner.grads is not None
+        grads = inner.grads
+        return PeerStep(inner.step, lambda: grads()._replace(embedding=grads().embedding * 1.01))
+
+    grid = S.ScalingGrid(S.SCALING_GRIDS["tiny"].base, {"seq_len": (4,)})
+    report = S.run_scaling(grid, sides=[S.PRELENS_NUMPY, Peer("off", prepare)], repeats=1, memory=False)
+    (row,) = report.rows
+    assert list(row.failed) == ["off"] and row.notes == {} and list(row.times) == ["prelens"]

@@ -1,6 +1,6 @@
 """The MNIST-1D table's smoke run: the paper's four models, trained briefly on numpy, beat chance.
 
-The full table (3 seeds, 8,000 steps each, numpy and JAX) is ``python examples/mnist1d_table.py``;
+The full table (3 seeds, 8,000 steps each, numpy and JAX) is ``python -m prelens_bench.mnist1d``;
 its numbers are in docs/mnist1d.md. Here every model trains a few hundred steps and must reach
 more than 20% test accuracy (chance is 10%); no time is asserted.
 """
@@ -12,7 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prelens.bench.mnist1d import (
+from prelens.core import tree_shapes
+from prelens.datasets import load_mnist1d
+from prelens.errors import ArgumentError, StructureError
+from prelens_bench.mnist1d import (
     MNIST1D_MODELS,
     PAPER_ACCURACY,
     format_table,
@@ -20,9 +23,6 @@ from prelens.bench.mnist1d import (
     takes_channel,
     train_mnist1d,
 )
-from prelens.core import tree_shapes
-from prelens.datasets import load_mnist1d
-from prelens.errors import ArgumentError, StructureError
 
 #: Steps of the smoke run, per model (the paper trains 8,000).
 SMOKE_STEPS = {"logreg": 200, "mlp": 200, "cnn": 100, "gru": 100}
@@ -68,7 +68,7 @@ def test_a_part_epoch_takes_exactly_the_steps_asked(mnist1d_cache: Path):
 
 
 def test_the_table_lists_every_model_beside_the_paper():
-    from prelens.bench.mnist1d import Mnist1dResult
+    from prelens_bench.mnist1d import Mnist1dResult
 
     results = [
         Mnist1dResult(name, seed, "numpy", 10, None, 1.0, PAPER_ACCURACY[name] / 100 + 0.01 * seed, 2.0)
@@ -92,7 +92,7 @@ def test_bad_arguments_are_refused_before_work():
 
 
 def test_the_table_script_prints_a_line_per_run_and_the_table(mnist1d_cache: Path, capsys: pytest.CaptureFixture[str]):
-    from prelens.bench.mnist1d import main
+    from prelens_bench.mnist1d import main
 
     assert main(["--models", "logreg", "mlp", "--seeds", "0", "1", "--steps", "40", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from prelens import batch_n, from_tamb, id_pre_lens, to_tamb, vec_lens, vjp
-from prelens.bench import count_work, tambara_routes, tambara_sweep
 from prelens.core import tree_leaves
 from prelens.faithful import Para, init_mlp, layer, make_mlp, train_faithful, train_step
 from prelens.faithful._loss import loss_l
@@ -33,6 +32,7 @@ from prelens.testing import (
     module_equal,
 )
 from prelens.testing._strategies import linear_vec
+from prelens_bench import count_work, tambara_routes, tambara_sweep
 from tests.conftest import default_recursion_limit
 
 

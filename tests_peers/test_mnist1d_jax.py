@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prelens.bench.mnist1d import train_mnist1d
 from prelens.core import tree_leaves
+from prelens_bench.mnist1d import train_mnist1d
 
 
 @pytest.mark.parametrize("name", ["logreg", "mlp", "cnn", "gru"])

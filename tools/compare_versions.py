@@ -29,15 +29,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def import_other(checkout: Path):  # type: ignore[no-untyped-def]
-    """The other version's ``prelens.bench.peers`` and ``prelens.bench.lm``, imported as ``prelens_old``."""
+    """The other version's benchmark ``peers`` and ``lm``, imported as ``prelens_old.bench``.
+
+    Up to 0.3 the benchmark is ``prelens/bench/``; from 0.4 ``prelens_bench/``, beside the package, is
+    copied into ``prelens_old/bench`` (its ``prelens_bench`` imports read as ``prelens.bench``).
+    """
     work = Path(tempfile.mkdtemp(prefix="prelens-old-"))
     shutil.copytree(checkout / "prelens", work / "prelens_old")
+    if (checkout / "prelens_bench").is_dir():
+        shutil.copytree(checkout / "prelens_bench", work / "prelens_old" / "bench")
     for path in (work / "prelens_old").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        new = re.sub(r"\bfrom prelens(\.| import)", r"from prelens_old\1", text)
+        new = re.sub(r"\bprelens_bench\b", "prelens.bench", text)
+        new = re.sub(r"\bfrom prelens(\.| import)", r"from prelens_old\1", new)
         new = re.sub(r"^(\s*)import prelens$", r"\1import prelens_old as prelens", new, flags=re.M)
         new = re.sub(r"^(\s*)import prelens\.([\w.]+)$", r"\1import prelens_old.\2", new, flags=re.M)
-        new = re.sub(r"\bprelens\.(nn|optim)\b", r"prelens_old.\1", new) if "import prelens_old." in new else new
+        new = re.sub(r"\bprelens\.(?=[a-z_]+\b)", "prelens_old.", new) if "import prelens_old." in new else new
         if new != text:
             path.write_text(new, encoding="utf-8")
     sys.path.insert(0, str(work))
@@ -70,21 +77,22 @@ def main() -> None:
     parser.add_argument("other", type=Path, help="a checkout of the other version (holding prelens/)")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads for both (0: numpy's default)")
+    parser.add_argument("--only", default="", help="only the cases whose label contains this text (say 'LM')")
     args = parser.parse_args()
     if not (args.other / "prelens" / "__init__.py").is_file():
         parser.error(f"{args.other} holds no prelens/ package")
     sys.path.insert(0, str(ROOT))
     old_peers, old_lm = import_other(args.other)
-    import prelens.bench.peers as new_peers
-    from prelens.bench._timing import time_interleaved
-    from prelens.bench.lm import LMConfig
+    import prelens_bench.peers as new_peers
     from prelens.train import blas_threads
+    from prelens_bench._timing import time_interleaved
+    from prelens_bench.lm import LMConfig
 
     threads = args.threads or None
     print(f"{'case':36} {'other ms':>9} {'this ms':>9} {'this/other':>10}  max grad diff")
     ratios = []
     with blas_threads(threads) if threads else _nothing():
-        for case in new_peers.PEER_CASES:
+        for case in (c for c in new_peers.PEER_CASES if args.only in c.label):
             model = case.model
             if isinstance(model, LMConfig):
                 model = old_lm.LMConfig(**dataclasses.asdict(model))

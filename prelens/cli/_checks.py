@@ -1,22 +1,44 @@
-"""Checks every command runs on its arguments before doing any work, and one-line errors.
+"""What the commands share: checks of their arguments before any work, one-line errors, model and data files.
 
-A user's mistake (a flag out of range, a ``--save`` path that cannot be
-written, a bad value the library refuses) ends the command with one line on
+A user's mistake (a flag out of range, a path that cannot be read or written, a
+bad value the library refuses, a damaged file) ends the command with one line on
 stderr and exit code 2, as argparse's own errors do: no usage block, no
-traceback. The messages come from :mod:`prelens.errors`.
+traceback. The messages come from :mod:`prelens.errors`, or are a
+:class:`UsageError`. The metadata of the model files ``prelens train`` writes
+(``kind``, ``loss``, ``input``, ``classes``, ``vocabulary`` ...) is read and
+written by :mod:`prelens.io._train_metadata`.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
+
+import numpy as np
+import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.core import _args
+from prelens.io import LoadedModel, load_model
 from prelens.io._checkpoint import unwritable_reason
+from prelens.io._train_metadata import classes as classes  # the commands read the metadata through here
+from prelens.io._train_metadata import input_dtype as input_dtype
+from prelens.io._train_metadata import input_shape as input_shape
 
-__all__ = ["Parser", "at_least", "fail", "non_negative_real", "one_line", "positive_real", "writable"]
+#: The losses a model file may name in its metadata (``--loss`` names them too).
+LOSSES = ("softmax_cross_entropy", "mse", "squared_distance", "token_cross_entropy")
+
+
+class UsageError(Exception):
+    """A user's mistake on the command line: printed as one line, exit status 2."""
+
+
+#: What a command catches around its work and prints with :func:`fail`.
+MISTAKES = (UsageError, E.PrelensError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -44,9 +66,9 @@ def fail(err: BaseException, command: str = "") -> int:
     return 2
 
 
-def at_least(command: str, flag: str, value: Any, least: int = 1) -> int:
-    """``value`` if it is an int ``>= least``, else an ``ArgumentError`` naming the flag."""
-    return _args.count(command, flag, value, least)
+def at_least(command: str, flag: str, value: Any, least: int = 1) -> int | None:
+    """``value`` if it is an int ``>= least`` (or None: not given), else an ``ArgumentError`` naming the flag."""
+    return None if value is None else _args.count(command, flag, value, least)
 
 
 def positive_real(command: str, flag: str, value: Any) -> float:
@@ -54,9 +76,9 @@ def positive_real(command: str, flag: str, value: Any) -> float:
     return _args.real(command, flag, value, low=0.0, low_open=True)
 
 
-def non_negative_real(command: str, flag: str, value: Any, high: float | None = None) -> float:
-    """``value`` if it is a finite number ``>= 0`` (and ``< high``, when given)."""
-    return _args.real(command, flag, value, low=0.0, high=high)
+def non_negative_real(command: str, flag: str, value: Any, high: float | None = None) -> float | None:
+    """``value`` if it is a finite number ``>= 0`` (and ``< high``, when given), or None (not given)."""
+    return None if value is None else _args.real(command, flag, value, low=0.0, high=high)
 
 
 def writable(command: str, flag: str, path: str | None) -> None:
@@ -66,3 +88,191 @@ def writable(command: str, flag: str, path: str | None) -> None:
     why = unwritable_reason(path)
     if why is not None:
         raise E.unwritable_path(command, flag, path, why)
+
+
+def saved(command: str, path: str | None, save: Callable[[], Any]) -> bool | None:
+    """``save()`` if ``--save`` names a ``path``: True if saved, None if not asked, False (one line) if it failed."""
+    if path is None:
+        return None
+    try:
+        save()
+    except E.PrelensError as err:
+        fail(err, command)
+        return False
+    return True
+
+
+def finish(saved: bool | None, path: str | None, readers: str) -> int:
+    """A training command's last line and exit code: 0, or 1 when ``--save`` failed."""
+    if saved:
+        print(f"saved the model to {path} ({readers}, prelens.load_model)")
+    return 0 if saved is not False else 1
+
+
+def readable_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> str:
+    """``path`` if it is an existing, readable file (with one of ``suffixes``, if given)."""
+    if suffixes is not None and os.path.splitext(path)[1].lower() not in suffixes:
+        raise UsageError(f"{flag} {path!r}: expected a {' or '.join(suffixes)} file")
+    if not os.path.exists(path):
+        raise UsageError(f"{flag} {path!r}: no such file")
+    if not os.path.isfile(path):
+        raise UsageError(f"{flag} {path!r}: not a file")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{flag} {path!r}: not readable")
+    return path
+
+
+def writable_file(flag: str, path: str, suffixes: tuple[str, ...]) -> str:
+    """``path`` if a file with one of ``suffixes`` can be written there (its directory exists and is writable)."""
+    if os.path.splitext(path)[1].lower() not in suffixes:
+        raise UsageError(f"{flag} {path!r}: the name must end in {' or '.join(suffixes)}")
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path!r}: is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{flag} {path!r}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"{flag} {path!r}: cannot write there")
+    return path
+
+
+def shape_flag(flag: str, text: str | None) -> tuple[int, ...] | None:
+    """``"1,4"`` -> ``(1, 4)``: a shape given on the command line."""
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(","))
+    except ValueError:
+        raise UsageError(f"{flag} must be sizes separated by commas, e.g. 1,4; got {text!r}") from None
+    if not shape or any(d < 1 for d in shape):
+        raise UsageError(f"{flag} must be sizes >= 1 separated by commas, e.g. 1,4; got {text!r}")
+    return shape
+
+
+def load(path: str) -> LoadedModel:
+    """The model file at ``path`` (a damaged or foreign file is a :class:`UsageError`)."""
+    readable_file("MODEL", path)
+    try:
+        return load_model(path)
+    except E.PrelensError as err:
+        raise UsageError(str(err)) from None
+
+
+def loss_lens(name: str) -> Any:
+    """The loss lens named ``name`` (one of :data:`LOSSES`)."""
+    from prelens import nn
+
+    table = {
+        "softmax_cross_entropy": nn.softmax_cross_entropy,
+        "mse": nn.mse,
+        "squared_distance": nn.squared_distance,
+        "token_cross_entropy": nn.token_cross_entropy(),
+    }
+    if name not in table:
+        raise UsageError(f"unknown loss {name!r}: one of {', '.join(LOSSES)}")
+    return table[name]
+
+
+def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]:
+    """The rows of a CSV file as strings, and its header (a first row with a cell that is not a number)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise UsageError(f"{flag} {path!r}: cannot be read as CSV ({err})") from None
+    if not rows:
+        raise UsageError(f"{flag} {path!r}: no rows")
+    header = None
+    if _is_header(rows):
+        header, rows = [cell.strip() for cell in rows[0]], rows[1:]
+    if not rows:
+        raise UsageError(f"{flag} {path!r}: a header and no rows")
+    width = len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            line = i + (2 if header else 1)
+            raise UsageError(f"{flag} {path!r}: line {line} has {len(row)} columns, the first row {width}")
+    return header, [[cell.strip() for cell in row] for row in rows]
+
+
+def _is_header(rows: list[list[str]]) -> bool:
+    """The first row names the columns: it has a word where the next row has a number (or is all words).
+
+    >>> _is_header([["x", "label"], ["1.5", "cat"]]), _is_header([["1.5", "cat"], ["2", "dog"]])
+    (True, False)
+    """
+    first = [_is_number(cell) for cell in rows[0]]
+    if all(first):
+        return False
+    if len(rows) < 2:
+        return not any(first)
+    return not any(first) or any(not a and _is_number(b) for a, b in zip(first, rows[1]))
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def numbers(flag: str, path: str, rows: list[list[str]], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """A table of number cells as an array of ``dtype`` (a cell that is not a finite number is named)."""
+    out = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=np.float64)
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row):
+            try:
+                out[i, j] = float(cell)
+            except ValueError:
+                raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1}: {cell!r} is not a number") from None
+    if not np.isfinite(out).all():
+        i, j = np.argwhere(~np.isfinite(out))[0]
+        raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1} is not a finite number")
+    if dtype.kind in "iu" and not (out == np.round(out)).all():
+        raise UsageError(f"{flag} {path!r}: the model takes integers (token ids), the file has fractions")
+    return out.astype(dtype)
+
+
+def read_npy(flag: str, path: str) -> npt.NDArray[Any]:
+    """A ``.npy`` array (never with pickled objects)."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{flag} {path!r}: not a readable .npy array ({' '.join(str(err).split())})") from None
+    if not isinstance(arr, np.ndarray):
+        raise UsageError(f"{flag} {path!r}: not a single .npy array")
+    return arr
+
+
+def read_npz(flag: str, path: str, keys: tuple[str, ...]) -> dict[str, npt.NDArray[Any]]:
+    """Named arrays of a ``.npz`` archive (never with pickled objects)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            missing = [k for k in keys if k not in archive.files]
+            if missing:
+                have = ", ".join(archive.files) or "nothing"
+                raise UsageError(f"{flag} {path!r}: needs arrays named {', '.join(keys)}; it holds {have}")
+            return {k: archive[k] for k in keys}
+    except UsageError:
+        raise
+    except Exception as err:  # zipfile and numpy raise many kinds on damaged bytes
+        raise UsageError(f"{flag} {path!r}: not a readable .npz archive ({type(err).__name__})") from None
+
+
+def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel) -> npt.NDArray[Any]:
+    """``x`` checked against the model's example shape and cast to the dtype the model takes."""
+    dt = input_dtype(model)
+    if x.dtype.kind not in "biuf":
+        raise UsageError(f"{flag} {path!r}: expected numbers, got an array of {x.dtype}")
+    if dt.kind in "iu" and x.dtype.kind == "f":
+        if not (np.isfinite(x).all() and (x == np.round(x)).all()):
+            raise UsageError(f"{flag} {path!r}: the model takes integers (token ids), the file has fractions")
+    elif x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise UsageError(f"{flag} {path!r}: NaN or infinite values")
+    shape = input_shape(model)
+    if shape is not None and (x.ndim != len(shape) + 1 or x.shape[1:] != shape):
+        example = "×".join(map(str, shape))
+        got = "×".join(map(str, x.shape))
+        raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
+    return x.astype(dt, copy=False)

@@ -32,10 +32,7 @@ so that no side pays page faults that depend on what ran before it.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import sys
-from collections.abc import Iterator
+import importlib.util
 
 from prelens import errors as E
 from prelens.cli import _checks as C
@@ -94,7 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark and print the report; 1 if the gradient check fails, 2 for bad arguments."""
+    """Check the flags, then run the benchmark (``prelens_bench``) and print the report.
+
+    0 on success; 1 if the gradient check fails; 2 for bad arguments (found before any work).
+    """
     repeats = getattr(args, "repeats", None)
     try:
         if repeats is not None:
@@ -109,100 +109,12 @@ def run(args: argparse.Namespace) -> int:
             if hasattr(args, flag) and not getattr(args, "scaling", False):
                 raise E.flag_needs(COMMAND, f"--{flag}", "--scaling")
         C.at_least(COMMAND, "--seed", args.seed, 0)
+        if getattr(args, "scaling", False) and importlib.util.find_spec("matplotlib") is None:
+            raise E.missing_extra(f"{COMMAND} --scaling", "matplotlib", "plot")  # before timing anything
+        # The one import of the benchmark package from the library, here: the timing needs Unix's `resource`,
+        # and `prelens --help` should not load the benchmarks.
+        from prelens_bench._command import run_command
+
+        return run_command(args, repeats)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
-    from prelens.bench import CASES, run_benchmarks, run_lm_benchmark  # here: the timing needs Unix's `resource`
-    from prelens.train import retain_freed_memory
-
-    retain_freed_memory()
-    if getattr(args, "scaling", False):
-        return _scaling(args, repeats)
-    if args.peers or args.profile:
-        return _peers_or_profile(args, repeats)
-    cases = [
-        c
-        for c in CASES
-        if args.dtype in ("both", c.dtype) and args.case in ("all", "big" if c.sizes[0] == 784 else "small")
-    ]
-    dtypes = ("float64", "float32") if args.dtype == "both" else (args.dtype,)
-    try:
-        if args.case != "lm":
-            chains = () if args.no_chain else (2, 4, 8, 16, 32, 64)
-            print(run_benchmarks(quick=args.quick, cases=cases, repeats=repeats, chain_sizes=chains, seed=args.seed))
-        if args.case in ("lm", "all"):
-            print(f"\n{run_lm_benchmark(args.quick, repeats=repeats, dtypes=dtypes, seed=args.seed)}")
-    except E.LawError as exc:
-        print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _peers_or_profile(args: argparse.Namespace, repeats: int | None) -> int:
-    from prelens.bench import peers as P
-    from prelens.bench import profile_step
-
-    kinds = {"all": ("big", "small", "lm")}.get(args.case, (args.case,))
-    cases = [c for c in P.PEER_CASES if args.dtype in ("both", c.dtype) and _kind(c) in kinds]
-    if args.profile:
-        for case in cases:
-            print(f"{profile_step(case, repeats=repeats or (3 if args.quick else 30), seed=args.seed)}\n")
-        return 0
-    try:
-        n = repeats or (3 if args.quick else 10)
-        with _thread_count(getattr(args, "threads", None)):
-            print(P.run_peers(cases, peers=P.DEFAULT_PEERS, repeats=n, seed=args.seed))
-    except E.LawError as exc:
-        print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _scaling(args: argparse.Namespace, repeats: int | None) -> int:
-    import importlib.util
-
-    from prelens.bench import scaling as S
-
-    dtype = "float64" if args.dtype == "float64" else "float32"
-    if importlib.util.find_spec("matplotlib") is None:  # say so before timing anything
-        return C.fail(E.missing_extra(f"{COMMAND} --scaling", "matplotlib", "plot"), COMMAND)
-    try:
-        with _thread_count(getattr(args, "threads", None)):
-            report = S.run_scaling(
-                getattr(args, "grid", "full"),
-                sides=S.SCALING_SIDES,
-                repeats=repeats or (3 if args.quick else 7),
-                dtype=dtype,
-                seed=args.seed,
-                progress=lambda line: print(line, file=sys.stderr, flush=True),
-            )
-        md, png = report.write(getattr(args, "out", "prelens-scaling"))
-    except E.LawError as exc:
-        print(f"prelens bench: the gradient check failed, nothing more was timed:\n{exc}", file=sys.stderr)
-        return 1
-    except E.PrelensError as err:
-        return C.fail(err, COMMAND)
-    print(f"{report.table()}\n\nwrote {md} and {png}")
-    return 0
-
-
-def _kind(case: object) -> str:
-    model = getattr(case, "model", None)
-    if not isinstance(model, tuple):
-        return "lm"
-    return "big" if model[0] == 784 else "small"
-
-
-@contextlib.contextmanager
-def _thread_count(threads: str | None) -> Iterator[None]:
-    """``--threads N``: BLAS limited to N (the peers read it), XLA told N before JAX starts; ``default``: untouched."""
-    if threads is None or threads == "default":
-        yield
-        return
-    n = int(threads)
-    if "jax" not in sys.modules:  # XLA reads its flags once, when JAX starts
-        flags = f"--xla_cpu_multi_thread_eigen={'true' if n > 1 else 'false'} intra_op_parallelism_threads={n}"
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flags).strip()
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=n, user_api="blas"):
-        yield

@@ -73,21 +73,20 @@ def run(args: argparse.Namespace) -> int:
         check(args)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
-    out = sys.stdout
-    show = False if args.no_progress else _isatty(out)
+    show = False if args.no_progress else _isatty(sys.stdout)
     started = time.perf_counter()
-    _toy(args, out, show)
-    _iris_faithful(args, out)
-    _iris(args, out, show)
-    print(f"\ndemo finished in {time.perf_counter() - started:.1f} s", file=out)
+    _toy(args, show)
+    _iris_faithful(args)
+    _iris(args, show)
+    print(f"\ndemo finished in {time.perf_counter() - started:.1f} s")
     return 0
 
 
-def _toy(args: argparse.Namespace, out: TextIO, show: bool) -> None:
-    print("1. The post's network, neuron by neuron: make_mlp(3, [4, 4, 1]) on micrograd's toy set", file=out)
+def _toy(args: argparse.Namespace, show: bool) -> None:
+    print("1. The post's network, neuron by neuron: make_mlp(3, [4, 4, 1]) on micrograd's toy set")
     net = make_mlp(3, [4, 4, 1])
     params = init_mlp(3, [4, 4, 1], np.random.default_rng(args.seed))
-    bar = Progress(args.toy_steps, 1, out, enabled=show, label="step")
+    bar = Progress(args.toy_steps, 1, sys.stdout, enabled=show, label="step")
     loss = float("nan")
     for k in range(1, args.toy_steps + 1):
         params, loss = train_step(net, params, TOY_XS, TOY_YS, args.toy_rate)
@@ -95,13 +94,13 @@ def _toy(args: argparse.Namespace, out: TextIO, show: bool) -> None:
         bar.epoch_end(k, loss, {})
     bar.close()
     outputs = [round(float(o[0]), 3) for o in predict_faithful(net, params, TOY_XS)]
-    print(f"   loss after {args.toy_steps} steps (before the last update): {loss:.5f}", file=out)
-    print(f"   targets {TOY_YS.ravel().tolist()}  ->  outputs {outputs}", file=out)
+    print(f"   loss after {args.toy_steps} steps (before the last update): {loss:.5f}")
+    print(f"   targets {TOY_YS.ravel().tolist()}  ->  outputs {outputs}")
 
 
-def _iris_faithful(args: argparse.Namespace, out: TextIO) -> None:
+def _iris_faithful(args: argparse.Namespace) -> None:
     sizes, epochs, batch, rate = [16, 3], 20, 20, 0.02
-    print(f"\n2. The post's network at Iris size, the post's way: make_mlp(4, {sizes}) through the TriLens", file=out)
+    print(f"\n2. The post's network at Iris size, the post's way: make_mlp(4, {sizes}) through the TriLens")
     iris = load_iris(0.2, args.seed, standardize_features=True)
     net, gen = make_mlp(4, sizes), np.random.default_rng(args.seed)
     params = init_mlp(4, sizes, gen)
@@ -118,23 +117,20 @@ def _iris_faithful(args: argparse.Namespace, out: TextIO) -> None:
     fwd, bwd = cost.total
     print(
         f"   {epochs} epochs of batches of {batch}, each step from_tamb(batch_n({batch}, mlp)) >> loss_l, "
-        f"rate {rate}: {seconds:.1f} s",
-        file=out,
+        f"rate {rate}: {seconds:.1f} s"
     )
     print(
         f"   held-out accuracy {np.mean(guesses == iris.y_test):.2%} on the {len(iris.y_test)} test flowers "
-        "(standardized features, squared loss on ±1 targets)",
-        file=out,
+        "(standardized features, squared loss on ±1 targets)"
     )
     print(
         f"   one flower costs {fwd} multiply-adds forward, {bwd} backward, and holds {cost.residue_bytes} bytes "
-        "of residue between them (prelens.tambara.Cost)",
-        file=out,
+        "of residue between them (prelens.tambara.Cost)"
     )
 
 
-def _iris(args: argparse.Namespace, out: TextIO, show: bool) -> None:
-    print(f"\n3. A fast MLP: mlp(4, [{args.hidden}, 3]) on Iris, softmax cross-entropy, Adam", file=out)
+def _iris(args: argparse.Namespace, show: bool) -> None:
+    print(f"\n3. A fast MLP: mlp(4, [{args.hidden}, 3]) on Iris, softmax cross-entropy, Adam")
     iris = load_iris(0.2, args.seed, standardize_features=args.standardize)
     model = mlp(4, [args.hidden, 3], "tanh", last_activation=None, input_delta=False)
     t0 = time.perf_counter()
@@ -149,20 +145,19 @@ def _iris(args: argparse.Namespace, out: TextIO, show: bool) -> None:
         validation=(iris.x_test, iris.y_test),
         metrics={"accuracy": accuracy},
         progress=show,
-        stream=out,
+        stream=sys.stdout,
     )
     seconds = time.perf_counter() - t0
     train_loss = evaluate(model, softmax_cross_entropy, params, iris.x_train, iris.y_train)
     test_acc = accuracy(model, params, iris.x_test, iris.y_test)
-    print(f"   {iris!r}, trained {history.epochs} epochs in {seconds:.2f} s", file=out)
-    print(f"   final train loss {train_loss:.4f}", file=out)
-    print(f"   held-out accuracy {test_acc:.2%} on this split's {len(iris.y_test)} test flowers", file=out)
+    print(f"   {iris!r}, trained {history.epochs} epochs in {seconds:.2f} s")
+    print(f"   final train loss {train_loss:.4f}")
+    print(f"   held-out accuracy {test_acc:.2%} on this split's {len(iris.y_test)} test flowers")
     if args.folds >= 2:
         correct = _cross_validate(args, model)
         print(
             f"   {args.folds}-fold cross-validated accuracy {correct / 150:.2%} "
-            f"({correct}/150 flowers right, each by a model that never saw it)",
-            file=out,
+            f"({correct}/150 flowers right, each by a model that never saw it)"
         )
 
 

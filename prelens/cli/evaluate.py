@@ -24,9 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli import _model_io as io_
 from prelens.cli._runtime import Formatter
 from prelens.train import evaluate, predict
 
@@ -40,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--label-column", type=int, default=-1, help="which CSV column holds the labels (0 is the first, -1 the last)"
     )
     parser.add_argument(
-        "--loss", choices=io_.LOSSES, default=None, help="the loss to report (default: the one the model file names)"
+        "--loss", choices=C.LOSSES, default=None, help="the loss to report (default: the one the model file names)"
     )
     parser.add_argument("--batch-size", type=int, default=1024, help="rows run at once (bounds the memory)")
 
@@ -48,16 +46,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print the report; 0 on success, 2 for a mistake in the arguments or the files."""
     try:
-        io_.readable_file("MODEL", args.model)
-        io_.readable_file("DATA", args.data, (".csv", ".npz"))
-        io_.at_least("--batch-size", args.batch_size, 1)
-        model = io_.load(args.model)
-        names = io_.classes(model)
+        C.readable_file("MODEL", args.model)
+        C.readable_file("DATA", args.data, (".csv", ".npz"))
+        C.at_least("prelens evaluate", "--batch-size", args.batch_size)
+        model = C.load(args.model)
+        names = C.classes(model)
         x, y = read_data(args.data, args.label_column, model, names)
         loss_name = args.loss or model.metadata.get("loss")
-        loss = io_.loss_lens(loss_name) if isinstance(loss_name, str) else None
+        loss = C.loss_lens(loss_name) if isinstance(loss_name, str) else None
         report = measure(model, x, y, loss, args.batch_size)
-    except (io_.UsageError, E.PrelensError) as err:
+    except C.MISTAKES as err:
         return C.fail(err, "prelens evaluate")
     print(f"model {model.lens!r} ({args.model})")
     print(f"data {args.data}: {len(x)} examples")
@@ -74,20 +72,20 @@ def run(args: argparse.Namespace) -> int:
 def read_data(path: str, label_column: int, model: Any, names: list[str] | None) -> tuple[Any, Any]:
     """``(x, y)`` from a .npz (arrays x and y) or a .csv (features and one label column)."""
     if os.path.splitext(path)[1].lower() == ".npz":
-        arrays = io_.read_npz("DATA", path, ("x", "y"))
-        x = io_.as_model_input("DATA", path, arrays["x"], model)
+        arrays = C.read_npz("DATA", path, ("x", "y"))
+        x = C.as_model_input("DATA", path, arrays["x"], model)
         y = arrays["y"]
         if y.dtype.kind not in "biuf" or len(y) != len(x):
-            raise io_.UsageError(f"DATA {path!r}: y must hold one label (row) of numbers per example of x")
+            raise C.UsageError(f"DATA {path!r}: y must hold one label (row) of numbers per example of x")
         return x, y
-    _, rows = io_.read_table("DATA", path)
+    _, rows = C.read_table("DATA", path)
     width = len(rows[0])
     if not -width <= label_column < width or width < 2:
-        raise io_.UsageError(f"--label-column {label_column}: DATA {path!r} has {width} columns")
+        raise C.UsageError(f"--label-column {label_column}: DATA {path!r} has {width} columns")
     col = label_column % width
     labels = [row[col] for row in rows]
     features = [row[:col] + row[col + 1 :] for row in rows]
-    x = io_.as_model_input("DATA", path, io_.numbers("DATA", path, features, io_.input_dtype(model)), model)
+    x = C.as_model_input("DATA", path, C.numbers("DATA", path, features, C.input_dtype(model)), model)
     return x, class_indices(path, labels, names)
 
 
@@ -103,9 +101,9 @@ def class_indices(path: str, labels: list[str], names: list[str] | None) -> npt.
             value = int(label)
         except ValueError:
             known = f" (the classes are {', '.join(names)})" if names else ""
-            raise io_.UsageError(f"DATA {path!r}: row {i + 1}: unknown label {label!r}{known}") from None
+            raise C.UsageError(f"DATA {path!r}: row {i + 1}: unknown label {label!r}{known}") from None
         if value < 0 or (names is not None and value >= len(names)):
-            raise io_.UsageError(f"DATA {path!r}: row {i + 1}: class index {value} out of range")
+            raise C.UsageError(f"DATA {path!r}: row {i + 1}: class index {value} out of range")
         out[i] = value
     return out
 

@@ -25,18 +25,14 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli import _model_io as io_
+from prelens.cli._runtime import Formatter
 from prelens.datasets.sequences import CharVocab, SequenceTask
 from prelens.nn import generate
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's line breaks; show defaults."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens generate``."""
-    parser.formatter_class = _Formatter
+    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a language model file (prelens train transformer --save)")
     parser.add_argument("--prompt", required=True, help="the text (or the task's symbols) to continue")
     parser.add_argument(
@@ -54,13 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Generate and print; 0 on success, 2 for a mistake in the arguments or the files."""
     try:
-        io_.readable_file("MODEL", args.model)
-        io_.at_least("--steps", args.steps, 1)
-        io_.finite_at_least("--temperature", args.temperature, 0.0)
-        io_.at_least("--seed", args.seed, 0)
-        model = io_.load(args.model)
+        C.readable_file("MODEL", args.model)
+        C.at_least("prelens generate", "--steps", args.steps)
+        C.non_negative_real("prelens generate", "--temperature", args.temperature)
+        C.at_least("prelens generate", "--seed", args.seed, 0)
+        model = C.load(args.model)
         text = continue_prompt(model, args.prompt, args.steps, args.temperature, args.seed)
-    except (io_.UsageError, E.PrelensError) as err:
+    except C.MISTAKES as err:
         return C.fail(err, "prelens generate")
     print(text)
     return 0
@@ -70,58 +66,39 @@ def vocabulary(model: Any) -> CharVocab | SequenceTask:
     """The vocabulary a language model file carries in its metadata."""
     vocab = model.metadata.get("vocabulary")
     if model.metadata.get("kind") != "language_model" or not isinstance(vocab, dict):
-        raise io_.UsageError(
-            "MODEL is not a language model file with its vocabulary (prelens train transformer --save)"
-        )
+        raise C.UsageError("MODEL is not a language model file with its vocabulary (prelens train transformer --save)")
     try:
         if "chars" in vocab:
             return CharVocab(vocab["chars"])
         return SequenceTask(vocab["task"], vocab["length"], vocab["symbols"])
     except (KeyError, E.PrelensError) as err:
-        raise io_.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
-
-
-def context(model: Any) -> int | None:
-    """The longest sequence the model reads (its metadata's ``context``)."""
-    n = model.metadata.get("context")
-    return n if type(n) is int and n >= 1 else None
+        raise C.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
 
 
 def continue_prompt(model: Any, prompt: str, steps: int | None, temperature: float | None, seed: int) -> str:
     """What ``prelens generate`` prints (the same as :func:`prelens.nn.generate` on the same model and prompt)."""
     vocab = vocabulary(model)
     if isinstance(vocab, CharVocab):
-        ids = encode_text(vocab, prompt)
-        out = generate(
-            model.lens,
-            model.params,
-            ids[None],
-            steps or 200,
-            max_len=context(model),
-            temperature=0.5 if temperature is None else temperature,
-            rng=seed,
-        )
+        prompts, steps, default_t = encode_text(vocab, prompt)[None], steps or 200, 0.5
+    else:
+        prompts, steps, default_t = vocab.prompts(task_symbols(vocab, prompt)[None]), steps or vocab.length, 0.0
+    n = model.metadata.get("context")  # the longest sequence the model reads
+    temperature = default_t if temperature is None else temperature
+    max_len = n if type(n) is int and n >= 1 else None
+    out = generate(model.lens, model.params, prompts, steps, max_len=max_len, temperature=temperature, rng=seed)
+    if isinstance(vocab, CharVocab):
         return vocab.decode(out[0])
-    prompts = vocab.prompts(task_symbols(vocab, prompt)[None])
-    answer = generate(
-        model.lens,
-        model.params,
-        prompts,
-        steps or vocab.length,
-        max_len=context(model),
-        temperature=0.0 if temperature is None else temperature,
-        rng=seed,
-    )[0, prompts.shape[1] :]
+    answer = out[0, prompts.shape[1] :]
     return " ".join(str(int(a)) if a < vocab.n_symbols else ("[BOS]" if a == vocab.bos else "[SEP]") for a in answer)
 
 
 def encode_text(vocab: CharVocab, prompt: str) -> npt.NDArray[np.int64]:
     """The ids of ``prompt``; a character outside the vocabulary is named, with the vocabulary."""
     if not prompt:
-        raise io_.UsageError("--prompt must not be empty")
+        raise C.UsageError("--prompt must not be empty")
     unknown = sorted({c for c in prompt if c not in vocab.chars})
     if unknown:
-        raise io_.UsageError(f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}")
+        raise C.UsageError(f"--prompt: {', '.join(map(repr, unknown))} not in the model's vocabulary {vocab.chars!r}")
     return vocab.encode(prompt)
 
 
@@ -132,7 +109,7 @@ def task_symbols(task: SequenceTask, prompt: str) -> npt.NDArray[np.int64]:
     try:
         symbols = [int(p) for p in parts]
     except ValueError:
-        raise io_.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
+        raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
     if len(symbols) != task.length or any(not 0 <= s < task.n_symbols for s in symbols):
-        raise io_.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
+        raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
     return np.array(symbols, dtype=np.int64)

@@ -30,7 +30,6 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli import _model_io as io_
 from prelens.cli._runtime import Formatter
 from prelens.train import predict
 
@@ -60,23 +59,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Predict; 0 on success, 2 for a mistake in the arguments or the files."""
     try:
-        io_.readable_file("MODEL", args.model)
-        io_.readable_file("INPUT", args.input, (".csv", ".npy"))
+        C.readable_file("MODEL", args.model)
+        C.readable_file("INPUT", args.input, (".csv", ".npy"))
         if args.output is not None:
-            io_.writable_file("--output", args.output, (".csv", ".npy"))
-        io_.at_least("--batch-size", args.batch_size, 1)
-        model = io_.load(args.model)
-        names = io_.classes(model)
+            C.writable_file("--output", args.output, (".csv", ".npy"))
+        C.at_least("prelens predict", "--batch-size", args.batch_size)
+        model = C.load(args.model)
+        names = C.classes(model)
         what = args.outputs if args.outputs != "auto" else ("label" if names else "raw")
         if what != "raw" and names is None:
-            raise io_.UsageError(f"--outputs {what} needs a classifier (a model file whose metadata names its classes)")
+            raise C.UsageError(f"--outputs {what} needs a classifier (a model file whose metadata names its classes)")
         x = read_input("INPUT", args.input, model)
         out = predict(model.lens, model.params, x, batch_size=args.batch_size)
         result, header = shape_result(out, what, names)
         if what == "label" and names is not None and not (args.output or "").lower().endswith(".npy"):
             result = np.array(names)[result]  # class names in a table, class indices in an array
         write(args.output, result, header)
-    except (io_.UsageError, E.PrelensError) as err:
+    except C.MISTAKES as err:
         return C.fail(err, "prelens predict")
     if args.output is not None:
         print(f"wrote {len(result)} rows ({what}) to {args.output}")
@@ -86,14 +85,14 @@ def run(args: argparse.Namespace) -> int:
 def read_input(flag: str, path: str, model: Any) -> npt.NDArray[Any]:
     """The examples in ``path`` (.npy or .csv) as the model takes them."""
     if os.path.splitext(path)[1].lower() == ".npy":
-        x = io_.read_npy(flag, path)
+        x = C.read_npy(flag, path)
     else:
-        _, rows = io_.read_table(flag, path)
+        _, rows = C.read_table(flag, path)
         try:
-            x = io_.numbers(flag, path, rows, io_.input_dtype(model))
-        except io_.UsageError as err:  # labelled data, most likely
-            raise io_.UsageError(f"{err} (predict reads inputs only; labelled data: prelens evaluate)") from None
-    return io_.as_model_input(flag, path, x, model)
+            x = C.numbers(flag, path, rows, C.input_dtype(model))
+        except C.UsageError as err:  # labelled data, most likely
+            raise C.UsageError(f"{err} (predict reads inputs only; labelled data: prelens evaluate)") from None
+    return C.as_model_input(flag, path, x, model)
 
 
 def probabilities(logits: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -110,12 +109,12 @@ def probabilities(logits: npt.NDArray[Any]) -> npt.NDArray[Any]:
 def shape_result(out: Any, what: str, names: list[str] | None) -> tuple[npt.NDArray[Any], list[str]]:
     """The array to write for ``what`` and its CSV header."""
     if not isinstance(out, np.ndarray) or out.dtype.kind not in "biuf":
-        raise io_.UsageError(f"the model's output is {E.describe_tree(out)}, not an array of numbers")
+        raise C.UsageError(f"the model's output is {E.describe_tree(out)}, not an array of numbers")
     if what == "raw":
         width = out.shape[-1] if out.ndim >= 2 else 1
         return out, [f"output_{j}" for j in range(width)]
     if names is None or out.ndim != 2 or out.shape[1] != len(names):
-        raise io_.UsageError(f"the model's output {E.describe(out)} does not have one column per class")
+        raise C.UsageError(f"the model's output {E.describe(out)} does not have one column per class")
     if what == "proba":
         return probabilities(out), list(names)
     return np.argmax(out, axis=1), ["label"]
@@ -127,19 +126,14 @@ def write(path: str | None, result: npt.NDArray[Any], header: list[str]) -> None
         np.save(path, result, allow_pickle=False)
         return
     if result.ndim > 2:
-        raise io_.UsageError(f"outputs of shape {result.shape} do not fit a CSV table: write them to a .npy file")
+        raise C.UsageError(f"outputs of shape {result.shape} do not fit a CSV table: write them to a .npy file")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    rows = result.reshape(len(result), -1)
-    for row in rows:
-        writer.writerow([_cell(v) for v in row])
+    for row in result.reshape(len(result), -1):
+        writer.writerow([repr(float(v)) if isinstance(v, np.floating) else str(v) for v in row])
     if path is None:
         sys.stdout.write(buf.getvalue())
     else:
         with open(path, "w", encoding="utf-8", newline="") as f:
             f.write(buf.getvalue())
-
-
-def _cell(v: Any) -> str:
-    return repr(float(v)) if isinstance(v, np.floating) else str(v)

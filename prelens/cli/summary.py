@@ -19,9 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli import _model_io as io_
 from prelens.cli._runtime import Formatter
 from prelens.show._summary import summary
 
@@ -42,18 +40,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the summary (and draw the diagram); 0 on success, 2 for a mistake in the arguments or the files."""
     try:
-        io_.readable_file("MODEL", args.model)
-        shape = io_.shape_flag("--input-shape", args.input_shape)
-        io_.at_least("--depth", args.depth, 0)
+        C.readable_file("MODEL", args.model)
+        shape = C.shape_flag("--input-shape", args.input_shape)
+        C.at_least("prelens summary", "--depth", args.depth, 0)
         if args.diagram is not None:
-            io_.writable_file("--diagram", args.diagram, IMAGES)
-            _need_matplotlib()
-        model = io_.load(args.model)
+            C.writable_file("--diagram", args.diagram, IMAGES)
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise C.UsageError("--diagram needs matplotlib: pip install 'prelens[plot]'") from None
+        model = C.load(args.model)
         example, dtype = example_input(model, shape)
         table = summary(model.lens, example, params=model.params, dtype=dtype, depth=args.depth)
         if args.diagram is not None:
             draw(model, example, dtype, args.depth, args.diagram)
-    except (io_.UsageError, E.PrelensError) as err:
+    except C.MISTAKES as err:
         return C.fail(err, "prelens summary")
     print(f"model file {args.model}")
     for key, value in model.metadata.items():
@@ -66,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
 
 def example_input(model: Any, shape: tuple[int, ...] | None) -> tuple[Any, np.dtype[Any]]:
     """An example input for the table: a shape (random floats) or, for token ids, zeros."""
-    dtype = io_.input_dtype(model)
+    dtype = C.input_dtype(model)
     if shape is None:
-        one = io_.input_shape(model)
+        one = C.input_shape(model)
         if one is None:
-            raise io_.UsageError("the model file does not say what its input is: pass --input-shape, e.g. 1,4")
+            raise C.UsageError("the model file does not say what its input is: pass --input-shape, e.g. 1,4")
         shape = (1, *one)
     if dtype.kind in "iu":
         return np.zeros(shape, dtype=dtype), np.dtype(np.float64)
@@ -89,13 +90,6 @@ def draw(model: Any, example: Any, dtype: np.dtype[Any], depth: int | None, path
     ax = draw_diagram(model.lens, example, params=model.params, dtype=dtype, depth=depth)
     ax.figure.savefig(path, bbox_inches="tight", dpi=150)
     plt.close(ax.figure)
-
-
-def _need_matplotlib() -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise io_.UsageError("--diagram needs matplotlib: pip install 'prelens[plot]'") from None
 
 
 def _short(value: Any, limit: int = 100) -> str:

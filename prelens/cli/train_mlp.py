@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import Any
 
@@ -109,8 +108,7 @@ COMMAND = "prelens train mlp"
 def check(args: argparse.Namespace) -> None:
     """Every flag's range, and that ``--save`` can be written, before any work (an ``ArgumentError`` if not)."""
     C.non_negative_real(COMMAND, "--test-fraction", args.test_fraction, high=1.0)
-    if args.samples is not None:
-        C.at_least(COMMAND, "--samples", args.samples)
+    C.at_least(COMMAND, "--samples", args.samples)
     for width in args.hidden:
         C.at_least(COMMAND, "--hidden", width)
     C.at_least(COMMAND, "--epochs", args.epochs)
@@ -118,10 +116,9 @@ def check(args: argparse.Namespace) -> None:
     C.positive_real(COMMAND, "--lr", args.lr)
     C.non_negative_real(COMMAND, "--momentum", args.momentum, high=1.0)
     C.at_least(COMMAND, "--seed", args.seed, 0)
-    if args.checkpoint_every is not None:
-        C.at_least(COMMAND, "--checkpoint-every", args.checkpoint_every)
-        if args.save is None:
-            raise E.flag_needs(COMMAND, "--checkpoint-every", "--save PATH")
+    C.at_least(COMMAND, "--checkpoint-every", args.checkpoint_every)
+    if args.checkpoint_every is not None and args.save is None:
+        raise E.flag_needs(COMMAND, "--checkpoint-every", "--save PATH")
     C.writable(COMMAND, "--save", args.save)
     if args.checkpoint_every is not None:
         C.writable(COMMAND, "--checkpoint-every", checkpoint_path(args.save))
@@ -166,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
                 checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
             )
     except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        C.fail(err, COMMAND)
         last = getattr(err, "history", None)  # the last good state rides on the error
         if last is not None:
             _save(args, getattr(err, "params", None), split, model, last.epochs)
@@ -183,15 +180,11 @@ def run(args: argparse.Namespace) -> int:
         test_loss = evaluate(model, softmax_cross_entropy, params, x_test, split.y_test)
         test_acc = accuracy(model, params, x_test, split.y_test)
         print(f"held-out loss    {test_loss:.4g}   held-out accuracy {test_acc:.2%} ({len(split.y_test)} rows)")
-    if saved:
-        print(f"saved the model to {args.save} (prelens predict/evaluate/summary, prelens.load_model)")
-    return 0 if saved is not False else 1
+    return C.finish(saved, args.save, "prelens predict/evaluate/summary")
 
 
 def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs: int) -> bool | None:
-    """Write the model file ``--save``: True if saved, None if not asked to, False (and one line) if it failed."""
-    if args.save is None:
-        return None
+    """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`)."""
     meta = {
         "model": repr(model),
         "dataset": args.dataset,
@@ -204,15 +197,11 @@ def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs:
         "epochs": epochs,
     }
     dtype = np.float32 if args.float32 else np.float64
-    try:
-        raw = None if args.raw_features else _raw_training_rows(args)
+
+    def save() -> None:
+        raw = None
+        if not args.raw_features:  # the rows before standardisation (the same seeded split): their statistics
+            raw = load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples).x_train
         save_classifier(args.save, model, params, split, dtype, meta, raw_train=raw)
-    except E.PrelensError as err:
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
-        return False
-    return True
 
-
-def _raw_training_rows(args: argparse.Namespace) -> Any:
-    """The training rows before standardisation (the same seeded split): their statistics go into the file."""
-    return load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples).x_train
+    return C.saved(COMMAND, args.save, save)

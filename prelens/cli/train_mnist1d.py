@@ -13,7 +13,7 @@ Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
 each step into one XLA program (the "jax" extra); auto takes it where it pays.
 
 --save PATH writes a model file for "prelens predict", "evaluate" and "summary",
-or prelens.load_model. The paper's whole table: python -m prelens.bench.mnist1d.
+or prelens.load_model. The paper's whole table: python -m prelens_bench.mnist1d.
 
 Examples:
   prelens train mnist1d --model cnn --save cnn.prelens
@@ -31,7 +31,11 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.bench.mnist1d import (
+from prelens.cli import _checks as C
+from prelens.cli._runtime import BACKENDS, Formatter, add_runtime_arguments, backend, training_runtime
+from prelens.datasets import Split, load_mnist1d
+from prelens.io._train_metadata import save_classifier
+from prelens.train._mnist1d import (
     BATCH_SIZE,
     LEARNING_RATE,
     MNIST1D_MODELS,
@@ -41,10 +45,6 @@ from prelens.bench.mnist1d import (
     takes_channel,
     train_mnist1d,
 )
-from prelens.cli import _checks as C
-from prelens.cli._runtime import BACKENDS, Formatter, add_runtime_arguments, backend, training_runtime
-from prelens.datasets import Split, load_mnist1d
-from prelens.io._train_metadata import save_classifier
 
 __all__ = ["add_arguments", "run"]
 
@@ -134,15 +134,11 @@ def run(args: argparse.Namespace) -> int:
         f"test accuracy  {result.test_accuracy:.2%} ({len(split.y_test)} series); "
         f"the paper: {PAPER_ACCURACY[args.model]:.0f}%"
     )
-    if saved:
-        print(f"saved the model to {args.save} (prelens predict/evaluate/summary, prelens.load_model)")
-    return 0 if saved is not False else 1
+    return C.finish(saved, args.save, "prelens predict/evaluate/summary")
 
 
 def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype: Any) -> bool | None:
-    """Write the model file ``--save``: True if saved, None if not asked to, False (and one line) if it failed."""
-    if args.save is None:
-        return None
+    """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`)."""
     meta = {
         "model": repr(model),
         "dataset": "mnist1d",
@@ -151,9 +147,7 @@ def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype
         "steps": args.steps,
         "backend": backend(args),
     }
-    try:
-        save_classifier(args.save, model, params, split, dtype, meta, shape=tuple(split.x_train.shape[1:]))
-    except E.PrelensError as err:
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
-        return False
-    return True
+    shape = tuple(split.x_train.shape[1:])
+    return C.saved(
+        COMMAND, args.save, lambda: save_classifier(args.save, model, params, split, dtype, meta, shape=shape)
+    )

@@ -22,7 +22,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import Any
 
@@ -214,10 +213,10 @@ def run(args: argparse.Namespace) -> int:
                 backend=backend(args),
             )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        C.fail(err, COMMAND)
         return 1
     seconds = time.perf_counter() - started
-    saved = _save(args, model, params, history.steps)  # first: a Ctrl-C while reporting loses nothing
+    saved = _save(args, model, params, history.steps, extra, opts["block"])  # first: a Ctrl-C later loses nothing
     if history.interrupted:
         print(f"interrupted after {history.steps} steps: reporting the parameters so far")
     print(f"trained {history.steps} step{'' if history.steps == 1 else 's'} in {seconds:.1f} s")
@@ -229,31 +228,18 @@ def run(args: argparse.Namespace) -> int:
         _report_text(args, model, params, extra, opts)
     else:
         _report_task(model, params, extra, x_test, y_test)
-    if saved:
-        print(f"saved the model to {args.save} (prelens generate/evaluate/summary, prelens.load_model)")
-    return 0 if saved is not False else 1
+    return C.finish(saved, args.save, "prelens generate/evaluate/summary")
 
 
-def _save(args: argparse.Namespace, model: Any, params: Any, steps: int) -> bool | None:
-    """Save to ``--save``: True if saved, None if not asked to, False (and one line on stderr) if it failed."""
-    if args.save is None:
-        return None
-    vocabulary, context = _vocabulary(args)
+def _save(args: argparse.Namespace, model: Any, params: Any, steps: int, vocab: Any, block: int) -> bool | None:
+    """Write the model file ``--save`` with the vocabulary and the context length (see ``_checks.saved``)."""
+    vocabulary: dict[str, Any]
+    if isinstance(vocab, CharVocab):
+        vocabulary, context = {"chars": vocab.chars}, block
+    else:
+        vocabulary, context = {"task": vocab.name, "length": vocab.length, "symbols": vocab.n_symbols}, vocab.seq_len
     meta = {"model": repr(model), "task": args.task, "steps": steps, "seed": args.seed}
-    try:
-        save_language_model(args.save, model, params, vocabulary, context, meta)
-    except E.PrelensError as err:
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
-        return False
-    return True
-
-
-def _vocabulary(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    """What a model file needs to read and write tokens: the vocabulary, and the context length."""
-    if args.task == "text":
-        return {"chars": CharVocab.from_text(load_text(args.text)).chars}, int(_resolve(args)["block"])
-    task = SequenceTask(args.task, args.length, args.symbols)
-    return {"task": task.name, "length": task.length, "symbols": task.n_symbols}, task.seq_len
+    return C.saved(COMMAND, args.save, lambda: save_language_model(args.save, model, params, vocabulary, context, meta))
 
 
 def _task_setup(args: argparse.Namespace, opts: dict[str, Any], dtype: Any) -> tuple[Any, Any, Any]:
@@ -284,17 +270,8 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 def _model(args: argparse.Namespace, vocab: int, max_len: int, dtype: Any) -> Any:
-    return decoder_lm(
-        vocab,
-        args.d_model,
-        args.heads,
-        args.d_ff,
-        args.layers,
-        max_len,
-        norm=args.norm,
-        positional=args.positional,
-        dtype=dtype,
-    )
+    sizes = (vocab, args.d_model, args.heads, args.d_ff, args.layers, max_len)
+    return decoder_lm(*sizes, norm=args.norm, positional=args.positional, dtype=dtype)
 
 
 def _report_task(model: Any, params: Any, task: SequenceTask, x_test: Any, y_test: Any) -> None:

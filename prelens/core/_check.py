@@ -63,31 +63,89 @@ class _LikeOutput:
 LIKE_OUTPUT: Any = _LikeOutput()
 
 
+@dataclass(frozen=True)
+class Same:
+    """A name for a dtype or a run of axes that is the same wherever it stands in one lens's declaration.
+
+    In :class:`Arr`'s dtype slot it is any dtype of ``kind`` (``"f"`` float, ``"iu"``
+    integer); in its first axis slot it is any number of leading axes, like ``...``.
+    Within one lens's parameters and input (or its residue) every ``Same`` of a
+    name then stands for one value: arrays sharing a dtype name have one dtype,
+    arrays sharing an axes name the same leading axes, and arrays sharing any name
+    one library (``data=True``: in this slot a numpy array fits too, data that the
+    lens moves to that library itself).
+    A loss whose ground truth is shaped and typed as its input declares
+    ``Arr(Same("T"), Same("B"))`` for both; integer labels of float logits
+    ``(..., classes)`` are ``Arr(Same("I", "iu"), Same("B"))`` beside
+    ``Arr(Same("T"), Same("B"), "classes")``. The input binds the names first, so a
+    misfit is reported in the parameters. Compiled into the per-call test like
+    the rest. Names are scoped to one lens: a composite's derived patterns leave
+    a pattern with names to the part that declared it, which checks it on its call.
+
+    >>> T, B = Same("T"), Same("B")
+    >>> e = Expects(params=Arr(T, B), input=Arr(T, B), params_name="ground truth")
+    >>> inputs_misfit(e, np.zeros((2, 3), np.float32), np.zeros((2, 3)))
+    DTypeError('ground truth: expected f64[2,3] (dtype and shape of the input), got f32[2,3]')
+    >>> inputs_misfit(e, np.zeros((3, 2)), np.zeros((2, 3)))
+    ShapeError('ground truth: expected f64[2,3] (dtype and shape of the input), got f64[3,2]')
+    """
+
+    name: str
+    kind: str = "f"
+    data: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"Same: a name must be an identifier, got {self.name!r}")
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Binds(dict[str, tuple[Any, tuple[int, ...], str]]):
+    """What the :class:`Same` names of one lens's declaration stand for in one call: name -> (the array that bound
+    it, its leading axes there, where)."""
+
+    what = ""
+
+
 @dataclass(frozen=True, init=False)
 class Arr:
     """An array pattern: ``Arr(np.float64, ..., 784)`` is any float64 array whose last axis is 784.
 
-    ``dtype`` is a numpy dtype (arrays of other libraries match by the dtype's name), or
-    ``None`` for any float dtype. Each axis is an ``int``, ``None`` (any length), or
-    ``...`` (first only: any number of leading axes).
+    ``dtype`` is a numpy dtype (arrays of other libraries match by the dtype's name),
+    ``None`` for any float dtype, or a :class:`Same`. Each axis is an ``int``, ``None``
+    (any length), a ``str`` (any length, shown by that name), or ``...`` or a :class:`Same`
+    (first only: any number of leading axes).
 
-    >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...)
-    (f32[...,10], float[3], a float array)
+    >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...), Arr(Same("I", "iu"), Same("B"), "classes")
+    (f32[...,10], float[3], a float array, int[...,classes])
     """
 
-    dtype: np.dtype[Any] | None
+    dtype: np.dtype[Any] | Same | None
     axes: tuple[Any, ...]
 
     def __init__(self, dtype: Any, *axes: Any) -> None:
-        object.__setattr__(self, "dtype", None if dtype is None else np.dtype(dtype))
+        object.__setattr__(self, "dtype", dtype if dtype is None or isinstance(dtype, Same) else np.dtype(dtype))
         object.__setattr__(self, "axes", axes)
 
     def __repr__(self) -> str:
-        if self.dtype is None and self.axes == (...,):
-            return "a float array"
-        kind = "float" if self.dtype is None else E.dtype_name(self.dtype)
-        axes = ",".join("..." if a is ... else "*" if a is None else str(a) for a in self.axes)
-        return f"{kind}[{axes}]"
+        kind = _kind_str(self.dtype)
+        axes = ",".join(_axis_str(a) for a in self.axes)
+        return "a float array" if kind == "float" and axes == "..." else f"{kind}[{axes}]"
+
+
+def _kind_str(dt: Any) -> str:
+    """A pattern's dtype as messages show it: ``f64``; ``float`` or ``int`` for any of that kind."""
+    if dt is None or (isinstance(dt, Same) and dt.kind == "f"):
+        return "float"
+    if isinstance(dt, Same):
+        return "int" if dt.kind == "iu" else f"{dt.kind!r}-kind"
+    return E.dtype_name(dt)
+
+
+def _axis_str(a: Any) -> str:
+    return "..." if a is ... or isinstance(a, Same) else "*" if a is None else str(a)
 
 
 @dataclass(frozen=True)
@@ -96,7 +154,9 @@ class Like:
 
     ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (a tuple of
     ints) and of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t``
-    (any library) when it is a numpy dtype, of any float dtype when it is None. A
+    (any library) when it is a numpy dtype, of any float dtype when it is None;
+    ``shape`` may start with ``...`` (any leading axes), for a residue that knows
+    only the last ones (a causal mask's ``(T_q, T_k)`` pattern). A
     dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
     ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the
     delta of an output that the next lens takes as data). Checked on every ``bwd``
@@ -131,22 +191,37 @@ class Expects:
     backward pass of the trace), :class:`Like` that it fit what the residue says (checked
     on every call). ``residue`` is the pattern of the residue ``bwd`` reads.
 
+    ``params_name`` and ``input_name`` are what errors call the parameters and the
+    input (a loss's parameter is its ground truth, or labels):
+
     >>> Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3), delta=LIKE_OUTPUT)
     Expects(params=f64[3,2], input=f64[...,3], delta=LIKE_OUTPUT, residue=ANY)
+    >>> e = Expects(params=Arr(np.int64, 2), input=Arr(None, 2, 3), params_name="labels", input_name="logits")
+    >>> inputs_misfit(e, np.zeros(2), np.zeros((2, 3)))
+    DTypeError('labels: expected i64[2], got f64[2]')
     """
 
     params: Any = ANY
     input: Any = ANY
     delta: Any = ANY
     residue: Any = ANY
+    params_name: str = field(default="parameters", repr=False)
+    input_name: str = field(default="input", repr=False)
 
 
 NOTHING = Expects()
 
 
-def misfit(pattern: Any, x: Any, what: str) -> E.PrelensError | None:
-    """The error for the first place where ``x`` does not fit ``pattern`` (``what`` names ``x``), or None."""
-    found = _first_misfit(pattern, x, "")
+def misfit(pattern: Any, x: Any, what: str, binds: _Binds | None = None) -> E.PrelensError | None:
+    """The error for the first place where ``x`` does not fit ``pattern`` (``what`` names ``x``), or None.
+
+    ``binds``: what the :class:`Same` names stand for so far (bound here where they are new);
+    without it (a composite's derived pattern) an array pattern with names fits anything: the part
+    that declared it checks it on its own call, with its ties and its names for what it is given.
+    """
+    if binds is not None:
+        binds.what = what
+    found = _first_misfit(pattern, x, "", binds)
     if found is None:
         return None
     path, expected, got, cls = found
@@ -154,11 +229,32 @@ def misfit(pattern: Any, x: Any, what: str) -> E.PrelensError | None:
     return cls(f"{where}: expected {expected}, got {got}")
 
 
-def _first_misfit(pattern: Any, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
+def inputs_misfit(expects: Expects, p: Any, s: Any, ties: bool = True) -> E.PrelensError | None:
+    """The error for parameters ``p`` or an input ``s`` that do not fit ``expects``, or None.
+
+    The parameters are walked first, unless :class:`Same` ties them to the input (``ties``: a
+    leaf's declaration): then the input binds the names and a misfit is the parameters'.
+    """
+    pn, sn = expects.params_name, expects.input_name
+    if ties and _has_same((expects.params, expects.input)):
+        binds = _Binds()
+        return misfit(expects.input, s, sn, binds) or misfit(expects.params, p, pn, binds)
+    return misfit(expects.params, p, pn) or misfit(expects.input, s, sn)
+
+
+def _has_same(pattern: Any) -> bool:
+    if isinstance(pattern, Arr):
+        return isinstance(pattern.dtype, Same) or any(isinstance(a, Same) for a in pattern.axes)
+    return isinstance(pattern, (tuple, list)) and any(_has_same(kid) for kid in pattern)
+
+
+def _first_misfit(
+    pattern: Any, x: Any, path: str, binds: _Binds | None = None
+) -> tuple[str, str, str, type[E.PrelensError]] | None:
     if pattern is ANY or pattern is LIKE_OUTPUT or isinstance(pattern, Like):
         return None
     if isinstance(pattern, Arr):
-        return _array_misfit(pattern, x, path)
+        return _array_misfit(pattern, x, path, binds)
     if isinstance(pattern, (tuple, list)):
         named = hasattr(pattern, "_fields")
         if named:  # a plain tuple fits a named tuple's pattern (lenses accept both)
@@ -172,7 +268,7 @@ def _first_misfit(pattern: Any, x: Any, path: str) -> tuple[str, str, str, type[
         fields = getattr(pattern, "_fields", ())
         segments = [f".{f}" for f in fields] if named else [f"[{i}]" for i in range(len(pattern))]
         for seg, p, v in zip(segments, pattern, x):
-            found = _first_misfit(p, v, path + seg)
+            found = _first_misfit(p, v, path + seg, binds)
             if found is not None:
                 return found
         return None
@@ -185,22 +281,82 @@ def _node(pattern: Any) -> str:
     return E.describe(pattern)
 
 
-def _array_misfit(pattern: Arr, x: Any, path: str) -> tuple[str, str, str, type[E.PrelensError]] | None:
+def _array_misfit(
+    pattern: Arr, x: Any, path: str, binds: _Binds | None = None
+) -> tuple[str, str, str, type[E.PrelensError]] | None:
+    dt, axes = pattern.dtype, pattern.axes
+    tied = isinstance(dt, Same) or (axes[:1] != () and isinstance(axes[0], Same))
+    if tied and binds is None:
+        return None  # a part's pattern in a composite's: that part checks it
     if not _is_array(x):
-        shown = repr(pattern)
+        shown = _bound_repr(pattern, binds or {})
         return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
-    if pattern.dtype is None:
+    got = tuple(x.shape)
+    lead = axes[:1] == (...,) or (axes[:1] != () and isinstance(axes[0], Same))
+    fixed = axes[1:] if lead else axes
+    if lead and len(got) >= len(fixed):
+        run = got[: len(got) - len(fixed)]
+        fits = _axes_fit(fixed, got[len(run) :])
+    else:
+        run, fits = (), not lead and len(got) == len(axes) and _axes_fit(axes, got)
+    if binds is not None and tied:
+        return _tied_misfit(pattern, x, path, binds, run, fits)
+    if dt is None:
         if _dtype_name(x.dtype)[0] != "f":
             return path, repr(pattern), E.describe(x), E.DTypeError
-    elif _dtype_name(x.dtype) != _dtype_name(pattern.dtype):
+    elif _dtype_name(x.dtype) != _dtype_name(dt):
         return path, repr(pattern), E.describe(x), E.DTypeError
-    axes, got = pattern.axes, tuple(x.shape)
-    if axes[:1] == (...,):
-        fixed = axes[1:]
-        fits = len(got) >= len(fixed) and _axes_fit(fixed, got[len(got) - len(fixed) :])
-    else:
-        fits = len(got) == len(axes) and _axes_fit(axes, got)
     return None if fits else (path, repr(pattern), E.describe(x), E.ShapeError)
+
+
+def _tied_misfit(
+    pattern: Arr, x: Any, path: str, binds: _Binds, run: tuple[int, ...], fits: bool
+) -> tuple[str, str, str, type[E.PrelensError]] | None:
+    """:func:`_array_misfit` of a pattern with :class:`Same` names: each is bound at its first array, then compared."""
+    dt, axes = pattern.dtype, pattern.axes
+    lead = axes[0] if axes and isinstance(axes[0], Same) else None
+    named = [s for s in (dt, lead) if isinstance(s, Same)]
+    bound = {s.name: binds[s.name] for s in named if s.name in binds}
+    for s in named:  # arrays that share a name are of one library (numpy too, where they are data)
+        first = bound[s.name][0] if s.name in bound else None
+        if first is not None and not same_library(x, first) and not (s.data and type(x) is np.ndarray):
+            lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
+            return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
+    if isinstance(dt, Same):
+        dtype_ok = dtype_kind(x.dtype) in dt.kind
+        if dt.name in bound:
+            dtype_ok = _dtype_name(x.dtype) == _dtype_name(bound[dt.name][0].dtype)
+    else:
+        dtype_ok = _dtype_name(x.dtype)[0] == "f" if dt is None else _dtype_name(x.dtype) == _dtype_name(dt)
+    if not dtype_ok:
+        return path, _bound_repr(pattern, bound), E.describe(x), E.DTypeError
+    if not fits or (lead is not None and lead.name in bound and run != bound[lead.name][1]):
+        return path, _bound_repr(pattern, bound), E.describe(x), E.ShapeError
+    where = binds.what + (f" at {path}" if path else "")
+    for s in named:
+        binds.setdefault(s.name, (x, run, where))
+    return None
+
+
+def _bound_repr(pattern: Arr, bound: dict[str, tuple[Any, tuple[int, ...], str]], lib: str = "") -> str:
+    """``pattern`` with its bound :class:`Same` names replaced by what they stand for, and where they were bound."""
+    dt, axes = pattern.dtype, pattern.axes
+    names = [s.name for s in (dt, axes[0] if axes else None) if isinstance(s, Same)]
+    bound = {name: bound[name] for name in names if name in bound}  # this pattern's names only
+    if not bound:
+        return repr(pattern)
+    kind = E.dtype_name(bound[dt.name][0].dtype) if isinstance(dt, Same) and dt.name in bound else _kind_str(dt)
+    shown = [_axis_str(a) for a in axes]
+    if axes and isinstance(axes[0], Same) and axes[0].name in bound:
+        shown = [str(n) for n in bound[axes[0].name][1]] + shown[1:]
+    tied = ["the library"] if lib else []
+    tied += [  # the dtype's name is bound first
+        "dtype" if isinstance(dt, Same) and name == dt.name else "shape" if len(run) == x.ndim else "leading axes"
+        for name, (x, run, _) in bound.items()
+    ]
+    said = " and ".join([", ".join(tied[:-1]), tied[-1]] if len(tied) > 1 else tied)
+    wheres = " and the ".join(sorted({w for _, _, w in bound.values()}))
+    return f"{kind}[{','.join(shown)}] ({lib + ', ' if lib else ''}{said} of the {wheres})"
 
 
 #: Types known to be arrays, and dtypes' short names: another library's arrays take the generic
@@ -233,7 +389,7 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
-    return all(a is None or a == n for a, n in zip(axes, got))
+    return all(a is None or type(a) is str or a == n for a, n in zip(axes, got))
 
 
 # ------------------------------------------------------------ compiled patterns: the per-call predicates
@@ -256,7 +412,7 @@ def compile_pattern(pattern: Any) -> Test | None:
     quick = quick_test(pattern)
     if quick is None:
         return None
-    return lambda x: quick(x) or _first_misfit(pattern, x, "") is None
+    return lambda x: quick(x) or _first_misfit(pattern, x, "", _Binds()) is None
 
 
 def quick_test(*patterns: Any) -> Callable[..., bool] | None:
@@ -308,12 +464,16 @@ def _expression(pattern: Any, var: str, consts: dict[str, Any]) -> str | None:
 
 def _array_expression(pattern: Arr, var: str, consts: dict[str, Any]) -> str:
     dt, axes = pattern.dtype, pattern.axes
-    lead = axes[:1] == (...,)
+    tied = axes[0] if axes[:1] != () and isinstance(axes[0], Same) else None
+    lead = axes[:1] == (...,) or tied is not None
     fixed = axes[1:] if lead else axes
-    kind = f"{var}.dtype.kind == 'f'" if dt is None else f"{var}.dtype is {_const(consts, dt)}"
+    if isinstance(dt, Same):  # bound at the first array of the name (its dtype), compared by identity after
+        kind = _tie(consts, f"D_{dt.name}", f"{var}.dtype", f"{var}.dtype.kind in {dt.kind!r}")
+    else:
+        kind = f"{var}.dtype.kind == 'f'" if dt is None else f"{var}.dtype is {_const(consts, dt)}"
     k = len(fixed)
-    if None in fixed:  # axes of any length: the others compared one by one
-        sizes = [f"{var}.shape[{i - k}] == {a!r}" for i, a in enumerate(fixed) if a is not None]
+    if any(type(a) is not int for a in fixed):  # axes of any length: the others compared one by one
+        sizes = [f"{var}.shape[{i - k}] == {a!r}" for i, a in enumerate(fixed) if type(a) is int]
         shape = " and ".join([f"{var}.ndim {'>=' if lead else '=='} {k}", *sizes])
     elif not lead:
         shape = f"{var}.shape == {tuple(fixed)!r}"
@@ -322,8 +482,22 @@ def _array_expression(pattern: Arr, var: str, consts: dict[str, Any]) -> str:
     elif k == 1:
         shape = f"{var}.ndim > 0 and {var}.shape[-1] == {fixed[0]!r}"
     else:
-        shape = f"{var}.shape[-{k}:] == {tuple(fixed)!r}"
+        shape = f"{var}.ndim >= {k} and {var}.shape[-{k}:] == {tuple(fixed)!r}"
+    if tied is not None:  # the leading axes: bound at the first array of the name, compared after
+        run = f"{var}.shape[: {var}.ndim - {k}]" if k else f"{var}.shape"
+        shape += " and " + _tie(consts, f"A_{tied.name}", run, "True")
     return f"(type({var}) is ND and {kind} and {shape})"
+
+
+def _tie(consts: dict[str, Any], name: str, value: str, first: str) -> str:
+    """Source binding the :class:`Same` ``name`` to ``value`` at its first use (where ``first`` must hold), and
+    comparing ``value`` with it after (dtypes: ``is``; a False is decided by the walk)."""
+    seen: set[str] = consts.setdefault("@ties", set())
+    if name in seen:
+        op = "is" if name.startswith("D_") else "=="
+        return f"{value} {op} {name}"
+    seen.add(name)
+    return f"({first} and (({name} := {value}) is not None))"
 
 
 def _const(consts: dict[str, Any], value: Any) -> str:
@@ -337,9 +511,9 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
     if da is None and like.or_none:
         return True
     t, want = like.of(m)
-    if not (isinstance(want, tuple) and all(type(n) is int for n in want)):
+    if not (isinstance(want, tuple) and all(type(n) is int for n in (want[1:] if want[:1] == (...,) else want))):
         raise TypeError("not a shape")
-    if not _is_array(da) or tuple(da.shape) != want:
+    if not _is_array(da) or not _shape_fits(want, tuple(da.shape)):
         return False
     if t is None:
         return _dtype_name(da.dtype)[0] == "f"
@@ -348,9 +522,16 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
     return same_library(da, t) and da.dtype == t.dtype
 
 
+def _shape_fits(want: tuple[Any, ...], got: tuple[int, ...]) -> bool:
+    """``got`` is the shape ``want``, whose first entry may be ``...`` (any leading axes)."""
+    if want[:1] != (...,):
+        return got == want
+    return len(got) >= len(want) - 1 and got[len(got) - len(want) + 1 :] == want[1:]
+
+
 def _like_error(like: Like, m: Any, da: Any, what: str = "output delta") -> E.PrelensError:
     t, want = like.of(m)
-    shape = ",".join(map(str, want))
+    shape = ",".join("..." if n is ... else str(n) for n in want)
     if t is None:
         expected = f"a float array of shape ({shape})" if len(want) != 1 else f"a float array of shape ({shape},)"
     else:
@@ -360,7 +541,7 @@ def _like_error(like: Like, m: Any, da: Any, what: str = "output delta") -> E.Pr
     got = E.describe_tree(da)
     if not is_array(da) or (t is not None and not isinstance(t, np.dtype) and not same_library(da, t)):
         return E.StructureError(f"{what}: expected {'an array ' if t is not None else ''}{expected}, got {got}")
-    if tuple(da.shape) == want:
+    if _shape_fits(want, tuple(da.shape)):
         return E.DTypeError(f"{what}: expected {expected}, got {got}")
     return E.ShapeError(f"{what}: expected {expected}, got {got}")
 
@@ -431,9 +612,12 @@ def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
     return test
 
 
-def backward_misfit(name: str, expects: Expects, m: Any, da: Any) -> E.PrelensError | None:
-    """The error (naming the lens ``name``) for a residue or an output delta that does not fit ``expects``, or None."""
-    if _first_misfit(expects.residue, m, "") is not None:
+def backward_misfit(name: str, expects: Expects, m: Any, da: Any, ties: bool = True) -> E.PrelensError | None:
+    """The error (naming the lens ``name``) for a residue or an output delta that does not fit ``expects``, or None.
+
+    ``ties``: the :class:`Same` names of the residue's pattern tie its parts (a leaf's declaration).
+    """
+    if _first_misfit(expects.residue, m, "", _Binds() if ties else None) is not None:
         return E.bad_residue(name, m)
     try:
         err = _delta_misfit(expects.delta, m, da, "output delta")
@@ -497,7 +681,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
             try:
                 out = fwd(p, s)
             except Exception as exc:
-                raise diagnosed(name(), expects, "forward", exc, p, s) from exc
+                raise diagnosed(name(), expects, "forward", exc, p, s, ties=leaf) from exc
             if not seen.checked:
                 out = _pair(name(), out, "fwd", "(m, a) (residue, output)")
                 if not leaf:
@@ -511,13 +695,13 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
     def checked_bwd(m: Any, da: Any) -> Any:
         try:
             if test_back is not None and not test_back(m, da):
-                err = backward_misfit(name(), expects, m, da)
+                err = backward_misfit(name(), expects, m, da, leaf)
                 if err is not None:
                     raise err
             try:
                 out = bwd(m, da)
             except Exception as exc:
-                raise diagnosed(name(), expects, "backward", exc, m, da) from exc
+                raise diagnosed(name(), expects, "backward", exc, m, da, ties=leaf) from exc
             if not seen.checked:
                 out = _pair(name(), out, "bwd", "(dp, ds)")
                 if seen.given and getattr(_RECORDING, "on", False):  # a pullback of the trace: checked against
@@ -540,7 +724,7 @@ def _from(lens: Any, err: Exception) -> Exception:
 
 
 def _check_inputs(name: str, expects: Expects, p: Any, s: Any) -> None:
-    err = misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
+    err = inputs_misfit(expects, p, s)
     if err is not None:
         raise type(err)(f"{name}: {err}")
 
@@ -588,21 +772,24 @@ def _check_deltas(name: str, expects: Expects, seen: _Seen, da: Any, out: tuple[
     )
 
 
-def diagnosed(name: str, expects: Expects, which: str, exc: Exception, p: Any, s: Any) -> E.PrelensError:
+def diagnosed(
+    name: str, expects: Expects, which: str, exc: Exception, p: Any, s: Any, ties: bool = False
+) -> E.PrelensError:
     """The error to raise for ``exc``, met in the ``which`` pass of the lens ``name``.
 
     ``(p, s)`` are what the pass was given: ``(params, input)`` forward, ``(residue, output delta)`` backward.
+    ``ties``: ``expects`` is a leaf's own (its :class:`Same` names tie), not a composite's derived one.
     """
     if isinstance(exc, E.PrelensError):
         return exc
     if isinstance(exc, RecursionError):
         return E.too_deep(name)
     if which == "forward":
-        found = misfit(expects.params, p, "parameters") or misfit(expects.input, s, "input")
+        found = inputs_misfit(expects, p, s, ties)
         if found is not None:
             return type(found)(f"{name}: {found}")
     else:
-        named = backward_misfit(name, expects, p, s)
+        named = backward_misfit(name, expects, p, s, ties)
         if named is not None:
             return named
     cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError

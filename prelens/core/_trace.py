@@ -56,10 +56,11 @@ INPUTS, DELTAS = 1, 2
 
 def _check_first(lens: AnyLens, p: Any, s: Any) -> int:
     """Compare the parameters and input of a lens's first run with its declarations; its state after."""
-    err = misfit(lens.expects.params, p, "parameters")
-    if err is None and misfit(lens.expects.input, s, "input") is not None:
+    e = lens.expects
+    err = misfit(e.params, p, e.params_name)
+    if err is None and misfit(e.input, s, e.input_name) is not None:
         lens.fwd(p, s)  # the part that cannot take this input raises, naming itself and where it sits
-        err = misfit(lens.expects.input, s, "input")
+        err = misfit(e.input, s, e.input_name)
     if err is not None:
         raise type(err)(f"{E.short_name(lens.name)}: {err}")
     lens.__dict__[_STATE] = INPUTS

@@ -13,8 +13,6 @@ from prelens.datasets.glyphs import make_glyphs
 from prelens.datasets.iris import IRIS_CLASSES, IRIS_FEATURES, iris_arrays
 from prelens.datasets.synthetic import Points, make_moons, make_spirals
 
-__all__ = ["DATASETS", "load_dataset"]
-
 _XY = ("x", "y")
 _PIXELS = tuple(f"pixel ({r}, {c})" for r in range(8) for c in range(8))
 

@@ -15,8 +15,6 @@ Floats = npt.NDArray[np.floating]
 Labels = npt.NDArray[np.int64]
 Seed = np.random.Generator | int | None
 
-__all__ = ["Split", "standardize", "stratified_folds", "stratified_split"]
-
 
 @dataclass(frozen=True, repr=False)
 class Split:
@@ -63,17 +61,15 @@ def stratified_split(
 
     ``labels (n,)``; the two index arrays together hold each of ``0 .. n-1`` once.
 
-    Each class contributes ``round(test_fraction · n_class)`` random rows to the
-    test part (so class proportions are kept); both index arrays come back in
-    random order. ``rng`` is a ``numpy.random.Generator`` or a seed.
+    Each class gives ``round(test_fraction · n_class)`` random rows to the test part; both come back
+    shuffled. ``rng`` is a ``numpy.random.Generator`` or a seed.
 
     >>> train, test = stratified_split([0, 0, 0, 0, 1, 1, 1, 1], 0.25, rng=0)
     >>> len(train), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[test].tolist())
     (6, 2, [0, 1])
     """
-    if not (isinstance(test_fraction, (int, float)) and not isinstance(test_fraction, bool)):
-        raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
-    if not 0.0 <= test_fraction < 1.0:
+    number = isinstance(test_fraction, (int, float)) and not isinstance(test_fraction, bool)
+    if not (number and 0.0 <= test_fraction < 1.0):
         raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
     ys = _labels("stratified_split", labels)
     if ys.ndim != 1:
@@ -93,17 +89,14 @@ def stratified_split(
 def stratified_folds(labels: npt.ArrayLike, k: int, rng: Seed = None) -> list[npt.NDArray[np.intp]]:
     """``k`` disjoint index arrays covering every row, each with every class in proportion.
 
-    For ``k``-fold cross-validation: fold ``i`` is the test part of round
-    ``i``, the other folds its training part. Each class's rows are shuffled
-    with ``rng`` and dealt to the folds in turn, so fold sizes differ by at
-    most one per class.
+    For ``k``-fold cross-validation. Each class's rows are shuffled with ``rng`` and dealt to the folds
+    in turn, so fold sizes differ by at most one per class.
 
     >>> folds = stratified_folds([0] * 6 + [1] * 4, 2, rng=0)
     >>> [sorted(np.array([0] * 6 + [1] * 4)[f].tolist()) for f in folds]
     [[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]]
     """
-    if not isinstance(k, int) or isinstance(k, bool) or k < 2:
-        raise E.bad_argument("stratified_folds", "k", k, "an int >= 2")
+    _args.count("stratified_folds", "k", k, 2)
     ys = _labels("stratified_folds", labels)
     if ys.ndim != 1 or len(ys) < k:
         raise E.bad_argument("stratified_folds", "labels", E.describe(ys), f"a 1-D array of at least {k} labels")
@@ -143,9 +136,8 @@ def _table(fn: str, what: str, x: Any, columns: int | None) -> None:
 def standardize(train: Floats, *others: Floats) -> tuple[Floats, ...]:
     """Shift and scale every column to mean 0 and standard deviation 1 *on* ``train``.
 
-    The same statistics (from ``train`` only, so no test information leaks
-    into training) are applied to ``others``. Constant columns are only
-    shifted. Returns new arrays ``(train, *others)``; shapes ``(n, n_features)``.
+    ``train``'s statistics (no test information leaks) apply to ``others`` too; constant columns are only
+    shifted. Returns new arrays ``(train, *others)`` of shapes ``(n, n_features)``.
 
     >>> a, b = standardize(np.array([[1.0], [3.0]]), np.array([[5.0]]))
     >>> a.ravel().tolist(), b.ravel().tolist()

@@ -1,9 +1,6 @@
 """Seeded 8×8 images of the ten digits: a small image set for classifiers, made on the spot.
 
-Each digit is drawn from a 5×7 bitmap (below) placed at a random offset inside
-the 8×8 frame, at a random ink strength, with Gaussian pixel noise: images of
-the size of scikit-learn's ``digits`` (which prelens does not ship), generated
-from a seed, so nothing is downloaded and every run sees the same pictures.
+The size of scikit-learn's ``digits`` (not shipped), generated from a seed: nothing is downloaded.
 
 >>> xs, ys = make_glyphs(4, noise=0.0, rng=0)
 >>> xs.shape, ys.tolist()
@@ -45,11 +42,8 @@ GLYPHS.flags.writeable = False
 def make_glyphs(n: int = 1000, noise: float = 0.25, rng: Seed = 0) -> Points:
     """``n`` noisy 8×8 images of the digits: ``(xs (n, 64), ys (n,))``, classes in turn ``0, 1, …, 9, 0, …``.
 
-    ``xs`` float64, one image per row (``xs[i].reshape(8, 8)`` is the picture,
-    row-major, values near ``[0, 1]``); ``ys`` int64 digits. Each image is the
-    digit's bitmap in :data:`GLYPHS` at a random offset (0–3 columns, 0–1 rows),
-    its ink at a random strength in ``[0.6, 1]``, plus Gaussian noise of standard
-    deviation ``noise``. The same ``rng`` gives the same images.
+    ``xs[i].reshape(8, 8)`` is the picture: the digit's bitmap in :data:`GLYPHS` at a random offset (0–3
+    columns, 0–1 rows), ink of strength in ``[0.6, 1]``, plus Gaussian noise of deviation ``noise``.
 
     >>> xs, ys = make_glyphs(20, rng=1)
     >>> xs.shape, xs.dtype, sorted(set(ys.tolist())) == list(range(10))

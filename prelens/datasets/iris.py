@@ -1,11 +1,8 @@
 """Fisher's Iris data (150 flowers, 4 measurements in cm, 3 species), shipped as CSV.
 
-Provenance: R. A. Fisher, "The use of multiple measurements in taxonomic
-problems", *Annals of Eugenics* 7 (1936), from measurements by Edgar Anderson.
-The numbers are public domain. ``data/iris.csv`` was written for prelens from
-the copy distributed with scikit-learn (``sklearn/datasets/data/iris.csv``),
-which matches R's ``iris`` data set; only the header and the species column
-(names instead of indices) differ. 50 rows per species, in file order.
+R. A. Fisher, "The use of multiple measurements in taxonomic problems", *Annals of Eugenics* 7 (1936),
+from Edgar Anderson's measurements (public domain); ``data/iris.csv`` is scikit-learn's copy (R's
+``iris``) with a header and species names. 50 rows per species, in file order.
 
 >>> split = load_iris(test_fraction=0.2, rng=0)
 >>> split.x_train.shape, split.x_test.shape, split.class_names
@@ -68,11 +65,8 @@ def load_iris(
 ) -> Split:
     """Iris split into train and test parts, stratified by species and seeded.
 
-    ``test_fraction`` of each species is held out (``0.2`` gives 40 + 10 per
-    species); ``rng`` (a seed or ``numpy.random.Generator``) fixes the split.
-    With ``standardize_features=True`` every column is scaled to mean 0 and
-    standard deviation 1 using the *training* rows' statistics. ``dtype`` is
-    the float dtype of the inputs; labels are int64.
+    ``test_fraction`` of each species is held out, ``rng`` fixes the split; ``standardize_features``
+    as :func:`~prelens.datasets.load_dataset`; ``dtype`` the inputs' float dtype (labels int64).
 
     >>> split = load_iris(0.2, rng=1, standardize_features=True)
     >>> np.bincount(split.y_test).tolist(), bool(abs(split.x_train.mean()) < 1e-12)

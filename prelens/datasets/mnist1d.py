@@ -1,13 +1,9 @@
 """MNIST-1D (Greydanus & Kobak, "Scaling down deep learning with MNIST-1D"): ten digits as 1-D series.
 
-The ``mnist1d`` package (the optional extra ``pip install 'prelens[mnist1d]'``)
-generates the dataset from its ten templates (pad, dilate, scale, translate,
-noise, shear, subsample) with ``make_dataset(get_dataset_args())``: the paper's
-defaults, 5,000 series of length 40 from seed 42, split 4,000 for training and
-1,000 for testing. Nothing is downloaded. :func:`load_mnist1d` generates it
-once and caches the arrays as a ``.npz`` file (read with
-``allow_pickle=False``) under the user's cache directory, :func:`cache_dir`;
-later calls read that file and need no extra.
+The ``mnist1d`` package (the extra ``pip install 'prelens[mnist1d]'``) generates it from its ten
+templates with ``make_dataset(get_dataset_args())``: the paper's 5,000 series of length 40 from seed
+42, 4,000 for training and 1,000 for testing; nothing is downloaded. :func:`load_mnist1d` caches the
+arrays as a ``.npz`` (read with ``allow_pickle=False``) under :func:`cache_dir`; later calls need no extra.
 """
 
 from __future__ import annotations
@@ -65,14 +61,9 @@ def load_mnist1d(*, channel: bool = False, regenerate: bool = False) -> Split:
     one channel last, as ``conv1d`` and ``gru`` take them. ``y_train (4000,)``,
     ``y_test (1000,)``: int64 digits 0-9.
 
-    The first call generates the dataset with the ``mnist1d`` package
-    (``make_dataset(get_dataset_args())``, seed 42, a few seconds; Python's and
-    numpy's global random states are restored afterwards) and writes it to
-    ``cache_dir() / "mnist1d.npz"``; later calls read that file (a damaged or
-    foreign file is generated anew). ``regenerate=True`` generates it anyway.
-    Without the package (and without the file) it raises
-    :class:`~prelens.errors.MissingExtraError` naming the extra:
-    ``pip install 'prelens[mnist1d]'``. Nothing is ever downloaded.
+    The first call generates it (see the module's docstring; a few seconds, the global random states
+    restored) and caches it; later calls read the cache (a damaged file is made anew; ``regenerate=True``
+    makes it anyway). Without the package or the file: :class:`~prelens.errors.MissingExtraError`.
 
     >>> split = load_mnist1d()
     >>> split, split.x_train.shape, load_mnist1d(channel=True).x_test.shape
@@ -119,15 +110,10 @@ def _generate() -> dict[str, npt.NDArray[Any]]:
         "t": np.asarray(data["t"], dtype=np.float64),
     }
     if not _valid(arrays):
-        raise E.bad_argument("load_mnist1d", "the generated dataset", _shapes(arrays), _EXPECTED)
+        got = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
+        expected = f"x_train ({_N_TRAIN}, {_LENGTH}), x_test ({_N_TEST}, {_LENGTH}) finite, labels 0-9"
+        raise E.bad_argument("load_mnist1d", "the generated dataset", got, expected)
     return arrays
-
-
-_EXPECTED = f"x_train ({_N_TRAIN}, {_LENGTH}), x_test ({_N_TEST}, {_LENGTH}) finite, labels 0-9"
-
-
-def _shapes(arrays: dict[str, npt.NDArray[Any]]) -> str:
-    return ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
 
 
 def _valid(arrays: dict[str, npt.NDArray[Any]]) -> bool:

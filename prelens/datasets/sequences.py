@@ -1,20 +1,10 @@
 """Synthetic sequence tasks and a small shipped text, for training transformers.
 
-Sequence tasks (seeded, generated on the fly): a prompt of ``length`` random
-symbols and the answer the model must write after it, laid out as::
-
-    [BOS] x1 .. xn [SEP] y1 .. yn
-
-``copy`` (``y = x``), ``reverse`` (``y = x`` backwards) and ``sort``
-(``y = sorted(x)``). A language model reads all but the last token and
-predicts the next one at every position; only the answer positions count
-(the others are labelled ``-1``, the ``ignore_index`` of
-:func:`prelens.nn.token_cross_entropy`).
-
-Text: :func:`load_text` reads a public-domain text shipped in
-``prelens/datasets/data`` (``"sonnets"``: eight of Shakespeare's sonnets,
-1609); :class:`CharVocab` maps characters to ids; :func:`text_windows` cuts
-random training windows.
+Sequence tasks (seeded): ``[BOS] x1 .. xn [SEP] y1 .. yn``, ``n`` random symbols and the answer
+(``copy``, ``reverse``, ``sort``). A language model reads all but the last token and predicts the next
+at every position; only the answer counts (the rest is labelled ``-1``, the ``ignore_index`` of
+:func:`prelens.nn.token_cross_entropy`). Text: :func:`load_text` reads a shipped public-domain text,
+:class:`CharVocab` maps characters to ids, :func:`text_windows` cuts random training windows.
 
 >>> task = SequenceTask("reverse", length=3, n_symbols=5)
 >>> inputs, labels = make_sequences(task, 1, rng=0)
@@ -39,15 +29,7 @@ import numpy.typing as npt
 from prelens import errors as E
 from prelens.core import _args
 
-__all__ = [
-    "TASKS",
-    "TEXTS",
-    "CharVocab",
-    "SequenceTask",
-    "load_text",
-    "make_sequences",
-    "text_windows",
-]
+__all__ = ["TASKS", "TEXTS", "CharVocab", "SequenceTask", "load_text", "make_sequences", "text_windows"]
 
 #: The sequence tasks: name -> what the answer is.
 TASKS: dict[str, str] = {
@@ -69,12 +51,8 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class SequenceTask:
-    """A sequence task: its name, the prompt ``length`` and the number of symbols.
-
-    Token ids: symbols ``0 .. n_symbols-1``, then ``bos`` and ``sep``.
-    ``seq_len`` is the model's input length ``2·length + 1`` (the full
-    sequence without its last token); the answer is predicted at positions
-    ``answer_start .. seq_len-1``.
+    """A sequence task: its name, the prompt ``length`` and the number of symbols (ids ``0 ..
+    n_symbols-1``, then ``bos`` and ``sep``); the answer is predicted at ``answer_start .. seq_len-1``.
 
     >>> task = SequenceTask("copy", length=3, n_symbols=5)
     >>> task.bos, task.sep, task.vocab_size, task.seq_len, task.answer_start
@@ -153,9 +131,8 @@ def make_sequences(
 ) -> tuple[IntArray, IntArray]:
     """``n`` random examples of ``task``: ``(inputs, labels)``, each ``(n, task.seq_len)`` int64.
 
-    ``inputs[:, t]`` is token ``t`` of ``[BOS] x [SEP] y``; ``labels[:, t]``
-    is token ``t + 1`` where it belongs to the answer, ``-1`` elsewhere.
-    A task given by name uses the default length and symbols.
+    ``labels[:, t]`` is token ``t + 1`` where it belongs to the answer, ``-1`` elsewhere; a task given by
+    name has the default length and symbols.
 
     >>> inputs, labels = make_sequences("copy", 4, rng=1)
     >>> inputs.shape, int((labels >= 0).sum(axis=1)[0])

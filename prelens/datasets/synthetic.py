@@ -26,8 +26,7 @@ Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
 
 
 def _check(fn: str, n: int, noise: float, least: int) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < least:
-        raise E.bad_argument(fn, "n", n, f"an int >= {least}")
+    _args.count(fn, "n", n, least)
     if not (_finite(noise) and noise >= 0):
         raise E.bad_argument(fn, "noise", noise, "a number >= 0")
 
@@ -45,12 +44,8 @@ def _shuffled(xs: npt.NDArray[np.float64], ys: npt.NDArray[np.int64], gen: np.ra
 def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
     """Two interleaving half circles: class 0 the upper, class 1 the lower, shifted one.
 
-    ``xs (n, 2)`` float64, ``ys (n,)`` int64.
-
-    ``n`` points (``n // 2`` in class 0, the rest in class 1) evenly spaced
-    along each arc, plus Gaussian noise of standard deviation ``noise``.
-    Upper arc: ``(cos t, sin t)``; lower arc: ``(1 − cos t, ½ − sin t)``,
-    ``t ∈ [0, π]``.
+    ``xs (n, 2)``, ``ys (n,)``: ``n // 2`` points in class 0 on ``(cos t, sin t)``, the rest on
+    ``(1 − cos t, ½ − sin t)``, ``t`` evenly in ``[0, π]``, plus Gaussian noise of deviation ``noise``.
 
     >>> xs, ys = make_moons(100, noise=0.0, rng=0)
     >>> bool(np.all(xs[ys == 0, 1] >= 0)), bool(np.all(xs[ys == 1, 1] <= 0.5))
@@ -70,20 +65,16 @@ def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
 def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: float = 1.0, rng: Seed = 0) -> Points:
     """``classes`` interleaved spiral arms around the origin, one class per arm.
 
-    ``n``, ``classes``, ``noise``, ``turns``, ``rng``; ``xs (n, 2)`` float64, ``ys (n,)`` int64.
-
-    Arm ``k`` holds ``n // classes`` points (the first ``n % classes`` arms one
-    more) at radius ``r`` evenly in ``[0, 1]`` and angle
-    ``2π (k / classes + turns · r)`` plus Gaussian angle noise of standard
-    deviation ``noise`` (in radians). Points lie in the unit disc.
+    ``xs (n, 2)``, ``ys (n,)``: arm ``k`` holds ``n // classes`` points (the first ``n % classes`` arms one
+    more) at radius ``r`` evenly in ``[0, 1]``, angle ``2π (k / classes + turns · r)`` plus Gaussian noise
+    of deviation ``noise`` radians.
 
     >>> xs, ys = make_spirals(90, classes=3, rng=0)
     >>> np.bincount(ys).tolist(), bool(np.all(np.hypot(xs[:, 0], xs[:, 1]) <= 1.0))
     ([30, 30, 30], True)
     """
     _check("make_spirals", n, noise, classes if isinstance(classes, int) else 1)
-    if not isinstance(classes, int) or isinstance(classes, bool) or classes < 2:
-        raise E.bad_argument("make_spirals", "classes", classes, "an int >= 2")
+    _args.count("make_spirals", "classes", classes, 2)
     if not (_finite(turns) and turns > 0):
         raise E.bad_argument("make_spirals", "turns", turns, "a number > 0")
     gen = _args.seed("make_spirals", rng)

@@ -1,9 +1,7 @@
 """The four-point toy set of Milewski's Haskell code, taken from micrograd.
 
-The Haskell repository's ``PreLens/Main.hs`` trains ``makeMlp 3 [4, 4, 1]`` on
-four inputs of three features with targets ``±1``, "taken from Andrej
-Karpathy's micrograd tutorial" (its comment); the post itself shows no data.
-Both arrays are read-only.
+The Haskell repository's ``PreLens/Main.hs`` trains ``makeMlp 3 [4, 4, 1]`` on it ("taken from Andrej
+Karpathy's micrograd tutorial"); the post shows no data. Both arrays are read-only.
 
 >>> from prelens.datasets import TOY_XS, TOY_YS
 >>> TOY_XS.shape, TOY_YS.ravel().tolist()

@@ -1,12 +1,8 @@
 """Between the two levels: a layer's list of :class:`~prelens.faithful.Para` ↔ a weight matrix and a bias.
 
-The faithful ``layer(m_in, n_out)`` has parameters ``[Para(bias_j, weight_j)]``
-for its ``n_out`` neurons; the fast :func:`~prelens.nn.dense` has
-``DenseParams(W, b)`` with ``W[:, j] = weight_j`` (shape ``(m_in, n_out)``) and
-``b[j] = bias_j``. The same holds layer by layer for ``make_mlp`` and
-:func:`~prelens.nn.mlp`. The maps are inverse to each other and act on
-parameter deltas alike (the deltas have the parameters' types), which is how
-the twin tests compare the two levels.
+``layer(m_in, n_out)``'s ``[Para(bias_j, weight_j)]`` is :func:`~prelens.nn.dense`'s ``DenseParams(W, b)``
+with ``W[:, j] = weight_j`` (``W (m_in, n_out)``) and ``b[j] = bias_j``; layer by layer for ``make_mlp``
+and :func:`~prelens.nn.mlp`. The maps are inverse to each other and act on deltas alike.
 
 >>> import numpy as np
 >>> paras = [Para(0.5, np.array([1.0, 2.0])), Para(-1.0, np.array([3.0, 4.0]))]
@@ -32,14 +28,9 @@ from prelens.faithful._network import Para
 from prelens.nn._fastcheck import float_dtype, real_vector
 from prelens.nn._linear import DenseParams
 
-__all__ = ["dense_from_paras", "dense_to_paras", "mlp_from_paras", "mlp_to_paras"]
-
 
 def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64) -> DenseParams:
-    """A faithful layer's ``[Para]`` as the fast layer's ``DenseParams(W, b)``.
-
-    ``n_out`` neurons with weights of length ``m_in`` give ``W (m_in, n_out)`` (neuron ``j`` in column ``j``) and
-    ``b (n_out,)``. Fresh arrays of ``dtype``.
+    """A layer's ``[Para]`` (``n_out`` neurons of ``m_in`` weights) as fresh ``W (m_in, n_out)``, ``b (n_out,)``.
 
     >>> dense_from_paras([Para(0.0, np.ones(3))] * 2).weight.shape
     (3, 2)
@@ -66,11 +57,7 @@ def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64
 
 
 def dense_to_paras(p: DenseParams) -> list[Para]:
-    """The fast layer's ``DenseParams(W, b)`` as the faithful layer's ``[Para]``, one per column.
-
-    ``W (m_in, n_out)`` and ``b (n_out,)`` give ``n_out`` neurons. Biases become
-    Python floats and weights fresh float64 vectors of length ``m_in``, as
-    :class:`Para` holds them.
+    """``DenseParams(W (m_in, n_out), b (n_out,))`` as ``n_out`` :class:`Para` (float bias, fresh float64 weight).
 
     >>> dense_to_paras(DenseParams(np.ones((3, 2)), np.zeros(2)))[1]
     Para(bias=0.0, weight=array([1., 1., 1.]))
@@ -93,8 +80,6 @@ def dense_to_paras(p: DenseParams) -> list[Para]:
 
 def mlp_from_paras(layers: Sequence[Sequence[Para]], *, dtype: npt.DTypeLike = np.float64) -> list[DenseParams]:
     """``make_mlp``'s ``[[Para]]`` as :func:`~prelens.nn.mlp`'s ``[DenseParams]``, layer by layer.
-
-    Layer ``k`` of ``n_k`` neurons with ``m_k`` inputs gives ``W (m_k, n_k)``, ``b (n_k,)``.
 
     >>> from prelens.faithful._network import init_mlp
     >>> [p.weight.shape for p in mlp_from_paras(init_mlp(3, [4, 2], np.random.default_rng(0)))]

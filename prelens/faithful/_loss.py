@@ -4,21 +4,12 @@ Haskell::
 
     lossL :: PreLens D D ([V], [V]) ([V], [V]) [V] [V] [V] [V]
 
-The loss is ``L = ½ Σ_b Σ_i (s_bi − g_bi)²`` over the batch ``b`` and the
-outputs ``i``, as in the Haskell repository's ``PreLens/NNet.hs``: ``lossL``'s
-forward pass is ``sqDist (concat s) (concat gTruth)`` with
-``sqDist x y = 0.5 * sum (map (^2) (zipWith (-) x y))``, and its backward pass
-``(fmap (fmap negate) delta', delta')`` with ``delta' = da·(s − g)``, the exact
-gradient of that forward pass. (The post shows ``lossL`` but not ``sqDist``;
-the ``½`` is in the repository.) One difference: Haskell's ``zipWith`` silently
-drops the extra entries of a longer list, where ``loss_l`` raises.
-
-Forward ``(g, s) -> ((g, s), ½ Σ (s − g)²)``; backward ``((g, s), da) -> (−ds, ds)``
-with ``ds = da·(s − g)``. ``g`` (the ground truth, the lens's parameter) and
-``s`` (the network's outputs) are lists of vectors, one per sample (lists of
-floats or 1-D arrays; the rows of a 2-D array also do); the deltas are lists
-of 1-D float64 arrays. There is no learning rate here: the optimiser seeds
-``da = 1`` and scales the gradient itself.
+``L = ½ Σ_b Σ_i (s_bi − g_bi)²`` over the batch and the outputs, as in the repository's
+``PreLens/NNet.hs`` (``sqDist``, with the ``½``; the post shows only ``lossL``), except that a
+longer list is an error where ``zipWith`` drops its extra entries. Forward ``(g, s) -> ((g, s), L)``;
+backward ``((g, s), da) -> (−ds, ds)`` with ``ds = da·(s − g)``. ``g`` (the ground truth, the
+parameter) and ``s`` are lists of vectors, one per sample (or the rows of a 2-D array); the deltas
+are lists of 1-D float64 arrays.
 
 >>> m, loss = loss_l.fwd([[1.0], [-1.0]], [[0.5], [0.0]])
 >>> loss

@@ -1,24 +1,12 @@
 """Milewski's neural network, faithfully: neuron, layer and MLP as pre-lenses and TriLenses.
 
-The pieces of "Neural Networks, Pre-lenses, and Triple Tambara Modules", one
-neuron at a time, with the post's types, tuple conventions and names
-(snake_case). Haskell's ``D = Double`` is a Python float; ``V = [D]`` is a
-1-D float64 array on the way in (a list of floats is accepted too) and a
-Python list of floats where a layer puts its neurons' outputs side by side.
-Every delta of a ``V`` is a 1-D float64 array.
-
-Each piece exists twice: as a pre-lens (``linear_l``, ``neuron_l``, ...) and
-as a TriLens built from those with :func:`~prelens.to_tamb` and
-:func:`~prelens.tri_compose` (``linear_t``, ``neuron_t``, ...), as the post
-builds ``neuronT``. Property tests check each pair equal.
-
-One deliberate deviation from the original code: a layer fans its input out
-with :func:`~prelens.faithful.branch_t`, whose backward pass *sums* the deltas of the
-``n`` copies. The original concatenates them (``mconcat``), which silently
-drops the gradient through every neuron but the first of the next layer.
-See ``docs/faithful.md``.
-
-``bias_l`` and ``activ_l`` have no size to choose, so they are plain values:
+The post's pieces with its types, tuple conventions and names (snake_case). ``D = Double`` is a
+Python float; ``V = [D]`` is a 1-D float64 array on the way in (a list of floats too) and a list of
+floats where a layer puts its neurons' outputs side by side; every delta of a ``V`` is a 1-D float64
+array. Each piece is a pre-lens (``linear_l``, ...) and a TriLens built from it with ``to_tamb`` and
+``tri_compose`` (``linear_t``, ...), as the post builds ``neuronT``. One deliberate deviation: a layer
+fans out with :func:`~prelens.faithful.branch_t`, whose backward pass *sums* the copies' deltas where
+the original concatenates them (``docs/faithful.md``). ``bias_l`` and ``activ_l`` are plain values:
 
 >>> bias_l.fwd(0.5, 2.0), bias_l.bwd((), 3.0)
 (((), 2.5), (3.0, 3.0))
@@ -56,11 +44,8 @@ VecLike = Vec | Sequence[float]
 
 @register_namedtuple
 class Para(NamedTuple):
-    """A neuron's parameters (Haskell: ``data Para = Para { bias :: D, weight :: V }``).
-
-    A named tuple, so the tree toolkit (``tree_add``, ``tree_scale``,
-    ``tree_zeros_like``, ...) handles it: its leaves are ``bias`` (a float)
-    and ``weight`` (a 1-D float64 array).
+    """A neuron's parameters (Haskell: ``data Para = Para { bias :: D, weight :: V }``), a named tuple of
+    ``bias`` (a float) and ``weight`` (a 1-D float64 array) that the tree toolkit handles.
 
     >>> from prelens.core import tree_add
     >>> tree_add(Para(0.5, np.array([1.0, 2.0])), Para(0.25, np.array([1.0, 1.0])))
@@ -78,8 +63,6 @@ def mk_para(bw: tuple[float, VecLike]) -> Para:
 
         mkPara :: (D, V) -> Para
         mkPara (b, v) = Para b v
-
-    The bias becomes a Python float and the weight a float64 array.
 
     >>> mk_para((0.1, [1.0, -1.0]))
     Para(bias=0.1, weight=array([ 1., -1.]))
@@ -109,20 +92,16 @@ def un_para(p: Para) -> tuple[float, Vec]:
 
 
 def init_para(m_in: int, rng: np.random.Generator) -> Para:
-    """Random parameters of a neuron with ``m_in`` inputs: LeCun normal.
+    """Random parameters of a neuron with ``m_in`` inputs: LeCun normal, ``weight ~ N(0, 1/m_in)``, ``bias = 0``.
 
-    Haskell (the post's ``initPara`` draws from a stream of numbers; this from a generator)::
+    Haskell (the post draws from a stream of numbers; this from a generator)::
 
         initPara :: Int -> [D] -> (Para, [D])
-
-    ``weight ~ N(0, 1/m_in)`` elementwise and ``bias = 0``: the pre-activation
-    of a neuron fed unit-variance inputs then has unit variance, the usual
-    choice for ``tanh`` (LeCun et al., "Efficient BackProp", 1998).
 
     >>> init_para(2, np.random.default_rng(0)).weight.shape
     (2,)
     """
-    _check_size("init_para", "m_in", m_in)
+    _args.count("init_para", "m_in", m_in)
     if not isinstance(rng, np.random.Generator):
         rng = _args.seed("init_para", rng)
     return Para(0.0, rng.standard_normal(m_in) / np.sqrt(m_in))
@@ -131,13 +110,11 @@ def init_para(m_in: int, rng: np.random.Generator) -> Para:
 def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[list[Para]]:
     """Random parameters for ``make_mlp(m_in, sizes)``: one list of :class:`Para` per layer.
 
-    Haskell (the post's ``initParaMlp``, from a stream of numbers)::
+    Haskell::
 
         initParaMlp :: Int -> [Int] -> [D] -> ([[Para]], [D])
 
-    Layers first to last, neurons in order, each drawn with :func:`init_para`
-    from the one generator ``rng`` (so ``make_mlp_l(m_in, sizes).init(rng)``
-    draws the same numbers).
+    Layers first to last, neurons in order, each drawn with :func:`init_para` from ``rng``.
 
     >>> ps = init_mlp(3, [4, 1], np.random.default_rng(0))
     >>> [len(layer) for layer in ps], ps[1][0].weight.shape
@@ -152,12 +129,6 @@ def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[
 # ---------------------------------------------------------------- pre-lenses
 
 
-def _own(v: Vec, x: Any) -> Vec:
-    """``v`` (made from the caller's ``x``) for a residue: copied if it is ``x`` itself, as a
-    residue never aliases the caller's arrays."""
-    return v.copy() if v is x else v
-
-
 @constructor
 def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec, VecLike, Vec]:
     """The scalar product of the weights and the input: ``a = Σ pᵢ sᵢ``.
@@ -166,8 +137,7 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
 
         linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
 
-    Forward ``(p, s) -> ((s, p), a)``; backward ``((s, p), da) -> (da·s, da·p)``.
-    Shapes: ``p`` and ``s`` of length ``n``; the residue keeps both.
+    Forward ``(p, s) -> ((s, p), a)``; backward ``((s, p), da) -> (da·s, da·p)``; ``p``, ``s`` of length ``n``.
 
     >>> m, a = linear_l(2).fwd(np.array([-0.1, 0.1]), [2.0, 30.0])
     >>> round(a, 10)
@@ -175,12 +145,13 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
     >>> linear_l(2).bwd(m, 2.0)
     (array([ 4., 60.]), array([-0.2,  0.2]))
     """
-    _check_size("linear_l", "n", n)
+    _args.count("linear_l", "n", n)
     name = f"linear_l({n})"
 
     def fwd(p: Vec, s: VecLike) -> tuple[tuple[Vec, Vec], D]:
         s_, p_ = real_vector(name, "input", s, n), real_vector(name, "weights", p, n)
-        return (_own(s_, s), _own(p_, p)), float(p_ @ s_)
+        own = [v.copy() if v is x else v for v, x in ((s_, s), (p_, p))]  # a residue never aliases the caller's
+        return (own[0], own[1]), float(p_ @ s_)
 
     def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:
         _real(name, "output delta", da)
@@ -214,9 +185,7 @@ def _bias_bwd(dm: tuple[()], da: D) -> tuple[D, D]:
     return da, da  # da/dp = 1, da/ds = 1
 
 
-#: Add the bias: ``a = p + s``, no residue.
-#: Haskell: ``biasL :: PreLens D D () () D D D D``.
-#: Its ``init`` gives the bias ``0.0`` (see :func:`init_para`).
+#: Add the bias: ``a = p + s``, no residue; ``init`` gives ``0.0``. Haskell: ``biasL :: PreLens D D () () D D D D``.
 bias_l: PreLens[D, D, tuple[()], tuple[()], D, D, D, D] = PreLens(_bias_fwd, _bias_bwd, "bias_l", lambda rng: 0.0)
 
 
@@ -231,15 +200,13 @@ def _activ_bwd(s: D, da: D) -> tuple[tuple[()], D]:
     return (), da * (1.0 - float(np.tanh(float(s))) ** 2)  # d tanh(s)/ds = 1 - tanh(s)²
 
 
-#: The activation ``a = tanh s``; the residue is the pre-activation ``s``.
-#: Haskell: ``activL :: PreLens D D D D () () D D``.
+#: ``a = tanh s``; the residue is the pre-activation ``s``. Haskell: ``activL :: PreLens D D D D () () D D``.
 activ_l: PreLens[D, D, D, D, tuple[()], tuple[()], D, D] = PreLens(_activ_fwd, _activ_bwd, "activ_l")
 
 
 @constructor
 def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], VecLike, Vec]:
-    """``linear_l(n) >> bias_l``: parameters ``(bias, weights)``, residue ``((s, w), ())`` (deprecated:
-    write ``linear_l(n) >> bias_l``).
+    """Deprecated: ``linear_l(n) >> bias_l`` (parameters ``(bias, weights)``, residue ``((s, w), ())``).
 
     >>> round(affine_l(2).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
     2.81
@@ -278,10 +245,8 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
 
         neuronL :: Int -> PreLens D D ((V, V), D) ((V, V), D) Para Para V V
 
-    Built as the post builds it: ``(linear_l >> bias_l) >> activ_l`` has
-    parameters ``((), (bias, weight))`` and residue ``(((s, w), ()), z)``;
-    re-packed (the post's ``f'``/``b'``) to parameters :class:`Para` and
-    residue ``((s, w), z)``, ``z`` the pre-activation.
+    As the post builds it: ``(linear_l >> bias_l) >> activ_l`` re-packed (its ``f'``/``b'``) to
+    parameters :class:`Para` and residue ``((s, w), z)``, ``z`` the pre-activation.
 
     >>> neuron = neuron_l(2)
     >>> m, a = neuron.fwd(Para(0.5, np.array([0.5, -0.5])), [1.0, 0.0])
@@ -298,11 +263,7 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
 
 @constructor
 def layer_l(m_in: int, n_out: int) -> AnyLens:
-    """A layer of ``n_out`` neurons with ``m_in`` inputs each, as a pre-lens (deprecated: the post's
-    :func:`layer` is the TriLens; ``from_tamb(layer(m_in, n_out))`` is this pre-lens).
-
-    ``branch(n_out) >> vec_lens(n_out, neuron_l(m_in))`` with the units of
-    ``branch`` stripped. Output: a list of ``n_out`` floats.
+    """Deprecated: ``from_tamb(layer(m_in, n_out))``, ``branch(n_out) >> vec_lens(n_out, neuron_l(m_in))`` unitless.
 
     >>> ps = [Para(0.0, np.array([1.0, 0.0])), Para(0.0, np.array([0.0, 1.0]))]
     >>> [round(a, 6) for a in layer_l(2, 2).fwd(ps, [0.5, -0.5])[1]]
@@ -315,11 +276,7 @@ def layer_l(m_in: int, n_out: int) -> AnyLens:
 
 @constructor
 def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
-    """A multi-layer perceptron as a pre-lens: ``chain`` of :func:`layer_l` (deprecated: the post's
-    :func:`make_mlp` is the TriLens; ``from_tamb(make_mlp(m_in, sizes))`` is this pre-lens).
-
-    Parameters and residues are lists in layer order, first layer first;
-    ``init`` draws what :func:`init_mlp` draws.
+    """Deprecated: ``from_tamb(make_mlp(m_in, sizes))``; ``chain`` of :func:`layer_l`, ``init`` as :func:`init_mlp`.
 
     >>> mlp = make_mlp_l(3, [4, 1])
     >>> len(mlp.fwd(mlp.init(0), [1.0, 2.0, 3.0])[1])
@@ -407,15 +364,14 @@ def layer(m_in: int, n_out: int) -> AnyTriLens:
                        . dimapM (first lunit) (first unLunit)
                        . triCompose (branch nOut) (vecLens nOut (neuronT mIn))
 
-    Output: a list of ``n_out`` floats. ``branch_t`` sums the deltas of the
-    copies (the original concatenates them; see ``docs/faithful.md``).
+    Output: a list of ``n_out`` floats.
 
     >>> from prelens import forward
     >>> ps = [Para(0.0, np.array([1.0, 0.0])), Para(0.0, np.array([0.0, 1.0]))]
     >>> [round(a, 6) for a in forward(layer(2, 2), ps, [0.5, -0.5])]
     [0.462117, -0.462117]
     """
-    _check_size("layer", "m_in", m_in)
+    _args.count("layer", "m_in", m_in)
     body = tri_compose(branch_t(n_out), vec_lens(n_out, neuron_t(m_in)))
 
     def strip_units(t: Any) -> Any:
@@ -438,10 +394,8 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
                              . dimapM (first (uncurry (:))) (first (\\(m : ms) -> (m, ms)))
                              . triCompose (layer mIn n) (makeMlp n ns)
 
-    ``m_in`` is the number of inputs of each neuron in the first layer; layer
-    ``k`` has ``sizes[k]`` neurons, each with ``sizes[k-1]`` inputs.
-    Parameters and residues are lists in layer order, first layer first
-    (make them with :func:`init_mlp`). Output: a list of ``sizes[-1]`` floats.
+    Layer ``k`` has ``sizes[k]`` neurons of ``sizes[k-1]`` inputs (``m_in`` for the first). Parameters
+    (:func:`init_mlp`) and residues are lists, first layer first. Output: a list of ``sizes[-1]`` floats.
 
     >>> from prelens import forward
     >>> params = init_mlp(3, [4, 4, 1], np.random.default_rng(0))
@@ -463,8 +417,8 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
         return check
 
     def checked(t: Any) -> Any:
-        t = dimap_m(first(_same), first(layers("residue deltas")), t)
-        return dimap_p(second(layers("parameters")), second(_same), t)
+        t = dimap_m(first(lambda m: m), first(layers("residue deltas")), t)
+        return dimap_p(second(layers("parameters")), second(lambda dp: dp), t)
 
     return _after(_mlp(shapes), checked, name)
 
@@ -479,64 +433,28 @@ def _mlp(shapes: list[tuple[int, int]]) -> AnyTriLens:
 
 def _as_singletons(t: Any) -> Any:
     """Residue ``m -> [m]`` and parameters ``[p] -> p`` (with the inverse maps on deltas)."""
-    t = dimap_m(first(_singleton), first(_head), t)
-    return dimap_p(second(_head), second(_singleton), t)
+    t = dimap_m(first(lambda m: [m]), first(lambda dms: dms[0]), t)
+    return dimap_p(second(lambda ps: ps[0]), second(lambda dp: [dp]), t)
 
 
 def _cons_layers(t: Any) -> Any:
     """``triCompose``'s ``(m, ms)`` and ``(ps, p)`` as the lists ``[m, *ms]`` and ``[p, *ps]``."""
-    t = dimap_m(first(_cons), first(_uncons), t)
-    return dimap_p(second(_uncons_flip), second(_cons_flip), t)
-
-
-def _same(x: Any) -> Any:
-    return x
-
-
-def _singleton(x: Any) -> list[Any]:
-    return [x]
-
-
-def _head(xs: list[Any]) -> Any:
-    return xs[0]
-
-
-def _cons(x: tuple[Any, list[Any]]) -> list[Any]:
-    return [x[0], *x[1]]
-
-
-def _uncons(xs: list[Any]) -> tuple[Any, list[Any]]:
-    return xs[0], list(xs[1:])
-
-
-def _cons_flip(x: tuple[list[Any], Any]) -> list[Any]:
-    return [x[1], *x[0]]
-
-
-def _uncons_flip(xs: list[Any]) -> tuple[list[Any], Any]:
-    return list(xs[1:]), xs[0]
-
-
-def _check_size(fn: str, what: str, n: Any) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise E.int_below(fn, what, n, 1)
+    t = dimap_m(first(lambda m: [m[0], *m[1]]), first(lambda dm: (dm[0], list(dm[1:]))), t)
+    return dimap_p(second(lambda ps: (list(ps[1:]), ps[0])), second(lambda dp: [dp[1], *dp[0]]), t)
 
 
 def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
     """``[(inputs, neurons)]`` per layer, checked: ``m_in`` then each size feeds the next layer."""
-    _check_size(fn, "m_in", m_in)
+    _args.count(fn, "m_in", m_in)
     if not isinstance(sizes, (list, tuple)) or len(sizes) == 0:
         raise E.must_be(fn, "sizes", "a list of at least one layer width", repr(sizes))
     for n in sizes:
-        _check_size(fn, "every size", n)
-    ins = [m_in, *sizes[:-1]]
-    return list(zip(ins, sizes))
+        _args.count(fn, "every size", n)
+    return list(zip([m_in, *sizes[:-1]], sizes))
 
 
-# ------------------------------------------------------- rules for Shapes and Cost
-#
-# What each of the blog's boxes makes and costs, read without running it (prelens.tambara.Shapes,
-# prelens.tambara.Cost). Each rule checks the shapes it is given, as the lens checks its values.
+# ------------------------------------------------------- rules for Shapes and Cost: what each box makes and
+# costs, read without running it; each rule checks the shapes it is given, as the lens checks its values.
 
 
 def _shaped(lens: str, what: str, x: Any, shape: tuple[int, ...]) -> Any:

@@ -7,16 +7,11 @@ The algebra of one step::
     (_, dθ), _ = pull(1.0)                               # backward from da = 1
     θ'         = θ + (−rate)·dθ                          # tree_add, tree_scale
 
-``batch_n`` shares ``θ`` between the ``n`` copies of the network and sums
-their parameter deltas, so ``dθ`` is the plain gradient of the loss summed
-over the batch. No lens sees the learning rate: it enters in the update only.
-
-This is the post's route: the whole batched network is one TriLens, made a pre-lens once
-by ``from_tamb``. ``from_tamb`` runs the TriLens in the term-algebra module
-(:class:`~prelens.tambara.Program`), so the batch and every layer are loops over one sub-program
-each, at any size and at Python's default recursion limit. It equals the pre-lens route
-``batch_n(n, from_tamb(mlp))`` (the law kit's ``check_combinators`` checks this, and the
-tests check it on the MLP), which is what a pre-lens ``mlp`` is batched with.
+``batch_n`` shares ``θ`` between the ``n`` copies and sums their deltas: ``dθ`` is the plain
+gradient summed over the batch; the learning rate enters in the update only. The whole batched
+network is one TriLens made a pre-lens once by ``from_tamb`` (run as loops in the term algebra,
+:class:`~prelens.tambara.Program`), equal to ``batch_n(n, from_tamb(mlp))``, the route a pre-lens
+``mlp`` takes (``check_combinators`` checks it).
 """
 
 from __future__ import annotations
@@ -67,27 +62,13 @@ def _batched(mlp: AnyTriLens | AnyLens, n: int, fn: str) -> AnyLens:
     """The network on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a pre-lens batched."""
     if isinstance(mlp, TriLens):
         return from_tamb(batch_n(n, mlp))
-    batched: AnyLens = batch_n(n, _as_prelens(mlp, fn))
+    batched: AnyLens = batch_n(n, as_lens_or_trilens(fn, "mlp", mlp))
     return batched
-
-
-def _as_prelens(mlp: AnyTriLens | AnyLens, fn: str = "batch_loss_l") -> AnyLens:
-    if isinstance(mlp, TriLens):
-        return from_tamb(mlp)
-    lens: AnyLens = as_lens_or_trilens(fn, "mlp", mlp)
-    return lens
 
 
 @constructor
 def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
-    """The network on a batch of ``n`` samples, capped by the loss lens.
-
-    ``from_tamb(batch_n(n, mlp)) >> loss_l`` (a pre-lens ``mlp`` is batched as
-    it is: ``batch_n(n, mlp) >> loss_l``). Parameters
-    ``(ground_truth, θ)`` (the later lens first), input a list of ``n``
-    vectors, output the loss ``½ Σ (s − g)²``.
-
-    Deprecated: write ``from_tamb(batch_n(n, mlp)) >> loss_l`` (the post's ``batchLoss``).
+    """Deprecated: ``from_tamb(batch_n(n, mlp)) >> loss_l`` (the post's ``batchLoss``; parameters ``(ys, θ)``).
 
     >>> import numpy as np
     >>> from prelens.faithful import make_mlp, init_mlp
@@ -102,16 +83,11 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
 
 
 def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float) -> tuple[Params, float]:
-    """One step of gradient descent on a batch; returns ``(new_params, loss)``.
+    """One step of gradient descent on a batch (the post's ``testLearning``): ``(params − rate·dθ, loss)``.
 
-    The post's ``testLearning`` without its printing; ``mlp`` may be the TriLens or a pre-lens.
-
-    ``loss`` is the batch loss ``½ Σ (s − g)²`` at ``params`` (before the
-    update); ``new_params = params − rate·dθ`` with ``dθ`` the gradient of that
-    loss, summed over the batch. Pure: ``params`` is not modified.
-
-    Shapes: ``xs`` is ``(batch, m_in)``, ``ys`` is ``(batch, n_out)`` (2-D
-    arrays or lists of vectors); ``params`` as :func:`init_mlp` makes them.
+    ``loss`` is ``½ Σ (s − g)²`` at ``params`` (before the update), ``dθ`` its gradient summed over the
+    batch; ``params`` is not modified. ``mlp`` is the TriLens or a pre-lens; ``xs (batch, m_in)``,
+    ``ys (batch, n_out)`` (2-D arrays or lists of vectors); ``params`` as :func:`init_mlp` makes them.
 
     >>> import numpy as np
     >>> from prelens.datasets import TOY_XS, TOY_YS
@@ -126,8 +102,7 @@ def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate
     return _step(_batch_loss(mlp, len(xs_)), params, xs_, ys_, rate)
 
 
-#: ``batch_loss_l`` of each network seen by :func:`train_step`, per batch size: a teacher's
-#: loop calls it once a step, and the lens need be built only once.
+#: The batched network of each ``mlp`` seen by :func:`train_step`, per batch size (built once, not each step).
 _BATCH_LOSSES: weakref.WeakKeyDictionary[Any, dict[int, AnyLens]] = weakref.WeakKeyDictionary()
 
 
@@ -151,14 +126,9 @@ def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: floa
 def train_faithful(
     mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float, steps: int
 ) -> tuple[Params, list[float]]:
-    """``steps`` calls of :func:`train_step` on one batch; returns ``(params, losses)``.
+    """``steps`` calls of :func:`train_step` on one batch (network built once): ``(params, losses)``.
 
-    Called ``train`` before 0.2.0; renamed so that no public name means something else
-    in :mod:`prelens` (where ``prelens.train`` is the training package).
-    ``mlp`` may be the TriLens or a pre-lens.
-
-    ``losses[k]`` is the loss before step ``k``. The batched network is built
-    once and reused. Pure: the ``params`` passed in are not modified.
+    ``losses[k]`` is the loss before step ``k``; the ``params`` passed in are not modified.
 
     >>> import numpy as np
     >>> from prelens.datasets import TOY_XS, TOY_YS
@@ -181,14 +151,9 @@ def train_faithful(
 
 
 def predict_faithful(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list[Any]:
-    """The network's outputs on a batch: ``forward(from_tamb(batch_n(n, mlp)), params, xs)``.
+    """The network's outputs on a batch ``xs (batch, m_in)``: ``forward(from_tamb(batch_n(n, mlp)), params, xs)``.
 
-    Called ``predict`` before 0.2.0; renamed because
-    :func:`prelens.train.predict` runs fast models and returns an array, where
-    this runs the faithful network and returns a list. ``mlp`` may be the TriLens or a pre-lens.
-
-    ``xs`` is ``(batch, m_in)`` (a 2-D array or a list of vectors).
-    For :func:`make_mlp` each output is a list of ``sizes[-1]`` floats.
+    A list (for :func:`make_mlp`, of lists of ``sizes[-1]`` floats); ``mlp`` is the TriLens or a pre-lens.
 
     >>> import numpy as np
     >>> from prelens.faithful import Para, make_mlp

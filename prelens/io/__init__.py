@@ -1,17 +1,14 @@
 """``prelens.io``: checkpoints and model files (no pickle, atomic writes, bounded loading).
 
-* a **checkpoint** is a tree of parameters (arrays, numbers, tuples, lists, dicts, named
-  tuples) with JSON metadata: :func:`save_checkpoint`, :func:`load_checkpoint`,
-  :func:`load_metadata`; named tuples of your own load once :func:`register_namedtuple`
-  allows them;
-* a **model file** is a checkpoint that also stores how its lens was built, so that
-  :func:`load_model` rebuilds the lens with no code in the file: :func:`save_model`,
-  :func:`load_model` (a :class:`LoadedModel`); lenses of your own functions are described
-  once :func:`register_constructor` wraps those functions.
+* a **checkpoint** is a tree of parameters (arrays, numbers, tuples, lists, dicts, named tuples) with JSON metadata:
+  :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`load_metadata`; named tuples of your own load once
+  :func:`register_namedtuple` allows them;
+* a **model file** is a checkpoint that also stores how its lens was built, so that :func:`load_model` rebuilds the
+  lens with no code in the file: :func:`save_model`, :func:`load_model` (a :class:`LoadedModel`); lenses of your own
+  functions are described once :func:`register_constructor` wraps those functions.
 
-``register_constructor`` is defined in :mod:`prelens.core` (the core's own constructors,
-``>>`` and ``chain``, record their calls with the same registry) and is public here, beside
-the rest of what model files need.
+``register_constructor`` is defined in :mod:`prelens.core` (the core's own constructors, ``>>`` and ``chain``,
+record their calls with the same registry) and is public here, beside the rest of what model files need.
 
 >>> import os, tempfile
 >>> import numpy as np
@@ -40,8 +37,5 @@ __all__ = [
 #: The names of 0.4's first drafts: each works for one release, with a warning naming the new one.
 __getattr__ = _moved(
     "prelens.io",
-    {
-        "save": ("prelens.io.save_checkpoint", save_checkpoint),
-        "load": ("prelens.io.load_checkpoint", load_checkpoint),
-    },
+    {"save": ("prelens.io.save_checkpoint", save_checkpoint), "load": ("prelens.io.load_checkpoint", load_checkpoint)},
 )

@@ -1,19 +1,17 @@
 """Checkpoints: parameter trees to ``.npz`` files and back, without pickle.
 
-A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it):
-one array per leaf keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON
-description of the tree (node kinds, Python leaves versus arrays, every leaf's dtype and shape,
-optional metadata). Arrays of any array-API library are saved as the numpy arrays of the same
-dtype and values.
+A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it): one array per leaf
+keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON description of the tree (node kinds, Python
+leaves versus arrays, every leaf's dtype and shape, optional metadata). Arrays of any array-API library are saved as
+the numpy arrays of the same dtype and values.
 
-Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed
-while written, fsynced, then ``os.replace``; a Ctrl-C waits until the file is whole, and the
-next save removes a dead writer's leftover (never a live one's). Loading trusts no size in the
-file: every shape is checked against the array's header, the archive's byte counts and
-``like=`` before anything is allocated or decompressed (memory stays near the model's size with
-``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples
-are rebuilt from ``like=`` or the registry (:func:`register_namedtuple`), never by importing a
-name the file gives. The whole contract: docs/api.md (``prelens.io``).
+Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed while written, fsynced,
+then ``os.replace``; a Ctrl-C waits until the file is whole, and the next save removes a dead writer's leftover
+(never a live one's). Loading trusts no size in the file: every shape is checked against the array's header, the
+archive's byte counts and ``like=`` before anything is allocated or decompressed (memory stays near the model's size
+with ``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples are rebuilt from
+``like=`` or the registry (:func:`register_namedtuple`), never by importing a name the file gives. The whole
+contract: docs/api.md (``prelens.io``).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -34,7 +32,7 @@ import secrets
 import sys
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, ClassVar, TypeVar
 
 import numpy as np
 
@@ -69,9 +67,6 @@ _CHUNK = 1 << 20
 _registry: dict[str, type] = {}
 
 
-# ------------------------------------------------------------------ messages
-
-
 def _unreadable(path: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
 
@@ -88,15 +83,9 @@ def _unsupported(where: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"cannot save a checkpoint: at {E.path_str(where)}: {detail}")
 
 
-def _write_failed(path: str, detail: str) -> E.CheckpointError:
-    return E.CheckpointError(f"cannot write checkpoint {path}: {detail}; the file there (if any) is unchanged")
-
-
-def _unknown_namedtuple(path: str, where: str, name: str) -> E.CheckpointError:
-    return E.CheckpointError(
-        f"checkpoint {path}: at {E.path_str(where)}: named tuple {name} is not registered; "
-        "pass like=<a tree of the model's parameters> or prelens.io.register_namedtuple(cls)"
-    )
+def _is_namedtuple(x: Any) -> bool:
+    """Whether ``x`` is a named tuple class (or, with ``isinstance``, one's instance)."""
+    return issubclass(x, tuple) and hasattr(x, "_fields") if isinstance(x, type) else _is_namedtuple(type(x))
 
 
 def register_namedtuple(cls: T) -> T:
@@ -111,7 +100,7 @@ def register_namedtuple(cls: T) -> T:
     >>> Scale(2.0)
     Scale(gain=2.0)
     """
-    if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+    if not (isinstance(cls, type) and _is_namedtuple(cls)):
         raise E.bad_argument("register_namedtuple", "cls", cls, "a NamedTuple class")
     _registry[_qualified(cls)] = cls
     return cls
@@ -127,31 +116,24 @@ def _known_namedtuples() -> dict[str, type]:
     known: dict[str, type] = {}
     for module in (m for n, m in list(sys.modules.items()) if n.startswith(("prelens.nn", "prelens.learn"))):
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
+            if isinstance(value, type) and _is_namedtuple(value):
                 known.setdefault(_qualified(value), value)
     known.update(_registry)
     return known
 
 
-# ------------------------------------------------------------------ save
-
-
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
 
-    The file is written exactly at ``path`` (no suffix is added). Leaves may
-    be numpy arrays of bool/int/uint/float/complex dtypes, numpy scalars, and
-    Python ``float``, ``int``, ``bool``, ``str``; nodes tuples, lists, named
-    tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another
-    array-API library (PyTorch, JAX, ``array_api_strict``, on any device) are
-    copied to the host and stored as the numpy arrays of the same dtype and
-    values; a value being traced by ``jax.jit`` cannot be stored.
+    The file is written exactly at ``path`` (no suffix is added). Leaves may be numpy arrays of
+    bool/int/uint/float/complex dtypes, numpy scalars, and Python ``float``, ``int``, ``bool``, ``str``; nodes
+    tuples, lists, named tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another array-API
+    library (PyTorch, JAX, ``array_api_strict``, on any device) are copied to the host and stored as the numpy
+    arrays of the same dtype and values; a value being traced by ``jax.jit`` cannot be stored.
 
-    Raises :class:`prelens.errors.CheckpointError` for anything else (naming the
-    path in the tree), for trees or metadata nested more than 100 levels
-    deep, and when writing fails; either way the file that was at ``path``
-    stays as it was. A Ctrl-C during the write is acted on when the file is
-    complete.
+    Raises :class:`prelens.errors.CheckpointError` for anything else (naming the path in the tree), for trees or
+    metadata nested more than 100 levels deep, and when writing fails; either way the file that was at ``path``
+    stays as it was. A Ctrl-C during the write is acted on when the file is complete.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -194,7 +176,8 @@ def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
             tmp_name = None
             _fsync_directory(directory)
         except OSError as err:
-            raise _write_failed(path, f"{type(err).__name__}: {err}") from err
+            detail = f"{type(err).__name__}: {err}; the file there (if any) is unchanged"
+            raise E.CheckpointError(f"cannot write checkpoint {path}: {detail}") from err
         finally:
             if tmp_name is not None:
                 with contextlib.suppress(OSError):
@@ -208,11 +191,7 @@ def _write_npz(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
         for key, arr in arrays.items():
             with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
                 np.lib.format.write_array(member, arr, allow_pickle=False)
-    except BaseException:
-        # The archive is dropped (the caller deletes its temporary file). An exception that lands
-        # between opening and closing a member leaves zipfile refusing to close the archive
-        # ("open writing handle", a ValueError that would hide the real exception, and again when
-        # the object is collected): mark the handle gone, then close without a care for the result.
+    except BaseException:  # the caller deletes the file; zipfile would refuse to close with a member open
         vars(archive)["_writing"] = False
         with contextlib.suppress(Exception):
             archive.close()
@@ -221,10 +200,7 @@ def _write_npz(f: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
 
 
 def _create_temporary(directory: str, base: str) -> tuple[int, str]:
-    """A new file next to the target, created exclusively with the usual permissions (umask applies).
-
-    Its name carries this process's pid (see :func:`_remove_stale_temporaries`).
-    """
+    """A new file next to the target, created exclusively (umask applies), named with this process's pid."""
     for _ in range(100):
         name = os.path.join(directory, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
@@ -235,13 +211,10 @@ def _create_temporary(directory: str, base: str) -> tuple[int, str]:
 
 
 def _remove_stale_temporaries(directory: str, base: str) -> None:
-    """Delete the temporary files that earlier, killed saves to ``directory/base`` left behind.
+    """Delete the temporary files of killed saves: no process with their pid alive, no one holding their ``flock``.
 
-    A temporary file ``.<base>.<pid>.<8 hex digits>.tmp`` is stale when no process with that pid
-    is alive here and no one holds its ``flock`` (a writer holds it from just after creating
-    the file until it is complete; in the moment between, the writer's pid is alive). A pid
-    alive here but not the writer's (reused) only means the file stays. Best effort: errors are
-    ignored, and nothing is removed where ``flock`` is missing (Windows).
+    (A writer holds the lock from just after creating the file until it is whole; a reused pid only means the file
+    stays.) Best effort: errors are ignored; nothing is removed without ``flock``.
     """
     if fcntl is None:
         return
@@ -264,15 +237,14 @@ def _remove_stale_temporaries(directory: str, base: str) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists here (when unsure: yes)."""
-    if pid <= 0:
-        return True
+    """Whether a process with this pid exists here (when unsure: yes, e.g. someone else's)."""
     try:
-        os.kill(pid, 0)
+        if pid > 0:
+            os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (OSError, OverflowError):  # e.g. PermissionError: it exists, and is someone else's
-        return True
+    except (OSError, OverflowError):
+        pass
     return True
 
 
@@ -281,7 +253,7 @@ def unwritable_reason(path: Any) -> str | None:
     try:
         target = os.fspath(path)
     except TypeError:
-        return "it is not a file path"
+        target = None
     if not isinstance(target, str) or target == "":
         return "it is not a file path"
     if os.path.isdir(target):
@@ -296,29 +268,30 @@ def unwritable_reason(path: Any) -> str | None:
     return None
 
 
+def writable_path(fn: str, name: str, path: Any, expected: str = "a file path (str or os.PathLike)") -> None:
+    """Refuse, before any work, an argument ``name`` of ``fn`` that is not a path :func:`save_checkpoint` can write."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise E.bad_argument(fn, name, path, expected)
+    why = unwritable_reason(path)
+    if why is not None:
+        raise E.unwritable_path(fn, name, os.fspath(path), why)
+
+
 def _fsync_directory(directory: str) -> None:
     """Make the rename durable where the platform allows it (best effort)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-_SCALARS: dict[type, str] = {bool: "bool", int: "int", float: "float"}
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dict[str, Any]:
     """The JSON spec of ``x`` (inside ``depth`` nodes); leaves go into ``arrays`` under their path."""
-    is_node = (isinstance(x, tuple) and hasattr(x, "_fields")) or type(x) in (tuple, list, dict)
-    if is_node and depth >= _MAX_DEPTH:
+    if (_is_namedtuple(x) or type(x) in (tuple, list, dict)) and depth >= _MAX_DEPTH:
         raise _unsupported(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
+    if _is_namedtuple(x):
         cls = type(x)
         children = [_encode(v, f"{path}.{f}", arrays, depth + 1) for f, v in zip(cls._fields, x)]
         return {"kind": "namedtuple", "name": _qualified(cls), "fields": list(cls._fields), "children": children}
@@ -327,9 +300,8 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
         return {"kind": type(x).__name__, "children": children}
     if type(x) is dict:
         keys = list(x)
-        for k in keys:
-            if type(k) not in (str, int):
-                raise _unsupported(path, f"dict keys must be str or int, got {k!r}")
+        for k in (k for k in keys if type(k) not in (str, int)):
+            raise _unsupported(path, f"dict keys must be str or int, got {k!r}")
         children = [_encode(x[k], f"{path}[{k!r}]", arrays, depth + 1) for k in keys]
         return {"kind": "dict", "keys": keys, "children": children}
     if x is None:
@@ -339,63 +311,50 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
     key = E.path_str(path)
     if key in arrays:
         raise _unsupported(path, "two leaves would be stored under the same path")
-    if type(x) in _SCALARS:
+    if type(x) in (bool, int, float):
         if type(x) is int and not -(2**63) <= x < 2**63:
             raise _unsupported(path, f"int {x} does not fit in int64")
         arrays[key] = np.array(x)
-        return {"kind": _SCALARS[type(x)], "key": key}
+        return {"kind": type(x).__name__, "key": key}
     if isinstance(x, (np.ndarray, np.generic)):
         if x.dtype.kind not in "biufc":
             raise _unsupported(path, f"arrays of dtype {x.dtype} are not supported")
         arrays[key] = np.asarray(x)
         kind = "array" if isinstance(x, np.ndarray) else "npscalar"
         return {"kind": kind, "key": key, "dtype": x.dtype.str, "shape": list(x.shape)}
-    if _backend.is_array(x):
-        host = _host_copy(x, path)
-        arrays[key] = host
-        return {"kind": "array", "key": key, "dtype": host.dtype.str, "shape": list(host.shape)}
-    raise _unsupported(path, f"cannot store a leaf of type {type(x).__name__}")
-
-
-def _host_copy(x: Any, path: str) -> np.ndarray:
-    """Another library's array as the numpy array of the same dtype, shape and values (for :func:`save_checkpoint`)."""
-    lib = _backend.namespace_name(_backend.namespace(x))
+    if not _backend.is_array(x):
+        raise _unsupported(path, f"cannot store a leaf of type {type(x).__name__}")
+    lib = _backend.namespace_name(_backend.namespace(x))  # another library's: the numpy array of its values
     if not _backend.is_concrete(x):
         raise _unsupported(
             path, f"a {lib} value being traced (under jax.jit) has no numbers yet: save outside the compiled function"
         )
+    unsupported = f"{lib} arrays of dtype {_backend.dtype_name(x.dtype)} are not supported"
     try:
         host = np.asarray(_backend.to_numpy(x))
     except (TypeError, ValueError, RuntimeError, BufferError) as err:
-        dtype = _backend.dtype_name(x.dtype)
-        raise _unsupported(path, f"{lib} arrays of dtype {dtype} are not supported ({_why(err)})") from None
+        raise _unsupported(path, f"{unsupported} ({_why(err)})") from None
     if host.dtype.kind not in "biufc" or tuple(host.shape) != tuple(x.shape):
-        raise _unsupported(path, f"{lib} arrays of dtype {_backend.dtype_name(x.dtype)} are not supported")
-    return host
-
-
-# ------------------------------------------------------------------ load
+        raise _unsupported(path, unsupported)
+    arrays[key] = host
+    return {"kind": "array", "key": key, "dtype": host.dtype.str, "shape": list(host.shape)}
 
 
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
-    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``):
-    the checkpoint must have its structure, leaf kinds, shapes and dtypes
-    (checked before any array is read), and named tuples are rebuilt with
-    ``like``'s classes. Without ``like`` named tuples must be registered (see
-    :func:`register_namedtuple`). ``like``'s arrays may be of any array-API
-    library (their shapes and dtype names are compared).
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``): the checkpoint must have its structure,
+    leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are rebuilt with ``like``'s
+    classes. Without ``like`` named tuples must be registered (see :func:`register_namedtuple`). ``like``'s arrays
+    may be of any array-API library (their shapes and dtype names are compared).
 
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or
-    a namespace: see :func:`prelens.backend.to_backend`) is the library the arrays
-    are returned in, with the dtypes and values saved; numbers, numpy scalars
-    and strings stay as they are.
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or a namespace: see
+    :func:`prelens.backend.to_backend`) is the library the arrays are returned in, with the dtypes and values saved;
+    numbers, numpy scalars and strings stay as they are.
 
-    Raises :class:`prelens.errors.CheckpointError` when the file is missing,
-    truncated, corrupt or inconsistent (sizes that disagree, nesting deeper
-    than 100 levels, more data than 16 times the file's size without
-    ``like``), or does not fit ``like`` (naming the tree path).
+    Raises :class:`prelens.errors.CheckpointError` when the file is missing, truncated, corrupt or inconsistent
+    (sizes that disagree, nesting deeper than 100 levels, more data than 16 times the file's size without ``like``),
+    or does not fit ``like`` (naming the tree path).
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -452,9 +411,6 @@ class _Archive:
         self.path, self.zip, self.size = path, zip_, size
         self.budget = _MAX_INFLATION * size + _INFLATION_SLACK
 
-    def unreadable(self, detail: str) -> E.CheckpointError:
-        return _unreadable(self.path, detail)
-
     def read(
         self,
         key: str,
@@ -467,29 +423,36 @@ class _Archive:
     ) -> np.ndarray:
         """The array stored under ``key`` (the leaf at tree path ``where``), read once its header is checked.
 
-        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape
-        equal to ``shape``, when given); the archive must say it holds exactly that many bytes,
-        within the file. With ``charge``, the bytes count against the budget of 16 times the
-        file's size (without ``like=`` nothing else bounds them). Nothing is allocated before
-        all of that holds, and no more than the declared bytes are ever decompressed.
+        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape equal to ``shape``,
+        when given); the archive must say it holds exactly that many bytes, within the file. With ``charge``, the
+        bytes count against the budget of 16 times the file's size (without ``like=`` nothing else bounds them).
+        Nothing is allocated before all of that holds, and no more than the declared bytes are ever decompressed.
         """
         try:
             info = self.zip.getinfo(f"{key}.npy")
         except KeyError:
-            raise self.unreadable(f"the array for {key} is missing") from None
-        self._check_entry(key, info)
+            raise _unreadable(self.path, f"the array for {key} is missing") from None
+        bad = f"the array for {key}"
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise _unreadable(
+                self.path, f"{bad} is compressed with method {info.compress_type}, which prelens does not read"
+            )
+        if info.flag_bits & 0x1:
+            raise _unreadable(self.path, f"{bad} is encrypted")
+        if info.header_offset + info.compress_size > self.size:
+            raise _unreadable(self.path, f"{bad} claims {info.compress_size} bytes, past the end of the file")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise _unreadable(self.path, f"{bad} is corrupt (its stored and unpacked sizes differ)")
         try:
             with self.zip.open(info) as f:
                 version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_1_0(f)
-                elif version == (2, 0):
-                    got_shape, fortran, got_dtype = np.lib.format.read_array_header_2_0(f)
-                else:
-                    raise self.unreadable(f"the array for {key} has an unsupported .npy version {version}")
+                read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in read_header:
+                    raise _unreadable(self.path, f"{bad} has an unsupported .npy version {version}")
+                got_shape, fortran, got_dtype = read_header[version](f)
                 if got_dtype.hasobject:
-                    raise self.unreadable(
-                        f"the array for {key} is corrupt (it holds Python objects, which would need allow_pickle=True)"
+                    raise _unreadable(
+                        self.path, f"{bad} is corrupt (it holds Python objects, which would need allow_pickle=True)"
                     )
                 if (
                     got_dtype.kind not in kinds
@@ -498,7 +461,7 @@ class _Archive:
                 ):
                     got = _shape_str(got_dtype, got_shape)
                     if where is None:
-                        raise self.unreadable(f"the array for {key} is corrupt (it is {got})")
+                        raise _unreadable(self.path, f"{bad} is corrupt (it is {got})")
                     said = (
                         _shape_str(dtype, shape)
                         if dtype is not None and shape is not None
@@ -509,57 +472,31 @@ class _Archive:
                 data_at = f.tell()
                 if info.file_size != data_at + nbytes:
                     short = "shorter" if info.file_size < data_at + nbytes else "longer"
-                    raise self.unreadable(f"the array for {key} is {short} than its header says")
+                    raise _unreadable(self.path, f"{bad} is {short} than its header says")
                 if charge:
                     self.budget -= info.file_size
                     if self.budget < 0:
-                        raise self.unreadable(
-                            f"the array for {key} would take the data read past {_MAX_INFLATION} times the file's "
+                        raise _unreadable(
+                            self.path,
+                            f"{bad} would take the data read past {_MAX_INFLATION} times the file's "
                             "size (a decompression bomb?); pass like=<the model's parameters> to load a file "
-                            "this compressed"
+                            "this compressed",
                         )
-                return _read_data(f, got_dtype, tuple(got_shape), fortran, nbytes, key, self.unreadable)
+                flat = np.empty(math.prod(got_shape), got_dtype)  # filled in pieces, never one more copy
+                raw, done = flat.view(np.uint8), 0
+                while done < nbytes:
+                    piece = f.read(min(_CHUNK, nbytes - done))
+                    if not piece:
+                        raise _unreadable(self.path, f"{bad} is shorter than its header says")
+                    raw[done : done + len(piece)] = np.frombuffer(piece, np.uint8)
+                    done += len(piece)
+                if f.read(1):  # and the stream's CRC is checked at its end
+                    raise _unreadable(self.path, f"{bad} is longer than its header says")
+                return flat.reshape(got_shape[::-1]).T if fortran else flat.reshape(got_shape)
         except E.CheckpointError:
             raise
         except Exception as err:  # damaged bytes make numpy and zipfile raise many kinds
-            raise self.unreadable(f"the array for {key} is corrupt ({_why(err)})") from None
-
-    def _check_entry(self, key: str, info: zipfile.ZipInfo) -> None:
-        """The archive's own claims about a member, against the file: before any byte of it is read."""
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise self.unreadable(
-                f"the array for {key} is compressed with method {info.compress_type}, which prelens does not read"
-            )
-        if info.flag_bits & 0x1:
-            raise self.unreadable(f"the array for {key} is encrypted")
-        if info.header_offset + info.compress_size > self.size:
-            raise self.unreadable(f"the array for {key} claims {info.compress_size} bytes, past the end of the file")
-        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-            raise self.unreadable(f"the array for {key} is corrupt (its stored and unpacked sizes differ)")
-
-
-def _read_data(
-    f: Any,
-    dtype: np.dtype[Any],
-    shape: tuple[int, ...],
-    fortran: bool,
-    nbytes: int,
-    key: str,
-    unreadable: Callable[[str], E.CheckpointError],
-) -> np.ndarray:
-    """Exactly ``nbytes`` from ``f`` into a new array, in pieces (the stream's CRC is checked at its end)."""
-    flat = np.empty(math.prod(shape), dtype)
-    raw = flat.view(np.uint8)
-    got = 0
-    while got < nbytes:
-        piece = f.read(min(_CHUNK, nbytes - got))
-        if not piece:
-            raise unreadable(f"the array for {key} is shorter than its header says")
-        raw[got : got + len(piece)] = np.frombuffer(piece, np.uint8)
-        got += len(piece)
-    if f.read(1):
-        raise unreadable(f"the array for {key} is longer than its header says")
-    return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+            raise _unreadable(self.path, f"{bad} is corrupt ({_why(err)})") from None
 
 
 def _shape_str(dtype: np.dtype[Any] | None, shape: tuple[int, ...]) -> str:
@@ -644,47 +581,34 @@ class _Reader:
     """Rebuilds a tree from its JSON spec and the archive, optionally against ``like``."""
 
     def __init__(self, archive: _Archive, known: dict[str, type]) -> None:
-        self.path = archive.path
-        self.archive = archive
-        self.known = known
+        self.path, self.archive, self.known = archive.path, archive, known
 
     def corrupt(self, where: str, detail: str) -> E.CheckpointError:
         return _corrupt_at(self.path, where, detail)
 
     def mismatch(self, where: str, like: Any, got: str) -> E.CheckpointError:
-        expected = _kind_of(like)
+        """``like`` written as ``f32[3,4]``, ``float``, ``f64 scalar`` or ``list of 2``, against what the file has."""
+        if type(like) in (bool, int, float, str):
+            expected = type(like).__name__
+        else:
+            expected = f"{E.dtype_name(like.dtype)} scalar" if isinstance(like, np.generic) else E.describe(like)
         return _mismatch(self.path, E.at_path(where, expected, got))
 
     def decode(self, spec: Any, path: str, like: Any, check: bool, depth: int) -> Tree:
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
             raise self.corrupt(path, "malformed tree description")
         kind = spec["kind"]
-        handler = self._handlers().get(kind)
+        handler = self._HANDLERS.get(kind)
         if handler is None:
             raise self.corrupt(path, f"unknown node kind {kind!r}")
-        if kind in _NODE_KINDS and depth >= _MAX_DEPTH:
+        if kind in ("tuple", "list", "namedtuple", "dict") and depth >= _MAX_DEPTH:
             raise self.corrupt(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
         try:
-            return handler(spec, path, like, check, depth)
+            return handler(self, spec, path, like, check, depth)
         except (KeyError, TypeError, ValueError) as err:
             if isinstance(err, E.PrelensError):
                 raise
             raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
-
-    def _handlers(self) -> dict[str, Callable[[dict[str, Any], str, Any, bool, int], Tree]]:
-        return {
-            "tuple": self._sequence,
-            "list": self._sequence,
-            "namedtuple": self._namedtuple,
-            "dict": self._dict,
-            "none": self._none,
-            "str": self._str,
-            "bool": self._scalar,
-            "int": self._scalar,
-            "float": self._scalar,
-            "array": self._array,
-            "npscalar": self._array,
-        }
 
     def _children(
         self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], check: bool, depth: int
@@ -708,14 +632,17 @@ class _Reader:
             raise self.corrupt(path, "malformed named tuple")
         short = name.rsplit(".", 1)[-1]
         if check:
-            if not (isinstance(like, tuple) and hasattr(like, "_fields")) or type(like).__name__ != short:
+            if not _is_namedtuple(like) or type(like).__name__ != short:
                 raise self.mismatch(path, like, short)
             cls = type(like)
         else:
             module, _, qualname = name.rpartition(".")  # a 0.3 file names the private module
             found = first_found(self.known, public_name(module, qualname))
             if found is None:
-                raise _unknown_namedtuple(self.path, path, name)
+                raise E.CheckpointError(
+                    f"checkpoint {self.path}: at {E.path_str(path)}: named tuple {name} is not registered; "
+                    "pass like=<a tree of the model's parameters> or prelens.io.register_namedtuple(cls)"
+                )
             cls = found
         if list(cls._fields) != fields:
             detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
@@ -728,22 +655,16 @@ class _Reader:
         if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
             raise self.corrupt(path, "malformed dict keys")
         if check and (type(like) is not dict or list(like) != keys):
-            got = f"dict with keys {sorted(map(str, keys))}"
-            raise self.mismatch(path, like, got)
+            raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
         likes = [like[k] for k in keys] if check else [None] * len(keys)
         return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, check, depth)))
 
-    def _none(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
-        if check and like is not None:
-            raise self.mismatch(path, like, "None")
-        return None
-
-    def _str(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
-        value = spec["value"]
-        if not isinstance(value, str):
+    def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+        value = spec["value"] if spec["kind"] == "str" else None
+        if spec["kind"] == "str" and not isinstance(value, str):
             raise self.corrupt(path, "malformed str leaf")
-        if check and type(like) is not str:
-            raise self.mismatch(path, like, "str")
+        if check and type(like) is not type(value):
+            raise self.mismatch(path, like, "None" if value is None else "str")
         return value
 
     def _scalar(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
@@ -751,16 +672,14 @@ class _Reader:
         py_type = {"bool": bool, "int": int, "float": float}[kind]
         if check and type(like) is not py_type:
             raise self.mismatch(path, like, kind)
-        key = _key(spec)
-        if key is None:
-            raise self.corrupt(path, f"malformed {kind} leaf (key {spec['key']!r})")
-        arr = self.archive.read(key, path, {"bool": "b", "int": "i", "float": "f"}[kind], None, (), charge=False)
-        return py_type(arr[()])
+        if not isinstance(key := spec["key"], str):
+            raise self.corrupt(path, f"malformed {kind} leaf (key {key!r})")
+        return py_type(self.archive.read(key, path, kind[0], None, (), charge=False)[()])
 
     def _array(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
-        kind, key, dtype, shape = spec["kind"], _key(spec), _dtype(spec["dtype"]), _shape(spec["shape"])
+        kind, key, dtype, shape = spec["kind"], spec["key"], _dtype(spec["dtype"]), _shape(spec["shape"])
         is_array = kind == "array"
-        if key is None or dtype is None or shape is None or (not is_array and shape != ()):
+        if not isinstance(key, str) or dtype is None or shape is None or (not is_array and shape != ()):
             what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
             raise self.corrupt(path, f"malformed {kind} leaf ({what})")
         if check:
@@ -772,14 +691,14 @@ class _Reader:
         arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not check)
         return arr if is_array else arr[()]
 
-
-#: The spec kinds that are containers (count towards the nesting depth).
-_NODE_KINDS = frozenset({"tuple", "list", "namedtuple", "dict"})
-
-
-def _key(spec: dict[str, Any]) -> str | None:
-    key = spec["key"]
-    return key if isinstance(key, str) else None
+    _HANDLERS: ClassVar[dict[str, Callable[..., Tree]]] = {
+        **dict.fromkeys(("tuple", "list"), _sequence),
+        "namedtuple": _namedtuple,
+        "dict": _dict,
+        **dict.fromkeys(("none", "str"), _none_or_str),
+        **dict.fromkeys(("bool", "int", "float"), _scalar),
+        **dict.fromkeys(("array", "npscalar"), _array),
+    }
 
 
 def _dtype(text: Any) -> np.dtype[Any] | None:
@@ -799,12 +718,3 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     if not isinstance(value, list) or len(value) > 64 or any(type(d) is not int or d < 0 for d in value):
         return None
     return tuple(value)
-
-
-def _kind_of(x: Any) -> str:
-    """What a node or leaf is, for mismatch messages: ``f32[3,4]``, ``float``, ``list of 2``."""
-    if type(x) in (bool, int, float, str):
-        return type(x).__name__
-    if isinstance(x, np.generic):
-        return f"{E.dtype_name(x.dtype)} scalar"
-    return E.describe(x)

@@ -4,15 +4,14 @@
 
 * a lens made by a constructor is ``{"call": name, "args": [...], "kwargs": {...}}``;
 * a public lens value (``prelens.nn.relu``, ``prelens.copy_l``) is ``{"value": name}``;
-* an argument is a JSON scalar, a list, ``{"tuple": [...]}``, ``{"dict": {...}}``,
-  ``{"dtype": "float32"}``, ``{"array": [...], "dtype": ..., "shape": [...]}`` (a small
-  numeric array, flattened), or the description of a lens.
+* an argument is a JSON scalar, a list, ``{"tuple": [...]}``, ``{"dict": {...}}``, ``{"dtype": "float32"}``,
+  ``{"array": [...], "dtype": ..., "shape": [...]}`` (a small numeric array, flattened), or the description of a
+  lens.
 
-:func:`rebuild` calls the registered constructors again, by name only: an unknown name
-is refused, never imported, and the constructors check their own arguments. A lens
-built any other way (``PreLens(...)`` of the user's functions, ``pointwise``,
-``parameter_free``, the dimaps) has no record: :func:`describe` refuses it, naming it
-and saying how to register the function that builds it.
+:func:`rebuild` calls the registered constructors again, by name only: an unknown name is refused, never imported,
+and the constructors check their own arguments. A lens built any other way (``PreLens(...)`` of the user's
+functions, ``pointwise``, ``parameter_free``, the dimaps) has no record: :func:`describe` refuses it, naming it and
+saying how to register the function that builds it.
 """
 
 from __future__ import annotations
@@ -76,11 +75,6 @@ def _value_names() -> dict[int, tuple[str, Any]]:
     return out
 
 
-def _value_named(name: str) -> Any:
-    """The public lens value ``name`` (or its 0.3 name, ``prelens.nn.bias_l``), or None."""
-    return first_found({n: value for n, value in _value_names().values()}, name)
-
-
 def value_name(lens: Any) -> str | None:
     """``prelens.nn.relu`` for the lens ``relu`` itself; None for any other object."""
     found = _value_names().get(id(lens))
@@ -90,35 +84,36 @@ def value_name(lens: Any) -> str | None:
 # ---------------------------------------------------------------- describe
 
 
-class Undescribable(Exception):
-    """Raised inside :func:`describe`: what cannot be described, and where."""
+class DescriptionError(Exception):
+    """Raised inside :func:`describe` (a lens that cannot be described) and :func:`rebuild` (a malformed
+    description): what is wrong, and where."""
 
     def __init__(self, where: str, what: str) -> None:
         super().__init__(where, what)
-        self.where = where
-        self.what = what
+        self.where, self.what = where, what
 
 
 def describe(lens: Any) -> dict[str, Any]:
-    """The JSON description of ``lens``; :class:`Undescribable` names the first part that has none.
+    """The JSON description of ``lens``; :class:`DescriptionError` names the first part that has none.
 
     >>> from prelens.nn import mlp
     >>> describe(mlp(4, [8, 3], "relu"))
     {'call': 'prelens.nn.mlp', 'args': [4, [8, 3], 'relu']}
     """
-    out: dict[str, Any] = _lens_node(lens, "lens", 0)
-    return out
+    return _lens_node(lens, "lens", 0)
 
 
 def _lens_node(lens: Any, where: str, depth: int) -> dict[str, Any]:
     if depth > MAX_DEPTH:
-        raise Undescribable(where, f"lenses nested more than {MAX_DEPTH} deep (join long sequences with chain)")
+        raise DescriptionError(where, f"lenses nested more than {MAX_DEPTH} deep (join long sequences with chain)")
     name = value_name(lens)
     if name is not None:
         return {"value": name}
     call = call_of(lens)
     if call is None:
-        raise Undescribable(where, f"the lens {E.short_name(repr(lens), 80)} was not made by a registered constructor")
+        raise DescriptionError(
+            where, f"the lens {E.short_name(repr(lens), 80)} was not made by a registered constructor"
+        )
     node: dict[str, Any] = {"call": call.name}
     if call.args:
         node["args"] = [_value(a, f"{where}.args[{i}]", depth + 1) for i, a in enumerate(call.args)]
@@ -131,7 +126,7 @@ def _value(x: Any, where: str, depth: int) -> Any:
     if isinstance(x, (PreLens, TriLens)):
         return _lens_node(x, where, depth)
     if depth > MAX_DEPTH:
-        raise Undescribable(where, f"arguments nested more than {MAX_DEPTH} deep")
+        raise DescriptionError(where, f"arguments nested more than {MAX_DEPTH} deep")
     if x is None or isinstance(x, (bool, str)):
         return x
     if isinstance(x, (int, np.integer)) and not isinstance(x, np.bool_):
@@ -140,7 +135,7 @@ def _value(x: Any, where: str, depth: int) -> Any:
         return bool(x)
     if isinstance(x, (float, np.floating)):
         if not math.isfinite(float(x)):
-            raise Undescribable(where, f"the number {float(x)} (JSON holds finite numbers only)")
+            raise DescriptionError(where, f"the number {float(x)} (JSON holds finite numbers only)")
         return float(x)
     if type(x) is list:
         return [_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(x)]
@@ -148,33 +143,24 @@ def _value(x: Any, where: str, depth: int) -> Any:
         return {"tuple": [_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(x)]}
     if type(x) is dict:
         if not all(isinstance(k, str) for k in x):
-            raise Undescribable(where, "a dict whose keys are not all strings")
+            raise DescriptionError(where, "a dict whose keys are not all strings")
         return {"dict": {k: _value(v, f"{where}[{k!r}]", depth + 1) for k, v in x.items()}}
     if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, (np.generic, float, int, bool, complex))):
         dt = np.dtype(x)
         if dt.name not in _DTYPES:
-            raise Undescribable(where, f"the dtype {dt} (numbers and booleans only)")
+            raise DescriptionError(where, f"the dtype {dt} (numbers and booleans only)")
         return {"dtype": dt.name}
     if isinstance(x, np.ndarray):
         if x.dtype.name not in _DTYPES or x.dtype.kind == "c":
-            raise Undescribable(where, f"an array of dtype {x.dtype} (real numbers and booleans only)")
+            raise DescriptionError(where, f"an array of dtype {x.dtype} (real numbers and booleans only)")
         if x.dtype.kind == "f" and not np.isfinite(x).all():
-            raise Undescribable(where, "an array with NaN or infinite entries (JSON holds finite numbers only)")
+            raise DescriptionError(where, "an array with NaN or infinite entries (JSON holds finite numbers only)")
         return {"array": x.ravel().tolist(), "dtype": x.dtype.name, "shape": list(x.shape)}
     kind = "a function" if callable(x) else E.describe(x)
-    raise Undescribable(where, f"an argument that is {kind} (a model file holds data, not code)")
+    raise DescriptionError(where, f"an argument that is {kind} (a model file holds data, not code)")
 
 
 # ---------------------------------------------------------------- rebuild
-
-
-class Malformed(Exception):
-    """Raised inside :func:`rebuild`: where the description is wrong, and how."""
-
-    def __init__(self, where: str, what: str) -> None:
-        super().__init__(where, what)
-        self.where = where
-        self.what = what
 
 
 _VALUE_TAGS = ("array", "tuple", "dict", "dtype", "call", "value")
@@ -183,44 +169,43 @@ _VALUE_TAGS = ("array", "tuple", "dict", "dtype", "call", "value")
 def rebuild(node: Any) -> Any:
     """The lens a description describes, built by the registered constructors (see :func:`describe`).
 
-    Raises :class:`Malformed` naming the place in the description. Run it inside
-    :func:`budget` when the description comes from a file.
+    Raises :class:`DescriptionError` naming the place in the description. Run it inside :func:`budget` when the
+    description comes from a file.
 
     >>> from prelens.nn import mlp
     >>> rebuild(describe(mlp(4, [8, 3]) >> mlp(3, [2])))
     mlp(4→8→3, tanh) >> mlp(3→2, tanh)
     """
-    counter = [0]
-    return _rebuild_lens(node, "lens", 0, counter)
+    return _rebuild_lens(node, "lens", 0, [0])
 
 
 def _count(counter: list[int], where: str) -> None:
     counter[0] += 1
     if counter[0] > MAX_NODES:
-        raise Malformed(where, f"more than {MAX_NODES} values in the description")
+        raise DescriptionError(where, f"more than {MAX_NODES} values in the description")
 
 
 def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     _count(counter, where)
     if depth > MAX_DEPTH:
-        raise Malformed(where, f"lenses nested more than {MAX_DEPTH} deep")
+        raise DescriptionError(where, f"lenses nested more than {MAX_DEPTH} deep")
     if not isinstance(node, dict):
-        raise Malformed(where, f"a lens must be described by an object, got {_json_kind(node)}")
+        raise DescriptionError(where, f"a lens must be described by an object, got {_json_kind(node)}")
     if "value" in node:
         if set(node) != {"value"} or not isinstance(node["value"], str):
-            raise Malformed(where, 'a lens value must be {"value": "<public name>"}')
-        value = _value_named(node["value"])
+            raise DescriptionError(where, 'a lens value must be {"value": "<public name>"}')
+        value = first_found({n: v for n, v in _value_names().values()}, node["value"])  # or its 0.3 name
         if value is None:
             unknown = E.short_name(node["value"], 80)
-            raise Malformed(where, f"unknown lens value {unknown!r} (not a public lens of prelens)")
+            raise DescriptionError(where, f"unknown lens value {unknown!r} (not a public lens of prelens)")
         return value
     if "call" not in node or not set(node) <= {"call", "args", "kwargs"} or not isinstance(node["call"], str):
         layout = '{"call": "<constructor>", "args": [...], "kwargs": {...}} or {"value": ...}'
-        raise Malformed(where, f"a lens must be {layout}")
+        raise DescriptionError(where, f"a lens must be {layout}")
     name = node["call"]
     fn = registered(name)
     if fn is None:
-        raise Malformed(
+        raise DescriptionError(
             where,
             f"unknown constructor {E.short_name(name, 80)!r}: not one of prelens's, and no function was "
             "registered under that name in this process (import the module that registers it first; "
@@ -228,98 +213,95 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
         )
     raw_args, raw_kwargs = node.get("args", []), node.get("kwargs", {})
     if not isinstance(raw_args, list) or not isinstance(raw_kwargs, dict):
-        raise Malformed(where, "args must be a list and kwargs an object")
-    limit = _size_limit(name)
+        raise DescriptionError(where, "args must be a list and kwargs an object")
+    b = _BUDGET.get()  # while loading, prelens's own ints (sizes and counts) are bounded by the file's parameters
+    limit = b.size if b is not None and name.startswith("prelens.") else None
     args = [_rebuild_value(a, f"{where}.args[{i}]", depth + 1, counter, limit) for i, a in enumerate(raw_args)]
     kwargs = {}
     for k, v in raw_kwargs.items():
         if not k.isidentifier():
-            raise Malformed(where, f"keyword {E.short_name(k, 40)!r} is not a Python identifier")
+            raise DescriptionError(where, f"keyword {E.short_name(k, 40)!r} is not a Python identifier")
         kwargs[k] = _rebuild_value(v, f"{where}.kwargs.{k}", depth + 1, counter, limit)
     try:
         out = fn(*args, **kwargs)
     except OverBudget:
         raise
     except E.PrelensError as err:
-        raise Malformed(where, f"{name} refused its arguments: {E.short_name(str(err), 300)}") from None
+        raise DescriptionError(where, f"{name} refused its arguments: {E.short_name(str(err), 300)}") from None
     except RecursionError:
-        raise Malformed(where, f"{name} nested too deeply") from None
+        raise DescriptionError(where, f"{name} nested too deeply") from None
     except Exception as err:  # an untrusted description may give a constructor any nonsense
         why = f"{type(err).__name__}: {E.short_name(str(err), 300)}"
-        raise Malformed(where, f"{name} refused its arguments: {why}") from None
+        raise DescriptionError(where, f"{name} refused its arguments: {why}") from None
     if not isinstance(out, (PreLens, TriLens)):
-        raise Malformed(where, f"{name} returned {E.describe(out)}, not a lens")
+        raise DescriptionError(where, f"{name} returned {E.describe(out)}, not a lens")
     return out
-
-
-def _size_limit(name: str) -> int | None:
-    """The bound on int arguments of ``name`` while loading (prelens's own ints are sizes and counts)."""
-    b = _BUDGET.get()
-    return b.size if b is not None and name.startswith("prelens.") else None
 
 
 def _rebuild_value(x: Any, where: str, depth: int, counter: list[int], limit: int | None) -> Any:
     _count(counter, where)
     if depth > MAX_DEPTH:
-        raise Malformed(where, f"arguments nested more than {MAX_DEPTH} deep")
+        raise DescriptionError(where, f"arguments nested more than {MAX_DEPTH} deep")
     if x is None or isinstance(x, (bool, str)):
         return x
     if isinstance(x, int):
         if limit is not None and abs(x) > limit:
-            raise Malformed(where, f"the size {x} is more than this file's parameters justify ({limit:,} at most)")
+            raise DescriptionError(
+                where, f"the size {x} is more than this file's parameters justify ({limit:,} at most)"
+            )
         return x
     if isinstance(x, float):
         if not math.isfinite(x):
-            raise Malformed(where, "a non-finite number")
+            raise DescriptionError(where, "a non-finite number")
         return x
     if isinstance(x, list):
         return [_rebuild_value(v, f"{where}[{i}]", depth + 1, counter, limit) for i, v in enumerate(x)]
     if not isinstance(x, dict):
-        raise Malformed(where, f"an argument cannot be {_json_kind(x)}")
+        raise DescriptionError(where, f"an argument cannot be {_json_kind(x)}")
     tags = [t for t in _VALUE_TAGS if t in x]
     if not tags:
-        raise Malformed(where, f"an object argument needs one of the tags {list(_VALUE_TAGS)}")
+        raise DescriptionError(where, f"an object argument needs one of the tags {list(_VALUE_TAGS)}")
     tag = tags[0]
     if tag in ("call", "value"):
         return _rebuild_lens(x, where, depth, counter)
     if tag == "array":
         return _rebuild_array(x, where, counter)
     if set(x) != {tag}:
-        raise Malformed(where, f"a {tag} argument has one key, got {sorted(x)}")
+        raise DescriptionError(where, f"a {tag} argument has one key, got {sorted(x)}")
     body = x[tag]
     if tag == "tuple":
         if not isinstance(body, list):
-            raise Malformed(where, "a tuple must hold a list")
+            raise DescriptionError(where, "a tuple must hold a list")
         return tuple(_rebuild_value(v, f"{where}[{i}]", depth + 1, counter, limit) for i, v in enumerate(body))
     if tag == "dict":
         if not isinstance(body, dict):
-            raise Malformed(where, "a dict must hold an object")
+            raise DescriptionError(where, "a dict must hold an object")
         return {k: _rebuild_value(v, f"{where}[{k!r}]", depth + 1, counter, limit) for k, v in body.items()}
     if not isinstance(body, str) or body not in _DTYPES:
-        raise Malformed(where, f"unknown dtype {E.short_name(str(body), 40)!r}")
+        raise DescriptionError(where, f"unknown dtype {E.short_name(str(body), 40)!r}")
     return np.dtype(body)
 
 
 def _rebuild_array(x: dict[str, Any], where: str, counter: list[int]) -> Any:
     if set(x) != {"array", "dtype", "shape"}:
-        raise Malformed(where, 'an array is {"array": [...], "dtype": ..., "shape": [...]}')
+        raise DescriptionError(where, 'an array is {"array": [...], "dtype": ..., "shape": [...]}')
     data, dtype, shape = x["array"], x["dtype"], x["shape"]
     if not isinstance(dtype, str) or dtype not in _DTYPES or dtype.startswith("complex"):
-        raise Malformed(where, f"unknown array dtype {E.short_name(str(dtype), 40)!r}")
+        raise DescriptionError(where, f"unknown array dtype {E.short_name(str(dtype), 40)!r}")
     if not isinstance(shape, list) or len(shape) > 32 or not all(type(d) is int and d >= 0 for d in shape):
-        raise Malformed(where, "an array's shape must be a short list of sizes")
+        raise DescriptionError(where, "an array's shape must be a short list of sizes")
     if not isinstance(data, list) or math.prod(shape) != len(data):
-        raise Malformed(where, f"an array of shape {shape} needs {math.prod(shape)} numbers")
+        raise DescriptionError(where, f"an array of shape {shape} needs {math.prod(shape)} numbers")
     counter[0] += len(data)
     _count(counter, where)
     kind = np.dtype(dtype).kind
     allowed = (bool,) if kind == "b" else (int,) if kind in "iu" else (int, float)
     if not all(type(v) in allowed for v in data) or (kind == "f" and not all(math.isfinite(v) for v in data)):
-        raise Malformed(where, f"an array of dtype {dtype} holds other values")
+        raise DescriptionError(where, f"an array of dtype {dtype} holds other values")
     try:
         arr = np.array(data, dtype=dtype).reshape(shape)
     except (OverflowError, ValueError):
-        raise Malformed(where, f"an array's values do not fit {dtype}") from None
+        raise DescriptionError(where, f"an array's values do not fit {dtype}") from None
     return arr
 
 

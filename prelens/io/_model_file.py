@@ -1,11 +1,10 @@
 """Model files: a lens's construction and its parameters in one file, loaded without pickle or code.
 
-A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside
-the caller's own, ``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a
-description of its constructor calls (:mod:`prelens.io._describe`), which :func:`load_model`
-makes again, by name only. The file is untrusted: the description is bounded in size and
-depth, unknown constructors are refused, the work of rebuilding is bounded by the size of the
-stored parameters, and those must fit the rebuilt lens before anything is returned
+A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside the caller's own,
+``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a description of its constructor calls
+(:mod:`prelens.io._describe`), which :func:`load_model` makes again, by name only. The file is untrusted: the
+description is bounded in size and depth, unknown constructors are refused, the work of rebuilding is bounded by the
+size of the stored parameters, and those must fit the rebuilt lens before anything is returned
 (docs/model-files.md).
 """
 
@@ -53,18 +52,13 @@ def save_model(
 ) -> None:
     """Write ``lens`` (how it was built) and its ``params`` to one file, atomically.
 
-    ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``,
-    ``>>``, ``@``, ``chain``, ``.named`` ...) or by functions registered with
-    :func:`prelens.io.register_constructor`; anything else is refused, naming
-    the part that cannot be described. ``params`` must fit what
-    ``lens.init`` makes (structure, shapes, dtypes) when the lens has an
-    ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...:
-    they are stored exactly, as numpy arrays). ``metadata`` is a JSON-able
-    mapping returned by :func:`load_model` (a vocabulary, class names, how the
-    model was trained).
-    Everything is checked before the file is written; a failed save leaves the
-    file that was at ``path`` as it was. The suffix is yours to choose
-    (``.prelens`` reads well).
+    ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``, ``>>``, ``@``, ``chain``, ``.named``
+    ...) or by functions registered with :func:`prelens.io.register_constructor`; anything else is refused, naming
+    the part that cannot be described. ``params`` must fit what ``lens.init`` makes (structure, shapes, dtypes) when
+    the lens has an ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...: they are stored
+    exactly, as numpy arrays). ``metadata`` is a JSON-able mapping returned by :func:`load_model` (a vocabulary,
+    class names, how the model was trained). Everything is checked before the file is written; a failed save leaves
+    the file that was at ``path`` as it was. The suffix is yours to choose (``.prelens`` reads well).
 
     >>> import os, tempfile
     >>> from prelens.nn import mlp
@@ -76,10 +70,16 @@ def save_model(
     """
     target = checkpoint.file_path("save_model", path)
     as_lens_or_trilens("save_model", "lens", lens)
-    user = _metadata(metadata)
+    if metadata is not None and (not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata)):
+        raise E.bad_argument("save_model", "metadata", E.describe(metadata), "a mapping with string keys, or None")
+    user = dict(metadata or {})
+    try:
+        json.dumps(user, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as err:
+        raise E.bad_argument("save_model", "metadata", E.describe(metadata), f"JSON-serialisable ({err})") from None
     try:
         desc = D.describe(lens)
-    except D.Undescribable as why:
+    except D.DescriptionError as why:
         raise _undescribable(repr(lens), why.where, why.what) from None
     text = json.dumps(desc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if len(text) > MAX_DESCRIPTION_CHARS:
@@ -87,7 +87,7 @@ def save_model(
         raise _undescribable(repr(lens), "lens", why_long)
     try:
         again = D.rebuild(json.loads(text))
-    except D.Malformed as bad:
+    except D.DescriptionError as bad:
         raise _not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
     if repr(again) != repr(lens):
         raise _not_rebuilt(repr(lens), repr(again))
@@ -95,21 +95,12 @@ def save_model(
     if init_fn is not None:
         found = _misfit(lens.init(0), params)
         if found is not None:
-            raise _params_misfit(repr(lens), found)
+            raise E.StructureError(
+                f"save_model: the parameters do not fit {E.short_name(repr(lens), 80)} (compared with what its "
+                f"init makes): {found}"
+            )
     model = {"format": FORMAT, "version": VERSION, "prelens": __version__, "lens": text}
     checkpoint.save_checkpoint(target, params, metadata={KEY: model, USER_KEY: user})
-
-
-def _metadata(metadata: Any) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
-        raise E.bad_argument("save_model", "metadata", E.describe(metadata), "a mapping with string keys, or None")
-    try:
-        json.dumps(dict(metadata), allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as err:
-        raise E.bad_argument("save_model", "metadata", E.describe(metadata), f"JSON-serialisable ({err})") from None
-    return dict(metadata)
 
 
 def _misfit(expected: Any, got: Any) -> str | None:
@@ -126,16 +117,15 @@ def _misfit(expected: Any, got: Any) -> str | None:
 def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``:
-    see :func:`prelens.backend.to_backend`) is the library the parameters are
-    returned in, once they are checked against the rebuilt lens.
+    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``: see
+    :func:`prelens.backend.to_backend`) is the library the parameters are returned in, once they are checked against
+    the rebuilt lens.
 
-    Nothing in the file is executed or unpickled: the lens is rebuilt by
-    calling the registered constructors it names (prelens's own, and those
-    this process registered with :func:`prelens.io.register_constructor`).
-    Raises :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`)
-    for a missing, damaged or hostile file, an unknown constructor, a format
-    version this prelens does not read, or parameters that do not fit the lens.
+    Nothing in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it
+    names (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
+    :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`) for a missing, damaged or
+    hostile file, an unknown constructor, a format version this prelens does not read, or parameters that do not fit
+    the lens.
 
     >>> import os, tempfile
     >>> from prelens import forward
@@ -172,8 +162,10 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     try:
         with C.budget(stored):
             lens = D.rebuild(description)
-            like = _init(lens)
-    except D.Malformed as bad:
+            like = (
+                None if getattr(lens, "init_fn", None) is None else lens.init(D.BudgetedGenerator(np.random.PCG64(0)))
+            )
+    except D.DescriptionError as bad:
         raise _file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
     except C.OverBudget as over:
         detail = f"the description needs more {over.what} than the {stored:,} stored parameter numbers justify"
@@ -181,7 +173,7 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     if like is not None:
         found = _misfit(like, params)
         if found is not None:
-            raise _file_misfit(name, found)
+            raise _file_bad(name, f"the stored parameters do not fit the lens it describes: {found}")
     if xp is not np:
         params = checkpoint._in_backend("load_model", params, backend)
     return LoadedModel(lens, params, user)
@@ -203,12 +195,23 @@ def _detail(err: BaseException, path: str) -> str:
 def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     model = meta.get(KEY)
     if model is None:
-        raise _file_only_params(path)
+        raise _file_bad(
+            path,
+            "it holds parameters only (a prelens checkpoint, as `prelens train --save` wrote before 0.2.0), without "
+            "the description of its lens; load it with prelens.io.load_checkpoint(path, like=lens.init(0)) for the "
+            "lens you built, then write a model file with prelens.io.save_model(path, lens, params)",
+        )
     if not isinstance(model, dict) or model.get("format") != FORMAT:
         raise _file_bad(path, "the model header is not a prelens model description")
     version = model.get("version")
     if type(version) is not int or version != VERSION:
-        raise _file_version(path, version, VERSION, E.short_name(str(model.get("prelens", "?")), 40))
+        writer = E.short_name(str(model.get("prelens", "?")), 40)
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
+        hint = (
+            f"written by prelens {writer}; upgrade prelens to read it" if newer else "no prelens wrote such a version"
+        )
+        detail = f"model format version {version!r}, and this prelens reads version {VERSION} ({hint})"
+        raise _file_bad(path, detail)
     text = model.get("lens")
     if not isinstance(text, str):
         raise _file_bad(path, "the model header has no description of its lens")
@@ -218,16 +221,6 @@ def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     if not isinstance(user, dict):
         raise _file_bad(path, "the metadata is not a mapping")
     return model, user
-
-
-def _init(lens: Any) -> Any:
-    """``lens.init`` with a budgeted generator (None for a lens that cannot make parameters)."""
-    if getattr(lens, "init_fn", None) is None:
-        return None
-    return lens.init(D.BudgetedGenerator(np.random.PCG64(0)))
-
-
-# ---------------------------------------------------------------- messages
 
 
 def _undescribable(lens: str, where: str, what: str) -> E.ArgumentError:
@@ -247,35 +240,5 @@ def _not_rebuilt(lens: str, got: str) -> E.ArgumentError:
     )
 
 
-def _params_misfit(lens: str, found: str) -> E.StructureError:
-    return E.StructureError(
-        f"save_model: the parameters do not fit {E.short_name(lens, 80)} (compared with what its init makes): {found}"
-    )
-
-
 def _file_bad(path: str, detail: str) -> E.ModelFileError:
     return E.ModelFileError(f"model file {path}: cannot be read: {detail}")
-
-
-def _file_only_params(path: str) -> E.ModelFileError:
-    return E.ModelFileError(
-        f"model file {path}: cannot be read: it holds parameters only (a prelens checkpoint, as "
-        "`prelens train --save` wrote before 0.2.0), without the description of its lens; load it with "
-        "prelens.io.load_checkpoint(path, like=lens.init(0)) for the lens you built, then write a model file "
-        "with prelens.io.save_model(path, lens, params)"
-    )
-
-
-def _file_version(path: str, version: Any, reads: int, writer: str) -> E.ModelFileError:
-    newer = isinstance(version, int) and not isinstance(version, bool) and version > reads
-    hint = f"written by prelens {writer}; upgrade prelens to read it" if newer else "no prelens wrote such a version"
-    return E.ModelFileError(
-        f"model file {path}: cannot be read: model format version {version!r}, and this prelens reads "
-        f"version {reads} ({hint})"
-    )
-
-
-def _file_misfit(path: str, found: str) -> E.ModelFileError:
-    return E.ModelFileError(
-        f"model file {path}: cannot be read: the stored parameters do not fit the lens it describes: {found}"
-    )

@@ -1,13 +1,13 @@
 """The metadata of the model files that ``prelens train`` writes, and what the other commands read from it.
 
-The keys (``kind``, ``loss``, ``input``, ``classes``/``features`` or ``vocabulary``/``context``) are
-tabled in docs/model-files.md. The readers take what :func:`prelens.io.load_model` returns and
-fall back quietly (None, or the parameters' dtype) when the metadata does not say.
+The keys (``kind``, ``loss``, ``input``, ``classes``/``features`` or ``vocabulary``/``context``) are tabled in
+docs/model-files.md. The readers take what :func:`prelens.io.load_model` returns and fall back quietly (None, or the
+parameters' dtype) when the metadata does not say.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -16,14 +16,7 @@ from prelens.core._tree import tree_leaves
 from prelens.io._model_file import LoadedModel, save_model
 from prelens.nn import normalize
 
-__all__ = [
-    "classes",
-    "input_dtype",
-    "input_shape",
-    "save_classifier",
-    "save_language_model",
-    "standardization",
-]
+__all__ = ["classes", "input_dtype", "input_shape", "save_classifier", "save_language_model", "standardization"]
 
 
 def input_dtype(model: LoadedModel) -> np.dtype[Any]:
@@ -34,8 +27,7 @@ def input_dtype(model: LoadedModel) -> np.dtype[Any]:
         return np.dtype(name)
     for leaf in tree_leaves(model.params):
         if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
-            found: np.dtype[Any] = leaf.dtype
-            return found
+            return cast(np.dtype[Any], leaf.dtype)
     return np.dtype(np.float64)
 
 
@@ -73,12 +65,10 @@ def save_classifier(
 ) -> Any:
     """Write the classifier ``model`` trained on ``split`` as a model file; returns the lens written.
 
-    ``raw_train`` (the training rows before standardisation, if the model was
-    trained on standardised features): their statistics go in front of the
-    model as :func:`prelens.nn.normalize`, computed as
-    :func:`prelens.datasets.standardize` computes them, so that the file's lens
-    takes the features as they are. ``shape``: one example's shape, if not
-    ``(n_features,)`` (a series with a channel axis, ``(40, 1)``).
+    ``raw_train`` (the training rows before standardisation, if the model was trained on standardised features):
+    their statistics go in front of the model as :func:`prelens.nn.normalize`, computed as
+    :func:`prelens.datasets.standardize` computes them, so that the file's lens takes the features as they are.
+    ``shape``: one example's shape, if not ``(n_features,)`` (a series with a channel axis, ``(40, 1)``).
     """
     lens, saved = model, params
     if raw_train is not None:

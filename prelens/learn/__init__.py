@@ -1,20 +1,11 @@
 """``prelens.learn``: the optimisers, their schedules and clipping, and the training step as one lens.
 
-Each optimiser is one object with two views (see :mod:`prelens.learn._optimizer`):
-the pure update ``opt.init(params)`` / ``opt.update(grads, state, params) ->
-(new_params, new_state)``, and ``opt.lens``, the same update as the
-reparameterisation lens of Cruttwell, Gavranović, Ghani, Wilson and Zanasi,
-*Categorical Foundations of Gradient-Based Learning* (ESOP 2022): :func:`sgd`,
-:func:`momentum` (``nesterov=``), :func:`adagrad`, :func:`rmsprop`, :func:`adam`,
-:func:`adamw`, and :func:`clip_by_global_norm`. Every ``lr`` is a number or a
-schedule (:func:`warmup_cosine`, :func:`one_cycle`, :func:`step_decay`,
-:func:`exponential_decay`, :func:`constant`, or any function of the step).
-
-:func:`learner` composes a model, a loss, an optimiser and the learning-rate lens
-:func:`learning_rate` into one lens (``reparameterise(model >> loss, id_pre_lens
-@ opt.lens) >> learning_rate(α)``); one :func:`~prelens.vjp` of it and one pullback
-is a training step, which :func:`learner_step` runs. :func:`l2` adds a penalty to
-the loss through :func:`penalised`.
+Each optimiser (:func:`sgd`, :func:`momentum`, :func:`adagrad`, :func:`rmsprop`, :func:`adam`,
+:func:`adamw`, :func:`clip_by_global_norm`) is one object with two views: the pure ``init``/``update``
+and ``opt.lens``, the reparameterisation lens of Cruttwell, Gavranović, Ghani, Wilson and Zanasi,
+*Categorical Foundations of Gradient-Based Learning* (ESOP 2022). Every ``lr`` is a number or a
+schedule (:func:`warmup_cosine`, ...). :func:`learner` makes a whole training step one lens, which
+:func:`learner_step` runs; :func:`l2` adds a penalty to the loss through :func:`penalised`.
 
 >>> import numpy as np
 >>> from prelens.nn import mlp, mse

@@ -1,13 +1,11 @@
 """The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-``opt.update(grads, state, params) -> (new_params, new_state)`` is pure (it writes into
-nothing and keeps each parameter's dtype); :attr:`Optimizer.lens` is the same update as
-Cruttwell et al.'s reparameterisation lens on the parameter wire, ``fwd((), (params,
-state)) = params``, ``bwd(residue, p') = ((), update(−p', state, params))``: under the
-learning-rate lens ``α = 1`` the delta is ``−∇L`` and the lens *is* the update. Trees are
-tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API
-library or numbers at the leaves; ``lr`` is a number or a schedule (the state then a
-:class:`ScheduledState`, its step a 0-d integer array under ``jax.jit``).
+``opt.update(grads, state, params) -> (new_params, new_state)`` is pure and keeps each
+parameter's dtype; :attr:`Optimizer.lens` is the same update as Cruttwell et al.'s
+reparameterisation lens, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
+update(−p', state, params))`` (under ``learning_rate(1)`` the delta is ``−∇L``). Trees are
+tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API library
+or numbers at the leaves; ``lr`` is a number or a schedule (the state a :class:`ScheduledState`).
 
 >>> import numpy as np
 >>> from prelens.learn import sgd
@@ -49,17 +47,6 @@ Tree = Any
 StateT = TypeVar("StateT")
 #: A learning rate: a number, or a schedule (a function of the number of steps taken).
 LR = float | Callable[[int], float]
-
-__all__ = [
-    "AdagradState",
-    "AdamState",
-    "MomentumState",
-    "Optimizer",
-    "OptimizerLens",
-    "RMSpropState",
-    "ScheduledState",
-    "init_state",
-]
 
 
 class MomentumState(NamedTuple):
@@ -263,14 +250,14 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
 
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-        if not (_is_real_scalar_array(value) and is_concrete(value)):
-            raise _bad_schedule_value(opt, step, value)
-        value = float(value)  # a schedule written with array operations, run at a known step
-    lr = float(value)
-    if not (math.isfinite(lr) and lr >= 0.0):
-        raise _bad_schedule_value(opt, step, value)
-    return lr
+    """A finite number >= 0 (a concrete 0-d array: a schedule written with array operations, at a known step)."""
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if (number or (_is_real_scalar_array(value) and is_concrete(value))) and math.isfinite(float(value)):
+        if float(value) >= 0.0:
+            return float(value)
+    raise E.ArgumentError(
+        f"{opt}: the lr schedule gave {value!r} at step {step}; a schedule must give a finite number >= 0"
+    )
 
 
 def _is_real_scalar_array(x: Any) -> bool:
@@ -299,14 +286,13 @@ def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> Non
 
 
 def check_params(opt: str, params: Tree) -> None:
-    """Every leaf a float array (float32/float64, any library) or a Python/numpy number."""
+    """Every leaf a float array (float32/float64, any library; float16 is too coarse for the moments) or a number."""
     for path, x in tree_paths(params):
-        if isinstance(x, np.ndarray):
-            if x.dtype.char not in "fdg":  # float16 is too coarse for the moments (eps underflows)
-                raise _leaf_dtype(opt, path, E.describe(x))
-        elif not isinstance(x, (int, float, np.floating)) or isinstance(x, bool):
-            if not is_real_leaf(x, floats_only=True):
-                raise _leaf_dtype(opt, path, E.describe(x))
+        if not (is_real_leaf(x, floats_only=True) or (isinstance(x, int) and not isinstance(x, bool))):
+            raise E.DTypeError(
+                f"{opt}: cannot update the parameter at {E.path_str(path)}: expected floats, got {E.describe(x)} "
+                "(float32 or float64 arrays, or numbers)"
+            )
 
 
 def is_real_leaf(x: Any, floats_only: bool = False) -> bool:
@@ -326,40 +312,22 @@ def check_real(name: str, what: str, tree: Tree) -> None:
     """Every leaf a real number or an array of them (a delta or a state)."""
     for path, x in tree_paths(tree):
         if not is_real_leaf(x):
-            raise _delta_dtype(name, what, path, E.describe(x))
+            raise E.DTypeError(f"{name}: {what} at {E.path_str(path)}: expected real numbers, got {E.describe(x)}")
+
+
+def check_like(name: str, what: str, params: Tree, tree: Tree) -> None:
+    """``tree`` (grads, a delta, a state's field) shaped like ``params``, with real leaves."""
+    check_structure(params, tree, what=f"{name}: {what}", shapes=True)
+    check_real(name, what, tree)
 
 
 def _kind(cls: type) -> str:
     return "()" if cls is tuple else f"{'an' if cls.__name__[0] in 'AEIOU' else 'a'} {cls.__name__}"
 
 
-def _leaf_dtype(opt: str, path: str, got: str) -> E.DTypeError:
-    return E.DTypeError(
-        f"{opt}: cannot update the parameter at {E.path_str(path)}: expected floats, got {got} "
-        "(float32 or float64 arrays, or numbers)"
-    )
-
-
-def _delta_dtype(opt: str, tree: str, path: str, got: str) -> E.DTypeError:
-    return E.DTypeError(f"{opt}: {tree} at {E.path_str(path)}: expected real numbers, got {got}")
-
-
-def _mismatch(opt: str) -> E.StructureError:
-    return E.StructureError(
-        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
-        "(tuples, lists, named tuples, dicts and None as nodes)"
-    )
-
-
 def _bad_state(opt: str, expected: str, got: Any) -> E.StructureError:
     return E.StructureError(
         f"{opt}: the optimiser state must be {expected} (from {opt}.init), got {E.describe_tree(got)}"
-    )
-
-
-def _bad_schedule_value(opt: str, step: int, got: Any) -> E.ArgumentError:
-    return E.ArgumentError(
-        f"{opt}: the lr schedule gave {got!r} at step {step}; a schedule must give a finite number >= 0"
     )
 
 
@@ -372,11 +340,7 @@ def zeros_like(x: Any) -> Any:
 
 
 def sqrt(x: Any) -> Any:
-    """``√x`` of a sum or mean of squares (an array of any library, or a number), clamped at 0 first.
-
-    On a state an optimiser reaches the clamp changes nothing; it makes the lens's
-    backward map defined on every state (the law kit runs it on random residues).
-    """
+    """``√x`` of a sum or mean of squares (any library, or a number), clamped at 0 (the law kit's random residues)."""
     if isinstance(x, np.ndarray) or not is_array(x):
         return np.sqrt(np.maximum(x, 0.0))
     xp = namespace(x)
@@ -489,9 +453,11 @@ def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str,
     """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
     check_params(opt, params)
     for name, other in zip(names, others):
-        check_structure(params, other, what=f"{opt}: {name}", shapes=True)
-        check_real(opt, name, other)
-    return _mismatch(opt)
+        check_like(opt, name, params, other)
+    return E.StructureError(
+        f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
+        "(tuples, lists, named tuples, dicts and None as nodes)"
+    )
 
 
 # --------------------------------------------------------------------- lens
@@ -531,16 +497,14 @@ def optimizer_lens(opt: Optimizer[Any]) -> OptimizerLens:
         return ScheduledState(t, _check_inner(name, state_type, params, inner))
 
     def fwd(p: tuple[()], s: tuple[Tree, Any]) -> tuple[tuple[Tree, Any], Tree]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "() (the parameters it updates come in its input)", E.describe_tree(p))
+        no_params(name, p, "() (the parameters it updates come in its input)")
         params, state = _pair(name, "input", s)
-        return (_copy(params), _copy(checked(params, state))), params
+        return (own_copy(params), own_copy(checked(params, state))), params
 
     def bwd(m: tuple[Tree, Any], delta: Tree) -> tuple[tuple[()], tuple[Tree, Any]]:
         params, state = _pair(name, "residue", m)
         state = checked(params, state)
-        check_structure(params, delta, what=f"{name}: the parameter delta", shapes=True)
-        check_real(name, "the parameter delta", delta)
+        check_like(name, "the parameter delta", params, delta)
         return (), opt.update(tree_map(lambda d: -d, delta), state, params)
 
     return OptimizerLens(fwd, bwd, name, init_state=opt.init, lr=getattr(opt, "lr", None))
@@ -569,14 +533,25 @@ def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
             if isinstance(tree, bool) or as_step(tree) is None:
                 raise _bad_state(name, f"{_kind(state_type)} with an int step >= 0", inner)
         else:
-            check_structure(params, tree, what=f"{name}: the state's {field}", shapes=True)
-            check_real(name, f"the state's {field}", tree)
+            check_like(name, f"the state's {field}", params, tree)
     return inner
 
 
-def _copy(tree: Tree) -> Tree:
+def own_copy(tree: Tree) -> Tree:
     """A copy of every array of ``tree`` (a residue never aliases its caller's values)."""
     return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
+
+
+def no_params(name: str, p: Any, expected: str = "()") -> None:
+    """The parameters of a lens that has none of its own must be ``()``."""
+    if type(p) is not tuple or p != ():
+        raise E.must_be(name, "parameters", expected, E.describe_tree(p))
+
+
+def unit_residue(name: str, m: Any) -> None:
+    """The residue of a lens that keeps nothing must be ``()``."""
+    if type(m) is not tuple or m != ():
+        raise E.bad_residue(name, m)
 
 
 def init_state(optimizer: Any, params: Tree) -> Any:

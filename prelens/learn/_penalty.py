@@ -1,13 +1,8 @@
 """L2 regularisation as a term of the loss: a lens on the loss wire, parametrised by the weights.
 
-``l2(λ)`` takes the loss ``L`` as its input and the model's parameters ``p`` as
-its parameters, and outputs ``L + ½λ‖p‖²``; its backward pass gives ``p`` the
-delta ``da·λ·p`` and the loss ``da``. :func:`penalised` ties its parameters to
-the model's (the parameter wire is copied, and the two deltas are summed, as the
-copy map's backward pass does), so the penalty's gradient joins the loss's
-before any optimiser sees it. That is the difference from decoupled weight decay
-(:func:`~prelens.learn.adamw`): under Adam an L2 term is divided by ``√v̂`` like
-the rest of the gradient; decoupled decay is not.
+:func:`penalised` ties the penalty's parameters to the model's (the wire copied, the deltas summed),
+so its gradient joins the loss's before the optimiser sees it: unlike decoupled weight decay
+(:func:`~prelens.learn.adamw`), under Adam an L2 term is divided by ``√v̂`` like the rest.
 """
 
 from __future__ import annotations
@@ -17,34 +12,20 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, dtype_kind, is_array, is_real_scalar, zeros_like
+from prelens.backend._arrays import dtype_kind, is_array, is_real_scalar, zeros_like
 from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._tree import tree_add, tree_leaves, tree_map
-from prelens.learn._optimizer import check_params
-from prelens.learn._xp import cast, sum_squares
-
-__all__ = ["l2", "penalised"]
-
-
-def _is_float(x: Any) -> bool:
-    if isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f"):
-        return True
-    return _is_other_array(x) and dtype_kind(x.dtype) == "f"
-
-
-def _is_other_array(x: Any) -> bool:
-    """An array of a library other than numpy (summed and scaled with the array API)."""
-    return not isinstance(x, np.ndarray) and is_array(x)
+from prelens.learn._optimizer import check_params, is_real_leaf, own_copy
+from prelens.learn._rate import check_loss
+from prelens.learn._xp import cast, total_squares
 
 
 def l2(lam: float) -> AnyLens:
     """The L2 penalty on the loss wire: ``(p, L) ↦ L + ½λ Σ p²`` over every float leaf of ``p``.
 
-    Backward: ``dp = da·λ·p`` (zeros at leaves that are not floats, such as
-    dropout keys), ``dL = da``. Its gradient ``λ·p`` is what ``weight_decay``
-    adds in SGD. Every float parameter is penalised, biases included. Use it
-    through :func:`penalised`.
+    Backward: ``dp = da·λ·p`` (zeros at leaves that are not floats, such as dropout keys), ``dL = da``.
+    Every float parameter is penalised, biases included. Use it through :func:`penalised`.
 
     >>> import numpy as np
     >>> pen = l2(0.1)
@@ -57,27 +38,18 @@ def l2(lam: float) -> AnyLens:
 
     def fwd(p: Any, loss: Any) -> tuple[Any, Any]:
         check_params(name, _floats_only(p))  # floats, and integer arrays (dropout keys) left out
-        if not is_real_scalar(loss):
-            raise E.must_be(name, "input", "a loss: a real number (a float or a 0-d float array)", E.describe(loss))
-        total = 0.0
-        arrays: Any = None  # another library's squares, summed there (no value read back)
-        for x in _leaves(p):
-            if _is_other_array(x):
-                arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
-                continue
-            a = np.asarray(x, dtype=np.float64)
-            total += float(np.vdot(a, a))
-        residue = tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, p)
+        check_loss(name, loss)
+        total, arrays = total_squares([x for x in tree_leaves(p) if is_real_leaf(x, floats_only=True)])
         if arrays is None:
-            return residue, loss + 0.5 * lam_ * total
-        return residue, loss + cast(0.5 * lam_ * (arrays + total), loss)
+            return own_copy(p), loss + 0.5 * lam_ * total
+        return own_copy(p), loss + cast(0.5 * lam_ * (arrays + total), loss)
 
     def bwd(m: Any, da: Any) -> tuple[Any, Any]:
         check_params(name, _floats_only(m))  # the residue is the parameters
         if not is_real_scalar(da):
             raise E.must_be(name, "output delta", "a real number", E.describe(da))
-        scale = da * lam_ if _is_other_array(da) else float(da) * lam_
-        return tree_map(lambda x: x * cast(scale, x) if _is_float(x) else zeros_like(x), m), da
+        scale = da * lam_ if is_array(da) and not isinstance(da, np.ndarray) else float(da) * lam_
+        return tree_map(lambda x: x * cast(scale, x) if is_real_leaf(x, floats_only=True) else zeros_like(x), m), da
 
     return PreLens(fwd, bwd, name, None)
 
@@ -119,7 +91,3 @@ def penalised(model: AnyLens, loss: AnyLens, penalty: AnyLens) -> AnyLens:
 def _floats_only(p: Any) -> Any:
     """``p`` with its integer arrays (dropout keys: not penalised) left out of the parameter check."""
     return tree_map(lambda x: 0.0 if is_array(x) and dtype_kind(x.dtype) in "iu" else x, p)
-
-
-def _leaves(p: Any) -> list[Any]:
-    return [x for x in tree_leaves(p) if _is_float(x)]

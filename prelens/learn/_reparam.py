@@ -1,25 +1,11 @@
 """Reparameterisation, and the whole training step as one lens.
 
-A parametric lens ``f`` with parameters ``P`` is *reparameterised* by a lens
-``U`` from ``Q`` to ``P`` (an optimiser, ``Q = (P, S)``) by running ``U`` on the
-parameter wire: its forward pass makes the parameters ``f`` runs on, and ``f``'s
-parameter delta flows into ``U``'s backward pass. In the profunctor vocabulary
-of this library that is three steps, and :func:`reparameterise` is exactly them::
-
-    beta((U @ id_pre_lens) >> parameters_as_input(f))     -- then () units dropped
-
-(:func:`parameters_as_input` is ``beta``'s inverse: the parameters enter as part
-of the input). The paper's supervised learning step is then one lens::
-
-    learner(model, loss, U, rate=learning_rate(α))
-        = reparameterise(model >> loss, id_pre_lens @ U) >> learning_rate(α)
-
-whose parameters are ``((), (targets, (params, state)))`` and whose input is the
-batch ``xs``. One :func:`~prelens.vjp` and one pullback of ``()`` is a whole
-training step: the forward pass computes the loss, the learning-rate lens turns
-it into the delta ``−α``, the backward passes of the loss and the model carry it
-to the parameters, and the optimiser's backward pass returns the new parameters
-and state. :func:`learner_step` runs it.
+A lens ``f`` with parameters ``P`` is *reparameterised* by a lens ``U`` from ``Q`` to ``P`` (an
+optimiser, ``Q = (P, S)``) run on its parameter wire: ``beta((U @ id_pre_lens) >>
+parameters_as_input(f))``, units dropped. The paper's supervised learning step is then one lens,
+``learner(model, loss, U) = reparameterise(model >> loss, id_pre_lens @ U) >> learning_rate(α)``:
+one :func:`~prelens.vjp` and one pullback of ``()`` computes the loss, turns it into the delta
+``−α``, carries it back to the parameters, and returns the optimiser's new parameters and state.
 """
 
 from __future__ import annotations
@@ -33,21 +19,17 @@ from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens, id_pre_lens
 from prelens.core._trace import vjp
 from prelens.core._tree import tree_leaves
-from prelens.learn._optimizer import Optimizer, find_optimizer, init_state
+from prelens.learn._optimizer import Optimizer, find_optimizer, init_state, no_params
 from prelens.learn._penalty import penalised
 from prelens.learn._rate import learning_rate
 
 Tree = Any
 
-__all__ = ["learner", "learner_step", "parameters_as_input", "reparameterise"]
-
 
 def parameters_as_input(lens: AnyLens) -> AnyLens:
     """``lens`` with its parameters moved into its input: parameters ``()``, input ``(p, s)``.
 
-    The inverse of :func:`~prelens.beta` for pre-lenses:
-    ``beta(parameters_as_input(f))`` runs as ``f`` (up to the unit ``((), p)``).
-    Its backward pass returns ``((), (dp, ds))``.
+    The inverse of :func:`~prelens.beta`; its backward pass returns ``((), (dp, ds))``.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -60,8 +42,7 @@ def parameters_as_input(lens: AnyLens) -> AnyLens:
     f_fwd, f_bwd = f.fwd, f.bwd
 
     def fwd(p: tuple[()], ps: tuple[Any, Any]) -> tuple[Any, Any]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "() (the parameters come in the input)", E.describe_tree(p))
+        no_params(name, p, "() (the parameters come in the input)")
         if not (isinstance(ps, tuple) and len(ps) == 2):
             raise E.must_be(name, "input", "a pair (parameters, input)", E.describe_tree(ps))
         out: tuple[Any, Any] = f_fwd(ps[0], ps[1])
@@ -77,14 +58,9 @@ def parameters_as_input(lens: AnyLens) -> AnyLens:
 def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
     """``lens`` whose parameters are made, and updated, by the lens ``optimizer`` on its parameter wire.
 
-    If ``optimizer`` goes from ``q`` (say ``(params, state)``) to ``lens``'s
-    parameters, the result has parameters ``q``: its forward pass runs the
-    optimiser's forward pass, then ``lens`` on what it made; its backward pass
-    runs ``lens``'s, then the optimiser's on the parameter delta, and returns
-    *its* result as the parameters' "delta" (for an optimiser lens: the new
-    ``(params, state)``). Built as ``beta((optimizer @ id_pre_lens) >>
-    parameters_as_input(lens))`` with the unit parameters dropped. It creates
-    parameters when ``lens`` can and ``optimizer`` is an optimiser lens.
+    The result has ``optimizer``'s parameters ``q`` (say ``(params, state)``); its backward pass returns
+    the optimiser's result as their "delta" (for an optimiser lens: the new ``(params, state)``). It has
+    an ``init`` when ``lens`` has one and ``optimizer`` is an optimiser lens (see the module's docstring).
 
     >>> import numpy as np
     >>> from prelens import vjp
@@ -108,8 +84,13 @@ def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
 
     out = body.dimap_p(to, back)
     f_init = f.init_fn
-    init = None if f_init is None or find_optimizer(u) is None else _init_with(f_init, u)
-    return PreLens(out.fwd, out.bwd, f"reparameterise({f!r}, {u!r})", init, "", (u, f))
+
+    def init(rng: np.random.Generator) -> tuple[Any, Any]:
+        params = f_init(rng)  # type: ignore[misc]  # only when it is not None
+        return params, init_state(u, params)
+
+    has_init = f_init is not None and find_optimizer(u) is not None
+    return PreLens(out.fwd, out.bwd, f"reparameterise({f!r}, {u!r})", init if has_init else None, "", (u, f))
 
 
 def _units(u: AnyLens) -> Any:
@@ -119,14 +100,6 @@ def _units(u: AnyLens) -> Any:
         expected = "a lens without parameters of its own (its input is what it updates)"
         raise E.must_be("reparameterise", "optimizer", expected, repr(u))
     return units
-
-
-def _init_with(f_init: Any, u: AnyLens) -> Any:
-    def init(rng: np.random.Generator) -> tuple[Any, Any]:
-        params = f_init(rng)
-        return params, init_state(u, params)
-
-    return init
 
 
 def learner(
@@ -139,12 +112,9 @@ def learner(
 ) -> AnyLens:
     """The supervised learning step as one lens: ``reparameterise(model >> loss, id @ optimizer) >> rate``.
 
-    Parameters ``((), (targets, (params, state)))``, input the batch ``xs``,
-    output the loss. ``rate`` defaults to ``learning_rate(1.0)`` (the
-    optimiser's own ``lr`` is then its twin's); ``penalty`` (e.g. :func:`l2`)
-    is added to the loss through :func:`penalised`. With ``(loss, pullback) =
-    vjp(learner, ((), (targets, (params, state))), xs)``, ``pullback(())`` is one
-    training step: its parameter part holds the new ``(params, state)``.
+    Parameters ``((), (targets, (params, state)))``, input the batch ``xs``, output the loss; ``pullback(())``
+    of its vjp is one step, its parameter part the new ``(params, state)``. ``rate`` defaults to
+    ``learning_rate(1.0)``; ``penalty`` (e.g. :func:`l2`) is added to the loss through :func:`penalised`.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -164,8 +134,7 @@ def learner(
 def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, float]:
     """One training step of a :func:`learner` lens: ``(new_params, new_state, loss)``.
 
-    ``batch = (xs, targets)``; ``loss`` is the loss at ``params`` (before the
-    update). One :func:`~prelens.vjp` of the lens and one pullback of ``()``.
+    ``batch = (xs, targets)``; ``loss`` is the loss at ``params`` (before the update).
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse

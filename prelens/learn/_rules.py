@@ -34,11 +34,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from prelens import errors as E
 from prelens.backend._arrays import is_array, is_concrete, namespace
 from prelens.core import _args
 from prelens.core._lens import PreLens
-from prelens.core._tree import tree_map, tree_paths
+from prelens.core._tree import tree_leaves, tree_map
 from prelens.learn._optimizer import (
     AdagradState,
     AdamState,
@@ -48,25 +47,23 @@ from prelens.learn._optimizer import (
     RMSpropState,
     Rule,
     _bad_state,
-    _delta_dtype,
     as_leaf,
     check_number,
     check_params,
+    check_real,
     diagnose,
     is_node,
-    is_real_leaf,
     like,
     map_leaves,
+    no_params,
     sqrt,
+    unit_residue,
     walk,
     zeros_like,
 )
-from prelens.learn._xp import as_step, cast, power_gap, sum_squares
+from prelens.learn._xp import as_step, cast, power_gap, total_squares
 
 Tree = Any
-
-__all__ = ["SGD", "Adagrad", "Adam", "ClipByGlobalNorm", "Momentum", "RMSprop", "adagrad", "adam", "adamw"]
-__all__ += ["clip_by_global_norm", "momentum", "rmsprop", "sgd"]
 
 
 @dataclass(frozen=True)
@@ -152,8 +149,6 @@ class Momentum(Rule):
 class Adagrad(Rule):
     """``adagrad(lr, eps=1e-10)``: Adagrad (Duchi, Hazan & Singer, 2011), PyTorch's ``eps``.
 
-    Each coordinate's step shrinks with its gradients so far.
-
     >>> opt = adagrad(0.1)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.9])
@@ -174,8 +169,6 @@ class Adagrad(Rule):
 class RMSprop(Rule):
     """``rmsprop(lr, rho=0.9, eps=1e-8)``: RMSprop (Hinton, 2012), Keras's ``ρ = 0.9``.
 
-    Divides by a running root mean square of the gradients (decay ``rho``).
-
     >>> opt = rmsprop(0.1, rho=0.75)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
     array([0.8])
@@ -195,9 +188,7 @@ class RMSprop(Rule):
 
 @dataclass(frozen=True)
 class Adam(Rule):
-    """``adam(lr, b1=0.9, b2=0.999, eps=1e-8)``: Adam (Kingma & Ba, 2015) with bias-corrected moments.
-
-    ``b1`` and ``b2`` are the decay rates of the two moments.
+    """``adam(lr, b1=0.9, b2=0.999, eps=1e-8)``: Adam (Kingma & Ba, 2015), ``b1``, ``b2`` the moments' decays.
 
     >>> adam(1e-3)
     Adam(lr=0.001, b1=0.9, b2=0.999, eps=1e-08)
@@ -235,30 +226,21 @@ class Adam(Rule):
 
     def _scalars(self, state: AdamState, lr: Any) -> tuple[Any, Any, Any]:
         """``(t, lr_t, eps_t)``: floats while the step count is known, 0-d arrays under a trace."""
-        step = state.step
-        if isinstance(step, (int, np.integer)) and not isinstance(step, bool) and step >= 0:
-            t: Any = int(step) + 1
-            c2: Any = 1.0 - self.b2**t
-        else:
-            step = as_step(step)
-            if step is None:
-                raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
-            t = step + 1
-            c2 = power_gap(self.b2, t)
+        step = as_step(state.step)
+        if step is None:
+            raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
+        t = step + 1
+        c1, c2 = power_gap(self.b1, t), power_gap(self.b2, t)
         if isinstance(c2, float):
-            root_c2 = math.sqrt(c2)
-            c1 = 1.0 - self.b1**t if isinstance(t, int) else power_gap(self.b1, t)
-            return t, lr * root_c2 / c1, self.eps * root_c2
+            return t, lr * math.sqrt(c2) / c1, self.eps * math.sqrt(c2)
         root_c2 = namespace(c2).sqrt(c2)
-        return t, cast(lr, c2) * root_c2 / power_gap(self.b1, t), self.eps * root_c2
+        return t, cast(lr, c2) * root_c2 / c1, self.eps * root_c2
 
 
 @dataclass(frozen=True)
 class AdamW(Adam):
-    """``adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)``: Adam with decoupled weight decay.
-
-    Loshchilov & Hutter (2019): ``p ← p − lr·(m̂/(√v̂ + ε) + λ·p)``, PyTorch's default
-    ``λ = 0.01``; under a schedule the decay follows ``lr``.
+    """``adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)``: Adam with decoupled weight decay
+    (Loshchilov & Hutter, 2019; PyTorch's ``λ = 0.01``; under a schedule the decay follows ``lr``).
 
     >>> opt = adamw(0.1, weight_decay=0.5)
     >>> opt.update(np.array([3.0]), opt.init(np.array([1.0])), np.array([1.0]))[0]
@@ -337,14 +319,12 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
     name = f"clip_by_global_norm({max_norm!r})"
 
     def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:
-        if type(p) is not tuple or p != ():
-            raise E.must_be(name, "parameters", "()", E.describe_tree(p))
+        no_params(name, p)
         check_params(name, params)
         return (), params
 
     def bwd(m: tuple[()], delta: Any) -> tuple[tuple[()], Any]:
-        if type(m) is not tuple or m != ():
-            raise E.bad_residue(name, m)
+        unit_residue(name, m)
         return (), clip(delta, max_norm, name)
 
     return PreLens(fwd, bwd, name)
@@ -352,15 +332,8 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
 
 def clip(tree: Tree, max_norm: float, fn: str = "clip_by_global_norm") -> Tree:
     """``tree · min(1, max_norm / ‖tree‖)``: numbers for numpy, a branch-free 0-d array for another library."""
-    total, arrays = 0.0, None  # another library's sum of squares stays on its device
-    for path, x in tree_paths(tree):
-        if not is_real_leaf(x):
-            raise _delta_dtype(fn, "grads", path, E.describe(x))
-        if not isinstance(x, np.ndarray) and is_array(x):
-            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
-        else:
-            a = np.asarray(x, dtype=np.float64)
-            total += float(np.vdot(a, a))
+    check_real(fn, "grads", tree)
+    total, arrays = total_squares(tree_leaves(tree))
     if arrays is None:
         norm = math.sqrt(total)
         if not (math.isfinite(norm) and norm > max_norm):

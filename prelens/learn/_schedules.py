@@ -1,10 +1,8 @@
 """Learning-rate schedules: pure functions of the step, for any optimiser's ``lr``.
 
-A schedule maps the number of updates already taken, ``t = 0, 1, 2, ...``, to the
-step size of the next update. Every optimiser of :mod:`prelens.learn` takes either a number or a schedule as its
-``lr``; with a schedule its state becomes ``ScheduledState(step, state)`` (the step
-count travels with the state, so a resumed run continues the schedule where it
-stopped). Any function ``int -> float`` is a schedule; the ones here are frozen
+A schedule maps the number of updates already taken, ``t = 0, 1, 2, ...``, to the step size of the
+next update; with one as its ``lr`` an optimiser's state is ``ScheduledState(step, state)`` (a resumed
+run continues the schedule). Any function ``int -> float`` is a schedule; the ones here are frozen
 values that print as the call that made them:
 
 =====================  ==========================================================
@@ -18,11 +16,8 @@ values that print as the call that made them:
                        ``peak / (div · final_div)`` (Smith's one-cycle policy)
 =====================  ==========================================================
 
-Under ``jax.jit`` the step count in an optimiser's state is traced: the
-schedules here then compute their value with array operations, branch-free, as a
-0-d array of the widest float the library has (float64 under JAX's 64-bit mode),
-and trace into the compiled step. A known step (an int, or a concrete 0-d
-integer array) always takes the Python path, so the numbers are numpy's.
+At a traced step (``jax.jit``) they compute branch-free with array operations, a 0-d array of the
+widest float (see :mod:`prelens.learn._xp`); a known step takes the Python path (numpy's numbers).
 
 >>> sched = warmup_cosine(0.1, warmup=2, total=6)
 >>> [round(sched(t), 4) for t in range(8)]
@@ -40,27 +35,19 @@ from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace
 from prelens.core import _args
 from prelens.learn._xp import wide_float
 
-__all__ = ["Schedule", "constant", "exponential_decay", "one_cycle", "step_decay", "warmup_cosine"]
-
 
 class Schedule:
-    """The base of the schedules here: a frozen value, called with the step ``t`` (an int ``>= 0``).
+    """The base of the schedules here (checks and ``repr``), called with the step ``t`` (an int ``>= 0``).
 
-    Any function of the step serves as a schedule; this base gives the library's
-    schedules their checks and their ``repr``. Each writes its formula once,
-    :meth:`value`, against a namespace: Python's numbers at a known step, the
-    array library's branch-free operations at a traced one.
+    Each writes its formula once, :meth:`value`, against a namespace: Python's numbers at a known step,
+    the array library's branch-free operations at a traced one.
 
     >>> isinstance(constant(0.1), Schedule), constant(0.1)(7)
     (True, 0.1)
     """
 
     def __call__(self, step: int) -> float:
-        """The step size of update number ``step + 1`` (``step`` updates were taken before it).
-
-        A traced step (a 0-d integer array under ``jax.jit``) gives a traced 0-d
-        float array.
-        """
+        """The step size of update number ``step + 1`` (a traced 0-d float array at a traced step)."""
         t: Any = step
         if type(t) is not int and is_array(t) and not is_concrete(t):
             if t.ndim != 0 or dtype_kind(t.dtype) not in "iu":
@@ -98,15 +85,13 @@ _PY = _Python()
 
 
 def _step(sched: Schedule, step: Any) -> int:
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        try:
-            ok = int(step) == step and step >= 0 and not isinstance(step, bool)
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
-            raise E.bad_argument(_NAMES[type(sched)], "step", step, "an int >= 0")
-        return int(step)
-    return step
+    try:
+        ok = not isinstance(step, bool) and int(step) == step and step >= 0
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise E.bad_argument(_NAMES[type(sched)], "step", step, "an int >= 0")
+    return int(step)
 
 
 @dataclass(frozen=True, repr=False)
@@ -195,9 +180,7 @@ def constant(lr: float) -> Schedule:
 
 
 def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
-    """``lr · factor ** (t // every)``: multiply the step size by ``factor`` every ``every`` steps.
-
-    ``factor`` lies in ``(0, 1]``.
+    """``lr · factor ** (t // every)``: the step size times ``factor`` (in ``(0, 1]``) every ``every`` steps.
 
     >>> s = step_decay(1.0, every=10, factor=0.5)
     >>> s(0), s(9), s(10), s(25)
@@ -208,9 +191,7 @@ def step_decay(lr: float, every: int, factor: float = 0.1) -> Schedule:
 
 
 def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
-    """``lr · rate ** (t / every)``: a smooth decay by ``rate`` every ``every`` steps.
-
-    ``rate`` lies in ``(0, 1]``.
+    """``lr · rate ** (t / every)``: a smooth decay by ``rate`` (in ``(0, 1]``) every ``every`` steps.
 
     >>> s = exponential_decay(1.0, rate=0.5, every=2)
     >>> s(0), s(1), s(2), s(4)
@@ -223,10 +204,8 @@ def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
 def warmup_cosine(peak: float, warmup: int, total: int, final: float = 0.0) -> Schedule:
     """A linear warm-up to ``peak`` over ``warmup`` steps, then a half cosine down to ``final``.
 
-    ``lr(t) = peak · (t + 1) / warmup`` for ``t < warmup`` (the first update is
-    not wasted on a zero step); ``final + (peak − final) · ½ (1 + cos(π (t − warmup)
-    / (total − warmup)))`` up to ``total``; ``final`` after. ``0 <= warmup <= total``,
-    ``0 <= final <= peak``.
+    The formula is the module's table (the first update is not wasted on a zero step);
+    ``0 <= warmup <= total``, ``0 <= final <= peak``.
 
     >>> s = warmup_cosine(1.0, warmup=4, total=12)
     >>> [s(t) for t in (0, 3, 4, 8, 12, 99)]
@@ -249,10 +228,8 @@ def one_cycle(
 ) -> Schedule:
     """Smith's one-cycle policy: up from ``peak / div`` to ``peak``, then down far below the start.
 
-    Half-cosine ramps: up over the first ``round(warmup_fraction · total)`` steps,
-    then down to ``peak / (div · final_div)`` at ``t = total`` (and there after).
-    The defaults are PyTorch's ``OneCycleLR``'s. ``warmup_fraction`` lies in
-    ``(0, 1)``; ``div`` and ``final_div`` are ``>= 1``.
+    Half-cosine ramps, up over ``round(warmup_fraction · total)`` steps, down to ``peak / (div · final_div)``
+    at ``t = total``; PyTorch's ``OneCycleLR`` defaults. ``0 < warmup_fraction < 1``, ``div, final_div >= 1``.
 
     >>> s = one_cycle(1.0, total=10)
     >>> round(s(0), 4), s(3), round(s(10), 8)

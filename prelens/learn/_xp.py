@@ -32,21 +32,9 @@ import numpy as np
 
 from prelens.backend._arrays import dtype_kind, dtype_name, is_array, is_concrete, namespace
 
-__all__ = [
-    "as_step",
-    "cast",
-    "known",
-    "power_gap",
-    "sum_squares",
-    "traced_value",
-    "wide_float",
-]
-
 
 def wide_float(xp: Any) -> Any:
-    """The widest real float dtype the namespace ``xp`` offers now: float64, or float32 (JAX without x64).
-
-    Read from the standard's inspection API, so JAX's 64-bit switch is honoured.
+    """The widest real float dtype ``xp`` offers now (the inspection API: JAX's 64-bit switch honoured).
 
     >>> wide_float(np)
     dtype('float64')
@@ -61,11 +49,8 @@ def wide_float(xp: Any) -> Any:
 
 
 def as_step(x: Any) -> Any:
-    """``x`` as a step count, or None if it is not one.
-
-    A Python or numpy integer, or a numpy 0-d integer array, gives an int
-    (``>= 0``); a 0-d integer array of another library is returned as it is (its
-    value checked ``>= 0`` only when it is concrete: a traced one has none yet).
+    """``x`` as a step count (an int ``>= 0``; another library's 0-d integer array as it is, checked when
+    concrete), or None if it is not one.
 
     >>> as_step(np.asarray(7)), as_step(True) is None
     (7, True)
@@ -95,11 +80,8 @@ def known(t: Any) -> int | None:
 
 
 def power_gap(b: float, t: Any) -> Any:
-    """``1 − bᵗ`` for a step ``t >= 1``: a Python float when ``t`` is known (numpy's number, bit for bit).
-
-    Under a trace, a 0-d array of the widest float: ``−expm1(t·log b)``, which
-    keeps its digits where ``1 − bᵗ`` is small (``b = 0.999``, ``t = 1``) even
-    in float32, ``log b`` taken in double precision first.
+    """``1 − bᵗ`` for a step ``t >= 1``: numpy's float when ``t`` is known; traced, ``−expm1(t·log b)`` in the
+    widest float (its digits kept where ``1 − bᵗ`` is small, even in float32).
 
     >>> power_gap(0.9, 1)
     0.09999999999999998
@@ -136,16 +118,27 @@ def sum_squares(x: Any) -> Any:
     return xp.sum(a * a)
 
 
-def traced_value(schedule: Callable[[Any], Any], t: Any, at_step: Callable[[int], float]) -> Any:
-    """A schedule's value at a traced step ``t``: the schedule run on the traced array, or on the host.
+def total_squares(leaves: Any) -> tuple[float, Any]:
+    """``Σ x²`` over ``leaves``: a float for numpy's and numbers, and another library's summed on its device
+    (a 0-d array, None if there is none; no value read back).
 
-    prelens's schedules, and any function written with array operations, are
-    traced into the program. A function that needs the step's value (a Python
-    ``if t < 100``, ``math.cos(t)``) cannot be: it is called back on the host at
-    run time instead (``jax.pure_callback``), as ``at_step(int(t))``, which
-    checks its value there. Returns what the schedule gave (for the caller to
-    check) or the callback's 0-d array of the widest float.
+    >>> total_squares([np.array([3.0]), 4.0])
+    (25.0, None)
     """
+    total, arrays = 0.0, None
+    for x in leaves:
+        if not isinstance(x, np.ndarray) and is_array(x):
+            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
+        else:
+            a = np.asarray(x, dtype=np.float64)
+            total += float(np.vdot(a, a))
+    return total, arrays
+
+
+def traced_value(schedule: Callable[[Any], Any], t: Any, at_step: Callable[[int], float]) -> Any:
+    """A schedule's value at a traced step ``t``: traced into the program where it is written with array
+    operations, else (``if t < 100``, ``math.cos(t)``) called back on the host as ``at_step(int(t))``
+    (``jax.pure_callback``, a 0-d array of the widest float)."""
     jax = sys.modules["jax"]  # only JAX traces: a traced step is a JAX tracer
     untraceable = (
         jax.errors.ConcretizationTypeError,

@@ -22,7 +22,7 @@ from prelens.nn._dot_attention import MASKED, scaled_dot_product_attention
 from prelens.nn._dropout import DropoutKey, dropout, with_dropout, without_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
 from prelens.nn._linear import DenseParams, bias, dense, linear
-from prelens.nn._losses import mse, softmax_cross_entropy, squared_distance
+from prelens.nn._losses import mse, softmax_cross_entropy, squared_distance, token_cross_entropy
 from prelens.nn._mlp import mlp
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._normalize import normalize
@@ -41,7 +41,6 @@ from prelens.nn._transformer import (
     encoder_decoder,
     feed_forward,
     generate,
-    token_cross_entropy,
 )
 from prelens.nn._transformer_wiring import attention_weights, remat
 

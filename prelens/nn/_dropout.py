@@ -11,8 +11,9 @@
   of ``x`` is kept with probability ``1 − rate`` and scaled by ``1 / (1 − rate)``
   (inverted dropout, so the expected output is ``x``); the mask is drawn from
   ``numpy.random.Philox(key=key)``, a counter-based generator, so the same key
-  gives the same mask and nothing else is read. The residue is the scaled mask,
-  and ``bwd`` multiplies the delta by it; the key's delta is zeros.
+  gives the same mask and nothing else is read. The residue is the scaled mask
+  (and zeros like the key), and ``bwd`` multiplies the delta by the mask; the
+  key's delta is zeros.
 
 A trainer turns dropout on for one step with :func:`with_dropout` (every
 ``DropoutKey`` of the parameters gets the key ``(step_key, i)``, ``i`` counting
@@ -115,49 +116,13 @@ def dropout(rate: float) -> AnyLens:
         key = _key_of(name, p)
         if type(key) is tuple:  # no key: evaluation, the identity
             return (), x
-        if type(x) is not np.ndarray:
-            return fwd_any(key, x)
-        gen = np.random.Generator(np.random.Philox(key=_host_key(name, key)))
-        draws = gen.random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64)
-        mask = np.multiply(draws >= r, scale, dtype=x.dtype)
-        return mask, x * mask
-
-    def fwd_any(key: Any, x: Any) -> tuple[tuple[Any, Any], Any]:
-        """``fwd`` for another library's input: numpy draws the mask (as above), then it moves to ``x``'s device.
-
-        The mask is numpy's, bit for bit, so every library trains with the same
-        noise. The residue is ``(mask, zeros like the key)``: the key's delta
-        stays in the key's library.
-        """
-        if not is_concrete(key):  # traced by jax.jit: a JAX key, JAX's generator
-            mask = _traced_mask(key, x, r, scale)
-            return (mask, namespace(key).zeros_like(key)), x * mask
-        gen = np.random.Generator(np.random.Philox(key=_host_key(name, key)))
-        kind = dtype_name(x.dtype)
-        draws = gen.random(tuple(x.shape), dtype=np.float32 if kind == "float32" else np.float64)
-        try:
-            mask_dt = np.dtype(kind)
-        except TypeError:  # a float numpy does not know (bfloat16): made in float32, then cast
-            mask_dt = np.dtype(np.float32)
-        mask = constant_like(np.multiply(draws >= r, scale, dtype=mask_dt), x)
-        if mask_dt.name != kind:
-            mask = namespace(x).astype(mask, x.dtype)
-        return (mask, namespace(key).zeros_like(key)), x * mask
+        mask = _host_mask(name, key, x, r, scale) if is_concrete(key) else _traced_mask(key, x, r, scale)
+        return (mask, namespace(key).zeros_like(key)), x * mask  # the key's delta: zeros of its library
 
     def bwd(m: Any, da: Array) -> tuple[DropoutKey, Array]:
-        if type(m) is tuple:
-            if m == ():
-                return DropoutKey(()), da
-            return bwd_any(m, da)
-        if not isinstance(m, np.ndarray) or m.dtype.kind != "f":
-            raise E.bad_residue(name, m)
-        if not isinstance(da, np.ndarray) or da.shape != m.shape or da.dtype.kind != "f":
-            raise _input_error(name, "output delta", da, m)
-        return DropoutKey(np.zeros(_KEY_SHAPE, np.uint64)), da * m
-
-    def bwd_any(m: tuple[Any, Any], da: Any) -> tuple[DropoutKey, Any]:
-        """``bwd`` for another library's mask; the key's delta: zeros of the key's library."""
-        if len(m) != 2 or not is_float(m[0]) or not _is_key(m[1]):
+        if type(m) is tuple and m == ():
+            return DropoutKey(()), da
+        if type(m) is not tuple or len(m) != 2 or not is_float(m[0]) or not _is_key(m[1]):
             raise E.bad_residue(name, m)
         mask, zero = m
         if not is_float(da) or tuple(da.shape) != tuple(mask.shape):
@@ -180,14 +145,20 @@ def _key_of(name: str, p: Any) -> Any:
     raise E.must_be(name, "parameters", expected, E.describe_tree(p))
 
 
-def _host_key(name: str, key: Any) -> Array:
-    """The key's two words on the host, for numpy's ``Philox``; a key traced by ``jax.jit`` is an error."""
-    if isinstance(key, np.ndarray):
-        return key
-    if not is_concrete(key):
-        raise E.must_be(name, "key", _CONCRETE_KEY, "a key traced by jax.jit (its values are not known yet)")
-    host: Array = to_numpy(key)
-    return host
+def _host_mask(name: str, key: Any, x: Any, rate: float, scale: float) -> Any:
+    """The scaled mask for ``x`` drawn by numpy's ``Philox(key)``, as an array of ``x``'s library and dtype.
+
+    The mask is numpy's, bit for bit, on every library: one key trains with the same noise everywhere.
+    """
+    gen = np.random.Generator(np.random.Philox(key=key if isinstance(key, np.ndarray) else to_numpy(key)))
+    kind = dtype_name(x.dtype)
+    draws = gen.random(tuple(x.shape), dtype=np.float32 if kind == "float32" else np.float64)
+    try:
+        mask_dt = np.dtype(kind)
+    except TypeError:  # a float numpy does not know (bfloat16): made in float32, then cast
+        mask_dt = np.dtype(np.float32)
+    mask = constant_like(np.multiply(draws >= rate, scale, dtype=mask_dt), x)
+    return mask if mask_dt.name == kind else namespace(x).astype(mask, x.dtype)
 
 
 def _traced_mask(key: Any, x: Any, rate: float, scale: float) -> Any:
@@ -221,13 +192,6 @@ def with_jax_keys(params: Any, key: Any) -> Any:
         return out
 
     return _map_keys(params, site)
-
-
-#: What a training key must be for another library's input (numpy draws the mask from its values).
-_CONCRETE_KEY = (
-    "a concrete uint64[2] key (numpy draws the mask from the key's values, which jax.jit does not know: "
-    "key the parameters inside the traced function, with_dropout(params, <a Python int>))"
-)
 
 
 def _input_error(name: str, what: str, x: Any, like: Array | None = None) -> E.PrelensError:

@@ -90,30 +90,19 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
     d = check_size("token_embedding", "d_model", d_model)
     dt = float_dtype("token_embedding", dtype)
     name = f"token_embedding({v}, {d}{dtype_suffix(dt)})"
-    cols = np.arange(d)
     std_ = A.real("token_embedding", "std", std, low=0.0)
     # the ids are checked in the passes: their values must lie in [0, vocab_size)
     expects = Expects(params=Arr(dt, v, d), delta=Like(lambda ids: (dt, (*ids.shape, d))))
 
     def fwd(table: Array, ids: Array) -> tuple[Array, Array]:
-        if type(table) is np.ndarray:
-            _check_ids(name, ids, v)
-            return ids.copy(), table[ids]  # a residue never aliases the caller's arrays
-        given, ids = ids, _check_ids_any(name, ids, v, table)  # numpy ids are moved to the table's library
+        given, ids = ids, _token_ids(name, ids, v, table)  # numpy ids are moved to the table's library
         rows = namespace(table).take(table, reshape(ids, (-1,)), axis=0)
         return (copy(ids) if ids is given else ids), reshape(rows, (*ids.shape, d))
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:
         if not is_array(ids) or dtype_kind(ids.dtype) not in "iu" or _any_out_of_range(ids, v):
             raise residue_error(name, ids)
-        if type(ids) is not np.ndarray:  # the scatter-add of prelens.backend.scatter_add_rows
-            return scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d))), namespace(ids).zeros_like(ids)
-        d_table = np.zeros((v, d), dtype=da.dtype)
-        # A flat scatter-add: on (64 x 64) tables it is ~5x faster than np.add.at on rows
-        # and, unlike a one-hot matmul, it does not grow with the vocabulary.
-        flat = np.multiply(ids.reshape(-1, 1), d)
-        np.add.at(d_table.reshape(-1), (flat + cols).reshape(-1), da.reshape(-1))
-        return d_table, np.zeros(ids.shape, ids.dtype)
+        return scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d))), namespace(ids).zeros_like(ids)
 
     def init(rng: np.random.Generator) -> Array:
         return (rng.standard_normal((v, d)) * std_).astype(dt)
@@ -129,15 +118,11 @@ def _any_out_of_range(ids: Any, vocab: int) -> bool:
     """
     if not is_concrete(ids) or math.prod(ids.shape) == 0:
         return False
-    if type(ids) is np.ndarray:
-        return bool(ids.min() < 0 or ids.max() >= vocab)
-        return False
-    xp = namespace(ids)
-    return bool(xp.any((ids < 0) | (ids >= vocab)))
+    return bool(namespace(ids).any((ids < 0) | (ids >= vocab)))
 
 
-def _check_ids_any(name: str, ids: Any, vocab: int, table: Any) -> Any:
-    """The ids given with another library's table, checked (numpy ids: moved to the table's library)."""
+def _token_ids(name: str, ids: Any, vocab: int, table: Any) -> Any:
+    """The ids, checked: integers in ``[0, vocab)`` of the table's library (numpy ids are moved to it)."""
     if not is_array(ids) or dtype_kind(ids.dtype) not in "iu":
         if is_array(ids):
             raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
@@ -145,20 +130,12 @@ def _check_ids_any(name: str, ids: Any, vocab: int, table: Any) -> Any:
     if not isinstance(ids, np.ndarray) and namespace(ids) is not namespace(table):
         want = f"an integer array of the table's library ({namespace_name(namespace(table))})"
         raise E.must_be(name, "token ids", want, E.describe(ids))
-    if _any_out_of_range(ids, vocab):
-        _check_ids(name, to_numpy(ids), vocab)  # names the first bad id, as for numpy
-    return constant_like(ids, table) if isinstance(ids, np.ndarray) else ids
-
-
-def _check_ids(name: str, ids: Any, vocab: int) -> None:
-    if not isinstance(ids, np.ndarray) or ids.dtype.kind not in "iu":
-        if isinstance(ids, np.ndarray):
-            raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
-        raise E.must_be(name, "token ids", "an integer numpy array", E.describe(ids))
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab):
-        bad = np.flatnonzero((ids < 0) | (ids >= vocab))[0]
-        where = np.unravel_index(bad, ids.shape)
-        raise E.out_of_range(name, "token ids", f"[0, {vocab})", ids.flat[bad], str(tuple(int(i) for i in where)))
+    if _any_out_of_range(ids, vocab):  # names the first bad id
+        host = to_numpy(ids)
+        bad = np.flatnonzero((host < 0) | (host >= vocab))[0]
+        where = str(tuple(int(i) for i in np.unravel_index(bad, host.shape)))
+        raise E.out_of_range(name, "token ids", f"[0, {vocab})", host.flat[bad], where)
+    return constant_like(ids, table)
 
 
 @constructor
@@ -192,15 +169,9 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
         return tuple(x.shape), x + table[: x.shape[-2], :]
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
-        t = shape[-2]
-        if type(da) is not np.ndarray:  # the rows past T get zeros: a concatenation, no writes
-            xp = namespace(da)
-            used = xp.sum(reshape(da, (-1, t, d)), axis=0)
-            rest = xp.zeros((n - t, d), dtype=da.dtype, device=device(da))
-            return xp.concat((used, rest), axis=0), da
-        d_table = np.zeros((n, d), dtype=da.dtype)
-        np.sum(da.reshape(-1, t, d), axis=0, out=d_table[:t])
-        return d_table, da
+        xp, t = namespace(da), shape[-2]  # the rows past T get zeros
+        used = xp.sum(reshape(da, (-1, t, d)), axis=0)
+        return xp.concat((used, xp.zeros((n - t, d), dtype=da.dtype, device=device(da))), axis=0), da
 
     def init(rng: np.random.Generator) -> Array:
         return (rng.standard_normal((n, d)) * std_).astype(dt)
@@ -256,13 +227,6 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     name = f"sinusoidal_encoding({d})"
     tables: dict[np.dtype[Any], Array] = {}
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
-        if type(x) is not np.ndarray:
-            return fwd_any(x)
-        dt = x.dtype
-        _check_positions(name, x, n, d, dt)
-        return x.shape, np.add(x, table_of(dt)[: x.shape[-2]])
-
     def table_of(dt: np.dtype[Any]) -> Array:
         table = tables.get(dt)
         if table is None:
@@ -270,8 +234,8 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
             table.flags.writeable = False
         return table
 
-    def fwd_any(x: Any) -> tuple[tuple[int, ...], Any]:
-        """``fwd`` for another library's input: the numpy table's first ``T`` rows moved to it."""
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+        """``x + PE[:T]``: numpy's table, its first ``T`` rows moved to ``x``'s library and device."""
         try:
             dt = np.dtype(dtype_name(x.dtype))
         except TypeError:  # a float numpy does not know (bfloat16): named by its own library

@@ -2,8 +2,8 @@
 
 What a lens expects of its calls is declared (:class:`prelens.core.Expects`) and
 checked by the core; the builders here serve the checks that a declaration cannot
-state (ids in range, a loss's ground truth like its input, the attention pieces'
-pairs), which are still written in their lenses.
+state (ids in range, a loss's ground truth like its input), which are still
+written in their lenses.
 """
 
 from __future__ import annotations
@@ -138,21 +138,3 @@ def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:
     if v.ndim != 1 or (n is not None and v.shape != (n,)):
         raise E.lens_shape_error(lens, what, "a vector" if n is None else f"a vector of length {n}", E.describe(v))
     return v
-
-
-def check_float_delta(lens: str, da: Any, shape: tuple[int, ...]) -> None:
-    """The output delta of a lens that keeps any float dtype: a float array of ``shape``, else an error.
-
-    >>> check_float_delta("split_heads(2)", np.zeros((2, 3), np.int64), (2, 3))
-    Traceback (most recent call last):
-    ...
-    prelens.errors.DTypeError: split_heads(2): output delta: expected a float array of shape (2, 3), got i64[2,3]
-    """
-    if is_array(da) and dtype_kind(da.dtype) == "f" and tuple(da.shape) == tuple(shape):
-        return
-    expected = f"a float array of shape {shape}"
-    if not is_array(da):
-        raise E.must_be(lens, "output delta", f"a numpy {expected[2:]}", E.describe_tree(da))
-    if dtype_kind(da.dtype) != "f":
-        raise E.lens_dtype_error(lens, "output delta", expected, E.describe(da))
-    raise E.lens_shape_error(lens, "output delta", expected, E.describe(da))

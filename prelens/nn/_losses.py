@@ -1,4 +1,4 @@
-"""Loss lenses on whole arrays: the post's squared distance, mean squared error, cross-entropy.
+"""Loss lenses on whole arrays: the post's squared distance, mean squared error, cross-entropies.
 
 As in the post's ``lossL``, the target is the loss lens's *parameter* and the
 network's output its input; the output is a scalar (a numpy scalar of the
@@ -23,12 +23,18 @@ lens                          loss ``L``                               ``ds``
 So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the
 post's sum; the other two are the conventional means (PyTorch's and Keras's
 defaults), whose step sizes do not change with the batch size.
+:func:`token_cross_entropy` is the cross-entropy of a language model, averaged
+over the positions whose label is not ``ignore_index``.
 
 Every loss runs on the arrays of any array-API library (numpy, PyTorch, JAX,
 ``array_api_strict``): the input and the parameter (ground truth, or integer
 labels) must then both be arrays of that library, and every array the loss
-returns is one too. Checks that need values (labels in range) run only on
-values that are known, so a JAX ``jit`` traces the losses.
+returns is one too (:func:`token_cross_entropy` also takes numpy labels: they
+are data, moved to the logits' library). What they expect is declared
+(:class:`~prelens.core.Expects`, the ground truth tied to the input by
+:class:`~prelens.core._check.Same`, named as errors call it) and checked by the
+core; the one check that needs values (labels in range) runs only on values
+that are known, so a JAX ``jit`` traces the losses.
 
 >>> import numpy as np
 >>> g, s = np.array([[1.0, 0.0]]), np.array([[0.0, 0.0]])
@@ -39,71 +45,48 @@ values that are known, so a JAX ``jit`` traces the losses.
 from __future__ import annotations
 
 import math
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import (
+    constant_like,
     copy,
     device,
     dtype_kind,
     is_array,
     is_concrete,
     namespace,
-    namespace_name,
     same_library,
 )
-from prelens.core._lens import PreLens
-from prelens.nn._fastcheck import Array, residue_error, scalar_delta, shape_str
+from prelens.core._check import Arr, Expects, Same
+from prelens.core._lens import AnyLens, PreLens
+from prelens.core._registry import constructor
+from prelens.nn._fastcheck import Array, scalar_delta
 from prelens.nn._rows import row_max, row_sum
 
-__all__ = ["mse", "softmax_cross_entropy", "squared_distance"]
+__all__ = ["mse", "softmax_cross_entropy", "squared_distance", "token_cross_entropy"]
 
 Scalar = Any  #: a numpy float scalar of the input's dtype (``np.float64`` or ``np.float32``), or a 0-d array
 PairResidue = tuple[Array, Array]
 
-
-def _check_pair(lens: str, g: Any, s: Any) -> NoReturn:
-    """Output ``s`` a float array; ground truth ``g`` of its library, shape and dtype."""
-    if not is_array(s) or dtype_kind(s.dtype) != "f":
-        desc = E.describe(s)
-        if is_array(s):
-            raise E.lens_dtype_error(lens, "input", "a float array", desc)
-        raise E.must_be(lens, "input", "a numpy float array", desc)
-    shape = tuple(s.shape)
-    if isinstance(s, np.ndarray):
-        if not isinstance(g, np.ndarray):
-            raise E.must_be(lens, "ground truth", f"a numpy array {shape_str(s.dtype, shape)}", E.describe(g))
-    elif not same_library(g, s):
-        want = f"{shape_str(s.dtype, shape)} ({_lib(s)}, the input's library)"
-        raise E.must_be(lens, "ground truth", f"an array {want}", E.describe(g))
-    if g.dtype != s.dtype:
-        raise E.lens_dtype_error(lens, "ground truth", shape_str(s.dtype, shape), E.describe(g))
-    raise E.lens_shape_error(lens, "ground truth", f"the input's shape {shape}", E.describe(g))
-
-
-def _lib(x: Any) -> str:
-    return namespace_name(namespace(x))
-
-
-def _pair_fits(g: Any, s: Any) -> bool:
-    """Another library's input ``s`` (a float array) and ground truth ``g`` of its library, dtype and shape."""
-    return (
-        is_array(s)
-        and dtype_kind(s.dtype) == "f"
-        and same_library(g, s)
-        and g.dtype == s.dtype
-        and tuple(g.shape) == tuple(s.shape)
-    )
+#: The input's float dtype and axes, and integer labels: the ground truth is an array like the
+#: input (of its library, dtype and shape); labels are integers of the logits' library (or numpy,
+#: for the token loss) and shape without the last axis.
+T, B, INT = Same("T"), Same("B"), Same("I", "iu")
+_LIKE_INPUT = Arr(T, B)
+_LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, "classes"), Arr(INT, B), Arr(INT, Same("B", data=True))
 
 
 def _factor(da: Any, like: Any) -> Any:
-    """A loss's checked output delta as a factor for the arrays of ``like``'s library (keeping their dtype).
+    """A loss's output delta as a factor for the arrays of ``like``'s library (keeping their dtype).
 
     A number stays a Python float (weakly typed in every library); a 0-d array,
     perhaps traced, becomes ``like``'s dtype.
     """
+    if type(da) is float:  # training's seed
+        return da
     if is_array(da) and same_library(da, like):
         return namespace(like).astype(da, like.dtype)
     return float(da)
@@ -114,49 +97,30 @@ def _count(shape: tuple[int, ...]) -> int:
     return max(math.prod(shape), 1)
 
 
+def _total(x: Any) -> Any:
+    """``Σ x`` over every axis: numpy's method (``np.sum`` costs a wrapper call more), else the namespace's sum."""
+    return x.sum() if type(x) is np.ndarray else namespace(x).sum(x)
+
+
+def _sum_squares(d: Any) -> Any:
+    """``Σ d²`` over every axis: numpy's ``vdot`` (one BLAS call, no temporary), else the namespace's sum."""
+    if isinstance(d, (np.ndarray, np.generic)):
+        flat: Any = d  # vdot flattens
+        return np.vdot(flat, flat)
+    return namespace(d).sum(d * d)
+
+
 # --------------------------------------------------------- squared distance
 
 
 def _sq_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
-    if (
-        not isinstance(s, np.ndarray)
-        or not isinstance(g, np.ndarray)
-        or g.shape != s.shape
-        or (g.dtype != s.dtype or s.dtype.kind != "f")
-    ):
-        if isinstance(s, np.ndarray) or not _pair_fits(g, s):
-            _check_pair("squared_distance", g, s)
-        d = s - g  # another library's arrays
-        return (copy(g), copy(s)), 0.5 * namespace(s).sum(d * d)
-    d = np.subtract(s, g)
-    return (g.copy(), s.copy()), 0.5 * np.vdot(d, d)  # a residue never aliases the caller's arrays
-
-
-def _pair_residue(lens: str, m: Any) -> PairResidue:
-    """The residue ``(g, s)`` of the squared losses: two float arrays of one shape and dtype."""
-    try:
-        g, s = m
-        if isinstance(s, np.ndarray):
-            ok = s.dtype.kind == "f" and g.dtype == s.dtype and g.shape == s.shape
-        else:
-            ok = _pair_fits(g, s)
-    except (TypeError, ValueError, AttributeError):
-        ok = False
-    if not ok:
-        raise residue_error(lens, m)
-    return g, s
+    return (copy(g), copy(s)), 0.5 * _sum_squares(s - g)  # a residue never aliases the caller's arrays
 
 
 def _sq_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
-    if type(da) is not float:
-        da = scalar_delta("squared_distance", da)
-    g, s = _pair_residue("squared_distance", m)
-    if not isinstance(s, np.ndarray):
-        ds = (s - g) * _factor(da, s)
-        return -ds, ds
-    ds = np.subtract(s, g)
-    ds *= da
-    return np.negative(ds), ds  # (dg, ds) = (−ds, da·(s − g))
+    g, s = m
+    ds = (s - g) * _factor(scalar_delta("squared_distance", da), s)
+    return -ds, ds  # (dg, ds) = (−ds, da·(s − g))
 
 
 #: The post's loss: ``L = ½ Σ (s − g)²`` over every axis (batch and outputs), with the
@@ -165,7 +129,13 @@ def _sq_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
 #: ``PreLens D D (A, A) (A, A) A A A A`` with ``g`` and ``s`` of one shape, e.g. ``(batch, n)``.
 #: Forward ``(g, s) -> ((g, s), L)``; backward ``((g, s), da) -> (−ds, ds)``, ``ds = da (s − g)``.
 squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array, Array, Array] = PreLens(
-    _sq_fwd, _sq_bwd, "squared_distance", init_fn=None
+    _sq_fwd,
+    _sq_bwd,
+    "squared_distance",
+    init_fn=None,
+    expects=Expects(
+        params=_LIKE_INPUT, input=_LIKE_INPUT, residue=(_LIKE_INPUT, _LIKE_INPUT), params_name="ground truth"
+    ),
 )
 
 
@@ -173,29 +143,14 @@ squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array
 
 
 def _mse_fwd(g: Array, s: Array) -> tuple[Array, Scalar]:
-    if (
-        not isinstance(s, np.ndarray)
-        or not isinstance(g, np.ndarray)
-        or g.shape != s.shape
-        or (g.dtype != s.dtype or s.dtype.kind != "f")
-    ):
-        if isinstance(s, np.ndarray) or not _pair_fits(g, s):
-            _check_pair("mse", g, s)
-        d = s - g  # another library's arrays
-        return d, namespace(s).sum(d * d) / _count(tuple(d.shape))
-    d = np.subtract(s, g) if s.ndim else np.subtract(s, g, out=np.empty_like(s))  # 0-d: an array, not a scalar
-    return d, np.vdot(d, d) / max(d.size, 1)  # the residue is d = s − g, made here: it aliases nothing
+    d = s - g  # the residue, made here: it aliases nothing
+    if isinstance(d, np.generic):  # numpy's 0-d difference is a scalar: the residue is an array
+        d = np.asarray(d)
+    return d, _sum_squares(d) / _count(tuple(d.shape))
 
 
 def _mse_bwd(m: Array, da: Any) -> tuple[Array, Array]:
-    if type(da) is not float:  # training seeds 1.0
-        da = scalar_delta("mse", da)
-    if type(m) is np.ndarray and m.dtype.kind == "f":
-        ds = np.multiply(m, 2.0 / max(m.size, 1) * float(da))  # a Python float keeps the dtype
-        return np.negative(ds), ds
-    if isinstance(m, np.ndarray) or not is_array(m) or dtype_kind(m.dtype) != "f":
-        raise residue_error("mse", m)
-    ds = m * (2.0 / _count(tuple(m.shape)) * _factor(da, m))
+    ds = m * (2.0 / _count(tuple(m.shape)) * _factor(scalar_delta("mse", da), m))
     return -ds, ds
 
 
@@ -204,45 +159,17 @@ def _mse_bwd(m: Array, da: Any) -> tuple[Array, Array]:
 #: (all that backward needs, made by the forward pass). Backward gives ``ds = 2 da d / K`` and
 #: ``dg = −ds``; it is ``squared_distance`` scaled by ``2 / K``.
 mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens(
-    _mse_fwd, _mse_bwd, "mse", init_fn=None
+    _mse_fwd,
+    _mse_bwd,
+    "mse",
+    init_fn=None,
+    expects=Expects(params=_LIKE_INPUT, input=_LIKE_INPUT, residue=Arr(None, ...), params_name="ground truth"),
 )
 
 
 # ------------------------------------------------------- softmax cross-entropy
 
 _CE = "softmax_cross_entropy"
-
-
-def _check_labels(y: Any, s: Any) -> NoReturn:
-    if not is_array(s) or dtype_kind(s.dtype) != "f" or s.ndim == 0:
-        desc = E.describe(s)
-        if is_array(s):
-            raise E.lens_dtype_error(_CE, "logits", "a float array (..., classes)", desc)
-        raise E.must_be(_CE, "logits", "a numpy float array", desc)
-    want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
-    if isinstance(s, np.ndarray):
-        if not isinstance(y, np.ndarray):
-            raise E.must_be(_CE, "labels", f"an integer array {want}", E.describe(y))
-    elif not same_library(y, s):
-        raise E.must_be(_CE, "labels", f"an integer array {want} ({_lib(s)}, the logits' library)", E.describe(y))
-    if dtype_kind(y.dtype) not in "iu":
-        raise E.lens_dtype_error(_CE, "labels", f"integer class indices {want}", E.describe(y))
-    if tuple(y.shape) != tuple(s.shape[:-1]):
-        raise E.lens_shape_error(_CE, "labels", f"{want} (the logits' shape without the last axis)", E.describe(y))
-    raise E.lens_dtype_error(_CE, "logits", "a float array (..., classes)", E.describe(s))
-
-
-def _labels_fit(y: Any, s: Any) -> bool:
-    """Another library's logits ``s`` (float, at least 1-D) and labels ``y`` (integers of its library, ``s``'s shape
-    without the last axis)."""
-    return (
-        is_array(s)
-        and dtype_kind(s.dtype) == "f"
-        and s.ndim >= 1
-        and same_library(y, s)
-        and dtype_kind(y.dtype) in "iu"
-        and tuple(y.shape) == tuple(s.shape[:-1])
-    )
 
 
 def _one_hot(y: Any, n: int, like: Any) -> Any:
@@ -254,79 +181,56 @@ def _one_hot(y: Any, n: int, like: Any) -> Any:
     return xp.expand_dims(y, axis=-1) == classes
 
 
-def _ce_any(y: Any, s: Any) -> tuple[PairResidue, Scalar]:
-    """The cross-entropy of another library's logits and labels: numpy's passes in the standard's functions.
+def _pick(z: Any, y: Any) -> Any:
+    """``z[..., y]`` row by row: numpy indexes; the standard has no integer-indexed gather that every library
+    shares (PyTorch gathers only with int64), so the others sum a one-hot mask (exactly the picked value)."""
+    if isinstance(z, np.ndarray):
+        return np.take_along_axis(z, y[..., None], axis=-1)[..., 0]
+    return namespace(z).sum(namespace(z).where(_one_hot(y, z.shape[-1], z), z, 0.0), axis=-1)
 
-    The row's logit of its label is picked with a one-hot mask (the standard
-    has no integer-indexed writes, and PyTorch gathers only with int64). The
-    labels' range is checked when their values are known; under a JAX ``jit``
-    they are not, and a label out of range then picks nothing.
-    """
-    if not _labels_fit(y, s):
-        _check_labels(y, s)
+
+def _check_range(lens: str, y: Any, n: int, allowed: str) -> None:
+    """Labels ``y`` must lie in ``[0, n)`` (``allowed`` says so in the error), where their values are known."""
+    if math.prod(y.shape) == 0 or not is_concrete(y):  # under a JAX ``jit``: not known
+        return
+    lo, hi = (y.min(), y.max()) if type(y) is np.ndarray else (namespace(y).min(y), namespace(y).max(y))
+    if lo < 0 or hi >= n:  # numpy: the methods (``np.min`` costs a wrapper call more)
+        raise E.out_of_range(lens, "labels", allowed, int(lo if lo < 0 else hi))
+
+
+def _softmax_rows(s: Any, y: Any) -> tuple[Any, Any]:
+    """``softmax(s)`` row by row and each row's ``logsumexp(s) − s[y]``, with the log-sum-exp shift (no overflow)."""
     xp = namespace(s)
-    n, rows = s.shape[-1], math.prod(y.shape)
-    if rows and is_concrete(y):
-        lo, hi = int(xp.min(y)), int(xp.max(y))
-        if lo < 0 or hi >= n:
-            raise E.out_of_range(_CE, "labels", f"[0, {n}) (one per class)", lo if lo < 0 else hi)
-    shifted = s - xp.max(s, axis=-1, keepdims=True)  # log-sum-exp shift: no overflow
-    probs = xp.exp(shifted)
-    total = xp.sum(probs, axis=-1, keepdims=True)
-    picked = xp.sum(xp.where(_one_hot(y, n, s), shifted, 0.0), axis=-1)
-    loss = xp.sum(xp.log(total[..., 0]) - picked) / max(rows, 1)
-    return (probs / total, copy(y)), loss
+    shifted = s - row_max(s)[..., None]
+    picked = _pick(shifted, y)
+    probs = np.exp(shifted, out=shifted) if type(shifted) is np.ndarray else xp.exp(shifted)  # numpy: a buffer less
+    total = row_sum(probs)
+    probs /= total[..., None]  # ours: divided in place (a JAX array is rebound)
+    return probs, xp.log(total) - picked
+
+
+def _logits_delta(probs: Any, y: Any, scale: Any) -> Any:
+    """``(softmax − onehot(y)) · scale``, in a fresh array (numpy: one indexed write into a copy)."""
+    if isinstance(probs, np.ndarray):
+        ds = probs.copy()
+        rows = ds.reshape(-1, ds.shape[-1])
+        rows[np.arange(rows.shape[0]), y.ravel()] -= 1
+    else:
+        ds = probs - namespace(probs).astype(_one_hot(y, probs.shape[-1], probs), probs.dtype)
+    ds *= scale  # ours: scaled in place (a JAX array is rebound)
+    return ds
 
 
 def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
-    if (
-        not isinstance(s, np.ndarray)
-        or not isinstance(y, np.ndarray)
-        or y.shape != s.shape[:-1]
-        or y.dtype.kind not in "iu"
-        or s.dtype.kind != "f"
-    ):
-        if isinstance(s, np.ndarray) or not is_array(s):
-            _check_labels(y, s)
-        return _ce_any(y, s)  # another library's arrays
-    n = s.shape[-1]
-    if y.size:
-        lo, hi = y.min(), y.max()
-        if lo < 0 or hi >= n:
-            bad = lo if lo < 0 else hi
-            raise E.out_of_range(_CE, "labels", f"[0, {n}) (one per class)", bad)
-    shifted = np.subtract(s, row_max(s)[..., None])  # log-sum-exp shift: no overflow
-    probs = np.exp(shifted)
-    total = row_sum(probs)
-    picked = np.take_along_axis(shifted, y[..., None], axis=-1)[..., 0]
-    loss = (np.log(total) - picked).sum() / max(y.size, 1)
-    probs /= total[..., None]
-    return (probs, y.copy()), loss  # probs is ours; the labels are the caller's
+    _check_range(_CE, y, s.shape[-1], f"[0, {s.shape[-1]}) (one per class)")
+    probs, per_row = _softmax_rows(s, y)
+    return (probs, copy(y)), _total(per_row) / _count(tuple(y.shape))  # the residue keeps a copy of the labels
 
 
 def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
-    if type(da) is not float:
-        da = scalar_delta(_CE, da)
-    try:
-        probs, y = m
-        if not isinstance(probs, np.ndarray):  # another library's arrays: no look at the values (they may be traced)
-            ok = _labels_fit(y, probs)
-        else:
-            ok = probs.dtype.kind == "f" and y.dtype.kind in "iu" and probs.shape[:-1] == y.shape
-            ok = ok and (y.size == 0 or (0 <= y.min() and y.max() < probs.shape[-1]))
-    except (TypeError, ValueError, AttributeError, IndexError):
-        ok = False
-    if not ok:
-        raise residue_error(_CE, m)
-    if not isinstance(probs, np.ndarray):
-        ds = probs - namespace(probs).astype(_one_hot(y, probs.shape[-1], probs), probs.dtype)
-        ds = ds * (_factor(da, probs) / max(math.prod(y.shape), 1))
-        return namespace(y).zeros_like(y), ds
-    ds = probs.copy()
-    rows = ds.reshape(-1, ds.shape[-1])
-    rows[np.arange(rows.shape[0]), y.ravel()] -= 1
-    ds *= da / max(y.size, 1)
-    return np.zeros_like(y), ds  # the labels are data: their delta is zero
+    probs, y = m
+    ds = _logits_delta(probs, y, _factor(scalar_delta(_CE, da), probs) / _count(tuple(y.shape)))
+    return namespace(y).zeros_like(y), ds  # the labels are data: their delta is zero
 
 
 #: Softmax cross-entropy with integer labels ``y`` (the parameter) on logits ``s`` of shape
@@ -337,5 +241,71 @@ def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
 #: (they are data: never hand them to an optimiser). Labels outside ``[0, classes)`` are an error
 #: (where their values are known: not inside a JAX ``jit``, where such a label picks no logit).
 softmax_cross_entropy: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array, Array, Array] = PreLens(
-    _ce_fwd, _ce_bwd, _CE, init_fn=None
+    _ce_fwd,
+    _ce_bwd,
+    _CE,
+    init_fn=None,
+    expects=Expects(
+        params=_LABELS, input=_LOGITS, residue=(_LOGITS, _LABELS), params_name="labels", input_name="logits"
+    ),
 )
+
+
+# -------------------------------------------------------- token cross-entropy
+
+#: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``0`` where
+#: ignored, in the logits' library) and each position's weight ``1 / #counted`` (``0`` where
+#: ignored), in the logits' dtype.
+CrossEntropyResidue = tuple[Array, Array, Array]
+
+
+@constructor
+def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
+    """Softmax cross-entropy of next-token logits, averaged over the positions that count.
+
+    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
+    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
+    position does not count (a prompt, say); numpy labels of another library's
+    logits move to it (they are data). Output: a scalar of the logits' dtype,
+    ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if nothing
+    counts). Residue :data:`CrossEntropyResidue`; backward
+    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
+    elsewhere; the labels' delta is an array of integer zeros (they are data).
+
+    >>> ce = token_cross_entropy()
+    >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))
+    >>> float(ce.fwd(np.array([[-1, 0]]), logits)[1].round(6))
+    0.105361
+    """
+    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
+        raise E.bad_argument("token_cross_entropy", "ignore_index", ignore_index, "an int")
+    ignore = int(ignore_index)
+    name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
+
+    def fwd(labels: Array, s: Array) -> tuple[CrossEntropyResidue, Scalar]:
+        xp = namespace(s)
+        if not same_library(labels, s):  # numpy labels (declared data): moved to the logits' library
+            labels = constant_like(labels, s)
+        if ignore < 0 and dtype_kind(labels.dtype) == "u":  # unsigned labels never equal a negative index
+            counted = xp.ones(tuple(labels.shape), dtype=xp.bool, device=device(s))
+        else:
+            counted = labels != ignore
+        safe = xp.where(counted, labels, xp.zeros_like(labels))
+        _check_range(name, safe, s.shape[-1], f"[0, {s.shape[-1]}) or equal ignore_index={ignore}")
+        probs, per_row = _softmax_rows(s, safe)
+        weight = xp.astype(counted, s.dtype)
+        count = _total(weight)  # at least 1 (nothing counted: a loss of 0); a numpy number: the builtin, 2 µs less
+        count = xp.maximum(count, xp.ones_like(count)) if is_array(count) else max(count, 1.0)
+        loss = _total(per_row * weight) / count
+        weight /= count
+        return (probs, safe, weight), loss
+
+    def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
+        probs, labels, weight = m
+        ds = _logits_delta(probs, labels, (weight * _factor(scalar_delta(name, da), probs))[..., None])
+        return namespace(labels).zeros_like(labels), ds  # the labels are data: their delta is zero
+
+    logits = Arr(T, B, "vocab")
+    residue = (logits, _LABELS, Arr(T, B))
+    expects = Expects(params=_DATA_LABELS, input=logits, residue=residue, params_name="labels", input_name="logits")
+    return PreLens(fwd, bwd, name, None, expects=expects)

@@ -12,17 +12,14 @@
 * :func:`encoder_decoder` — ``(source ids, target ids) -> target logits``.
 * :func:`decoder_lm` — ``ids (B, T) -> logits (B, T, vocab)``: embedding,
   positions, ``N`` causal blocks, a final linear map to the vocabulary.
-* :func:`token_cross_entropy` — softmax cross-entropy averaged over the
-  positions that count, labels (the lens's parameter) ``ignore_index``
-  elsewhere; :func:`generate` samples from a language model.
+* :func:`generate` — samples from a language model (trained with
+  :func:`~prelens.nn.token_cross_entropy`).
 
 Every model keeps its composition's residue, so
 :func:`~prelens.nn.attention_weights` reads every attention matrix from it.
 
 Every lens here runs on the arrays of any array-API library (PyTorch, JAX,
 ``array_api_strict``), with results in that library; ``jax.jit`` traces them.
-:func:`token_cross_entropy` then returns a 0-d array (numpy: a numpy scalar)
-and checks that labels lie in range only where their values are known;
 :func:`generate` moves the ids to the model's library and samples with numpy.
 
 >>> import numpy as np
@@ -45,14 +42,10 @@ from prelens import errors as E
 from prelens.backend._arrays import (
     constant_like,
     copy,
-    device,
-    dtype_kind,
     is_array,
-    is_concrete,
-    namespace,
-    namespace_name,
     to_numpy,
     tree_map_arrays,
+    zeros_like,
 )
 from prelens.core import _args as A
 from prelens.core._check import ANY, Arr, Expects, Like
@@ -65,18 +58,11 @@ from prelens.nn._activations import relu
 from prelens.nn._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from prelens.nn._dropout import keyed_params, then_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
-from prelens.nn._fastcheck import (
-    Array,
-    check_size,
-    dtype_suffix,
-    float_dtype,
-    residue_error,
-    scalar_delta,
-)
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import DenseParams, dense
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._residual import residual
-from prelens.nn._rows import column_sum, matmul, reshape, row_max, row_sum
+from prelens.nn._rows import column_sum, matmul, reshape
 from prelens.nn._transformer_wiring import join, probes_of, reparam, with_probes
 
 __all__ = [
@@ -92,7 +78,6 @@ __all__ = [
     "feed_forward",
     "feed_forward_composed",
     "generate",
-    "token_cross_entropy",
 ]
 
 Norm = Literal["post", "pre"]
@@ -267,10 +252,26 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     return PreLens(fwd, bwd, name, init, "", (hidden, relu, output), expects)
 
 
-def _check_norm(fn: str, norm: str) -> Norm:
+# ---------------------------------------------------------------------- blocks
+
+
+def _block_args(
+    fn: str, d_model: int, n_heads: int, d_ff: int, norm: str, dtype: npt.DTypeLike, dropout: float
+) -> tuple[int, int, np.dtype[Any], Norm, float]:
+    """``(d_model, d_ff, dtype, norm, dropout)`` of a block or a model, checked for the constructor ``fn``."""
+    d, _ = check_heads(fn, d_model, n_heads)
+    f = check_size(fn, "d_ff", d_ff)
+    dt = float_dtype(fn, dtype)
     if not isinstance(norm, str) or norm not in ("post", "pre"):
         raise E.not_one_of(fn, "norm", ("post", "pre"), norm)
-    return "post" if norm == "post" else "pre"
+    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
+    return d, f, dt, "post" if norm == "post" else "pre", rate
+
+
+def _flags(norm: str, rate: float, *, causal: bool = False, sinusoidal: bool = False) -> str:
+    """The options of a block or a model that differ from the defaults, as its name shows them."""
+    flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
+    return flags + (", sinusoidal" if sinusoidal else "") + (f", dropout={rate:g}" if rate else "")
 
 
 def _named(lens: AnyLens, prefix: str) -> AnyLens:
@@ -278,17 +279,12 @@ def _named(lens: AnyLens, prefix: str) -> AnyLens:
     return with_probes(lens, {join(prefix, k): g for k, g in probes_of(lens).items()})
 
 
-def _block_label(kind: str, d: int, h: int, f: int, causal: bool, norm: str, dt: np.dtype[Any], rate: float) -> str:
-    flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
-    flags += f", dropout={rate:g}" if rate else ""
-    return f"{kind}({d}, heads={h}, d_ff={f}{flags}{dtype_suffix(dt)})"
-
-
-def _reparam_block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
-    """:func:`reparam` of a block's body; with dropout the parameters are ``(P, keys)`` (see ``keyed_params``)."""
+def _block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
+    """A block: :func:`reparam` of its body, its probes kept; with dropout the parameters are
+    ``(P, keys)``, a key for each sub-layer of ``fields`` (see ``keyed_params``)."""
     if rate:
         p_to, p_from = keyed_params(p_to, p_from, fields)
-    return reparam(body, name, p_to=p_to, p_from=p_from)
+    return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
 @constructor
@@ -329,39 +325,21 @@ def encoder_block(
     (2, 3, 8)
     """
     fn = "encoder_block"
-    d, _ = check_heads(fn, d_model, n_heads)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
     causal = A.flag(fn, "causal", causal)
-    norm_ = _check_norm(fn, norm)
-    mha = _named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self")
+    mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self"), rate)
+    ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
     ln1, ln2 = layer_norm(d, eps=eps, dtype=dt), layer_norm(d, eps=eps, dtype=dt)
-    ffn = feed_forward(d, f, dtype=dt)
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    mha, ffn = then_dropout(mha, rate), then_dropout(ffn, rate)
-    name = _block_label(fn, d, n_heads, f, causal, norm_, dt, rate)
-    fields = ("attention", "feed_forward")
     if norm_ == "post":
         body = chain(residual(mha), ln1, residual(ffn), ln2)
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [p.attention, p.norm1, p.feed_forward, p.norm2],
-            p_from=lambda dp: EncoderBlockParams(*dp),
-        )
+        p_to = lambda p: [p.attention, p.norm1, p.feed_forward, p.norm2]
+        p_from = lambda dp: EncoderBlockParams(*dp)
     else:
         body = chain(residual(ln1 >> mha), residual(ln2 >> ffn))
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)],
-            p_from=lambda dp: EncoderBlockParams(dp[0][0], dp[0][1], dp[1][0], dp[1][1]),
-        )
-    return with_probes(lens, probes_of(body))
+        p_to = lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)]
+        p_from = lambda dp: EncoderBlockParams(*dp[0], *dp[1])
+    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate, causal=causal)}{dtype_suffix(dt)})"
+    return _block(body, name, rate, ("attention", "feed_forward"), p_to, p_from)
 
 
 def _drop_second() -> AnyLens:
@@ -371,9 +349,9 @@ def _drop_second() -> AnyLens:
         return yc[1], yc[0]
 
     def bwd(c: Array, dy: Any) -> tuple[tuple[()], tuple[Any, Array]]:
-        return (), (dy, np.zeros_like(c) if isinstance(c, np.ndarray) else namespace(c).zeros_like(c))
+        return (), (dy, zeros_like(c))
 
-    return PreLens(fwd, bwd, "drop_memory")
+    return PreLens(fwd, bwd, "drop_memory", expects=Expects(params=(), input=(ANY, ANY), residue=Arr(None, ...)))
 
 
 @constructor
@@ -411,19 +389,12 @@ def decoder_block(
     ((2, 3, 8), (2, 5, 8))
     """
     fn = "decoder_block"
-    d, _ = check_heads(fn, d_model, n_heads)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
-    norm_ = _check_norm(fn, norm)
-    mha = _named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self")
-    cross = _named(cross_attention(d, n_heads, dtype=dt), "cross")
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self"), rate)
+    cross = then_dropout(_named(cross_attention(d, n_heads, dtype=dt), "cross"), rate)
+    ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
     ln1, ln2, ln3 = (layer_norm(d, eps=eps, dtype=dt) for _ in range(3))
-    ffn = feed_forward(d, f, dtype=dt)
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    mha, cross, ffn = then_dropout(mha, rate), then_dropout(cross, rate), then_dropout(ffn, rate)
-    name = _block_label(fn, d, n_heads, f, False, norm_, dt, rate)
-    fields = ("self_attention", "cross_attention", "feed_forward")
-    fan = [id_pre_lens @ copy_l, unassoc_l]
+    fan = [id_pre_lens @ copy_l, unassoc_l]  # (y, memory) -> ((y, memory), memory)
     if norm_ == "post":
         body = chain(
             (residual(mha) >> ln1) @ id_pre_lens,
@@ -431,22 +402,15 @@ def decoder_block(
             (residual(cross, context=True) >> ln2) @ id_pre_lens,
             (residual(ffn) >> ln3) @ id_pre_lens,
         )
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [
-                ((p.norm1, p.self_attention), ()),
-                ((), ()),
-                (),
-                ((p.norm2, p.cross_attention), ()),
-                ((p.norm3, p.feed_forward), ()),
-            ],
-            p_from=lambda dp: DecoderBlockParams(
-                dp[0][0][1], dp[0][0][0], dp[3][0][1], dp[3][0][0], dp[4][0][1], dp[4][0][0]
-            ),
-        )
+
+        def p_to(p: DecoderBlockParams) -> list[Any]:
+            n1, n2, n3 = (p.norm1, p.self_attention), (p.norm2, p.cross_attention), (p.norm3, p.feed_forward)
+            return [(n1, ()), ((), ()), (), (n2, ()), (n3, ())]
+
+        def p_from(dp: list[Any]) -> DecoderBlockParams:
+            (n1, a1), (n2, a2), (n3, a3) = dp[0][0], dp[3][0], dp[4][0]
+            return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
+
     else:
         body = chain(
             residual(ln1 >> mha) @ id_pre_lens,
@@ -454,34 +418,47 @@ def decoder_block(
             residual((ln2 @ id_pre_lens) >> cross, context=True) @ id_pre_lens,
             residual(ln3 >> ffn) @ id_pre_lens,
         )
-        lens = _reparam_block(
-            body,
-            name,
-            rate,
-            fields,
-            p_to=lambda p: [
-                ((p.self_attention, p.norm1), ()),
-                ((), ()),
-                (),
-                ((p.cross_attention, (p.norm2, ())), ()),
-                ((p.feed_forward, p.norm3), ()),
-            ],
-            p_from=lambda dp: DecoderBlockParams(
-                dp[0][0][0], dp[0][0][1], dp[3][0][0], dp[3][0][1][0], dp[4][0][0], dp[4][0][1]
-            ),
-        )
-    return with_probes(lens, probes_of(body))
+
+        def p_to(p: DecoderBlockParams) -> list[Any]:
+            a1, a2, a3 = (p.self_attention, p.norm1), (p.cross_attention, (p.norm2, ())), (p.feed_forward, p.norm3)
+            return [(a1, ()), ((), ()), (), (a2, ()), (a3, ())]
+
+        def p_from(dp: list[Any]) -> DecoderBlockParams:
+            (a1, n1), (a2, (n2, _)), (a3, n3) = dp[0][0], dp[3][0], dp[4][0]
+            return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
+
+    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate)}{dtype_suffix(dt)})"
+    return _block(body, name, rate, ("self_attention", "cross_attention", "feed_forward"), p_to, p_from)
 
 
 # ---------------------------------------------------------------------- models
 
 
-def _embed(fn: str, vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
+def _model_args(
+    fn: str,
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    n_layers: int,
+    max_len: int,
+    norm: str,
+    positional: str,
+    dtype: npt.DTypeLike,
+    dropout: float,
+) -> tuple[int, int, int, int, np.dtype[Any], Norm, float]:
+    """``(d_model, d_ff, n_layers, max_len, dtype, norm, dropout)`` of a model, checked for ``fn``."""
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    n = check_size(fn, "n_layers", n_layers)
+    t = check_size(fn, "max_len", max_len)
     if not isinstance(positional, str) or positional not in ("learned", "sinusoidal"):
         raise E.not_one_of(fn, "positional", ("learned", "sinusoidal"), positional)
-    emb = token_embedding(vocab, d, dtype=dt)
+    return d, f, n, t, dt, norm_, rate
+
+
+def _embed(vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
+    """``token_embedding`` and ``positional_embedding`` (or the sinusoidal table)."""
     pos = positional_embedding(max_len, d, dtype=dt) if positional == "learned" else sinusoidal_encoding(d, max_len)
-    return emb, pos
+    return token_embedding(vocab, d, dtype=dt), pos
 
 
 @constructor
@@ -524,27 +501,22 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d, _ = check_heads(fn, d_model, n_heads)
-    n = check_size(fn, "n_layers", n_layers)
-    t = check_size(fn, "max_len", max_len)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
-    norm_ = _check_norm(fn, norm)
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    emb, pos = _embed(fn, v, d, t, positional, dt)
+    d, f, n, t, dt, norm_, rate = _model_args(
+        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
+    )
+    pre = norm_ == "pre"
     blocks = [
         _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt, dropout=rate), f"block{i}")
         for i in range(n)
     ]
-    final = [layer_norm(d, eps=eps, dtype=dt)] if norm_ == "pre" else []
-    body = chain(emb, pos, *blocks, *final, dense(d, v, None, dtype=dt))
-    flags = (", pre-LN" if norm_ == "pre" else "") + (", sinusoidal" if positional == "sinusoidal" else "")
-    flags += f", dropout={rate:g}" if rate else ""
-    name = (
-        f"decoder_lm(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
-        f"max_len={t}{flags}{dtype_suffix(dt)})"
+    body = chain(
+        *_embed(v, d, t, positional, dt),
+        *blocks,
+        *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
+        dense(d, v, None, dtype=dt),
     )
-    pre = norm_ == "pre"
+    flags = _flags(norm_, rate, sinusoidal=positional == "sinusoidal")
+    name = f"{fn}(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags}{dtype_suffix(dt)})"
 
     def p_to(p: LMParams) -> list[Any]:
         return [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
@@ -552,8 +524,7 @@ def decoder_lm(
     def p_from(dp: list[Any]) -> LMParams:
         return LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
 
-    lm = reparam(body, name, p_to=p_to, p_from=p_from)
-    return with_probes(lm, probes_of(body))
+    return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
 @constructor
@@ -597,39 +568,30 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d, _ = check_heads(fn, d_model, n_heads)
-    n = check_size(fn, "n_layers", n_layers)
-    t = check_size(fn, "max_len", max_len)
-    f = check_size(fn, "d_ff", d_ff)
-    dt = float_dtype(fn, dtype)
-    norm_ = _check_norm(fn, norm)
+    d, f, n, t, dt, norm_, rate = _model_args(
+        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
+    )
     pre = norm_ == "pre"
-    rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
-    src_emb, src_pos = _embed(fn, vs, d, t, positional, dt)
-    tgt_emb, tgt_pos = _embed(fn, vt, d, t, positional, dt)
     kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
     enc = [_named(encoder_block(d, n_heads, f, **kw), f"encoder{i}") for i in range(n)]
     dec = [_named(decoder_block(d, n_heads, f, **kw), f"decoder{i}") for i in range(n)]
-    enc_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
-    dec_norm = [layer_norm(d, eps=eps, dtype=dt)] if pre else []
+    (src, src_pos), (tgt, tgt_pos) = _embed(vs, d, t, positional, dt), _embed(vt, d, t, positional, dt)
     body = chain(
-        (src_emb >> src_pos) @ (tgt_emb >> tgt_pos),
-        chain(*enc, *enc_norm) @ id_pre_lens,
+        (src >> src_pos) @ (tgt >> tgt_pos),
+        chain(*enc, *([layer_norm(d, eps=eps, dtype=dt)] if pre else [])) @ id_pre_lens,
         sym_l,
         *dec,
         _drop_second(),
-        *dec_norm,
+        *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
         dense(d, vt, None, dtype=dt),
     )
-    flags = (", pre-LN" if pre else "") + (f", dropout={rate:g}" if rate else "")
-    name = (
-        f"encoder_decoder(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, "
-        f"max_len={t}{flags}{dtype_suffix(dt)})"
-    )
+    flags = f"{_flags(norm_, rate)}{dtype_suffix(dt)}"
+    name = f"{fn}(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags})"
 
     def p_to(p: EncoderDecoderParams) -> list[Any]:
+        embed = ((p.source_positions, p.source_embedding), (p.target_positions, p.target_embedding))
         return [
-            ((p.source_positions, p.source_embedding), (p.target_positions, p.target_embedding)),
+            embed,
             ([*p.encoder, *([p.encoder_norm] if pre else [])], ()),
             (),
             *p.decoder,
@@ -639,192 +601,11 @@ def encoder_decoder(
         ]
 
     def p_from(dp: list[Any]) -> EncoderDecoderParams:
-        (sp, se), (tp, te) = dp[0]
-        encs = dp[1][0]
-        return EncoderDecoderParams(
-            se,
-            sp,
-            te,
-            tp,
-            list(encs[:n]),
-            encs[n] if pre else (),
-            list(dp[3 : 3 + n]),
-            dp[4 + n] if pre else (),
-            dp[-1],
-        )
+        ((sp, se), (tp, te)), encs = dp[0], dp[1][0]
+        enc_norm, dec_norm = (encs[n], dp[4 + n]) if pre else ((), ())
+        return EncoderDecoderParams(se, sp, te, tp, list(encs[:n]), enc_norm, list(dp[3 : 3 + n]), dec_norm, dp[-1])
 
-    model = reparam(body, name, p_to=p_to, p_from=p_from)
-    return with_probes(model, probes_of(body))
-
-
-# ------------------------------------------------------------------------ loss
-
-
-#: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``-1`` where
-#: ignored), the 0/1 weight of each position (in the logits' dtype), and the number counted
-#: (an int; on another library, the labels are ``0`` where ignored and the count a 0-d array).
-CrossEntropyResidue = tuple[Array, Array, Array, Any]
-
-
-@constructor
-def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
-    """Softmax cross-entropy of next-token logits, averaged over the positions that count.
-
-    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
-    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
-    position does not count (a prompt, say). Output: a numpy scalar of the
-    logits' dtype, ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if
-    nothing counts). Residue :data:`CrossEntropyResidue`; backward
-    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
-    elsewhere; the labels' delta is an array of integer zeros (they are data).
-
-    >>> ce = token_cross_entropy()
-    >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))
-    >>> float(ce.fwd(np.array([[-1, 0]]), logits)[1].round(6))
-    0.105361
-    """
-    if not isinstance(ignore_index, (int, np.integer)) or isinstance(ignore_index, bool):
-        raise E.bad_argument("token_cross_entropy", "ignore_index", ignore_index, "an int")
-    ignore = int(ignore_index)
-    name = "token_cross_entropy" + ("" if ignore == -1 else f"(ignore_index={ignore})")
-
-    def fwd(labels: Array, s: Array) -> tuple[CrossEntropyResidue, Any]:
-        if type(s) is not np.ndarray:
-            return fwd_any(labels, s)
-        if (
-            not isinstance(labels, np.ndarray)
-            or s.dtype.kind != "f"
-            or labels.dtype.kind not in "iu"
-            or labels.shape != s.shape[:-1]
-        ):
-            raise _ce_input_error(name, labels, s)
-        v = s.shape[-1]
-        counted = labels != ignore
-        safe = np.where(counted, labels, 0)
-        if safe.size and (safe.min() < 0 or safe.max() >= v):
-            bad = safe[(safe < 0) | (safe >= v)][0]
-            raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
-        probs = np.subtract(s, row_max(s)[..., None])
-        picked = np.take_along_axis(probs, safe[..., None], axis=-1)[..., 0]
-        np.exp(probs, out=probs)
-        total = row_sum(probs)
-        per = np.log(total)
-        per -= picked
-        per *= counted
-        probs /= total[..., None]
-        weight = counted.astype(s.dtype)
-        count = int(counted.sum())
-        loss = per.sum() / max(count, 1)
-        return (probs, np.where(counted, labels, -1), weight, count), loss
-
-    def fwd_any(labels: Any, s: Any) -> tuple[CrossEntropyResidue, Any]:
-        """``fwd`` for another library's logits: branch-free, so that ``jax.jit`` traces it.
-
-        The residue's labels are ``0`` where ignored (the weight says which
-        count) and its count is a 0-d array of the logits' dtype.
-        """
-        if not is_array(labels) or not is_array(s) or dtype_kind(s.dtype) != "f":
-            raise _ce_input_error(name, labels, s)
-        if dtype_kind(labels.dtype) not in "iu" or tuple(labels.shape) != tuple(s.shape[:-1]):
-            raise _ce_input_error(name, labels, s)
-        xp = namespace(s)
-        if isinstance(labels, np.ndarray):  # labels are data: numpy labels move to the logits' library
-            labels = constant_like(labels, s)
-        elif namespace(labels) is not xp:
-            want = f"an integer array of the logits' library ({namespace_name(xp)})"
-            raise E.must_be(name, "labels", want, E.describe(labels))
-        v = s.shape[-1]
-        if ignore < 0 and dtype_kind(labels.dtype) == "u":  # unsigned labels never equal a negative index
-            counted = xp.ones(tuple(labels.shape), dtype=xp.bool, device=device(labels))
-        else:
-            counted = labels != ignore
-        safe = xp.where(counted, labels, xp.zeros_like(labels))
-        if is_concrete(safe) and bool(xp.any((safe < 0) | (safe >= v))):
-            host = to_numpy(safe)
-            bad = host[(host < 0) | (host >= v)][0]
-            raise E.out_of_range(name, "labels", f"[0, {v}) or equal ignore_index={ignore}", bad)
-        z = s - xp.max(s, axis=-1, keepdims=True)
-        hit = safe[..., None] == xp.arange(v, dtype=safe.dtype, device=device(s))
-        picked = xp.sum(xp.where(hit, z, xp.zeros_like(z)), axis=-1)  # z at the label, exactly
-        e = xp.exp(z)
-        total = xp.sum(e, axis=-1)
-        weight = xp.astype(counted, s.dtype)
-        count = xp.sum(weight)
-        loss = xp.sum((xp.log(total) - picked) * weight) / xp.maximum(count, xp.ones_like(count))
-        return (e / total[..., None], safe, weight, count), loss
-
-    def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
-        da = scalar_delta(name, da)
-        if type(m) is tuple and len(m) == 4 and type(m[0]) is not np.ndarray and is_array(m[0]):
-            return bwd_any(m, da)
-        try:
-            probs, labels, weight, count = m
-            ok = (
-                probs.dtype.kind == "f"
-                and probs.ndim >= 1
-                and labels.dtype.kind in "iu"
-                and labels.shape == probs.shape[:-1]
-                and weight.shape == labels.shape
-                and weight.dtype == probs.dtype
-                and isinstance(count, int)
-                and (labels.size == 0 or (labels.min() >= -1 and labels.max() < probs.shape[-1]))
-            )
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok:
-            raise residue_error(name, m)
-        ds = probs.copy()
-        rows = ds.reshape(-1, ds.shape[-1])
-        flat = labels.reshape(-1)
-        hit = flat >= 0
-        rows[np.flatnonzero(hit), flat[hit]] -= 1
-        w = weight * (float(da) / max(count, 1))
-        ds *= w[..., None]
-        return np.zeros(labels.shape, labels.dtype), ds
-
-    def bwd_any(m: CrossEntropyResidue, da: Any) -> tuple[Any, Any]:
-        probs, labels, weight, count = m
-        try:
-            ok = (
-                dtype_kind(probs.dtype) == "f"
-                and probs.ndim >= 1
-                and is_array(labels)
-                and dtype_kind(labels.dtype) in "iu"
-                and tuple(labels.shape) == tuple(probs.shape[:-1])
-                and is_array(weight)
-                and tuple(weight.shape) == tuple(labels.shape)
-                and weight.dtype == probs.dtype
-                and is_array(count)
-                and tuple(count.shape) == ()
-                and count.dtype == probs.dtype
-            )
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok or (is_concrete(labels) and bool(namespace(labels).any((labels < 0) | (labels >= probs.shape[-1])))):
-            raise residue_error(name, m)
-        xp = namespace(probs)
-        v = probs.shape[-1]
-        hit = labels[..., None] == xp.arange(v, dtype=labels.dtype, device=device(probs))
-        # A 0-d array of the logits' library (perhaps traced) in their dtype; a number as a Python float.
-        da = xp.astype(da, probs.dtype) if is_array(da) and namespace(da) is xp else float(da)
-        w = weight * (da / xp.maximum(count, xp.ones_like(count)))
-        ds = (probs - xp.astype(hit, probs.dtype)) * w[..., None]
-        return xp.zeros_like(labels), ds
-
-    return PreLens(fwd, bwd, name, None)
-
-
-def _ce_input_error(name: str, labels: Any, s: Any) -> E.PrelensError:
-    if not is_array(s) or dtype_kind(s.dtype) != "f":
-        if is_array(s):
-            return E.lens_dtype_error(name, "logits", "a float array (..., T, vocab)", E.describe(s))
-        return E.must_be(name, "logits", "a numpy float array", E.describe(s))
-    want = f"i64[{','.join(map(str, s.shape[:-1]))}]"
-    if not is_array(labels):
-        return E.must_be(name, "labels", f"an integer array {want}", E.describe(labels))
-    if dtype_kind(labels.dtype) not in "iu":
-        return E.lens_dtype_error(name, "labels", f"integer token ids {want}", E.describe(labels))
-    return E.lens_shape_error(name, "labels", f"{want} (the logits' shape without the last axis)", E.describe(labels))
+    return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
 # ------------------------------------------------------------------ generation
@@ -891,8 +672,7 @@ def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any =
     it and the logits come back to numpy: the sampling stays numpy's.
     """
     logits = forward(lm, params, window if like is None else constant_like(window, like))
-    if is_array(logits) and not isinstance(logits, np.ndarray):
-        logits = to_numpy(logits)
+    logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's
     b, t = window.shape
     ok = isinstance(logits, np.ndarray) and logits.dtype.kind == "f" and logits.ndim == 3
     if not ok or logits.shape[:2] != (b, t) or logits.shape[2] == 0:

@@ -1,17 +1,10 @@
 """String diagrams of lenses, both passes, drawn with matplotlib (the ``notebooks`` extra).
 
-The picture of the post's section "Pre-Lenses", for any lens: the **forward
-pass** above, data flowing left to right, ``>>`` placing stages side by side
-and ``@`` stacking them; the **backward pass** below, its mirror image, deltas
-flowing right to left. Each stage is a box in each half. Its parameters ``p``
-enter the forward box from above and its parameter delta ``dp`` leaves the
-backward box below; its residue ``m`` leaves the forward box on the right and
-turns back into the backward box (the trace: the backward pass gets the residue
-itself as its ``dm``). Wires are labelled with the *types* of what flows on them
-(``f64[2]``, ``float``, ``Para(bias=float, weight=f64[3])``), never with values.
-
-``draw(lens, input_shape)`` returns the matplotlib ``Axes``, so notebooks show it
-inline; ``backward=False`` draws the forward half only.
+The picture of the post's section "Pre-Lenses", for any lens: the **forward pass** above, left to
+right, ``>>`` side by side and ``@`` stacked; the **backward pass** below, its mirror image. Each stage
+is a box in each half: its parameters ``p`` enter the forward box from above, its ``dp`` leaves the
+backward box below, its residue ``m`` turns from the one into the other (the trace: ``dm = m``). Wires
+are labelled with the *types* of what flows on them (``f64[2]``, ``float``), never with values.
 """
 
 from __future__ import annotations
@@ -302,17 +295,13 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
     for idx, leaf in enumerate(leaves):  # in the order their boxes were drawn
         cx, cy = _centre(leaf, gap)
         top = cy + BOX_H / 2
-        if tree_leaves(leaf.p):
-            kind = _type_of(leaf.p)
-            xs, ys = [cx, cx], [top + PARAM_WIRE, top]
-            pic.ax.plot(xs, ys, color=PARAM, lw=1.4, zorder=2, gid=f"p-wire-{idx}")
-            pic.ax.plot([cx], [top + PARAM_WIRE / 2], marker="v", color=PARAM, ms=4, zorder=3)
-            pic.label(cx, top + PARAM_WIRE + 0.05, f"p: {kind}", "p", (p_room, 0.4), _ABOVE)
-            if pic.backward:
-                yb = [pic.mirror - y for y in ys]
-                pic.ax.plot(xs, yb, color=PARAM, lw=1.4, zorder=2, gid=f"dp-wire-{idx}")
-                pic.ax.plot([cx], [pic.mirror - top - PARAM_WIRE / 2], marker="v", color=PARAM, ms=4, zorder=3)
-                pic.label(cx, pic.mirror - top - PARAM_WIRE - 0.05, f"dp: {kind}", "dp", (p_room, 0.4), _BELOW)
+        kind = _type_of(leaf.p)
+        halves = [("p", 1.0, 0.0, _ABOVE)] + ([("dp", -1.0, pic.mirror, _BELOW)] if pic.backward else [])
+        for w, sign, base, style in halves if tree_leaves(leaf.p) else []:  # dp: the mirror image below
+            ys = [base + sign * v for v in (top + PARAM_WIRE, top, top + PARAM_WIRE / 2, top + PARAM_WIRE + 0.05)]
+            pic.ax.plot([cx, cx], ys[:2], color=PARAM, lw=1.4, zorder=2, gid=f"{w}-wire-{idx}")
+            pic.ax.plot([cx], [ys[2]], marker="v", color=PARAM, ms=4, zorder=3)
+            pic.label(cx, ys[3], f"{w}: {kind}", w, (p_room, 0.4), style)
         if id(leaf) not in offset:
             continue
         right, d = cx + BOX_W / 2, offset[id(leaf)]
@@ -352,20 +341,14 @@ def _outer_wires(
         given = (names or {}).get(kind, kind)
         return given if isinstance(given, str) else str(list(given)[k])
 
-    for k, port in enumerate(_flat(ins)):
-        pic.wire([left, port.x], [port.y, port.y], arrow=0)
-        s, ds = name("s", k), name("ds", k)
-        pic.label(left, port.y + 0.08, f"{s}: {_type_of(port.value)}", s, (width, 0.4), _LEFT)
-        if pic.backward:
-            style = {**_LEFT, "color": DELTA}
-            pic.label(left, pic.mirror - port.y + 0.08, f"{ds}: {_type_of(port.delta)}", ds, (width, 0.4), style)
-    for k, port in enumerate(_flat(outs)):
-        pic.wire([port.x, right], [port.y, port.y], arrow=0)
-        a, da = name("a", k), name("da", k)
-        pic.label(right, port.y + 0.08, f"{a}: {_type_of(port.value)}", a, (width, 0.4), _RIGHT)
-        if pic.backward:
-            style = {**_RIGHT, "color": DELTA}
-            pic.label(right, pic.mirror - port.y + 0.08, f"{da}: {_type_of(port.delta)}", da, (width, 0.4), style)
+    for ports, edge, kinds, style in ((ins, left, ("s", "ds"), _LEFT), (outs, right, ("a", "da"), _RIGHT)):
+        for k, port in enumerate(_flat(ports)):
+            pic.wire(sorted([edge, port.x]), [port.y, port.y], arrow=0)
+            v, d = name(kinds[0], k), name(kinds[1], k)
+            pic.label(edge, port.y + 0.08, f"{v}: {_type_of(port.value)}", v, (width, 0.4), style)
+            if pic.backward:
+                y, back = pic.mirror - port.y + 0.08, {**style, "color": DELTA}
+                pic.label(edge, y, f"{d}: {_type_of(port.delta)}", d, (width, 0.4), back)
 
 
 def _renderer(fig: Any) -> Any:
@@ -466,27 +449,12 @@ def draw(
 ) -> Any:
     """Draw the string diagram of ``lens``, forward pass above and backward pass below; returns the ``Axes``.
 
-    Forward (top): inputs ``s`` enter on the left, outputs ``a`` leave on the
-    right, parameters ``p`` (blue) enter each box from above. Backward
-    (bottom, the mirror image): output deltas ``da`` enter on the right, input
-    deltas ``ds`` leave on the left, parameter deltas ``dp`` (blue) leave each
-    box below. Each residue ``m`` (red) leaves its forward box on the right
-    and turns back into the same stage's backward box. Labels give types, never
-    values; the wires between stages carry their types too (``wire_types=False``:
-    only the outer, parameter and residue wires, in a narrower drawing).
-    ``backward=False`` draws the forward half alone.
-
-    A delta wire is labelled with the type of the value on its forward twin,
-    unless ``da`` is given: then the backward pass is run stage by stage from
-    that output delta (each stage's ``bwd`` on its own residue) and every
-    delta wire gets the type of what actually flows on it (a learning-rate
-    lens's incoming delta is ``()``). ``names`` renames the outer wires
-    (``{"ds": "new (params, state)"}``, or a list, one name per wire, top to bottom).
-
-    ``input_shape`` is as for :func:`prelens.summary` (one forward pass finds
-    the types on every wire); composites nested deeper than ``depth`` are
-    drawn as one box (``None``: open everything). Box labels are sized (and
-    wrapped) to fit their boxes in the figure they are drawn in.
+    The picture is the module docstring's; labels give types, never values (``wire_types=False``: none
+    on the wires between stages, a narrower drawing); ``backward=False`` draws the forward half alone.
+    A delta wire carries its forward twin's type, unless ``da`` is given: the backward pass is then run
+    stage by stage from it and each delta wire gets the type that flows on it. ``names`` renames the
+    outer wires (``{"ds": "new (params, state)"}``, or a list, one per wire, top to bottom).
+    ``input_shape`` and ``depth`` are as for :func:`prelens.summary`; box labels are sized to fit.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")

@@ -1,11 +1,8 @@
 """A structural view of any lens: the stages of its composition, their shapes and parameters.
 
-``summary(lens, input_shape)`` runs one forward pass on random data and walks
-the composition, recording for each stage its output, its parameter shapes and
-its parameter count. ``>>``, ``@`` and ``chain`` are opened up, and so are the
-library's named models (``mlp``, ``multi_head_attention``, ``decoder_lm``, ...),
-which are compositions seen through a re-packing of their parameters; every
-other lens is one stage. Nested compositions are shown as a tree.
+One forward pass on random data, stage by stage: ``>>``, ``@``, ``chain`` and the library's named
+models (``mlp``, ``decoder_lm``, ...: compositions seen through a re-packing of their parameters) are
+opened up into a tree; every other lens is one stage.
 """
 
 from __future__ import annotations
@@ -141,11 +138,8 @@ def walk(lens: AnyLens, params: Any, s: Any, depth: int | None = None) -> list[S
 
 @dataclass(eq=False)
 class StageNode:
-    """A stage of one run (see :func:`run_stages`): a lens with the values it saw, and its parts if opened.
-
-    ``op`` is ``">>"``, ``"@"`` or ``"chain"`` for an opened composite (a named lens opened up is a
-    ``">>"`` of its one part, ``opened``), ``""`` for a stage run whole.
-    """
+    """A stage of one run (:func:`run_stages`): a lens, the values it saw, its parts if opened (``op`` as
+    :class:`Stage`'s; a named lens opened up is a ``">>"`` of its one part)."""
 
     name: str
     op: str = ""
@@ -188,14 +182,9 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
 
 
 def _count(params: Any) -> int:
-    return int(sum(_size(x) for x in tree_leaves(params)))
-
-
-def _size(x: Any) -> int:
-    """How many numbers a leaf holds (an array of any library, or a number)."""
-    if isinstance(x, np.ndarray) or not _backend.is_array(x):
-        return int(np.size(x))
-    return math.prod(x.shape)
+    """How many numbers the leaves hold (arrays of any library, or numbers)."""
+    leaves = tree_leaves(params)
+    return sum(math.prod(x.shape) if _backend.is_array(x) else int(np.size(x)) for x in leaves)
 
 
 def _like_params(example: Any, params: Any) -> Any:
@@ -232,12 +221,9 @@ def summary(
 ) -> Summary:
     """A table of the stages of ``lens`` with output shapes, parameter shapes and counts.
 
-    ``input_shape`` is a shape tuple (random normal data of ``dtype`` is made),
-    an example value (e.g. integer token ids), or a tuple/list tree of those.
-    Parameters come from ``lens.init(rng)`` unless given (as arrays of any
-    array-API library: the random data is then made in theirs). Composites nested
-    deeper than ``depth`` are shown as one stage (``None``: open everything).
-    Display the result (or ``print`` it) to see the table.
+    ``input_shape`` is a shape tuple (random normal data of ``dtype``), an example value (token ids), or
+    a tuple/list tree of those. Parameters come from ``lens.init(rng)`` unless given (of any array-API
+    library: the data is then made in theirs). Composites deeper than ``depth`` are one stage.
 
     >>> from prelens.nn import linear, tanh
     >>> print(summary(linear(3, 2) >> tanh, (3,)))

@@ -30,10 +30,8 @@ import numpy as np
 
 EPS = float.fromhex("0x1p-52")  #: float64 machine epsilon
 
-#: How many times the rounding estimate ``ε·(Σ|da|·|f| + Σ|x|·|∂g/∂x|) / h`` the error bound
-#: allows. Rounding errors of single operations are ``ε/2`` and mostly cancel in the sums, so
-#: twice is generous for most lenses; a lens whose chain of operations amplifies them more is
-#: caught by the second opinion (:func:`noise_level`) that ``check_vjp`` asks before failing.
+#: How many times the rounding estimate ``ε·(Σ|da|·|f| + Σ|x|·|∂g/∂x|) / h`` the error bound allows (generous
+#: for most lenses; one that amplifies rounding more is caught by the second opinion, :func:`noise_level`).
 ROUNDING_FACTOR = 2.0
 
 #: The largest relative step tried (the probes reach four times as far).
@@ -58,14 +56,9 @@ NOISE_FACTOR = 4.0
 
 
 def noise_level(probe: Probe, g0: float, step: float = 1e-8) -> float:
-    """The rounding noise of ``g`` seen directly: the largest distance of ``g(k·step)``,
-    ``k = 0, ±1 … ±4``, from the parabola fitted through them (over so short a stretch the
-    true ``g`` is a parabola to far below rounding; the stretch is long enough to cross
-    many units in the last place of any intermediate value up to ``10⁶`` times the inputs).
-
-    For lenses whose rounding the sizes of their inputs and outputs do not show (a
-    forward pass that adds ``1e6`` and takes it away again).
-    """
+    """The rounding noise of ``g`` seen directly: the largest distance of ``g(k·step)``, ``k = 0, ±1 … ±4``,
+    from the parabola fitted through them (for a forward pass whose sizes hide its rounding, one that
+    adds ``1e6`` and takes it away again)."""
     ts, gs = [0.0], [g0]
     for k in (1, -1, 2, -2, 3, -3, 4, -4):
         got = probe(k * step)

@@ -1,9 +1,4 @@
-"""Executable laws: extensional equality of lenses up to re-nesting isomorphisms.
-
-Every checker runs both sides on the given parameters and inputs, and on
-random residue and output deltas, and raises :class:`LawError` naming the law
-and the first differing leaf (with its tree path) when they disagree.
-"""
+"""Executable laws: extensional equality of lenses up to re-nesting isomorphisms (:func:`check_lens_equal`)."""
 
 from __future__ import annotations
 
@@ -14,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
+from prelens.backend._loop import stack
+from prelens.core import first, second
 from prelens.core._combinators import add_trees, batch_n, branch, vec_lens
 from prelens.core._iso import assoc, iso_lens, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
 from prelens.core._lens import AnyLens, id_pre_lens
-from prelens.core._scan import scan, stack, stack_like, steps_of, unstack
+from prelens.core._scan import scan, stack_like, steps_of, unstack
 from prelens.core._tree import tree_first_difference
 from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import Cost, Shapes, read, shape_of
@@ -130,11 +127,9 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
 def module_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
     """Whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 
-    Pre-lenses, and :class:`~prelens.tambara.Program` values (run as pre-lenses),
-    must run alike (else :class:`LawError` names the difference);
-    :class:`~prelens.tambara.Shapes` and :class:`~prelens.tambara.Cost` values must
-    read the same shapes and costs. The Trimbara laws compare with it unless given
-    ``equal=`` (a function of the same signature, for a module of your own).
+    Pre-lenses and :class:`~prelens.tambara.Program` values must run alike (:class:`LawError` names the
+    difference); ``Shapes`` and ``Cost`` values must read the same. The Trimbara laws compare with it
+    unless given ``equal=`` (a function of the same signature, for a module of your own).
 
     >>> from prelens.tambara import Program, Shapes
     >>> twice = Shapes().dimap_s(lambda x: np.concatenate([x, x]), lambda d: d[:2])
@@ -239,10 +234,8 @@ def check_dimap_identity(t: Any, p: Any, s: Any, **kw: Any) -> None:
 def check_dimap_composition(t: Any, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
     """Each dimap preserves composition, with the right variance in each slot.
 
-    ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise
-    ``dimap_p``), and, covariant in ``m`` and contravariant in ``dm``,
-    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``. The maps are
-    random leaf-wise affine maps, which do not commute.
+    ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise ``dimap_p``), and
+    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``, with random affine maps.
 
     >>> import numpy as np
     >>> from prelens import id_pre_lens
@@ -333,7 +326,7 @@ def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any)
     """
     gen = np.random.default_rng(rng)
     f, g = random_affine(gen), random_affine(gen)
-    f2, g2 = _second(f), _second(g)
+    f2, g2 = second(f), second(g)
     squares = [
         ("alpha in p", alpha(dimap_p(f, g, t)), dimap_p(f, g, alpha(t)), p, (n, s)),
         ("alpha in s", alpha(dimap_s(f, g, t)), dimap_s(f2, g2, alpha(t)), p, (n, s)),
@@ -342,20 +335,12 @@ def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any)
     if isinstance(s, tuple) and len(s) == 2:
         p1, s0 = s
         squares += [
-            ("beta in p", beta(dimap_p(f, g, t)), dimap_p(_first(f), _first(g), beta(t)), (p, p1), s0),
+            ("beta in p", beta(dimap_p(f, g, t)), dimap_p(first(f), first(g), beta(t)), (p, p1), s0),
             ("beta in s", beta(dimap_s(f2, g2, t)), dimap_s(f, g, beta(t)), (p, p1), s0),
             ("beta in m", beta(dimap_m(f, g, t)), dimap_m(f, g, beta(t)), (p, p1), s0),
         ]
     for name, lhs, rhs, p_, s_ in squares:
         _modules_equal(f"naturality of {name}", lhs, rhs, p_, s_, rng=gen, **kw)
-
-
-def _first(f: Fn) -> Fn:
-    return lambda x: (f(x[0]), x[1])
-
-
-def _second(f: Fn) -> Fn:
-    return lambda x: (x[0], f(x[1]))
 
 
 def check_coherence(t: Any, p: Any, s: Any, n: Any, **kw: Any) -> None:
@@ -422,24 +407,19 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
     >>> check_combinators(id_pre_lens, (), 1.0)
     """
     t = to_tamb(l)
-    check_lens_equal(
-        "vec_lens on TriLens agrees with vec_lens", vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw
-    )
-    check_lens_equal(
-        "batch_n on TriLens agrees with batch_n", batch_n(n, l), from_tamb(batch_n(n, t)), p, [s] * n, **kw
-    )
+    law = "vec_lens on TriLens agrees with vec_lens"
+    check_lens_equal(law, vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw)
+    law = "batch_n on TriLens agrees with batch_n"
+    check_lens_equal(law, batch_n(n, l), from_tamb(batch_n(n, t)), p, [s] * n, **kw)
     check_lens_equal("branch_t agrees with branch", branch(n), from_tamb(branch_t(n)), (), s, **kw)
 
 
 def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = True, **kw: Any) -> None:
     """Every single-lens check at once, each its own verdict.
 
-    :func:`check_pure` first (a pass that writes into its arguments is named as
-    such rather than as the first law it breaks); then :func:`check_no_alias`,
-    whose failure is reported as an :class:`AliasWarning` and does not stop the
-    rest; the units, dimaps, alpha and beta laws, the TriLens round trip and the
-    combinators; and (with ``vjp=True``) :func:`check_vjp`. Raises
-    :class:`LawError` on the first failed law.
+    :func:`check_pure` first; :func:`check_no_alias` (an :class:`AliasWarning`, the rest goes on); the
+    units, dimaps, alpha and beta laws, the TriLens round trip, the combinators; with ``vjp=True``
+    :func:`check_vjp`. Raises :class:`LawError` on the first failed law.
 
     >>> import numpy as np
     >>> from prelens import id_pre_lens
@@ -504,20 +484,9 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     steps = steps_of("check_scan", xs, axis)
     T = len(steps)
 
-    def wrap(v: Any) -> Any:
-        return v[0], stack_like([v[1]], xs, axis)
-
-    check_lens_equal(
-        "scan over one step is the cell",
-        cell,
-        lens,
-        p,
-        (h0, steps[0]),
-        s_iso=wrap,
-        a_iso=wrap,
-        m_iso=lambda m: [m],
-        **kw,
-    )
+    wrap: Fn = lambda v: (v[0], stack_like([v[1]], xs, axis))
+    law = "scan over one step is the cell"
+    check_lens_equal(law, cell, lens, p, (h0, steps[0]), s_iso=wrap, a_iso=wrap, m_iso=lambda m: [m], **kw)
     if T >= 2:
         k = T // 2 if k is None else k
         if isinstance(k, bool) or not isinstance(k, int) or not 0 < k < T:
@@ -539,30 +508,15 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
             lambda q: ((), (((), q), ((), ((q, ()), ())))),
             lambda dq: add_trees([dq[1][1][1][0][0], dq[1][0][1]]),
         )
-        check_lens_equal(
-            "scan over xs ++ ys is scan over xs, then scan over ys from its state",
-            lens,
-            shared,
-            p,
-            (h0, xs),
-            m_iso=lambda ms: (((((), (ms[:k], ())), ()), ((), ms[k:])), ()),
-            **kw,
-        )
+        law = "scan over xs ++ ys is scan over xs, then scan over ys from its state"
+        m_iso: Fn = lambda ms: (((((), (ms[:k], ())), ()), ((), ms[k:])), ())
+        check_lens_equal(law, lens, shared, p, (h0, xs), m_iso=m_iso, **kw)
+    tri = to_tamb(cell)
     check_lens_equal(
-        "from_tamb(scan_t(to_tamb(cell))) == scan(cell)",
-        lens,
-        from_tamb(scan_t(to_tamb(cell), axis=axis)),
-        p,
-        (h0, xs),
-        **kw,
+        "from_tamb(scan_t(to_tamb(cell))) == scan(cell)", lens, from_tamb(scan_t(tri, axis=axis)), p, (h0, xs), **kw
     )
     check_lens_equal(
-        "scan_t by the cons recursion agrees with scan",
-        scan(cell),
-        from_tamb(scan_t(to_tamb(cell), n=T)),
-        p,
-        (h0, steps),
-        **kw,
+        "scan_t by the cons recursion agrees with scan", scan(cell), from_tamb(scan_t(tri, n=T)), p, (h0, steps), **kw
     )
 
 
@@ -582,14 +536,7 @@ def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw:
     T = len(steps)
     lhs = id_pre_lens @ batch_n(T, f)
     rhs = scan(id_pre_lens @ f, axis=axis)
-    check_lens_equal(
-        "scan of a cell that passes its state is batch_n of its output part",
-        lhs,
-        rhs,
-        ((), p),
-        (h0, steps),
-        s_iso=lambda s: (s[0], stack_like(s[1], xs, axis)),
-        a_iso=lambda a: (a[0], stack_like(a[1], xs, axis)),
-        m_iso=lambda m: [((), mt) for mt in m[1]],
-        **kw,
-    )
+    stacked: Fn = lambda v: (v[0], stack_like(v[1], xs, axis))
+    law = "scan of a cell that passes its state is batch_n of its output part"
+    m_iso: Fn = lambda m: [((), mt) for mt in m[1]]
+    check_lens_equal(law, lhs, rhs, ((), p), (h0, steps), s_iso=stacked, a_iso=stacked, m_iso=m_iso, **kw)

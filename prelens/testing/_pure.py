@@ -1,12 +1,6 @@
-"""Two promises of the pre-lens type that no law about values can see, each its own verdict.
-
-- :func:`check_pure`: ``fwd`` and ``bwd`` never write into their arguments (``p``, ``s``;
-  the residue ``m`` and the output delta ``da``), and ``bwd`` needs nothing but its residue
-  (after two forward passes, the two backward passes give what each gives alone, in either
-  order: a ``bwd`` that reads the last input from a closure, or keeps a tape, fails).
-- :func:`check_no_alias`: the residue is the lens's own: writing into the caller's ``p`` or
-  ``s`` between the forward and the backward pass changes nothing.
-"""
+"""Two promises of the pre-lens type that no law about values can see, each its own verdict: purity
+(:func:`check_pure`: nothing written, ``bwd`` reads only its residue) and a residue of its own
+(:func:`check_no_alias`)."""
 
 from __future__ import annotations
 
@@ -43,12 +37,12 @@ def slot_path(path: str) -> str:
     return ("p" if path.startswith("[0]") else "s") + path[3:]
 
 
-def _slot_what(path: str) -> tuple[str, str]:
+def slot_what(path: str) -> tuple[str, str]:
     where = slot_path(path)
     return ("parameters p" if where.startswith("p") else "input s"), where
 
 
-def _result_path(path: str) -> str:
+def result_path(path: str) -> str:
     return ("dp" if path.startswith("[0]") else "ds") + path[3:]
 
 
@@ -64,13 +58,10 @@ def _guarded(fn: str, name: str, run: Any) -> None:
 def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, fn: str = "check_pure") -> None:
     """Check that ``fwd`` and ``bwd`` mutate nothing and that ``bwd`` reads only its residue.
 
-    The passes run on copies of ``p`` and ``s`` (the caller's values are never
-    touched): once alone; at a second point (every float entry moved by up to
-    25%) alone; then both forward passes first and both backward passes in
-    reverse and in the same order. Every backward result must equal the one of
-    its pass run alone. Raises :class:`LawError` naming the pass and the tree
-    path (``p…``, ``s…``, ``m…``, ``da…``); ``fn`` names the caller in it.
-    Aliasing is :func:`check_no_alias`'s verdict, not this one's.
+    The passes run on copies of ``p`` and ``s``: alone; alone at a second point (float entries moved by
+    up to 25%); then both forward passes and both backward passes, in reverse and in the same order,
+    each backward result equal to its pass run alone. Raises :class:`LawError` naming the pass and the
+    path (``p…``, ``s…``, ``m…``, ``da…``; ``fn`` names the caller). Aliasing: :func:`check_no_alias`.
 
     >>> from prelens import PreLens
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), 2 * da), name="double")
@@ -96,7 +87,7 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
     m1, a1 = pl.fwd(*work)
     changed = first_change(x1, work)
     if changed is not None:
-        raise M.pure_mutated(fn, name, "fwd", *_slot_what(changed))
+        raise M.pure_mutated(fn, name, "fwd", *slot_what(changed))
     da1 = da if da is not None else random_like(a1, gen)
     m_before, da_before = snapshot(m1), snapshot(da1)
     r1 = pl.bwd(m1, da1)
@@ -129,7 +120,7 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
             if where is not None:
                 raise E.LawError(
                     f"{fn}: {name}: bwd uses something besides its residue: after two forward passes, the backward "
-                    f"passes run in {order} order gave another {_result_path(where)} than each run alone (everything "
+                    f"passes run in {order} order gave another {result_path(where)} than each run alone (everything "
                     "bwd needs must travel in the residue, not in a closure, an attribute or a global)"
                 )
 
@@ -137,23 +128,13 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
 def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0) -> None:
     """Check that the residue is the lens's own: writing into ``p`` or ``s`` after ``fwd`` changes nothing.
 
-    The rule, kept by every lens of prelens: once ``fwd(p, s)`` has returned,
-    the caller may write into any array of ``p`` and ``s`` (an optimiser that
-    updates in place, a loader that refills its buffer) and ``bwd`` still gives
-    the deltas of the forward pass it belongs to. A lens breaks it when its
-    residue keeps the caller's array (or a view of it) and ``bwd`` reads it or
-    hands it back as a delta. What is judged is behaviour, not memory: an array
-    kept only for its shape, or an output that aliases an input, is no alias;
-    arrays the lens made itself are its own. This holds for the structural lenses
-    too (``alpha`` copies the ``m1`` it threads into its residue, since its ``bwd``
-    returns it as a delta).
-
-    The passes run on copies; each array leaf is overwritten in place between the
-    forward and the backward pass. Raises :class:`LawError` naming the caller's
-    leaf, the residue leaf that holds it (when one shares its memory) and the
-    delta that changed. :func:`check_lens_laws` reports it as an
-    :class:`AliasWarning`. The post's lenses keep references (values are immutable
-    in Haskell), so they fail this check and pass :func:`check_vjp`.
+    Once ``fwd(p, s)`` has returned the caller may write into any array of ``p`` and ``s`` (an optimiser
+    updating in place, a loader refilling its buffer) and ``bwd`` still gives the deltas of its forward
+    pass; every lens of prelens keeps this rule. Behaviour is judged, not memory (an array kept only
+    for its shape is no alias). The passes run on copies, each array leaf overwritten in place between
+    them. Raises :class:`LawError` naming the caller's leaf, the residue leaf that holds it and the
+    delta that changed (:func:`check_lens_laws` warns :class:`AliasWarning`). The post's lenses keep
+    references (Haskell's values are immutable): they fail this check and pass :func:`check_vjp`.
 
     >>> from prelens import PreLens
     >>> lens = PreLens(lambda W, s: ((W, s), W @ s), lambda m, da: (np.outer(da, m[1]), m[0].T @ da), name="post")
@@ -187,7 +168,7 @@ def _check_alias(pl: Any, name: str, x: Any, da: Any, gen: np.random.Generator) 
         if where is not None:
             leaf = dict(tree_paths(w))[path]
             holder = next((f"m{q}" for q, y in tree_paths(m) if _shares(y, leaf)), None)
-            raise M.residue_aliases(name, holder, *_slot_what(path), _result_path(where))
+            raise M.residue_aliases(name, holder, *slot_what(path), result_path(where))
     raise M.residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
 
 

@@ -107,22 +107,34 @@ def scramble_in_place(tree: Any, only: str | None = None) -> list[str]:
 def first_change(before: Any, after: Any) -> str | None:
     """The path of the first place where ``after`` no longer equals its copy ``before``, or None.
 
-    Exact comparison (NaN equals NaN here: this asks "was it written?", not
-    "is it close?"), of the structure, the dtypes, the shapes and the values.
+    Exact comparison of the structure, dtypes, shapes and values (NaN equals NaN here: this asks
+    "was it written?", not "is it close?").
     """
-    found = structure_mismatch(before, after, shapes=True)
-    if found:  # the structure itself changed (a list grew or shrank): the node where it did
-        return _mismatch_path(found)
-    for (path, x), (_, y) in zip(tree_paths(before), tree_paths(after)):
-        if not _identical(x, y):
+    return first_difference(before, after, rtol=None)
+
+
+def first_difference(left: Any, right: Any, rtol: float | None = 1e-9) -> str | None:
+    """The path of the first leaf (or node) where two results of the same computation differ, or None.
+
+    Float leaves agree when ``|x − y| <= rtol·max(|x|, |y|)`` taken over the whole leaf (a summation
+    order that differs by round-off passes; ``rtol=None``: exactly); NaN equals NaN.
+    """
+    found = structure_mismatch(left, right, shapes=True)
+    if found:  # ``at <path>: expected …``: the node where the structures differ
+        path = found[len("at ") : found.index(": expected")] if found.startswith("at ") else ""
+        return "" if path == "<root>" else path
+    for (path, x), (_, y) in zip(tree_paths(left), tree_paths(right)):
+        a, b = np.asarray(x), np.asarray(y)
+        if rtol is not None and a.dtype.kind in "fc" and b.dtype.kind in "fc":
+            if not np.array_equal(np.isnan(a), np.isnan(b)):
+                return path
+            with np.errstate(invalid="ignore", over="ignore"):
+                diff = np.where((a == b) | np.isnan(a), 0.0, np.abs(a - b))
+            if not np.all(diff <= rtol * max(_max_abs(a), _max_abs(b))):
+                return path
+        elif not _identical(x, y):
             return path
     return None
-
-
-def _mismatch_path(found: str) -> str:
-    """The path in a :func:`~prelens.core.structure_mismatch` message ``at <path>: expected …``."""
-    path = found[len("at ") : found.index(": expected")] if found.startswith("at ") else ""
-    return "" if path == "<root>" else path
 
 
 def _identical(x: Any, y: Any) -> bool:
@@ -138,30 +150,6 @@ def _identical(x: Any, y: Any) -> bool:
         return bool(same) or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
     except Exception:  # leaves that do not compare
         return False
-
-
-def first_difference(left: Any, right: Any, rtol: float = 1e-9) -> str | None:
-    """The path of the first leaf where two results of the same computation differ, or None.
-
-    Leaves agree when ``|x − y| <= rtol·max(|x|, |y|)`` taken over the whole leaf
-    (so a summation order that differs by round-off passes); NaN equals NaN.
-    """
-    found = structure_mismatch(left, right, shapes=True)
-    if found:  # results of another structure: the node where they differ
-        return _mismatch_path(found)
-    for (path, x), (_, y) in zip(tree_paths(left), tree_paths(right)):
-        a, b = np.asarray(x), np.asarray(y)
-        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
-            if not np.array_equal(np.isnan(a), np.isnan(b)):
-                return path
-            with np.errstate(invalid="ignore", over="ignore"):
-                diff = np.where((a == b) | np.isnan(a), 0.0, np.abs(a - b))
-            big = max(_max_abs(a), _max_abs(b))
-            if not np.all(diff <= rtol * big):
-                return path
-        elif not _identical(x, y):
-            return path
-    return None
 
 
 def _max_abs(a: Any) -> float:

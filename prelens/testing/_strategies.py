@@ -1,12 +1,9 @@
 """Hypothesis strategies: random differentiable pre-lenses with matching data.
 
-A *value type* is an ``int`` (a float64 vector of that length) or a pair of
-value types. :func:`lenses` grows a random lens from a pool of primitives
-(linear map, bias, elementwise scale, tanh, identity, copy, add, sym) joined by
-random ``>>`` and ``@``; every generated lens knows its input and output types
-and can make its parameters, so a test can draw data for it: parameters and an
-input with :meth:`GeneratedLens.sample`, residue and output deltas matching a
-forward pass with :meth:`GeneratedLens.deltas`.
+A *value type* is an ``int`` (a float64 vector of that length) or a pair of value types. :func:`lenses`
+joins primitives (linear map, bias, scale, tanh, identity, copy, add, sym) by random ``>>`` and ``@``;
+a :class:`GeneratedLens` knows its types and draws its data (:meth:`~GeneratedLens.sample`,
+:meth:`~GeneratedLens.deltas`).
 """
 
 from __future__ import annotations
@@ -45,10 +42,7 @@ class GeneratedLens:
         return self.lens.init(gen), random_value(self.in_type, gen)
 
     def deltas(self, p: Any, s: Any, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
-        """Random deltas ``(dm, da)`` matching the forward pass ``lens.fwd(p, s)``.
-
-        Standard-normal float leaves in the structure, shapes and dtypes of the residue and
-        the output (other leaves kept): ``lens.bwd(dm, da)`` is a valid backward call.
+        """Random deltas ``(dm, da)`` shaped like the residue and output of ``lens.fwd(p, s)`` (other leaves kept).
 
         >>> gl = GeneratedLens(scale_vec(2), 2, 2)
         >>> [x.shape for x in gl.lens.bwd(*gl.deltas(*gl.sample(0), 1))]

@@ -1,12 +1,5 @@
-"""``check_vjp``: is ``bwd`` the reverse derivative of ``fwd``? Central differences in float64.
-
-The test is the defining property ``<da, J δ> = <Jᵀ da, δ>`` along several random
-directions ``δ``. The finite differences scale with the values involved (steps
-relative to each leaf, rounding measured against the size of the outputs) and
-carry their own error bound (see :mod:`prelens.testing._fd`), so a correct lens
-passes at any scale, and a wrong one is caught down to errors of ``1e-5`` and
-below. Measured power: ``docs/laws.md``.
-"""
+"""``check_vjp``: is ``bwd`` the reverse derivative of ``fwd``? Central differences in float64
+(:mod:`prelens.testing._fd`); measured power: ``docs/laws.md``."""
 
 from __future__ import annotations
 
@@ -23,7 +16,7 @@ from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
 from prelens.testing import _messages as M
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import slot_path
+from prelens.testing._pure import result_path, slot_path, slot_what
 from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
@@ -46,24 +39,15 @@ def check_vjp(
 ) -> None:
     """Check that ``bwd`` is the reverse derivative of ``fwd``, by central finite differences.
 
-    With ``(dp, ds) = bwd(m, da)`` and random directions ``δ = (δp, δs)``:
-    ``<da, J δ>`` by central differences must equal ``<dp, δp> + <ds, δs>``
-    (the defining property ``<da, J δ> = <Jᵀ da, δ>``). Each leaf of ``δ`` is
-    scaled to the size of its leaf, and ``eps`` is the first step relative to it;
-    the differences are Richardson-extrapolated over steps ``h, 2h, 4h``, and the
-    step is moved by factors of ten until their error bound (truncation, kinks,
-    and rounding measured against the size of the outputs) is small. The check
-    fails when the two sides differ by more than that bound plus
-    ``rtol·Σ|dp·δp| + rtol·Σ|ds·δs| + atol``. ``directions`` random directions are
-    tried, and one per float leaf when there are at most eight.
+    With ``(dp, ds) = bwd(m, da)``, along random directions ``δ = (δp, δs)`` (each leaf scaled to its
+    own size, ``eps`` the first relative step): ``<da, J δ>`` by central differences, with their own
+    error bound (:mod:`prelens.testing._fd`), must equal ``<dp, δp> + <ds, δs>`` within that bound plus
+    ``rtol·Σ|dp·δp| + rtol·Σ|ds·δs| + atol``. ``directions`` random directions, and one per float leaf
+    when there are at most eight; only float leaves are perturbed (integer leaves are data).
 
-    Also checked: ``dp`` and ``ds`` have the structure, shapes and (float
-    leaves) dtypes of ``p`` and ``s``, and the first forward pass (run on copies)
-    writes into neither. Derivatives only: purity is :func:`check_pure`'s verdict
-    and aliasing :func:`check_no_alias`'s, so a correct lens whose residue keeps
-    ``p`` or ``s`` by reference passes. Only float leaves are perturbed; integer
-    leaves (ids, labels) are data. On failure the first wrong leaf is named.
-    Raises :class:`LawError`. Use float64: float32 is too coarse for this.
+    Also checked: ``dp`` and ``ds`` have the structure, shapes and float dtypes of ``p`` and ``s``, and
+    the first forward pass writes into neither. Purity is :func:`check_pure`'s verdict and aliasing
+    :func:`check_no_alias`'s. Raises :class:`LawError` naming the first wrong leaf. Float64 only.
 
     >>> from prelens import PreLens
     >>> cube = PreLens(lambda p, s: (s, s ** 3), lambda s, da: ((), 3 * s ** 2 * da), name="cube")
@@ -90,16 +74,23 @@ def check_vjp(
     a, pullback = vjp(pl, *work)
     changed = first_change((p, s), work)
     if changed is not None:
-        where = slot_path(changed)
-        raise M.pure_mutated("check_vjp", name, "fwd", "parameters p" if where[0] == "p" else "input s", where)
-    deltas = _Deltas(name, pullback, (p, s), a, da, gen)
-    first = deltas.draw()  # the structure and dtypes of (dp, ds) are checked before anything else
+        raise M.pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
+    fixed = None if da is None else _pull(name, pullback, (p, s), da)
+
+    def draw() -> tuple[Any, Any]:
+        """The given ``da``, or a fresh one per direction (a small coordinate of one is not hidden in all)."""
+        if da is not None:
+            return da, fixed
+        d = random_like(a, gen)
+        return d, _pull(name, pullback, (p, s), d)
+
+    first = draw()  # the structure and dtypes of (dp, ds) are checked before anything else
     side = _Side(pl, (p, s), a, eps, rtol, atol)
     plan: list[int | None] = [None] * directions
     if 1 < len(side.floats) <= LEAF_DIRECTIONS_UP_TO:
         plan += side.floats
     for k, only in enumerate(plan):
-        da_k, grads = first if k == 0 else deltas.draw()
+        da_k, grads = first if k == 0 else draw()
         direction = side.direction(gen, only)
         verdict = side.compare(direction, da_k, grads)
         if verdict is not None:
@@ -118,35 +109,19 @@ def check_vjp(
             )
 
 
-class _Deltas:
-    """Output deltas and their pullbacks: the given ``da``, or a fresh random one for each
-    direction (a coordinate where one ``da`` happens to be small is then not hidden in every
-    direction)."""
-
-    def __init__(self, name: str, pullback: Any, x: Any, a: Any, da: Any, gen: np.random.Generator) -> None:
-        self.name, self.pullback, self.x, self.a, self.da, self.gen = name, pullback, x, a, da, gen
-        self.cached: tuple[Any, Any] | None = None
-
-    def draw(self) -> tuple[Any, Any]:
-        if self.da is not None and self.cached is not None:
-            return self.cached
-        da = self.da if self.da is not None else random_like(self.a, self.gen)
-        try:
-            grads = self.pullback(da)
-        except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
-            msg = f"check_vjp: {self.name}: bwd's deltas do not fit the parameters and input: {exc}"
-            raise E.LawError(msg) from exc
-        p, s = self.x
-        for what, primal, delta in (("parameter delta", p, grads[0]), ("input delta", s, grads[1])):
-            found = structure_mismatch(primal, delta, shapes=True)
-            if found:
-                of = "parameters" if what[0] == "p" else "input"
-                raise E.LawError(
-                    f"check_vjp: {self.name}: bwd's {what} does not have the structure of the {of}: {found}"
-                )
-        _check_dtypes(self.name, self.x, grads)
-        self.cached = (da, grads)
-        return da, grads
+def _pull(name: str, pullback: Any, x: Any, da: Any) -> Any:
+    """``pullback(da)``, its deltas checked against the structure, shapes and dtypes of ``x = (p, s)``."""
+    try:
+        grads = pullback(da)
+    except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
+        raise E.LawError(f"check_vjp: {name}: bwd's deltas do not fit the parameters and input: {exc}") from exc
+    for what, primal, delta in (("parameter delta", x[0], grads[0]), ("input delta", x[1], grads[1])):
+        found = structure_mismatch(primal, delta, shapes=True)
+        if found:
+            of = "parameters" if what[0] == "p" else "input"
+            raise E.LawError(f"check_vjp: {name}: bwd's {what} does not have the structure of the {of}: {found}")
+    _check_dtypes(name, x, grads)
+    return grads
 
 
 def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
@@ -156,9 +131,8 @@ def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
         want, got = np.asarray(x).dtype, np.asarray(d).dtype
         if got != want:
             what = "parameter delta" if path.startswith("[0]") else "input delta"
-            where = ("dp" if path.startswith("[0]") else "ds") + path[3:]
             raise E.LawError(
-                f"check_vjp: {name}: bwd's {what} at {where} has dtype {E.dtype_name(got)}, expected "
+                f"check_vjp: {name}: bwd's {what} at {result_path(path)} has dtype {E.dtype_name(got)}, expected "
                 f"{E.dtype_name(want)} (a delta has the dtype of its primal)"
             )
 

@@ -1,20 +1,18 @@
 """``prelens.train``: the trace step, the training loop, and evaluation.
 
-* :func:`value_and_grad`, :func:`step` (the one step, either form of optimiser): ``model >> loss``, the
-  loss taking the ground truth as its parameter (as the post's ``lossL``).
-* :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`,
-  and no lost work (non-finite values, Ctrl-C, checkpoints); either form of
-  optimiser (one of :mod:`prelens.learn`, ``adam(0.01)``, or its lens ``adam(0.01).lens``), an L2
-  ``penalty``, dropout, metrics on the training and validation data, callbacks
-  (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`),
-  and exact resuming from a checkpoint.
-* :func:`compile_step`: a whole step (forward, backward, optimiser) as one
-  XLA program on JAX, data-parallel over a ``jax.sharding.Mesh``; ``fit(...,
-  backend="jax")`` trains with it.
-* :func:`predict`, :func:`accuracy`, :func:`evaluate`; for classifiers
-  :func:`predict_proba` and :func:`confusion_matrix`.
-* the runtime: :func:`blas_threads` (chosen by :func:`choose_blas_threads` from the
-  problem's sizes) and :func:`retain_freed_memory` (docs/performance.md).
+* :func:`value_and_grad`, :func:`step` (the one step, either form of optimiser): ``model >> loss``, the loss taking
+  the ground truth as its parameter (as the post's ``lossL``).
+* :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`, and no lost work (non-finite values,
+  Ctrl-C, checkpoints); either form of optimiser (one of :mod:`prelens.learn`, ``adam(0.01)``, or its lens
+  ``adam(0.01).lens``), an L2 ``penalty``, dropout, metrics on the training and validation data, callbacks
+  (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`), and exact resuming from a
+  checkpoint.
+* :func:`compile_step`: a whole step (forward, backward, optimiser) as one XLA program on JAX, data-parallel over a
+  ``jax.sharding.Mesh``; ``fit(..., backend="jax")`` trains with it.
+* :func:`predict`, :func:`accuracy`, :func:`evaluate`; for classifiers :func:`predict_proba` and
+  :func:`confusion_matrix`.
+* the runtime: :func:`blas_threads` (chosen by :func:`choose_blas_threads` from the problem's sizes) and
+  :func:`retain_freed_memory` (docs/performance.md).
 
 >>> import numpy as np
 >>> from prelens.nn import mlp, softmax_cross_entropy
@@ -30,10 +28,9 @@ True
 
 from prelens.train._callbacks import Callback, CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import CompiledStep, compile_step
-from prelens.train._evaluate import accuracy, evaluate, predict
+from prelens.train._evaluate import accuracy, confusion_matrix, evaluate, predict, predict_proba
 from prelens.train._fit import FitResult, Metric, fit
 from prelens.train._history import History
-from prelens.train._metrics import confusion_matrix, predict_proba
 from prelens.train._progress import Progress
 from prelens.train._runtime import blas_threads, choose_blas_threads, retain_freed_memory
 from prelens.train._step import step, value_and_grad

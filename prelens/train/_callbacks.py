@@ -1,15 +1,14 @@
 """Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?), see :class:`Callback`.
 
-The three here are frozen values whose every decision is a function of the history alone, so a
-resumed run decides exactly as an uninterrupted one: :class:`EarlyStopping` (stop when a series
-stops improving; hand back the best epoch's parameters), :class:`CheckpointBest` (save each new
-best) and :class:`LearningRateLogger` (record the step size as ``"lr"``).
+The three here are frozen values whose every decision is a function of the history alone, so a resumed run decides
+exactly as an uninterrupted one: :class:`EarlyStopping` (stop when a series stops improving; hand back the best
+epoch's parameters), :class:`CheckpointBest` (save each new best) and :class:`LearningRateLogger` (record the step
+size as ``"lr"``).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,7 +16,7 @@ from typing import Any, Protocol
 from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import PreLens
-from prelens.io._checkpoint import unwritable_reason
+from prelens.io._checkpoint import save_checkpoint, writable_path
 from prelens.train._history import History
 
 Tree = Any
@@ -28,11 +27,10 @@ __all__ = ["Callback", "CheckpointBest", "EarlyStopping", "LearningRateLogger"]
 class Callback(Protocol):
     """The protocol of :func:`fit`'s ``callbacks``: ``on_epoch_end(epoch, history, params, opt_state) -> bool``.
 
-    ``epoch`` counts from 1 (and continues in a resumed run); ``history`` already
-    holds the epoch; ``params`` and ``opt_state`` are read-only. ``True`` stops
-    training after this epoch. A resumed run asks its callbacks again about the
-    last recorded epoch when a stop cut them short, so an answer should depend on
-    the history and the arguments only.
+    ``epoch`` counts from 1 (and continues in a resumed run); ``history`` already holds the epoch; ``params`` and
+    ``opt_state`` are read-only. ``True`` stops training after this epoch. A resumed run asks its callbacks again
+    about the last recorded epoch when a stop cut them short, so an answer should depend on the history and the
+    arguments only.
 
     >>> class StopBelow:
     ...     def on_epoch_end(self, epoch, history, params, opt_state):
@@ -88,14 +86,11 @@ class _Monitor:
 class EarlyStopping(_Monitor):
     """Stop when ``monitor`` has not improved for ``patience`` epochs; hand back the best parameters.
 
-    ``EarlyStopping(monitor="val_loss", patience=5, min_delta=0.0, mode="min", restore_best=True)``.
-    An epoch improves when its value beats the best so far by more than
-    ``min_delta`` (``mode="min"``: lower is better; ``"max"``: higher). Training
-    stops after ``patience`` epochs in a row without improvement. With
-    ``restore_best`` ``fit`` returns the parameters and optimiser state of the
-    best epoch (when training ends, stopped or not) and records it in
-    ``history.best_epoch``. ``monitor`` must be a series ``fit`` records (checked
-    before training).
+    ``EarlyStopping(monitor="val_loss", patience=5, min_delta=0.0, mode="min", restore_best=True)``. An epoch
+    improves when its value beats the best so far by more than ``min_delta`` (``mode="min"``: lower is better;
+    ``"max"``: higher). Training stops after ``patience`` epochs in a row without improvement. With ``restore_best``
+    ``fit`` returns the parameters and optimiser state of the best epoch (when training ends, stopped or not) and
+    records it in ``history.best_epoch``. ``monitor`` must be a series ``fit`` records (checked before training).
 
     >>> stop = EarlyStopping("val_loss", patience=2)
     >>> h = History(loss=[1.0] * 4, metrics={"val_loss": [0.9, 0.5, 0.6, 0.55]})
@@ -132,11 +127,9 @@ class EarlyStopping(_Monitor):
 class CheckpointBest(_Monitor):
     """Save the parameters to ``path`` after every epoch that reaches a new best ``monitor``.
 
-    ``CheckpointBest(path, monitor="val_loss", mode="min", min_delta=0.0)``. The
-    file is a checkpoint like ``fit``'s own: ``{"params": ..., "opt_state": ...}``,
-    with the epoch, the monitored value and the history in its metadata
-    (:func:`prelens.io.load_metadata`). It is written atomically; a
-    failed write is a warning, and training goes on.
+    ``CheckpointBest(path, monitor="val_loss", mode="min", min_delta=0.0)``. The file is a checkpoint like ``fit``'s
+    own: ``{"params": ..., "opt_state": ...}``, with the epoch, the monitored value and the history in its metadata
+    (:func:`prelens.io.load_metadata`). It is written atomically; a failed write is a warning, and training goes on.
 
     >>> import os, tempfile
     >>> best = CheckpointBest(os.path.join(tempfile.mkdtemp(), "best.npz"), monitor="loss")
@@ -153,20 +146,13 @@ class CheckpointBest(_Monitor):
     min_delta: float = 0.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.path, (str, os.PathLike)):
-            raise E.bad_argument("CheckpointBest", "path", self.path, "a file path (str or os.PathLike)")
-
-        why = unwritable_reason(self.path)
-        if why is not None:
-            raise E.unwritable_path("CheckpointBest", "path", os.fspath(self.path), why)
+        writable_path("CheckpointBest", "path", self.path)
         self._check("CheckpointBest")
 
     def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:
         """Save when ``epoch`` is the best so far; never stops training."""
         if self.best_epoch(history) != history.epochs:
             return False
-        from prelens.io import save_checkpoint
-
         value = self.series(history)[-1]
         meta = {"epoch": epoch, "monitor": self.monitor, "value": value, "history": history.as_dict()}
         try:
@@ -180,9 +166,8 @@ class CheckpointBest(_Monitor):
 class LearningRateLogger:
     """Record the step size of ``optimizer``'s last update of each epoch as the history's ``"lr"``.
 
-    ``optimizer`` is the one given to ``fit`` (an optimiser of :mod:`prelens.learn`,
-    ``clip_by_global_norm`` of one, or an optimiser lens, ``opt.lens``).
-    Under a schedule the value is the schedule's at the last step taken (its
+    ``optimizer`` is the one given to ``fit`` (an optimiser of :mod:`prelens.learn`, ``clip_by_global_norm`` of one,
+    or an optimiser lens, ``opt.lens``). Under a schedule the value is the schedule's at the last step taken (its
     state's ``step`` minus one); otherwise the constant ``lr``.
 
     >>> from prelens.learn import ScheduledState, adamw, warmup_cosine
@@ -230,8 +215,7 @@ def _lr_of(optimizer: Any) -> Any:
     while isinstance(optimizer, ClipByGlobalNorm):
         optimizer = optimizer.optimizer
     if isinstance(optimizer, PreLens):
-        found = find_optimizer(optimizer)
-        optimizer = found
+        optimizer = find_optimizer(optimizer)
     lr = getattr(optimizer, "lr", None)
     if isinstance(lr, bool) or not (isinstance(lr, (int, float)) or callable(lr)):
         return None

@@ -1,16 +1,10 @@
-"""A whole training step, compiled: forward, backward and the optimiser update as one XLA program.
-
-Lenses are pure functions of arrays, so JAX traces :func:`~prelens.train.step`'s core (the same
-function ``fit`` runs on the host) into one program: every check of shapes, dtypes and trees runs
-in Python, once, while JAX traces; checks that need values (a non-finite loss or parameter) are one
-flag the program returns. With a ``mesh`` the step is data-parallel: the batch split along its
-leading axis, parameters and state replicated, the deltas summed by XLA (equal to one device's up
-to rounding).
-"""
+"""A whole training step, compiled: :func:`~prelens.train.step`'s core (the function ``fit`` runs on the host)
+traced by JAX into one XLA program (see :func:`compile_step`); checks that need values are one flag it returns."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,11 +25,9 @@ __all__ = ["CompiledStep", "compile_step"]
 class CompiledStep:
     """One training step of ``model >> loss`` compiled by JAX; call it as ``step(params, opt_state, batch)``.
 
-    Returns ``(new_params, new_opt_state, loss)``: JAX arrays (``loss`` a 0-d
-    one, the loss at ``params``, before the update). Pure: the arguments are
-    not modified. numpy arguments are moved to JAX first (float64 turns on
-    JAX's 64-bit mode); pass the returned JAX arrays back in a loop.
-    Made by :func:`compile_step`.
+    Returns ``(new_params, new_opt_state, loss)``: JAX arrays (``loss`` a 0-d one, the loss at ``params``, before
+    the update). Pure: the arguments are not modified. numpy arguments are moved to JAX first (float64 turns on
+    JAX's 64-bit mode); pass the returned JAX arrays back in a loop. Made by :func:`compile_step`.
 
     >>> from prelens.nn import linear, mse
     >>> from prelens.learn import sgd
@@ -52,19 +44,16 @@ class CompiledStep:
             new_params, new_state, value, _ = pure(params, state, xs, targets, key)
             return new_params, new_state, value  # no finiteness flag: XLA drops its reductions
 
-        if mesh is None:
-            self._batch_sharding = self._replicated = None
-            self._jitted, self._jitted_plain = jax.jit(pure), jax.jit(plain)
-        else:
+        jit: Any = jax.jit
+        self._batch_sharding = self._replicated = None
+        if mesh is not None:
             from jax.sharding import NamedSharding
             from jax.sharding import PartitionSpec as P
 
-            self._batch_sharding = NamedSharding(mesh, P(axis))
-            self._replicated = NamedSharding(mesh, P())
+            self._batch_sharding, self._replicated = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
             rep, shard = self._replicated, self._batch_sharding
-            shardings = (rep, rep, shard, shard, rep)
-            self._jitted = jax.jit(pure, in_shardings=shardings, out_shardings=rep)
-            self._jitted_plain = jax.jit(plain, in_shardings=shardings, out_shardings=rep)
+            jit = functools.partial(jax.jit, in_shardings=(rep, rep, shard, shard, rep), out_shardings=rep)
+        self._jitted, self._jitted_plain = jit(pure), jit(plain)
 
     def __repr__(self) -> str:
         where = "" if self.mesh is None else f", data-parallel over {self.mesh.shape[self.axis]} devices"
@@ -73,38 +62,35 @@ class CompiledStep:
     def place(self, tree: Tree, *, batch: bool = False) -> Tree:
         """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated.
 
-        Without a mesh, arrays go to JAX's default device. Calling this on the
-        data once, before a loop, saves a transfer per step.
+        Without a mesh, arrays go to JAX's default device. Calling this on the data once, before a loop, saves a
+        transfer per step.
         """
         import jax
 
-        if self.mesh is None:
-            return tree if _all_jax(tree) else to_backend(tree, "jax")
-        if batch:
+        if self.mesh is not None and batch:
             n_dev = self.mesh.shape[self.axis]
             for leaf in tree_leaves(tree):
                 if getattr(leaf, "ndim", 0) == 0 or leaf.shape[0] % n_dev:
                     what = f"a batch whose leading axis divides among the mesh's {n_dev} devices"
                     raise E.must_be(repr(self), "batch", what, E.describe_tree(tree))
         moved = tree if _all_jax(tree) else to_backend(tree, "jax")
-        return jax.device_put(moved, self._batch_sharding if batch else self._replicated)
+        where = self._batch_sharding if batch else self._replicated
+        return moved if where is None else jax.device_put(moved, where)
 
     def run(
         self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
     ) -> tuple[Tree, Any, Any, Any]:
         """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite.
 
-        The flag is one more output of the program (a reduction per leaf), so
-        ``run`` is a program of its own, compiled on its first call.
+        The flag is one more output of the program (a reduction per leaf), so ``run`` is a program of its own,
+        compiled on its first call.
         """
-        out: tuple[Tree, Any, Any, Any] = self._call(self._jitted, params, opt_state, batch, key)
-        return out
+        return cast(tuple[Tree, Any, Any, Any], self._call(self._jitted, params, opt_state, batch, key))
 
     def __call__(
         self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
     ) -> tuple[Tree, Any, Any]:
-        out: tuple[Tree, Any, Any] = self._call(self._jitted_plain, params, opt_state, batch, key)
-        return out
+        return cast(tuple[Tree, Any, Any], self._call(self._jitted_plain, params, opt_state, batch, key))
 
     def _call(self, program: Any, params: Tree, opt_state: Any, batch: tuple[Any, Any], key: Any) -> Any:
         if type(batch) is not tuple or len(batch) != 2:
@@ -131,16 +117,14 @@ def compile_step(
 ) -> CompiledStep:
     """One training step of ``model >> loss`` and ``optimizer``, compiled by JAX into one program.
 
-    ``optimizer`` is an optimiser of :mod:`prelens.learn` or its lens
-    (``opt.lens``); ``penalty`` an L2 term as in :func:`~prelens.train.fit`.
-    The step is traced on its first call (and again if the shapes change):
-    every lens checks its inputs then, in Python, and the compiled program
-    only computes. ``mesh``: a :class:`jax.sharding.Mesh` to train data-parallel
-    over, the batch split along ``axis`` (the mesh's first axis by default)
-    and the parameters replicated. A model with dropout needs a fresh key
-    each step: ``step(..., key=n)``, an int ``n`` (or a JAX key); each dropout
-    site gets its own JAX key folded from it, and JAX draws the masks inside
-    the program (the same distribution as numpy's masks, other draws).
+    ``optimizer`` is an optimiser of :mod:`prelens.learn` or its lens (``opt.lens``); ``penalty`` an L2 term as in
+    :func:`~prelens.train.fit`. The step is traced on its first call (and again if the shapes change): every lens
+    checks its inputs then, in Python, and the compiled program only computes. ``mesh``: a
+    :class:`jax.sharding.Mesh` to train data-parallel over, the batch split along ``axis`` (the mesh's first axis by
+    default), the parameters replicated and the deltas summed by XLA (equal to one device's up to rounding). A model
+    with dropout needs a fresh key each step: ``step(..., key=n)``, an int ``n`` (or a JAX key); each dropout site
+    gets its own JAX key folded from it, and JAX draws the masks inside the program (the same distribution as
+    numpy's masks, other draws).
 
     >>> import numpy as np
     >>> from prelens.nn import mlp, mse
@@ -179,8 +163,8 @@ def compile_step(
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
     """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``.
 
-    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``:
-    each site gets its own JAX key folded from the step's ``key``.
+    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``: each site gets its own JAX
+    key folded from the step's ``key``.
     """
     cores = {
         dropout: step_of(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)
@@ -211,17 +195,13 @@ def _key_words(fn: str, key: Any) -> Any:
 
 
 def _all_finite(tree: Tree) -> Any:
+    """A 0-d JAX boolean: every float leaf of ``tree`` finite (one reduction per leaf, inside the program)."""
     import jax.numpy as jnp
 
-    flags = [jnp.all(jnp.isfinite(x)) for x in tree_leaves(tree) if _is_float(x)]
-    return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
-
-
-def _is_float(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        return isinstance(x, float)
-    return bool(np.dtype(dtype).kind == "f")
+    floats = [
+        x for x in tree_leaves(tree) if (np.dtype(x.dtype).kind == "f" if hasattr(x, "dtype") else type(x) is float)
+    ]
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in floats])) if floats else jnp.asarray(True)
 
 
 def _all_jax(tree: Tree) -> bool:

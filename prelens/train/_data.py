@@ -1,23 +1,23 @@
 """What fit does to its data before training: rows checked, floats cast, batches taken, dropout keyed.
 
-The data may be arrays of any array-API library (numpy, PyTorch, JAX, ...):
-checks, casts and batches stay in the data's library and on its device (a
-batch of another library's arrays is taken with the standard's ``take``).
+The data may be arrays of any array-API library (numpy, PyTorch, JAX, ...): checks, casts and batches stay in the
+data's library and on its device (a batch of another library's arrays is taken with the standard's ``take``).
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, dtype_name, has_dtype, is_array, is_concrete, namespace, to_numpy
+from prelens.backend._arrays import dtype_kind, dtype_name, has_dtype, is_array, namespace, to_numpy
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._tree import tree_leaves, tree_map, tree_paths
 from prelens.nn._dropout import DropoutKey, with_dropout, without_dropout
-from prelens.train._evaluate import row_slice
+from prelens.train._evaluate import all_finite, row_slice
 
 Tree = Any
 
@@ -27,8 +27,8 @@ __all__ = ["cast", "has_dropout", "keyed", "model_dtype", "rows", "take"]
 def model_dtype(params: Tree) -> np.dtype[Any] | None:
     """The one float dtype of the parameters' arrays (``None`` if they have none, or several).
 
-    Another library's dtype is given as the numpy dtype of the same name (``torch.float32``
-    is ``float32``); one that numpy lacks (``bfloat16``) gives ``None``.
+    Another library's dtype is given as the numpy dtype of the same name (``torch.float32`` is ``float32``); one
+    that numpy lacks (``bfloat16``) gives ``None``.
     """
     kinds = {_float_dtype(x) for x in tree_leaves(params) if is_array(x) and dtype_kind(x.dtype) == "f"}
     return kinds.pop() if len(kinds) == 1 else None
@@ -36,22 +36,11 @@ def model_dtype(params: Tree) -> np.dtype[Any] | None:
 
 def _float_dtype(x: Any) -> np.dtype[Any] | None:
     if isinstance(x, np.ndarray):
-        dt: np.dtype[Any] = x.dtype
-        return dt
+        return typing.cast(np.dtype[Any], x.dtype)
     try:
         return np.dtype(dtype_name(x.dtype))
     except TypeError:
         return None
-
-
-def _all_finite(a: Any) -> bool:
-    """Whether every number of ``a`` (an array of any library) is finite; a traced value is not looked at."""
-    if isinstance(a, np.ndarray):
-        return bool(np.isfinite(a).all())
-    if not is_concrete(a):
-        return True
-    xp = namespace(a)
-    return bool(xp.all(xp.isfinite(a)))
 
 
 def _first_bad_row(a: Any, n: int) -> int:
@@ -83,22 +72,21 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
     out = tree_map(leaf, data)
     if changed:
         for path, a in tree_paths(out):
-            if dtype_kind(a.dtype) == "f" and not _all_finite(a):
+            if dtype_kind(a.dtype) == "f" and not all_finite(a):
                 row = _first_bad_row(a, a.shape[0])
                 raise E.NonFiniteError(
                     f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
                     "scale the data first"
                 )
-    result: tuple[Any, Any] = out
-    return result
+    return typing.cast(tuple[Any, Any], out)
 
 
 def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
     """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array).
 
-    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with
-    ``xp.take(a, idx, axis=0)``, ``idx`` those indices made once per library and device
-    (for JAX without a device: JAX places them where ``a`` is, sharded or not).
+    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with ``xp.take(a, idx, axis=0)``,
+    ``idx`` those indices made once per library and device (for JAX without a device: JAX places them where ``a``
+    is, sharded or not).
     """
     if order is None:
         return tree_map(lambda a: a[lo:hi] if isinstance(a, np.ndarray) else row_slice(a, lo, hi), tree)
@@ -133,7 +121,7 @@ def rows(fn: str, xs: Any, ys: Any) -> int:
     if n == 0:
         raise E.bad_argument("fit", what, "0 rows", "at least one row")
     for path, leaf in tree_paths((xs, ys)):
-        if dtype_kind(leaf.dtype) in "fc" and not _all_finite(leaf):
+        if dtype_kind(leaf.dtype) in "fc" and not all_finite(leaf):
             raise E.NonFiniteError(
                 f"{fn}: data{E.path_str(path)} holds NaN or infinity, first in row {_first_bad_row(leaf, n)}; "
                 "clean or drop such rows first"
@@ -153,14 +141,13 @@ def has_dropout(tree: Tree) -> bool:
 
 
 def keyed(model: AnyLens, key_params: Callable[[Tree, Any], Tree] = with_dropout) -> AnyLens:
-    """``model`` taking ``(key, xs)``: runs on ``key_params(params, key)`` (``with_dropout``, or the
-    compiled step's ``with_jax_keys``); its gradient via ``without_dropout``. The key is data: no delta."""
+    """``model`` taking ``(key, xs)``: runs on ``key_params(params, key)`` (``with_dropout``, or the compiled
+    step's ``with_jax_keys``); its gradient via ``without_dropout``. The key is data: no delta."""
     m_fwd, m_bwd = model.fwd, model.bwd
 
     def fwd(p: Tree, kx: tuple[Any, Any]) -> tuple[Any, Any]:
         key, x = kx
-        out: tuple[Any, Any] = m_fwd(key_params(p, key), x)
-        return out
+        return m_fwd(key_params(p, key), x)
 
     def bwd(m: Any, da: Any) -> tuple[Tree, tuple[None, Any]]:
         dp, dx = m_bwd(m, da)

@@ -1,29 +1,30 @@
-"""Evaluation: the model's outputs, classification accuracy, the loss on a data set."""
+"""Evaluation: the model's outputs, the loss on a data set, and for classifiers accuracy, class probabilities and
+the confusion matrix."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import host, is_array, namespace, to_numpy
+from prelens.backend._arrays import dtype_kind, host, is_array, is_concrete, namespace, to_backend, to_numpy
+from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import forward
 
 Tree = Any
 
-__all__ = ["accuracy", "evaluate", "predict"]
+__all__ = ["accuracy", "all_finite", "confusion_matrix", "evaluate", "predict", "predict_proba"]
 
 
 def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
     """The model's outputs on ``xs`` (leading batch axis), in chunks of ``batch_size`` rows.
 
-    ``batch_size=None`` runs all rows at once; chunks bound the memory the
-    residues take. Shapes: ``(n, ...) -> (n, ...)``. ``xs`` and ``params`` may be
-    arrays of any array-API library (PyTorch, JAX, ...): the outputs are that
-    library's arrays, the chunks joined with its ``concat``.
+    ``batch_size=None`` runs all rows at once; chunks bound the memory the residues take. Shapes:
+    ``(n, ...) -> (n, ...)``. ``xs`` and ``params`` may be arrays of any array-API library (PyTorch, JAX, ...): the
+    outputs are that library's arrays, the chunks joined with its ``concat``.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -63,23 +64,35 @@ def _classes(values: npt.NDArray[Any], like_outputs: bool) -> npt.NDArray[Any]:
     return np.asarray(flat)
 
 
-def labels_array(labels: Any) -> npt.NDArray[Any] | None:
-    """``labels`` (an array of any library, a list or a tuple) as a numpy array; ``None`` for anything else."""
-    if isinstance(labels, (np.ndarray, list, tuple)):
-        return np.asarray(labels)
-    return to_numpy(labels) if is_array(labels) else None
+def _truth(fn: str, labels: Any, outputs: npt.NDArray[Any], per_row: str) -> npt.NDArray[Any]:
+    """``labels`` (an array of any library, a list or a tuple) as a numpy array, one label per row of ``outputs``."""
+    truth = np.asarray(labels) if isinstance(labels, (np.ndarray, list, tuple)) else host(labels)
+    if not isinstance(truth, np.ndarray) or truth.ndim == 0 or truth.dtype.kind not in "biuf" or outputs.ndim == 0:
+        raise E.bad_argument(fn, "labels", E.describe_tree(labels), f"an array of labels, {per_row}")
+    if len(outputs) != len(truth):
+        said = E.describe(labels if is_array(labels) else truth)
+        raise E.bad_argument(fn, "labels", said, f"one label per row of xs ({len(outputs)})")
+    return truth
+
+
+def all_finite(a: Any) -> bool:
+    """Whether every number of ``a`` (an array of any library) is finite; a traced value is not looked at."""
+    if isinstance(a, np.ndarray):
+        return bool(np.isfinite(a).all())
+    if not is_concrete(a):
+        return True
+    xp = namespace(a)
+    return bool(xp.all(xp.isfinite(a)))
 
 
 def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int | None = None) -> float:
     """The fraction of rows of ``xs`` that ``model`` classifies as ``labels`` say.
 
-    Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or
-    probabilities): the prediction is the argmax. A single output column
-    (or 1-D outputs) is a binary score: class 1 when positive (a tanh
-    output against ±1 targets, or a logit). ``labels`` are class indices
-    ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 / 0-1 values.
-    Outputs and labels of another array library are compared on the host
-    (one copy of the outputs): the answer is a Python float either way.
+    Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or probabilities): the prediction is the argmax. A
+    single output column (or 1-D outputs) is a binary score: class 1 when positive (a tanh output against ±1
+    targets, or a logit). ``labels`` are class indices ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 /
+    0-1 values. Outputs and labels of another array library are compared on the host (one copy of the outputs): the
+    answer is a Python float either way.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -88,12 +101,7 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     0.6666666666666666
     """
     outputs = np.asarray(host(predict(model, params, xs, batch_size)))
-    truth = labels_array(labels)
-    if truth is None or truth.ndim == 0 or truth.dtype.kind not in "biuf" or outputs.ndim == 0:
-        raise E.bad_argument("accuracy", "labels", E.describe_tree(labels), "an array of labels, one per row of xs")
-    if len(outputs) != len(truth):
-        said = E.describe(labels if is_array(labels) else truth)
-        raise E.bad_argument("accuracy", "labels", said, f"one label per row of xs ({len(outputs)})")
+    truth = _truth("accuracy", labels, outputs, "one per row of xs")
     if len(truth) == 0:
         return float("nan")
     return float(np.mean(_classes(outputs, True) == _classes(truth, False)))
@@ -102,8 +110,7 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
 def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any) -> float:
     """The loss of ``model`` on the whole of ``(xs, targets)``: ``forward(model >> loss, (targets, params), xs)``.
 
-    Arrays of any array-API library are evaluated in that library; the loss is
-    returned as a Python float.
+    Arrays of any array-API library are evaluated in that library; the loss is returned as a Python float.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -111,3 +118,74 @@ def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any)
     1.0
     """
     return float(forward(model >> loss, (targets, params), xs))
+
+
+def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None) -> Any:
+    """Class probabilities ``(n, k)`` from a model that outputs logits.
+
+    Outputs ``(n, k)`` with ``k > 1`` (as trained with ``softmax_cross_entropy``) become ``softmax`` rows; a single
+    logit per row, ``(n, 1)`` or ``(n,)``, becomes ``(n, 2)`` columns ``[1 − σ(z), σ(z)]`` (class 1 when the logit
+    is positive, as :func:`accuracy` reads it). Rows sum to 1; the dtype, library and device are the outputs'
+    (numpy, PyTorch, JAX, ...). A model that ends in its own softmax already gives probabilities: use
+    :func:`predict`.
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear
+    >>> predict_proba(linear(2, 2), np.eye(2), np.array([[0.0, np.log(3.0)]])).round(3)
+    array([[0.25, 0.75]])
+    """
+    z = _logits("predict_proba", predict(model, params, xs, batch_size))
+    xp = namespace(z)
+    if z.ndim >= 2 and z.shape[-1] > 1:
+        e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
+        return e / xp.sum(e, axis=-1, keepdims=True)
+    flat = z[..., 0] if z.ndim >= 2 else z
+    positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))  # σ(z), stable for large |z|
+    return xp.stack([1.0 - positive, positive], axis=-1)
+
+
+def confusion_matrix(
+    model: AnyLens, params: Tree, xs: Any, labels: Any, *, n_classes: int | None = None, batch_size: int | None = None
+) -> npt.NDArray[np.int64]:
+    """Counts ``C[i, j]`` of rows of class ``i`` (per ``labels``) that ``model`` puts in class ``j``.
+
+    Rows are the true classes, columns the predicted ones (scikit-learn's layout), so the diagonal counts the right
+    answers and ``C.trace() / C.sum()`` is :func:`accuracy`. Predictions and ``labels`` are read as :func:`accuracy`
+    reads them (argmax of ``(n, k)`` scores; the sign of a single score; labels as indices, one-hot rows, or ±1 /
+    0-1 values). ``n_classes`` defaults to the number of output columns (2 for a single one).
+
+    >>> import numpy as np
+    >>> from prelens.nn import linear
+    >>> xs = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0]])
+    >>> confusion_matrix(linear(2, 2), np.eye(2), xs, np.array([0, 1, 0]))
+    array([[1, 1],
+           [0, 1]])
+    """
+    outputs = predict(model, params, xs, batch_size)
+    other = is_array(outputs) and not isinstance(outputs, np.ndarray)  # another library's: counted on the host
+    out = to_numpy(_logits("confusion_matrix", outputs if other else np.asarray(outputs)))
+    truth = _truth("confusion_matrix", labels, out, "one per row")
+    width = out.shape[-1] if out.ndim >= 2 and out.shape[-1] > 1 else 2
+    k = width if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
+    predicted, true = _classes(out, True), _classes(truth, False)
+    true = true.astype(np.int64)
+    for what, cls in (("labels", true), ("predicted classes", predicted)):
+        bad = cls[(cls < 0) | (cls >= k)]
+        if bad.size:
+            raise E.out_of_range("confusion_matrix", what, f"[0, {k}) (n_classes={k})", int(bad[0]))
+    counts = np.zeros((k, k), dtype=np.int64)
+    np.add.at(counts, (true, predicted), 1)
+    if not other:
+        return counts
+    import array_api_compat
+
+    return cast(npt.NDArray[np.int64], to_backend(counts, namespace(outputs), device=array_api_compat.device(outputs)))
+
+
+def _logits(fn: str, out: Any) -> Any:
+    """The model's outputs as a float array (of any library) with a leading batch axis, finite."""
+    if not is_array(out) or dtype_kind(out.dtype) != "f" or out.ndim == 0:
+        raise E.must_be(fn, "the model's output", "a float array (n, k) or (n,) of scores", E.describe_tree(out))
+    if not all_finite(out):
+        raise E.non_finite(f"{fn}: the model's output", "")
+    return out

@@ -15,16 +15,13 @@ __all__ = ["History"]
 class History:
     """What happened during :func:`fit`; every list has one entry per completed epoch.
 
-    ``loss``: the mean of the batch losses of each epoch (the objective minimised:
-    the loss plus the ``penalty``, with dropout on). ``metrics``: ``"val_loss"`` and
-    ``"val_<name>"`` for each metric on the validation data, ``"train_loss"`` and
-    ``"train_<name>"`` on the training data (``train_metrics=True``), and what
-    callbacks log (``"lr"``). ``seconds``: wall time of each epoch. ``steps``:
-    optimiser steps taken in all. ``interrupted``: training was stopped by
-    ``KeyboardInterrupt``; ``stopped``: why training ended early (``None`` if it ran
-    to the end); ``best_epoch``: the epoch whose parameters ``fit`` handed back
-    (``EarlyStopping(restore_best=True)``), else ``None``. A run resumed from a
-    checkpoint continues the history it holds.
+    ``loss``: the mean of the batch losses of each epoch (the objective minimised: the loss plus the ``penalty``,
+    with dropout on). ``metrics``: ``"val_loss"`` and ``"val_<name>"`` for each metric on the validation data,
+    ``"train_loss"`` and ``"train_<name>"`` on the training data (``train_metrics=True``), and what callbacks log
+    (``"lr"``). ``seconds``: wall time of each epoch. ``steps``: optimiser steps taken in all. ``interrupted``:
+    training was stopped by ``KeyboardInterrupt``; ``stopped``: why training ended early (``None`` if it ran to the
+    end); ``best_epoch``: the epoch whose parameters ``fit`` handed back (``EarlyStopping(restore_best=True)``),
+    else ``None``. A run resumed from a checkpoint continues the history it holds.
 
     >>> h = History(loss=[0.5, float("nan")], steps=8)
     >>> h.epochs, h.as_dict()["loss"]
@@ -59,9 +56,8 @@ class History:
     def log(self, name: str, value: float) -> None:
         """Record ``value`` under ``name`` for the latest epoch (what a callback uses to add a series).
 
-        Logging the same name twice for one epoch keeps the last value, so a
-        callback asked again about an epoch (as a resumed run does) logs nothing twice.
-        Epochs before the first logged one read ``nan``.
+        Logging the same name twice for one epoch keeps the last value, so a callback asked again about an epoch (as
+        a resumed run does) logs nothing twice. Epochs before the first logged one read ``nan``.
 
         >>> h = History(loss=[1.0, 0.5])
         >>> h.log("lr", 0.1)
@@ -80,11 +76,10 @@ class History:
     def plot(self, *names: str, ax: Any = None) -> Any:
         """Draw series of the history against the epoch (matplotlib, the ``plot`` extra); returns the ``Axes``.
 
-        ``names`` default to the losses recorded (``loss``, ``train_loss``,
-        ``val_loss``); give others by name (``"val_accuracy"``, ``"lr"``). The axes
-        get a title, axis labels and a legend. ``ax`` draws into an ``Axes`` of
-        yours (default: a new figure). Raises ``ImportError`` (a ``PrelensError``)
-        naming the extra when matplotlib is not installed.
+        ``names`` default to the losses recorded (``loss``, ``train_loss``, ``val_loss``); give others by name
+        (``"val_accuracy"``, ``"lr"``). The axes get a title, axis labels and a legend. ``ax`` draws into an
+        ``Axes`` of yours (default: a new figure). Raises ``ImportError`` (a ``PrelensError``) naming the extra when
+        matplotlib is not installed.
 
         >>> import matplotlib
         >>> matplotlib.use("Agg")
@@ -92,7 +87,7 @@ class History:
         >>> ax.get_xlabel(), [t.get_text() for t in ax.get_legend().get_texts()]
         ('epoch', ['loss', 'val_loss'])
         """
-        series = self._series()
+        series = {"loss": self.loss, **self.metrics}
         chosen = list(names) if names else [n for n in ("loss", "train_loss", "val_loss") if n in series]
         for name in chosen:
             if not isinstance(name, str) or name not in series:
@@ -116,9 +111,6 @@ class History:
         ax.set_title("training history")
         ax.legend()
         return ax
-
-    def _series(self) -> dict[str, list[float]]:
-        return {"loss": self.loss, **self.metrics}
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -146,8 +138,8 @@ def history_from_dict(d: Any) -> History | str:
     stopped = d.get("stopped")
     if (
         seconds is None
-        or not _count(steps)
-        or not (best is None or _count(best))
+        or count(steps) is None
+        or not (best is None or count(best) is not None)
         or not isinstance(stopped, (str, type(None)))
     ):
         return "the history's seconds, steps, best_epoch or stopped are damaged"
@@ -169,5 +161,6 @@ def _numbers(values: Any) -> list[float] | None:
     return out
 
 
-def _count(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+def count(x: Any) -> int | None:
+    """``x`` if it is an int >= 0, else ``None``."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None

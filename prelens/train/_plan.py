@@ -1,15 +1,5 @@
-"""What a run of :func:`~prelens.train.fit` does, fixed before its first step.
-
-Three stages, each a function of the one before:
-
-* :func:`check_args`: every argument checked and normalised (:class:`Args`), so
-  a user's mistake is one clear error before any work;
-* :func:`start`: where training starts (a :class:`~prelens.train._resume.Resumed`):
-  fresh (``model.init``), from the given parameters (copied), or from a checkpoint;
-* :func:`plan`: the data in the model's dtype and on the backend, the step
-  strategy (numpy, or one compiled JAX program, data-parallel over a mesh) and
-  the progress display (:class:`Plan`, frozen).
-"""
+"""What a run of :func:`~prelens.train.fit` does, fixed before its first step: :func:`check_args`, :func:`start` and
+:func:`plan` (the stages are listed in :mod:`prelens.train._fit`)."""
 
 from __future__ import annotations
 
@@ -27,7 +17,7 @@ from prelens.backend._arrays import copy, is_array, namespace_name, resolve_back
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
-from prelens.io._checkpoint import unwritable_reason
+from prelens.io._checkpoint import writable_path
 from prelens.learn._optimizer import init_state
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
@@ -99,8 +89,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     train_metrics = _args.flag("fit", "train_metrics", train_metrics)
     progress = None if progress is None else _args.flag("fit", "progress", progress)
     measures = _check_metrics(metrics, validation is not None, train_metrics)
-    cbs = _check_callbacks(callbacks)
-    _check_monitors(cbs, _recorded(measures, validation is not None, train_metrics, cbs))
+    cbs = _check_callbacks(callbacks, measures, validation is not None, train_metrics)
     xs, ys = _args.batch("fit", data, "data")
     n = rows("fit", xs, ys)
     if validation is not None:
@@ -125,16 +114,12 @@ def _check_counts(epochs: Any, batch_size: Any, every: Any, path: Any, resume: A
         raise E.bad_argument("fit", "batch_size", batch_size, "an int >= 1")
     if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
         raise E.bad_argument("fit", "checkpoint_every", every, "an int >= 1 or None")
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise E.bad_argument("fit", "checkpoint_path", path, "a file path (str or os.PathLike) or None")
     if resume is not None and not isinstance(resume, (str, os.PathLike)):
         raise E.bad_argument("fit", "resume", resume, "a checkpoint's path (str or os.PathLike) or None")
     if every is not None and path is None:
         raise E.bad_argument("fit", "checkpoint_path", path, "a file path when checkpoint_every is given")
     if path is not None:
-        why = unwritable_reason(path)
-        if why is not None:
-            raise E.unwritable_path("fit", "checkpoint_path", os.fspath(path), why)
+        writable_path("fit", "checkpoint_path", path, "a file path (str or os.PathLike) or None")
 
 
 def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[str, Metric]:
@@ -155,7 +140,10 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
     return dict(metrics)
 
 
-def _check_callbacks(callbacks: Any) -> tuple[Any, ...]:
+def _check_callbacks(
+    callbacks: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool
+) -> tuple[Any, ...]:
+    """The callbacks, each monitoring a series this fit records."""
     expected = "a list of callbacks (objects with on_epoch_end), e.g. [EarlyStopping()]"
     if callbacks is None:
         return ()
@@ -168,43 +156,30 @@ def _check_callbacks(callbacks: Any) -> tuple[Any, ...]:
         raise E.bad_argument(
             "fit", "callbacks", "two EarlyStopping(restore_best=True)", "at most one callback that restores parameters"
         )
-    return tuple(callbacks)
-
-
-def _recorded(metrics: Mapping[str, Metric], has_validation: bool, on_train: bool, cbs: tuple[Any, ...]) -> list[str]:
-    """The series this fit records: what a callback may monitor."""
-    names = ["loss"]
+    recorded = ["loss"]
     if on_train:
-        names += ["train_loss", *(f"train_{m}" for m in metrics)]
+        recorded += ["train_loss", *(f"train_{m}" for m in metrics)]
     if has_validation:
-        names += ["val_loss", *(f"val_{m}" for m in metrics)]
-    if any(isinstance(cb, LearningRateLogger) for cb in cbs):
-        names.append("lr")
-    return names
-
-
-def _check_monitors(cbs: tuple[Any, ...], recorded: list[str]) -> None:
-    for cb in cbs:
+        recorded += ["val_loss", *(f"val_{m}" for m in metrics)]
+    if any(isinstance(cb, LearningRateLogger) for cb in callbacks):
+        recorded.append("lr")
+    for cb in callbacks:
         if isinstance(cb, (EarlyStopping, CheckpointBest)) and cb.monitor not in recorded:
             raise E.ArgumentError(
                 f"fit: {type(cb).__name__} monitors {cb.monitor!r}, which this fit does not record; it records "
                 + ", ".join(map(repr, recorded))
             )
-
-
-# ---------------------------------------------------------------------- where training starts
+    return tuple(callbacks)
 
 
 def start(a: Args) -> Resumed:
-    """Where training starts: a checkpoint's position (``resume=``), or step 0 with copies of what was given.
-
-    What ``fit`` hands back is never the caller's own object, so the given trees are copied.
-    """
+    """Where training starts: a checkpoint's position (``resume=``), or step 0 with copies of what was given."""
     if a.resume is not None:
         at = _read_resume(a)
     else:
-        params = a.model.init(a.gen) if a.params is None else _copy(a.params)
-        opt_state = _init_state(a.optimizer, a.lens_form, params) if a.opt_state is None else _copy(a.opt_state)
+        copied = tree_map(lambda x: copy(x) if is_array(x) else x, (a.params, a.opt_state))  # never the caller's
+        params = a.model.init(a.gen) if a.params is None else copied[0]
+        opt_state = _init_state(a.optimizer, a.lens_form, params) if a.opt_state is None else copied[1]
         at = Resumed(params, opt_state, None, History(), a.gen, 0, 0, 0.0, 0, False)
     bad = tree_first_nonfinite(at.params)
     if bad is not None:
@@ -234,14 +209,6 @@ def _read_resume(a: Args) -> Resumed:
     return resumed
 
 
-def _copy(tree: Tree) -> Tree:
-    """``tree`` with every array leaf copied (the other leaves are immutable values)."""
-    return tree_map(lambda x: copy(x) if is_array(x) else x, tree)
-
-
-# ---------------------------------------------------------------------- the data, the step, the display
-
-
 class Plan(NamedTuple):
     """What the run does, fixed before its first step (the data cast and moved, the step composed)."""
 
@@ -252,7 +219,6 @@ class Plan(NamedTuple):
     dropout: bool  # the parameters hold dropout sites: every step draws a key
     step: Strategy
     bar: Progress
-    backend: str  # the library the steps run on: "numpy", "jax" (compiled), ...
     to_host: bool  # backend="auto" chose JAX: what fit hands back is moved back to numpy
 
 
@@ -274,7 +240,7 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
         params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
         at = at._replace(params=params, opt_state=opt_state)
     strategy = _strategy(a, dropout, compiled)
-    name = "numpy" if a.xp is None else namespace_name(a.xp)
+    name = "numpy" if a.xp is None else namespace_name(a.xp)  # the library the steps run on
     live = _isatty(a.stream)
     tag = ("compiled JAX step" if name == "jax" else name) + " (backend=auto)" if a.auto else ""
     bar = Progress(
@@ -286,7 +252,7 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
             f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
             f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
         )
-    return Plan(a, data, validation, n_batches, dropout, strategy, bar, name, to_host), at
+    return Plan(a, data, validation, n_batches, dropout, strategy, bar, to_host), at
 
 
 #: ``backend="auto"`` takes JAX for a run of at least this many multiply-adds (parameters x batch rows x
@@ -318,12 +284,8 @@ def jax_importable() -> bool:
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
     """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``.
 
-    JAX is chosen when the run is big enough to repay compiling the step (:data:`AUTO_JAX_MIN_WORK`;
-    a small run is faster on numpy), JAX imports, no mesh is given, the parameters, optimiser state
-    and data are numpy arrays of float32/float64 (or integer data), the model has no dropout site (JAX
-    draws other masks than numpy: the same seed would train differently), and the whole step traces on
-    JAX with the first batch's shapes (a lens with a numpy-only path does not; the trace is the one the
-    first step compiles). Otherwise numpy trains, as before.
+    The conditions are listed in ``fit``'s docstring; the run must also repay the compile
+    (:data:`AUTO_JAX_MIN_WORK`). With dropout JAX would draw other masks than numpy from the same seed.
     """
     if a.mesh is not None or dropout or run_work(a, at, n_batches) < AUTO_JAX_MIN_WORK or not jax_importable():
         return None
@@ -352,8 +314,8 @@ def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, 
 def _strategy(a: Args, dropout: bool, compiled: Any = None) -> Strategy:
     """The step strategy: one compiled JAX program (on a mesh or not), or :func:`~prelens.train.step`'s core.
 
-    With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)``
-    (on JAX the program draws the masks from the key).
+    With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)`` (on JAX the
+    program draws the masks from the key).
     """
     if a.xp is not None and namespace_name(a.xp) == "jax":
         if compiled is None:

@@ -5,8 +5,8 @@ second::
 
     epoch 12/200 [###---------] 5/20  loss 0.4312  8.1k samples/s  eta 0:41  val_accuracy 0.9667
 
-Written to a stream that is not a terminal (a log file, a pipe) it prints one
-plain line per finished epoch instead, and only when asked for explicitly.
+Written to a stream that is not a terminal (a log file, a pipe) it prints one plain line per finished epoch instead,
+and only when asked for explicitly.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ _BAR = 12
 class Progress:
     """Status display for ``epochs`` epochs of ``batches`` batches each.
 
-    ``live=True`` redraws one line in place (for terminals); ``live=False``
-    prints a line per epoch. ``enabled=False`` turns every call into a no-op.
-    ``label`` names the outer unit in the line (``"epoch"``, or ``"step"`` for
-    full-batch training). ``tag`` (if given) follows the epoch in every line: what the steps run on,
+    ``live=True`` redraws one line in place (for terminals); ``live=False`` prints a line per epoch.
+    ``enabled=False`` turns every call into a no-op. ``label`` names the outer unit in the line (``"epoch"``, or
+    ``"step"`` for full-batch training). ``tag`` (if given) follows the epoch in every line: what the steps run on,
     e.g. ``"compiled JAX step (backend=auto)"``.
 
     >>> import io
@@ -40,34 +39,18 @@ class Progress:
     'epoch 1/2  loss 0.5000  val_accuracy 0.7500\\n'
     """
 
-    def __init__(
-        self,
-        epochs: int,
-        batches: int,
-        stream: TextIO,
-        *,
-        live: bool = True,
-        enabled: bool = True,
-        interval: float = 0.1,
-        label: str = "epoch",
-        tag: str = "",
-    ) -> None:
+    def __init__(self, epochs: int, batches: int, stream: TextIO, *, live: bool = True, enabled: bool = True,
+                 interval: float = 0.1, label: str = "epoch", tag: str = "") -> None:  # fmt: skip
         fn = "Progress"
         self.epochs, self.batches = _args.count(fn, "epochs", epochs, 0), _args.count(fn, "batches", batches)
         self.label = _args.name(fn, "label", label)
         if not isinstance(tag, str):
             raise E.must_be(fn, "tag", "a str", E.describe(tag))
         self.tag = f"[{tag}]" if tag else ""
-        self.stream, self.live, self.enabled = (
-            _args.text_stream(fn, "stream", stream),
-            _args.flag(fn, "live", live),
-            _args.flag(fn, "enabled", enabled),
-        )
+        self.stream = _args.text_stream(fn, "stream", stream)
+        self.live, self.enabled = _args.flag(fn, "live", live), _args.flag(fn, "enabled", enabled)
         self.interval = _args.real(fn, "interval", interval, low=0.0)
-        self._start = time.perf_counter()
-        self._last_draw = -float("inf")
-        self._samples = 0
-        self._drawn = False
+        self._start, self._last_draw, self._samples, self._drawn = time.perf_counter(), -float("inf"), 0, False
         self._metrics: dict[str, float] = {}
         self._loss_sum, self._loss_count = 0.0, 0
 
@@ -122,12 +105,10 @@ class Progress:
         elapsed = max(now - self._start, 1e-9)
         total = self.epochs * self.batches
         eta = elapsed * (total - done) / done if done else 0.0
-        if self.batches > 1:  # the bar shows the epoch's batches
-            filled = round(_BAR * batch / self.batches)
-            head = f"{self.label} {epoch}/{self.epochs} [{'#' * filled}{'-' * (_BAR - filled)}] {batch}/{self.batches}"
-        else:  # full batch: the bar shows the epochs
-            filled = round(_BAR * epoch / max(self.epochs, 1))
-            head = f"{self.label} {epoch}/{self.epochs} [{'#' * filled}{'-' * (_BAR - filled)}]"
+        by_batch = self.batches > 1  # the bar shows the epoch's batches; in full-batch training, the epochs
+        filled = round(_BAR * batch / self.batches) if by_batch else round(_BAR * epoch / max(self.epochs, 1))
+        head = f"{self.label} {epoch}/{self.epochs} [{'#' * filled}{'-' * (_BAR - filled)}]"
+        head += f" {batch}/{self.batches}" if by_batch else ""
         parts = [  # most important first: a narrow terminal cuts the end of the line
             head,
             *([self.tag] if self.tag else []),

@@ -1,31 +1,31 @@
 """What a checkpoint of :func:`~prelens.train.fit` holds beyond the parameters, and reading it back.
 
-A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the
-parameters and optimiser state of the best epoch, when an ``EarlyStopping`` with
-``restore_best`` runs), with metadata ``{"history", "epoch", "fit"}``. ``"fit"``
-is the position of training:
+A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the parameters and optimiser state
+of the best epoch, when an ``EarlyStopping`` with ``restore_best`` runs), with metadata
+``{"history", "epoch", "fit"}``. ``"fit"`` is the position of training (written by
+:meth:`~prelens.train._run.Run.checkpoint`):
 
-* ``rng``: the state of the shuffling generator at the start of the epoch in
-  progress (its bit generator's name and state, arrays as lists of ints);
-* ``batch``: how many of the epoch's ``batches`` are done, and ``loss_sum``
-  their summed losses (exact: JSON keeps every bit of a float);
-* ``callbacks_done``: the last epoch whose callbacks all answered;
-  ``early_stopped``: a callback ended the run.
+* ``rng``: the state of the shuffling generator at the start of the epoch in progress (its bit generator's name and
+  state, arrays as lists of ints);
+* ``batch``: how many of the epoch's ``batches`` are done, and ``loss_sum`` their summed losses (exact: JSON keeps
+  every bit of a float);
+* ``callbacks_done``: the last epoch whose callbacks all answered; ``early_stopped``: a callback ended the run.
 
-From the epoch's start state ``fit`` draws the same permutation and dropout keys
-again and skips the batches already done, so a resumed run takes exactly the
-steps an uninterrupted one takes.
+From the epoch's start state ``fit`` draws the same permutation and dropout keys again and skips the batches already
+done, so a resumed run takes exactly the steps an uninterrupted one takes.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from prelens import errors as E
-from prelens.train._history import History, history_from_dict
+from prelens.backend._arrays import resolve_backend
+from prelens.io._checkpoint import load_checkpoint, load_metadata
+from prelens.train._history import History, count, history_from_dict
 
 Tree = Any
 
@@ -58,8 +58,7 @@ class Resumed(NamedTuple):
 
 def generator_state(gen: np.random.Generator) -> dict[str, Any]:
     """The state of ``gen``'s bit generator as JSON-able data (arrays become ``{"uint64": [...]}``)."""
-    state: dict[str, Any] = _jsonable(gen.bit_generator.state)
-    return state
+    return cast(dict[str, Any], _jsonable(gen.bit_generator.state))
 
 
 def _jsonable(x: Any) -> Any:
@@ -104,16 +103,12 @@ def read_checkpoint(
 ) -> Resumed:
     """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like``.
 
-    ``params_like`` is ``None`` when the model cannot make parameters (then the
-    file's own structure is taken); its arrays may be of any library (shapes and
-    dtype names are compared). The parameters and optimiser states come back as
-    ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
-    :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of
-    ``fit``, is damaged, or belongs to another model.
+    ``params_like`` is ``None`` when the model cannot make parameters (then the file's own structure is taken); its
+    arrays may be of any library (shapes and dtype names are compared). The parameters and optimiser states come
+    back as ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
+    :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of ``fit``, is damaged, or belongs
+    to another model.
     """
-    from prelens.backend._arrays import resolve_backend
-    from prelens.io import load_checkpoint, load_metadata
-
     resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)
     meta = load_metadata(name)
@@ -141,7 +136,7 @@ def read_checkpoint(
     gen = _generator(position.get("rng"))
     if gen is None:
         raise resume_refused(name, "the state of its shuffling generator is damaged")
-    batch, batches, done = (_count(position.get(k)) for k in ("batch", "batches", "callbacks_done"))
+    batch, batches, done = (count(position.get(k)) for k in ("batch", "batches", "callbacks_done"))
     if batch is None or batches is None or done is None or batch > batches or done > history.epochs:
         raise resume_refused(name, "its training position (batch, batches, callbacks_done) is damaged")
     loss_sum = position.get("loss_sum")
@@ -162,30 +157,3 @@ def read_checkpoint(
 
 def resume_refused(path: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"checkpoint {path}: cannot resume from it: {detail}")
-
-
-def position_metadata(
-    gen_state: dict[str, Any],
-    batch: int,
-    batches: int,
-    loss_sum: float,
-    callbacks_done: int,
-    early_stopped: bool,
-    best: bool,
-) -> dict[str, Any]:
-    """The ``"fit"`` metadata of a checkpoint (see the module docstring)."""
-    return {
-        "version": FORMAT,
-        "rng": gen_state,
-        "batch": batch,
-        "batches": batches,
-        "loss_sum": loss_sum,
-        "callbacks_done": callbacks_done,
-        "early_stopped": early_stopped,
-        "best": best,
-    }
-
-
-def _count(x: Any) -> int | None:
-    """``x`` if it is an int >= 0, else ``None``."""
-    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None

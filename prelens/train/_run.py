@@ -1,9 +1,8 @@
 """The state of one run of :func:`~prelens.train.fit`: the last good state, and how to step, stop and save.
 
-:class:`Run` is built whole from the plan and the start; after that only a
-good step replaces its position (:class:`Position`, one value), an epoch is
-recorded whole, and whatever ends training (Ctrl-C, an error) leaves the last
-good state to hand back, attach to the error, and save.
+:class:`Run` is built whole from the plan and the start; after that only a good step replaces its position
+(:class:`Position`, one value), an epoch is recorded whole, and whatever ends training (Ctrl-C, an error) leaves the
+last good state to hand back, attach to the error, and save.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from prelens.io._sigint import deferred_sigint
 from prelens.train._callbacks import EarlyStopping, checkpoint_not_saved
 from prelens.train._history import History
 from prelens.train._plan import Plan
-from prelens.train._resume import Resumed, generator_state, position_metadata
+from prelens.train._resume import FORMAT, Resumed, generator_state
 
 Tree = Any
 
@@ -75,8 +74,6 @@ class Run:
             self.history.best_epoch = restorer.best_epoch(self.history)
         return params, opt_state, self.history
 
-    # ------------------------------------------------------------------ one step
-
     def step(self, batch: tuple[Any, Any]) -> float:
         """One optimiser step; the state changes only when the loss, gradient and update are finite."""
         params, opt_state, steps, b, total = self.position
@@ -93,21 +90,16 @@ class Run:
         value = float(value)
         if math.isfinite(value) and _all_finite(grads):
             return
-        if not math.isfinite(value):
-            what, detail = "the loss", f"loss = {value}"
-            bad_grad = tree_first_nonfinite(grads)
-            if bad_grad is not None:
-                detail += f"; first non-finite gradient leaf: grads{_leaf(bad_grad)}"
-        else:
-            what, detail = "the gradient", f"first non-finite leaf: grads{_leaf(tree_first_nonfinite(grads) or '')}"
-        raise self._stop_non_finite(what, detail)
+        bad = tree_first_nonfinite(grads)
+        if math.isfinite(value):
+            raise self._stop_non_finite("the gradient", f"first non-finite leaf: grads{_leaf(bad or '')}")
+        also = "" if bad is None else f"; first non-finite gradient leaf: grads{_leaf(bad)}"
+        raise self._stop_non_finite("the loss", f"loss = {value}{also}")
 
     def _check_updated(self, new_params: Tree, new_opt_state: Any) -> None:
         updated = (("the parameters", "params", new_params), ("the optimiser state", "opt_state", new_opt_state))
-        for what, name, tree in updated:
-            if not _all_finite(tree):
-                bad = tree_first_nonfinite(tree) or ""
-                raise self._stop_non_finite(what, f"first non-finite leaf: {name}{_leaf(bad)}")
+        for what, name, tree in (u for u in updated if not _all_finite(u[2])):
+            raise self._stop_non_finite(what, f"first non-finite leaf: {name}{_leaf(tree_first_nonfinite(tree) or '')}")
 
     def _stop_non_finite(self, what: str, detail: str) -> E.TrainingNonFiniteError:
         self.history.steps = self.position.steps
@@ -119,8 +111,6 @@ class Run:
             self.opt_state,
             self.history,
         )
-
-    # ------------------------------------------------------------------ epochs and callbacks
 
     def epoch_done(self, loss: float, scores: dict[str, float], seconds: float) -> None:
         """Record the epoch, whole or not at all: the next starts at batch 0 from the generator's state now."""
@@ -140,7 +130,7 @@ class Run:
         stop_by = None
         callbacks = self.plan.args.callbacks
         if callbacks:
-            params, opt_state = _readonly(self.params), _readonly(self.opt_state)
+            params, opt_state = tree_map(_readonly, (self.params, self.opt_state))
             for cb in callbacks:
                 if cb.on_epoch_end(epoch, self.history, params, opt_state) and stop_by is None:
                     stop_by = cb
@@ -154,17 +144,11 @@ class Run:
                 self.early_stopped = True
         return stop_by is not None
 
-    # ------------------------------------------------------------------ stopping and saving
-
     def interrupted(self) -> tuple[Tree, Any, History]:
         """Ctrl-C: record it, save, and hand back the last good state."""
-        history = self.history
-        history.steps = self.position.steps
-        history.interrupted = True
-        history.stopped = f"interrupted after {history.steps} steps ({history.epochs} complete epochs)"
-        with contextlib.suppress(Exception):
-            self.plan.bar.close(f"training {history.stopped}")
-        problem = self.checkpoint(warn=False)
+        self.history.interrupted = True
+        stopped = f"interrupted after {self.position.steps} steps ({self.history.epochs} complete epochs)"
+        problem = self._wind_up(stopped, f"training {stopped}")
         if problem is not None:
             with contextlib.suppress(Exception):  # even with warnings turned into errors
                 warnings.warn(checkpoint_not_saved("fit", problem), RuntimeWarning, stacklevel=4)
@@ -172,15 +156,11 @@ class Run:
 
     def failed(self, err: BaseException) -> None:
         """Any other exception: save the last good state and attach it to ``err`` (the caller re-raises it)."""
-        history = self.history
-        history.steps = self.position.steps
-        history.stopped = str(err) if isinstance(err, E.TrainingNonFiniteError) else f"{type(err).__name__}: {err}"
-        with contextlib.suppress(Exception):
-            self.plan.bar.close()
-        problem = self.checkpoint(warn=False)
+        history, non_finite = self.history, isinstance(err, E.TrainingNonFiniteError)
+        problem = self._wind_up(str(err) if non_finite else f"{type(err).__name__}: {err}")
         path = self.plan.args.checkpoint_path
         saved = None if path is None or problem is not None else os.fspath(path)
-        if not isinstance(err, E.TrainingNonFiniteError):
+        if not non_finite:
             with contextlib.suppress(Exception):  # an exception that refuses attributes keeps only the note
                 for name, value in (("params", self.params), ("opt_state", self.opt_state), ("history", history)):
                     setattr(err, name, value)
@@ -194,26 +174,33 @@ class Run:
         if problem is not None:
             err.add_note(checkpoint_not_saved("fit", problem))
 
+    def _wind_up(self, stopped: str, note: str = "") -> str | None:
+        """Record why training stopped, close the display and save: why the save failed, if it did."""
+        self.history.steps, self.history.stopped = self.position.steps, stopped
+        with contextlib.suppress(Exception):
+            self.plan.bar.close(note)
+        return self.checkpoint(warn=False)
+
     def checkpoint(self, *, warn: bool) -> str | None:
         """Save the current state; a failure is a warning (``warn``) or returned (training state stays in memory)."""
         path = self.plan.args.checkpoint_path
         if path is None:
             return None
-
         at = self.position
         self.history.steps = at.steps
         tree: dict[str, Any] = {"params": at.params, "opt_state": at.opt_state}
         if self.plan.args.restorer is not None and self.best is not None:
             tree["best"] = {"params": self.best[0], "opt_state": self.best[1]}
-        fit_meta = position_metadata(
-            self.epoch_start,
-            at.batch,
-            self.plan.n_batches,
-            at.total,
-            self.callbacks_done,
-            self.early_stopped,
-            "best" in tree,
-        )
+        fit_meta = {  # the position of training (prelens.train._resume reads it back)
+            "version": FORMAT,
+            "rng": self.epoch_start,
+            "batch": at.batch,
+            "batches": self.plan.n_batches,
+            "loss_sum": at.total,
+            "callbacks_done": self.callbacks_done,
+            "early_stopped": self.early_stopped,
+            "best": "best" in tree,
+        }
         meta = {"history": self.history.as_dict(), "epoch": self.history.epochs, "fit": fit_meta}
         try:
             save_checkpoint(path, tree, metadata=meta)
@@ -231,8 +218,8 @@ class Run:
 def _all_finite(tree: Tree) -> bool:
     """True when every float leaf is finite.
 
-    One BLAS dot product per array leaf (NaN and ±inf propagate into ``x·x``);
-    only when that overflows or is non-finite does the exact, allocating check run.
+    One BLAS dot product per array leaf (NaN and ±inf propagate into ``x·x``); only when that overflows or is
+    non-finite does the exact, allocating check run.
     """
     for leaf in tree_leaves(tree):
         if isinstance(leaf, np.ndarray):
@@ -258,14 +245,10 @@ def _leaf(path: str) -> str:
     return "" if path == "<root>" else path
 
 
-def _readonly(tree: Tree) -> Tree:
-    """``tree`` with every array leaf a read-only view (what callbacks are shown)."""
-
-    def view(x: Any) -> Any:
-        if not isinstance(x, np.ndarray):
-            return x
-        v = x.view()
-        v.flags.writeable = False
-        return v
-
-    return tree_map(view, tree)
+def _readonly(x: Any) -> Any:
+    """A numpy array as a read-only view (what callbacks are shown); anything else as it is."""
+    if not isinstance(x, np.ndarray):
+        return x
+    v = x.view()
+    v.flags.writeable = False
+    return v

@@ -1,15 +1,11 @@
 """The runtime of a training run: BLAS threads chosen from the problem's sizes, and freed memory kept.
 
-**Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a
-busy one (a descheduled helper thread costs a whole time slice; measurements in docs/performance.md).
-:func:`choose_blas_threads` gives the most threads the problem's sizes can use, and
-:func:`blas_threads` with ``"auto"`` keeps that many only if they win a short interleaved timing.
-An explicit number wins; so do ``PRELENS_BLAS_THREADS`` and, for ``"auto"``, a user's
-``OPENBLAS_NUM_THREADS`` (or its kin). The threads are set with ``threadpoolctl``.
+**Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a busy one (a
+descheduled helper thread costs a whole time slice; measurements in docs/performance.md): :func:`blas_threads`
+says how it chooses, :func:`_probe` why it times as it does. The threads are set with ``threadpoolctl``.
 
-**Memory.** A step allocates and frees the same arrays every step; glibc hands large freed blocks back
-to the system and the next step faults them back in page by page (5-15% of a step).
-:func:`retain_freed_memory` asks malloc to keep them for reuse instead.
+**Memory.** glibc hands the large blocks a step frees back to the system, and the next step faults them back in
+page by page (5-15% of a step): see :func:`retain_freed_memory`.
 """
 
 from __future__ import annotations
@@ -28,13 +24,7 @@ import numpy as np
 from prelens import errors as E
 from prelens.core._tree import tree_leaves
 
-__all__ = [
-    "MIN_WORK_PER_THREAD",
-    "blas_threads",
-    "choose_blas_threads",
-    "current_blas_threads",
-    "retain_freed_memory",
-]
+__all__ = ["MIN_WORK_PER_THREAD", "blas_threads", "choose_blas_threads", "current_blas_threads", "retain_freed_memory"]
 
 #: Multiply-adds a product must give each thread before sharing it can pay (``2**21``: about
 #: 0.1 ms of float64 work on one core of the machines measured; docs/performance.md).
@@ -96,12 +86,10 @@ def _largest(params: Any, batch: Any) -> tuple[int, tuple[int, int], np.dtype[An
 def choose_blas_threads(params: Any, batch: Any, *, cpus: int | None = None) -> int:
     """The most BLAS threads that training ``params`` on batches like ``batch`` can use: 1 for small products.
 
-    The largest product of a step is taken as the rows of ``batch`` (the batch
-    size, times the positions for token ids or ``(batch, time, features)``
-    inputs) times the size of the largest 2-D weight in ``params``. The answer
-    is ``work // MIN_WORK_PER_THREAD`` threads, at least 1 and at most ``cpus``
-    (default: the CPUs this process may run on). Whether they pay on this
-    machine now is for :func:`blas_threads` to measure.
+    The largest product of a step is taken as the rows of ``batch`` (the batch size, times the positions for token
+    ids or ``(batch, time, features)`` inputs) times the size of the largest 2-D weight in ``params``. The answer is
+    ``work // MIN_WORK_PER_THREAD`` threads, at least 1 and at most ``cpus`` (default: the CPUs this process may run
+    on). Whether they pay on this machine now is for :func:`blas_threads` to measure.
 
     >>> from prelens.nn import mlp
     >>> choose_blas_threads(mlp(4, [8, 3]).init(0), np.zeros((16, 4)), cpus=2)
@@ -120,19 +108,18 @@ def choose_blas_threads(params: Any, batch: Any, *, cpus: int | None = None) -> 
 def _probe(ctl: Any, params: Any, batch: Any, threads: int, repeats: int = 9) -> int:
     """``threads`` if the step's largest product runs faster on that many threads than on one, else 1.
 
-    Each side runs the product for about 4 ms at a time, the two sides alternating,
-    ``repeats`` times (the first of each is a warm-up). ``threads`` must win every
-    time, by 10% of one thread's median: on a busy machine some of its blocks wait for a
-    descheduled helper thread, and one such block is enough to keep one thread, the
-    choice that cannot lose much (a wrong one thread costs at most what the helper would
-    have saved; a wrong two costs up to three times the step).
+    Each side runs the product for about 4 ms at a time, the two sides alternating, ``repeats`` times (the first of
+    each is a warm-up). ``threads`` must win every time, by 10% of one thread's median: on a busy machine some of
+    its blocks wait for a descheduled helper thread, and one such block is enough to keep one thread, the choice
+    that cannot lose much (a wrong one thread costs at most what the helper would have saved; a wrong two costs up
+    to three times the step).
     """
+    if threads <= 1:
+        return 1
     rows, (k, n), dt = _largest(params, batch)
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((rows, k)).astype(dt), rng.standard_normal((k, n)).astype(dt)
     out = np.empty((rows, n), dt)
-    if threads <= 1:
-        return 1
     seconds: dict[int, list[float]] = {1: [], threads: []}
     inner = 1
     for r in range(repeats):
@@ -150,27 +137,19 @@ def _probe(ctl: Any, params: Any, batch: Any, threads: int, repeats: int = 9) ->
     return threads
 
 
-def _from_env() -> int | None:
-    """``PRELENS_BLAS_THREADS`` as a number (``None`` when unset or ``auto``)."""
-    raw = os.environ.get(ENV, "").strip()
-    if raw in ("", "auto"):
-        return None
-    if raw.isdigit() and int(raw) >= 1:
-        return int(raw)
-    raise E.bad_argument("blas_threads", f"the environment variable {ENV}", raw, "a number of threads >= 1, or auto")
-
-
 def resolve_threads(threads: int | str, params: Any = None, batch: Any = None) -> int | str | None:
-    """What :func:`blas_threads` sets: a number, ``"probe"`` (auto, more than one thread possible:
-    measure), or ``None`` (leave BLAS as it is)."""
+    """What :func:`blas_threads` sets: a number, ``"probe"`` (auto, more than one thread possible: measure), or
+    ``None`` (leave BLAS as it is)."""
     if isinstance(threads, str) and threads == "auto":
-        chosen = _from_env()
-        if chosen is not None:
-            return chosen
+        raw = os.environ.get(ENV, "").strip()
+        if raw.isdigit() and int(raw) >= 1:
+            return int(raw)
+        if raw not in ("", "auto"):
+            expected = "a number of threads >= 1, or auto"
+            raise E.bad_argument("blas_threads", f"the environment variable {ENV}", raw, expected)
         if any(os.environ.get(name) for name in USER_ENV) or params is None or batch is None:
             return None
-        most = choose_blas_threads(params, batch)
-        return "probe" if most > 1 else 1
+        return "probe" if choose_blas_threads(params, batch) > 1 else 1
     if isinstance(threads, (int, np.integer)) and not isinstance(threads, bool) and threads >= 1:
         return int(threads)
     raise E.bad_argument("blas_threads", "threads", threads, "a number of threads >= 1, or 'auto'")
@@ -180,14 +159,12 @@ def resolve_threads(threads: int | str, params: Any = None, batch: Any = None) -
 def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any = None) -> Iterator[int]:
     """Run the block with ``threads`` BLAS threads (``"auto"``: chosen for ``params`` and ``batch`` here and now).
 
-    Yields the number of threads the block runs with; the previous number is
-    restored after it. ``"auto"`` uses ``PRELENS_BLAS_THREADS`` when set; leaves
-    BLAS alone when the user set ``OPENBLAS_NUM_THREADS`` (or its kin) or gave no
-    ``params``/``batch``; gives small products one thread; and otherwise times the
-    step's largest product on one thread and on :func:`choose_blas_threads` threads,
-    alternating, for about 80 ms, and keeps the larger number only if it won every
-    time (so a machine whose cores are busy gets one). The choice is made once, when
-    the block starts.
+    Yields the number of threads the block runs with; the previous number is restored after it. ``"auto"`` uses
+    ``PRELENS_BLAS_THREADS`` when set; leaves BLAS alone when the user set ``OPENBLAS_NUM_THREADS`` (or its kin) or
+    gave no ``params``/``batch``; gives small products one thread; and otherwise times the step's largest product on
+    one thread and on :func:`choose_blas_threads` threads, alternating, for about 80 ms, and keeps the larger number
+    only if it won every time (so a machine whose cores are busy gets one). The choice is made once, when the block
+    starts.
 
     >>> from prelens.nn import mlp
     >>> net = mlp(4, [8, 3])
@@ -218,15 +195,12 @@ _RETAINED: list[bool] = []
 def retain_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory for reuse; True if done (now or before), False elsewhere.
 
-    Sets ``M_MMAP_THRESHOLD`` to 32 MiB and ``M_TRIM_THRESHOLD`` to 256 MiB
-    (``mallopt``), so that the arrays a training step frees are reused by the next
-    step instead of being returned to the system and faulted back in page by page.
-    It is for the whole process and is not undone (the memory a process holds then
-    shrinks only when more than 256 MiB lie free at the top of its heap); the
-    environment variables ``MALLOC_MMAP_THRESHOLD_=33554432`` and
-    ``MALLOC_TRIM_THRESHOLD_=268435456`` do the same from outside. On a system
-    without glibc it does nothing and returns False. ``prelens train`` and
-    ``prelens bench`` call it.
+    Sets ``M_MMAP_THRESHOLD`` to 32 MiB and ``M_TRIM_THRESHOLD`` to 256 MiB (``mallopt``), so that the arrays a
+    training step frees are reused by the next step instead of being returned to the system and faulted back in page
+    by page. It is for the whole process and is not undone (the memory a process holds then shrinks only when more
+    than 256 MiB lie free at the top of its heap); the environment variables ``MALLOC_MMAP_THRESHOLD_=33554432`` and
+    ``MALLOC_TRIM_THRESHOLD_=268435456`` do the same from outside. On a system without glibc it does nothing and
+    returns False. ``prelens train`` and ``prelens bench`` call it.
 
     >>> retain_freed_memory() in (True, False)
     True

@@ -1,15 +1,12 @@
 """One training step: forward, the trace with ``da = 1``, and an optimiser update.
 
-The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss
-lens takes the ground truth as its *parameter*, so the composite's parameters
-are ``(targets, model_params)`` (the later lens first) and its input is the
-batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns
-a pullback; seeding it with ``da = 1`` gives ``((d_targets, d_params), d_xs)``,
-of which the optimiser takes ``d_params`` only.
+The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss lens takes the ground truth as its
+*parameter*, so the composite's parameters are ``(targets, model_params)`` (the later lens first) and its input is
+the batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns a pullback; seeding it with
+``da = 1`` gives ``((d_targets, d_params), d_xs)``, of which the optimiser takes ``d_params`` only.
 
-An optimiser lens of :mod:`prelens.learn` makes the whole step one lens,
-``learner(model, loss, optimizer)``: one ``vjp`` and one pullback of ``()``.
-:func:`step_of` composes either form once; :func:`step`, ``fit`` and the
+An optimiser lens of :mod:`prelens.learn` makes the whole step one lens, ``learner(model, loss, optimizer)``: one
+``vjp`` and one pullback of ``()``. :func:`step_of` composes either form once; :func:`step`, ``fit`` and the
 compiled step of :func:`~prelens.train.compile_step` all run it.
 """
 
@@ -45,12 +42,10 @@ def value_and_grad(
 ) -> tuple[float, Tree]:
     """The loss of ``model`` on ``batch = (xs, targets)`` and its gradient in ``params``.
 
-    ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its
-    parameter (e.g. integer labels for ``softmax_cross_entropy``). The gradient
-    is a tree shaped like ``params``. With ``key`` (an int in ``[0, 2**64)``) a
-    model with dropout runs in training mode on ``with_dropout(params, key)``,
-    and its gradient comes back through ``without_dropout`` (shaped like
-    ``params``); without it, dropout is off.
+    ``xs`` has a leading batch axis, ``targets`` is what ``loss`` takes as its parameter (e.g. integer labels for
+    ``softmax_cross_entropy``). The gradient is a tree shaped like ``params``. With ``key`` (an int in
+    ``[0, 2**64)``) a model with dropout runs in training mode on ``with_dropout(params, key)``, and its gradient
+    comes back through ``without_dropout`` (shaped like ``params``); without it, dropout is off.
 
     >>> import numpy as np
     >>> from prelens import PreLens
@@ -62,39 +57,28 @@ def value_and_grad(
     """
     model = as_lens("value_and_grad", "model", model)
     loss = as_lens("value_and_grad", "loss", loss)
-    batch = _args.batch("value_and_grad", batch)
-    if key is None:
-        return value_and_grad_of(model >> loss, params, batch)
-    value, grads = value_and_grad_of(model >> loss, with_dropout(params, key), batch)
-    return value, without_dropout(grads)
+    xs, targets = _args.batch("value_and_grad", batch)
+    value, grads = _value_and_grad(model >> loss, params if key is None else with_dropout(params, key), xs, targets)
+    return float(value), grads if key is None else without_dropout(grads)
 
 
-def value_and_grad_of(trained: AnyLens, params: Tree, batch: Batch) -> tuple[float, Tree]:
-    """:func:`value_and_grad` of the composite ``trained = model >> loss``, built once by the caller."""
-    xs, targets = batch
+def _value_and_grad(trained: AnyLens, params: Tree, xs: Any, targets: Any) -> tuple[Any, Tree]:
+    """The loss of ``trained = model >> loss`` (unconverted: a tracer under JAX) and its gradient in ``params``."""
     value, pullback = vjp(trained, (targets, params), xs)
     (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
-    return float(value), grads
+    return value, grads
 
 
 def step(
-    model: AnyLens,
-    loss: AnyLens,
-    params: Tree,
-    batch: Batch,
-    optimizer: Any,
-    state: Any,
-    *,
-    key: int | None = None,
+    model: AnyLens, loss: AnyLens, params: Tree, batch: Batch, optimizer: Any, state: Any, *, key: int | None = None
 ) -> tuple[Tree, Any, float]:
     """One optimiser step on ``batch = (xs, targets)``: ``(new_params, new_state, loss_value)``.
 
-    ``optimizer``: an optimiser of :mod:`prelens.learn` (``state`` from its
-    ``init``), or its lens ``opt.lens`` (``state`` from
-    :func:`prelens.learn.init_state`; the step is one pullback of ``learner(model, loss,
-    optimizer)``). ``loss_value`` is the loss at ``params`` (before the update).
-    Pure: the arguments are not modified. ``key``: dropout on for this step
-    (see :func:`value_and_grad`). ``fit`` takes this very step for each batch.
+    ``optimizer``: an optimiser of :mod:`prelens.learn` (``state`` from its ``init``), or its lens ``opt.lens``
+    (``state`` from :func:`prelens.learn.init_state`; the step is one pullback of
+    ``learner(model, loss, optimizer)``). ``loss_value`` is the loss at ``params`` (before the update). Pure: the
+    arguments are not modified. ``key``: dropout on for this step (see :func:`value_and_grad`). ``fit`` takes this
+    very step for each batch.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -121,10 +105,9 @@ def step(
 def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None = None) -> Core:
     """The step of ``model >> loss`` (plus ``penalty``) and ``optimizer``, composed once.
 
-    Returns ``core(params, state, xs, targets, check=None) -> (new_params,
-    new_state, loss)``, the loss unconverted (a JAX tracer while JAX compiles
-    it). With a plain optimiser ``check(loss, grads)`` runs between the
-    gradient and the update.
+    Returns ``core(params, state, xs, targets, check=None) -> (new_params, new_state, loss)``, the loss unconverted
+    (a JAX tracer while JAX compiles it). With a plain optimiser ``check(loss, grads)`` runs between the gradient
+    and the update.
     """
     if lens_form:
         step_lens = learner(model, loss, optimizer, penalty=penalty)
@@ -134,8 +117,7 @@ def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, pena
     def by_gradient(
         params: Tree, state: Any, xs: Any, targets: Any, check: Check | None = None
     ) -> tuple[Tree, Any, Any]:
-        value, pullback = vjp(trained, (targets, params), xs)
-        (_, grads), _ = pullback(1.0)  # da = 1: the plain gradient of the loss
+        value, grads = _value_and_grad(trained, params, xs, targets)
         if check is not None:
             check(value, grads)
         new_params, new_state = optimizer.update(grads, state, params)

@@ -13,7 +13,7 @@ import pytest
 
 from prelens import DTypeError, ShapeError, StructureError
 from prelens.backend._arrays import namespace, namespace_name
-from prelens.nn import mse, pointwise, softmax, softmax_cross_entropy, squared_distance, tanh
+from prelens.nn import mse, pointwise, softmax, softmax_cross_entropy, squared_distance, tanh, token_cross_entropy
 
 
 def test_activation_deltas_of_another_library_dtype_or_shape_are_refused() -> None:
@@ -42,11 +42,22 @@ def test_a_user_activation_written_for_numpy_is_refused_on_another_library() -> 
 
 def test_a_loss_parameter_must_be_of_the_input_library() -> None:
     s = xs.zeros((3, 4), dtype=xs.float64)
-    with pytest.raises(StructureError, match=r"mse: ground truth must be an array f64\[3,4\] \(array_api_strict, "):
+    with pytest.raises(
+        StructureError,
+        match=r"^mse: ground truth: expected an array f64\[3,4\] \(array_api_strict, the library, dtype and shape of the "
+        r"input\), got f64\[3,4\]$",
+    ):
         mse.fwd(np.zeros((3, 4)), s)
-    with pytest.raises(DTypeError, match=r"squared_distance: ground truth: expected f64\[3,4\], got f32\[3,4\]"):
+    with pytest.raises(
+        DTypeError,
+        match=r"^squared_distance: ground truth: expected f64\[3,4\] \(dtype and shape of the input\), got f32\[3,4\]",
+    ):
         squared_distance.fwd(xs.zeros((3, 4), dtype=xs.float32), s)
-    with pytest.raises(StructureError, match=r"labels must be an integer array i64\[3\] \(array_api_strict, "):
+    with pytest.raises(
+        StructureError,
+        match=r"^softmax_cross_entropy: labels: expected an array int\[3\] \(array_api_strict, the library and leading "
+        r"axes of the logits\), got i64\[3\]$",
+    ):
         softmax_cross_entropy.fwd(np.array([0, 1, 2]), s)
 
 
@@ -56,10 +67,30 @@ def test_labels_of_another_library_are_checked_while_their_values_are_known() ->
         softmax_cross_entropy.fwd(xs.asarray([0, 4, 1]), s)
     with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got -1"):
         softmax_cross_entropy.fwd(xs.asarray([0, -1, 1]), s)
-    with pytest.raises(DTypeError, match=r"labels: expected integer class indices i64\[3\], got f64\[3\]"):
+    with pytest.raises(
+        DTypeError,
+        match=r"^softmax_cross_entropy: labels: expected int\[3\] \(leading axes of the logits\), got f64\[3\]",
+    ):
         softmax_cross_entropy.fwd(xs.asarray([0.0, 1.0, 1.0]), s)
-    with pytest.raises(ShapeError, match=r"labels: expected i64\[3\] .* got i64\[2\]"):
+    with pytest.raises(ShapeError, match=r"softmax_cross_entropy: labels: expected int\[3\] .* got i64\[2\]"):
         softmax_cross_entropy.fwd(xs.asarray([0, 1]), s)
+
+
+def test_token_labels_are_data_numpy_labels_move_to_the_logits_library() -> None:
+    rng = np.random.default_rng(0)
+    logits, labels = rng.standard_normal((2, 3, 5)), np.array([[1, -1, 4], [0, 2, -1]])
+    ce, s = token_cross_entropy(), xs.asarray(logits)
+    m, value = ce.fwd(labels, s)
+    same_m, same_value = ce.fwd(xs.asarray(labels), s)
+    assert _strict(value) and float(value) == float(same_value) == float(ce.fwd(labels, logits)[1])
+    dp, ds = ce.bwd(m, 1.0)
+    assert _strict(dp) and _strict(ds) and np.array_equal(np.asarray(ds), np.asarray(ce.bwd(same_m, 1.0)[1]))
+    with pytest.raises(
+        DTypeError, match=r"^token_cross_entropy: labels: expected int\[2,3\] \(leading axes of the logits\), got f64"
+    ):
+        ce.fwd(np.zeros((2, 3)), s)
+    with pytest.raises(StructureError, match=r"^token_cross_entropy: labels must lie in \[0, 5\) .*, got 5$"):
+        ce.fwd(np.array([[1, 5, 0], [0, 0, 0]]), s)
 
 
 @pytest.mark.parametrize("loss", [squared_distance, mse, softmax_cross_entropy], ids=repr)

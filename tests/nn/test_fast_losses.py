@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import DTypeError, ShapeError, StructureError
+from prelens import DTypeError, ShapeError, StructureError, forward
 from prelens.faithful import loss_l
-from prelens.nn import mse, softmax_cross_entropy, squared_distance
+from prelens.nn import mlp, mse, softmax_cross_entropy, squared_distance, token_cross_entropy
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
 
@@ -100,22 +100,84 @@ def test_labels_out_of_range_or_malformed_are_errors_naming_the_lens():
         softmax_cross_entropy.fwd(np.array([0, 4, 1]), s)
     with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got -1"):
         softmax_cross_entropy.fwd(np.array([0, -1, 1]), s)
-    with pytest.raises(DTypeError, match=r"softmax_cross_entropy: labels: expected integer class indices"):
+    with pytest.raises(
+        DTypeError,
+        match=r"^softmax_cross_entropy: labels: expected int\[3\] \(leading axes of the logits\), got f64\[3\]$",
+    ):
         softmax_cross_entropy.fwd(np.array([0.0, 1.0, 1.0]), s)
-    with pytest.raises(ShapeError, match=r"labels: expected i64\[3\] .* got i64\[2\]"):
+    with pytest.raises(ShapeError, match=r"softmax_cross_entropy: labels: expected int\[3\] .* got i64\[2\]"):
         softmax_cross_entropy.fwd(np.array([0, 1]), s)
-    with pytest.raises(StructureError, match=r"labels must be an integer array"):
+    with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels: expected an array int\[3\] .* got list"):
         softmax_cross_entropy.fwd([0, 1, 2], s)
+    with pytest.raises(
+        DTypeError, match=r"^softmax_cross_entropy: logits: expected float\[\.\.\.,classes\], got i64\[3,4\]$"
+    ):
+        softmax_cross_entropy.fwd(np.array([0, 1, 2]), np.zeros((3, 4), np.int64))
 
 
 def test_bad_regression_targets_are_reported():
     s = np.zeros((3, 2))
-    with pytest.raises(ShapeError, match=r"mse: ground truth: expected the input's shape \(3, 2\), got f64\[2,3\]"):
+    with pytest.raises(
+        ShapeError, match=r"^mse: ground truth: expected f64\[3,2\] \(dtype and shape of the input\), got f64\[2,3\]$"
+    ):
         mse.fwd(np.zeros((2, 3)), s)
-    with pytest.raises(DTypeError, match=r"squared_distance: ground truth: expected f64\[3,2\], got f32\[3,2\]"):
+    with pytest.raises(
+        DTypeError,
+        match=r"^squared_distance: ground truth: expected f64\[3,2\] \(dtype and shape of the input\), got f32",
+    ):
         squared_distance.fwd(np.zeros((3, 2), np.float32), s)
     with pytest.raises(DTypeError, match=r"mse: input: expected a float array"):
         mse.fwd(np.zeros((3, 2), np.int64), np.zeros((3, 2), np.int64))
+
+
+def test_token_labels_and_logits_are_named_in_errors():
+    ce, s = token_cross_entropy(), np.zeros((2, 3, 5))
+    with pytest.raises(
+        DTypeError,
+        match=r"^token_cross_entropy: labels: expected int\[2,3\] \(leading axes of the logits\), got f64\[2,3\]$",
+    ):
+        ce.fwd(np.zeros((2, 3)), s)
+    with pytest.raises(ShapeError, match=r"^token_cross_entropy: labels: expected int\[2,3\] .*, got i64\[3,2\]$"):
+        ce.fwd(np.zeros((3, 2), np.int64), s)
+    with pytest.raises(
+        DTypeError, match=r"^token_cross_entropy: logits: expected float\[\.\.\.,vocab\], got i64\[2,3,5\]$"
+    ):
+        ce.fwd(np.zeros((2, 3), np.int64), np.zeros((2, 3, 5), np.int64))
+    with pytest.raises(
+        StructureError,
+        match=r"^token_cross_entropy\(ignore_index=0\): labels must lie in \[0, 5\) or equal ignore_index=0, got -1$",
+    ):
+        token_cross_entropy(ignore_index=0).fwd(np.array([[0, -1, 2], [0, 0, 0]]), s)
+    with pytest.raises(
+        StructureError, match=r"^token_cross_entropy: the residue must be the one this lens's forward pass"
+    ):
+        ce.bwd((s, np.zeros((2, 3), np.int64)), 1.0)
+
+
+def test_token_labels_of_any_integer_dtype_count_where_not_ignored():
+    rng = np.random.default_rng(0)
+    s, labels = rng.standard_normal((2, 3, 5)), np.array([[1, 4, 0], [2, 2, 3]])
+    ce = token_cross_entropy()
+    value = ce.fwd(labels, s)[1]
+    assert ce.fwd(labels.astype(np.uint8), s)[1] == value  # unsigned: nothing equals ignore_index=-1
+    assert ce.fwd(labels.astype(np.int32), s)[1] == value
+    dp, ds = ce.bwd(ce.fwd(labels.astype(np.uint8), s)[0], 1.0)
+    assert dp.dtype == np.uint8 and not dp.any() and ds.shape == s.shape
+
+
+def test_a_model_with_a_loss_names_the_loss_and_its_ground_truth():
+    net = mlp(3, [4, 2])
+    p, xs = net.init(0), np.zeros((2, 3))
+    with pytest.raises(
+        DTypeError,
+        match=r"^softmax_cross_entropy: labels: expected int\[2\] \(leading axes of the logits\), got f64\[2\]\n"
+        r"  in mlp\(.*\) >> softmax_cross_entropy: part 1 \(softmax_cross_entropy\)$",
+    ):
+        forward(net >> softmax_cross_entropy, (np.array([0.0, 1.0]), p), xs)
+    with pytest.raises(
+        ShapeError, match=r"^mse: ground truth: expected f64\[2,2\] \(dtype and shape of the input\), got f64\[2,3\]\n"
+    ):
+        forward(net >> mse, (np.zeros((2, 3)), p), xs)
 
 
 @pytest.mark.parametrize("loss", [squared_distance, mse, softmax_cross_entropy], ids=repr)

@@ -1,23 +1,23 @@
 """Benchmarks: each lens-built training step against hand-written numpy, timed in the same run.
 
-* :mod:`prelens.bench.mlp`: the fast MLP (784-256-128-10 at batch 128,
+* :mod:`prelens_bench.mlp`: the fast MLP (784-256-128-10 at batch 128,
   4-8-8-3 at batch 16) and chains of n identity lenses;
-* :mod:`prelens.bench.lm`: the decoder-only language model of issue 5;
-* :mod:`prelens.bench.tambara`: the blog's TriLens route at real sizes (no numpy twin: it
+* :mod:`prelens_bench.lm`: the decoder-only language model of issue 5;
+* :mod:`prelens_bench.tambara`: the blog's TriLens route at real sizes (no numpy twin: it
   reports build and pass times, peak memory and counted work, and the TriLens route against
   the pre-lens route).
 
-* :mod:`prelens.bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
+* :mod:`prelens_bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
-* :mod:`prelens.bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
-  accuracy reproduced (``python -m prelens.bench.mnist1d``; not imported by this package, so that
+* :mod:`prelens_bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
+  accuracy reproduced (``python -m prelens_bench.mnist1d``; not imported by this package, so that
   ``-m`` runs it cleanly);
-* :mod:`prelens.bench.memory`: peak memory of a long-sequence LM step, plain and with each
+* :mod:`prelens_bench.memory`: peak memory of a long-sequence LM step, plain and with each
   block rematerialised (:func:`prelens.nn.remat`), beside :class:`prelens.tambara.Cost`'s residue bytes;
-* :mod:`prelens.bench.profile`: where prelens's step spends its time, lens by lens
+* :mod:`prelens_bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``);
-* :mod:`prelens.bench.scaling`: how the LM step grows with sequence length, width, batch and
+* :mod:`prelens_bench.scaling`: how the LM step grows with sequence length, width, batch and
   depth in prelens (numpy, JAX) and the peers, and the memory along the sequence
   (``prelens bench --scaling``: a table and a PNG).
 
@@ -26,9 +26,9 @@ then times them interleaved and reports median times and their ratios. Run them
 with ``OPENBLAS_NUM_THREADS=1 python -m prelens bench``.
 """
 
-from prelens.bench.lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
-from prelens.bench.memory import MemoryRow, memory_rows, memory_table, remat_lm
-from prelens.bench.mlp import (
+from prelens_bench.lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
+from prelens_bench.memory import MemoryRow, memory_rows, memory_table, remat_lm
+from prelens_bench.mlp import (
     CASES,
     ChainResult,
     MlpCase,
@@ -41,7 +41,7 @@ from prelens.bench.mlp import (
     time_chains,
     time_mlp_step,
 )
-from prelens.bench.peers import (
+from prelens_bench.peers import (
     DEFAULT_PEERS,
     JAX_JIT,
     MATMUL_FLOOR,
@@ -59,8 +59,8 @@ from prelens.bench.peers import (
     make_problem,
     run_peers,
 )
-from prelens.bench.profile import Profile, ProfileRow, profile_step
-from prelens.bench.scaling import (
+from prelens_bench.profile import Profile, ProfileRow, profile_step
+from prelens_bench.scaling import (
     PRELENS_NUMPY,
     SCALING_AXES,
     SCALING_GRIDS,
@@ -71,7 +71,7 @@ from prelens.bench.scaling import (
     ScalingRow,
     run_scaling,
 )
-from prelens.bench.tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
+from prelens_bench.tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
 
 __all__ = [
     "CASES",

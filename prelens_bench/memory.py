@@ -27,7 +27,8 @@ from prelens.core._trace import vjp
 from prelens.core._tree import tree_leaves
 from prelens.nn._embedding import positional_embedding, token_embedding
 from prelens.nn._linear import dense
-from prelens.nn._transformer import LMParams, decoder_lm, encoder_block, token_cross_entropy
+from prelens.nn._losses import token_cross_entropy
+from prelens.nn._transformer import LMParams, decoder_lm, encoder_block
 from prelens.nn._transformer_wiring import remat, reparam
 from prelens.tambara import Cost, to_tamb
 
@@ -155,5 +156,5 @@ def memory_table(rows: list[MemoryRow]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m prelens.bench.memory
+if __name__ == "__main__":  # python -m prelens_bench.memory
     print(memory_table(memory_rows()))

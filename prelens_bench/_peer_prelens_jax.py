@@ -1,6 +1,6 @@
 """prelens itself on JAX, compiled: the same lenses as the ``prelens`` column, one :func:`compile_step`.
 
-The model and loss are the ``prelens`` column's own (:func:`prelens.bench.peers.trained_parts`);
+The model and loss are the ``prelens`` column's own (:func:`prelens_bench.peers.trained_parts`);
 :func:`prelens.train.compile_step` traces forward, backward and the SGD update
 into one ``jax.jit`` program. The step is timed as a user's loop runs it: the
 parameters and optimiser state passed in are the previous call's outputs (JAX
@@ -10,11 +10,11 @@ batch=True)``, before the loop.
 Two checks run before anything is timed: the gradient (the same compiled
 forward and backward, with an "optimiser" that returns the gradient as the
 new parameters, so nothing is divided by the learning rate) is compared with
-numpy's by :func:`~prelens.bench.check_peer_gradients` as every peer's is, and
+numpy's by :func:`~prelens_bench.check_peer_gradients` as every peer's is, and
 the timed program's first update with numpy's ``sgd`` update from the same
 weights.
 
-Imported only by :data:`prelens.bench.peers.PRELENS_JAX` (``jax`` is the optional extra ``peers``).
+Imported only by :data:`prelens_bench.peers.PRELENS_JAX` (``jax`` is the optional extra ``peers``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from prelens.learn import sgd
 from prelens.train import compile_step
 
 if TYPE_CHECKING:
-    from prelens.bench._problem import PeerStep, Problem
+    from prelens_bench._problem import PeerStep, Problem
 
 try:
     import jax
@@ -51,8 +51,8 @@ class _GradientOut:
 
 
 def prepare(problem: Problem) -> PeerStep:
-    """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in prelens on JAX, compiled and checked here."""
-    from prelens.bench._problem import PeerStep, check_peer_gradients, trained_parts
+    """The :class:`~prelens_bench.peers.PeerStep` of ``problem`` in prelens on JAX, compiled and checked here."""
+    from prelens_bench._problem import PeerStep, check_peer_gradients, trained_parts
 
     model, loss = trained_parts(problem.case)
     opt = sgd(problem.lr)

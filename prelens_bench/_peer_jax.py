@@ -5,7 +5,7 @@ JAX pytrees as they are); ``jax.value_and_grad`` and the SGD update
 ``p − lr·g`` are compiled together into one XLA program, as a JAX user writes
 a training step. float64 cases switch on ``jax_enable_x64`` (for the process).
 
-Imported only by :func:`prelens.bench.peers.JAX_JIT` (``jax`` is the optional extra ``peers``).
+Imported only by :func:`prelens_bench.peers.JAX_JIT` (``jax`` is the optional extra ``peers``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.bench.lm import LMConfig
 from prelens.nn._dot_attention import MASKED
+from prelens_bench.lm import LMConfig
 
 if TYPE_CHECKING:
-    from prelens.bench._problem import PeerStep, Problem
+    from prelens_bench._problem import PeerStep, Problem
 
 try:
     import jax
@@ -75,8 +75,8 @@ def _lm_loss(cfg: LMConfig) -> Any:
 
 
 def prepare(problem: Problem) -> PeerStep:
-    """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in JAX, compiled once here."""
-    from prelens.bench._problem import PeerStep
+    """The :class:`~prelens_bench.peers.PeerStep` of ``problem`` in JAX, compiled once here."""
+    from prelens_bench._problem import PeerStep
 
     if np.dtype(problem.case.dtype) == np.float64:
         jax.config.update("jax_enable_x64", True)

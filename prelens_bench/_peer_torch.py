@@ -5,7 +5,7 @@ library's fused causal attention (``scaled_dot_product_attention``), ``loss.back
 and ``torch.optim.SGD``. The weights are copied in from prelens's layout
 (``nn.Linear`` stores ``Wᵀ``), the gradients copied back out into it.
 
-Imported only by :func:`prelens.bench.peers.TORCH_EAGER` (``torch`` is the optional extra ``peers``).
+Imported only by :func:`prelens_bench.peers.TORCH_EAGER` (``torch`` is the optional extra ``peers``).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prelens import errors as E
-from prelens.bench.lm import LMConfig
 from prelens.nn import DenseParams
 from prelens.nn._attention import AttentionParams
 from prelens.nn._norm import LayerNormParams
 from prelens.nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams
+from prelens_bench.lm import LMConfig
 
 if TYPE_CHECKING:
-    from prelens.bench._problem import PeerStep, Problem
+    from prelens_bench._problem import PeerStep, Problem
 
 try:
     import torch
@@ -69,8 +69,8 @@ def _norm_grad(ln: Any) -> LayerNormParams:
 
 
 def prepare(problem: Problem, threads: int) -> PeerStep:
-    """The :class:`~prelens.bench.peers.PeerStep` of ``problem`` in PyTorch eager, on ``threads`` threads."""
-    from prelens.bench._problem import PeerStep
+    """The :class:`~prelens_bench.peers.PeerStep` of ``problem`` in PyTorch eager, on ``threads`` threads."""
+    from prelens_bench._problem import PeerStep
 
     torch.set_num_threads(max(1, threads))
     dt = torch.float64 if np.dtype(problem.case.dtype) == np.float64 else torch.float32

@@ -1,6 +1,6 @@
 """Where a training step's time goes, lens by lens: its matrix products against everything else.
 
-:func:`profile_step` builds the step of a :class:`~prelens.bench.peers.PeerCase`
+:func:`profile_step` builds the step of a :class:`~prelens_bench.peers.PeerCase`
 (forward, backward, SGD update) with every lens's ``fwd`` and ``bwd`` wrapped
 in a timer, runs it, and charges each call its *exclusive* time (its own, less
 the lenses it calls). Lenses are grouped by kind (``linear``, ``layer_norm``,
@@ -9,7 +9,7 @@ the lenses it calls). Lenses are grouped by kind (``linear``, ``layer_norm``,
 residual connection that adds around its inner lens) are one row, *composition*,
 and so are the wiring lenses (``copy_l``, ``add_l``, ``id_pre_lens``, the isos).
 The matrix products of each kind, run alone into preallocated outputs
-(:mod:`prelens.bench._floor`), are its *matmul* column; the rest of its time is
+(:mod:`prelens_bench._floor`), are its *matmul* column; the rest of its time is
 everything else it does: elementwise work, softmax, normalisation, copies,
 reshapes of heads, allocation, its checks, Python.
 
@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from prelens.bench._floor import tagged_products
-from prelens.bench._timing import peak_bytes, time_interleaved
-from prelens.bench.lm import LMConfig
-from prelens.bench.peers import PeerCase, make_problem
 from prelens.core import _lens
 from prelens.core._lens import PreLens
 from prelens.core._trace import vjp
 from prelens.learn import sgd
+from prelens_bench._floor import tagged_products
+from prelens_bench._timing import peak_bytes, time_interleaved
+from prelens_bench.lm import LMConfig
+from prelens_bench.peers import PeerCase, make_problem
 
 __all__ = ["Profile", "ProfileRow", "profile_step"]
 

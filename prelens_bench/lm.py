@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prelens.bench._timing import time_interleaved
 from prelens.core._trace import vjp
 from prelens.core._tree import tree_first_difference, tree_leaves, tree_paths
 from prelens.errors import law_violation
@@ -34,8 +33,10 @@ from prelens.nn._attention import AttentionParams
 from prelens.nn._dot_attention import MASKED
 from prelens.nn._fastcheck import Array
 from prelens.nn._linear import DenseParams
+from prelens.nn._losses import token_cross_entropy
 from prelens.nn._norm import LayerNormParams
-from prelens.nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams, decoder_lm, token_cross_entropy
+from prelens.nn._transformer import EncoderBlockParams, FeedForwardParams, LMParams, decoder_lm
+from prelens_bench._timing import time_interleaved
 
 __all__ = ["HandLM", "LMConfig", "lm_benchmark_rows", "run_lm_benchmark"]
 

@@ -11,7 +11,7 @@ passes (the number of places the plumbing visited: it grows linearly, or the cos
 Then the training step of the TriLens route is timed against the pre-lens route
 ``batch_n(n, from_tamb(mlp))`` on the same network, interleaved.
 
-Run with ``OPENBLAS_NUM_THREADS=1 python -m prelens.bench.tambara``.
+Run with ``OPENBLAS_NUM_THREADS=1 python -m prelens_bench.tambara``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from prelens.bench._timing import peak_bytes, time_interleaved
 from prelens.core._combinators import batch_n
 from prelens.core._trace import vjp
 from prelens.faithful import init_mlp, make_mlp
@@ -31,6 +30,7 @@ from prelens.faithful._loss import loss_l
 from prelens.tambara import _program
 from prelens.tambara._program import Program
 from prelens.tambara._trilens import AnyTriLens, from_tamb, interpret
+from prelens_bench._timing import peak_bytes, time_interleaved
 
 __all__ = ["TambaraRow", "count_work", "tambara_routes", "tambara_sweep"]
 

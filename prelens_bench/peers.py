@@ -7,13 +7,13 @@ the same batch, in float64 and float32:
 
 * the MLP 784-256-128-10 at batch 128 and the MLP 4-8-8-3 at batch 16 (``tanh``
   on every layer, mean squared error);
-* the decoder-only language model of :mod:`prelens.bench.lm` (vocab 64,
+* the decoder-only language model of :mod:`prelens_bench.lm` (vocab 64,
   sequence 32, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16).
 
 A *step* is forward, backward and a plain SGD update, each side in its own
 idiom: prelens with :func:`~prelens.vjp` and :func:`prelens.learn.sgd` (fresh
-parameter arrays every step); numpy by hand (:func:`~prelens.bench.numpy_mlp_grads`,
-:class:`~prelens.bench.HandLM`) updating in place; PyTorch with ``torch.nn``
+parameter arrays every step); numpy by hand (:func:`~prelens_bench.numpy_mlp_grads`,
+:class:`~prelens_bench.HandLM`) updating in place; PyTorch with ``torch.nn``
 modules, ``loss.backward()`` and ``torch.optim.SGD``; JAX with
 ``jax.value_and_grad`` and the update in one ``jax.jit``-compiled function;
 **prelens JAX** is the ``prelens`` column's model and loss on JAX arrays, the step
@@ -27,7 +27,7 @@ Before anything is timed, every peer's gradient at the shared weights is
 checked equal to prelens's (relative to each leaf's largest entry: ``1e-9`` in
 float64, ``1e-4`` in float32); a mismatch is a :class:`~prelens.LawError`
 naming the peer, the case and the tree path. Then the steps of one case run
-interleaved (:func:`~prelens.bench._timing.time_interleaved`), and the table
+interleaved (:func:`~prelens_bench._timing.time_interleaved`), and the table
 gives medians, the ratios that matter (prelens against each peer, and prelens JAX
 against JAX jit and PyTorch eager) and prelens's peak memory per step.
 
@@ -51,8 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from prelens.bench._floor import matmul_floor
-from prelens.bench._problem import (
+from prelens.core._trace import vjp
+from prelens.core._tree import tree_paths
+from prelens.learn import sgd
+from prelens_bench._floor import matmul_floor
+from prelens_bench._problem import (
     PeerCase,
     PeerStep,
     Problem,
@@ -61,12 +64,9 @@ from prelens.bench._problem import (
     make_problem,
     trained_parts,
 )
-from prelens.bench._timing import peak_bytes, time_interleaved
-from prelens.bench.lm import HandLM, LMConfig
-from prelens.bench.mlp import numpy_mlp_grads
-from prelens.core._trace import vjp
-from prelens.core._tree import tree_paths
-from prelens.learn import sgd
+from prelens_bench._timing import peak_bytes, time_interleaved
+from prelens_bench.lm import HandLM, LMConfig
+from prelens_bench.mlp import numpy_mlp_grads
 
 __all__ = [
     "DEFAULT_PEERS",
@@ -250,13 +250,13 @@ def _module_missing(name: str) -> Callable[[], str | None]:
 
 
 def _prepare_torch(problem: Problem) -> PeerStep:
-    from prelens.bench._peer_torch import prepare
+    from prelens_bench._peer_torch import prepare
 
     return prepare(problem, _threads())
 
 
 def _prepare_jax(problem: Problem) -> PeerStep:
-    from prelens.bench._peer_jax import prepare
+    from prelens_bench._peer_jax import prepare
 
     return prepare(problem)
 
@@ -268,7 +268,7 @@ JAX_JIT = Peer("JAX jit", _prepare_jax, _module_missing("jax"))
 
 
 def _prepare_prelens_jax(problem: Problem) -> PeerStep:
-    from prelens.bench._peer_prelens_jax import prepare
+    from prelens_bench._peer_prelens_jax import prepare
 
     return prepare(problem)
 

@@ -24,7 +24,7 @@ import numpy as np
 from prelens.nn._fastcheck import Array
 
 if TYPE_CHECKING:
-    from prelens.bench._problem import PeerCase
+    from prelens_bench._problem import PeerCase
 
 __all__ = ["matmul_floor", "tagged_products"]
 
@@ -38,7 +38,7 @@ def matmul_floor(case: PeerCase, params: Any, seed: int = 0) -> Callable[[], Non
     ``params`` gives the weight matrices (prelens's layout); the activations are
     random arrays of the right shapes.
 
-    >>> from prelens.bench._problem import PeerCase, make_problem
+    >>> from prelens_bench._problem import PeerCase, make_problem
     >>> case = PeerCase((4, 8, 3), "float64", 16)
     >>> matmul_floor(case, make_problem(case).params)()
     """
@@ -59,7 +59,7 @@ def tagged_products(case: PeerCase, params: Any, seed: int = 0) -> list[tuple[st
     attention's ``W_Q``, ``W_K``, ``W_V``), ``linear`` (its ``W_O``),
     ``scaled_dot_product_attention`` (the scores and the weighted sum), ``feed_forward``.
     """
-    from prelens.bench.lm import LMConfig
+    from prelens_bench.lm import LMConfig
 
     rng = np.random.default_rng(seed)
     dt = np.dtype(case.dtype)

@@ -53,12 +53,12 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.bench._timing import peak_bytes, time_interleaved
 from prelens.core._combinators import chain
 from prelens.core._lens import AnyLens, id_pre_lens
 from prelens.core._trace import vjp
 from prelens.learn import sgd
 from prelens.nn import DenseParams, mlp, mse
+from prelens_bench._timing import peak_bytes, time_interleaved
 
 __all__ = [
     "CASES",
