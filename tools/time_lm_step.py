@@ -5,7 +5,7 @@ Usage::
     python tools/time_lm_step.py /work/main [--rounds 15] [--steps 20] [--seq 32] [--threads 1]
 
 One worker process per checkout, each importing its own ``prelens`` and building the step of
-:mod:`prelens.bench.lm` (vocab 64, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16; ``--seq`` the
+:mod:`prelens_bench.lm` (vocab 64, d_model 64, 4 heads, FFN 256, 2 blocks, batch 16; ``--seq`` the
 sequence length) in float64 and float32 from the same seed. Rounds alternate which worker runs
 first; in each round a worker reports the median of ``--steps`` steps, in wall-clock time and in
 the process's CPU time (with one BLAS thread, the CPU time moves less when other programs load the
@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER = """
 import json, sys, time
 import numpy as np
-from prelens.bench.lm import LMConfig, _lens_step
+try:
+    from prelens_bench.lm import LMConfig, _lens_step
+except ImportError:  # a checkout from before the benchmarks left the package
+    from prelens.bench.lm import LMConfig, _lens_step
 cfg = LMConfig(seq_len=int(sys.argv[1]))
 steps = {}
 for dt in ("float64", "float32"):

@@ -24,7 +24,7 @@ is a bound on its maximum read from the small factors, not a search of the row.
 Memory (numpy): the weights ``A`` are the residue's only ``T×T`` array, and the
 backward pass holds one more, ``dS``, for at most :data:`CHUNK_BYTES` of rows at
 a time (blocks over the leading axes, each written in place), so that in a
-long-sequence step (:mod:`prelens.bench.memory`) the backward pass adds a few
+long-sequence step (``prelens_bench.memory``) the backward pass adds a few
 MB to the residue, not another ``B·h·T²`` array or two. Property tests check it
 equal to the four lenses composed.
 """
@@ -36,13 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from prelens import errors as E
-from prelens.backend._arrays import copy, device, dtype_name, is_array, namespace, namespace_name, same_library
+from prelens.backend._arrays import copy, device, namespace
 from prelens.core import _args as A
-from prelens.core._check import Arr, Expects, Like
+from prelens.core._check import Arr, Expects, Like, Same
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, input_error, shape_str
+from prelens.nn._fastcheck import Array, check_size
 from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["MASKED", "scaled_dot_product_attention"]
@@ -90,36 +89,6 @@ def keep_like(x: Array, tq: int, tk: int) -> Array:
     return keep
 
 
-def float_like(x: Any, ref: Array) -> bool:
-    """``x`` is an array of ``ref``'s library (numpy or not) and of its dtype."""
-    if isinstance(ref, np.ndarray):
-        return isinstance(x, np.ndarray) and x.dtype == ref.dtype
-    return not isinstance(x, np.ndarray) and is_array(x) and x.dtype == ref.dtype
-
-
-def output_delta_error(lens: str, da: Any, like: Array, shape: tuple[int, ...]) -> E.PrelensError:
-    """The error for an output delta that is not an array of ``like``'s library and dtype, of ``shape``.
-
-    >>> output_delta_error("weighted_sum", np.zeros(2), np.zeros(1), (2, 3))
-    ShapeError('weighted_sum: output delta: expected f64[2,3], got f64[2]')
-    """
-    dt = numpy_dtype(like.dtype)
-    expected = shape_str(dt, shape)
-    if is_array(da) and isinstance(da, np.ndarray) != isinstance(like, np.ndarray):  # another library's
-        lib = "numpy" if isinstance(like, np.ndarray) else namespace_name(namespace(like))
-        return E.must_be(lens, "output delta", f"a {lib} array {expected}", E.describe(da))
-    return input_error(lens, "output delta", da, expected, dt)
-
-
-def numpy_dtype(dt: Any) -> np.dtype[Any]:
-    """A numpy dtype named as the dtype ``dt`` of any library (for the error messages).
-
-    >>> numpy_dtype(np.dtype(np.float32))
-    dtype('float32')
-    """
-    return dt if isinstance(dt, np.dtype) else np.dtype(dtype_name(dt))
-
-
 def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
     """The order of axes that swaps the two after ``n_lead`` leading ones: ``(..., T, h, d) -> (..., h, T, d)``.
 
@@ -127,13 +96,6 @@ def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
     (0, 2, 1, 3)
     """
     return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
-
-
-def swap_last(x: Array) -> Array:
-    """``x`` with its last two axes swapped (numpy: ``swapaxes``, a view; others: ``.mT``)."""
-    if isinstance(x, np.ndarray):
-        return x.swapaxes(-1, -2)
-    return x.mT
 
 
 def causal_keep(tq: int, tk: int) -> Array:
@@ -200,38 +162,30 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
             return (), _chunked_deltas(q, k, v, a, do, causal, scale)
         return (), _deltas(q, k, v, a, do, causal, scale)
 
-    qk = Arr(None, ..., None, dk)
-    rows = Arr(None, ..., None, None)
+    f, b = Same("F"), Same("B")  # one float dtype (and library), the same leading axes
+    qk, rows = Arr(f, b, None, dk), Arr(f, b, None, None)
     expects = Expects(params=(), input=((qk, qk), rows), residue=(qk, qk, rows, rows), delta=Like(_output_like))
     return PreLens(fwd, bwd, name, expects=expects)
 
 
 #: The backward pass on numpy holds ``dS`` for at most this many bytes of ``T×T`` blocks at a time
 #: (``(4, 4, 512, 512)`` float64: one of its 16 matrices per block, a few calls each; more would not lower
-#: the peak of a long-sequence LM step, :mod:`prelens.bench.memory`, whose feed-forward backward pass is as high).
+#: the peak of a long-sequence LM step, ``prelens_bench.memory``, whose feed-forward backward pass is as high).
 CHUNK_BYTES = 1 << 21
 
 
 def _agree(qk: tuple[Array, Array], v: Array) -> None:
-    """What the input's pattern cannot say (``(Q, K)`` a tuple, as :func:`attention_scores` takes it; one library
-    and dtype; the same leading axes; ``T_k >= 1``): a ``ValueError`` otherwise, which the core reports."""
-    q, k = qk
-    if type(qk) is not tuple or not all(same_library(x, q) and x.dtype == q.dtype for x in (k, v)):
-        raise ValueError("Q, K and V must be arrays of one library and one float dtype, (Q, K) a tuple")
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and k.shape[-2] == v.shape[-2] >= 1):
-        raise ValueError("Q, K and V must have the same leading axes, and K and V the same T_k >= 1")
+    """What the input's pattern cannot say (``(Q, K)`` a tuple, as :func:`attention_scores` takes it; ``T_k >= 1``
+    keys in K and V): a ``ValueError`` otherwise, which the core reports naming the lens."""
+    if type(qk) is not tuple or not (qk[1].shape[-2] == v.shape[-2] >= 1):
+        raise ValueError("((Q, K), V) must be a tuple of a tuple, K and V of the same T_k >= 1 keys")
 
 
 def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
     """The output delta's template and shape, read from a residue ``(Q, K, V, A)`` whose parts agree (a
     ``ValueError`` otherwise: the core reports a residue this lens did not make)."""
     q, k, v, a = m
-    if not (
-        all(same_library(x, a) and x.dtype == a.dtype for x in (q, k, v))
-        and a.shape == (*q.shape[:-1], k.shape[-2])
-        and v.shape[:-1] == k.shape[:-1]
-        and q.shape[:-2] == k.shape[:-2]
-    ):
+    if not (a.shape == (*q.shape[:-1], k.shape[-2]) and v.shape[-2] == k.shape[-2]):  # the rest is declared
         raise ValueError("a residue whose parts disagree")
     return a, (*a.shape[:-1], v.shape[-1])
 
@@ -267,28 +221,16 @@ def _deltas(
     """
     xp = namespace(a)
     ds = do @ _transposed(v)  # dA
-    ds -= _row_dot(ds, a)[..., None]
+    ds -= xp.vecdot(ds, a)[..., None]  # the row sums of dA ⊙ A, without a temporary (as fast as einsum)
     ds *= a
     tq, tk = a.shape[-2:]
     if causal and tq > tk:  # rows with every key hidden have uniform weights, and no score delta
         ds = xp.where(keep_like(ds, tq, tk), ds, xp.zeros_like(ds))
     dq = ds @ k
     dq *= scale
-    dk_ = swap_last(ds) @ q
+    dk_ = ds.mT @ q
     dk_ *= scale
-    return (dq, dk_), swap_last(a) @ do
-
-
-def _row_dot(x: Array, y: Array) -> Array:
-    """``Σ_j x_ij y_ij`` for each row, without an ``x ⊙ y`` temporary: the standard's ``vecdot``; on numpy
-    ``einsum``, as fast (and in numpy 1.x, which has no ``vecdot``).
-
-    >>> _row_dot(np.array([[1.0, 2.0]]), np.array([[3.0, 4.0]]))
-    array([11.])
-    """
-    if type(x) is np.ndarray:
-        return np.einsum("...ij,...ij->...i", x, y)  # type: ignore[no-any-return]
-    return namespace(x).vecdot(x, y)  # type: ignore[no-any-return]
+    return (dq, dk_), a.mT @ do
 
 
 def _chunked_deltas(

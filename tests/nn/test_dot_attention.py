@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import ShapeError, StructureError, chain, copy_l, id_pre_lens
+from prelens import DTypeError, ShapeError, StructureError, chain, copy_l, id_pre_lens
 from prelens.core import tree_allclose
 from prelens.core._iso import unassoc_l
 from prelens.nn import (
@@ -150,10 +150,11 @@ def test_bad_inputs_residues_and_deltas_are_errors_naming_the_lens():
     name = r"scaled_dot_product_attention\(d_k=2, causal\)"
     for bad, error, says in (
         (((np.ones((1, 3, 3)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), ShapeError, r"input at \[0\]\[0\]: expected"),
-        (((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 3, 5))), StructureError, "the same leading axes"),
-        (((np.ones((2, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), StructureError, "the same leading axes"),
-        (((np.ones((1, 3, 2)), np.ones((1, 4, 2), np.float32)), np.ones((1, 4, 5))), StructureError, "one float dtype"),
-        (((np.ones((1, 3, 2)), np.ones((1, 0, 2))), np.ones((1, 0, 5))), StructureError, "T_k >= 1"),
+        (((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 3, 5))), StructureError, "the same T_k >= 1"),
+        (((np.ones((2, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), ShapeError, r"input at \[0\]\[1\]: .*leading"),
+        (((np.ones((1, 3, 2)), np.ones((1, 4, 2), np.float32)), np.ones((1, 4, 5))), DTypeError, r"\(dtype and"),
+        (((np.ones((1, 3, 2)), np.ones((1, 0, 2))), np.ones((1, 0, 5))), StructureError, "the same T_k >= 1"),
+        ([[np.ones((1, 3, 2)), np.ones((1, 4, 2))], np.ones((1, 4, 5))], StructureError, "a tuple of a tuple"),
         ((np.ones((1, 3, 2)), np.ones((1, 4, 5))), StructureError, r"input at \[0\]: expected tuple of 2"),
         (None, StructureError, "input: expected tuple of 2, got None"),
     ):
