@@ -6,18 +6,27 @@ The seeds' attention pipeline, after the projections, is four small lenses
     ((Q, K), V) ─attention_scores ⊗ id─> (S, V) ─[causal_mask ⊗ id]─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
 
 :func:`scaled_dot_product_attention` is that composite in one Python call per
-pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``: the
-scores are an array it makes, so it masks them and turns them into weights in
-place; the scale ``1/√d_k`` is applied to the smaller of the two factors; each
-row's maximum and sum are the fast ones of :mod:`prelens.nn._rows`; and its
-backward pass needs no mask (the weights of hidden keys are exactly 0, so are
-their score deltas). Property tests prove it equal to the four lenses composed.
+pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``. Its
+backward pass is one formula for every library (:func:`_deltas`; it needs no
+mask but for wholly hidden rows: the weights of hidden keys are exactly 0, so are
+their score deltas).
+Its forward pass is the array API standard's, branch-free so that ``jax.jit``
+traces it (:func:`_weights`: hidden scores replaced with ``where``, each row
+shifted by its exact maximum), and on numpy arrays a path of its own
+(:func:`_numpy_weights`) that pays (``tools/time_sdpa_paths.py``, CPU time
+under load): 2.4x (float32) and 2.5x (float64) faster on the LM's attention
+``(16, 4, 32, 16)``, 2.1-2.4x at ``(4, 4, 512, 16)``, where its peak is one
+``T×T`` array, not three (37 MB against 101 in float64). The scores are an array it
+makes, so it masks them and turns them into weights in place; the scale
+``1/√d_k`` is applied to the smaller of the two factors; and each row's shift
+is a bound on its maximum read from the small factors, not a search of the row.
 
-On arrays of another library (PyTorch, JAX, ``array_api_strict``) it runs the
-array API standard only, and branch-free, so that ``jax.jit`` traces it: the
-scores masked with ``where`` and shifted by each row's exact maximum (the path
-numpy takes for huge or non-finite scores), rows of ``-inf`` lifted to
-:data:`MASKED` by a ``where`` on "is any row's maximum not finite".
+Memory (numpy): the weights ``A`` are the residue's only ``T×T`` array, and the
+backward pass holds one more, ``dS``, for at most :data:`CHUNK_BYTES` of rows at
+a time (blocks over the leading axes, each written in place), so that in a
+long-sequence step (``prelens_bench.memory``) the backward pass adds a few
+MB to the residue, not another ``B·h·T²`` array or two. Property tests check it
+equal to the four lenses composed.
 """
 
 from __future__ import annotations
@@ -27,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from prelens import errors as E
-from prelens.backend._arrays import copy, device, dtype_name, is_array, is_float, namespace, namespace_name
+from prelens.backend._arrays import copy, device, namespace
 from prelens.core import _args as A
+from prelens.core._check import Arr, Expects, Like, Same
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, input_error, residue_error, shape_str
+from prelens.nn._fastcheck import Array, check_size
 from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["MASKED", "scaled_dot_product_attention"]
@@ -80,36 +89,6 @@ def keep_like(x: Array, tq: int, tk: int) -> Array:
     return keep
 
 
-def float_like(x: Any, ref: Array) -> bool:
-    """``x`` is an array of ``ref``'s library (numpy or not) and of its dtype."""
-    if isinstance(ref, np.ndarray):
-        return isinstance(x, np.ndarray) and x.dtype == ref.dtype
-    return not isinstance(x, np.ndarray) and is_array(x) and x.dtype == ref.dtype
-
-
-def output_delta_error(lens: str, da: Any, like: Array, shape: tuple[int, ...]) -> E.PrelensError:
-    """The error for an output delta that is not an array of ``like``'s library and dtype, of ``shape``.
-
-    >>> output_delta_error("weighted_sum", np.zeros(2), np.zeros(1), (2, 3))
-    ShapeError('weighted_sum: output delta: expected f64[2,3], got f64[2]')
-    """
-    dt = numpy_dtype(like.dtype)
-    expected = shape_str(dt, shape)
-    if is_array(da) and isinstance(da, np.ndarray) != isinstance(like, np.ndarray):  # another library's
-        lib = "numpy" if isinstance(like, np.ndarray) else namespace_name(namespace(like))
-        return E.must_be(lens, "output delta", f"a {lib} array {expected}", E.describe(da))
-    return input_error(lens, "output delta", da, expected, dt)
-
-
-def numpy_dtype(dt: Any) -> np.dtype[Any]:
-    """A numpy dtype named as the dtype ``dt`` of any library (for the error messages).
-
-    >>> numpy_dtype(np.dtype(np.float32))
-    dtype('float32')
-    """
-    return dt if isinstance(dt, np.dtype) else np.dtype(dtype_name(dt))
-
-
 def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
     """The order of axes that swaps the two after ``n_lead`` leading ones: ``(..., T, h, d) -> (..., h, T, d)``.
 
@@ -117,13 +96,6 @@ def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
     (0, 2, 1, 3)
     """
     return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
-
-
-def swap_last(x: Array) -> Array:
-    """``x`` with its last two axes swapped (numpy: ``swapaxes``, a view; others: ``.mT``)."""
-    if isinstance(x, np.ndarray):
-        return x.swapaxes(-1, -2)
-    return x.mT
 
 
 def causal_keep(tq: int, tk: int) -> Array:
@@ -170,105 +142,60 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
     causal = A.flag("scaled_dot_product_attention", "causal", causal)
     name = f"scaled_dot_product_attention(d_k={dk}{', causal' if causal else ''})"
     scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
-    masks: dict[tuple[int, int, np.dtype[Any]], tuple[Array, Array]] = {}
-
-    def mask(tq: int, tk: int, dt: np.dtype[Any]) -> tuple[Array, Array]:
-        """``(hide, keep)`` of one shape and dtype: ``hide`` is 0 where kept and MASKED where hidden,
-        ``keep`` 1 where kept and 0 where hidden (both read-only, made once)."""
-        key = (tq, tk, dt)
-        found = masks.get(key)
-        if found is None:
-            kept = causal_keep(tq, tk)
-            found = np.where(kept, dt.type(0), dt.type(masked_value(dt))), kept.astype(dt)
-            for a in found:
-                a.flags.writeable = False
-            if len(masks) < 64:
-                masks[key] = found
-        return found
 
     def fwd(p: tuple[()], qkv: tuple[tuple[Array, Array], Array]) -> tuple[AttentionResidue, Array]:
-        q, k, v = _inputs(name, dk, qkv)
-        if not isinstance(q, np.ndarray):  # another library: the standard's functions, branch-free
-            a = _generic_weights(q, k, causal, scale)
-            kept_ = (copy(q), copy(k), copy(v)) if copy_input else (q, k, v)
-            return (*kept_, a), a @ v
-        qs = np.multiply(q, scale)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
-        s = qs @ _transposed(k)
-        tq, tk = s.shape[-2:]
-        # The softmax's shift, per row: not the row's maximum (a slow search over short rows) but
-        # Cauchy-Schwarz's bound on it, |Q_i/√d_k|·max_j |K_j| over the keys row i sees (two passes
-        # over Q and K, the small arrays; a running maximum under the mask, so that no row depends
-        # on a later key even in its rounding). exp then never overflows; a bound so far above a
-        # row's maximum that the row's sum underflows (below 1e-18), or scores beyond 1e13 (where
-        # s + MASKED stops being MASKED exactly), or a row whose keys are all hidden, send the pass
-        # to the exact maximum below.
-        shift = row_sum(qs * qs)
-        kk = row_sum(k * k)
-        if causal and tq <= tk:
-            shift *= np.maximum.accumulate(kk, axis=-1)[..., tk - tq :]
+        qk, v = qkv
+        _agree(qk, v)
+        q, k = qk
+        if type(q) is np.ndarray:
+            a = _numpy_weights(q, k, causal, scale)
+            out = _weighted(a, v)
         else:
-            shift *= row_max(kk)[..., None]
-        np.sqrt(shift, out=shift)
-        fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
-        if fast:
-            if causal:
-                s += mask(tq, tk, s.dtype)[0]  # in place on the scores this lens made
-            s -= shift[..., None]
-            _exp(s, causal, tq, tk, mask)
-            total = row_sum(s)
-            fast = not total.size or total.min() >= 1e-18
-        if not fast:
-            s = _exact_scores(qs, k, causal, tq, tk)
-            s -= row_max(s)[..., None]
-            np.exp(s, out=s)
-            total = row_sum(s)
-        s /= total[..., None]
-        kept = (q.copy(), k.copy(), v.copy()) if copy_input else (q, k, v)  # never the caller's arrays
-        return (*kept, s), _weighted(s, v)
+            a = _weights(q, k, causal, scale)
+            out = a @ v
+        kept = (copy(q), copy(k), copy(v)) if copy_input else (q, k, v)  # never the caller's arrays
+        return (*kept, a), out
 
     def bwd(m: AttentionResidue, do: Array) -> tuple[tuple[()], tuple[tuple[Array, Array], Array]]:
-        try:
-            q, k, v, a = m
-            ok = (
-                all(x.dtype == a.dtype for x in (q, k, v))
-                and is_float(a)
-                and q.ndim == k.ndim == v.ndim == a.ndim >= 2
-                and q.shape[-1] == dk == k.shape[-1]
-                and a.shape == (*q.shape[:-1], k.shape[-2])
-                and v.shape[:-1] == k.shape[:-1]
-                and q.shape[:-2] == k.shape[:-2]
-            )
-        except (TypeError, ValueError, AttributeError):
-            ok = False
-        if not ok:
-            raise residue_error(name, m)
-        out_shape = (*a.shape[:-1], v.shape[-1])
-        if not (float_like(do, a) and do.shape == out_shape):
-            raise output_delta_error(name, do, a, out_shape)
-        if not isinstance(a, np.ndarray):
-            return (), _generic_deltas(q, k, v, a, do, causal, scale)
-        dv = a.swapaxes(-1, -2) @ do
-        ds = do @ _transposed(v)  # dA; then, in place, dS = A ⊙ (dA − Σ_j dA ⊙ A)
-        ds -= np.einsum("...ij,...ij->...i", ds, a)[..., None]  # the row sums, without a temporary
-        ds *= a
-        tq, tk = a.shape[-2:]
-        if causal and tq > tk:  # rows with every key hidden have uniform weights, and no score delta
-            ds *= mask(tq, tk, ds.dtype)[1]
-        dq = ds @ k
-        dq *= scale
-        dk_ = ds.swapaxes(-1, -2) @ q
-        dk_ *= scale
-        return (), ((dq, dk_), dv)
+        q, k, v, a = m
+        if type(a) is np.ndarray and a.ndim > 2 and a.nbytes > CHUNK_BYTES:
+            return (), _chunked_deltas(q, k, v, a, do, causal, scale)
+        return (), _deltas(q, k, v, a, do, causal, scale)
 
-    return PreLens(fwd, bwd, name)
+    f, b = Same("F"), Same("B")  # one float dtype (and library), the same leading axes
+    qk, rows = Arr(f, b, None, dk), Arr(f, b, None, None)
+    expects = Expects(params=(), input=((qk, qk), rows), residue=(qk, qk, rows, rows), delta=Like(_output_like))
+    return PreLens(fwd, bwd, name, expects=expects)
 
 
-def _generic_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
-    """The attention weights on another library's arrays: the exact path, without a branch on values.
+#: The backward pass on numpy holds ``dS`` for at most this many bytes of ``T×T`` blocks at a time
+#: (``(4, 4, 512, 512)`` float64: one of its 16 matrices per block, a few calls each; more would not lower
+#: the peak of a long-sequence LM step, ``prelens_bench.memory``, whose feed-forward backward pass is as high).
+CHUNK_BYTES = 1 << 21
 
-    As numpy's exact path: hidden scores replaced by the mask value, and, when some
-    row's maximum is not finite (a row of ``-inf``), every score lifted to
-    :data:`MASKED`; then each row shifted by its maximum, ``exp``, normalised.
+
+def _agree(qk: tuple[Array, Array], v: Array) -> None:
+    """What the input's pattern cannot say (``(Q, K)`` a tuple, as :func:`attention_scores` takes it; ``T_k >= 1``
+    keys in K and V): a ``ValueError`` otherwise, which the core reports naming the lens."""
+    if type(qk) is not tuple or not (qk[1].shape[-2] == v.shape[-2] >= 1):
+        raise ValueError("((Q, K), V) must be a tuple of a tuple, K and V of the same T_k >= 1 keys")
+
+
+def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
+    """The output delta's template and shape, read from a residue ``(Q, K, V, A)`` whose parts agree (a
+    ``ValueError`` otherwise: the core reports a residue this lens did not make)."""
+    q, k, v, a = m
+    if not (a.shape == (*q.shape[:-1], k.shape[-2]) and v.shape[-2] == k.shape[-2]):  # the rest is declared
+        raise ValueError("a residue whose parts disagree")
+    return a, (*a.shape[:-1], v.shape[-1])
+
+
+def _weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
+    """The attention weights, on arrays of any library: the array API standard's functions, branch-free.
+
+    Hidden scores replaced by the mask value, and, when some row's maximum is not
+    finite (a row of ``-inf``), every score lifted to :data:`MASKED`; then each row
+    shifted by its maximum, ``exp``, normalised (numpy's exact path does the same).
     """
     xp = namespace(q)
     s = (q * scale) @ k.mT
@@ -283,49 +210,148 @@ def _generic_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
     return weights
 
 
-def _generic_deltas(
+def _deltas(
     q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
 ) -> tuple[tuple[Array, Array], Array]:
-    """``((dQ, dK), dV)`` on another library's arrays: the numpy backward pass, without ``out=``."""
+    """``((dQ, dK), dV)``, on arrays of any library: ``dA = dO Vᵀ``, ``dS = A ⊙ (dA − Σ_j dA ⊙ A)``,
+    ``dQ = dS K / √d_k``, ``dK = dSᵀ Q / √d_k``, ``dV = Aᵀ dO``.
+
+    ``dS`` is made here, and updated in place (a JAX array is rebound, not written):
+    one ``T×T`` array at a time.
+    """
     xp = namespace(a)
-    da = do @ v.mT
-    ds = (da - xp.sum(da * a, axis=-1, keepdims=True)) * a  # dS = A ⊙ (dA − Σ_j dA ⊙ A)
+    ds = do @ _transposed(v)  # dA
+    ds -= xp.vecdot(ds, a)[..., None]  # the row sums of dA ⊙ A, without a temporary (as fast as einsum)
+    ds *= a
     tq, tk = a.shape[-2:]
     if causal and tq > tk:  # rows with every key hidden have uniform weights, and no score delta
-        ds = ds * xp.astype(keep_like(ds, tq, tk), ds.dtype)
-    return ((ds @ k) * scale, (ds.mT @ q) * scale), a.mT @ do
+        ds = xp.where(keep_like(ds, tq, tk), ds, xp.zeros_like(ds))
+    dq = ds @ k
+    dq *= scale
+    dk_ = ds.mT @ q
+    dk_ *= scale
+    return (dq, dk_), a.mT @ do
 
 
-def _exp(s: Array, causal: bool, tq: int, tk: int, mask: Any) -> None:
-    """``exp`` in place on shifted scores.
+def _chunked_deltas(
+    q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
+) -> tuple[tuple[Array, Array], Array]:
+    """:func:`_deltas` of numpy arrays in blocks over the leading axes (the first ones an index at a time
+    while one index is over :data:`CHUNK_BYTES`): ``dS`` is then one block's, not the whole ``(..., T_q, T_k)``."""
+    dq, dk_, dv = (np.empty(x.shape, x.dtype) for x in (q, k, v))
+    cut = 1
+    while cut < a.ndim - 2 and a[(0,) * cut].nbytes > CHUNK_BYTES:
+        cut += 1
+    step = max(1, CHUNK_BYTES // a[(0,) * cut].nbytes)
+    for lead in np.ndindex(a.shape[: cut - 1]):
+        for i in range(0, a.shape[cut - 1], step):
+            at = (*lead, slice(i, i + step))
+            (dq[at], dk_[at]), dv[at] = _deltas(q[at], k[at], v[at], a[at], do[at], causal, scale)
+    return (dq, dk_), dv
 
-    float64 exp is up to 8x slower on arguments below -708 (where it underflows), and
-    every hidden score is one: under a causal mask exp runs on arguments clamped at
-    -700, and the hidden weights are then set to exactly 0 (a kept score 700 below its
-    row's shift gets e^-700 ≈ 1e-304 instead of a smaller number: 0 to any use).
+
+# ---------------------------------------------------------------- numpy's forward pass
+
+#: Read-only masks, made once per shape and shared by every lens (see :func:`_mask`).
+_MASKS: dict[tuple[int, int, np.dtype[Any] | None], Array] = {}
+
+
+def _mask(tq: int, tk: int, dt: np.dtype[Any] | None = None) -> Array:
+    """:func:`causal_keep` (``dt`` None: multiplied into float64 weights), or the ``hide`` mask of the float
+    dtype ``dt``, 0 where kept and the mask value where hidden (added to float32 scores); read-only.
+
+    >>> _mask(2, 2, np.dtype(np.float32))
+    array([[ 0.e+00, -1.e+30],
+           [ 0.e+00,  0.e+00]], dtype=float32)
+    """
+    key = (tq, tk, dt)
+    found = _MASKS.get(key)
+    if found is None:
+        found = causal_keep(tq, tk)
+        if dt is not None:
+            found = np.where(found, dt.type(0), dt.type(masked_value(dt)))
+        found.flags.writeable = False
+        if len(_MASKS) < 16:  # a few sequence lengths in a program: keep them; never grow without bound
+            _MASKS[key] = found
+    return found
+
+
+def _numpy_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
+    """:func:`_weights` of numpy arrays: one ``T×T`` array, made by the scores' product and turned into the
+    weights in place."""
+    qs = np.multiply(q, scale)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
+    kt = _transposed(k)
+    s = qs @ kt
+    tq, tk = s.shape[-2:]
+    # The softmax's shift, per row: not the row's maximum (a slow search over short rows) but
+    # Cauchy-Schwarz's bound on it, |Q_i/√d_k|·max_j |K_j| over the keys row i sees (two passes
+    # over Q and K, the small arrays; a running maximum under the mask, so that no row depends
+    # on a later key even in its rounding). exp then never overflows; a bound so far above a
+    # row's maximum that the row's sum underflows (below 1e-18), or scores beyond 1e13 (where
+    # s + MASKED stops being MASKED exactly), or a row whose keys are all hidden, send the pass
+    # to the exact maximum below.
+    shift = row_sum(qs * qs)
+    kk = row_sum(k * k)
+    if causal and tq <= tk:
+        shift *= np.maximum.accumulate(kk, axis=-1)[..., tk - tq :]
+    else:
+        shift *= row_max(kk)[..., None]
+    np.sqrt(shift, out=shift)
+    fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
+    if fast:
+        s -= shift[..., None]
+        _exp(s, causal, tq, tk)
+        total = row_sum(s)
+        fast = not total.size or total.min() >= 1e-18
+    if not fast:  # the exact path, in the same buffer
+        np.matmul(qs, kt, out=s)
+        if causal:
+            np.copyto(s, s.dtype.type(masked_value(s.dtype)), where=~causal_keep(tq, tk))
+        if not np.isfinite(row_max(s)).all():  # rows of -inf: weights as for MASKED (as softmax does)
+            np.maximum(s, MASKED, out=s)
+        s -= row_max(s)[..., None]
+        np.exp(s, out=s)
+        total = row_sum(s)
+    s /= total[..., None]
+    return s
+
+
+def _exp(s: Array, causal: bool, tq: int, tk: int) -> None:
+    """``exp`` in place on shifted scores, hidden ones (under a causal mask) to exactly 0.
+
+    float32: the hidden scores get the mask value added first (their ``exp`` is 0). float64
+    exp is up to 8x slower on arguments below -708 (where it underflows), and every hidden
+    score would be one: there exp runs on arguments clipped to [-700, 700] (a hidden score may
+    lie above its row's shift, which bounds the kept ones only), and the hidden weights are then
+    set to exactly 0 (a kept score 700 below its row's shift gets e^-700 ≈ 1e-304 instead of a
+    smaller number: 0 to any use).
     """
     if causal and s.dtype == np.float64:
-        np.maximum(s, -700.0, out=s)
+        np.clip(s, -700.0, 700.0, out=s)
         np.exp(s, out=s)
-        s *= mask(tq, tk, s.dtype)[1]
-    else:
-        np.exp(s, out=s)
+        s *= _mask(tq, tk)  # a bool mask: as fast as a float one, 1/8 of its bytes
+        return
+    if causal:
+        s += _mask(tq, tk, s.dtype)
+    np.exp(s, out=s)
 
 
 def _transposed(x: Array) -> Array:
-    """``x`` with its last two axes swapped, for the second factor of a product: contiguous when
+    """``x`` with its last two axes swapped, for the second factor of a product: on numpy contiguous when
     there are leading axes (numpy's stacked ``matmul`` runs a transposed second factor at half
     speed: 44 µs on ``(16, 4, 32, 16)`` float32 keys, against 23 for the product and 11 for the copy).
 
     >>> _transposed(np.arange(6.0).reshape(1, 3, 2)).flags.c_contiguous
     True
     """
+    if type(x) is not np.ndarray:
+        return x.mT
     return np.ascontiguousarray(x.swapaxes(-1, -2)) if x.ndim > 2 else x.swapaxes(-1, -2)
 
 
 def _weighted(a: Array, v: Array) -> Array:
-    """``A V``; with heads on an axis ``(..., h, T, d_v)``, written into a ``(..., T, h, d_v)`` array and
-    returned as its view, so that merging the heads after it is a reshape, not a copy."""
+    """``A V`` of numpy arrays; with heads on an axis ``(..., h, T, d_v)``, written into a ``(..., T, h, d_v)``
+    array and returned as its view, so that merging the heads after it is a reshape, not a copy."""
     if a.ndim < 3:
         out: Array = a @ v
         return out
@@ -334,44 +360,3 @@ def _weighted(a: Array, v: Array) -> Array:
     view = merged.swapaxes(-2, -3)
     np.matmul(a, v, out=view)
     return view
-
-
-def _exact_scores(qs: Array, k: Array, causal: bool, tq: int, tk: int) -> Array:
-    """The scores with hidden ones replaced (not shifted) by the mask value, and rows of ``-inf`` lifted."""
-    s = qs @ _transposed(k)
-    if causal:
-        np.copyto(s, s.dtype.type(masked_value(s.dtype)), where=~causal_keep(tq, tk))
-    if not np.isfinite(row_max(s)).all():  # rows of -inf: weights as for MASKED (as softmax does)
-        np.maximum(s, -1e30, out=s)
-    return s
-
-
-def _inputs(name: str, dk: int, qkv: Any) -> tuple[Array, Array, Array]:
-    """``((Q, K), V)``, checked: float arrays of one dtype, ``d_k`` features for Q and K, matching axes."""
-    try:
-        qk, v = qkv
-        q, k = qk
-        if isinstance(q, np.ndarray):  # numpy: the checks inline (this lens runs per layer per step)
-            same = isinstance(k, np.ndarray) and isinstance(v, np.ndarray) and q.dtype.kind == "f"
-            same = same and q.dtype == k.dtype == v.dtype
-        else:  # another library: float arrays of q's library and dtype
-            same = is_float(q) and float_like(k, q) and float_like(v, q)
-        ok = (
-            isinstance(qk, tuple)  # as attention_scores takes (Q, K)
-            and same
-            and q.ndim == k.ndim == v.ndim >= 2
-            and q.shape[-1] == dk == k.shape[-1]
-            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
-            and k.shape[-2] == v.shape[-2] >= 1
-        )
-    except (TypeError, ValueError):
-        ok = False
-    if ok:
-        return q, k, v
-    raise E.lens_shape_error(
-        name,
-        "input ((Q, K), V)",
-        f"Q (..., T_q, {dk}), K (..., T_k, {dk}), V (..., T_k, d_v) with T_k >= 1, of one float dtype "
-        "and the same leading axes",
-        E.describe_tree(qkv),
-    )

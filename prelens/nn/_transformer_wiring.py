@@ -129,9 +129,9 @@ def remat(lens: AnyLens) -> AnyLens:
     name = f"remat({lens!r})"
 
     def fwd_(p: Any, s: Any) -> tuple[Any, Any]:
-        m, a = fwd(p, s)
         if keeps_full_residues():  # Cost's reading of the residue without remat
-            return m, a
+            return fwd(p, s)
+        a = fwd(p, s)[1]  # the inner residue dropped at once, before the copies are made
         return tree_map(_copied, (p, s)), a  # a residue never aliases the caller's arrays
 
     def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:

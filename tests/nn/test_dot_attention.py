@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import ShapeError, StructureError, chain, copy_l, id_pre_lens
+from prelens import DTypeError, ShapeError, StructureError, chain, copy_l, id_pre_lens
+from prelens.core import tree_allclose
 from prelens.core._iso import unassoc_l
 from prelens.nn import (
     MASKED,
@@ -18,6 +19,7 @@ from prelens.nn import (
     scaled_dot_product_attention,
     softmax,
 )
+from prelens.nn import _dot_attention as dot_attention
 from prelens.nn._projections import projections
 from prelens.nn.composed import attention_scores, causal_mask, split_heads, weighted_sum
 from prelens.testing import check_lens_equal, check_pure, check_vjp, seeds
@@ -116,6 +118,22 @@ def test_the_residue_never_aliases_the_callers_arrays():
     assert not any(np.shares_memory(r, x) for r in m for x in (q, k, v))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lead", [(3,), (2, 3)])
+def test_the_backward_pass_in_blocks_of_rows_equals_the_whole(monkeypatch, lead, causal):
+    """numpy's backward pass holds dS for at most CHUNK_BYTES at a time (blocks over the leading axes)."""
+    rng = np.random.default_rng(7)
+    lens = scaled_dot_product_attention(3, causal=causal)
+    x = qkv(rng, lead, 5, 4, 3, 2)  # more queries than keys: under the mask, a row with every key hidden
+    m, out = lens.fwd((), x)
+    do = rng.standard_normal(out.shape)
+    whole = lens.bwd(m, do)
+    monkeypatch.setattr(dot_attention, "CHUNK_BYTES", 5 * 4 * 8)  # one (5, 4) matrix per block
+    assert tree_allclose(lens.bwd(m, do), whole, rtol=1e-14, atol=1e-15)
+    check_vjp(lens, (), x, rng=rng)
+    check_pure(lens, (), x, rng=rng)
+
+
 def test_multi_head_attention_runs_it_and_its_weights_are_probed():
     rng = np.random.default_rng(5)
     mha = multi_head_attention(8, 2, causal=True)
@@ -126,18 +144,21 @@ def test_multi_head_attention_runs_it_and_its_weights_are_probed():
 
 
 def test_bad_inputs_residues_and_deltas_are_errors_naming_the_lens():
+    """The declared patterns' errors, and the relations between Q, K and V that the core reports."""
     lens = scaled_dot_product_attention(2, causal=True)
     good = ((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 4, 5)))
     name = r"scaled_dot_product_attention\(d_k=2, causal\)"
-    for bad in (
-        ((np.ones((1, 3, 3)), np.ones((1, 4, 2))), np.ones((1, 4, 5))),  # d_k of Q
-        ((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 3, 5))),  # V's keys
-        ((np.ones((1, 3, 2)), np.ones((1, 4, 2), np.float32)), np.ones((1, 4, 5))),  # dtypes
-        ((np.ones((1, 3, 2)), np.ones((1, 0, 2))), np.ones((1, 0, 5))),  # no key
-        (np.ones((1, 3, 2)), np.ones((1, 4, 5))),  # not ((Q, K), V)
-        None,
+    for bad, error, says in (
+        (((np.ones((1, 3, 3)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), ShapeError, r"input at \[0\]\[0\]: expected"),
+        (((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 3, 5))), StructureError, "the same T_k >= 1"),
+        (((np.ones((2, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), ShapeError, r"input at \[0\]\[1\]: .*leading"),
+        (((np.ones((1, 3, 2)), np.ones((1, 4, 2), np.float32)), np.ones((1, 4, 5))), DTypeError, r"\(dtype and"),
+        (((np.ones((1, 3, 2)), np.ones((1, 0, 2))), np.ones((1, 0, 5))), StructureError, "the same T_k >= 1"),
+        ([[np.ones((1, 3, 2)), np.ones((1, 4, 2))], np.ones((1, 4, 5))], StructureError, "a tuple of a tuple"),
+        ((np.ones((1, 3, 2)), np.ones((1, 4, 5))), StructureError, r"input at \[0\]: expected tuple of 2"),
+        (None, StructureError, "input: expected tuple of 2, got None"),
     ):
-        with pytest.raises(ShapeError, match=rf"^{name}: input \(\(Q, K\), V\): expected Q"):
+        with pytest.raises(error, match=rf"^{name}: .*{says}"):
             lens.fwd((), bad)
     m, out = lens.fwd((), good)
     with pytest.raises(StructureError, match=rf"^{name}: the residue"):
