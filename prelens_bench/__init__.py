@@ -5,29 +5,30 @@
 * :mod:`prelens_bench.lm`: the decoder-only language model of issue 5;
 * :mod:`prelens_bench.tambara`: the blog's TriLens route at real sizes (no numpy twin: it
   reports build and pass times, peak memory and counted work, and the TriLens route against
-  the pre-lens route).
+  the pre-lens route; ``python -m prelens_bench.tambara``).
 
 * :mod:`prelens_bench.peers`: the same steps in prelens, by hand in numpy, in PyTorch
   eager, in JAX under ``jit``, prelens on JAX compiled by ``compile_step``, and the
   matmul floor (``prelens bench --peers``);
 * :mod:`prelens_bench.mnist1d`: the MNIST-1D paper's four models and protocol, its table of test
-  accuracy reproduced (``python -m prelens_bench.mnist1d``; not imported by this package, so that
-  ``-m`` runs it cleanly);
+  accuracy reproduced (``python -m prelens_bench.mnist1d``);
 * :mod:`prelens_bench.memory`: peak memory of a long-sequence LM step, plain and with each
-  block rematerialised (:func:`prelens.nn.remat`), beside :class:`prelens.tambara.Cost`'s residue bytes;
+  block rematerialised (:func:`prelens.nn.remat`), beside :class:`prelens.tambara.Cost`'s residue bytes
+  (``python -m prelens_bench.memory``);
 * :mod:`prelens_bench.profile`: where prelens's step spends its time, lens by lens
   (``prelens bench --profile``);
 * :mod:`prelens_bench.scaling`: how the LM step grows with sequence length, width, batch and
   depth in prelens (numpy, JAX) and the peers, and the memory along the sequence
   (``prelens bench --scaling``: a table and a PNG).
 
-Each checks the implementations' gradients equal before timing anything,
+The three modules run with ``python -m`` are not imported by this package (so that ``-m`` runs
+them cleanly): import their names from them. Each checks the implementations' gradients equal
+before timing anything,
 then times them interleaved and reports median times and their ratios. Run them
 with ``OPENBLAS_NUM_THREADS=1 python -m prelens bench``.
 """
 
 from prelens_bench.lm import HandLM, LMConfig, lm_benchmark_rows, run_lm_benchmark
-from prelens_bench.memory import MemoryRow, memory_rows, memory_table, remat_lm
 from prelens_bench.mlp import (
     CASES,
     ChainResult,
@@ -71,7 +72,6 @@ from prelens_bench.scaling import (
     ScalingRow,
     run_scaling,
 )
-from prelens_bench.tambara import TambaraRow, count_work, tambara_routes, tambara_sweep
 
 __all__ = [
     "CASES",
@@ -89,7 +89,6 @@ __all__ = [
     "ChainResult",
     "HandLM",
     "LMConfig",
-    "MemoryRow",
     "MlpCase",
     "MlpResult",
     "Peer",
@@ -105,24 +104,17 @@ __all__ = [
     "ScalingMemory",
     "ScalingReport",
     "ScalingRow",
-    "TambaraRow",
     "check_gradients",
     "check_peer_gradients",
-    "count_work",
     "lm_benchmark_rows",
     "make_problem",
-    "memory_rows",
-    "memory_table",
     "numpy_mlp_grads",
     "numpy_mlp_step",
     "profile_step",
-    "remat_lm",
     "run_benchmarks",
     "run_lm_benchmark",
     "run_peers",
     "run_scaling",
-    "tambara_routes",
-    "tambara_sweep",
     "time_chains",
     "time_mlp_step",
 ]

@@ -16,7 +16,6 @@ attention matrices; each block's forward pass runs again inside the backward one
 from __future__ import annotations
 
 import gc
-import tracemalloc
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from prelens.nn._losses import token_cross_entropy
 from prelens.nn._transformer import LMParams, decoder_lm, encoder_block
 from prelens.nn._transformer_wiring import remat, reparam
 from prelens.tambara import Cost, to_tamb
+from prelens_bench._timing import peak_bytes
 
 __all__ = ["MemoryRow", "memory_rows", "memory_table", "remat_lm"]
 
@@ -87,16 +87,14 @@ class MemoryRow:
 
 def _peak(lm: Any, loss: Any, params: Any, ids: Any, labels: Any) -> tuple[int, Any]:
     """Peak bytes allocated (above what is live before) by one forward and backward pass, and the gradient."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
+    out: list[Any] = []
+
+    def step() -> None:
         _, back = vjp(lm >> loss, (labels, params), ids)  # (later, earlier): the loss's parameter first
-        (_, dp), _ = back(1.0)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    return peak, dp
+        out.append(back(1.0)[0][1])
+
+    gc.collect()
+    return peak_bytes(step), out[0]
 
 
 def memory_rows(

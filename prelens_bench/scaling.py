@@ -40,14 +40,14 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
+from prelens.core._trace import vjp
 from prelens.nn._losses import token_cross_entropy
 from prelens.nn._transformer import decoder_lm
 from prelens.tambara import Cost, to_tamb
 from prelens_bench import peers as P
 from prelens_bench._problem import PeerCase, PeerStep, Problem, check_peer_gradients, make_problem, measured_only
-from prelens_bench._timing import time_interleaved
+from prelens_bench._timing import peak_bytes, time_interleaved
 from prelens_bench.lm import LMConfig
-from prelens_bench.memory import _peak
 
 __all__ = [
     "PRELENS_NUMPY",
@@ -453,7 +453,9 @@ def _memory(cfg: LMConfig, dtype: str, seed: int) -> ScalingMemory:
     lm = decoder_lm(cfg.vocab, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.n_layers, cfg.seq_len, eps=cfg.eps, dtype=dt)
     problem = make_problem(PeerCase(cfg, dtype), seed)
     cost = Cost.of(to_tamb(lm), problem.params, problem.x)
-    peak, _ = _peak(lm, token_cross_entropy(), problem.params, problem.x, problem.y)
+    loss = token_cross_entropy()
+    gc.collect()
+    peak = peak_bytes(lambda: vjp(lm >> loss, (problem.y, problem.params), problem.x)[1](1.0))
     attention = cfg.batch * cfg.n_heads * cfg.seq_len**2 * dt.itemsize
     return ScalingMemory(cfg.seq_len, cost.residue_bytes, peak, attention)
 

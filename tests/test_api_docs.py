@@ -54,6 +54,8 @@ DOCUMENTED = [
     "prelens.testing",
     "prelens_bench",
     "prelens_bench.mnist1d",
+    "prelens_bench.memory",
+    "prelens_bench.tambara",
 ]
 
 #: Public modules documented elsewhere: the command line (``python -m prelens --help``), and the

@@ -32,7 +32,7 @@ from prelens.testing import (
     module_equal,
 )
 from prelens.testing._strategies import linear_vec
-from prelens_bench import count_work, tambara_routes, tambara_sweep
+from prelens_bench.tambara import count_work, tambara_routes, tambara_sweep
 from tests.conftest import default_recursion_limit
 
 

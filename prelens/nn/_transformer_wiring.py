@@ -113,7 +113,7 @@ def remat(lens: AnyLens) -> AnyLens:
     can be much larger than its parameters and input; this trades one more
     forward pass for that memory. Same outputs, same ``(dp, ds)`` (tested equal
     to the plain lens). ``remat`` each block of a deep model to hold only the
-    blocks' inputs between the passes (:func:`prelens_bench.remat_lm`);
+    blocks' inputs between the passes (:func:`prelens_bench.memory.remat_lm`);
     :class:`prelens.tambara.Cost` reports the residue bytes with and without it.
     It also makes two lenses that compute one function with different residues
     comparable by :func:`~prelens.testing.check_lens_equal`: their residues
