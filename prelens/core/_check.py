@@ -583,33 +583,30 @@ def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
     if not _has_like(delta):
         return quick_test(expects.residue, delta)
     quick = quick_test(expects.residue)
-    if not isinstance(delta, Like):  # a tree: walked (the numpy quick path below is for one array)
-
-        def test_tree(m: Any, da: Any) -> bool:
-            if quick is not None and not quick(m):
-                return False
-            try:
-                return _delta_misfit(delta, m, da, "") is None
-            except Exception:  # a residue that a ``Like`` cannot read: the diagnosis says so
-                return False
-
-        return test_tree
-    like, of = delta, delta.of
 
     def test(m: Any, da: Any) -> bool:
         if quick is not None and not quick(m):
             return False
         try:
-            t, want = of(m)
-            if type(da) is _ND and da.shape == want:  # numpy: the template's dtype (an array's, or itself)
-                dt = t.dtype if type(t) is _ND else t
-                if da.dtype is dt or (dt is None and da.dtype.kind == "f"):
-                    return True
-            return _like_fits(like, m, da)
-        except Exception:  # a residue that ``of`` cannot read: the diagnosis says so
+            return _numpy_like(delta, m, da) or _delta_misfit(delta, m, da, "") is None
+        except Exception:  # a residue that a ``Like`` cannot read: the diagnosis says so
             return False
 
     return test
+
+
+def _numpy_like(pattern: Any, m: Any, da: Any) -> bool:
+    """True when ``da`` is a numpy array (or a tuple of them) of the shapes and dtypes the ``Like`` leaves of
+    ``pattern`` read from ``m``; False leaves the decision to the walk (another library, a ``...`` shape, a misfit)."""
+    if isinstance(pattern, Like):
+        t, want = pattern.of(m)
+        if type(da) is not _ND or da.shape != want:
+            return False
+        dt = t.dtype if type(t) is _ND else t
+        return da.dtype is dt or (dt is None and da.dtype.kind == "f")
+    if type(pattern) is tuple and type(da) is tuple and len(da) == len(pattern):
+        return all(_numpy_like(p, m, d) for p, d in zip(pattern, da))
+    return False
 
 
 def backward_misfit(name: str, expects: Expects, m: Any, da: Any, ties: bool = True) -> E.PrelensError | None:
