@@ -598,7 +598,7 @@ def _backward_test(expects: Expects) -> Callable[[Any, Any], bool] | None:
 def _numpy_like(pattern: Any, m: Any, da: Any) -> bool:
     """True when ``da`` is a numpy array (or a tuple of them) of the shapes and dtypes the ``Like`` leaves of
     ``pattern`` read from ``m``; False leaves the decision to the walk (another library, a ``...`` shape, a misfit)."""
-    if isinstance(pattern, Like):
+    if type(pattern) is Like:
         t, want = pattern.of(m)
         if type(da) is not _ND or da.shape != want:
             return False
@@ -680,7 +680,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
             except Exception as exc:
                 raise diagnosed(name(), expects, "forward", exc, p, s, ties=leaf) from exc
             if not seen.checked:
-                out = _pair(name(), out, "fwd", "(m, a) (residue, output)")
+                out = _pair(name, out, "fwd", "(m, a) (residue, output)")
                 if not leaf:
                     seen.checked = True
                 elif getattr(_RECORDING, "on", False):
@@ -700,7 +700,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
             except Exception as exc:
                 raise diagnosed(name(), expects, "backward", exc, m, da, ties=leaf) from exc
             if not seen.checked:
-                out = _pair(name(), out, "bwd", "(dp, ds)")
+                out = _pair(name, out, "bwd", "(dp, ds)")
                 if seen.given and getattr(_RECORDING, "on", False):  # a pullback of the trace: checked against
                     # the forward passes it recorded (a bare bwd may answer a bare fwd that was not recorded)
                     _check_deltas(name(), expects, seen, da, out)
@@ -726,10 +726,12 @@ def _check_inputs(name: str, expects: Expects, p: Any, s: Any) -> None:
         raise type(err)(f"{name}: {err}")
 
 
-def _pair(name: str, out: Any, which: str, layout: str) -> tuple[Any, Any]:
+def _pair(name: Callable[[], str], out: Any, which: str, layout: str) -> tuple[Any, Any]:
+    if type(out) is tuple and len(out) == 2:  # the common case first: no attribute lookup, no name built
+        return out
     if isinstance(out, (tuple, list)) and len(out) == 2 and not hasattr(out, "_fields"):
         return out[0], out[1]
-    raise E.StructureError(f"{name}: {which} must return a pair {layout}, got {E.describe_tree(out)}")
+    raise E.StructureError(f"{name()}: {which} must return a pair {layout}, got {E.describe_tree(out)}")
 
 
 def _remember(seen: _Seen, p: Any, s: Any, a: Any) -> None:
