@@ -241,7 +241,8 @@ def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:
     ``keep`` must be the causal pattern (its values checked where they are known: not under ``jax.jit``)."""
     tq, tk = keep.shape
     xp = namespace(keep)
-    if dtype_kind(keep.dtype) != "b" or (is_concrete(keep) and not bool(xp.all(keep == keep_like(keep, tq, tk)))):
+    ref = keep_like(keep, tq, tk)  # numpy: the very array the forward pass kept, so no values to compare
+    if dtype_kind(keep.dtype) != "b" or (keep is not ref and is_concrete(keep) and not bool(xp.all(keep == ref))):
         raise ValueError("not the causal pattern")  # reported as a residue this lens did not make
     return None, (..., tq, tk)
 

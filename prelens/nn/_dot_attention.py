@@ -73,15 +73,15 @@ def masked_like(x: Array) -> float:
 
 
 def keep_like(x: Array, tq: int, tk: int) -> Array:
-    """:func:`causal_keep` as a boolean array of ``x``'s library and device (made with the
-    standard's ``arange``, so that ``jax.jit`` folds it into a constant).
+    """:func:`causal_keep` as a boolean array of ``x``'s library and device (numpy: the shared read-only
+    one of :func:`_mask`; others: made with the standard's ``arange``, so that ``jax.jit`` folds it into a constant).
 
     >>> keep_like(np.zeros(1), 2, 3).astype(int)
     array([[1, 1, 0],
            [1, 1, 1]])
     """
     if isinstance(x, np.ndarray):
-        return causal_keep(tq, tk)
+        return _mask(tq, tk)  # read-only, made once per shape
     xp, dev = namespace(x), device(x)
     rows = xp.arange(tq, device=dev)[:, None]
     cols = xp.arange(tk, device=dev)[None, :]
@@ -306,7 +306,7 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
     if not fast:  # the exact path, in the same buffer
         np.matmul(qs, kt, out=s)
         if causal:
-            np.copyto(s, s.dtype.type(masked_value(s.dtype)), where=~causal_keep(tq, tk))
+            np.copyto(s, s.dtype.type(masked_value(s.dtype)), where=~_mask(tq, tk))
         if not np.isfinite(row_max(s)).all():  # rows of -inf: weights as for MASKED (as softmax does)
             np.maximum(s, MASKED, out=s)
         s -= row_max(s)[..., None]
