@@ -11,7 +11,10 @@ core enforces it in two places and nowhere else:
   another library's arrays take the generic path), run on ``p`` and ``s`` before
   each ``fwd`` and, where declared, on the residue ``m`` and the delta ``da``
   (:class:`Like`: the delta's dtype and shape read from the residue) before each
-  ``bwd``. Only a failed predicate calls the diagnosis that builds the error;
+  ``bwd``. Only a failed predicate calls the diagnosis that builds the error. The
+  trace skips these tests when it reruns a model on the skeleton (containers,
+  dtypes, shapes: :func:`exact_test`) of a run it checked in full, as a training
+  loop does: every part then meets what it was checked on;
 * **on the first call**, its ``bwd`` checks that ``(dp, ds)`` has the structure
   and shapes of the ``(p, s)`` the forward pass was given (and, where declared,
   that ``da`` is like the output). A composite (``>>``, ``@``, ``chain`` ...) is
@@ -500,6 +503,47 @@ def _tie(consts: dict[str, Any], name: str, value: str, first: str) -> str:
     return f"({first} and (({name} := {value}) is not None))"
 
 
+def exact_test(*values: Any) -> Callable[..., bool] | None:
+    """One function ``test(x0, x1, ...)``, True when its arguments have the skeleton of ``values``: the same
+    containers (type and length) and numpy arrays of the same dtype and shape, scalars of the same type, at
+    every place. None when a value holds anything else (another library's array, a dict): no exact test.
+
+    >>> same = exact_test((np.zeros((2, 3)), 1.0))
+    >>> same((np.ones((2, 3)), 2.0)), same((np.ones((3, 2)), 2.0)), same([np.ones((2, 3)), 2.0])
+    (True, False, False)
+    """
+    consts: dict[str, Any] = {"ND": _ND}
+    names = [f"x{i}" for i in range(len(values))]
+    parts = [_exact_expression(v, name, consts) for v, name in zip(values, names)]
+    if any(part is None for part in parts) or len(consts) > _EXACT_NODES:
+        return None
+    exec(f"def test({', '.join(names)}):\n    return {' and '.join(map(str, parts))}\n", consts)  # built here
+    test: Callable[..., bool] = consts["test"]
+    return test
+
+
+#: The most places an exact test compares (past it, it would cost what the per-call tests it replaces do).
+_EXACT_NODES = 512
+
+
+def _exact_expression(value: Any, var: str, consts: dict[str, Any]) -> str | None:
+    kind = type(value)  # every expression starts with ``type(var)``: the parent binds the item there
+    if kind is _ND:
+        dtype = _const(consts, value.dtype)
+        return f"(type({var}) is ND and {var}.dtype is {dtype} and {var}.shape == {value.shape!r})"
+    if value is None or kind in (float, int, bool, str) or isinstance(value, np.generic):
+        return f"type({var}) is {_const(consts, kind)}"
+    if not isinstance(value, (tuple, list)) or len(consts) > _EXACT_NODES:
+        return None
+    tests = [f"type({var}) is {_const(consts, kind)} and len({var}) == {len(value)}"]
+    for i, kid in enumerate(value):
+        part = _exact_expression(kid, f"{var}_{i}", consts)
+        if part is None:
+            return None
+        tests.append(part.replace(f"type({var}_{i})", f"type({var}_{i} := {var}[{i}])", 1))
+    return "(" + " and ".join(tests) + ")"
+
+
 def _const(consts: dict[str, Any], value: Any) -> str:
     name = f"c{len(consts)}"
     consts[name] = value
@@ -656,6 +700,25 @@ def recording() -> Iterator[None]:
 Pass = Callable[[Any, Any], Any]
 
 
+class _Trusted(threading.local):
+    on = False  # the default in every thread
+
+
+#: Set (per thread) while the trace reruns a model on the skeleton of a run it checked in full: every part
+#: then meets the types, dtypes and shapes it was checked on, and skips its per-call tests.
+TRUSTED = _Trusted()
+
+
+def trusting(on: bool, run: Pass, x: Any, y: Any) -> Any:
+    """``run(x, y)`` with the parts' per-call tests skipped (``on``) or run (the trace's choice, see ``TRUSTED``)."""
+    before = TRUSTED.on
+    TRUSTED.on = on
+    try:
+        return run(x, y)
+    finally:
+        TRUSTED.on = before
+
+
 def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, leaf: bool) -> tuple[Pass, Pass]:
     """``fwd`` and ``bwd`` with the per-call and first-call checks and the diagnosis of failures (see the module doc).
 
@@ -673,7 +736,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
 
     def checked_fwd(p: Any, s: Any) -> Any:
         try:
-            if test_in is not None and not test_in(p, s):
+            if test_in is not None and not TRUSTED.on and not test_in(p, s):
                 _check_inputs(name(), expects, p, s)
             try:
                 out = fwd(p, s)
@@ -691,7 +754,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
 
     def checked_bwd(m: Any, da: Any) -> Any:
         try:
-            if test_back is not None and not test_back(m, da):
+            if test_back is not None and not TRUSTED.on and not test_back(m, da):
                 err = backward_misfit(name(), expects, m, da, leaf)
                 if err is not None:
                     raise err
