@@ -259,23 +259,28 @@ def _first_misfit(
     if isinstance(pattern, Arr):
         return _array_misfit(pattern, x, path, binds)
     if isinstance(pattern, (tuple, list)):
-        named = hasattr(pattern, "_fields")
-        if named:  # a plain tuple fits a named tuple's pattern (lenses accept both)
-            same_node = type(x) is type(pattern) or type(x) is tuple
-        elif isinstance(pattern, list):
-            same_node = isinstance(x, list)
-        else:  # a pair is a tuple or a list of two, as the passes unpack it
-            same_node = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
-        if not same_node or len(x) != len(pattern):
+        if not _node_fits(pattern, x):
             return path, _node(pattern), E.describe_tree(x), E.StructureError
         fields = getattr(pattern, "_fields", ())
-        segments = [f".{f}" for f in fields] if named else [f"[{i}]" for i in range(len(pattern))]
+        segments = [f".{f}" for f in fields] if fields else [f"[{i}]" for i in range(len(pattern))]
         for seg, p, v in zip(segments, pattern, x):
             found = _first_misfit(p, v, path + seg, binds)
             if found is not None:
                 return found
         return None
     return None  # a constant in a pattern: nothing to compare
+
+
+def _node_fits(pattern: tuple[Any, ...] | list[Any], x: Any) -> bool:
+    """``x`` is a node of ``pattern``'s kind and length: a list for a list, the named tuple or a plain tuple for a
+    named tuple (lenses accept both), a tuple or a list (not a named tuple) for a tuple, as the passes unpack it."""
+    if isinstance(pattern, list):
+        fits = isinstance(x, list)
+    elif hasattr(pattern, "_fields"):
+        fits = type(x) is type(pattern) or type(x) is tuple
+    else:
+        fits = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
+    return fits and len(x) == len(pattern)
 
 
 def _node(pattern: Any) -> str:
@@ -397,25 +402,7 @@ def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
 
 # ------------------------------------------------------------ compiled patterns: the per-call predicates
 
-Test = Callable[[Any], bool]
 _ND = np.ndarray
-
-
-def compile_pattern(pattern: Any) -> Test | None:
-    """A predicate that is True when ``x`` fits ``pattern`` (None: every value fits).
-
-    numpy arrays are tested by :func:`quick_test`; anything it refuses (another
-    library's array, a misfit) is decided by :func:`misfit`'s generic walk, so the
-    predicate says exactly what the diagnosis would.
-
-    >>> fits = compile_pattern((Arr(np.float64, 3, 2), Arr(np.float64, ..., 3)))
-    >>> fits((np.zeros((3, 2)), np.zeros((5, 3)))), fits((np.zeros((3, 2)), np.zeros((5, 4))))
-    (True, False)
-    """
-    quick = quick_test(pattern)
-    if quick is None:
-        return None
-    return lambda x: quick(x) or _first_misfit(pattern, x, "", _Binds()) is None
 
 
 def quick_test(*patterns: Any) -> Callable[..., bool] | None:
@@ -424,7 +411,7 @@ def quick_test(*patterns: Any) -> Callable[..., bool] | None:
     Compiled once into a single expression: a few attribute compares per array
     (``type(x) is ndarray and x.dtype is f64 and x.shape == (3, 2)``), no call
     per node. False may still fit (another library's array, a dtype of another
-    byte order): the caller then walks the pattern (:func:`misfit`).
+    byte order): the caller then walks the pattern (:func:`misfit`), which decides.
 
     >>> quick_test(Arr(np.float64, ..., 3))(np.zeros((5, 3)))
     True
@@ -605,14 +592,9 @@ def _delta_misfit(pattern: Any, m: Any, da: Any, what: str) -> E.PrelensError | 
         return None if _like_fits(pattern, m, da) else _like_error(pattern, m, da, what)
     if not _has_like(pattern):
         return misfit(pattern, da, what)
-    if isinstance(pattern, list):
-        fits, node = isinstance(da, list), f"a list of {len(pattern)}"
-    elif hasattr(pattern, "_fields"):
-        fits, node = type(da) is type(pattern) or type(da) is tuple, f"a {type(pattern).__name__}"
-    else:  # a pair is a tuple or a list of two, as the passes unpack it
-        fits = isinstance(da, (tuple, list)) and not hasattr(da, "_fields")
-        node = f"a tuple of {len(pattern)}"
-    if not fits or len(da) != len(pattern):
+    if not _node_fits(pattern, da):
+        kind = "list" if isinstance(pattern, list) else "tuple"
+        node = f"a {type(pattern).__name__}" if hasattr(pattern, "_fields") else f"a {kind} of {len(pattern)}"
         return E.StructureError(f"{what}: expected {node}, got {E.describe_tree(da)}")
     for i, (kid, d) in enumerate(zip(pattern, da)):
         err = _delta_misfit(kid, m, d, f"{what}[{i}]")
