@@ -80,11 +80,7 @@ def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = ""
 
 def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     ka, kb = _kind(a), _kind(b)
-    if (
-        ka != kb
-        or (ka == "tuple" and _is_namedtuple(a) != _is_namedtuple(b))
-        or (_is_namedtuple(a) and type(a) is not type(b))
-    ):
+    if ka != kb or ((_is_namedtuple(a) or _is_namedtuple(b)) and type(a) is not type(b)):
         return E.at_path(path, E.describe(a), E.describe(b))
     if ka == "leaf":
         if shapes and _backend.shape(a) != _backend.shape(b):
@@ -133,8 +129,8 @@ def _zip_map(f: Callable[..., Any], tree: Tree, others: tuple[Tree, ...]) -> Tre
         return f(tree, *others)
     if kind == "none":
         return None
-    children = [_zip_map(f, c, tuple(_items(o)[i][1] for o in others)) for i, (_, c) in enumerate(_items(tree))]
-    return _rebuild(tree, children)
+    columns = zip(*([c for _, c in _items(t)] for t in (tree, *others)))
+    return _rebuild(tree, [_zip_map(f, col[0], col[1:]) for col in columns])
 
 
 def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
@@ -147,9 +143,7 @@ def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
 
 
 def tree_leaves(tree: Tree) -> list[Any]:
-    """The leaves in depth-first order.
-
-    ``()`` and ``None`` have no leaves.
+    """The leaves in depth-first order (``()`` and ``None`` have none).
 
     >>> tree_leaves(((1, 2), [3], (), {"a": 4}))
     [1, 2, 3, 4]
@@ -158,9 +152,7 @@ def tree_leaves(tree: Tree) -> list[Any]:
 
 
 def tree_paths(tree: Tree, path: str = "") -> Iterator[tuple[str, Any]]:
-    """``(path, leaf)`` pairs in depth-first order.
-
-    A path is a string such as ``[1][0].weight`` (``''`` for a lone leaf).
+    """``(path, leaf)`` pairs in depth-first order; a path is a string such as ``[1][0].weight``.
 
     >>> list(tree_paths((1.0, [2.0])))
     [('[0]', 1.0), ('[1][0]', 2.0)]
@@ -275,9 +267,7 @@ def _is_bool_array(x: Any) -> bool:
 
 
 def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:
-    """True when the trees share a structure and all leaves are close.
-
-    Leaves are close as in ``np.allclose(x, y, rtol, atol)`` (NaN is close to nothing).
+    """True when the trees share a structure and all leaves are close as in ``np.allclose`` (NaN: never).
 
     >>> tree_allclose((1.0, [2.0]), (1.0, [2.0 + 1e-12]))
     True

@@ -1,20 +1,10 @@
-"""Two more readings of a TriLens: its shapes, and its cost.
+"""Two more readings of a TriLens (docs/tambara.md, "More than one meaning"): its shapes, and its cost.
 
-A TriLens is ``forall t. Trimbara t => …``, so it can be run in any Trimbara module, and each
-module reads it differently. ``PreLens`` runs it. :class:`~prelens.tambara.Program`
-writes its steps down. The two modules here are programs read *abstractly*: the plumbing (the
-dimaps, ``alpha``, ``beta``) runs as it is, on placeholder arrays that cost no memory (one zero
-broadcast to a shape), and each lens's own box — the ``fwd``/``bwd`` pair that ``to_tamb``
-dimaps with — is replaced by its *rule*, which says what shapes come out and how much
-arithmetic the box does, without doing it:
-
-* :class:`Shapes` reads the shapes and dtypes of the output, the residue and both deltas;
-* :class:`Cost` reads the multiply-adds of each pass, box by box, and the bytes of residue
-  held from the forward pass to the backward pass: backprop's memory cost, made visible.
-
-The blog's pieces (``linear_l``, ``bias_l``, ``activ_l``) come with rules; a lens of your own
-gets one with :func:`register_rule`. A box with no rule is run on the placeholders (its
-arithmetic is done once, on zeros) and its cost is reported as unknown.
+Both are programs read abstractly: the plumbing runs on placeholder arrays that hold no data,
+and each lens's own box (the ``fwd``/``bwd`` pair ``to_tamb`` dimaps with) is replaced by its
+:class:`Rule` (set with :func:`register_rule`), or, with none, run once on the placeholders
+with its cost unknown. :class:`Shapes` reads shapes and dtypes, :class:`Cost` multiply-adds and
+the bytes of residue held between the passes.
 """
 
 from __future__ import annotations
@@ -30,7 +20,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._combinators import REMAT_OF, full_residues
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_map
+from prelens.core._tree import tree_leaves, tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
 from prelens.tambara._trilens import AnyTriLens, LensPass, interpret
 
@@ -140,8 +130,6 @@ class Reading:
 
 
 def _nbytes(tree: Any) -> int:
-    from prelens.core._tree import tree_leaves
-
     return int(sum(np.asarray(x).dtype.itemsize * int(np.size(x)) for x in tree_leaves(tree)))
 
 
@@ -257,11 +245,7 @@ class CostTable:
     @property
     def total(self) -> tuple[int | None, int | None]:
         """Multiply-adds of the forward and the backward pass (``None`` if some box has no rule)."""
-        fwd = [r[2] for r in self.rows]
-        bwd = [r[3] for r in self.rows]
-        return (None if None in fwd else sum(f for f in fwd if f is not None)), (
-            None if None in bwd else sum(b for b in bwd if b is not None)
-        )
+        return _known_sum([r[2] for r in self.rows]), _known_sum([r[3] for r in self.rows])
 
     @property
     def residue_bytes(self) -> int:
@@ -284,6 +268,10 @@ class CostTable:
             for row in [head, *body]
         ]
         return "\n".join(lines)
+
+
+def _known_sum(xs: list[int | None]) -> int | None:
+    return None if None in xs else sum(x for x in xs if x is not None)
 
 
 def _num(x: int | None) -> str:
