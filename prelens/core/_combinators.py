@@ -40,9 +40,8 @@ def add_trees(trees: Any) -> Any:
 def branch(n: int) -> AnyLens:
     """Fan-out: one input to a list of ``n`` copies; the backward pass sums pointwise.
 
-    The Haskell code's ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s``
-    (``PreLens/TriLens.hs``) concatenates the deltas with ``mconcat``; prelens sums
-    them, see docs/faithful.md.
+    Haskell: ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s`` (it concatenates the deltas
+    with ``mconcat``; prelens sums them, see docs/faithful.md).
 
     >>> b = branch(2)
     >>> b.fwd((), np.array([1.0]))
@@ -80,8 +79,6 @@ def vec_lens(n: int, lens: Any) -> Any:
     Haskell (``PreLens/TriLens.hs``)::
 
         vecLens :: Int -> TriLens a da m dm p dp s ds -> TriLens [a] [da] [m] [dm] [p] [dp] [s] [ds]
-
-    (and the same with ``PreLens`` for ``TriLens``).
 
     >>> from prelens import id_pre_lens
     >>> vec_lens(2, id_pre_lens).fwd([(), ()], [1, 2])

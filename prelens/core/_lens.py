@@ -58,11 +58,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     """A pre-lens ``s -> a`` with parameters ``p`` and residue ``m``: ``fwd(p, s) -> (m, a)``,
     ``bwd(dm, da) -> (dp, ds)`` (Haskell's ``PreLens a da m dm p dp s ds``).
 
-    ``name`` is what ``repr`` shows; ``init_fn(rng)`` creates parameters (the default ``()``;
-    ``None``: none can be made). ``expects`` declares the parameters and input it takes
-    (checked on the first call). ``op`` and ``parts`` record how a composite was built (for
-    ``repr``, summaries and diagrams); a composite is checked through its parts, a view
-    (a dimap, ``alpha``, ``beta``) not at all.
+    ``init_fn(rng)`` creates parameters (``None``: none can be made); ``expects`` declares what it
+    takes (checked on the first call); ``op`` and ``parts`` record how a composite was built.
 
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
     >>> double.fwd((), 3.0)
@@ -351,9 +348,7 @@ Prod = PreLens[
 def prod_lens(
     f: PreLens[A, DA, M, DM, P, DP, S, DS], g: PreLens[A2, DA2, M2, DM2, P2, DP2, S2, DS2]
 ) -> Prod[A, A2, DA, DA2, M, M2, DM, DM2, P, P2, DP, DP2, S, S2, DS, DS2]:
-    """Parallel composition (the monoidal product): the same as ``f @ g``.
-
-    Every slot is paired ``(left, right)``. ``@`` is this product, not matmul.
+    """Parallel composition (the monoidal product, not matmul): ``f @ g``, every slot paired ``(left, right)``.
 
     Haskell::
 

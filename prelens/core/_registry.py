@@ -156,11 +156,8 @@ def register_constructor(
     """Let model files hold the lenses that ``fn`` builds: record its calls, and find it by name on load.
 
     A decorator (``@register_constructor`` or ``@register_constructor(name="mylib.block")``) on a
-    function that returns a lens: each lens it returns remembers the call, so
-    :func:`prelens.io.save_model` writes ``{"call": name, "args": ...}`` instead of code and
-    :func:`prelens.io.load_model` calls the function again. The arguments must be JSON-like
-    (numbers, strings, lists, tuples, dicts, dtypes, small arrays, other lenses). The name
-    defaults to ``module.qualname``; the loading process must register it (import its module) first.
+    function returning a lens; its arguments must be JSON-like (numbers, strings, lists, tuples, dicts,
+    dtypes, small arrays, lenses). The loading process must register the same name before ``load_model``.
 
     >>> import numpy as np
     >>> from prelens import PreLens

@@ -85,12 +85,9 @@ def stack_like(steps: list[Any], like: Any, axis: int) -> Any:
 def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     """``mapAccumL`` as a lens: ``cell`` (``(h, x) -> (h', y)``) unrolled over the steps of ``xs``.
 
-    Parameters ``p`` (the cell's, shared by every step: their deltas are summed);
-    input ``(h0, xs)``; output ``(h_T, ys)``; residue the list of the cell's residues.
-    ``xs`` is an array whose ``axis`` is time, or a list (or tuple) of steps; ``ys`` is
-    stacked the same way (an array along ``axis``, or a list). At least one step.
-    The backward pass threads ``dh`` from the last step to the first; ``dxs`` is
-    stacked as ``ys``. Haskell: ``mapAccumL`` (``Data.Traversable``), as a lens.
+    Parameters ``p`` (shared by every step: their deltas are summed); input ``(h0, xs)``; output
+    ``(h_T, ys)``; residue the cell's residues. ``xs`` is an array whose ``axis`` is time, or a list
+    of (at least one) steps; ``ys`` and ``dxs`` are stacked the same way.
 
     >>> import numpy as np
     >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1], hx[0] + hx[1])),

@@ -122,13 +122,11 @@ def _pullback(lens: AnyLens, m: Any) -> Callable[[Any], tuple[Any, Any]]:
 
 
 def forward(lens: Any, p: Any, s: Any) -> Any:
-    """The output of the forward pass, residue dropped (Haskell: ``fwd'``).
+    """The output of the forward pass, residue dropped; ``lens`` may also be a TriLens.
 
     Haskell::
 
         fwd' :: ExLens a da p dp s ds -> (p, s) -> a
-
-    ``lens`` may also be a TriLens (run through :func:`~prelens.from_tamb`).
 
     >>> from prelens import id_pre_lens
     >>> forward(id_pre_lens, (), 3.0)
@@ -139,13 +137,11 @@ def forward(lens: Any, p: Any, s: Any) -> Any:
 
 
 def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
-    """``(dp, ds)`` for an output delta, re-running the forward pass (Haskell: ``bwd'``).
+    """``(dp, ds)`` for an output delta, re-running the forward pass; ``dp`` is shaped as ``p``, ``ds`` as ``s``.
 
     Haskell::
 
         bwd' :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
-
-    ``dp`` has the structure of ``p`` and ``ds`` that of ``s``.
 
     >>> from prelens import id_pre_lens
     >>> backward(id_pre_lens, (), 3.0, 1.0)

@@ -68,10 +68,8 @@ def _like_leaf(x: Any) -> Any:
 
 @dataclass(frozen=True)
 class Rule:
-    """What a lens's box does, without doing it.
-
-    ``forward(p, s) -> (m, a)`` and ``backward(dm, da) -> (dp, ds)`` make placeholders of the
-    right shapes (see :func:`placeholder`); ``madds(p, s) -> (forward, backward)`` counts the
+    """What a lens's box does, without doing it: ``forward(p, s) -> (m, a)`` and ``backward(dm, da) -> (dp, ds)``
+    make :func:`placeholder` values of the right shapes; ``madds(p, s) -> (forward, backward)`` counts the
     multiply-adds of each pass (an elementwise operation counts as one).
 
     >>> r = Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (0, 0))
@@ -134,13 +132,9 @@ def _nbytes(tree: Any) -> int:
 
 
 def read(program: Program, p: Any, s: Any) -> Reading:
-    """Run ``program`` abstractly on ``(p, s)``, then back on deltas shaped like its residue and output.
-
-    The plumbing runs on placeholders (see :func:`like`); each box runs its :class:`Rule`
-    (or, with none, the lens itself on the placeholders).
-    """
+    """Run ``program`` on placeholders of ``(p, s)`` (each box by its :class:`Rule`, or with none the lens
+    itself), then back on placeholders of its residue and output."""
     boxes: list[BoxCost] = []
-    pending: list[int] = []  # indices of boxes whose backward pass has not run yet (LIFO)
 
     def abstract(step: Step) -> Step:
         f, g = step.f, step.g
@@ -158,11 +152,9 @@ def read(program: Program, p: Any, s: Any) -> Reading:
                 with full_residues():
                     plain = _nbytes(like(lens.fwd(p_, s_))[0])
             boxes.append(BoxCost(lens.name, madds[0], madds[1], _nbytes(m), plain))
-            pending.append(len(boxes) - 1)
             return m, a
 
         def bwd(dm_da: Any) -> Any:
-            pending.pop()
             dm, da = dm_da
             return rule.backward(dm, da) if rule else like(lens.bwd(dm, da))
 

@@ -361,10 +361,7 @@ class _Half:
 
 @dataclass(frozen=True, eq=False)
 class PLeft(_Half):
-    """A module of pairs seen through its left components (Haskell's ``PLeft``).
-
-    Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
-    Trimbara module in ``m dm p dp s ds``: its dimaps act on the left halves.
+    """A module of pairs seen through its left components (Haskell's ``PLeft``), in ``m dm p dp s ds``.
 
     >>> from prelens import id_pre_lens
     >>> PLeft(id_pre_lens).dimap_s(lambda s: s + 1, lambda ds: ds).t.fwd((), (1, "x"))
@@ -406,9 +403,6 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
 
         prodLensT :: TriLens a da m dm p dp s ds -> TriLens a' da' m' dm' p' dp' s' ds'
                   -> TriLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')
-
-    Runs ``l1`` on the left halves through :class:`PLeft` and ``l2`` on the
-    right halves through :class:`PRight`, then re-associates.
 
     >>> l = from_tamb(tri_tensor(to_tamb(id_pre_lens), to_tamb(id_pre_lens)))
     >>> l.fwd(((), ()), (1, 2))
