@@ -157,7 +157,8 @@ def register_constructor(
 
     A decorator (``@register_constructor`` or ``@register_constructor(name="mylib.block")``) on a
     function returning a lens; its arguments must be JSON-like (numbers, strings, lists, tuples, dicts,
-    dtypes, small arrays, lenses). The loading process must register the same name before ``load_model``.
+    dtypes, small arrays, lenses). The loading process must register the same name (by default
+    ``module.qualname``) before ``load_model``.
 
     >>> import numpy as np
     >>> from prelens import PreLens
