@@ -9,6 +9,7 @@ lock step and reports the *path* of the first place they disagree, e.g.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -218,12 +219,8 @@ def numeric_sum(fn: str, trees: list[Tree], what: str = "tree") -> Tree:
     for i, tree in enumerate(trees):
         _check_numbers(fn, f"{what} {i}", tree)
     if len(trees) == 2:
-        return _zip_map(_add, first, (trees[1],))
+        return _zip_map(operator.add, first, (trees[1],))
     return _zip_map(lambda *xs: sum(xs[1:], start=xs[0]), first, tuple(trees[1:]))
-
-
-def _add(x: Any, y: Any) -> Any:
-    return x + y
 
 
 def tree_sum(trees: list[Tree]) -> Tree:

@@ -170,9 +170,8 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 class Shapes(Program):
     """The Trimbara module of shapes: a TriLens run on it reads as the shapes and dtypes it makes.
 
-    Haskell: ``instance Trimbara Shapes`` (a :class:`~prelens.tambara.Program` read abstractly).
-    :meth:`of` runs a TriLens on it and reads the shapes for given parameters and input
-    (real values or :func:`placeholder` ones: only their shapes matter).
+    A :class:`~prelens.tambara.Program` read abstractly: :meth:`of` reads the shapes for given parameters
+    and input (real values or :func:`placeholder` ones: only their shapes matter).
 
     >>> from prelens.faithful import make_mlp, init_mlp
     >>> sh = Shapes.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))
@@ -274,9 +273,8 @@ def _num(x: int | None) -> str:
 class Cost(Program):
     """The Trimbara module of costs: a TriLens run on it reads as the arithmetic and memory of backprop.
 
-    Haskell: ``instance Trimbara Cost`` (a :class:`~prelens.tambara.Program` read abstractly).
-    :meth:`of` gives a :class:`CostTable`: per kind of box, how often it ran, the
-    multiply-adds of its forward and backward passes, and the bytes of residue it held.
+    A :class:`~prelens.tambara.Program` read abstractly: :meth:`of` gives a :class:`CostTable`, per kind of
+    box how often it ran, the multiply-adds of its passes, and the bytes of residue it held.
 
     >>> from prelens.faithful import make_mlp, init_mlp
     >>> table = Cost.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))

@@ -70,13 +70,9 @@ class Step:
 
     def __repr__(self) -> str:
         paths = (self.at.m, self.at.p, self.at.s)
-        where = " @" + "/".join(_show(p) for p in paths) if any(paths) else ""
+        where = " @" + "/".join(".".join(map(str, p)) or "·" for p in paths) if any(paths) else ""
         label = "" if self.f is None else f" {_fn_name(self.f)}"
         return f"{self.kind}{label}{where}"
-
-
-def _show(path: Path) -> str:
-    return ".".join(str(x) for x in path) or "·"
 
 
 def _fn_name(f: Fn) -> str:
