@@ -1,10 +1,6 @@
-"""Parameter and residue trees: one small toolkit used everywhere.
-
-A tree is a nest of tuples (including named tuples such as ``Para``), lists and
-dicts, with arrays or numbers at the leaves. ``()`` and ``None`` are empty trees
-(the unit of the monoidal product). Every function here walks two trees in
-lock step and reports the *path* of the first place they disagree, e.g.
-``[1][0].weight``.
+"""Parameter and residue trees: nests of tuples (named tuples too), lists and dicts with arrays or
+numbers at the leaves; ``()`` and ``None`` are empty trees. A place in a tree is named by its *path*,
+e.g. ``[1][0].weight``.
 """
 
 from __future__ import annotations
