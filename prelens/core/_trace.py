@@ -6,19 +6,10 @@ Haskell::
     fwd' :: ExLens a da p dp s ds -> (p, s) -> a
     bwd' :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
 
-The trace identifies the residue's two slots (``m m``: the post's "we'll use
-the same type for dm as for m", an existential type, i.e. a coend): the
-residue ``m`` that ``fwd`` returns is handed, itself, to ``bwd`` as its ``dm``.
-:func:`forward` and :func:`backward` are ``fwd'`` and ``bwd'`` (``backward``
-re-runs the forward pass, as the Haskell ``bwd'`` does). :func:`vjp` is the
-efficient form: one forward pass, and a pullback ``da ↦ bwd(m, da)`` that
-closes over the stored residue; the pullback, linear in ``da``, is the
-vector-Jacobian product at ``(p, s)``.
-
-Each runs a lens checked: the first time a lens is run here its parameters and
-input are compared with what it declares (its parts' declarations, for a
-composite), so a misfit deep inside a model is named by its path; a pass that
-fails is reported naming the lens. A TriLens is run as ``from_tamb(tri)``.
+The residue ``m`` that ``fwd`` returns is handed, itself, to ``bwd`` as its ``dm`` (the post's
+"same type for dm as for m", a coend). Each function runs a lens checked: on its first run its
+parameters and input are compared with its declarations, so a misfit deep inside a model is
+named by its path, and a failing pass is reported naming the lens.
 """
 
 from __future__ import annotations
@@ -35,10 +26,7 @@ from prelens.core._lens import AnyLens, PreLens
 
 @functools.singledispatch
 def as_pre_lens(lens: Any, fn: str) -> AnyLens:
-    """``lens`` as a pre-lens: a PreLens itself; other encodings register their own reading here.
-
-    (:mod:`prelens.tambara` registers the TriLens: ``from_tamb``.)
-    """
+    """``lens`` as a pre-lens: a PreLens itself; other encodings (the TriLens) register their reading here."""
     raise E.must_be(fn, "lens", "a PreLens or a TriLens", E.describe(lens))
 
 
@@ -164,13 +152,11 @@ def _remember_checked(memo: dict[str, Any], given: tuple[Any, Any], da: Any) -> 
 
 
 def forward(lens: Any, p: Any, s: Any) -> Any:
-    """The output of the forward pass, residue dropped (Haskell: ``fwd'``).
+    """The output of the forward pass, residue dropped; ``lens`` may also be a TriLens.
 
     Haskell::
 
         fwd' :: ExLens a da p dp s ds -> (p, s) -> a
-
-    ``lens`` may also be a TriLens (run through :func:`~prelens.from_tamb`).
 
     >>> from prelens import id_pre_lens
     >>> forward(id_pre_lens, (), 3.0)
@@ -181,13 +167,11 @@ def forward(lens: Any, p: Any, s: Any) -> Any:
 
 
 def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
-    """``(dp, ds)`` for an output delta, re-running the forward pass (Haskell: ``bwd'``).
+    """``(dp, ds)`` for an output delta, re-running the forward pass; ``dp`` is shaped as ``p``, ``ds`` as ``s``.
 
     Haskell::
 
         bwd' :: ExLens a da p dp s ds -> (p, s, da) -> (dp, ds)
-
-    ``dp`` has the structure of ``p`` and ``ds`` that of ``s``.
 
     >>> from prelens import id_pre_lens
     >>> backward(id_pre_lens, (), 3.0, 1.0)
@@ -202,10 +186,8 @@ def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
 def vjp(lens: Any, p: Any, s: Any) -> tuple[Any, Callable[[Any], tuple[Any, Any]]]:
     """Run the forward pass once; return the output and a pullback ``da -> (dp, ds)``.
 
-    The pullback closes over the residue ``m`` and computes ``bwd(m, da)``: the
-    trace hands the residue itself to ``bwd``. It is linear in ``da``, the
-    vector-Jacobian product at ``(p, s)``, and the forward pass is never
-    recomputed (like ``jax.vjp``). One call of each pass per component lens.
+    The pullback computes ``bwd(m, da)`` on the stored residue, never re-running the forward
+    pass (like ``jax.vjp``): linear in ``da``, it is the vector-Jacobian product at ``(p, s)``.
 
     >>> from prelens import PreLens
     >>> square = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square")
