@@ -9,7 +9,8 @@ Haskell::
 The residue ``m`` that ``fwd`` returns is handed, itself, to ``bwd`` as its ``dm`` (the post's
 "same type for dm as for m", a coend). Each function runs a lens checked: on its first run its
 parameters and input are compared with its declarations, so a misfit deep inside a model is
-named by its path, and a failing pass is reported naming the lens.
+named by its path, and a failing pass is reported naming the lens. A rerun on the skeleton (containers,
+dtypes, shapes) of a run checked in full skips its parts' per-call tests, as a training loop's steps do.
 """
 
 from __future__ import annotations
