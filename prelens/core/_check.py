@@ -1,30 +1,14 @@
-"""The one checker: what a lens expects, declared beside it, and enforced here.
+"""The one checker: what a lens expects, declared beside it (:class:`Expects`, trees of :class:`Arr`), enforced here.
 
-A lens's passes are formulas only. What they need of their arguments is declared
-once, as data, in :class:`Expects`: a pattern of the parameters and one of the input,
-with :class:`Arr` leaves (a dtype and a shape, ``...`` for any leading axes). The
-core enforces it in two places and nowhere else:
-
-* **on every call** of a lens built from its own passes (``PreLens(fwd, bwd)``,
-  every lens of :mod:`prelens.nn`): the patterns are compiled once into a
-  predicate (for numpy a few attribute compares, well under a microsecond;
-  another library's arrays take the generic path), run on ``p`` and ``s`` before
-  each ``fwd`` and, where declared, on the residue ``m`` and the delta ``da``
-  (:class:`Like`: the delta's dtype and shape read from the residue) before each
-  ``bwd``. Only a failed predicate calls the diagnosis that builds the error. The
-  trace skips these tests when it reruns a model on the skeleton (containers,
-  dtypes, shapes: :func:`exact_test`) of a run it checked in full, as a training
-  loop does: every part then meets what it was checked on;
-* **on the first call**, its ``bwd`` checks that ``(dp, ds)`` has the structure
-  and shapes of the ``(p, s)`` the forward pass was given (and, where declared,
-  that ``da`` is like the output). A composite (``>>``, ``@``, ``chain`` ...) is
-  checked once against the patterns derived from its parts';
-* **when a pass fails** later (an exception from numpy, say), the failure is
-  diagnosed against the patterns, so the user reads which lens, what it expected
-  and what it got, never a bare traceback.
-
-The trace (:mod:`prelens.core._trace`) checks a whole model's parameters against
-the derived pattern on its first run, so a misfit deep inside is named by its path.
+* **Every call** of a lens built from its own passes (every lens of :mod:`prelens.nn`) runs one predicate,
+  compiled once from the patterns (:func:`quick_test`: a few attribute compares per numpy array), on ``(p, s)``
+  before ``fwd`` and, where declared, on the residue and the delta (:class:`Like`) before ``bwd``; only a failed
+  predicate calls the diagnosis that builds the error. The trace turns these tests off (:data:`TRUSTED`) when it
+  reruns a model on the skeleton of a run it checked in full (:func:`exact_test`).
+* **The first call** under the trace: ``bwd``'s ``(dp, ds)`` must have the structure and shapes of the ``(p, s)``
+  its forward pass was given. A composite (``>>``, ``@``, ...) is checked through its parts.
+* **A failing pass** (an exception from numpy, say) is diagnosed against the patterns: the error names the lens,
+  what it expected and what it got, never a bare traceback.
 
 >>> import numpy as np
 >>> e = Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3))
@@ -70,20 +54,11 @@ LIKE_OUTPUT: Any = _LikeOutput()
 class Same:
     """A name for a dtype or a run of axes that is the same wherever it stands in one lens's declaration.
 
-    In :class:`Arr`'s dtype slot it is any dtype of ``kind`` (``"f"`` float, ``"iu"``
-    integer); in its first axis slot it is any number of leading axes, like ``...``.
-    Within one lens's parameters and input (or its residue) every ``Same`` of a
-    name then stands for one value: arrays sharing a dtype name have one dtype,
-    arrays sharing an axes name the same leading axes, and arrays sharing any name
-    one library (``data=True``: in this slot a numpy array fits too, data that the
-    lens moves to that library itself).
-    A loss whose ground truth is shaped and typed as its input declares
-    ``Arr(Same("T"), Same("B"))`` for both; integer labels of float logits
-    ``(..., classes)`` are ``Arr(Same("I", "iu"), Same("B"))`` beside
-    ``Arr(Same("T"), Same("B"), "classes")``. The input binds the names first, so a
-    misfit is reported in the parameters. Compiled into the per-call test like
-    the rest. Names are scoped to one lens: a composite's derived patterns leave
-    a pattern with names to the part that declared it, which checks it on its call.
+    In :class:`Arr`'s dtype slot it is any dtype of ``kind`` (``"f"`` float, ``"iu"`` integer); in its first axis
+    slot any number of leading axes, like ``...``. Within one lens's parameters and input (or its residue) a name
+    stands for one value, and arrays sharing any name are of one library (``data=True``: a numpy array fits too,
+    data the lens moves to that library itself). The input binds the names first, so a misfit is reported in the
+    parameters. Names are scoped to one lens: a composite leaves such patterns to the part that declared them.
 
     >>> T, B = Same("T"), Same("B")
     >>> e = Expects(params=Arr(T, B), input=Arr(T, B), params_name="ground truth")
@@ -155,21 +130,12 @@ def _axis_str(a: Any) -> str:
 class Like:
     """An output delta with the library, dtype and shape that ``of(m)`` reads from the residue ``m``.
 
-    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (a tuple of
-    ints) and of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t``
-    (any library) when it is a numpy dtype, of any float dtype when it is None;
-    ``shape`` may start with ``...`` (any leading axes), for a residue that knows
-    only the last ones (a causal mask's ``(T_q, T_k)`` pattern). A
-    dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
-    ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the
-    delta of an output that the next lens takes as data). Checked on every ``bwd``
-    call, after the residue's own pattern; a residue ``of`` cannot read is reported
-    as a residue this lens did not make.
-
-    A lens whose output is a tree declares a tree of them (tuples and lists, whose
-    leaves are ``Like`` or any other pattern): a cell's ``(h', y)`` as
-    ``delta=(Like(...), Like(...))``; a tuple needs a tuple (or list) of its length,
-    a list a list, and an error names the path, ``output delta[0][1]``.
+    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (ints, maybe after a leading ``...``),
+    of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t`` when it is a numpy dtype, of any float
+    dtype when it is None. A dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
+    ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the delta of an output the next
+    lens takes as data). A lens whose output is a tree declares a tree of them (tuples and lists), and an error
+    names the path, ``output delta[0][1]``; a residue ``of`` cannot read is reported as one this lens did not make.
 
     >>> Like(lambda m: (m, m.shape))
     Like
