@@ -71,6 +71,12 @@ def at_least(command: str, flag: str, value: Any, least: int = 1) -> int | None:
     return None if value is None else _args.count(command, flag, value, least)
 
 
+def counts(command: str, args: argparse.Namespace, *flags: str, least: int = 1) -> None:
+    """:func:`at_least` for each flag's value (``--batch-size``'s is ``args.batch_size``)."""
+    for flag in flags:
+        at_least(command, flag, getattr(args, flag[2:].replace("-", "_")), least)
+
+
 def positive_real(command: str, flag: str, value: Any) -> float:
     """``value`` if it is a finite number ``> 0`` (a learning rate, say)."""
     return _args.real(command, flag, value, low=0.0, low_open=True)
@@ -162,15 +168,9 @@ def loss_lens(name: str) -> Any:
     """The loss lens named ``name`` (one of :data:`LOSSES`)."""
     from prelens import nn
 
-    table = {
-        "softmax_cross_entropy": nn.softmax_cross_entropy,
-        "mse": nn.mse,
-        "squared_distance": nn.squared_distance,
-        "token_cross_entropy": nn.token_cross_entropy(),
-    }
-    if name not in table:
+    if name not in LOSSES:
         raise UsageError(f"unknown loss {name!r}: one of {', '.join(LOSSES)}")
-    return table[name]
+    return nn.token_cross_entropy() if name == "token_cross_entropy" else getattr(nn, name)
 
 
 def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]:
@@ -202,11 +202,8 @@ def _is_header(rows: list[list[str]]) -> bool:
     (True, False)
     """
     first = [_is_number(cell) for cell in rows[0]]
-    if all(first):
-        return False
-    if len(rows) < 2:
-        return not any(first)
-    return not any(first) or any(not a and _is_number(b) for a, b in zip(first, rows[1]))
+    second = rows[1] if len(rows) > 1 else []
+    return not all(first) and (not any(first) or any(not a and _is_number(b) for a, b in zip(first, second)))
 
 
 def _is_number(cell: str) -> bool:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TextIO
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from prelens.learn import adam
 from prelens.nn import mlp, softmax_cross_entropy
 from prelens.tambara._meanings import Cost
 from prelens.train import Progress, accuracy, evaluate, fit
+from prelens.train._plan import _isatty
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,11 +57,8 @@ COMMAND = "prelens demo"
 def check(args: argparse.Namespace) -> None:
     """Every flag's range, before any work (an ``ArgumentError`` if not)."""
     C.at_least(COMMAND, "--seed", args.seed, 0)
-    C.at_least(COMMAND, "--toy-steps", args.toy_steps)
+    C.counts(COMMAND, args, "--toy-steps", "--hidden", "--epochs", "--batch-size")
     C.positive_real(COMMAND, "--toy-rate", args.toy_rate)
-    C.at_least(COMMAND, "--hidden", args.hidden)
-    C.at_least(COMMAND, "--epochs", args.epochs)
-    C.at_least(COMMAND, "--batch-size", args.batch_size)
     C.positive_real(COMMAND, "--lr", args.lr)
     if args.folds != 0:
         C.at_least(COMMAND, "--folds", args.folds, 2)
@@ -182,10 +179,3 @@ def _cross_validate(args: argparse.Namespace, model: object) -> int:
         )
         correct += round(accuracy(lens, params, x_test, ys[fold]) * len(fold))
     return correct
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
