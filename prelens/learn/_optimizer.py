@@ -1,11 +1,8 @@
 """The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-``opt.update(grads, state, params) -> (new_params, new_state)`` is pure and keeps each
-parameter's dtype; :attr:`Optimizer.lens` is the same update as Cruttwell et al.'s
-reparameterisation lens, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
-update(−p', state, params))`` (under ``learning_rate(1)`` the delta is ``−∇L``). Trees are
-tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API library
-or numbers at the leaves; ``lr`` is a number or a schedule (the state a :class:`ScheduledState`).
+The two views are described in docs/api.md (``prelens.learn``); the lens is :func:`optimizer_lens`. Trees
+are tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API library or
+numbers at the leaves.
 
 >>> import numpy as np
 >>> from prelens.learn import sgd
@@ -186,7 +183,7 @@ class Rule(Optimizer[Any]):
 
     def _zeros(self, params: Tree) -> Any:
         fields = getattr(self.state_type, "_fields", ())
-        return self.state_type(*(tree_map(zeros_like, params) for _ in fields))
+        return self.state_type(*(0 if f == "step" else tree_map(zeros_like, params) for f in fields))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""

@@ -1,19 +1,6 @@
 """The optimisers, each update written once against the array namespace, and gradient clipping.
 
-Per leaf, with ``g`` the gradient (``−p'`` in the lens view) and every state zeros at first:
-
-=============  ======================  ==================================================
-optimiser      state                   update
-=============  ======================  ==================================================
-``sgd``        ``()``                  ``p ← p − lr·g``
-``momentum``   ``v``                   ``v ← β·v + g``; ``p ← p − lr·v`` (Nesterov: ``p ← p − lr·(g + β·v)``)
-``adagrad``    ``s``                   ``s ← s + g²``; ``p ← p − lr·g / (√s + ε)``
-``rmsprop``    ``v``                   ``v ← ρ·v + (1 − ρ)·g²``; ``p ← p − lr·g / (√v + ε)``
-``adam``       ``(t, m, v)``           ``m ← β₁m + (1 − β₁)g``, ``v ← β₂v + (1 − β₂)g²``;
-                                       ``p ← p − lr·m̂ / (√v̂ + ε)``, ``m̂ = m/(1 − β₁ᵗ)``, ``v̂ = v/(1 − β₂ᵗ)``
-``adamw``      ``(t, m, v)``           as ``adam``, and ``p ← p − lr·λ·p`` (decoupled decay)
-=============  ======================  ==================================================
-
+The formulas are the table in docs/learning.md (``g`` the gradient, ``−p'`` in the lens view).
 Nesterov's form keeps the look-ahead point as its parameters (as PyTorch does).
 Adam computes ``p − lrₜ·m / (√v + ε̂)`` with ``lrₜ = lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ)`` and
 ``ε̂ = ε·√(1 − β₂ᵗ)``: the same value in fewer array passes. SGD alone keeps a
@@ -59,7 +46,6 @@ from prelens.learn._optimizer import (
     sqrt,
     unit_residue,
     walk,
-    zeros_like,
 )
 from prelens.learn._xp import as_step, cast, power_gap, total_squares
 
@@ -204,9 +190,6 @@ class Adam(Rule):
     state_type: ClassVar[type] = AdamState
 
     checks: ClassVar[dict[str, str]] = {"b1": "unit", "b2": "unit", "eps": "positive"}
-
-    def _zeros(self, params: Tree) -> AdamState:
-        return AdamState(0, tree_map(zeros_like, params), tree_map(zeros_like, params))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         b1, b2, wd = self.b1, self.b2, getattr(self, "weight_decay", 0.0)
