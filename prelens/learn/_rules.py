@@ -42,9 +42,8 @@ from prelens.learn._optimizer import (
     is_node,
     like,
     map_leaves,
-    no_params,
+    pass_through,
     sqrt,
-    unit_residue,
     walk,
 )
 from prelens.learn._xp import as_step, cast, power_gap, total_squares
@@ -70,10 +69,6 @@ class SGD(Rule):
             raise diagnose(self.name, params, (grads,), ("grads",)) from None
 
 
-def _sgd_leaf(p: Any, g: Any, neg_lr: Any) -> tuple[Any]:
-    return (like(p, as_leaf(g, p) * cast(neg_lr, p) + p),)
-
-
 #: ``−lr`` as 0-d arrays by dtype, for each learning rate: numpy multiplies by them faster than by a float.
 _STEPS: dict[float, dict[Any, np.ndarray]] = {}
 
@@ -91,7 +86,7 @@ def _steps(neg_lr: Any) -> dict[Any, np.ndarray]:
 
 def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tree:
     """SGD's numpy fast path: a node steps its float array children inline (``g·(−lr) + p``, the same
-    numbers as :func:`_sgd_leaf`); every other leaf and node takes :func:`walk`."""
+    numbers as the last line's leaf formula); every other leaf and node takes :func:`walk`."""
     cls = type(p)
     if cls is not np.ndarray and is_node(cls) and type(g) is cls and len(g) == len(p):
         children = []
@@ -107,7 +102,7 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
                     continue
             children.append(_sgd_walk(c, d, neg_lr, steps))
         return children if cls is list else tuple.__new__(cls, children)
-    return walk(lambda x, y: _sgd_leaf(x, y, neg_lr), 1, p, [g])[0]
+    return walk(lambda x, d: (like(x, as_leaf(d, x) * cast(neg_lr, x) + x),), 1, p, [g])[0]
 
 
 @dataclass(frozen=True)
@@ -300,17 +295,7 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
         return ClipByGlobalNorm(optimizer, max_norm)
     check_number("clip_by_global_norm", "max_norm", max_norm)
     name = f"clip_by_global_norm({max_norm!r})"
-
-    def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:
-        no_params(name, p)
-        check_params(name, params)
-        return (), params
-
-    def bwd(m: tuple[()], delta: Any) -> tuple[tuple[()], Any]:
-        unit_residue(name, m)
-        return (), clip(delta, max_norm, name)
-
-    return PreLens(fwd, bwd, name)
+    return pass_through(name, check_params, lambda delta: clip(delta, max_norm, name))
 
 
 def clip(tree: Tree, max_norm: float, fn: str = "clip_by_global_norm") -> Tree:
