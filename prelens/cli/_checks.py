@@ -1,12 +1,8 @@
 """What the commands share: checks of their arguments before any work, one-line errors, model and data files.
 
-A user's mistake (a flag out of range, a path that cannot be read or written, a
-bad value the library refuses, a damaged file) ends the command with one line on
-stderr and exit code 2, as argparse's own errors do: no usage block, no
-traceback. The messages come from :mod:`prelens.errors`, or are a
-:class:`UsageError`. The metadata of the model files ``prelens train`` writes
-(``kind``, ``loss``, ``input``, ``classes``, ``vocabulary`` ...) is read and
-written by :mod:`prelens.io._train_metadata`.
+A user's mistake ends the command as :mod:`prelens.cli` says (one line on stderr, exit code 2); the
+messages come from :mod:`prelens.errors`, or are a :class:`UsageError`. The metadata of the model files
+``prelens train`` writes is read and written by :mod:`prelens.io._train_metadata`.
 """
 
 from __future__ import annotations
@@ -173,8 +169,8 @@ def loss_lens(name: str) -> Any:
     return nn.token_cross_entropy() if name == "token_cross_entropy" else getattr(nn, name)
 
 
-def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]:
-    """The rows of a CSV file as strings, and its header (a first row with a cell that is not a number)."""
+def read_table(flag: str, path: str) -> list[list[str]]:
+    """The rows of a CSV file as strings, without its header (a first row with a cell that is not a number)."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
@@ -182,17 +178,15 @@ def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]
         raise UsageError(f"{flag} {path!r}: cannot be read as CSV ({err})") from None
     if not rows:
         raise UsageError(f"{flag} {path!r}: no rows")
-    header = None
-    if _is_header(rows):
-        header, rows = [cell.strip() for cell in rows[0]], rows[1:]
+    skip = 1 if _is_header(rows) else 0
+    rows = rows[skip:]
     if not rows:
         raise UsageError(f"{flag} {path!r}: a header and no rows")
     width = len(rows[0])
     for i, row in enumerate(rows):
         if len(row) != width:
-            line = i + (2 if header else 1)
-            raise UsageError(f"{flag} {path!r}: line {line} has {len(row)} columns, the first row {width}")
-    return header, [[cell.strip() for cell in row] for row in rows]
+            raise UsageError(f"{flag} {path!r}: line {i + 1 + skip} has {len(row)} columns, the first row {width}")
+    return [[cell.strip() for cell in row] for row in rows]
 
 
 def _is_header(rows: list[list[str]]) -> bool:

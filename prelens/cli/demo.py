@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -158,7 +159,7 @@ def _iris(args: argparse.Namespace, show: bool) -> None:
         )
 
 
-def _cross_validate(args: argparse.Namespace, model: object) -> int:
+def _cross_validate(args: argparse.Namespace, model: Any) -> int:
     """Flowers classified right by the model trained without them, over all folds."""
     xs, ys = iris_arrays()
     correct = 0
@@ -166,9 +167,8 @@ def _cross_validate(args: argparse.Namespace, model: object) -> int:
     for fold in stratified_folds(ys, args.folds, gen):
         train = np.setdiff1d(np.arange(len(ys)), fold)
         x_train, x_test = standardize(xs[train], xs[fold]) if args.standardize else (xs[train], xs[fold])
-        lens = mlp(4, [args.hidden, 3], "tanh", last_activation=None, input_delta=False)
         params, _, _ = fit(
-            lens,
+            model,
             softmax_cross_entropy,
             (x_train, ys[train]),
             args.epochs,
@@ -177,5 +177,5 @@ def _cross_validate(args: argparse.Namespace, model: object) -> int:
             gen,
             progress=False,
         )
-        correct += round(accuracy(lens, params, x_test, ys[fold]) * len(fold))
+        correct += round(accuracy(model, params, x_test, ys[fold]) * len(fold))
     return correct

@@ -25,14 +25,12 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter
 from prelens.datasets.sequences import CharVocab, SequenceTask
 from prelens.nn import generate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens generate``."""
-    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a language model file (prelens train transformer --save)")
     parser.add_argument("--prompt", required=True, help="the text (or the task's symbols) to continue")
     parser.add_argument(

@@ -33,7 +33,6 @@ from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.cli._runtime import (
     BACKENDS,
-    Formatter,
     add_output_arguments,
     add_runtime_arguments,
     backend,
@@ -59,7 +58,6 @@ COMMAND = "prelens train mnist1d"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``prelens train mnist1d``."""
-    parser.formatter_class = Formatter
     model = parser.add_argument_group("model")
     model.add_argument(
         "--model",

@@ -29,7 +29,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter, add_output_arguments, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
 from prelens.core._trace import forward
 from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from prelens.io._train_metadata import save_language_model
@@ -46,7 +46,6 @@ _TEXT = {"train_size": 4000, "epochs": 4, "batch_size": 32, "lr": 3e-3, "block":
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``prelens train transformer``."""
-    parser.formatter_class = Formatter
     task = parser.add_argument_group("task")
     task.add_argument(
         "--task",
