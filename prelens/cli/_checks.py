@@ -85,10 +85,7 @@ def non_negative_real(command: str, flag: str, value: Any, high: float | None = 
 
 def writable(command: str, flag: str, path: str | None) -> None:
     """Refuse, before any work, a file path that :func:`prelens.io.save_checkpoint` could not write."""
-    if path is None:
-        return
-    why = unwritable_reason(path)
-    if why is not None:
+    if path is not None and (why := unwritable_reason(path)) is not None:
         raise E.unwritable_path(command, flag, path, why)
 
 

@@ -102,12 +102,11 @@ def encode_text(vocab: CharVocab, prompt: str) -> npt.NDArray[np.int64]:
 
 def task_symbols(task: SequenceTask, prompt: str) -> npt.NDArray[np.int64]:
     """The symbols of a sequence-task prompt: ``task.length`` ints in ``[0, task.n_symbols)``."""
-    parts = prompt.replace(",", " ").split()
-    what = f"the {task.name} task's prompt, {task.length} symbols from 0 to {task.n_symbols - 1}"
     try:
-        symbols = [int(p) for p in parts]
+        symbols = [int(p) for p in prompt.replace(",", " ").split()]
     except ValueError:
-        raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
+        symbols = []  # refused below: a task's length is at least 1
     if len(symbols) != task.length or any(not 0 <= s < task.n_symbols for s in symbols):
+        what = f"the {task.name} task's prompt, {task.length} symbols from 0 to {task.n_symbols - 1}"
         raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
     return np.array(symbols, dtype=np.int64)
