@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from prelens.cli._checks import Parser
+from prelens.cli._runtime import Formatter
 
 #: (command, module, one-line help); ``train`` has one sub-command per model.
 COMMANDS = [
@@ -57,7 +58,7 @@ def _add(sub: argparse._SubParsersAction[Parser], name: str, module: str, help_:
         name,
         help=help_,
         description=(mod.__doc__ or help_).strip(),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=Formatter,
     )
     mod.add_arguments(p)
     p.set_defaults(run=mod.run)

@@ -1,12 +1,8 @@
 """What the commands share: checks of their arguments before any work, one-line errors, model and data files.
 
-A user's mistake (a flag out of range, a path that cannot be read or written, a
-bad value the library refuses, a damaged file) ends the command with one line on
-stderr and exit code 2, as argparse's own errors do: no usage block, no
-traceback. The messages come from :mod:`prelens.errors`, or are a
-:class:`UsageError`. The metadata of the model files ``prelens train`` writes
-(``kind``, ``loss``, ``input``, ``classes``, ``vocabulary`` ...) is read and
-written by :mod:`prelens.io._train_metadata`.
+A user's mistake ends the command as :mod:`prelens.cli` says (one line on stderr, exit code 2); the
+messages come from :mod:`prelens.errors`, or are a :class:`UsageError`. The metadata of the model files
+``prelens train`` writes is read and written by :mod:`prelens.io._train_metadata`.
 """
 
 from __future__ import annotations
@@ -71,6 +67,12 @@ def at_least(command: str, flag: str, value: Any, least: int = 1) -> int | None:
     return None if value is None else _args.count(command, flag, value, least)
 
 
+def counts(command: str, args: argparse.Namespace, *flags: str, least: int = 1) -> None:
+    """:func:`at_least` for each flag's value (``--batch-size``'s is ``args.batch_size``)."""
+    for flag in flags:
+        at_least(command, flag, getattr(args, flag[2:].replace("-", "_")), least)
+
+
 def positive_real(command: str, flag: str, value: Any) -> float:
     """``value`` if it is a finite number ``> 0`` (a learning rate, say)."""
     return _args.real(command, flag, value, low=0.0, low_open=True)
@@ -83,10 +85,7 @@ def non_negative_real(command: str, flag: str, value: Any, high: float | None = 
 
 def writable(command: str, flag: str, path: str | None) -> None:
     """Refuse, before any work, a file path that :func:`prelens.io.save_checkpoint` could not write."""
-    if path is None:
-        return
-    why = unwritable_reason(path)
-    if why is not None:
+    if path is not None and (why := unwritable_reason(path)) is not None:
         raise E.unwritable_path(command, flag, path, why)
 
 
@@ -162,19 +161,13 @@ def loss_lens(name: str) -> Any:
     """The loss lens named ``name`` (one of :data:`LOSSES`)."""
     from prelens import nn
 
-    table = {
-        "softmax_cross_entropy": nn.softmax_cross_entropy,
-        "mse": nn.mse,
-        "squared_distance": nn.squared_distance,
-        "token_cross_entropy": nn.token_cross_entropy(),
-    }
-    if name not in table:
+    if name not in LOSSES:
         raise UsageError(f"unknown loss {name!r}: one of {', '.join(LOSSES)}")
-    return table[name]
+    return nn.token_cross_entropy() if name == "token_cross_entropy" else getattr(nn, name)
 
 
-def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]:
-    """The rows of a CSV file as strings, and its header (a first row with a cell that is not a number)."""
+def read_table(flag: str, path: str) -> list[list[str]]:
+    """The rows of a CSV file as strings, without its header (a first row with a cell that is not a number)."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
@@ -182,17 +175,15 @@ def read_table(flag: str, path: str) -> tuple[list[str] | None, list[list[str]]]
         raise UsageError(f"{flag} {path!r}: cannot be read as CSV ({err})") from None
     if not rows:
         raise UsageError(f"{flag} {path!r}: no rows")
-    header = None
-    if _is_header(rows):
-        header, rows = [cell.strip() for cell in rows[0]], rows[1:]
+    skip = 1 if _is_header(rows) else 0
+    rows = rows[skip:]
     if not rows:
         raise UsageError(f"{flag} {path!r}: a header and no rows")
     width = len(rows[0])
     for i, row in enumerate(rows):
         if len(row) != width:
-            line = i + (2 if header else 1)
-            raise UsageError(f"{flag} {path!r}: line {line} has {len(row)} columns, the first row {width}")
-    return header, [[cell.strip() for cell in row] for row in rows]
+            raise UsageError(f"{flag} {path!r}: line {i + 1 + skip} has {len(row)} columns, the first row {width}")
+    return [[cell.strip() for cell in row] for row in rows]
 
 
 def _is_header(rows: list[list[str]]) -> bool:
@@ -202,11 +193,8 @@ def _is_header(rows: list[list[str]]) -> bool:
     (True, False)
     """
     first = [_is_number(cell) for cell in rows[0]]
-    if all(first):
-        return False
-    if len(rows) < 2:
-        return not any(first)
-    return not any(first) or any(not a and _is_number(b) for a, b in zip(first, rows[1]))
+    second = rows[1] if len(rows) > 1 else []
+    return not all(first) and (not any(first) or any(not a and _is_number(b) for a, b in zip(first, second)))
 
 
 def _is_number(cell: str) -> bool:

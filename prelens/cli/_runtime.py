@@ -1,4 +1,4 @@
-"""The runtime flags every ``prelens train`` command shares: ``--backend``, ``--blas-threads``; freed memory kept."""
+"""The flags the ``prelens train`` commands share: ``--backend``, ``--blas-threads``, ``--save``; freed memory kept."""
 
 from __future__ import annotations
 
@@ -46,6 +46,18 @@ def add_runtime_arguments(group: Any) -> None:
         help="BLAS threads for training: auto chooses from the model's and the batch's sizes (1 unless the "
         "matrix products are large; PRELENS_BLAS_THREADS or OPENBLAS_NUM_THREADS override auto), or a number",
     )
+
+
+def add_output_arguments(out: Any, example: str, holds: str = "lens and parameters", piped: bool = True) -> None:
+    """Add ``--save PATH`` and ``--no-progress`` to a training command's output group."""
+    out.add_argument(
+        "--save",
+        metavar="PATH",
+        default=None,
+        help=f"write the trained model ({holds}) to this model file, e.g. {example}",
+    )
+    hidden = " (hidden anyway when piped)" if piped else ""
+    out.add_argument("--no-progress", action="store_true", help=f"hide the progress line{hidden}")
 
 
 @contextlib.contextmanager

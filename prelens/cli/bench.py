@@ -97,8 +97,7 @@ def run(args: argparse.Namespace) -> int:
     """
     repeats = getattr(args, "repeats", None)
     try:
-        if repeats is not None:
-            C.at_least(COMMAND, "--repeats", repeats)
+        C.at_least(COMMAND, "--repeats", repeats)
         threads = getattr(args, "threads", None)
         if threads is not None and threads != "default":
             if not threads.isdigit() or int(threads) < 1:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TextIO
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from prelens.learn import adam
 from prelens.nn import mlp, softmax_cross_entropy
 from prelens.tambara._meanings import Cost
 from prelens.train import Progress, accuracy, evaluate, fit
+from prelens.train._plan import _isatty
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,11 +58,8 @@ COMMAND = "prelens demo"
 def check(args: argparse.Namespace) -> None:
     """Every flag's range, before any work (an ``ArgumentError`` if not)."""
     C.at_least(COMMAND, "--seed", args.seed, 0)
-    C.at_least(COMMAND, "--toy-steps", args.toy_steps)
+    C.counts(COMMAND, args, "--toy-steps", "--hidden", "--epochs", "--batch-size")
     C.positive_real(COMMAND, "--toy-rate", args.toy_rate)
-    C.at_least(COMMAND, "--hidden", args.hidden)
-    C.at_least(COMMAND, "--epochs", args.epochs)
-    C.at_least(COMMAND, "--batch-size", args.batch_size)
     C.positive_real(COMMAND, "--lr", args.lr)
     if args.folds != 0:
         C.at_least(COMMAND, "--folds", args.folds, 2)
@@ -161,7 +159,7 @@ def _iris(args: argparse.Namespace, show: bool) -> None:
         )
 
 
-def _cross_validate(args: argparse.Namespace, model: object) -> int:
+def _cross_validate(args: argparse.Namespace, model: Any) -> int:
     """Flowers classified right by the model trained without them, over all folds."""
     xs, ys = iris_arrays()
     correct = 0
@@ -169,9 +167,8 @@ def _cross_validate(args: argparse.Namespace, model: object) -> int:
     for fold in stratified_folds(ys, args.folds, gen):
         train = np.setdiff1d(np.arange(len(ys)), fold)
         x_train, x_test = standardize(xs[train], xs[fold]) if args.standardize else (xs[train], xs[fold])
-        lens = mlp(4, [args.hidden, 3], "tanh", last_activation=None, input_delta=False)
         params, _, _ = fit(
-            lens,
+            model,
             softmax_cross_entropy,
             (x_train, ys[train]),
             args.epochs,
@@ -180,12 +177,5 @@ def _cross_validate(args: argparse.Namespace, model: object) -> int:
             gen,
             progress=False,
         )
-        correct += round(accuracy(lens, params, x_test, ys[fold]) * len(fold))
+        correct += round(accuracy(model, params, x_test, ys[fold]) * len(fold))
     return correct
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False

@@ -25,13 +25,11 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter
 from prelens.train import evaluate, predict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens evaluate``."""
-    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a model file (prelens train --save, prelens.save_model)")
     parser.add_argument("data", metavar="DATA", help="labelled examples: a .csv table or a .npz with arrays x and y")
     parser.add_argument(
@@ -78,7 +76,7 @@ def read_data(path: str, label_column: int, model: Any, names: list[str] | None)
         if y.dtype.kind not in "biuf" or len(y) != len(x):
             raise C.UsageError(f"DATA {path!r}: y must hold one label (row) of numbers per example of x")
         return x, y
-    _, rows = C.read_table("DATA", path)
+    rows = C.read_table("DATA", path)
     width = len(rows[0])
     if not -width <= label_column < width or width < 2:
         raise C.UsageError(f"--label-column {label_column}: DATA {path!r} has {width} columns")

@@ -25,14 +25,12 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter
 from prelens.datasets.sequences import CharVocab, SequenceTask
 from prelens.nn import generate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens generate``."""
-    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a language model file (prelens train transformer --save)")
     parser.add_argument("--prompt", required=True, help="the text (or the task's symbols) to continue")
     parser.add_argument(
@@ -104,12 +102,11 @@ def encode_text(vocab: CharVocab, prompt: str) -> npt.NDArray[np.int64]:
 
 def task_symbols(task: SequenceTask, prompt: str) -> npt.NDArray[np.int64]:
     """The symbols of a sequence-task prompt: ``task.length`` ints in ``[0, task.n_symbols)``."""
-    parts = prompt.replace(",", " ").split()
-    what = f"the {task.name} task's prompt, {task.length} symbols from 0 to {task.n_symbols - 1}"
     try:
-        symbols = [int(p) for p in parts]
+        symbols = [int(p) for p in prompt.replace(",", " ").split()]
     except ValueError:
-        raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}") from None
+        symbols = []  # refused below: a task's length is at least 1
     if len(symbols) != task.length or any(not 0 <= s < task.n_symbols for s in symbols):
+        what = f"the {task.name} task's prompt, {task.length} symbols from 0 to {task.n_symbols - 1}"
         raise C.UsageError(f"--prompt must be {what}, separated by spaces; got {prompt!r}")
     return np.array(symbols, dtype=np.int64)

@@ -30,7 +30,6 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter
 from prelens.train import predict
 
 OUTPUTS = ("auto", "label", "proba", "raw")
@@ -38,7 +37,6 @@ OUTPUTS = ("auto", "label", "proba", "raw")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens predict``."""
-    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a model file (prelens train --save, prelens.save_model)")
     parser.add_argument("input", metavar="INPUT", help="the examples, one per row: a .csv table or a .npy array")
     parser.add_argument(
@@ -87,7 +85,7 @@ def read_input(flag: str, path: str, model: Any) -> npt.NDArray[Any]:
     if os.path.splitext(path)[1].lower() == ".npy":
         x = C.read_npy(flag, path)
     else:
-        _, rows = C.read_table(flag, path)
+        rows = C.read_table(flag, path)
         try:
             x = C.numbers(flag, path, rows, C.input_dtype(model))
         except C.UsageError as err:  # labelled data, most likely

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter
 from prelens.show._summary import summary
 
 IMAGES = (".png", ".svg", ".pdf")
@@ -28,7 +27,6 @@ IMAGES = (".png", ".svg", ".pdf")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``prelens summary``."""
-    parser.formatter_class = Formatter
     parser.add_argument("model", metavar="MODEL", help="a model file (prelens train --save, prelens.save_model)")
     parser.add_argument(
         "--input-shape", default=None, metavar="SHAPE", help="an example input's shape, batch first (e.g. 1,4)"

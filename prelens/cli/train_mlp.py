@@ -19,7 +19,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
 from prelens.datasets import DATASETS, load_dataset
 from prelens.io._train_metadata import save_classifier
 from prelens.learn import Optimizer, adam, momentum, sgd
@@ -62,19 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runtime_arguments(train)
     out = parser.add_argument_group("output")
     out.add_argument(
-        "--save",
-        metavar="PATH",
-        default=None,
-        help="write the trained model (lens and parameters) to this model file, e.g. iris.prelens",
-    )
-    out.add_argument(
         "--checkpoint-every",
         type=int,
         default=None,
         metavar="N",
         help="save parameters and optimiser state every N epochs to PATH.checkpoint.npz (needs --save PATH)",
     )
-    out.add_argument("--no-progress", action="store_true", help="hide the progress line (hidden anyway when piped)")
+    add_output_arguments(out, "iris.prelens")
 
 
 def make_optimizer(name: str, lr: float, beta: float = 0.9) -> Optimizer[Any]:
@@ -108,15 +102,12 @@ COMMAND = "prelens train mlp"
 def check(args: argparse.Namespace) -> None:
     """Every flag's range, and that ``--save`` can be written, before any work (an ``ArgumentError`` if not)."""
     C.non_negative_real(COMMAND, "--test-fraction", args.test_fraction, high=1.0)
-    C.at_least(COMMAND, "--samples", args.samples)
     for width in args.hidden:
         C.at_least(COMMAND, "--hidden", width)
-    C.at_least(COMMAND, "--epochs", args.epochs)
-    C.at_least(COMMAND, "--batch-size", args.batch_size)
+    C.counts(COMMAND, args, "--samples", "--epochs", "--batch-size", "--checkpoint-every")
     C.positive_real(COMMAND, "--lr", args.lr)
     C.non_negative_real(COMMAND, "--momentum", args.momentum, high=1.0)
     C.at_least(COMMAND, "--seed", args.seed, 0)
-    C.at_least(COMMAND, "--checkpoint-every", args.checkpoint_every)
     if args.checkpoint_every is not None and args.save is None:
         raise E.flag_needs(COMMAND, "--checkpoint-every", "--save PATH")
     C.writable(COMMAND, "--save", args.save)

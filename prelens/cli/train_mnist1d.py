@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from typing import Any
 
 import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import BACKENDS, Formatter, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import (
+    BACKENDS,
+    add_output_arguments,
+    add_runtime_arguments,
+    backend,
+    training_runtime,
+)
 from prelens.datasets import Split, load_mnist1d
 from prelens.io._train_metadata import save_classifier
 from prelens.train._mnist1d import (
@@ -53,7 +58,6 @@ COMMAND = "prelens train mnist1d"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``prelens train mnist1d``."""
-    parser.formatter_class = Formatter
     model = parser.add_argument_group("model")
     model.add_argument(
         "--model",
@@ -69,13 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the shuffling")
     add_runtime_arguments(train)  # --backend auto|numpy|jax, --blas-threads
     out = parser.add_argument_group("output")
-    out.add_argument(
-        "--save",
-        metavar="PATH",
-        default=None,
-        help="write the trained model (lens and parameters) to this model file, e.g. cnn.prelens",
-    )
-    out.add_argument("--no-progress", action="store_true", help="hide the progress line (hidden anyway when piped)")
+    add_output_arguments(out, "cnn.prelens")
 
 
 def check(args: argparse.Namespace) -> None:
@@ -84,8 +82,7 @@ def check(args: argparse.Namespace) -> None:
         raise E.bad_argument(COMMAND, "--model", args.model, f"one of {list(MNIST1D_MODELS)}")
     if backend(args) not in BACKENDS:
         raise E.bad_argument(COMMAND, "--backend", backend(args), f"one of {list(BACKENDS)}")
-    C.at_least(COMMAND, "--steps", args.steps)
-    C.at_least(COMMAND, "--batch-size", args.batch_size)
+    C.counts(COMMAND, args, "--steps", "--batch-size")
     C.positive_real(COMMAND, "--lr", args.lr)
     C.at_least(COMMAND, "--seed", args.seed, 0)
     if backend(args) == "jax" and importlib.util.find_spec("jax") is None:
@@ -125,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                 blas_threads=None,  # training_runtime has set them (--blas-threads)
             )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        print(f"{COMMAND}: {C.one_line(str(err))}", file=sys.stderr)
+        C.fail(err, COMMAND)
         return 1
     saved = _save(args, model, result.params, split, dtype)
     print(f"trained {result.steps} steps in {result.seconds:.1f} s")

@@ -29,7 +29,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import Formatter, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
 from prelens.core._trace import forward
 from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from prelens.io._train_metadata import save_language_model
@@ -46,7 +46,6 @@ _TEXT = {"train_size": 4000, "epochs": 4, "batch_size": 32, "lr": 3e-3, "block":
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``prelens train transformer``."""
-    parser.formatter_class = Formatter
     task = parser.add_argument_group("task")
     task.add_argument(
         "--task",
@@ -112,18 +111,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--sample", type=int, default=300, metavar="CHARS", help="characters to generate (--task text)")
     out.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (--task text; 0 is greedy)")
     out.add_argument("--prompt", default="Shall I compare thee", help="text to start sampling from (--task text)")
-    out.add_argument(
-        "--save",
-        metavar="PATH",
-        default=None,
-        help="write the trained model (lens, vocabulary, parameters) to this model file, e.g. reverse.prelens",
-    )
-    out.add_argument("--no-progress", action="store_true", help="hide the progress line")
+    add_output_arguments(out, "reverse.prelens", "lens, vocabulary, parameters", piped=False)
 
 
-def _resolve(args: argparse.Namespace) -> dict[str, Any]:
-    base = _TEXT if args.task == "text" else _SEQ
-    return {k: getattr(args, k, default) for k, default in base.items()}
+def _resolve(args: argparse.Namespace) -> None:
+    """Give the flags whose defaults differ between the sequence tasks and the text their task's default."""
+    for k, default in (_TEXT if args.task == "text" else _SEQ).items():
+        if not hasattr(args, k):
+            setattr(args, k, default)
 
 
 def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
@@ -136,27 +131,21 @@ def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
 COMMAND = "prelens train transformer"
 
 
-def check(args: argparse.Namespace, opts: dict[str, Any]) -> None:
+def check(args: argparse.Namespace) -> None:
     """Every flag's range, and that ``--save`` can be written, before any work (an ``ArgumentError`` if not).
 
     The prompt's characters are checked against the text's vocabulary when the text is loaded,
     still before training.
     """
     if args.task == "text":
-        C.at_least(COMMAND, "--block", opts["block"])
+        C.at_least(COMMAND, "--block", args.block)
     else:
         C.at_least(COMMAND, "--length", args.length)
         C.at_least(COMMAND, "--symbols", args.symbols, 2)
-    C.at_least(COMMAND, "--train-size", opts["train_size"])
-    C.at_least(COMMAND, "--test-size", args.test_size)
-    for flag, value in (("--d-model", args.d_model), ("--heads", args.heads), ("--d-ff", args.d_ff)):
-        C.at_least(COMMAND, flag, value)
-    C.at_least(COMMAND, "--layers", args.layers)
-    C.at_least(COMMAND, "--epochs", opts["epochs"])
-    C.at_least(COMMAND, "--batch-size", opts["batch_size"])
-    C.positive_real(COMMAND, "--lr", opts["lr"])
-    C.at_least(COMMAND, "--seed", args.seed, 0)
-    C.at_least(COMMAND, "--sample", args.sample, 0)
+    sizes = ("--train-size", "--test-size", "--d-model", "--heads", "--d-ff", "--layers", "--epochs", "--batch-size")
+    C.counts(COMMAND, args, *sizes)
+    C.positive_real(COMMAND, "--lr", args.lr)
+    C.counts(COMMAND, args, "--seed", "--sample", least=0)
     C.non_negative_real(COMMAND, "--temperature", args.temperature)
     C.writable(COMMAND, "--save", args.save)
 
@@ -167,18 +156,15 @@ def run(args: argparse.Namespace) -> int:
     0 on success; 1 if training diverged or the parameters could not be saved; 2 for bad arguments
     (found before any training).
     """
-    opts = _resolve(args)
+    _resolve(args)
     dtype = np.float32 if args.float32 else np.float64
     try:
-        check(args, opts)
-        if args.task == "text":
-            data, model, extra = _text_setup(args, opts, dtype)
-        else:
-            data, model, extra = _task_setup(args, opts, dtype)
-        steps = opts["epochs"] * -(-len(data[0][0]) // opts["batch_size"])
-        warmup = min(100, steps // 10 + 1)
+        check(args)
+        data, model, extra = (_text_setup if args.task == "text" else _task_setup)(args, dtype)
+        steps = args.epochs * -(-len(data[0][0]) // args.batch_size)
+        warmup = min(100, steps // 10 + 1, steps)
         # without the decay, Adam at a constant step size tends to spike once the loss is near zero
-        optimizer = adam(warmup_cosine(opts["lr"], warmup=min(warmup, steps), total=steps))
+        optimizer = adam(warmup_cosine(args.lr, warmup=warmup, total=steps))
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
     (x_train, y_train), (x_test, y_test) = data
@@ -186,23 +172,22 @@ def run(args: argparse.Namespace) -> int:
     params = model.init(np.random.default_rng(args.seed))
     start_loss = evaluate(model, loss, params, x_test, y_test)
     print(f"model {model!r}")
-    epochs = opts["epochs"]
     print(
         f"{len(x_train)} training sequences of {x_train.shape[1]} tokens, {len(x_test)} held out; "
-        f"Adam, peak lr {opts['lr']:g} (warm-up {min(warmup, steps)} steps, cosine decay to step {steps}), "
-        f"batch {opts['batch_size']}, {epochs} epoch{'' if epochs == 1 else 's'}; "
+        f"Adam, peak lr {args.lr:g} (warm-up {warmup} steps, cosine decay to step {steps}), "
+        f"batch {args.batch_size}, {args.epochs} epoch{'' if args.epochs == 1 else 's'}; "
         f"held-out loss before training {start_loss:.4f}"
     )
     metrics = {} if args.task == "text" else {"token_accuracy": token_accuracy}
     started = time.perf_counter()
     try:
-        with training_runtime(args, params, x_train[: opts["batch_size"]]):
+        with training_runtime(args, params, x_train[: args.batch_size]):
             params, _, history = fit(
                 model,
                 loss,
                 (x_train, y_train),
-                opts["epochs"],
-                opts["batch_size"],
+                args.epochs,
+                args.batch_size,
                 optimizer,
                 args.seed,
                 params=params,
@@ -216,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         C.fail(err, COMMAND)
         return 1
     seconds = time.perf_counter() - started
-    saved = _save(args, model, params, history.steps, extra, opts["block"])  # first: a Ctrl-C later loses nothing
+    saved = _save(args, model, params, history.steps, extra)  # first: a Ctrl-C later loses nothing
     if history.interrupted:
         print(f"interrupted after {history.steps} steps: reporting the parameters so far")
     print(f"trained {history.steps} step{'' if history.steps == 1 else 's'} in {seconds:.1f} s")
@@ -225,48 +210,44 @@ def run(args: argparse.Namespace) -> int:
     end_loss = evaluate(model, loss, params, x_test, y_test)
     print(f"held-out loss: {start_loss:.4f} before training, {end_loss:.4f} after")
     if args.task == "text":
-        _report_text(args, model, params, extra, opts)
+        prompt = extra.encode(args.prompt or "\n")  # checked before training
+        out = generate(
+            model, params, prompt[None], args.sample, max_len=args.block, temperature=args.temperature, rng=args.seed
+        )
+        print(f"sample (temperature {args.temperature:g}):")
+        print(extra.decode(out[0]))
     else:
         _report_task(model, params, extra, x_test, y_test)
     return C.finish(saved, args.save, "prelens generate/evaluate/summary")
 
 
-def _save(args: argparse.Namespace, model: Any, params: Any, steps: int, vocab: Any, block: int) -> bool | None:
+def _save(args: argparse.Namespace, model: Any, params: Any, steps: int, vocab: Any) -> bool | None:
     """Write the model file ``--save`` with the vocabulary and the context length (see ``_checks.saved``)."""
     vocabulary: dict[str, Any]
     if isinstance(vocab, CharVocab):
-        vocabulary, context = {"chars": vocab.chars}, block
+        vocabulary, context = {"chars": vocab.chars}, args.block
     else:
         vocabulary, context = {"task": vocab.name, "length": vocab.length, "symbols": vocab.n_symbols}, vocab.seq_len
     meta = {"model": repr(model), "task": args.task, "steps": steps, "seed": args.seed}
     return C.saved(COMMAND, args.save, lambda: save_language_model(args.save, model, params, vocabulary, context, meta))
 
 
-def _task_setup(args: argparse.Namespace, opts: dict[str, Any], dtype: Any) -> tuple[Any, Any, Any]:
+def _task_setup(args: argparse.Namespace, dtype: Any) -> tuple[Any, Any, Any]:
     task = SequenceTask(args.task, args.length, args.symbols)
-    train = make_sequences(task, opts["train_size"], rng=args.seed)
+    train = make_sequences(task, args.train_size, rng=args.seed)
     test = make_sequences(task, args.test_size, rng=args.seed + 1)
-    model = _model(args, task.vocab_size, task.seq_len, dtype)
-    return (train, test), model, task
+    return (train, test), _model(args, task.vocab_size, task.seq_len, dtype), task
 
 
-def _text_setup(args: argparse.Namespace, opts: dict[str, Any], dtype: Any) -> tuple[Any, Any, Any]:
+def _text_setup(args: argparse.Namespace, dtype: Any) -> tuple[Any, Any, Any]:
     text = load_text(args.text)
     vocab = CharVocab.from_text(text)
-    vocab.encode(_prompt(args))  # a character the model cannot read: refused now, not after training
+    vocab.encode(args.prompt or "\n")  # a character the model cannot read: refused now, not after training
     ids = vocab.encode(text)
     cut = int(len(ids) * 0.9)  # the last tenth is held out
-    block = opts["block"]
-    train = text_windows(ids[:cut], block, opts["train_size"], rng=args.seed)
-    test = text_windows(ids[cut:], block, args.test_size, rng=args.seed + 1)
-    model = _model(args, vocab.size, block, dtype)
-    return (train, test), model, vocab
-
-
-def _prompt(args: argparse.Namespace) -> str:
-    """The text sampling starts from (a newline when ``--prompt`` is empty)."""
-    prompt: str = args.prompt or "\n"
-    return prompt
+    train = text_windows(ids[:cut], args.block, args.train_size, rng=args.seed)
+    test = text_windows(ids[cut:], args.block, args.test_size, rng=args.seed + 1)
+    return (train, test), _model(args, vocab.size, args.block, dtype), vocab
 
 
 def _model(args: argparse.Namespace, vocab: int, max_len: int, dtype: Any) -> Any:
@@ -287,12 +268,3 @@ def _report_task(model: Any, params: Any, task: SequenceTask, x_test: Any, y_tes
     for i in range(min(3, len(x_test))):
         x = " ".join(map(str, prompts[i, 1:-1]))
         print(f"  {task.name} {x}  ->  {' '.join(map(str, answers[i]))}   (expected {' '.join(map(str, truth[i]))})")
-
-
-def _report_text(args: argparse.Namespace, model: Any, params: Any, vocab: CharVocab, opts: dict[str, Any]) -> None:
-    prompt = vocab.encode(_prompt(args))  # checked before training
-    out = generate(
-        model, params, prompt[None], args.sample, max_len=opts["block"], temperature=args.temperature, rng=args.seed
-    )
-    print(f"sample (temperature {args.temperature:g}):")
-    print(vocab.decode(out[0]))

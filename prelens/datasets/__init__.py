@@ -1,17 +1,8 @@
 """Small datasets shipped with prelens: no network access at run time.
 
-* :func:`load_iris`: Fisher's Iris data (CSV in ``prelens/datasets/data``),
-  split train/test by species with a seed.
-* :data:`TOY_XS`, :data:`TOY_YS`: the four-point toy set of the Haskell ``Main.hs`` (from micrograd).
-* :func:`make_moons`, :func:`make_spirals`: seeded 2-D problems for pictures.
-* :func:`make_glyphs`: seeded, noisy 8×8 images of the ten digits (a small image set).
-* :func:`load_dataset`: any of ``iris``, ``moons``, ``spirals``, ``glyphs`` by name, as a
-  :class:`Split`; :func:`stratified_split`, :func:`stratified_folds` and
-  :func:`standardize` helpers.
-* :func:`load_mnist1d`: MNIST-1D (Greydanus & Kobak), 4,000 + 1,000 series of length 40, generated
-  once by the ``mnist1d`` package (the ``mnist1d`` extra) and cached under :func:`cache_dir`.
-* :mod:`prelens.datasets.sequences`: sequence tasks and texts for the
-  transformer.
+Iris (shipped as CSV), the micrograd toy set, seeded moons, spirals and digit glyphs, MNIST-1D
+(generated once by the ``mnist1d`` extra and cached), and the sequence tasks and texts of
+:mod:`prelens.datasets.sequences`; each is listed in docs/api.md.
 
 >>> from prelens.datasets import load_iris
 >>> load_iris().class_names

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,11 @@ def _read(path: Path) -> dict[str, npt.NDArray[Any]] | None:
 def _write(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> None:
     """Write the cache atomically (a temporary file beside it, then a rename); a cache that cannot be
     written is no error: the dataset is generated again next time."""
-    about = json.dumps({"generator": "mnist1d.data.make_dataset(get_dataset_args())", "mnist1d": _version()})
+    try:
+        made_by = version("mnist1d")
+    except PackageNotFoundError:
+        made_by = "unknown"
+    about = json.dumps({"generator": "mnist1d.data.make_dataset(get_dataset_args())", "mnist1d": made_by})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".mnist1d-", suffix=".npz", dir=path.parent)
@@ -160,12 +165,3 @@ def _write(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> None:
             raise
     except OSError:
         pass
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mnist1d")
-    except PackageNotFoundError:
-        return "unknown"

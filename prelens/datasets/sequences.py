@@ -1,10 +1,8 @@
 """Synthetic sequence tasks and a small shipped text, for training transformers.
 
-Sequence tasks (seeded): ``[BOS] x1 .. xn [SEP] y1 .. yn``, ``n`` random symbols and the answer
-(``copy``, ``reverse``, ``sort``). A language model reads all but the last token and predicts the next
-at every position; only the answer counts (the rest is labelled ``-1``, the ``ignore_index`` of
-:func:`prelens.nn.token_cross_entropy`). Text: :func:`load_text` reads a shipped public-domain text,
-:class:`CharVocab` maps characters to ids, :func:`text_windows` cuts random training windows.
+Sequence tasks (seeded): ``[BOS] x1 .. xn [SEP] y1 .. yn``, ``n`` random symbols and the answer; a
+language model predicts the next token at every position and only the answer counts (the rest is
+labelled ``-1``). Text: a shipped public-domain text, its characters as ids, random training windows.
 
 >>> task = SequenceTask("reverse", length=3, n_symbols=5)
 >>> inputs, labels = make_sequences(task, 1, rng=0)

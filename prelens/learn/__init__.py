@@ -1,11 +1,8 @@
 """``prelens.learn``: the optimisers, their schedules and clipping, and the training step as one lens.
 
-Each optimiser (:func:`sgd`, :func:`momentum`, :func:`adagrad`, :func:`rmsprop`, :func:`adam`,
-:func:`adamw`, :func:`clip_by_global_norm`) is one object with two views: the pure ``init``/``update``
-and ``opt.lens``, the reparameterisation lens of Cruttwell, Gavranović, Ghani, Wilson and Zanasi,
-*Categorical Foundations of Gradient-Based Learning* (ESOP 2022). Every ``lr`` is a number or a
-schedule (:func:`warmup_cosine`, ...). :func:`learner` makes a whole training step one lens, which
-:func:`learner_step` runs; :func:`l2` adds a penalty to the loss through :func:`penalised`.
+Each optimiser is one object with two views, the pure ``init``/``update`` and ``opt.lens`` (Cruttwell
+et al.'s reparameterisation lens); every ``lr`` is a number or a schedule; :func:`learner` makes a whole
+training step one lens. docs/learning.md tells the story, docs/api.md lists every name.
 
 >>> import numpy as np
 >>> from prelens.nn import mlp, mse

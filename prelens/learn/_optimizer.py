@@ -1,11 +1,8 @@
 """The optimiser: one object, two views — ``init``/``update`` on parameter trees, and a lens.
 
-``opt.update(grads, state, params) -> (new_params, new_state)`` is pure and keeps each
-parameter's dtype; :attr:`Optimizer.lens` is the same update as Cruttwell et al.'s
-reparameterisation lens, ``fwd((), (params, state)) = params``, ``bwd(residue, p') = ((),
-update(−p', state, params))`` (under ``learning_rate(1)`` the delta is ``−∇L``). Trees are
-tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API library
-or numbers at the leaves; ``lr`` is a number or a schedule (the state a :class:`ScheduledState`).
+The two views are described in docs/api.md (``prelens.learn``); the lens is :func:`optimizer_lens`. Trees
+are tuples, lists, named tuples, dicts, ``()``/``None`` with float arrays of any array-API library or
+numbers at the leaves.
 
 >>> import numpy as np
 >>> from prelens.learn import sgd
@@ -39,7 +36,7 @@ from prelens.backend._arrays import (
 )
 from prelens.backend._arrays import zeros_like as _zeros
 from prelens.core import _args
-from prelens.core._lens import PreLens
+from prelens.core._lens import AnyLens, PreLens
 from prelens.core._tree import check_structure, tree_map, tree_paths
 from prelens.learn._xp import as_step, known, traced_value, wide_float
 
@@ -159,7 +156,10 @@ class Rule(Optimizer[Any]):
     checks: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
-        check_lr(self.name, self.lr)
+        if _is_number(self.lr) and not isinstance(self.lr, bool):
+            check_number(self.name, "lr", self.lr)
+        elif not callable(self.lr) or isinstance(self.lr, type):  # a schedule is a function of the step
+            raise E.bad_argument(self.name, "lr", self.lr, "a finite number > 0 or a schedule (a function of the step)")
         for field, kind in self.checks.items():
             check_number(self.name, field, getattr(self, field), kind)
 
@@ -186,7 +186,7 @@ class Rule(Optimizer[Any]):
 
     def _zeros(self, params: Tree) -> Any:
         fields = getattr(self.state_type, "_fields", ())
-        return self.state_type(*(tree_map(zeros_like, params) for _ in fields))
+        return self.state_type(*(0 if f == "step" else tree_map(zeros_like, params) for f in fields))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""
@@ -217,14 +217,6 @@ def _is_number(lr: Any) -> bool:
     return isinstance(lr, (int, float))
 
 
-def check_lr(opt: str, lr: Any) -> None:
-    """``lr`` must be a finite number > 0 or a schedule (a function of the step; not a class)."""
-    if _is_number(lr) and not isinstance(lr, bool):
-        check_number(opt, "lr", lr)
-    elif not callable(lr) or isinstance(lr, type):
-        raise E.bad_argument(opt, "lr", lr, "a finite number > 0 or a schedule (a function of the step)")
-
-
 def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
     """``(step, inner state)`` of a :class:`ScheduledState`; the step an int, or a 0-d integer array kept as it is."""
     if type(state) is ScheduledState and isinstance(state.step, (int, np.integer)) and state.step >= 0:
@@ -252,9 +244,8 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
     """A finite number >= 0 (a concrete 0-d array: a schedule written with array operations, at a known step)."""
     number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if (number or (_is_real_scalar_array(value) and is_concrete(value))) and math.isfinite(float(value)):
-        if float(value) >= 0.0:
-            return float(value)
+    if (number or (_is_real_scalar_array(value) and is_concrete(value))) and 0.0 <= float(value) < math.inf:
+        return float(value)
     raise E.ArgumentError(
         f"{opt}: the lr schedule gave {value!r} at step {step}; a schedule must give a finite number >= 0"
     )
@@ -548,10 +539,20 @@ def no_params(name: str, p: Any, expected: str = "()") -> None:
         raise E.must_be(name, "parameters", expected, E.describe_tree(p))
 
 
-def unit_residue(name: str, m: Any) -> None:
-    """The residue of a lens that keeps nothing must be ``()``."""
-    if type(m) is not tuple or m != ():
-        raise E.bad_residue(name, m)
+def pass_through(name: str, check: Callable[[str, Any], None], back: Callable[[Any], Any]) -> AnyLens:
+    """A lens without parameters or residue: forward ``x ↦ x`` (``check(name, x)`` first), backward ``back``."""
+
+    def fwd(p: tuple[()], x: Any) -> tuple[tuple[()], Any]:
+        no_params(name, p)
+        check(name, x)
+        return (), x
+
+    def bwd(m: tuple[()], delta: Any) -> tuple[tuple[()], Any]:
+        if type(m) is not tuple or m != ():
+            raise E.bad_residue(name, m)
+        return (), back(delta)
+
+    return PreLens(fwd, bwd, name)
 
 
 def init_state(optimizer: Any, params: Tree) -> Any:

@@ -14,7 +14,7 @@ from prelens import errors as E
 from prelens.backend._arrays import is_real_scalar
 from prelens.core import _args
 from prelens.core._lens import PreLens
-from prelens.learn._optimizer import no_params, unit_residue
+from prelens.learn._optimizer import pass_through
 
 
 def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple[()], tuple[()], Any, Any]:
@@ -31,19 +31,8 @@ def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple
     (2.0, ((), -0.5))
     """
     a = _args.real("learning_rate", "alpha", alpha, low=0.0, low_open=True)
-    name = f"learning_rate({alpha!r})"
     delta = -a
-
-    def fwd(p: tuple[()], loss: Any) -> tuple[tuple[()], Any]:
-        no_params(name, p)
-        check_loss(name, loss)
-        return (), loss
-
-    def bwd(m: tuple[()], da: Any) -> tuple[tuple[()], float]:
-        unit_residue(name, m)
-        return (), delta
-
-    return PreLens(fwd, bwd, name)
+    return pass_through(f"learning_rate({alpha!r})", check_loss, lambda da: delta)
 
 
 def check_loss(name: str, loss: Any) -> None:

@@ -73,16 +73,12 @@ def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
     """
     f = as_lens("reparameterise", "lens", lens)
     u = as_lens("reparameterise", "optimizer", optimizer.lens if isinstance(optimizer, Optimizer) else optimizer)
-    units = _units(u)
+    units = None if u.init_fn is None else u.init(0)  # an optimiser has no parameters of its own: units only
+    if units is None or tree_leaves(units):
+        expected = "a lens without parameters of its own (its input is what it updates)"
+        raise E.must_be("reparameterise", "optimizer", expected, repr(u))
     body = ((u @ id_pre_lens) >> parameters_as_input(f)).beta()
-
-    def to(q: Any) -> Any:
-        return ((), (units, ())), q
-
-    def back(d: Any) -> Any:
-        return d[1]
-
-    out = body.dimap_p(to, back)
+    out = body.dimap_p(lambda q: (((), (units, ())), q), lambda d: d[1])
     f_init = f.init_fn
 
     def init(rng: np.random.Generator) -> tuple[Any, Any]:
@@ -91,15 +87,6 @@ def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
 
     has_init = f_init is not None and find_optimizer(u) is not None
     return PreLens(out.fwd, out.bwd, f"reparameterise({f!r}, {u!r})", init if has_init else None, "", (u, f))
-
-
-def _units(u: AnyLens) -> Any:
-    """The parameters of ``u``: units only (``()``, ``((), ())``, ...); an optimiser has none of its own."""
-    units = None if u.init_fn is None else u.init(0)
-    if units is None or tree_leaves(units):
-        expected = "a lens without parameters of its own (its input is what it updates)"
-        raise E.must_be("reparameterise", "optimizer", expected, repr(u))
-    return units
 
 
 def learner(

@@ -1,19 +1,6 @@
 """The optimisers, each update written once against the array namespace, and gradient clipping.
 
-Per leaf, with ``g`` the gradient (``−p'`` in the lens view) and every state zeros at first:
-
-=============  ======================  ==================================================
-optimiser      state                   update
-=============  ======================  ==================================================
-``sgd``        ``()``                  ``p ← p − lr·g``
-``momentum``   ``v``                   ``v ← β·v + g``; ``p ← p − lr·v`` (Nesterov: ``p ← p − lr·(g + β·v)``)
-``adagrad``    ``s``                   ``s ← s + g²``; ``p ← p − lr·g / (√s + ε)``
-``rmsprop``    ``v``                   ``v ← ρ·v + (1 − ρ)·g²``; ``p ← p − lr·g / (√v + ε)``
-``adam``       ``(t, m, v)``           ``m ← β₁m + (1 − β₁)g``, ``v ← β₂v + (1 − β₂)g²``;
-                                       ``p ← p − lr·m̂ / (√v̂ + ε)``, ``m̂ = m/(1 − β₁ᵗ)``, ``v̂ = v/(1 − β₂ᵗ)``
-``adamw``      ``(t, m, v)``           as ``adam``, and ``p ← p − lr·λ·p`` (decoupled decay)
-=============  ======================  ==================================================
-
+The formulas are the table in docs/learning.md (``g`` the gradient, ``−p'`` in the lens view).
 Nesterov's form keeps the look-ahead point as its parameters (as PyTorch does).
 Adam computes ``p − lrₜ·m / (√v + ε̂)`` with ``lrₜ = lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ)`` and
 ``ε̂ = ε·√(1 − β₂ᵗ)``: the same value in fewer array passes. SGD alone keeps a
@@ -55,11 +42,9 @@ from prelens.learn._optimizer import (
     is_node,
     like,
     map_leaves,
-    no_params,
+    pass_through,
     sqrt,
-    unit_residue,
     walk,
-    zeros_like,
 )
 from prelens.learn._xp import as_step, cast, power_gap, total_squares
 
@@ -84,10 +69,6 @@ class SGD(Rule):
             raise diagnose(self.name, params, (grads,), ("grads",)) from None
 
 
-def _sgd_leaf(p: Any, g: Any, neg_lr: Any) -> tuple[Any]:
-    return (like(p, as_leaf(g, p) * cast(neg_lr, p) + p),)
-
-
 #: ``−lr`` as 0-d arrays by dtype, for each learning rate: numpy multiplies by them faster than by a float.
 _STEPS: dict[float, dict[Any, np.ndarray]] = {}
 
@@ -105,7 +86,7 @@ def _steps(neg_lr: Any) -> dict[Any, np.ndarray]:
 
 def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tree:
     """SGD's numpy fast path: a node steps its float array children inline (``g·(−lr) + p``, the same
-    numbers as :func:`_sgd_leaf`); every other leaf and node takes :func:`walk`."""
+    numbers as the last line's leaf formula); every other leaf and node takes :func:`walk`."""
     cls = type(p)
     if cls is not np.ndarray and is_node(cls) and type(g) is cls and len(g) == len(p):
         children = []
@@ -121,7 +102,7 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
                     continue
             children.append(_sgd_walk(c, d, neg_lr, steps))
         return children if cls is list else tuple.__new__(cls, children)
-    return walk(lambda x, y: _sgd_leaf(x, y, neg_lr), 1, p, [g])[0]
+    return walk(lambda x, d: (like(x, as_leaf(d, x) * cast(neg_lr, x) + x),), 1, p, [g])[0]
 
 
 @dataclass(frozen=True)
@@ -204,9 +185,6 @@ class Adam(Rule):
     state_type: ClassVar[type] = AdamState
 
     checks: ClassVar[dict[str, str]] = {"b1": "unit", "b2": "unit", "eps": "positive"}
-
-    def _zeros(self, params: Tree) -> AdamState:
-        return AdamState(0, tree_map(zeros_like, params), tree_map(zeros_like, params))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         b1, b2, wd = self.b1, self.b2, getattr(self, "weight_decay", 0.0)
@@ -317,17 +295,7 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
         return ClipByGlobalNorm(optimizer, max_norm)
     check_number("clip_by_global_norm", "max_norm", max_norm)
     name = f"clip_by_global_norm({max_norm!r})"
-
-    def fwd(p: tuple[()], params: Any) -> tuple[tuple[()], Any]:
-        no_params(name, p)
-        check_params(name, params)
-        return (), params
-
-    def bwd(m: tuple[()], delta: Any) -> tuple[tuple[()], Any]:
-        unit_residue(name, m)
-        return (), clip(delta, max_norm, name)
-
-    return PreLens(fwd, bwd, name)
+    return pass_through(name, check_params, lambda delta: clip(delta, max_norm, name))
 
 
 def clip(tree: Tree, max_norm: float, fn: str = "clip_by_global_norm") -> Tree:

@@ -2,19 +2,8 @@
 
 A schedule maps the number of updates already taken, ``t = 0, 1, 2, ...``, to the step size of the
 next update; with one as its ``lr`` an optimiser's state is ``ScheduledState(step, state)`` (a resumed
-run continues the schedule). Any function ``int -> float`` is a schedule; the ones here are frozen
-values that print as the call that made them:
-
-=====================  ==========================================================
-``constant(lr)``       ``lr``
-``step_decay``         ``lr · factor ** (t // every)``
-``exponential_decay``  ``lr · rate ** (t / every)``
-``warmup_cosine``      ``peak · (t + 1) / warmup`` while ``t < warmup``, then a
-                       half cosine from ``peak`` down to ``final`` at ``t = total``
-``one_cycle``          a half cosine up from ``peak / div`` to ``peak`` over the
-                       first ``warmup_fraction`` of ``total``, then down to
-                       ``peak / (div · final_div)`` (Smith's one-cycle policy)
-=====================  ==========================================================
+run continues the schedule). Any function ``int -> float`` is a schedule; the ones here (their formulas
+in docs/api.md) are frozen values that print as the call that made them.
 
 At a traced step (``jax.jit``) they compute branch-free with array operations, a 0-d array of the
 widest float (see :mod:`prelens.learn._xp`); a known step takes the Python path (numpy's numbers).
@@ -28,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from prelens import errors as E
 from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace
@@ -46,17 +35,25 @@ class Schedule:
     (True, 0.1)
     """
 
+    #: The function that makes it (its ``repr`` and its errors name it).
+    fn: ClassVar[str] = "schedule"
+
     def __call__(self, step: int) -> float:
         """The step size of update number ``step + 1`` (a traced 0-d float array at a traced step)."""
         t: Any = step
         if type(t) is not int and is_array(t) and not is_concrete(t):
             if t.ndim != 0 or dtype_kind(t.dtype) not in "iu":
-                raise E.bad_argument(_NAMES[type(self)], "step", t, "an int >= 0")
+                raise E.bad_argument(self.fn, "step", t, "an int >= 0")
             xp = namespace(t)
             out: float = self.value(xp, t, xp.astype(t, wide_float(xp)))
             return out
-        t = _step(self, step)
-        return float(self.value(_PY, t, float(t)))
+        try:
+            ok = not isinstance(step, bool) and int(step) == step and step >= 0
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise E.bad_argument(self.fn, "step", step, "an int >= 0")
+        return float(self.value(_PY, int(step), float(int(step))))
 
     def value(self, xp: Any, t: Any, tf: Any) -> Any:
         """The value at step ``t`` (``tf``: it as a float), with ``xp``'s ``cos``, ``where`` and ``full_like``."""
@@ -64,7 +61,7 @@ class Schedule:
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"{_NAMES[type(self)]}({fields})"
+        return f"{self.fn}({fields})"
 
 
 class _Python:
@@ -84,18 +81,9 @@ class _Python:
 _PY = _Python()
 
 
-def _step(sched: Schedule, step: Any) -> int:
-    try:
-        ok = not isinstance(step, bool) and int(step) == step and step >= 0
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise E.bad_argument(_NAMES[type(sched)], "step", step, "an int >= 0")
-    return int(step)
-
-
 @dataclass(frozen=True, repr=False)
 class _Constant(Schedule):
+    fn: ClassVar[str] = "constant"
     lr: float
 
     def value(self, xp: Any, t: Any, tf: Any) -> Any:
@@ -104,6 +92,7 @@ class _Constant(Schedule):
 
 @dataclass(frozen=True, repr=False)
 class _StepDecay(Schedule):
+    fn: ClassVar[str] = "step_decay"
     lr: float
     every: int
     factor: float
@@ -114,6 +103,7 @@ class _StepDecay(Schedule):
 
 @dataclass(frozen=True, repr=False)
 class _ExponentialDecay(Schedule):
+    fn: ClassVar[str] = "exponential_decay"
     lr: float
     rate: float
     every: int
@@ -124,6 +114,7 @@ class _ExponentialDecay(Schedule):
 
 @dataclass(frozen=True, repr=False)
 class _WarmupCosine(Schedule):
+    fn: ClassVar[str] = "warmup_cosine"
     peak: float
     warmup: int
     total: int
@@ -140,6 +131,7 @@ class _WarmupCosine(Schedule):
 
 @dataclass(frozen=True, repr=False)
 class _OneCycle(Schedule):
+    fn: ClassVar[str] = "one_cycle"
     peak: float
     total: int
     warmup_fraction: float
@@ -154,16 +146,6 @@ class _OneCycle(Schedule):
         frac = (tf - up) / max(1, self.total - up)
         fall = end + (self.peak - end) * 0.5 * (1.0 + xp.cos(math.pi * frac))
         return xp.where(t < up, rise, xp.where(t >= self.total, xp.full_like(tf, end), fall))
-
-
-_NAMES: dict[type, str] = {
-    Schedule: "schedule",
-    _Constant: "constant",
-    _StepDecay: "step_decay",
-    _ExponentialDecay: "exponential_decay",
-    _WarmupCosine: "warmup_cosine",
-    _OneCycle: "one_cycle",
-}
 
 
 def _rate(fn: str, what: str, value: Any) -> float:
@@ -204,7 +186,7 @@ def exponential_decay(lr: float, rate: float, every: int = 1) -> Schedule:
 def warmup_cosine(peak: float, warmup: int, total: int, final: float = 0.0) -> Schedule:
     """A linear warm-up to ``peak`` over ``warmup`` steps, then a half cosine down to ``final``.
 
-    The formula is the module's table (the first update is not wasted on a zero step);
+    The formula is in docs/api.md (the first update is not wasted on a zero step);
     ``0 <= warmup <= total``, ``0 <= final <= peak``.
 
     >>> s = warmup_cosine(1.0, warmup=4, total=12)

@@ -1,18 +1,11 @@
 """What the optimisers need on any array library, and under ``jax.jit``: step counts and step-size scalars.
 
-Every update is written with the array API (pure expressions, nothing written into
-an array it was given). Two things change off numpy, and they live here:
-
-* **A step count** (``AdamState.step``, ``ScheduledState.step``) is a Python int
-  (as ``init`` makes it) or a 0-d integer array of the parameters' library. Under
-  ``jax.jit`` every leaf of the state is traced, so the count arrives as a traced
-  integer array; the count after it is ``step + 1`` of the same kind
-  (:func:`as_step`, :func:`known`).
-* **Scalars that depend on the step** (Adam's bias corrections, a schedule's
-  value) are Python floats whenever the step is known, computed exactly as numpy
-  computes them; under a trace they are 0-d arrays of the widest float the
-  library has (:func:`wide_float`), and :func:`cast` turns them into each leaf's
-  dtype before they meet it (float32 stays float32, as numpy keeps it).
+Off numpy, and under ``jax.jit`` (where every leaf of the state is traced), a step count
+(``AdamState.step``, ``ScheduledState.step``) is a 0-d integer array of the parameters' library
+(:func:`as_step`, :func:`known`). Scalars that depend on the step (Adam's bias corrections, a
+schedule's value) are Python floats whenever the step is known, exactly as numpy computes them;
+traced, they are 0-d arrays of the widest float (:func:`wide_float`), which :func:`cast` turns into
+each leaf's dtype before they meet it (float32 stays float32, as numpy keeps it).
 
 >>> import numpy as np
 >>> as_step(3), as_step(np.int64(2)), as_step(-1), as_step(1.5)
@@ -107,20 +100,9 @@ def cast(c: Any, like: Any) -> Any:
     return namespace(c).astype(c, like.dtype)
 
 
-def sum_squares(x: Any) -> Any:
-    """``Σ x²`` of one array as a 0-d array of the widest float of its library (numpy's ``vdot`` in float64).
-
-    >>> float(sum_squares(np.array([3.0, 4.0])))
-    25.0
-    """
-    xp = namespace(x)
-    a = xp.astype(x, wide_float(xp))
-    return xp.sum(a * a)
-
-
 def total_squares(leaves: Any) -> tuple[float, Any]:
     """``Σ x²`` over ``leaves``: a float for numpy's and numbers, and another library's summed on its device
-    (a 0-d array, None if there is none; no value read back).
+    in its widest float (a 0-d array, None if there is none; no value read back).
 
     >>> total_squares([np.array([3.0]), 4.0])
     (25.0, None)
@@ -128,7 +110,9 @@ def total_squares(leaves: Any) -> tuple[float, Any]:
     total, arrays = 0.0, None
     for x in leaves:
         if not isinstance(x, np.ndarray) and is_array(x):
-            arrays = sum_squares(x) if arrays is None else arrays + sum_squares(x)
+            xp = namespace(x)
+            a = xp.astype(x, wide_float(xp))
+            arrays = xp.sum(a * a) if arrays is None else arrays + xp.sum(a * a)
         else:
             a = np.asarray(x, dtype=np.float64)
             total += float(np.vdot(a, a))
