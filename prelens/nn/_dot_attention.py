@@ -147,7 +147,9 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
         qk, v = qkv
         _agree(qk, v)
         q, k = qk
-        if type(q) is np.ndarray:
+        if type(q) is np.ndarray and causal and _row_blocks(q.shape[-2], k.shape[-2]):
+            a, out = _causal_attention(q, k, v, scale)
+        elif type(q) is np.ndarray:
             a = _numpy_weights(q, k, causal, scale)
             out = _weighted(a, v)
         else:
@@ -158,9 +160,11 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 
     def bwd(m: AttentionResidue, do: Array) -> tuple[tuple[()], tuple[tuple[Array, Array], Array]]:
         q, k, v, a = m
-        if type(a) is np.ndarray and a.ndim > 2 and a.nbytes > CHUNK_BYTES:
+        if type(a) is not np.ndarray:
+            return (), _deltas(q, k, v, a, do, causal, scale)
+        if a.ndim > 2 and a.nbytes > CHUNK_BYTES:
             return (), _chunked_deltas(q, k, v, a, do, causal, scale)
-        return (), _deltas(q, k, v, a, do, causal, scale)
+        return (), _numpy_deltas(q, k, v, a, do, causal, scale)
 
     f, b = Same("F"), Same("B")  # one float dtype (and library), the same leading axes
     qk, rows = Arr(f, b, None, dk), Arr(f, b, None, None)
@@ -246,7 +250,66 @@ def _chunked_deltas(
     for lead in np.ndindex(a.shape[: cut - 1]):
         for i in range(0, a.shape[cut - 1], step):
             at = (*lead, slice(i, i + step))
-            (dq[at], dk_[at]), dv[at] = _deltas(q[at], k[at], v[at], a[at], do[at], causal, scale)
+            (dq[at], dk_[at]), dv[at] = _numpy_deltas(q[at], k[at], v[at], a[at], do[at], causal, scale)
+    return (dq, dk_), dv
+
+
+# ---------------------------------------------------------------- numpy under a causal mask, in blocks of rows
+
+#: Under a causal mask numpy's passes run in blocks of this many query rows once ``T_q`` is at least twice it:
+#: the rows of a block see only the keys up to their own, so the hidden triangle's products and ``exp`` are
+#: skipped (about half of the ``T×T`` work at long sequences) and a block's scores stay in cache.
+ROWS = 128
+
+
+def _row_blocks(tq: int, tk: int) -> list[tuple[int, int, int]]:
+    """``(r0, r1, c)`` for each block of query rows ``r0:r1`` and the ``c`` keys they see (none when ``T_q`` is
+    under ``2·ROWS``, or above ``T_k``, where a row may see no key)."""
+    if tq < 2 * ROWS or tq > tk:
+        return []
+    return [(r0, min(r0 + ROWS, tq), min(r0 + ROWS, tq) + tk - tq) for r0 in range(0, tq, ROWS)]
+
+
+def _causal_attention(q: Array, k: Array, v: Array, scale: float) -> tuple[Array, Array]:
+    """The weights ``A`` and the output ``A V`` of numpy arrays under a causal mask, a block of rows at a time
+    (and, with leading axes, a few of their first indices at a time, so that a block's scores stay in cache):
+    each block is the attention of its queries to the keys they see (the same mask, offset by ``r0``), written
+    into ``A``'s rows, whose hidden rest is set to 0."""
+    tq, tk = q.shape[-2], k.shape[-2]
+    a = np.empty((*q.shape[:-1], tk), q.dtype)
+    out = _weighted_buffer(a, v)
+    n = q.shape[0] if q.ndim > 2 else 1
+    step = max(1, BLOCK_BYTES * n * tq // (ROWS * a.nbytes))  # first indices per block
+    for i in range(0, n, step):
+        at = slice(i, i + step) if q.ndim > 2 else slice(None)
+        ai, oi = a[at], out[at]
+        for r0, r1, c in _row_blocks(tq, tk):
+            rows = ai[..., r0:r1, :]
+            _numpy_weights(q[at][..., r0:r1, :], k[at][..., :c, :], True, scale, out=rows[..., :c])
+            rows[..., c:] = 0
+            np.matmul(rows[..., :c], v[at][..., :c, :], out=oi[..., r0:r1, :])
+    return a, out
+
+
+#: The bytes of scores :func:`_causal_attention` works on at a time: about a core's L2 cache.
+BLOCK_BYTES = 1 << 20
+
+
+def _numpy_deltas(
+    q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
+) -> tuple[tuple[Array, Array], Array]:
+    """:func:`_deltas` of numpy arrays; under a causal mask in blocks of rows (:func:`_row_blocks`), each block's
+    deltas those of the keys it sees, summed into ``dK`` and ``dV``."""
+    blocks = _row_blocks(q.shape[-2], k.shape[-2]) if causal else []
+    if not blocks:
+        return _deltas(q, k, v, a, do, causal, scale)
+    dq, dk_, dv = np.empty_like(q), np.zeros_like(k), np.zeros_like(v)
+    for r0, r1, c in blocks:
+        (dq[..., r0:r1, :], dk_c), dv_c = _deltas(
+            q[..., r0:r1, :], k[..., :c, :], v[..., :c, :], a[..., r0:r1, :c], do[..., r0:r1, :], True, scale
+        )
+        dk_[..., :c, :] += dk_c
+        dv[..., :c, :] += dv_c
     return (dq, dk_), dv
 
 
@@ -276,12 +339,12 @@ def _mask(tq: int, tk: int, dt: np.dtype[Any] | None = None) -> Array:
     return found
 
 
-def _numpy_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
-    """:func:`_weights` of numpy arrays: one ``T×T`` array, made by the scores' product and turned into the
-    weights in place."""
+def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | None = None) -> Array:
+    """:func:`_weights` of numpy arrays: one ``T×T`` array (``out`` if given), made by the scores' product and
+    turned into the weights in place."""
     qs = np.multiply(q, scale)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
     kt = _transposed(k)
-    s = qs @ kt
+    s = np.matmul(qs, kt, out=out)
     tq, tk = s.shape[-2:]
     # The softmax's shift, per row: not the row's maximum (a slow search over short rows) but
     # Cauchy-Schwarz's bound on it, |Q_i/√d_k|·max_j |K_j| over the keys row i sees (two passes
@@ -352,11 +415,14 @@ def _transposed(x: Array) -> Array:
 def _weighted(a: Array, v: Array) -> Array:
     """``A V`` of numpy arrays; with heads on an axis ``(..., h, T, d_v)``, written into a ``(..., T, h, d_v)``
     array and returned as its view, so that merging the heads after it is a reshape, not a copy."""
+    out = _weighted_buffer(a, v)
+    np.matmul(a, v, out=out)
+    return out
+
+
+def _weighted_buffer(a: Array, v: Array) -> Array:
+    """An empty ``(..., T_q, d_v)`` array for ``A V``; with heads on an axis, a view of ``(..., T_q, h, d_v)``."""
     if a.ndim < 3:
-        out: Array = a @ v
-        return out
+        return np.empty((*a.shape[:-1], v.shape[-1]), a.dtype)
     *lead, h, tq, _ = a.shape
-    merged = np.empty((*lead, tq, h, v.shape[-1]), a.dtype)
-    view = merged.swapaxes(-2, -3)
-    np.matmul(a, v, out=view)
-    return view
+    return np.empty((*lead, tq, h, v.shape[-1]), a.dtype).swapaxes(-2, -3)

@@ -134,6 +134,46 @@ def test_the_backward_pass_in_blocks_of_rows_equals_the_whole(monkeypatch, lead,
     check_pure(lens, (), x, rng=rng)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("lead", "tq", "tk"), [((), 7, 7), ((3,), 7, 9), ((2, 3), 8, 8), ((5,), 4, 4)])
+def test_the_causal_passes_in_blocks_of_rows_equal_the_whole(monkeypatch, lead, tq, tk, dtype):
+    """numpy's causal forward and backward passes in blocks of query rows (each seeing only its keys), and of
+    first leading indices, give the whole passes' weights, output and deltas; the hidden weights stay 0."""
+    rng = np.random.default_rng(11)
+    lens = scaled_dot_product_attention(3, causal=True)
+    x = qkv(rng, lead, tq, tk, 3, 2, dtype=dtype)
+    monkeypatch.setattr(dot_attention, "ROWS", 10**9)
+    m, out = lens.fwd((), x)
+    do = rng.standard_normal(out.shape).astype(dtype)
+    whole = lens.bwd(m, do)
+    monkeypatch.setattr(dot_attention, "ROWS", 2)
+    monkeypatch.setattr(dot_attention, "BLOCK_BYTES", 1)  # one first index per block
+    assert len(dot_attention._row_blocks(tq, tk)) == (tq + 1) // 2
+    blocked_m, blocked_out = lens.fwd((), x)
+    tol = {"rtol": 1e-12, "atol": 1e-14} if dtype == np.float64 else {"rtol": 1e-5, "atol": 1e-6}
+    assert blocked_out.dtype == dtype and np.allclose(blocked_out, out, **tol)
+    assert (blocked_m[3][..., ~np.tri(tq, tk, tk - tq, dtype=bool)] == 0).all()
+    assert tree_allclose(blocked_m, m, **tol) and tree_allclose(lens.bwd(blocked_m, do), whole, **tol)
+    if dtype == np.float64:
+        check_vjp(lens, (), x, rng=rng)
+        check_pure(lens, (), x, rng=rng)
+
+
+def test_the_causal_passes_at_a_long_sequence_skip_the_hidden_blocks_and_equal_the_whole(monkeypatch):
+    """At T = 300 (blocks of 128 rows, the last one short) with batch and heads, float64."""
+    rng = np.random.default_rng(12)
+    lens = scaled_dot_product_attention(16, causal=True)
+    x = qkv(rng, (2, 4), 300, 300, 16, 16)
+    assert [c for _, _, c in dot_attention._row_blocks(300, 300)] == [128, 256, 300]
+    m, out = lens.fwd((), x)
+    do = rng.standard_normal(out.shape)
+    deltas = lens.bwd(m, do)
+    monkeypatch.setattr(dot_attention, "ROWS", 10**9)
+    whole_m, whole_out = lens.fwd((), x)
+    assert np.allclose(out, whole_out, rtol=1e-12, atol=1e-14) and tree_allclose(m, whole_m, rtol=1e-12, atol=1e-14)
+    assert tree_allclose(deltas, lens.bwd(whole_m, do), rtol=1e-12, atol=1e-14)
+
+
 def test_multi_head_attention_runs_it_and_its_weights_are_probed():
     rng = np.random.default_rng(5)
     mha = multi_head_attention(8, 2, causal=True)
