@@ -280,3 +280,17 @@ def test_a_lens_run_by_hand_is_checked_on_every_call_even_after_the_trace_truste
     assert reads[0] == n + 1
     with pytest.raises(ShapeError, match=re.escape("square: output delta: expected f64[2,3], got f64[3]")):
         square.bwd(m, np.ones(3))
+
+
+def test_a_lens_whose_skeleton_keeps_changing_stops_making_exact_tests(monkeypatch):
+    from prelens.core import _trace
+
+    monkeypatch.setattr(_trace, "_MAKE_AT_MOST", 3)
+    square, reads = _counting_square()
+    for n in range(1, 7):  # a new batch size every run: each checked in full
+        vjp(square, (), np.ones((n, 3)))[1](np.ones((n, 3)))
+    assert square.__dict__[_trace._MADE] == 3 and len(square.__dict__[_trace._CHECKED]) == 3
+    before = reads[0]
+    vjp(square, (), np.ones((6, 3)))[1](np.ones((6, 3)))  # never made a test: still checked
+    vjp(square, (), np.ones((2, 3)))[1](np.ones((2, 3)))  # made one: trusted
+    assert reads[0] == before + 1

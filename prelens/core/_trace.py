@@ -141,12 +141,16 @@ def _pullback(
 #: lens's ``__dict__``: a rerun on one of these skeletons skips its parts' per-call tests.
 _CHECKED = "_prelens_trace_checked"
 _KEEP_CHECKED = 4
+#: A lens whose runs keep changing skeleton (a new sequence length each batch) stops making tests after this many.
+_MAKE_AT_MOST = 64
+_MADE = "_prelens_trace_made"
 
 
 def _remember_checked(memo: dict[str, Any], given: tuple[Any, Any], da: Any) -> None:
     kept = memo.get(_CHECKED, ())
-    if any(fits(*given) and da_fits(da) for fits, da_fits in kept):
+    if memo.get(_MADE, 0) >= _MAKE_AT_MOST or any(fits(*given) and da_fits(da) for fits, da_fits in kept):
         return
+    memo[_MADE] = memo.get(_MADE, 0) + 1
     fits, da_fits = exact_test(*given), exact_test(da)
     if fits is not None and da_fits is not None:
         memo[_CHECKED] = (*kept[1 - _KEEP_CHECKED :], (fits, da_fits))
