@@ -1,23 +1,11 @@
 """Recurrent layers: ``rnn``, ``gru``, ``lstm`` (PyTorch's gate equations), and ``bidirectional``.
 
-A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time by
-:func:`prelens.core.scan`: ``layer == lift(h0 = 0) >> scan(cell, axis=1) >> (keep ys)``. The
-fast layers here run that unrolling in one lens: the input products ``x W_ih + b_ih`` of every
-step in one matrix product, then one loop over time (the per-step formulas, batched over
-``N``), every step's activations kept in the residue; the backward pass one loop from the
-last step to the first, then ``W_ih``'s and ``W_hh``'s deltas each as one matrix product over
-all the steps. Each loop is a :func:`~prelens.backend._loop.scan_loop`: a Python loop on
-numpy (and on any eager array), one ``jax.lax.scan`` under JAX tracing (``jax.jit``,
-``compile_step``), so the compiled program holds one step of each loop, not ``T`` copies, and
-compiles in seconds whatever ``T``. The per-step formulas (:func:`_step` and
-:func:`_step_back`) are written once, against the array namespace, and shared by the cells
-(:mod:`prelens.nn.composed`) and the layers, so the twin test compares the plumbing and the
-torch tests the formulas.
-
-Shapes (batch first, features last, as ``torch.nn.GRU(..., batch_first=True)``):
-``(N, T, n_in) -> (N, T, H)``, every step's hidden state, from ``h0 = 0``. Parameters
-:class:`RecurrentParams` with PyTorch's gate order (GRU ``r, z, n``; LSTM ``i, f, g, o``), each
-the transpose of torch's: ``weight_ih = gru.weight_ih_l0.T`` and so on.
+A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time by :func:`prelens.core.scan`;
+the fast layers here run that unrolling in one lens, each loop a :func:`~prelens.backend._loop.scan_loop`
+(one ``jax.lax.scan`` under JAX tracing: the compiled program holds one step, not ``T``). The per-step
+formulas (:func:`_step`, :func:`_step_back`) are written once and shared by the cells
+(:mod:`prelens.nn.composed`) and the layers, so the twin test compares the plumbing and the torch tests
+the formulas.
 
 The equations (``σ`` the logistic function, ``⊙`` elementwise, ``[·]_k`` gate ``k``'s block
 of ``H`` columns)::
@@ -60,7 +48,6 @@ __all__ = ["RecurrentParams", "bidirectional", "gru", "lstm", "rnn"]
 
 Array = Any
 
-#: Gates per kind of cell (the ``G`` of ``G·H`` columns).
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 #: How many activations (each ``(..., H)``) one step keeps for its backward pass, by kind.
 SAVED = {"rnn": 2, "gru": 5, "lstm": 7}
@@ -152,35 +139,22 @@ def _flat(x: Array, k: int) -> Array:
     return x if len(x.shape) == 2 else namespace(x).reshape(x, (-1, k))
 
 
-# ------------------------------------------------------------------ arguments, names, init
-
-
-def _kind_args(fn: str, n_in: Any, n_hidden: Any, dtype: Any, nonlinearity: str = "tanh") -> tuple[int, int, Any]:
-    n_in, n_hidden = A.count(fn, "n_in", n_in), A.count(fn, "n_hidden", n_hidden)
+def _setup(fn: str, kind: str, n_in: Any, n_hidden: Any, dtype: Any, nonlinearity: str) -> tuple[Any, ...]:
+    """A cell's or layer's checked arguments, ``G·H``, name, parameter patterns and PyTorch's initialisation
+    (every weight and bias uniform on ``±1/√H``): ``(n_in, H, dtype, relu, G·H, name, patterns, init)``."""
+    n_in, n = A.count(fn, "n_in", n_in), A.count(fn, "n_hidden", n_hidden)
     dt = A.float_dtype(fn, "dtype", dtype)
     if nonlinearity not in NONLINEARITIES:
         raise E.not_one_of(fn, "nonlinearity", NONLINEARITIES, nonlinearity)
-    return n_in, n_hidden, dt
-
-
-def _init(n_in: int, n: int, g: int, dt: Any) -> Any:
-    """PyTorch's initialisation: every weight and bias uniform on ``±1/√H``."""
-    k = 1.0 / math.sqrt(n)
+    relu, gn = nonlinearity == "relu", GATES[kind] * n
+    shapes = ((n_in, gn), (n, gn), (gn,), (gn,))
+    bound = 1.0 / math.sqrt(n)
 
     def init(rng: np.random.Generator) -> RecurrentParams:
-        shapes = ((n_in, g * n), (n, g * n), (g * n,), (g * n,))
-        return RecurrentParams(*(rng.uniform(-k, k, s).astype(dt) for s in shapes))
+        return RecurrentParams(*(rng.uniform(-bound, bound, s).astype(dt) for s in shapes))
 
-    return init
-
-
-def _param_pattern(n_in: int, n: int, g: int, dt: Any) -> RecurrentParams:
-    return RecurrentParams(Arr(dt, n_in, g * n), Arr(dt, n, g * n), Arr(dt, g * n), Arr(dt, g * n))
-
-
-def _name(kind: str, n_in: int, n: int, dt: Any, relu: bool) -> str:
-    tail = ", relu" if relu else ""
-    return f"{kind}({n_in}→{n}{tail}{dtype_suffix(dt)})"
+    name = f"{fn}({n_in}→{n}{', relu' if relu else ''}{dtype_suffix(dt)})"
+    return n_in, n, dt, relu, gn, name, RecurrentParams(*(Arr(dt, *s) for s in shapes)), init
 
 
 # ------------------------------------------------------------------ the cells
@@ -194,11 +168,7 @@ def cell(
     Inputs ``h (..., H)`` and ``x (..., n_in)``; parameter deltas summed over the leading axes.
     The public constructors are :func:`prelens.nn.composed.rnn_cell` and its siblings.
     """
-    fn = f"{kind}_cell"
-    n_in, n, dt = _kind_args(fn, n_in, n_hidden, dtype, nonlinearity)
-    g, relu = GATES[kind], nonlinearity == "relu"
-    gn = g * n
-    name = _name(fn, n_in, n, dt, relu)
+    n_in, n, dt, relu, gn, name, params, init = _setup(f"{kind}_cell", kind, n_in, n_hidden, dtype, nonlinearity)
 
     def fwd(p: RecurrentParams, s: Any) -> tuple[Any, Any]:
         w_ih, w_hh, b_ih, b_hh = p
@@ -232,22 +202,19 @@ def cell(
     like = Like(lambda m: (m[0], tuple(m[3][last].shape)))
     kept = tuple(Arr(dt, ..., n) for _ in range(SAVED[kind]))  # the step's activations
     expects = Expects(
-        params=_param_pattern(n_in, n, g, dt),
+        params=params,
         input=(state, Arr(dt, ..., n_in)),
         delta=((like, like) if kind == "lstm" else like, like),  # (h', y) or ((h', c'), y)
-        residue=(Arr(dt, ..., n_in), Arr(dt, n_in, gn), Arr(dt, n, gn), kept),
+        residue=(Arr(dt, ..., n_in), params.weight_ih, params.weight_hh, kept),
     )
-    return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
+    return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 # ------------------------------------------------------------------ the fast layers
 
 
 def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", dtype: Any = np.float64) -> AnyLens:
-    n_in, n, dt = _kind_args(kind, n_in, n_hidden, dtype, nonlinearity)
-    g, relu = GATES[kind], nonlinearity == "relu"
-    gn = g * n
-    name = _name(kind, n_in, n, dt, relu)
+    n_in, n, dt, relu, gn, name, params, init = _setup(kind, kind, n_in, n_hidden, dtype, nonlinearity)
 
     def fwd(p: RecurrentParams, xs: Array) -> tuple[Any, Array]:
         w_ih, w_hh, b_ih, b_hh = p
@@ -300,12 +267,12 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
 
     like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
     expects = Expects(
-        params=_param_pattern(n_in, n, g, dt),
+        params=params,
         input=Arr(dt, None, None, n_in),
         delta=like,
-        residue=(Arr(dt, None, None, n_in), Arr(dt, n_in, gn), Arr(dt, n, gn), ANY),
+        residue=(Arr(dt, None, None, n_in), params.weight_ih, params.weight_hh, ANY),
     )
-    return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
+    return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 @constructor
