@@ -1,17 +1,9 @@
 """Whole-array layers: ``linear``, ``bias`` and the fused ``dense`` (``tanh(x W + b)``).
 
-These are the fast twins of the post's ``linearL``, ``biasL`` and ``layer``: a
-layer of ``n_out`` neurons is one matrix ``W`` of shape ``(n_in, n_out)``
-(column ``j`` is neuron ``j``'s weight vector) and one bias vector. Inputs
-have any number of leading axes, ``(..., n_in)``: a batch is a leading axis,
-and the parameter deltas are summed over every leading axis, exactly as
-:func:`~prelens.batch_n` sums them. ``float64`` by default, ``float32`` with
-``dtype=np.float32``; nothing is ever up-cast (an input of another dtype is a
-:class:`~prelens.DTypeError`, of another width a :class:`~prelens.ShapeError`).
-
-``bwd`` allocates exactly the arrays it returns (plus, in ``dense``, one for
-``da ⊙ f'(z)``) and never writes into its arguments, the residue or the
-parameters.
+The fast twins of the post's ``linearL``, ``biasL`` and ``layer``: a layer of ``n_out`` neurons is one
+matrix ``W (n_in, n_out)`` (column ``j`` is neuron ``j``'s weight vector) and one bias vector. ``bwd``
+allocates exactly the arrays it returns (plus, in ``dense``, one for ``da ⊙ f'(z)``) and never writes into
+its arguments, the residue or the parameters.
 
 >>> import numpy as np
 >>> layer = dense(3, 2, tanh)

@@ -1,11 +1,8 @@
 """Loss lenses on whole arrays: the post's squared distance, mean squared error, cross-entropies.
 
-As in the post's ``lossL``, the target is the loss lens's *parameter* and the
-network's output its input; the output is a scalar (a numpy scalar of the
-input's dtype; on another array library a 0-d array of that library) and
-training seeds ``da = 1``. Compose a model with a loss as
-``model >> loss``: the parameters are then ``(target, model_params)`` (the later
-lens first), and an optimiser is given only the model's half of the deltas.
+As in the post's ``lossL``, the target is the loss lens's *parameter* and the network's output its input;
+the output is a scalar (a numpy scalar of the input's dtype; elsewhere a 0-d array of the input's library)
+and training seeds ``da = 1``. ``model >> loss`` has parameters ``(target, model_params)``.
 
 Sum or mean, decided once for all three:
 
@@ -20,21 +17,12 @@ lens                          loss ``L``                               ``ds``
                               over the ``R`` rows (mean over batch)
 ============================  =======================================  ====================
 
-So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the
-post's sum; the other two are the conventional means (PyTorch's and Keras's
-defaults), whose step sizes do not change with the batch size.
-:func:`token_cross_entropy` is the cross-entropy of a language model, averaged
-over the positions whose label is not ``ignore_index``.
+So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the post's sum; the other two are the
+conventional means (PyTorch's and Keras's defaults), whose step sizes do not change with the batch size.
 
-Every loss runs on the arrays of any array-API library (numpy, PyTorch, JAX,
-``array_api_strict``): the input and the parameter (ground truth, or integer
-labels) must then both be arrays of that library, and every array the loss
-returns is one too (:func:`token_cross_entropy` also takes numpy labels: they
-are data, moved to the logits' library). What they expect is declared
-(:class:`~prelens.core.Expects`, the ground truth tied to the input by
-:class:`~prelens.core._check.Same`, named as errors call it) and checked by the
-core; the one check that needs values (labels in range) runs only on values
-that are known, so a JAX ``jit`` traces the losses.
+The input and the parameter must be arrays of one library (:func:`token_cross_entropy` also takes numpy
+labels: they are data, moved to the logits' library). The one check that needs values (labels in range)
+runs only on values that are known, so a JAX ``jit`` traces the losses.
 
 >>> import numpy as np
 >>> g, s = np.array([[1.0, 0.0]]), np.array([[0.0, 0.0]])
@@ -71,20 +59,16 @@ __all__ = ["mse", "softmax_cross_entropy", "squared_distance", "token_cross_entr
 Scalar = Any  #: a numpy float scalar of the input's dtype (``np.float64`` or ``np.float32``), or a 0-d array
 PairResidue = tuple[Array, Array]
 
-#: The input's float dtype and axes, and integer labels: the ground truth is an array like the
-#: input (of its library, dtype and shape); labels are integers of the logits' library (or numpy,
-#: for the token loss) and shape without the last axis.
+#: The ground truth is an array like the input (library, dtype, shape); labels are integers of the
+#: logits' library (or numpy, for the token loss) and shape without the last axis.
 T, B, INT = Same("T"), Same("B"), Same("I", "iu")
 _LIKE_INPUT = Arr(T, B)
 _LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, "classes"), Arr(INT, B), Arr(INT, Same("B", data=True))
 
 
 def _factor(da: Any, like: Any) -> Any:
-    """A loss's output delta as a factor for the arrays of ``like``'s library (keeping their dtype).
-
-    A number stays a Python float (weakly typed in every library); a 0-d array,
-    perhaps traced, becomes ``like``'s dtype.
-    """
+    """A loss's output delta as a factor for ``like``'s arrays: a number stays a Python float (weakly typed in
+    every library); a 0-d array, perhaps traced, becomes ``like``'s dtype."""
     if type(da) is float:  # training's seed
         return da
     if is_array(da) and same_library(da, like):

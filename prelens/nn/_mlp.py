@@ -61,10 +61,6 @@ def mlp(
     network's input as data (the first layer returns ``ds = None`` and skips its
     input-delta product): the cheaper choice for training.
 
-    Like every fast lens it runs on the arrays of any array-API library (numpy,
-    PyTorch, JAX, also under ``jax.jit``): move the parameters and the input
-    there (:func:`~prelens.backend.to_backend`) and every residue and delta stays there.
-
     >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
     >>> clf
     mlp(4→8→8→3, relu, last=None, f32)
@@ -79,23 +75,12 @@ def mlp(
     dt = float_dtype("mlp", dtype)
     input_delta = A.flag("mlp", "input_delta", input_delta)
     act = resolve_activation("mlp", activation)
-    last = (
-        act
-        if isinstance(last_activation, str) and last_activation == "same"
-        else (resolve_activation("mlp", last_activation))
-    )
-    ins = [n_in, *widths[:-1]]
+    same = isinstance(last_activation, str) and last_activation == "same"
+    last = act if same else resolve_activation("mlp", last_activation)
+    acts = [act] * (len(widths) - 1) + [last]
     layers = [  # a hidden layer's input is the layer before's fresh output: kept without a copy
-        _dense(
-            m,
-            n,
-            act if i < len(widths) - 1 else last,
-            dtype=dt,
-            init=init,
-            input_delta=input_delta or i > 0,
-            copy_input=i == 0,
-        )
-        for i, (m, n) in enumerate(zip(ins, widths))
+        _dense(m, n, a, dtype=dt, init=init, input_delta=input_delta or i > 0, copy_input=i == 0)
+        for i, (m, n, a) in enumerate(zip([n_in, *widths[:-1]], widths, acts))
     ]
     name = (
         f"mlp({'→'.join(map(str, [n_in, *widths]))}, {act.name if act else 'None'}"
