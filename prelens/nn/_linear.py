@@ -79,10 +79,8 @@ def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: n
     if scheme == "glorot":
         limit = math.sqrt(6.0 / (n_in + n_out))
         w = rng.uniform(-limit, limit, (n_in, n_out))
-    elif scheme == "he":
-        w = rng.standard_normal((n_in, n_out)) * math.sqrt(2.0 / n_in)
-    elif scheme == "lecun":
-        w = rng.standard_normal((n_in, n_out)) * math.sqrt(1.0 / n_in)
+    elif scheme in ("he", "lecun"):
+        w = rng.standard_normal((n_in, n_out)) * math.sqrt((2.0 if scheme == "he" else 1.0) / n_in)
     else:
         raise E.not_one_of("init_weight", "scheme", INIT_SCHEMES, scheme)
     return w.astype(dtype, copy=False)

@@ -108,8 +108,8 @@ def _step_back(kind: str, relu: bool, xp: Any, saved: Any, dh: Array, dc: Array 
     """One step backward: ``dh`` (and ``dc``) of the new state give ``(dgi, dgh, direct)``.
 
     ``dgi`` is the delta of ``x W_ih + b_ih``, ``dgh`` of ``h W_hh + b_hh``; ``direct`` what
-    reaches the old state other than through ``W_hh``: ``dh_old = dgh W_hhᵀ + direct``
-    (``None`` for rnn; ``z ⊙ dh`` for gru; ``(None, dc_old)`` for lstm).
+    reaches the old state other than through ``W_hh``: ``None`` for rnn; for gru ``z ⊙ dh``
+    (``dh_old = dgh W_hhᵀ + direct``); for lstm ``dc_old``.
     """
     if kind == "rnn":
         _, h2 = saved
@@ -131,7 +131,7 @@ def _step_back(kind: str, relu: bool, xp: Any, saved: Any, dh: Array, dc: Array 
         [dcc * gg * i * (1.0 - i), dcc * c * f * (1.0 - f), dcc * i * (1.0 - gg * gg), dh * tc * o * (1.0 - o)],
         axis=-1,
     )
-    return d, d, (None, dcc * f)
+    return d, d, dcc * f
 
 
 def _flat(x: Array, k: int) -> Array:
@@ -183,15 +183,13 @@ def cell(
         x, w_ih, w_hh, saved = m
         dstate, dy = da
         xp = namespace(dy)
-        if kind == "lstm":
-            dgi, dgh, (_, dc) = _step_back(kind, relu, xp, saved, dstate[0] + dy, dstate[1])
-        else:
-            dgi, dgh, direct = _step_back(kind, relu, xp, saved, dstate + dy, None)
+        dh, dc = dstate if kind == "lstm" else (dstate, None)
+        dgi, dgh, direct = _step_back(kind, relu, xp, saved, dh + dy, dc)
         h = saved[0]
         dgi2, dgh2 = _flat(dgi, gn), _flat(dgh, gn)
         dp = RecurrentParams(_flat(x, n_in).T @ dgi2, _flat(h, n).T @ dgh2, xp.sum(dgi2, axis=0), xp.sum(dgh2, axis=0))
         dh = dgh @ w_hh.T
-        ds_state = (dh, dc) if kind == "lstm" else (dh if direct is None else dh + direct)
+        ds_state = (dh, direct) if kind == "lstm" else (dh if direct is None else dh + direct)
         return dp, (ds_state, dgi @ w_ih.T)
 
     h_pattern = Arr(dt, ..., n)
@@ -243,8 +241,7 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
             if kind == "gru":
                 dh = dh + direct
             dgi, dgh, direct = _step_back(kind, relu, xp, s, dh, direct if kind == "lstm" else None)
-            later = None if kind == "rnn" else direct[1] if kind == "lstm" else direct
-            return (dgh @ w_hh_t, later), (dgi, dgh if kind == "gru" else None, s[0])
+            return (dgh @ w_hh_t, direct), (dgi, dgh if kind == "gru" else None, s[0])
 
         zero = xp.zeros_like(dys[:, 0, :])
         start = (zero, None if kind == "rnn" else zero)
