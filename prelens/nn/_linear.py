@@ -134,15 +134,9 @@ def linear(
 
         linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
 
-    Forward ``(W, x) -> ((x, W), x W)``; backward
-    ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed over every leading
-    axis. Shapes: ``x (..., n_in) -> (..., n_out)``; works on ``(batch, time,
-    d)`` as well as ``(batch, d)`` or a single ``(d,)``.
-
-    ``input_delta=False`` treats the input as data, not a variable: ``bwd``
-    returns ``None`` for ``ds`` and skips the ``da Wᵀ`` product (one of the
-    backward pass's two matrix products). Use it only on a first layer fed
-    with data: nothing before it can receive a delta.
+    Forward ``(W, x) -> ((x, W), x W)``; backward ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed
+    over every leading axis. ``input_delta=False`` treats the input as data: ``bwd`` returns ``None`` for
+    ``ds`` and skips the ``da Wᵀ`` product. Use it only on a first layer fed with data.
 
     >>> lin = linear(2, 3)
     >>> lin
@@ -165,9 +159,8 @@ def _linear(
     input_delta: bool = True,
     copy_input: bool = True,
 ) -> PreLens[Array, Array, tuple[Array, Array], tuple[Array, Array], Array, Array, Array, Any]:
-    """:func:`linear`. ``copy_input=False`` is for a layer whose input is an array that the model
-    around it made (the output projection of an attention lens): its residue keeps that input
-    without a copy, as no caller holds it."""
+    """:func:`linear`; ``copy_input=False`` keeps the input in the residue without a copy, for an input the
+    model around the layer made, which no caller holds (an attention lens's output projection)."""
     n_in, n_out = check_size("linear", "n_in", n_in), check_size("linear", "n_out", n_out)
     dt = float_dtype("linear", dtype)
     input_delta = A.flag("linear", "input_delta", input_delta)
@@ -247,18 +240,11 @@ def dense(
 
         layer :: Int -> Int -> TriLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
 
-    It equals ``chain(linear(n_in, n_out), bias(n_out), activation)`` with
-    parameters :class:`DenseParams` ``(W, b)`` and residue ``(x, W, z)``
-    (``z = x W + b``, the pre-activation), fused into one Python call per
-    pass; and on a single vector it equals the faithful ``layer`` (see
-    :mod:`prelens.nn._convert`). Shapes: ``W (n_in, n_out)``, ``b (n_out,)``,
-    ``x (..., n_in) -> y (..., n_out)``; parameter deltas are summed over every
-    leading axis.
-
-    ``activation`` is a pointwise activation (``tanh``, ``relu``, ``sigmoid``,
-    ``gelu``), its name, or ``None`` for logits. ``init`` is a weight scheme of
-    :func:`init_weight`; by default the one that suits the activation (Glorot
-    for tanh, sigmoid and none, He for relu and gelu). The bias starts at zero.
+    ``chain(linear(n_in, n_out), bias(n_out), activation)`` fused into one Python call per pass, with
+    parameters :class:`DenseParams` ``(W (n_in, n_out), b (n_out,))`` and residue ``(x, W, z)`` (``z = x W
+    + b``, the pre-activation); on a single vector it equals the faithful ``layer``. ``activation`` is a
+    pointwise activation, its name, or ``None`` for logits. ``init`` is a weight scheme of
+    :func:`init_weight`, by default the one that suits the activation; the bias starts at zero.
     ``input_delta=False``: see :func:`linear`.
 
     >>> layer = dense(784, 256, "relu", dtype=np.float32)
@@ -282,9 +268,8 @@ def _dense(
     input_delta: bool,
     copy_input: bool = True,
 ) -> PreLens[Array, Array, DenseResidue, DenseResidue, DenseParams, DenseParams, Array, Any]:
-    """:func:`dense`. ``copy_input=False`` is for a layer whose input is an array that the model
-    around it made (the hidden layers of :func:`~prelens.nn.mlp`): its residue keeps that input
-    without a copy, as no caller holds it."""
+    """:func:`dense`; ``copy_input=False`` keeps the input in the residue without a copy, for an input the
+    model around the layer made, which no caller holds (the hidden layers of :func:`~prelens.nn.mlp`)."""
     n_in, n_out = check_size("dense", "n_in", n_in), check_size("dense", "n_out", n_out)
     dt = float_dtype("dense", dtype)
     input_delta = A.flag("dense", "input_delta", input_delta)
