@@ -77,15 +77,6 @@ def scalar_delta(lens: str, da: Any) -> Any:
     raise E.must_be(lens, "output delta", "a real number (a loss's delta; training seeds 1.0)", E.describe(da))
 
 
-def residue_error(lens: str, m: object) -> E.PrelensError:
-    """The error for a ``bwd`` given a residue that its ``fwd`` did not make.
-
-    >>> residue_error("tanh", None)
-    StructureError("tanh: the residue must be the one this lens's forward pass returned, got None")
-    """
-    return E.bad_residue(lens, m)
-
-
 def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:
     """``x`` (a 1-D real array or a list of real numbers: the post's ``V = [D]``) as a float64 vector,
     of length ``n`` if given; anything else is an error naming ``lens``.
