@@ -126,9 +126,6 @@ def pointwise(
     return Activation(fwd, bwd, name, expects=_FLOATS, apply=apply, grad=grad, init_scheme=init_scheme)
 
 
-# ------------------------------------------------------------------- tanh
-
-
 def _tanh_apply(z: Array) -> Array:
     """``tanh(z)``: numpy's ufunc on numpy arrays, the array's own library's on others.
 
@@ -163,9 +160,6 @@ tanh: Activation = pointwise("tanh", _tanh_apply, _tanh_grad, "glorot")
 NUMPY_APPLY: dict[Callable[[Array], Array], Callable[[Array], Array]] = {_tanh_apply: np.tanh}
 
 
-# ------------------------------------------------------------------- relu
-
-
 def _relu_apply(z: Array) -> Array:
     """``max(z, 0)``.
 
@@ -191,9 +185,6 @@ def _relu_grad(z: Array, da: Array) -> Array:
 
 #: ``max(s, 0)`` on every entry; He initialisation suits it.
 relu: Activation = pointwise("relu", _relu_apply, _relu_grad, "he")
-
-
-# ---------------------------------------------------------------- sigmoid
 
 
 def _sigmoid_apply(z: Array) -> Array:
@@ -229,8 +220,6 @@ def _sigmoid_grad(z: Array, da: Array) -> Array:
 #: The logistic function ``1 / (1 + e^−s)`` on every entry; Glorot initialisation suits it.
 sigmoid: Activation = pointwise("sigmoid", _sigmoid_apply, _sigmoid_grad, "glorot")
 
-
-# ------------------------------------------------------------------- gelu
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_K = 0.044715
@@ -291,9 +280,6 @@ def _gelu_grad(z: Array, da: Array) -> Array:
 
 #: GELU in its tanh form (GPT-2's; numpy has no ``erf``); He initialisation suits it.
 gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
-
-
-# ---------------------------------------------------------------- softmax
 
 
 def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:

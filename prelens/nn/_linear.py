@@ -116,9 +116,6 @@ def _bias_delta(da: Array) -> Array:
     return column_sum(da if da.ndim == 2 else reshape(da, (-1, da.shape[-1])))
 
 
-# ------------------------------------------------------------------ linear
-
-
 @constructor
 def linear(
     n_in: int,
@@ -185,9 +182,6 @@ def _linear(
     return PreLens(fwd, bwd, name, lambda rng: init_weight(scheme, n_in, n_out, dt, rng), expects=expects)
 
 
-# -------------------------------------------------------------------- bias
-
-
 @constructor
 def bias(
     n: int, *, dtype: npt.DTypeLike = np.float64
@@ -219,9 +213,6 @@ def bias(
         return _bias_delta(da), da
 
     return PreLens(fwd, bwd, name, lambda rng: np.zeros(n, dt), expects=expects)
-
-
-# ------------------------------------------------------------------- dense
 
 
 @constructor

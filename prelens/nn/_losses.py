@@ -94,9 +94,6 @@ def _sum_squares(d: Any) -> Any:
     return namespace(d).sum(d * d)
 
 
-# --------------------------------------------------------- squared distance
-
-
 def _sq_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
     return (copy(g), copy(s)), 0.5 * _sum_squares(s - g)  # a residue never aliases the caller's arrays
 
@@ -123,9 +120,6 @@ squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array
 )
 
 
-# ---------------------------------------------------------------------- mse
-
-
 def _mse_fwd(g: Array, s: Array) -> tuple[Array, Scalar]:
     d = s - g  # the residue, made here: it aliases nothing
     if isinstance(d, np.generic):  # numpy's 0-d difference is a scalar: the residue is an array
@@ -139,9 +133,8 @@ def _mse_bwd(m: Array, da: Any) -> tuple[Array, Array]:
 
 
 #: Mean squared error ``L = Σ (s − g)² / K`` over all ``K`` entries, ground truth ``g`` as the
-#: parameter. Haskell: ``PreLens D D A A A A A A``: the residue is the difference ``d = s − g``
-#: (all that backward needs, made by the forward pass). Backward gives ``ds = 2 da d / K`` and
-#: ``dg = −ds``; it is ``squared_distance`` scaled by ``2 / K``.
+#: parameter: ``PreLens D D A A A A A A``, the residue the difference ``d = s − g``. Backward gives
+#: ``ds = 2 da d / K`` and ``dg = −ds``.
 mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens(
     _mse_fwd,
     _mse_bwd,
@@ -150,8 +143,6 @@ mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens
     expects=Expects(params=_LIKE_INPUT, input=_LIKE_INPUT, residue=Arr(None, ...), params_name="ground truth"),
 )
 
-
-# ------------------------------------------------------- softmax cross-entropy
 
 _CE = "softmax_cross_entropy"
 
@@ -235,8 +226,6 @@ softmax_cross_entropy: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, 
 )
 
 
-# -------------------------------------------------------- token cross-entropy
-
 #: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``0`` where
 #: ignored, in the logits' library) and each position's weight ``1 / #counted`` (``0`` where
 #: ignored), in the logits' dtype.
@@ -247,14 +236,11 @@ CrossEntropyResidue = tuple[Array, Array, Array]
 def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     """Softmax cross-entropy of next-token logits, averaged over the positions that count.
 
-    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
-    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
-    position does not count (a prompt, say); numpy labels of another library's
-    logits move to it (they are data). Output: a scalar of the logits' dtype,
-    ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if nothing
-    counts). Residue :data:`CrossEntropyResidue`; backward
-    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
-    elsewhere; the labels' delta is an array of integer zeros (they are data).
+    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the post's loss lens): integer
+    labels ``(..., T)``, ``ignore_index`` where a position does not count (a prompt, say). Output: a scalar
+    of the logits' dtype, ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if nothing counts).
+    Backward ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0`` elsewhere; the
+    labels' delta is an array of integer zeros (they are data).
 
     >>> ce = token_cross_entropy()
     >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))
