@@ -1,8 +1,7 @@
 """The fast multi-layer perceptron: dense layers chained, parameters a list in data-flow order.
 
-The array twin of the post's ``makeMlp``. With the default arguments it is the
-post's network (``tanh`` on every layer) and equals the faithful
-:func:`~prelens.faithful.make_mlp` on the same weights (see :mod:`prelens.nn._convert`).
+The array twin of the post's ``makeMlp``: with the default arguments it equals the faithful
+:func:`~prelens.faithful.make_mlp` on the same weights.
 
 >>> import numpy as np
 >>> net = mlp(784, [256, 128, 10])
@@ -51,15 +50,11 @@ def mlp(
 
         makeMlp :: Int -> [Int] -> TriLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
 
-    Parameters: a list of :class:`DenseParams` (first layer first); residues:
-    a list of the layers' ``(x, W, z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``.
-
-    ``activation`` goes on every layer; ``last_activation`` (``"same"`` by
-    default, as in the post) replaces it on the last one: pass ``None`` for a
-    classifier whose logits go into :func:`softmax_cross_entropy`.
-    ``dtype``, ``init``: as in :func:`dense`. ``input_delta=False`` treats the
-    network's input as data (the first layer returns ``ds = None`` and skips its
-    input-delta product): the cheaper choice for training.
+    Parameters: a list of :class:`DenseParams` (first layer first); residues: a list of the layers' ``(x, W,
+    z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``. ``activation`` goes on every layer;
+    ``last_activation`` (``"same"`` by default, as in the post) replaces it on the last one: pass ``None``
+    for a classifier whose logits go into :func:`softmax_cross_entropy`. ``dtype``, ``init``,
+    ``input_delta``: as in :func:`dense` (the first layer's; ``False`` is the cheaper choice for training).
 
     >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
     >>> clf
