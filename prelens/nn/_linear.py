@@ -41,8 +41,7 @@ __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linea
 class DenseParams(NamedTuple):
     """The parameters of :func:`dense`: ``weight`` of shape ``(n_in, n_out)``, ``bias`` of ``(n_out,)``.
 
-    A named tuple, so the tree toolkit and the optimisers handle it, and tree
-    paths read ``[0].weight``. Its deltas have the same type.
+    A named tuple (tree paths read ``[0].weight``); its deltas have the same type.
 
     >>> DenseParams(np.zeros((2, 3)), np.zeros(3)).bias.shape
     (3,)
