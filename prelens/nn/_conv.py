@@ -184,15 +184,10 @@ def windows_numpy(xpad: Array, geo: Geometry, out: Ints, groups: int) -> Array:
     """The strided view ``(N, *out, groups, *kernel, C // groups)`` of every window of ``xpad (N, *Sp, C)``."""
     n, c = xpad.shape[0], xpad.shape[-1]
     st = xpad.strides
-    sp = st[1:-1]
+    between = tuple(a * s for a, s in zip(st[1:-1], geo.stride))  # from one window to the next
+    within = tuple(a * d for a, d in zip(st[1:-1], geo.dilation))  # from one kernel offset to the next
     shape = (n, *out, groups, *geo.kernel, c // groups)
-    strides = (
-        st[0],
-        *(a * s for a, s in zip(sp, geo.stride)),
-        st[-1] * (c // groups),
-        *(a * d for a, d in zip(sp, geo.dilation)),
-        st[-1],
-    )
+    strides = (st[0], *between, st[-1] * (c // groups), *within, st[-1])
     return np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
 
 
