@@ -48,6 +48,7 @@ __all__ = ["RecurrentParams", "bidirectional", "gru", "lstm", "rnn"]
 
 Array = Any
 
+#: Gates per kind of cell (the ``G`` of ``G·H`` columns).
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 #: How many activations (each ``(..., H)``) one step keeps for its backward pass, by kind.
 SAVED = {"rnn": 2, "gru": 5, "lstm": 7}
