@@ -1,8 +1,8 @@
 """``prelens.nn``: the fast lenses, whole arrays with a leading batch axis (for training).
 
-Dense layers, convolutions and pooling, activations, losses, attention and transformers. The twins written as the
-compositions they are live in :mod:`prelens.nn.composed`; the post's one-neuron-at-a-time
-network is :mod:`prelens.faithful`.
+Dense layers, convolutions and pooling, activations, losses, attention and transformers. The twins written as
+the compositions they are live in :mod:`prelens.nn.composed`; the post's one-neuron-at-a-time network is
+:mod:`prelens.faithful`.
 
 >>> import numpy as np
 >>> net = mlp(3, [8, 2], "relu")
@@ -133,8 +133,8 @@ _MOVED: dict[str, tuple[str, Any]] = {
             f"prelens.nn.composed.{name}",
             getattr(composed, name),
         )
-        for name in composed.__all__
-        if name in _COMPOSED_IN_0_3 and name != "multi_head_attention"
+        for name in _COMPOSED_IN_0_3
+        if name != "multi_head_attention"
     },
     "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
     "sinusoidal_table": (

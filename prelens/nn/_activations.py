@@ -6,16 +6,10 @@ Haskell (the post's activation, applied to every entry of an array)::
     activL = PreLens fw bw where fw (_, s) = (s, tanh s)
                                  bw (s, da) = ((), da * (1 - (tanh s)^2))
 
-The pointwise ones (:class:`Activation`) keep the post's residue, the input
-``s`` (a copy: a residue never aliases the caller's input), and recompute
-``f'(s)`` in the backward pass; that costs one cheap elementwise pass and makes
-the fast lenses residue-for-residue twins of the faithful ones. They take any shape and keep the dtype.
-``softmax`` (over the last axis) keeps its output instead.
-
-Every lens here runs on the arrays of any array-API library (numpy, PyTorch,
-JAX, ``array_api_strict``) and returns arrays of that library; numpy keeps its
-in-place fast path. The other libraries run branch-free code (no Python ``if``
-on values), so a JAX ``jit`` traces through them.
+The pointwise ones (:class:`Activation`) keep the post's residue, the input ``s`` (a copy), and recompute
+``f'(s)`` in the backward pass: one cheap elementwise pass, and the fast lenses are residue-for-residue twins
+of the faithful ones. ``softmax`` (over the last axis) keeps its output instead. numpy keeps in-place fast
+paths; other libraries run branch-free code (no Python ``if`` on values), so a JAX ``jit`` traces them.
 
 >>> import numpy as np
 >>> tanh
@@ -51,16 +45,11 @@ __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", 
 class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array, Array]):
     """A pointwise activation: the parameter-free lens ``s -> f(s)`` that :func:`dense` fuses.
 
-    Haskell: ``PreLens A A A A () () A A`` for arrays ``A`` of any shape.
-    Forward ``((), s) -> (s, f(s))``; backward ``(s, da) -> ((), da ⊙ f'(s))``.
-
-    Besides being a lens it carries its two array functions, so that a dense
-    layer can apply them inside its own passes: ``apply(z)`` returns ``f(z)``
-    and ``grad(z, da)`` returns ``da ⊙ f'(z)``, each in a fresh array, never
-    writing into ``z`` or ``da``; they take the arrays of any library (the
-    built-in ones do; see :func:`pointwise` for a user's). ``init_scheme``
-    (``"glorot"``, ``"he"`` or ``"lecun"``, see :func:`init_weight`) is the
-    weight initialisation that suits it.
+    Haskell: ``PreLens A A A A () () A A`` for arrays ``A`` of any shape. Forward ``((), s) -> (s, f(s))``;
+    backward ``(s, da) -> ((), da ⊙ f'(s))``. It carries its two array functions for a dense layer to apply
+    inside its own passes: ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)``, each returning a fresh array
+    and writing into neither argument; ``init_scheme`` is the weight initialisation that suits it
+    (``"glorot"``, ``"he"`` or ``"lecun"``, see :func:`init_weight`).
 
     >>> relu.grad(np.array([-1.0, 2.0]), np.array([5.0, 5.0]))
     array([0., 5.])
@@ -72,7 +61,7 @@ class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array
 
 
 def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
-    """``out`` (what a user's function made from ``like``) if it is an array of ``like``'s library.
+    """``out`` (what a user's function made from ``like``) if it is an array of ``like``'s library, else an error.
 
     >>> checked_result("softplus", "apply", np.ones(2), np.zeros(2))
     array([1., 1.])
@@ -84,8 +73,7 @@ def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
     raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
 
 
-#: What a pointwise activation (and softmax) expects: a float array of any shape, and an output
-#: delta of its residue's library, dtype and shape (the residue has the output's shape).
+#: A float array of any shape, and an output delta like the residue (shaped as the output).
 _FLOATS = Expects(input=Arr(None, ...), residue=Arr(None, ...), delta=Like(lambda m: (m, m.shape)))
 
 
@@ -94,18 +82,12 @@ def pointwise(
 ) -> Activation:
     """Make a pointwise activation from ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)``.
 
-    Both functions must return a fresh array and write into neither argument;
-    :func:`dense` can then fuse the activation. Check a new one with
-    :func:`prelens.testing.check_vjp`.
-
-    They receive the caller's arrays as they are: numpy arrays on numpy,
-    PyTorch tensors on PyTorch, JAX arrays (tracers, under ``jax.jit``) on JAX.
-    Written with numpy functions (``softplus`` below) the activation is for
-    numpy arrays only. To run it on every library, write both functions with
-    their argument's namespace (``xp = array_api_compat.array_namespace(z)``,
-    then ``xp.exp``, ``xp.abs``, ...) and without a Python ``if`` on values
-    (``softsign`` below). A function that answers with another library's
-    array than it was given is an error naming the activation.
+    Both functions must return a fresh array and write into neither argument; :func:`dense` can then fuse
+    the activation. Check a new one with :func:`prelens.testing.check_vjp`. They receive the caller's arrays
+    as they are (numpy, PyTorch tensors, JAX tracers under ``jax.jit``): written with numpy functions
+    (``softplus`` below) the activation is for numpy only; written with their argument's namespace
+    (``array_api_compat.array_namespace(z)``) and without a Python ``if`` on values (``softsign`` below),
+    for every library. A function that answers with another library's array is an error naming it.
 
     >>> softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
     >>> from prelens.testing import check_vjp
@@ -144,11 +126,8 @@ def pointwise(
     return Activation(fwd, bwd, name, expects=_FLOATS, apply=apply, grad=grad, init_scheme=init_scheme)
 
 
-# ------------------------------------------------------------------- tanh
-
-
 def _tanh_apply(z: Array) -> Array:
-    """``tanh(z)``: numpy's ufunc on numpy arrays, the array's own library's ``tanh`` on others.
+    """``tanh(z)``: numpy's ufunc on numpy arrays, the array's own library's on others.
 
     >>> _tanh_apply(np.array([0.0]))
     array([0.])
@@ -159,10 +138,8 @@ def _tanh_apply(z: Array) -> Array:
 
 
 def _tanh_grad(z: Array, da: Array) -> Array:
-    """``da ⊙ (1 − tanh(z)²)``, one fresh array, computed as ``da − da ⊙ tanh(z)²``.
-
-    Array-with-array operations only: subtracting from the number 1 costs numpy
-    a conversion per call, a third of this function's time on small arrays.
+    """``da ⊙ (1 − tanh(z)²)`` as ``da − da ⊙ tanh(z)²``: subtracting from the number 1 costs numpy a
+    conversion per call, a third of this function's time on small arrays.
 
     >>> _tanh_grad(np.array([0.0]), np.array([2.0]))
     array([2.])
@@ -179,12 +156,8 @@ def _tanh_grad(z: Array, da: Array) -> Array:
 #: ``tanh`` on every entry (the post's activation); Glorot initialisation suits it.
 tanh: Activation = pointwise("tanh", _tanh_apply, _tanh_grad, "glorot")
 
-#: The numpy function an ``apply`` runs on numpy arrays, where one is a single ufunc: a fused
-#: layer on numpy calls it directly (one Python call less per pass).
+#: The numpy ufunc an ``apply`` is on numpy arrays: a fused layer calls it directly (one Python call less).
 NUMPY_APPLY: dict[Callable[[Array], Array], Callable[[Array], Array]] = {_tanh_apply: np.tanh}
-
-
-# ------------------------------------------------------------------- relu
 
 
 def _relu_apply(z: Array) -> Array:
@@ -212,9 +185,6 @@ def _relu_grad(z: Array, da: Array) -> Array:
 
 #: ``max(s, 0)`` on every entry; He initialisation suits it.
 relu: Activation = pointwise("relu", _relu_apply, _relu_grad, "he")
-
-
-# ---------------------------------------------------------------- sigmoid
 
 
 def _sigmoid_apply(z: Array) -> Array:
@@ -250,8 +220,6 @@ def _sigmoid_grad(z: Array, da: Array) -> Array:
 #: The logistic function ``1 / (1 + e^−s)`` on every entry; Glorot initialisation suits it.
 sigmoid: Activation = pointwise("sigmoid", _sigmoid_apply, _sigmoid_grad, "glorot")
 
-
-# ------------------------------------------------------------------- gelu
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_K = 0.044715
@@ -314,9 +282,6 @@ def _gelu_grad(z: Array, da: Array) -> Array:
 gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
 
 
-# ---------------------------------------------------------------- softmax
-
-
 def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
     if s.ndim == 0 or s.shape[-1] == 0:
         raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
@@ -334,13 +299,8 @@ def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
 
 
 def _softmax_any(s: Any) -> Any:
-    """numpy's softmax, on another library's array, in the standard's functions and without a branch.
-
-    Where numpy tests "is any row's maximum not finite?" and then raises every
-    entry to at least ``-1e30``, this raises every entry to at least ``floor``,
-    which is ``-1e30`` when some row's maximum is not finite and ``-inf`` (no
-    change) otherwise: the same numbers, and a JAX ``jit`` traces it.
-    """
+    """numpy's softmax on another library's array, without a branch (a JAX ``jit`` traces it): every entry
+    raised to at least ``-1e30`` when some row's maximum is not finite, to ``-inf`` (no change) otherwise."""
     xp = namespace(s)
     top = xp.max(s, axis=-1, keepdims=True)
     floor = xp.where(xp.all(xp.isfinite(top)), -math.inf, xp.full((), -1e30, dtype=s.dtype, device=device(s)))

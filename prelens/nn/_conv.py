@@ -1,27 +1,12 @@
 """Convolutions as lenses: ``conv1d`` and ``conv2d`` (channels last), and ``patches``, the piece of their twins.
 
-Layout: channels last, batch first, as ``dense`` (features on the last axis).
-``conv1d`` maps ``(N, L, c_in) -> (N, L_out, c_out)`` and ``conv2d`` maps
-``(N, H, W, c_in) -> (N, H_out, W_out, c_out)``, with PyTorch's output sizes
-``floor((L + 2p - d(k - 1) - 1) / s) + 1``. Parameters :class:`ConvParams`:
-``weight (k, c_in // groups, c_out)`` (2-D: ``(kh, kw, c_in // groups, c_out)``) and
-``bias (c_out,)``. From PyTorch's ``Conv1d``: ``weight = w.permute(2, 1, 0)``;
-``Conv2d``: ``w.permute(2, 3, 1, 0)``; the bias as it is.
-
-A convolution is im2col and one matrix product: the forward pass gathers every
-receptive field into a row of a patch matrix ``P (N·L_out, k·c_in)`` (numpy: one
-strided view of the padded input, copied once) and computes ``P W + b``; the
-backward pass computes ``dW = Pᵀ dY`` and ``dP = dY Wᵀ`` (two BLAS products) and
-adds ``dP`` back into the padded input, one slice per kernel offset (col2im).
-Groups split the channels: a batched product over ``(groups, ·, ·)``.
-
-Other array libraries (PyTorch, JAX, ``array_api_strict``) run the same
-formulas with their namespace: the patch matrix stacked from ``k`` strided
-slices, and col2im built from zero-interleaving, padding and adds (no writes
-into arrays), so it traces under ``jax.jit``.
-
-The twins in :mod:`prelens.nn.composed` are the compositions these lenses are:
-``patches >> (the groups' linear maps side by side) >> bias``.
+A convolution is im2col and one matrix product: the forward pass gathers every receptive field into
+a row of a patch matrix ``P (N·L_out, k·c_in)`` (numpy: one strided view of the padded input, copied
+once) and computes ``P W + b``; the backward pass computes ``dW = Pᵀ dY`` and ``dP = dY Wᵀ`` (two BLAS
+products) and adds ``dP`` back into the padded input, one slice per kernel offset (col2im). Groups
+split the channels: a batched product over ``(groups, ·, ·)``. Other array libraries run the same
+formulas, col2im built without writes into arrays (zero-interleaving, padding, adds), so it traces
+under ``jax.jit``.
 
 >>> import numpy as np
 >>> conv = conv1d(1, 4, 3, padding=1)
@@ -66,9 +51,8 @@ Ints = tuple[int, ...]
 class ConvParams(NamedTuple):
     """The parameters of :func:`conv1d` and :func:`conv2d`: ``weight (*kernel, c_in // groups, c_out)``, ``bias``.
 
-    A named tuple (tree paths read ``.weight``); its deltas have the same type.
-    From PyTorch: ``ConvParams(w.permute(2, 1, 0), b)`` for ``Conv1d``,
-    ``ConvParams(w.permute(2, 3, 1, 0), b)`` for ``Conv2d``.
+    A named tuple; its deltas have the same type. From PyTorch: ``ConvParams(w.permute(2, 1, 0), b)`` for
+    ``Conv1d``, ``ConvParams(w.permute(2, 3, 1, 0), b)`` for ``Conv2d``.
 
     >>> ConvParams(np.zeros((3, 2, 4)), np.zeros(4)).weight.shape
     (3, 2, 4)
@@ -83,11 +67,8 @@ class ConvParams(NamedTuple):
 
 def _ints(fn: str, what: str, value: Any, dims: int, least: int) -> Ints:
     """``value`` (an int, or for 2-D a pair of ints) as a tuple of ``dims`` ints ``>= least``."""
-    if isinstance(value, (tuple, list)) and dims > 1:
-        if len(value) == dims:
-            return tuple(A.count(fn, f"{what}[{i}]", v, least) for i, v in enumerate(value))
-        expected = f"an int >= {least} or a pair of them"
-        raise E.bad_argument(fn, what, value, expected)
+    if dims > 1 and isinstance(value, (tuple, list)) and len(value) == dims:
+        return tuple(A.count(fn, f"{what}[{i}]", v, least) for i, v in enumerate(value))
     if dims > 1 and not isinstance(value, (int, np.integer)):
         raise E.bad_argument(fn, what, value, f"an int >= {least} or a pair of them")
     return (A.count(fn, what, value, least),) * dims
@@ -113,6 +94,13 @@ class Geometry(NamedTuple):
     def size(self) -> int:
         """The number of kernel offsets ``K = prod(kernel)``."""
         return math.prod(self.kernel)
+
+    def padded(self, sizes: Sequence[int]) -> Ints:
+        return tuple(m + 2 * p for m, p in zip(sizes, self.padding))
+
+    def interior(self, sizes: Sequence[int]) -> tuple[Any, ...]:
+        """Where an input ``(N, *sizes, C)`` lies in its padded copy."""
+        return (slice(None), *(slice(p, p + m) for m, p in zip(sizes, self.padding)), ...)
 
     def describe(self, stride_default: Ints | None = None) -> str:
         """``kernel=3, stride=2``: the kernel, and the other arguments that differ from their defaults."""
@@ -146,7 +134,6 @@ class Geometry(NamedTuple):
         return t[0] if self.dims == 1 else t
 
     def arguments(self) -> tuple[Any, ...]:
-        """``(kernel, stride, padding)`` as a constructor takes them, to build its pieces with."""
         return self.argument(self.kernel), self.argument(self.stride), self.argument(self.padding)
 
     def offsets(self) -> list[Ints]:
@@ -170,27 +157,26 @@ def geometry(fn: str, dims: int, kernel: Any, stride: Any, padding: Any, dilatio
 # ------------------------------------------------------------------ padding and windows
 
 
-def pad_numpy(x: Array, padding: Ints, value: float) -> Array:
-    """``x (N, *S, C)`` padded on its spatial axes with ``value`` (``x`` itself without padding)."""
-    if not any(padding):
-        return x
-    n, *sizes, c = x.shape
-    out = np.full((n, *(m + 2 * p for m, p in zip(sizes, padding)), c), value, x.dtype)
-    out[(slice(None), *(slice(p, p + m) for m, p in zip(sizes, padding)))] = x
-    return out
+def _block(x: Array, axis: int, width: int, value: float) -> Array:
+    """A constant block shaped as ``x`` but ``width`` long on ``axis``."""
+    shape = (*x.shape[:axis], width, *x.shape[axis + 1 :])
+    return namespace(x).full(shape, value, dtype=x.dtype, device=device(x))
 
 
-def pad_any(x: Array, padding: Ints, value: float) -> Array:
-    """:func:`pad_numpy` for any array library: concatenations with constant blocks (no writes)."""
-    if not any(padding):
+def pad(x: Array, geo: Geometry, value: float) -> Array:
+    """``x (N, *S, C)`` padded on its spatial axes with ``value`` (``x`` itself without padding); numpy
+    writes into one new array, other libraries concatenate constant blocks (no writes)."""
+    if not any(geo.padding):
         return x
-    xp = namespace(x)
-    for axis, p in enumerate(padding, start=1):
+    if type(x) is np.ndarray:
+        n, *sizes, c = x.shape
+        out = np.full((n, *geo.padded(sizes), c), value, x.dtype)
+        out[geo.interior(sizes)] = x
+        return out
+    for axis, p in enumerate(geo.padding, start=1):
         if p:
-            shape = list(x.shape)
-            shape[axis] = p
-            block = xp.full(tuple(shape), value, dtype=x.dtype, device=device(x))
-            x = xp.concat([block, x, block], axis=axis)
+            block = _block(x, axis, p, value)
+            x = namespace(x).concat([block, x, block], axis=axis)
     return x
 
 
@@ -198,15 +184,10 @@ def windows_numpy(xpad: Array, geo: Geometry, out: Ints, groups: int) -> Array:
     """The strided view ``(N, *out, groups, *kernel, C // groups)`` of every window of ``xpad (N, *Sp, C)``."""
     n, c = xpad.shape[0], xpad.shape[-1]
     st = xpad.strides
-    sp = st[1:-1]
+    between = tuple(a * s for a, s in zip(st[1:-1], geo.stride))  # from one window to the next
+    within = tuple(a * d for a, d in zip(st[1:-1], geo.dilation))  # from one kernel offset to the next
     shape = (n, *out, groups, *geo.kernel, c // groups)
-    strides = (
-        st[0],
-        *(a * s for a, s in zip(sp, geo.stride)),
-        st[-1] * (c // groups),
-        *(a * d for a, d in zip(sp, geo.dilation)),
-        st[-1],
-    )
+    strides = (st[0], *between, st[-1] * (c // groups), *within, st[-1])
     return np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
 
 
@@ -217,21 +198,25 @@ def stack_windows(xpad: Array, geo: Geometry, out: Ints) -> Array:
     return xp.stack(pieces, axis=-2)
 
 
-def scatter_numpy(
-    pieces: Callable[[int, Ints], Array], geo: Geometry, x_shape: Ints, out: Ints, dt: Any, groups: int = 1
+def col2im(
+    piece: Callable[[int, Ints], Array], geo: Geometry, x_shape: Ints, out: Ints, like: Array, groups: int = 1
 ) -> Array:
-    """The input delta from each kernel offset's delta: ``pieces(i, offset)``, shaped ``(N, *out, groups,
-    C // groups)``, added where that offset reads the padded input (one in-place add per offset), the
-    padding cut off (numpy)."""
+    """The input delta from each kernel offset's delta ``piece(i, offset)``, added where that offset reads the
+    padded input, the padding cut off. numpy: pieces ``(N, *out, groups, C // groups)``, one in-place add per
+    offset; other libraries: pieces ``(N, *out, C)`` spread without writes (traceable)."""
     n, *sizes, c = x_shape
-    padded = tuple(m + 2 * p for m, p in zip(sizes, geo.padding))
-    dxpad = np.zeros((n, *padded, c), dt)
-    view = dxpad.reshape(n, *padded, groups, c // groups)
-    for i, o in enumerate(geo.offsets()):
-        view[(slice(None), *geo.window_slices(o, out))] += pieces(i, o)
-    if not any(geo.padding):
-        return dxpad
-    return dxpad[(slice(None), *(slice(p, p + m) for m, p in zip(sizes, geo.padding)))]
+    padded = geo.padded(sizes)
+    if type(like) is np.ndarray:
+        total: Array = np.zeros((n, *padded, c), like.dtype)
+        view = total.reshape(n, *padded, groups, c // groups)
+        for i, o in enumerate(geo.offsets()):
+            view[(slice(None), *geo.window_slices(o, out))] += piece(i, o)
+    else:
+        total = None
+        for i, o in enumerate(geo.offsets()):
+            spread = _spread(piece(i, o), geo, o, padded)
+            total = spread if total is None else total + spread
+    return total if not any(geo.padding) else total[geo.interior(sizes)]
 
 
 def _spread(piece: Array, geo: Geometry, offset: Ints, padded: Ints) -> Array:
@@ -241,35 +226,14 @@ def _spread(piece: Array, geo: Geometry, offset: Ints, padded: Ints) -> Array:
     for axis, (o, d, s, total) in enumerate(zip(offset, geo.dilation, geo.stride, padded), start=1):
         n = piece.shape[axis]
         if s > 1 and n > 1:
-            z = xp.zeros_like(piece)
-            interleaved = xp.stack([piece] + [z] * (s - 1), axis=axis + 1)
-            shape = list(piece.shape)
-            shape[axis] = n * s
-            piece = xp.reshape(interleaved, tuple(shape))
+            interleaved = xp.stack([piece] + [xp.zeros_like(piece)] * (s - 1), axis=axis + 1)
+            piece = xp.reshape(interleaved, (*piece.shape[:axis], n * s, *piece.shape[axis + 1 :]))
             piece = piece[(slice(None),) * axis + (slice(0, (n - 1) * s + 1), ...)]
-        before = o * d
-        after = total - before - piece.shape[axis]
-        parts = []
-        for width in (before, after):
-            shape = list(piece.shape)
-            shape[axis] = width
-            parts.append(xp.zeros(tuple(shape), dtype=piece.dtype, device=device(piece)) if width else None)
-        piece = xp.concat([a for a in (parts[0], piece, parts[1]) if a is not None], axis=axis)
+        before, after = o * d, total - o * d - piece.shape[axis]
+        parts = [_block(piece, axis, before, 0.0)] if before else []
+        parts += [piece] + ([_block(piece, axis, after, 0.0)] if after else [])
+        piece = xp.concat(parts, axis=axis)
     return piece
-
-
-def col2im_any(pieces: Sequence[Array], geo: Geometry, x_shape: Ints) -> Array:
-    """The input delta from the ``K`` offsets' deltas ``(N, *out, C)`` (any array library, no writes)."""
-    sizes = x_shape[1:-1]
-    padded = tuple(m + 2 * p for m, p in zip(sizes, geo.padding))
-    total = None
-    for o, piece in zip(geo.offsets(), pieces):
-        spread = _spread(piece, geo, o, padded)
-        total = spread if total is None else total + spread
-    assert total is not None
-    if not any(geo.padding):
-        return total
-    return total[(slice(None), *(slice(p, p + m) for m, p in zip(sizes, geo.padding)), slice(None))]
 
 
 # ------------------------------------------------------------------ the convolution
@@ -302,7 +266,7 @@ def _conv(
         n = x.shape[0]
         m = n * math.prod(out)
         if type(x) is np.ndarray:  # numpy: one strided view, one copy, one BLAS product
-            win = windows_numpy(pad_numpy(x, geo.padding, 0.0), geo, out, g)
+            win = windows_numpy(pad(x, geo, 0.0), geo, out, g)
             pm = np.array(win).reshape(m, g, kc)
             if g == 1:
                 wk = w.reshape(kc, c_out).copy()
@@ -313,7 +277,7 @@ def _conv(
             y += b
             return (pm, wk, tuple(x.shape), out), y.reshape(n, *out, c_out)
         xp = namespace(x)
-        stacked = stack_windows(pad_any(x, geo.padding, 0.0), geo, out)  # (N, *out, K, C)
+        stacked = stack_windows(pad(x, geo, 0.0), geo, out)  # (N, *out, K, C)
         pm = xp.permute_dims(xp.reshape(stacked, (m, kk, g, cg)), (2, 0, 1, 3))
         pm = xp.reshape(pm, (g, m, kc))
         wk = xp.reshape(xp.permute_dims(xp.reshape(w, (kk, cg, g, og)), (2, 0, 1, 3)), (g, kc, og))
@@ -338,8 +302,7 @@ def _conv(
                 dp = np.matmul(dyg, wk.transpose(0, 2, 1)).transpose(1, 0, 2)
             dwin = dp.reshape(n, *out, g, *geo.kernel, cg)
             lead = (slice(None),) * (2 + dims)  # (N, *out, groups)
-            dx = scatter_numpy(lambda i, o: dwin[(*lead, *o)], geo, x_shape, out, dwin.dtype, g)
-            return ConvParams(dw, db), dx
+            return ConvParams(dw, db), col2im(lambda i, o: dwin[(*lead, *o)], geo, x_shape, out, dwin, g)
         xp = namespace(dy)
         dyf = xp.reshape(dy, (m, c_out))
         db = xp.sum(dyf, axis=0)
@@ -348,25 +311,18 @@ def _conv(
         dw = xp.reshape(xp.permute_dims(dw, (1, 2, 0, 3)), w_shape)
         dp = xp.reshape(xp.matmul(dyg, xp.permute_dims(wk, (0, 2, 1))), (g, n, *out, kk, cg))
         dp = xp.reshape(xp.permute_dims(dp, (1, *range(2, 2 + dims), 2 + dims, 0, 3 + dims)), (n, *out, kk, c_in))
-        pieces = [dp[..., i, :] for i in range(kk)]
-        return ConvParams(dw, db), col2im_any(pieces, geo, x_shape)
+        return ConvParams(dw, db), col2im(lambda i, o: dp[..., i, :], geo, x_shape, out, dp)
 
     def init_params(rng: np.random.Generator) -> ConvParams:
-        return _init_conv(scheme, w_shape, dt, rng)
+        # PyTorch's default (init=None): weight and bias uniform on ±1/√fan_in, fan_in = K·c_in/groups;
+        # else dense's scheme for the patch matrix's (fan_in, c_out) product, bias zero
+        if scheme is None:
+            bound = 1.0 / math.sqrt(kc)
+            w = rng.uniform(-bound, bound, w_shape).astype(dt)
+            return ConvParams(w, rng.uniform(-bound, bound, c_out).astype(dt))
+        return ConvParams(init_weight(scheme, kc, c_out, dt, rng).reshape(w_shape), np.zeros(c_out, dt))
 
     return PreLens(fwd, bwd, name, init_params, expects=expects)
-
-
-def _init_conv(scheme: str | None, w_shape: Ints, dt: np.dtype[Any], rng: np.random.Generator) -> ConvParams:
-    """PyTorch's default (``scheme=None``): weight and bias uniform on ``±1/√fan_in``, ``fan_in = K·c_in/groups``;
-    else :func:`~prelens.nn.dense`'s scheme for the patch matrix's ``(fan_in, c_out)`` product (bias zero)."""
-    c_out = w_shape[-1]
-    fan_in = math.prod(w_shape[:-1])
-    if scheme is None:
-        bound = 1.0 / math.sqrt(fan_in)
-        w = rng.uniform(-bound, bound, w_shape).astype(dt)
-        return ConvParams(w, rng.uniform(-bound, bound, c_out).astype(dt))
-    return ConvParams(init_weight(scheme, fan_in, c_out, dt, rng).reshape(w_shape), np.zeros(c_out, dt))
 
 
 @constructor
@@ -384,16 +340,12 @@ def conv1d(
 ) -> AnyLens:
     """1-D convolution (PyTorch's ``Conv1d``, channels last): ``(N, L, c_in) -> (N, L_out, c_out)``.
 
-    ``L_out = floor((L + 2·padding - dilation·(kernel - 1) - 1) / stride) + 1``;
-    zero padding on both ends. Parameters :class:`ConvParams`: ``weight (kernel,
-    c_in // groups, c_out)`` (PyTorch's ``w.permute(2, 1, 0)``), ``bias
-    (c_out,)``. ``groups`` splits the channels into that many independent
-    convolutions (it must divide ``c_in`` and ``c_out``). ``init=None`` draws as
-    PyTorch does (uniform on ``±1/√(kernel·c_in/groups)``, bias too); ``"he"``,
-    ``"glorot"``, ``"lecun"`` as :func:`dense` does (bias zero).
-
-    Residue: the patch matrix ``(groups, N·L_out, kernel·c_in/groups)`` and the
-    weight rearranged; deltas summed over the batch. Twin:
+    ``L_out = floor((L + 2·padding - dilation·(kernel - 1) - 1) / stride) + 1``; zero padding on both
+    ends. Parameters :class:`ConvParams`: ``weight (kernel, c_in // groups, c_out)`` (PyTorch's
+    ``w.permute(2, 1, 0)``), ``bias (c_out,)``. ``groups`` splits the channels into that many
+    independent convolutions (it must divide ``c_in`` and ``c_out``). ``init=None`` draws as PyTorch
+    does (uniform on ``±1/√(kernel·c_in/groups)``, bias too); ``"he"``, ``"glorot"``, ``"lecun"`` as
+    :func:`dense` does (bias zero). Residue: the patch matrix and the weight rearranged. Twin:
     :func:`prelens.nn.composed.conv1d`.
 
     >>> conv = conv1d(25, 25, 3, stride=2, padding=1)
@@ -420,10 +372,9 @@ def conv2d(
 ) -> AnyLens:
     """2-D convolution (PyTorch's ``Conv2d``, channels last): ``(N, H, W, c_in) -> (N, H_out, W_out, c_out)``.
 
-    ``kernel``, ``stride``, ``padding`` and ``dilation`` are an int or a pair
-    ``(along H, along W)``; output sizes as :func:`conv1d` on each axis.
-    Parameters :class:`ConvParams`: ``weight (kh, kw, c_in // groups, c_out)``
-    (PyTorch's ``w.permute(2, 3, 1, 0)``), ``bias (c_out,)``. Twin:
+    ``kernel``, ``stride``, ``padding`` and ``dilation`` are an int or a pair ``(along H, along W)``;
+    output sizes as :func:`conv1d` on each axis. Parameters :class:`ConvParams`: ``weight (kh, kw,
+    c_in // groups, c_out)`` (PyTorch's ``w.permute(2, 3, 1, 0)``), ``bias (c_out,)``. Twin:
     :func:`prelens.nn.composed.conv2d`.
 
     >>> conv = conv2d(3, 8, (3, 5), padding=(1, 2), groups=1)
@@ -458,14 +409,10 @@ def patches(
 ) -> AnyLens:
     """Every receptive field: ``(N, *S, C) -> (N, *S_out, K, C)``, ``K`` the kernel's size (im2col as a lens).
 
-    ``kernel`` an int: 1-D windows over axis ``-2`` of ``(N, L, C)``; a pair:
-    2-D windows over axes ``(-3, -2)`` of ``(N, H, W, C)``. The input is padded
-    with ``pad_value`` (``-inf`` for max pooling); ``stride=None`` means the
-    kernel. Written as a gather through an index table; the backward pass is
-    its transpose (a one-hot matrix product, so overlapping windows add up),
-    the padding's delta dropped. Parameter-free. The first piece of the twins
-    of :func:`~prelens.nn.conv1d`, :func:`~prelens.nn.conv2d`,
-    :func:`~prelens.nn.max_pool` and :func:`~prelens.nn.avg_pool`.
+    ``kernel`` an int: 1-D windows over axis ``-2`` of ``(N, L, C)``; a pair: 2-D windows over axes
+    ``(-3, -2)`` of ``(N, H, W, C)``. The input is padded with ``pad_value`` (``-inf`` for max pooling);
+    ``stride=None`` means the kernel. A gather through an index table; the backward pass is its
+    transpose (a one-hot matrix product, so overlapping windows add up). Parameter-free.
 
     >>> import numpy as np
     >>> from prelens.nn import composed
@@ -489,8 +436,8 @@ def patches(
         xp = namespace(x)
         out = geo.out_sizes(name, x)
         n, *sizes, c = x.shape
-        padded = tuple(m + 2 * q for m, q in zip(sizes, geo.padding))
-        flat = xp.reshape(pad_any(x, geo.padding, value), (n, math.prod(padded), c))
+        padded = geo.padded(sizes)
+        flat = xp.reshape(pad(x, geo, value), (n, math.prod(padded), c))
         table = _gather_table(geo, padded, out)
         idx = table if type(x) is np.ndarray else xp.asarray(table, device=device(x))
         y = xp.take(flat, idx, axis=1)
@@ -502,14 +449,12 @@ def patches(
             raise E.StructureError(f"{name}: its residue holds no input shape of {dims + 2} axes: {x_shape!r}")
         xp = namespace(dy)
         n, *sizes, c = x_shape
-        padded = tuple(m + 2 * q for m, q in zip(sizes, geo.padding))
+        padded = geo.padded(sizes)
         rows = xp.arange(math.prod(padded), dtype=idx.dtype, device=device(dy))
         one_hot = xp.astype(rows[:, None] == idx[None, :], dy.dtype)  # (padded, J)
         dflat = xp.matmul(one_hot, xp.reshape(dy, (n, idx.shape[0], c)))
         dx = xp.reshape(dflat, (n, *padded, c))
-        if any(geo.padding):
-            dx = dx[(slice(None), *(slice(q, q + m) for m, q in zip(sizes, geo.padding)), slice(None))]
-        return (), dx
+        return (), (dx[geo.interior(sizes)] if any(geo.padding) else dx)
 
     def like(res: tuple[Array, Ints]) -> tuple[None, Ints]:  # (N, *out, K, C), any float dtype
         n, *_, c = res[1]
@@ -518,11 +463,10 @@ def patches(
     return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=Like(like)))
 
 
-class Shaped:
+class Shaped(NamedTuple):
     """Stands for an array of ``shape`` where only its shape is read (:meth:`Geometry.out_sizes`)."""
 
-    def __init__(self, shape: Ints) -> None:
-        self.shape = shape
+    shape: Ints
 
 
 def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, stride: Any, padding: Any,
@@ -584,11 +528,8 @@ def conv1d_composed(
 ) -> AnyLens:
     """:func:`~prelens.nn.conv1d` as the composition it is (``prelens.nn.composed.conv1d``).
 
-    ``chain(patches, split_groups, vec_lens(groups, linear), join_groups, bias)``:
-    every receptive field gathered, each group's channels through its own
-    linear map on ``kernel·c_in/groups`` features, the groups' outputs side by
-    side, the bias added. Parameters :class:`ConvParams`, as the fast lens
-    (tested equal to it: outputs, deltas).
+    ``chain(patches, split_groups, vec_lens(groups, linear), join_groups, bias)``: each group's channels
+    through its own linear map on ``kernel·c_in/groups`` features. Parameters :class:`ConvParams`.
 
     >>> from prelens.nn import composed
     >>> composed.conv1d(4, 6, 3, groups=2)

@@ -60,7 +60,7 @@ from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype, input_error, residue_error
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype, input_error
 from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
@@ -101,7 +101,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:
         if not is_array(ids) or dtype_kind(ids.dtype) not in "iu" or _any_out_of_range(ids, v):
-            raise residue_error(name, ids)
+            raise E.bad_residue(name, ids)
         return scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d))), namespace(ids).zeros_like(ids)
 
     def init(rng: np.random.Generator) -> Array:

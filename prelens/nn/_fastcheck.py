@@ -1,9 +1,6 @@
-"""What the fast (whole-array) lenses share: the array alias, constructor-argument checks, and error builders.
+"""What the fast lenses share: the array alias, constructor-argument checks, and error builders.
 
-What a lens expects of its calls is declared (:class:`prelens.core.Expects`) and
-checked by the core; the builders here serve the checks that a declaration cannot
-state (ids in range, a loss's ground truth like its input), which are still
-written in their lenses.
+The builders serve the checks a declaration (:class:`prelens.core.Expects`) cannot state, written in their lenses.
 """
 
 from __future__ import annotations
@@ -19,17 +16,6 @@ from prelens.core import _args as A
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
 Array = npt.NDArray[Any]
-
-
-def is_float_array(x: Any, dt: np.dtype[Any]) -> bool:
-    """True when ``x`` is an array of any library with the float dtype ``dt`` (numpy: one compare).
-
-    >>> is_float_array(np.zeros(2), np.dtype(np.float64)), is_float_array([0.0], np.dtype(np.float64))
-    (True, False)
-    """
-    if type(x) is np.ndarray:
-        return bool(x.dtype == dt)
-    return is_array(x) and has_dtype(x, dt)
 
 
 def float_dtype(fn: str, dtype: npt.DTypeLike) -> np.dtype[Any]:
@@ -61,21 +47,8 @@ def dtype_suffix(dt: np.dtype[Any]) -> str:
     return "" if dt == np.float64 else f", {E.dtype_name(dt)}"
 
 
-def shape_str(dt: np.dtype[Any], shape: tuple[int, ...]) -> str:
-    """A shape as the error messages show it: ``f64[128,10]``.
-
-    >>> shape_str(np.dtype(np.float32), (128, 10))
-    'f32[128,10]'
-    """
-    return f"{E.dtype_name(dt)}[{','.join(map(str, shape))}]"
-
-
 def input_error(lens: str, what: str, x: object, expected: str, dt: np.dtype[Any]) -> E.PrelensError:
-    """The error for an input ``x`` that failed a fast lens's inline check.
-
-    Not an array: :class:`~prelens.StructureError`; wrong dtype:
-    :class:`~prelens.DTypeError`; wrong shape: :class:`~prelens.ShapeError`.
-    Each names the lens, the expected and the received value.
+    """The error (structure, dtype or shape) for an input ``x`` that failed a fast lens's inline check.
 
     >>> input_error("dense(784→256, tanh)", "input", np.zeros((2, 100)), "f64[...,784]", np.dtype("f8"))
     ShapeError('dense(784→256, tanh): input: expected f64[...,784], got f64[2,100]')
@@ -104,20 +77,9 @@ def scalar_delta(lens: str, da: Any) -> Any:
     raise E.must_be(lens, "output delta", "a real number (a loss's delta; training seeds 1.0)", E.describe(da))
 
 
-def residue_error(lens: str, m: object) -> E.PrelensError:
-    """The error for a ``bwd`` given a residue that its ``fwd`` did not make.
-
-    >>> residue_error("tanh", None)
-    StructureError("tanh: the residue must be the one this lens's forward pass returned, got None")
-    """
-    return E.bad_residue(lens, m)
-
-
 def real_vector(lens: str, what: str, x: object, n: int | None = None) -> Array:
-    """``x`` (a 1-D real array or a list of real numbers) as a float64 vector, of length ``n`` if given.
-
-    The faithful lenses take the post's ``V = [D]`` in either form. Anything else
-    (strings, complex, bools, nested lists, None) is an error naming ``lens``.
+    """``x`` (a 1-D real array or a list of real numbers: the post's ``V = [D]``) as a float64 vector,
+    of length ``n`` if given; anything else is an error naming ``lens``.
 
     >>> real_vector("linear_l(2)", "input", [1, 2.5])
     array([1. , 2.5])

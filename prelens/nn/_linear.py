@@ -1,17 +1,9 @@
 """Whole-array layers: ``linear``, ``bias`` and the fused ``dense`` (``tanh(x W + b)``).
 
-These are the fast twins of the post's ``linearL``, ``biasL`` and ``layer``: a
-layer of ``n_out`` neurons is one matrix ``W`` of shape ``(n_in, n_out)``
-(column ``j`` is neuron ``j``'s weight vector) and one bias vector. Inputs
-have any number of leading axes, ``(..., n_in)``: a batch is a leading axis,
-and the parameter deltas are summed over every leading axis, exactly as
-:func:`~prelens.batch_n` sums them. ``float64`` by default, ``float32`` with
-``dtype=np.float32``; nothing is ever up-cast (an input of another dtype is a
-:class:`~prelens.DTypeError`, of another width a :class:`~prelens.ShapeError`).
-
-``bwd`` allocates exactly the arrays it returns (plus, in ``dense``, one for
-``da ⊙ f'(z)``) and never writes into its arguments, the residue or the
-parameters.
+The fast twins of the post's ``linearL``, ``biasL`` and ``layer``: a layer of ``n_out`` neurons is one
+matrix ``W (n_in, n_out)`` (column ``j`` is neuron ``j``'s weight vector) and one bias vector. ``bwd``
+allocates exactly the arrays it returns (plus, in ``dense``, one for ``da ⊙ f'(z)``) and never writes into
+its arguments, the residue or the parameters.
 
 >>> import numpy as np
 >>> layer = dense(3, 2, tanh)
@@ -49,8 +41,7 @@ __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linea
 class DenseParams(NamedTuple):
     """The parameters of :func:`dense`: ``weight`` of shape ``(n_in, n_out)``, ``bias`` of ``(n_out,)``.
 
-    A named tuple, so the tree toolkit and the optimisers handle it, and tree
-    paths read ``[0].weight``. Its deltas have the same type.
+    A named tuple (tree paths read ``[0].weight``); its deltas have the same type.
 
     >>> DenseParams(np.zeros((2, 3)), np.zeros(3)).bias.shape
     (3,)
@@ -87,10 +78,8 @@ def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: n
     if scheme == "glorot":
         limit = math.sqrt(6.0 / (n_in + n_out))
         w = rng.uniform(-limit, limit, (n_in, n_out))
-    elif scheme == "he":
-        w = rng.standard_normal((n_in, n_out)) * math.sqrt(2.0 / n_in)
-    elif scheme == "lecun":
-        w = rng.standard_normal((n_in, n_out)) * math.sqrt(1.0 / n_in)
+    elif scheme in ("he", "lecun"):
+        w = rng.standard_normal((n_in, n_out)) * math.sqrt((2.0 if scheme == "he" else 1.0) / n_in)
     else:
         raise E.not_one_of("init_weight", "scheme", INIT_SCHEMES, scheme)
     return w.astype(dtype, copy=False)
@@ -126,9 +115,6 @@ def _bias_delta(da: Array) -> Array:
     return column_sum(da if da.ndim == 2 else reshape(da, (-1, da.shape[-1])))
 
 
-# ------------------------------------------------------------------ linear
-
-
 @constructor
 def linear(
     n_in: int,
@@ -144,15 +130,9 @@ def linear(
 
         linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
 
-    Forward ``(W, x) -> ((x, W), x W)``; backward
-    ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed over every leading
-    axis. Shapes: ``x (..., n_in) -> (..., n_out)``; works on ``(batch, time,
-    d)`` as well as ``(batch, d)`` or a single ``(d,)``.
-
-    ``input_delta=False`` treats the input as data, not a variable: ``bwd``
-    returns ``None`` for ``ds`` and skips the ``da Wᵀ`` product (one of the
-    backward pass's two matrix products). Use it only on a first layer fed
-    with data: nothing before it can receive a delta.
+    Forward ``(W, x) -> ((x, W), x W)``; backward ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed
+    over every leading axis. ``input_delta=False`` treats the input as data: ``bwd`` returns ``None`` for
+    ``ds`` and skips the ``da Wᵀ`` product. Use it only on a first layer fed with data.
 
     >>> lin = linear(2, 3)
     >>> lin
@@ -175,9 +155,8 @@ def _linear(
     input_delta: bool = True,
     copy_input: bool = True,
 ) -> PreLens[Array, Array, tuple[Array, Array], tuple[Array, Array], Array, Array, Array, Any]:
-    """:func:`linear`. ``copy_input=False`` is for a layer whose input is an array that the model
-    around it made (the output projection of an attention lens): its residue keeps that input
-    without a copy, as no caller holds it."""
+    """:func:`linear`; ``copy_input=False`` keeps the input in the residue without a copy, for an input the
+    model around the layer made, which no caller holds (an attention lens's output projection)."""
     n_in, n_out = check_size("linear", "n_in", n_in), check_size("linear", "n_out", n_out)
     dt = float_dtype("linear", dtype)
     input_delta = A.flag("linear", "input_delta", input_delta)
@@ -200,9 +179,6 @@ def _linear(
         return _weight_delta(x, da), (_times_transpose(da, w) if input_delta else None)
 
     return PreLens(fwd, bwd, name, lambda rng: init_weight(scheme, n_in, n_out, dt, rng), expects=expects)
-
-
-# -------------------------------------------------------------------- bias
 
 
 @constructor
@@ -238,9 +214,6 @@ def bias(
     return PreLens(fwd, bwd, name, lambda rng: np.zeros(n, dt), expects=expects)
 
 
-# ------------------------------------------------------------------- dense
-
-
 @constructor
 def dense(
     n_in: int,
@@ -257,18 +230,11 @@ def dense(
 
         layer :: Int -> Int -> TriLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
 
-    It equals ``chain(linear(n_in, n_out), bias(n_out), activation)`` with
-    parameters :class:`DenseParams` ``(W, b)`` and residue ``(x, W, z)``
-    (``z = x W + b``, the pre-activation), fused into one Python call per
-    pass; and on a single vector it equals the faithful ``layer`` (see
-    :mod:`prelens.nn._convert`). Shapes: ``W (n_in, n_out)``, ``b (n_out,)``,
-    ``x (..., n_in) -> y (..., n_out)``; parameter deltas are summed over every
-    leading axis.
-
-    ``activation`` is a pointwise activation (``tanh``, ``relu``, ``sigmoid``,
-    ``gelu``), its name, or ``None`` for logits. ``init`` is a weight scheme of
-    :func:`init_weight`; by default the one that suits the activation (Glorot
-    for tanh, sigmoid and none, He for relu and gelu). The bias starts at zero.
+    ``chain(linear(n_in, n_out), bias(n_out), activation)`` fused into one Python call per pass, with
+    parameters :class:`DenseParams` ``(W (n_in, n_out), b (n_out,))`` and residue ``(x, W, z)`` (``z = x W
+    + b``, the pre-activation); on a single vector it equals the faithful ``layer``. ``activation`` is a
+    pointwise activation, its name, or ``None`` for logits. ``init`` is a weight scheme of
+    :func:`init_weight`, by default the one that suits the activation; the bias starts at zero.
     ``input_delta=False``: see :func:`linear`.
 
     >>> layer = dense(784, 256, "relu", dtype=np.float32)
@@ -292,9 +258,8 @@ def _dense(
     input_delta: bool,
     copy_input: bool = True,
 ) -> PreLens[Array, Array, DenseResidue, DenseResidue, DenseParams, DenseParams, Array, Any]:
-    """:func:`dense`. ``copy_input=False`` is for a layer whose input is an array that the model
-    around it made (the hidden layers of :func:`~prelens.nn.mlp`): its residue keeps that input
-    without a copy, as no caller holds it."""
+    """:func:`dense`; ``copy_input=False`` keeps the input in the residue without a copy, for an input the
+    model around the layer made, which no caller holds (the hidden layers of :func:`~prelens.nn.mlp`)."""
     n_in, n_out = check_size("dense", "n_in", n_in), check_size("dense", "n_out", n_out)
     dt = float_dtype("dense", dtype)
     input_delta = A.flag("dense", "input_delta", input_delta)

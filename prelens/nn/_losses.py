@@ -1,11 +1,8 @@
 """Loss lenses on whole arrays: the post's squared distance, mean squared error, cross-entropies.
 
-As in the post's ``lossL``, the target is the loss lens's *parameter* and the
-network's output its input; the output is a scalar (a numpy scalar of the
-input's dtype; on another array library a 0-d array of that library) and
-training seeds ``da = 1``. Compose a model with a loss as
-``model >> loss``: the parameters are then ``(target, model_params)`` (the later
-lens first), and an optimiser is given only the model's half of the deltas.
+As in the post's ``lossL``, the target is the loss lens's *parameter* and the network's output its input;
+the output is a scalar (a numpy scalar of the input's dtype; elsewhere a 0-d array of the input's library)
+and training seeds ``da = 1``. ``model >> loss`` has parameters ``(target, model_params)``.
 
 Sum or mean, decided once for all three:
 
@@ -20,21 +17,12 @@ lens                          loss ``L``                               ``ds``
                               over the ``R`` rows (mean over batch)
 ============================  =======================================  ====================
 
-So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the
-post's sum; the other two are the conventional means (PyTorch's and Keras's
-defaults), whose step sizes do not change with the batch size.
-:func:`token_cross_entropy` is the cross-entropy of a language model, averaged
-over the positions whose label is not ``ignore_index``.
+So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the post's sum; the other two are the
+conventional means (PyTorch's and Keras's defaults), whose step sizes do not change with the batch size.
 
-Every loss runs on the arrays of any array-API library (numpy, PyTorch, JAX,
-``array_api_strict``): the input and the parameter (ground truth, or integer
-labels) must then both be arrays of that library, and every array the loss
-returns is one too (:func:`token_cross_entropy` also takes numpy labels: they
-are data, moved to the logits' library). What they expect is declared
-(:class:`~prelens.core.Expects`, the ground truth tied to the input by
-:class:`~prelens.core._check.Same`, named as errors call it) and checked by the
-core; the one check that needs values (labels in range) runs only on values
-that are known, so a JAX ``jit`` traces the losses.
+The input and the parameter must be arrays of one library (:func:`token_cross_entropy` also takes numpy
+labels: they are data, moved to the logits' library). The one check that needs values (labels in range)
+runs only on values that are known, so a JAX ``jit`` traces the losses.
 
 >>> import numpy as np
 >>> g, s = np.array([[1.0, 0.0]]), np.array([[0.0, 0.0]])
@@ -71,20 +59,16 @@ __all__ = ["mse", "softmax_cross_entropy", "squared_distance", "token_cross_entr
 Scalar = Any  #: a numpy float scalar of the input's dtype (``np.float64`` or ``np.float32``), or a 0-d array
 PairResidue = tuple[Array, Array]
 
-#: The input's float dtype and axes, and integer labels: the ground truth is an array like the
-#: input (of its library, dtype and shape); labels are integers of the logits' library (or numpy,
-#: for the token loss) and shape without the last axis.
+#: The ground truth is an array like the input (library, dtype, shape); labels are integers of the
+#: logits' library (or numpy, for the token loss) and shape without the last axis.
 T, B, INT = Same("T"), Same("B"), Same("I", "iu")
 _LIKE_INPUT = Arr(T, B)
 _LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, "classes"), Arr(INT, B), Arr(INT, Same("B", data=True))
 
 
 def _factor(da: Any, like: Any) -> Any:
-    """A loss's output delta as a factor for the arrays of ``like``'s library (keeping their dtype).
-
-    A number stays a Python float (weakly typed in every library); a 0-d array,
-    perhaps traced, becomes ``like``'s dtype.
-    """
+    """A loss's output delta as a factor for ``like``'s arrays: a number stays a Python float (weakly typed in
+    every library); a 0-d array, perhaps traced, becomes ``like``'s dtype."""
     if type(da) is float:  # training's seed
         return da
     if is_array(da) and same_library(da, like):
@@ -108,9 +92,6 @@ def _sum_squares(d: Any) -> Any:
         flat: Any = d  # vdot flattens
         return np.vdot(flat, flat)
     return namespace(d).sum(d * d)
-
-
-# --------------------------------------------------------- squared distance
 
 
 def _sq_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
@@ -139,9 +120,6 @@ squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array
 )
 
 
-# ---------------------------------------------------------------------- mse
-
-
 def _mse_fwd(g: Array, s: Array) -> tuple[Array, Scalar]:
     d = s - g  # the residue, made here: it aliases nothing
     if isinstance(d, np.generic):  # numpy's 0-d difference is a scalar: the residue is an array
@@ -155,9 +133,8 @@ def _mse_bwd(m: Array, da: Any) -> tuple[Array, Array]:
 
 
 #: Mean squared error ``L = Σ (s − g)² / K`` over all ``K`` entries, ground truth ``g`` as the
-#: parameter. Haskell: ``PreLens D D A A A A A A``: the residue is the difference ``d = s − g``
-#: (all that backward needs, made by the forward pass). Backward gives ``ds = 2 da d / K`` and
-#: ``dg = −ds``; it is ``squared_distance`` scaled by ``2 / K``.
+#: parameter: ``PreLens D D A A A A A A``, the residue the difference ``d = s − g``. Backward gives
+#: ``ds = 2 da d / K`` and ``dg = −ds``.
 mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens(
     _mse_fwd,
     _mse_bwd,
@@ -166,8 +143,6 @@ mse: PreLens[Scalar, Scalar, Array, Array, Array, Array, Array, Array] = PreLens
     expects=Expects(params=_LIKE_INPUT, input=_LIKE_INPUT, residue=Arr(None, ...), params_name="ground truth"),
 )
 
-
-# ------------------------------------------------------- softmax cross-entropy
 
 _CE = "softmax_cross_entropy"
 
@@ -251,8 +226,6 @@ softmax_cross_entropy: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, 
 )
 
 
-# -------------------------------------------------------- token cross-entropy
-
 #: The residue of :func:`token_cross_entropy`: softmax of the logits, the labels (``0`` where
 #: ignored, in the logits' library) and each position's weight ``1 / #counted`` (``0`` where
 #: ignored), in the logits' dtype.
@@ -263,14 +236,11 @@ CrossEntropyResidue = tuple[Array, Array, Array]
 def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
     """Softmax cross-entropy of next-token logits, averaged over the positions that count.
 
-    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the
-    post's loss lens): integer labels ``(..., T)``, ``ignore_index`` where a
-    position does not count (a prompt, say); numpy labels of another library's
-    logits move to it (they are data). Output: a scalar of the logits' dtype,
-    ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if nothing
-    counts). Residue :data:`CrossEntropyResidue`; backward
-    ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0``
-    elsewhere; the labels' delta is an array of integer zeros (they are data).
+    Input: logits ``(..., T, vocab)``; parameter (the ground truth, as in the post's loss lens): integer
+    labels ``(..., T)``, ``ignore_index`` where a position does not count (a prompt, say). Output: a scalar
+    of the logits' dtype, ``L = Σ_counted (logsumexp(s) − s[y]) / #counted`` (``0`` if nothing counts).
+    Backward ``ds = da (softmax(s) − onehot(y)) / #counted`` on counted positions, ``0`` elsewhere; the
+    labels' delta is an array of integer zeros (they are data).
 
     >>> ce = token_cross_entropy()
     >>> logits = np.log(np.array([[[0.5, 0.5], [0.9, 0.1]]]))

@@ -1,8 +1,7 @@
 """The fast multi-layer perceptron: dense layers chained, parameters a list in data-flow order.
 
-The array twin of the post's ``makeMlp``. With the default arguments it is the
-post's network (``tanh`` on every layer) and equals the faithful
-:func:`~prelens.faithful.make_mlp` on the same weights (see :mod:`prelens.nn._convert`).
+The array twin of the post's ``makeMlp``: with the default arguments it equals the faithful
+:func:`~prelens.faithful.make_mlp` on the same weights.
 
 >>> import numpy as np
 >>> net = mlp(784, [256, 128, 10])
@@ -51,19 +50,11 @@ def mlp(
 
         makeMlp :: Int -> [Int] -> TriLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
 
-    Parameters: a list of :class:`DenseParams` (first layer first); residues:
-    a list of the layers' ``(x, W, z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``.
-
-    ``activation`` goes on every layer; ``last_activation`` (``"same"`` by
-    default, as in the post) replaces it on the last one: pass ``None`` for a
-    classifier whose logits go into :func:`softmax_cross_entropy`.
-    ``dtype``, ``init``: as in :func:`dense`. ``input_delta=False`` treats the
-    network's input as data (the first layer returns ``ds = None`` and skips its
-    input-delta product): the cheaper choice for training.
-
-    Like every fast lens it runs on the arrays of any array-API library (numpy,
-    PyTorch, JAX, also under ``jax.jit``): move the parameters and the input
-    there (:func:`~prelens.backend.to_backend`) and every residue and delta stays there.
+    Parameters: a list of :class:`DenseParams` (first layer first); residues: a list of the layers' ``(x, W,
+    z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``. ``activation`` goes on every layer;
+    ``last_activation`` (``"same"`` by default, as in the post) replaces it on the last one: pass ``None``
+    for a classifier whose logits go into :func:`softmax_cross_entropy`. ``dtype``, ``init``,
+    ``input_delta``: as in :func:`dense` (the first layer's; ``False`` is the cheaper choice for training).
 
     >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
     >>> clf
@@ -79,23 +70,12 @@ def mlp(
     dt = float_dtype("mlp", dtype)
     input_delta = A.flag("mlp", "input_delta", input_delta)
     act = resolve_activation("mlp", activation)
-    last = (
-        act
-        if isinstance(last_activation, str) and last_activation == "same"
-        else (resolve_activation("mlp", last_activation))
-    )
-    ins = [n_in, *widths[:-1]]
+    same = isinstance(last_activation, str) and last_activation == "same"
+    last = act if same else resolve_activation("mlp", last_activation)
+    acts = [act] * (len(widths) - 1) + [last]
     layers = [  # a hidden layer's input is the layer before's fresh output: kept without a copy
-        _dense(
-            m,
-            n,
-            act if i < len(widths) - 1 else last,
-            dtype=dt,
-            init=init,
-            input_delta=input_delta or i > 0,
-            copy_input=i == 0,
-        )
-        for i, (m, n) in enumerate(zip(ins, widths))
+        _dense(m, n, a, dtype=dt, init=init, input_delta=input_delta or i > 0, copy_input=i == 0)
+        for i, (m, n, a) in enumerate(zip([n_in, *widths[:-1]], widths, acts))
     ]
     name = (
         f"mlp({'→'.join(map(str, [n_in, *widths]))}, {act.name if act else 'None'}"

@@ -1,20 +1,8 @@
 """Pooling and flattening as lenses: ``max_pool``, ``avg_pool`` (1-D or 2-D, channels last) and ``flatten``.
 
-``kernel`` an int pools over axis ``-2`` of ``(N, L, C)``; a pair pools over axes
-``(-3, -2)`` of ``(N, H, W, C)``. ``stride`` defaults to the kernel, as in
-PyTorch; output sizes ``floor((L + 2·padding - kernel) / stride) + 1``.
-``max_pool`` pads with ``-inf`` and keeps, in its residue, which offset of each
-window held the maximum (the first, on ties, as PyTorch); its backward pass routes
-the delta there. ``avg_pool`` counts the padding as zeros (PyTorch's
-``count_include_pad=True``) and spreads the delta evenly. Both are
-parameter-free, and their backward passes add one slice per kernel offset into
-the (padded) input delta, with writes on numpy and with pads and adds elsewhere
+The pools share the convolutions' windows (:mod:`prelens.nn._conv`): their backward passes add one slice
+per kernel offset into the (padded) input delta, with writes on numpy and with pads and adds elsewhere
 (so they trace under ``jax.jit``).
-
-``flatten()`` is PyTorch's ``nn.Flatten()``: ``(N, d1, d2, ...) -> (N, d1·d2·...)``.
-Channels last, the features come out ordered (position, channel); PyTorch's
-channels-first flatten orders them (channel, position), so a linear layer after
-it maps between the two by a permutation of its rows.
 
 >>> import numpy as np
 >>> pool = max_pool(2)
@@ -41,13 +29,11 @@ from prelens.nn._conv import (
     Geometry,
     Ints,
     Shaped,
-    col2im_any,
+    col2im,
     composed_constructor,
     geometry,
-    pad_any,
-    pad_numpy,
+    pad,
     patches,
-    scatter_numpy,
     stack_windows,
     windows_numpy,
 )
@@ -78,24 +64,16 @@ def _expects(name: str, geo: Geometry, shapes: Callable[[Any], tuple[Ints, Ints]
     return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=Like(like))
 
 
-def _numpy_windows(x: Array, geo: Geometry, out: Ints, value: float) -> Array:
-    """``(N, *out, K, C)``: every window of ``x`` (padded with ``value``), as a fresh array."""
-    win = windows_numpy(pad_numpy(x, geo.padding, value), geo, out, 1)  # (N, *out, 1, *k, C)
-    return np.array(win).reshape(x.shape[0], *out, geo.size, x.shape[-1])
-
-
 @constructor
 def max_pool(
     kernel: int | tuple[int, int], *, stride: int | tuple[int, int] | None = None, padding: int | tuple[int, int] = 0
 ) -> AnyLens:
     """Max pooling (PyTorch's ``MaxPool1d``/``MaxPool2d``, channels last): the largest value of each window.
 
-    ``(N, L, C) -> (N, L_out, C)`` for an int ``kernel``, ``(N, H, W, C) ->
-    (N, H_out, W_out, C)`` for a pair; ``stride=None`` is the kernel;
-    ``padding`` (at most half the kernel) pads with ``-inf``. Residue: the
-    offset of each window's maximum (the first on ties, as PyTorch) and the
-    input's shape; the backward pass sends each output delta to that position.
-    Parameter-free. Twin: :func:`prelens.nn.composed.max_pool`.
+    ``(N, L, C) -> (N, L_out, C)`` for an int ``kernel``, ``(N, H, W, C) -> (N, H_out, W_out, C)`` for a
+    pair; ``stride=None`` is the kernel; ``padding`` (at most half the kernel) pads with ``-inf``. Residue:
+    the offset of each window's maximum (the first on ties, as PyTorch), where the backward pass sends the
+    delta. Parameter-free. Twin: :func:`prelens.nn.composed.max_pool`.
 
     >>> pool = max_pool((2, 2))
     >>> pool.fwd((), np.arange(16.0).reshape(1, 4, 4, 1))[1][0, :, :, 0]
@@ -108,24 +86,22 @@ def max_pool(
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, Ints, Ints], Array]:
         out = geo.out_sizes(name, x)
-        if type(x) is np.ndarray:
-            win = _numpy_windows(x, geo, out, -np.inf)
+        if type(x) is np.ndarray:  # every window, (N, *out, K, C), as a fresh array
+            win = np.array(windows_numpy(pad(x, geo, -np.inf), geo, out, 1)).reshape(x.shape[0], *out, kk, x.shape[-1])
             idx = win.argmax(axis=-2)
             y = np.take_along_axis(win, idx[..., None, :], axis=-2)[..., 0, :]
             return (idx, tuple(x.shape), out), y
         xp = namespace(x)
-        win = stack_windows(pad_any(x, geo.padding, -math.inf), geo, out)
+        win = stack_windows(pad(x, geo, -math.inf), geo, out)
         return (xp.argmax(win, axis=-2), tuple(x.shape), out), xp.max(win, axis=-2)
 
     def bwd(res: tuple[Array, Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
         idx, x_shape, out = res
-        if type(dy) is np.ndarray:
-            return (), scatter_numpy(
-                lambda i, o: np.where(idx == i, dy, 0.0)[..., None, :], geo, x_shape, out, dy.dtype
-            )
+        if type(dy) is np.ndarray:  # numpy's pieces have a groups axis
+            return (), col2im(lambda i, o: np.where(idx == i, dy, 0.0)[..., None, :], geo, x_shape, out, dy)
         xp = namespace(dy)
         zero = xp.zeros_like(dy)
-        return (), col2im_any([xp.where(idx == i, dy, zero) for i in range(kk)], geo, x_shape)
+        return (), col2im(lambda i, o: xp.where(idx == i, dy, zero), geo, x_shape, out, dy)
 
     return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[1], m[2])))
 
@@ -136,11 +112,9 @@ def avg_pool(
 ) -> AnyLens:
     """Average pooling (PyTorch's ``AvgPool1d``/``AvgPool2d``, channels last): the mean of each window.
 
-    Shapes, ``stride`` and ``padding`` as :func:`max_pool`; the padding counts
-    as zeros in the mean (PyTorch's ``count_include_pad=True``). Linear: the
-    backward pass spreads each output delta evenly over its window; the
-    residue is only the shapes. Parameter-free. Twin:
-    :func:`prelens.nn.composed.avg_pool`.
+    Shapes, ``stride`` and ``padding`` as :func:`max_pool`; the padding counts as zeros in the mean
+    (PyTorch's ``count_include_pad=True``). The backward pass spreads each output delta evenly over its
+    window. Parameter-free. Twin: :func:`prelens.nn.composed.avg_pool`.
 
     >>> avg_pool(2).fwd((), np.array([[[1.0], [3.0], [2.0], [0.0]]]))[1][..., 0]
     array([[2., 1.]])
@@ -152,20 +126,20 @@ def avg_pool(
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[Ints, Ints], Array]:
         out = geo.out_sizes(name, x)
         if type(x) is np.ndarray:
-            win = windows_numpy(pad_numpy(x, geo.padding, 0.0), geo, out, 1)  # (N, *out, 1, *k, C)
+            win = windows_numpy(pad(x, geo, 0.0), geo, out, 1)  # (N, *out, 1, *k, C)
             y = win.sum(axis=tuple(range(1 + geo.dims, 2 + 2 * geo.dims)))
             y /= kk
             return (tuple(x.shape), out), y
         xp = namespace(x)
-        win = stack_windows(pad_any(x, geo.padding, 0.0), geo, out)
+        win = stack_windows(pad(x, geo, 0.0), geo, out)
         return (tuple(x.shape), out), xp.sum(win, axis=-2) / kk
 
     def bwd(res: tuple[Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
         x_shape, out = res
         share = dy / kk
-        if type(dy) is np.ndarray:
-            return (), scatter_numpy(lambda i, o: share[..., None, :], geo, x_shape, out, dy.dtype)
-        return (), col2im_any([share] * kk, geo, x_shape)
+        if type(dy) is np.ndarray:  # numpy's pieces have a groups axis
+            share = share[..., None, :]
+        return (), col2im(lambda i, o: share, geo, x_shape, out, dy)
 
     return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[0], m[1])))
 
@@ -174,10 +148,9 @@ def avg_pool(
 def flatten() -> AnyLens:
     """``(N, d1, d2, ...) -> (N, d1·d2·...)``: PyTorch's ``nn.Flatten()`` (``start_dim=1``); parameter-free.
 
-    Channels last, a flattened ``(N, L, C)`` orders its features (position,
-    channel); PyTorch's channels-first ``(N, C, L)`` orders them (channel,
-    position): the weight of a linear layer after it is PyTorch's with its rows
-    permuted. The backward pass reshapes the delta back (residue: the input's shape).
+    Channels last, a flattened ``(N, L, C)`` orders its features (position, channel), PyTorch's
+    ``(N, C, L)`` (channel, position): the weight of a linear layer after it is PyTorch's with its rows
+    permuted.
 
     >>> flatten().fwd((), np.zeros((2, 5, 3)))[1].shape
     (2, 15)

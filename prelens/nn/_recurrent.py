@@ -1,23 +1,11 @@
 """Recurrent layers: ``rnn``, ``gru``, ``lstm`` (PyTorch's gate equations), and ``bidirectional``.
 
-A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time by
-:func:`prelens.core.scan`: ``layer == lift(h0 = 0) >> scan(cell, axis=1) >> (keep ys)``. The
-fast layers here run that unrolling in one lens: the input products ``x W_ih + b_ih`` of every
-step in one matrix product, then one loop over time (the per-step formulas, batched over
-``N``), every step's activations kept in the residue; the backward pass one loop from the
-last step to the first, then ``W_ih``'s and ``W_hh``'s deltas each as one matrix product over
-all the steps. Each loop is a :func:`~prelens.backend._loop.scan_loop`: a Python loop on
-numpy (and on any eager array), one ``jax.lax.scan`` under JAX tracing (``jax.jit``,
-``compile_step``), so the compiled program holds one step of each loop, not ``T`` copies, and
-compiles in seconds whatever ``T``. The per-step formulas (:func:`_step` and
-:func:`_step_back`) are written once, against the array namespace, and shared by the cells
-(:mod:`prelens.nn.composed`) and the layers, so the twin test compares the plumbing and the
-torch tests the formulas.
-
-Shapes (batch first, features last, as ``torch.nn.GRU(..., batch_first=True)``):
-``(N, T, n_in) -> (N, T, H)``, every step's hidden state, from ``h0 = 0``. Parameters
-:class:`RecurrentParams` with PyTorch's gate order (GRU ``r, z, n``; LSTM ``i, f, g, o``), each
-the transpose of torch's: ``weight_ih = gru.weight_ih_l0.T`` and so on.
+A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time by :func:`prelens.core.scan`;
+the fast layers here run that unrolling in one lens, each loop a :func:`~prelens.backend._loop.scan_loop`
+(one ``jax.lax.scan`` under JAX tracing: the compiled program holds one step, not ``T``). The per-step
+formulas (:func:`_step`, :func:`_step_back`) are written once and shared by the cells
+(:mod:`prelens.nn.composed`) and the layers, so the twin test compares the plumbing and the torch tests
+the formulas.
 
 The equations (``σ`` the logistic function, ``⊙`` elementwise, ``[·]_k`` gate ``k``'s block
 of ``H`` columns)::
@@ -121,8 +109,8 @@ def _step_back(kind: str, relu: bool, xp: Any, saved: Any, dh: Array, dc: Array 
     """One step backward: ``dh`` (and ``dc``) of the new state give ``(dgi, dgh, direct)``.
 
     ``dgi`` is the delta of ``x W_ih + b_ih``, ``dgh`` of ``h W_hh + b_hh``; ``direct`` what
-    reaches the old state other than through ``W_hh``: ``dh_old = dgh W_hhᵀ + direct``
-    (``None`` for rnn; ``z ⊙ dh`` for gru; ``(None, dc_old)`` for lstm).
+    reaches the old state other than through ``W_hh``: ``None`` for rnn; for gru ``z ⊙ dh``
+    (``dh_old = dgh W_hhᵀ + direct``); for lstm ``dc_old``.
     """
     if kind == "rnn":
         _, h2 = saved
@@ -144,7 +132,7 @@ def _step_back(kind: str, relu: bool, xp: Any, saved: Any, dh: Array, dc: Array 
         [dcc * gg * i * (1.0 - i), dcc * c * f * (1.0 - f), dcc * i * (1.0 - gg * gg), dh * tc * o * (1.0 - o)],
         axis=-1,
     )
-    return d, d, (None, dcc * f)
+    return d, d, dcc * f
 
 
 def _flat(x: Array, k: int) -> Array:
@@ -152,35 +140,22 @@ def _flat(x: Array, k: int) -> Array:
     return x if len(x.shape) == 2 else namespace(x).reshape(x, (-1, k))
 
 
-# ------------------------------------------------------------------ arguments, names, init
-
-
-def _kind_args(fn: str, n_in: Any, n_hidden: Any, dtype: Any, nonlinearity: str = "tanh") -> tuple[int, int, Any]:
-    n_in, n_hidden = A.count(fn, "n_in", n_in), A.count(fn, "n_hidden", n_hidden)
+def _setup(fn: str, kind: str, n_in: Any, n_hidden: Any, dtype: Any, nonlinearity: str) -> tuple[Any, ...]:
+    """A cell's or layer's checked arguments, ``G·H``, name, parameter patterns and PyTorch's initialisation
+    (every weight and bias uniform on ``±1/√H``): ``(n_in, H, dtype, relu, G·H, name, patterns, init)``."""
+    n_in, n = A.count(fn, "n_in", n_in), A.count(fn, "n_hidden", n_hidden)
     dt = A.float_dtype(fn, "dtype", dtype)
     if nonlinearity not in NONLINEARITIES:
         raise E.not_one_of(fn, "nonlinearity", NONLINEARITIES, nonlinearity)
-    return n_in, n_hidden, dt
-
-
-def _init(n_in: int, n: int, g: int, dt: Any) -> Any:
-    """PyTorch's initialisation: every weight and bias uniform on ``±1/√H``."""
-    k = 1.0 / math.sqrt(n)
+    relu, gn = nonlinearity == "relu", GATES[kind] * n
+    shapes = ((n_in, gn), (n, gn), (gn,), (gn,))
+    bound = 1.0 / math.sqrt(n)
 
     def init(rng: np.random.Generator) -> RecurrentParams:
-        shapes = ((n_in, g * n), (n, g * n), (g * n,), (g * n,))
-        return RecurrentParams(*(rng.uniform(-k, k, s).astype(dt) for s in shapes))
+        return RecurrentParams(*(rng.uniform(-bound, bound, s).astype(dt) for s in shapes))
 
-    return init
-
-
-def _param_pattern(n_in: int, n: int, g: int, dt: Any) -> RecurrentParams:
-    return RecurrentParams(Arr(dt, n_in, g * n), Arr(dt, n, g * n), Arr(dt, g * n), Arr(dt, g * n))
-
-
-def _name(kind: str, n_in: int, n: int, dt: Any, relu: bool) -> str:
-    tail = ", relu" if relu else ""
-    return f"{kind}({n_in}→{n}{tail}{dtype_suffix(dt)})"
+    name = f"{fn}({n_in}→{n}{', relu' if relu else ''}{dtype_suffix(dt)})"
+    return n_in, n, dt, relu, gn, name, RecurrentParams(*(Arr(dt, *s) for s in shapes)), init
 
 
 # ------------------------------------------------------------------ the cells
@@ -194,11 +169,7 @@ def cell(
     Inputs ``h (..., H)`` and ``x (..., n_in)``; parameter deltas summed over the leading axes.
     The public constructors are :func:`prelens.nn.composed.rnn_cell` and its siblings.
     """
-    fn = f"{kind}_cell"
-    n_in, n, dt = _kind_args(fn, n_in, n_hidden, dtype, nonlinearity)
-    g, relu = GATES[kind], nonlinearity == "relu"
-    gn = g * n
-    name = _name(fn, n_in, n, dt, relu)
+    n_in, n, dt, relu, gn, name, params, init = _setup(f"{kind}_cell", kind, n_in, n_hidden, dtype, nonlinearity)
 
     def fwd(p: RecurrentParams, s: Any) -> tuple[Any, Any]:
         w_ih, w_hh, b_ih, b_hh = p
@@ -213,15 +184,13 @@ def cell(
         x, w_ih, w_hh, saved = m
         dstate, dy = da
         xp = namespace(dy)
-        if kind == "lstm":
-            dgi, dgh, (_, dc) = _step_back(kind, relu, xp, saved, dstate[0] + dy, dstate[1])
-        else:
-            dgi, dgh, direct = _step_back(kind, relu, xp, saved, dstate + dy, None)
+        dh, dc = dstate if kind == "lstm" else (dstate, None)
+        dgi, dgh, direct = _step_back(kind, relu, xp, saved, dh + dy, dc)
         h = saved[0]
         dgi2, dgh2 = _flat(dgi, gn), _flat(dgh, gn)
         dp = RecurrentParams(_flat(x, n_in).T @ dgi2, _flat(h, n).T @ dgh2, xp.sum(dgi2, axis=0), xp.sum(dgh2, axis=0))
         dh = dgh @ w_hh.T
-        ds_state = (dh, dc) if kind == "lstm" else (dh if direct is None else dh + direct)
+        ds_state = (dh, direct) if kind == "lstm" else (dh if direct is None else dh + direct)
         return dp, (ds_state, dgi @ w_ih.T)
 
     h_pattern = Arr(dt, ..., n)
@@ -232,22 +201,19 @@ def cell(
     like = Like(lambda m: (m[0], tuple(m[3][last].shape)))
     kept = tuple(Arr(dt, ..., n) for _ in range(SAVED[kind]))  # the step's activations
     expects = Expects(
-        params=_param_pattern(n_in, n, g, dt),
+        params=params,
         input=(state, Arr(dt, ..., n_in)),
         delta=((like, like) if kind == "lstm" else like, like),  # (h', y) or ((h', c'), y)
-        residue=(Arr(dt, ..., n_in), Arr(dt, n_in, gn), Arr(dt, n, gn), kept),
+        residue=(Arr(dt, ..., n_in), params.weight_ih, params.weight_hh, kept),
     )
-    return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
+    return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 # ------------------------------------------------------------------ the fast layers
 
 
 def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", dtype: Any = np.float64) -> AnyLens:
-    n_in, n, dt = _kind_args(kind, n_in, n_hidden, dtype, nonlinearity)
-    g, relu = GATES[kind], nonlinearity == "relu"
-    gn = g * n
-    name = _name(kind, n_in, n, dt, relu)
+    n_in, n, dt, relu, gn, name, params, init = _setup(kind, kind, n_in, n_hidden, dtype, nonlinearity)
 
     def fwd(p: RecurrentParams, xs: Array) -> tuple[Any, Array]:
         w_ih, w_hh, b_ih, b_hh = p
@@ -276,8 +242,7 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
             if kind == "gru":
                 dh = dh + direct
             dgi, dgh, direct = _step_back(kind, relu, xp, s, dh, direct if kind == "lstm" else None)
-            later = None if kind == "rnn" else direct[1] if kind == "lstm" else direct
-            return (dgh @ w_hh_t, later), (dgi, dgh if kind == "gru" else None, s[0])
+            return (dgh @ w_hh_t, direct), (dgi, dgh if kind == "gru" else None, s[0])
 
         zero = xp.zeros_like(dys[:, 0, :])
         start = (zero, None if kind == "rnn" else zero)
@@ -300,12 +265,12 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
 
     like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
     expects = Expects(
-        params=_param_pattern(n_in, n, g, dt),
+        params=params,
         input=Arr(dt, None, None, n_in),
         delta=like,
-        residue=(Arr(dt, None, None, n_in), Arr(dt, n_in, gn), Arr(dt, n, gn), ANY),
+        residue=(Arr(dt, None, None, n_in), params.weight_ih, params.weight_hh, ANY),
     )
-    return PreLens(fwd, bwd, name, _init(n_in, n, g, dt), expects=expects)
+    return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 @constructor

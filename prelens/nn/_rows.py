@@ -54,10 +54,8 @@ def row_sum(x: Array) -> Array:
     (2, 3)
     """
     if type(x) is not np.ndarray:
-        res: Array = namespace(x).sum(x, axis=-1)
-        return res
-    out: Array = np.matmul(x, ones(x.shape[-1], x.dtype))
-    return out
+        return namespace(x).sum(x, axis=-1)  # type: ignore[no-any-return]
+    return np.matmul(x, ones(x.shape[-1], x.dtype))  # type: ignore[no-any-return]
 
 
 def row_max(x: Array) -> Array:
@@ -67,17 +65,14 @@ def row_max(x: Array) -> Array:
     array([nan])
     """
     if type(x) is not np.ndarray:
-        res: Array = namespace(x).max(x, axis=-1)
-        return res
+        return namespace(x).max(x, axis=-1)  # type: ignore[no-any-return]
     n = x.shape[-1]
     at = x.argmax(axis=-1)
     if x.flags.c_contiguous:
         flat = at.ravel()
         flat += np.arange(0, flat.size * n, n, dtype=flat.dtype)
-        out: Array = np.take(x, flat).reshape(at.shape)
-        return out
-    picked: Array = np.take_along_axis(x, at[..., None], axis=-1)[..., 0]
-    return picked
+        return np.take(x, flat).reshape(at.shape)  # type: ignore[no-any-return]
+    return np.take_along_axis(x, at[..., None], axis=-1)[..., 0]
 
 
 def column_sum(x: Array) -> Array:
@@ -87,10 +82,8 @@ def column_sum(x: Array) -> Array:
     array([6., 9.])
     """
     if type(x) is not np.ndarray:
-        res: Array = namespace(x).sum(x, axis=0)
-        return res
-    out: Array = np.dot(ones(x.shape[0], x.dtype), x)
-    return out
+        return namespace(x).sum(x, axis=0)  # type: ignore[no-any-return]
+    return np.dot(ones(x.shape[0], x.dtype), x)  # type: ignore[no-any-return]
 
 
 def reshape(x: Array, shape: tuple[int, ...]) -> Array:
@@ -101,8 +94,7 @@ def reshape(x: Array, shape: tuple[int, ...]) -> Array:
     """
     if type(x) is np.ndarray:
         return x.reshape(shape)
-    out: Array = namespace(x).reshape(x, shape)
-    return out
+    return namespace(x).reshape(x, shape)  # type: ignore[no-any-return]
 
 
 def matmul(a: Array, b: Array) -> Array:
@@ -112,6 +104,5 @@ def matmul(a: Array, b: Array) -> Array:
     (2, 4)
     """
     if type(a) is np.ndarray and a.ndim <= 2:
-        out: Array = np.dot(a, b)
-        return out
+        return np.dot(a, b)  # type: ignore[no-any-return]
     return a @ b

@@ -1,27 +1,9 @@
 """``prelens.nn.composed``: the twins built by composition, and the pieces they are built from.
 
 Each fast lens of :mod:`prelens.nn` that is fused for speed has a twin here written as the
-composition it is, tested equal to it (same parameters, same outputs, same deltas):
-
-* :func:`feed_forward` — ``chain(dense(d→d_ff), relu, dense(d_ff→d))``, twin of
-  :func:`prelens.nn.feed_forward`;
-* :func:`residual` — ``copy_l >> (id_pre_lens @ f) >> add_l``, twin of :func:`prelens.nn.residual`;
-* :func:`multi_head_attention` — ``branch`` to ``h`` heads (:func:`attention_head`) side by side,
-  :func:`concat_heads`, then ``W_O``; parameters :class:`FaithfulAttentionParams`; twin of
-  :func:`prelens.nn.multi_head_attention` (:func:`stack_heads` and :func:`unstack_heads` map
-  between the two parameter layouts);
-* :func:`rnn_cell`, :func:`gru_cell`, :func:`lstm_cell` — the cells ``(h, x) -> (h', h')``
-  whose ``scan`` (:func:`prelens.core.scan`, from ``h0 = 0``) is the twin of
-  :func:`prelens.nn.rnn`, :func:`prelens.nn.gru`, :func:`prelens.nn.lstm`;
-* :func:`conv1d`, :func:`conv2d` — ``chain(patches, split_groups, vec_lens(groups, linear), join_groups,
-  bias)``, twins of :func:`prelens.nn.conv1d` and :func:`prelens.nn.conv2d`;
-* :func:`max_pool`, :func:`avg_pool` — ``patches >> window_max()`` and ``patches >> window_mean()``,
-  twins of :func:`prelens.nn.max_pool` and :func:`prelens.nn.avg_pool`.
-
-Their pieces: :func:`patches` (im2col as a lens), :func:`window_max`, :func:`window_mean`.
-
-The pieces of one head: :func:`attention_scores`, :func:`causal_mask`, :func:`weighted_sum`,
-:func:`split_heads`, :func:`merge_heads` (heads on an array axis) and :class:`HeadParams`.
+composition it is, tested equal to it (same parameters, same outputs, same deltas); the
+recurrent layers' twins are ``scan`` of the cells :func:`rnn_cell`, :func:`gru_cell`,
+:func:`lstm_cell` from ``h0 = 0``. docs/api.md lists each twin and its pieces.
 
 >>> import numpy as np
 >>> from prelens import nn
