@@ -1,17 +1,9 @@
 """Array namespaces: which array library an array belongs to, and the few things every lens needs of it.
 
-prelens's fast lenses run on any library that follows the Python array API
-standard: numpy (the default, and the fast path), ``array_api_strict`` (the
-conformance check), PyTorch tensors and JAX arrays. A lens takes its namespace
-``xp`` from the arrays it is given, so parameters, residues and deltas stay in
-the caller's library and on the caller's device. numpy arrays never leave
-numpy: :func:`namespace` returns ``numpy`` itself for them, and
-``array-api-compat`` (the adapter scikit-learn and SciPy use for the other
-libraries) is imported only when another library's array first arrives.
-
-A lens is built with a numpy dtype (``dtype=np.float32``); an array of another
-library matches it when its dtype has the same name (``torch.float32``,
-``jax.numpy.float32``, ``array_api_strict.float32``): :func:`has_dtype`.
+A lens takes its namespace ``xp`` from the arrays it is given (docs/backends.md). numpy arrays never
+leave numpy: :func:`namespace` returns ``numpy`` itself for them, and ``array-api-compat`` is imported
+only when another library's array first arrives. A lens's numpy dtype matches another library's dtype
+of the same name (:func:`has_dtype`).
 
 >>> import numpy as np
 >>> namespace(np.zeros(2)) is np, is_array(np.zeros(2)), is_array([1.0])
@@ -29,31 +21,6 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-
-__all__ = [
-    "BACKENDS",
-    "constant_like",
-    "copy",
-    "device",
-    "dtype_kind",
-    "dtype_name",
-    "has_dtype",
-    "host",
-    "is_array",
-    "is_concrete",
-    "is_float",
-    "is_real_scalar",
-    "namespace",
-    "namespace_name",
-    "resolve_backend",
-    "same_library",
-    "scatter_add_rows",
-    "shape",
-    "to_backend",
-    "to_numpy",
-    "tree_map_arrays",
-    "zeros_like",
-]
 
 #: The backends a name may pick: numpy, the standard's strict reference, PyTorch and JAX.
 BACKENDS = ("numpy", "array_api_strict", "torch", "jax")
@@ -420,8 +387,7 @@ def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
             import jax
 
             return jax.device_put(host, device)
-        out = xp.asarray(host) if device is None else xp.asarray(host, device=device)
-        return out
+        return xp.asarray(host) if device is None else xp.asarray(host, device=device)
 
     return tree_map_arrays(move, tree)
 

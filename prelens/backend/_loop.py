@@ -1,15 +1,6 @@
-"""A loop over the steps of a sequence: ``jax.lax.scan`` under JAX tracing, a Python loop otherwise.
-
-:func:`scan_loop` runs ``step(carry, x) -> (carry, y)`` over the steps of ``xs`` (a tree of
-arrays cut along ``axis``), threading ``carry`` and stacking the ``y``'s along ``axis``. On
-arrays being traced by JAX (inside ``jax.jit``, ``compile_step``, ``grad``) it is one
-``jax.lax.scan``: the step is traced once, and the compiled program is a loop, not ``T``
-copies of the step (the program, and its compile time, do not grow with ``T``). On every
-other array (numpy, array_api_strict, PyTorch, eager JAX) it is a plain Python loop over
-views of ``xs``. ``jax`` is imported only when a traced JAX array arrives: numpy users
-never import it.
-
-Trees are tuples, lists, named tuples and ``None`` (no array), with arrays as leaves.
+"""A loop over the steps of a sequence: ``jax.lax.scan`` under JAX tracing (one traced step, a program
+that does not grow with ``T``), a Python loop over views otherwise. ``jax`` is imported only when a
+traced JAX array arrives. Trees are tuples, lists, named tuples and ``None``, with arrays as leaves.
 
 >>> import numpy as np
 >>> def running(total, x):
@@ -24,15 +15,12 @@ array([[3., 2., 1.]])
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from prelens.backend._arrays import is_array, namespace
-
-__all__ = ["Steps", "as_steps", "is_traced", "scan_loop", "stack", "unstack"]
+from prelens.backend._arrays import is_array, is_concrete, namespace
 
 Step = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -133,12 +121,7 @@ def is_traced(tree: Any) -> bool:
 
 
 def _traced(leaves: list[Any]) -> bool:
-    """True when one of ``leaves`` is being traced by JAX (only then is ``jax`` looked at)."""
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return False
-    tracer = jax.core.Tracer
-    return any(isinstance(x, tracer) for x in leaves)
+    return not all(is_concrete(x) for x in leaves)
 
 
 def _leaves(tree: Any) -> list[Any]:

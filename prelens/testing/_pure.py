@@ -107,16 +107,11 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
     r2 = pl.bwd(m2, da2)
 
     # 3. both forward passes, then both backward passes
-    for order in ("reverse", "same"):
-        ma, mb = pl.fwd(*snapshot(x1))[0], pl.fwd(*snapshot(x2))[0]
-        if order == "reverse":
-            rb = pl.bwd(mb, da2)
-            ra = pl.bwd(ma, da1)
-        else:
-            ra = pl.bwd(ma, da1)
-            rb = pl.bwd(mb, da2)
-        for got, want in ((ra, r1), (rb, r2)):
-            where = first_difference(want, got)
+    for order, runs in (("reverse", (1, 0)), ("same", (0, 1))):
+        ms, das = (pl.fwd(*snapshot(x1))[0], pl.fwd(*snapshot(x2))[0]), (da1, da2)
+        got = {k: pl.bwd(ms[k], das[k]) for k in runs}
+        for k, want in enumerate((r1, r2)):
+            where = first_difference(want, got[k])
             if where is not None:
                 raise E.LawError(
                     f"{fn}: {name}: bwd uses something besides its residue: after two forward passes, the backward "
