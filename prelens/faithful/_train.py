@@ -7,11 +7,8 @@ The algebra of one step::
     (_, dθ), _ = pull(1.0)                               # backward from da = 1
     θ'         = θ + (−rate)·dθ                          # tree_add, tree_scale
 
-``batch_n`` shares ``θ`` between the ``n`` copies and sums their deltas: ``dθ`` is the plain
-gradient summed over the batch; the learning rate enters in the update only. The whole batched
-network is one TriLens made a pre-lens once by ``from_tamb`` (run as loops in the term algebra,
-:class:`~prelens.tambara.Program`), equal to ``batch_n(n, from_tamb(mlp))``, the route a pre-lens
-``mlp`` takes (``check_combinators`` checks it).
+``batch_n`` shares ``θ`` between the ``n`` copies and sums their deltas: ``dθ`` is the plain gradient
+summed over the batch.
 """
 
 from __future__ import annotations
