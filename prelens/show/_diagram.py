@@ -173,18 +173,13 @@ class _Picture:
 
     def wire(self, xs: list[float], ys: list[float], *, arrow: int | None = None) -> None:
         """A data wire of the forward half and its mirrored delta wire; ``arrow``: mark that segment's direction."""
-        self.ax.plot(xs, ys, color=DATA, lw=1.1, solid_capstyle="butt", zorder=2)
-        if arrow is not None:
-            self._arrow(xs, ys, arrow, DATA, ">" if xs[arrow + 1] > xs[arrow] else "<")
-        if self.backward:
-            yb = [self.mirror - y for y in ys]
-            self.ax.plot(xs, yb, color=DELTA, lw=1.1, solid_capstyle="butt", zorder=2)
-            if arrow is not None:
-                self._arrow(xs, yb, arrow, DELTA, "<" if xs[arrow + 1] > xs[arrow] else ">")
-
-    def _arrow(self, xs: list[float], ys: list[float], k: int, color: str, marker: str) -> None:
-        x, y = (xs[k] + xs[k + 1]) / 2, (ys[k] + ys[k + 1]) / 2
-        self.ax.plot([x], [y], marker=marker, color=color, ms=4.5, zorder=3)
+        halves = [(ys, DATA, False)] + ([([self.mirror - y for y in ys], DELTA, True)] if self.backward else [])
+        for yh, color, back in halves:
+            self.ax.plot(xs, yh, color=color, lw=1.1, solid_capstyle="butt", zorder=2)
+            if arrow is not None:  # a delta flows back: its arrow points the other way
+                k, rightwards = arrow, (xs[arrow + 1] > xs[arrow]) != back
+                mid = [(xs[k] + xs[k + 1]) / 2], [(yh[k] + yh[k + 1]) / 2]
+                self.ax.plot(*mid, marker=">" if rightwards else "<", color=color, ms=4.5, zorder=3)
 
     def box(self, cx: float, cy: float, name: str) -> None:
         from matplotlib.patches import FancyBboxPatch
@@ -273,7 +268,16 @@ def _centre(leaf: _Node, gap: float) -> tuple[float, float]:
     return leaf.col * (BOX_W + gap) + gap / 2 + BOX_W / 2, -(leaf.row + 0.5) * ROW
 
 
-def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
+def _residue_columns(leaves: list[_Node]) -> dict[int, list[_Node]]:
+    """The boxes with a residue, by column, top to bottom: their residue wires nest, the highest outermost."""
+    columns: dict[int, list[_Node]] = {}
+    for leaf in sorted(leaves, key=lambda leaf: leaf.row):
+        if tree_leaves(leaf.m):
+            columns.setdefault(leaf.col, []).append(leaf)
+    return columns
+
+
+def _stage_wires(pic: _Picture, leaves: list[_Node], columns: dict[int, list[_Node]], gap: float) -> None:
     """Parameter wires (``p`` in above, ``dp`` out below) and residue wires (``m`` turning back)."""
     from matplotlib import patheffects
     from matplotlib.patches import PathPatch
@@ -281,17 +285,7 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
 
     p_room = BOX_W + gap - 0.15  # width a parameter label may take
     halo: list[Any] = [patheffects.withStroke(linewidth=3.2, foreground="white")]  # a wire crossing it is cut
-    # Residue wires of the boxes of one column nest: the highest box's wire is the outermost.
-    columns: dict[int, list[_Node]] = {}
-    for leaf in leaves:
-        if tree_leaves(leaf.m):
-            columns.setdefault(leaf.col, []).append(leaf)
-    offset, k_of = {}, {}
-    for col in columns.values():
-        col.sort(key=lambda leaf: leaf.row)
-        for k, leaf in enumerate(col):
-            offset[id(leaf)] = CH0 + CH_STEP * (len(col) - 1 - k)
-            k_of[id(leaf)] = k  # 0: the outermost wire of its column
+    k_of = {id(leaf): k for col in columns.values() for k, leaf in enumerate(col)}  # 0: the outermost wire
     for idx, leaf in enumerate(leaves):  # in the order their boxes were drawn
         cx, cy = _centre(leaf, gap)
         top = cy + BOX_H / 2
@@ -302,9 +296,10 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
             pic.ax.plot([cx, cx], ys[:2], color=PARAM, lw=1.4, zorder=2, gid=f"{w}-wire-{idx}")
             pic.ax.plot([cx], [ys[2]], marker="v", color=PARAM, ms=4, zorder=3)
             pic.label(cx, ys[3], f"{w}: {kind}", w, (p_room, 0.4), style)
-        if id(leaf) not in offset:
+        if id(leaf) not in k_of:
             continue
-        right, d = cx + BOX_W / 2, offset[id(leaf)]
+        n, k = len(columns[leaf.col]), k_of[id(leaf)]
+        right, d = cx + BOX_W / 2, CH0 + CH_STEP * (n - 1 - k)
         y0 = cy - BOX_H / 4
         y1 = pic.mirror - cy + BOX_H / 4 if pic.backward else y0 - 0.45
         r = min(0.07, d / 2)
@@ -322,7 +317,6 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
         if not pic.backward:
             pic.label(right + d + 0.08, y1 + 0.05, f"m: {_type_of(leaf.m)}", "m", room, _RESIDUE)
         else:
-            n, k = len(columns[leaf.col]), k_of[id(leaf)]
             y = pic.mirror / 2 + (k - (n - 1) / 2) * 0.3  # labels of one column one above the other
             pic.label(right + d + 0.06, y, f"m: {_type_of(leaf.m)}", "m", room, {**_RESIDUE, "bbox": _PLATE})
 
@@ -479,7 +473,8 @@ def draw(
         _backward(root, da)
     _place(root, 0, 0.0)
     leaves = root.leaves()
-    stacked = max([sum(1 for x in leaves if x.col == c and tree_leaves(x.m)) for c in {x.col for x in leaves}] + [1])
+    columns = _residue_columns(leaves)
+    stacked = max(map(len, columns.values()), default=1)
     gap = max(0.8, 2 * (CH0 + CH_STEP * (stacked - 1)) + 0.45)
     lead = None
     if wire_types and len(leaves) > 1:  # room for a type label on each wire between two stages
@@ -496,7 +491,7 @@ def draw(
     pic.lead = lead
     ins, outs = _draw_node(pic, root, gap)
     _outer_wires(pic, ins, outs, -MARGIN, width + MARGIN, names)
-    _stage_wires(pic, leaves, gap)
+    _stage_wires(pic, leaves, columns, gap)
     captions = [ax.text(-MARGIN, 0.55, "forward   fwd(p, s) → (m, a)", va="bottom", **_CAPTION)]
     if backward:
         trace = "backward   bwd(m, da) → (dp, ds)   (the trace: dm = m)"

@@ -21,8 +21,6 @@ from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_leaves
 from prelens.errors import describe_tree
 
-Shape = tuple[int, ...]
-
 
 @dataclass(frozen=True)
 class Stage:
