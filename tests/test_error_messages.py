@@ -334,7 +334,7 @@ CASES: dict[str, Case] = {
 
 #: Messages composed where they are raised (used in one place only): matched, with no template to spy on.
 MESSAGES: dict[str, Case] = {
-    # the law kit's own messages (prelens.testing._messages)
+    # the law kit's own messages (prelens.testing._pure)
     "law_raised": _case(
         lambda: check_lens_equal("x", nn.tanh, nn.dense(3, 3), (), X3),
         E.LawError,

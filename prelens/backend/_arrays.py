@@ -15,6 +15,7 @@ of the same name (:func:`has_dtype`).
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -286,17 +287,8 @@ def resolve_backend(fn: str, backend: Any) -> Any:
     if backend == "numpy":
         return np
     try:
-        if backend == "jax":
-            import jax.numpy as jnp
-
-            return jnp
-        if backend == "torch":
-            import torch
-
-            return _compat().array_namespace(torch.zeros(0))
-        import array_api_strict
-
-        return array_api_strict
+        lib = importlib.import_module({"jax": "jax.numpy"}.get(backend, backend))
+        return _compat().array_namespace(lib.zeros(0)) if backend == "torch" else lib
     except ImportError:
         extra = {"jax": "jax", "torch": "torch"}.get(backend, "test")
         raise E.bad_argument(fn, "backend", backend, f"an installed library (pip install 'prelens[{extra}]')") from None

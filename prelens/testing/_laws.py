@@ -33,8 +33,7 @@ from prelens.tambara._trilens import (
     tri_compose,
     tri_tensor,
 )
-from prelens.testing import _messages as M
-from prelens.testing._pure import AliasWarning, check_no_alias, check_pure
+from prelens.testing._pure import AliasWarning, check_no_alias, check_pure, law_raised
 from prelens.testing._random import random_affine, random_like
 from prelens.testing._vjp import check_vjp
 
@@ -101,7 +100,7 @@ def _run(law: str, where: str, thunk: Callable[[], Any]) -> Any:
     except E.LawError:
         raise
     except Exception as exc:
-        raise M.law_raised(law, where, exc) from exc
+        raise law_raised(law, where, exc) from exc
 
 
 def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float) -> None:
@@ -119,7 +118,7 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
     try:
         same = (equal or module_equal)(lhs, rhs, p, s)
     except Exception as exc:  # a LawError of the comparison, or a crash: this law's failure
-        raise M.law_raised(law, "comparing the two sides", exc) from exc
+        raise law_raised(law, "comparing the two sides", exc) from exc
     if not same:
         raise E.law_violation(law, "the module's values", "<root>", lhs, rhs)
 

@@ -13,7 +13,6 @@ from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._tree import tree_paths
-from prelens.testing import _messages as M
 from prelens.testing._random import first_change, first_difference, perturbed, random_like, scramble_in_place, snapshot
 
 Rng = np.random.Generator | int | None
@@ -46,13 +45,25 @@ def result_path(path: str) -> str:
     return ("dp" if path.startswith("[0]") else "ds") + path[3:]
 
 
+def law_raised(law: str, where: str, exc: BaseException) -> E.LawError:
+    return E.LawError(f"law '{law}' fails: {where} raised {type(exc).__name__}: {exc}")
+
+
+def pure_mutated(fn: str, lens: str, which: str, what: str, path: str) -> E.LawError:
+    """``fwd`` or ``bwd`` wrote into an argument: ``fwd mutated its input s at path s[1]``."""
+    return E.LawError(
+        f"{fn}: {lens}: {which} mutated its {what} at path {path} "
+        "(a lens never writes into its arguments: compute into fresh arrays)"
+    )
+
+
 def _guarded(fn: str, name: str, run: Any) -> None:
     try:
         run()
     except E.LawError:
         raise
     except Exception as exc:  # a pass that fails on a valid call breaks the law too
-        raise M.law_raised(f"{fn}: purity of {E.short_name(name)}", "a pass run on copies", exc) from exc
+        raise law_raised(f"{fn}: purity of {E.short_name(name)}", "a pass run on copies", exc) from exc
 
 
 def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, fn: str = "check_pure") -> None:
@@ -87,14 +98,14 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
     m1, a1 = pl.fwd(*work)
     changed = first_change(x1, work)
     if changed is not None:
-        raise M.pure_mutated(fn, name, "fwd", *slot_what(changed))
+        raise pure_mutated(fn, name, "fwd", *slot_what(changed))
     da1 = da if da is not None else random_like(a1, gen)
     m_before, da_before = snapshot(m1), snapshot(da1)
     r1 = pl.bwd(m1, da1)
     for what, prefix, before, after in (("residue m", "m", m_before, m1), ("output delta da", "da", da_before, da1)):
         changed = first_change(before, after)
         if changed is not None:
-            raise M.pure_mutated(fn, name, "bwd", what, prefix + changed)
+            raise pure_mutated(fn, name, "bwd", what, prefix + changed)
 
     # 2. a second point, alone
     x2 = perturbed(x1, gen)
@@ -163,9 +174,18 @@ def _check_alias(pl: Any, name: str, x: Any, da: Any, gen: np.random.Generator) 
         if where is not None:
             leaf = dict(tree_paths(w))[path]
             holder = next((f"m{q}" for q, y in tree_paths(m) if _shares(y, leaf)), None)
-            raise M.residue_aliases(name, holder, *slot_what(path), result_path(where))
-    raise M.residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
+            raise _residue_aliases(name, holder, *slot_what(path), result_path(where))
+    raise _residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
 
 
 def _shares(x: Any, y: Any) -> bool:
     return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and np.shares_memory(x, y)
+
+
+def _residue_aliases(lens: str, holder: str | None, what: str, path: str, where: str) -> E.LawError:
+    at = f" at {holder}" if holder else ""
+    return E.LawError(
+        f"check_no_alias: {lens}: the residue{at} aliases the caller's {what} at path {path}: writing into it "
+        f"between the forward and the backward pass changed bwd's {where} "
+        "(a residue keeps its own copy of what it needs from p and s)"
+    )

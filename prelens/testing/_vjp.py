@@ -14,9 +14,8 @@ from prelens.core._lens import AnyLens
 from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
-from prelens.testing import _messages as M
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import result_path, slot_path, slot_what
+from prelens.testing._pure import pure_mutated, result_path, slot_path, slot_what
 from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
@@ -74,7 +73,7 @@ def check_vjp(
     a, pullback = vjp(pl, *work)
     changed = first_change((p, s), work)
     if changed is not None:
-        raise M.pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
+        raise pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
     fixed = None if da is None else _pull(name, pullback, (p, s), da)
 
     def draw() -> tuple[Any, Any]:
