@@ -64,18 +64,13 @@ class _Node(StageNode):
         """Width in columns and height in rows."""
         if not self.children:
             return 1, 1
-        sizes = [c.size for c in self.kids]
+        sizes = [c.size for c in self.children]
         if self.op == "@":
             return max(w for w, _ in sizes), sum(h for _, h in sizes)
         return sum(w for w, _ in sizes), max(h for _, h in sizes)
 
-    @property
-    def kids(self) -> list[_Node]:
-        """The children (built as ``_Node`` by :func:`run_stages`)."""
-        return self.children  # type: ignore[return-value]
-
     def leaves(self) -> list[_Node]:
-        return [self] if not self.children else [x for c in self.kids for x in c.leaves()]
+        return [self] if not self.children else [x for c in self.children for x in c.leaves()]
 
 
 def _place(node: _Node, col: int, row: float) -> None:
@@ -88,7 +83,7 @@ def _place(node: _Node, col: int, row: float) -> None:
     if not node.children:
         return
     _, h = node.size
-    for child in node.kids:
+    for child in node.children:
         cw, ch = child.size
         if node.op == "@":
             _place(child, col, row)
@@ -104,10 +99,10 @@ def _backward(node: _Node, da: Any) -> Any:
     if not node.children:
         node.ds = node.lens.bwd(node.m, da)[1]  # the trace: the stage's own residue
     elif node.op == "@":
-        left, right = node.kids
+        left, right = node.children
         node.ds = (_backward(left, da[0]), _backward(right, da[1]))
     else:
-        for child in reversed(node.kids):
+        for child in reversed(node.children):
             da = _backward(child, da)
         node.ds = da
     return node.ds
@@ -256,7 +251,7 @@ def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
         pic.box(cx, cy, node.name)
         ds, da = (node.s, node.a) if node.ds is None and node.da is None else (node.ds, node.da)
         return _Port(cx - BOX_W / 2, cy, node.s, ds), _Port(cx + BOX_W / 2, cy, node.a, da)
-    ports = [_draw_node(pic, child, gap) for child in node.kids]
+    ports = [_draw_node(pic, child, gap) for child in node.children]
     if node.op == "@":
         return [i for i, _ in ports], [o for _, o in ports]
     for (_, outs), (ins, _) in itertools.pairwise(ports):

@@ -141,7 +141,7 @@ class StageNode:
 
     name: str
     op: str = ""
-    children: list[StageNode] = field(default_factory=list)
+    children: list[Any] = field(default_factory=list)  #: nodes of the class the run was given
     p: Any = None
     s: Any = None
     m: Any = None
