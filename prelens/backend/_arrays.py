@@ -50,10 +50,7 @@ def is_array(x: Any) -> bool:
 
 
 def namespace(x: Any) -> Any:
-    """The array API namespace of the array ``x``: ``numpy`` itself for numpy arrays.
-
-    For PyTorch it is ``array_api_compat.torch`` (torch's functions under the
-    standard's names), for JAX ``jax.numpy``.
+    """The array API namespace of ``x``: ``numpy`` itself, ``array_api_compat.torch``, ``jax.numpy``, ...
 
     >>> namespace(np.ones(3)).__name__
     'numpy'
@@ -65,8 +62,6 @@ def namespace(x: Any) -> Any:
 
 def device(x: Any) -> Any:
     """The device of an array of any library (``"cpu"`` for numpy; ``None`` for a JAX array being traced).
-
-    Arrays a lens makes from nothing (constants, one-hot masks) go where its input is.
 
     >>> device(np.ones(2))
     'cpu'
@@ -139,10 +134,7 @@ def same_library(x: Any, like: Any) -> bool:
 
 
 def constant_like(c: Any, x: Any) -> Any:
-    """The numpy constant ``c`` as an array of ``x``'s library on ``x``'s device (numpy: ``c`` itself).
-
-    The values and the dtype of ``c`` are kept. Under ``jax.jit`` the constant
-    becomes part of the compiled program.
+    """The numpy constant ``c`` (values and dtype kept) as an array of ``x``'s library on its device (numpy: ``c``).
 
     >>> c = np.ones(2); constant_like(c, np.zeros(3)) is c
     True
@@ -225,9 +217,7 @@ def copy(x: Any) -> Any:
 
 
 def is_concrete(x: Any) -> bool:
-    """False for an abstract value being traced by JAX (under ``jit``): its numbers are not known yet.
-
-    Checks that need values (NaN refusal) run only on concrete arrays.
+    """False for an abstract value being traced by JAX (under ``jit``): checks that need values skip it.
 
     >>> is_concrete(np.ones(1))
     True
@@ -268,10 +258,8 @@ def host(x: Any) -> Any:
 
 
 def resolve_backend(fn: str, backend: Any) -> Any:
-    """The namespace a backend name or module stands for (``"numpy"``, ``"torch"``, ``"jax"``, ...).
-
-    Imports the library on demand; an unknown name or one not installed is a
-    clear error naming ``fn``.
+    """The namespace a backend name or module stands for (``"numpy"``, ``"torch"``, ``"jax"``, ...), imported
+    on demand; an unknown name or one not installed is an error naming ``fn``.
 
     >>> resolve_backend("to_backend", "numpy") is np
     True
@@ -295,13 +283,11 @@ def resolve_backend(fn: str, backend: Any) -> Any:
 
 
 def scatter_add_rows(n_rows: int, idx: Any, values: Any) -> Any:
-    """``out[idx[k]] += values[k]`` into zeros of ``(n_rows, d)``: repeated indices add up.
+    """``out[idx[k]] += values[k]`` into zeros of ``(n_rows, d)``: the gradient of a table lookup.
 
-    The gradient of a table lookup (an embedding). ``idx`` is a 1-D integer
-    array, ``values`` is ``(len(idx), d)``, both of one library. numpy uses one
-    ``np.add.at`` on the flat output (about 5x faster than on rows for a 64 x 64
-    table), PyTorch ``index_add``, JAX ``.at[].add``; any other library a one-hot
-    matrix product (exact: each sum is the same additions).
+    ``idx (N,)`` integers, ``values (N, d)``, of one library. numpy: one ``np.add.at`` on the flat output
+    (about 5x faster than on rows for a 64 x 64 table); PyTorch ``index_add``, JAX ``.at[].add``; any
+    other library a one-hot matrix product (exact: each sum is the same additions).
 
     >>> scatter_add_rows(3, np.array([0, 2, 0]), np.ones((3, 2)))
     array([[2., 2.],
@@ -348,12 +334,10 @@ def tree_map_arrays(f: Callable[[Any], Any], tree: Any) -> Any:
 def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
     """A copy of ``tree`` with every array leaf moved to ``backend`` (and ``device``): the way in and out.
 
-    ``backend`` is ``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"`` or
-    a namespace module. Dtypes and values are kept exactly; numbers and other
-    leaves are left as they are. Moving float64 arrays to JAX turns on JAX's
-    64-bit mode (``jax_enable_x64``), without which JAX would round them to
-    float32. ``device`` is the library's device (``"cuda:0"``,
-    ``jax.devices()[1]``); by default the library's own.
+    ``backend`` is ``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"`` or a namespace module.
+    Dtypes and values are kept exactly; other leaves are left as they are. Moving float64 arrays to JAX
+    turns on ``jax_enable_x64`` (else JAX would round them to float32). ``device``: the library's
+    (``"cuda:0"``, ``jax.devices()[1]``), by default its own.
 
     >>> import numpy as np
     >>> to_backend((np.ones(2), 3.0), "numpy")

@@ -50,18 +50,12 @@ def scan_loop(
 ) -> tuple[Any, Any]:
     """``(carry, ys)``: ``step`` run over the steps of ``xs`` along ``axis``, ``carry`` threaded through.
 
-    ``xs`` is a tree of arrays of one length along ``axis`` (at least one step); step ``t``
-    gets ``carry`` and the tree of the ``t``-th slices, and returns the next carry and a tree
-    ``y`` (the same structure every step; ``None`` leaves stay ``None``). The ``y``'s are
-    stacked along ``axis`` in the order of ``t`` whatever the direction. ``reverse=True``
-    runs from the last step to the first (backpropagation through time). The carry keeps its
-    structure, shapes and dtypes from step to step for ``jax.lax.scan`` to run; when it does
-    not, the loop is traced step by step, as the Python loop (the program then grows with ``T``).
-
-    ``keep``: positions of ``y`` (a tuple) that the Python loop returns as :class:`Steps` (a
-    list of the steps, not stacked: a residue that only a later loop reads, which stacking
-    would copy for nothing); ``jax.lax.scan`` stacks them as the rest. ``unroll`` is passed
-    to ``jax.lax.scan`` (steps per iteration of the compiled loop); the Python loop ignores it.
+    ``xs`` is a tree of arrays of one length along ``axis`` (at least one step); step ``t`` gets
+    ``carry`` and the ``t``-th slices and returns the next carry and a tree ``y`` (one structure every
+    step), stacked along ``axis`` in the order of ``t``; ``reverse=True`` runs from the last step. A
+    carry that changes its type from step to step is traced step by step (the program grows with ``T``).
+    ``keep``: positions of ``y`` the Python loop returns as :class:`Steps`, unstacked (a residue only a
+    later loop reads); ``unroll`` is ``jax.lax.scan``'s.
 
     >>> import numpy as np
     >>> scan_loop(lambda c, x: (c * x, c), np.ones(1), np.array([[2.0], [3.0]]))

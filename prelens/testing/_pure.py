@@ -19,12 +19,8 @@ Rng = np.random.Generator | int | None
 
 
 class AliasWarning(UserWarning):
-    """A lens's residue aliases the caller's ``p`` or ``s`` (see :func:`check_no_alias`).
-
-    :func:`~prelens.testing.check_lens_laws` reports aliasing with this warning, a verdict
-    apart from the laws and the derivative. Make it an error with
-    ``warnings.simplefilter("error", AliasWarning)`` or pytest's
-    ``filterwarnings = ["error::prelens.testing.AliasWarning"]`` (as prelens's own tests do).
+    """:func:`~prelens.testing.check_lens_laws`'s verdict that a residue aliases the caller's ``p`` or ``s``
+    (:func:`check_no_alias`); ``filterwarnings = ["error::prelens.testing.AliasWarning"]`` makes it an error.
 
     >>> issubclass(AliasWarning, UserWarning)
     True
@@ -134,13 +130,9 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
 def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0) -> None:
     """Check that the residue is the lens's own: writing into ``p`` or ``s`` after ``fwd`` changes nothing.
 
-    Once ``fwd(p, s)`` has returned the caller may write into any array of ``p`` and ``s`` (an optimiser
-    updating in place, a loader refilling its buffer) and ``bwd`` still gives the deltas of its forward
-    pass; every lens of prelens keeps this rule. Behaviour is judged, not memory (an array kept only
-    for its shape is no alias). The passes run on copies, each array leaf overwritten in place between
-    them. Raises :class:`LawError` naming the caller's leaf, the residue leaf that holds it and the
-    delta that changed (:func:`check_lens_laws` warns :class:`AliasWarning`). The post's lenses keep
-    references (Haskell's values are immutable): they fail this check and pass :func:`check_vjp`.
+    Behaviour is judged, not memory (an array kept only for its shape is no alias): the passes run on
+    copies, each array leaf overwritten in place between them (docs/laws.md, "Three verdicts"). Raises
+    :class:`LawError` naming the caller's leaf, the residue leaf that holds it and the delta that changed.
 
     >>> from prelens import PreLens
     >>> lens = PreLens(lambda W, s: ((W, s), W @ s), lambda m, da: (np.outer(da, m[1]), m[0].T @ da), name="post")
