@@ -150,6 +150,10 @@ def describe(x: Any) -> str:
     return type(x).__name__
 
 
+#: numpy's one-letter kind of a dtype name without its size (``bfloat16`` is a float).
+DTYPE_KINDS = {"float": "f", "bfloat": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c"}
+
+
 def dtype_name(dtype: Any) -> str:
     """``float64 -> f64``, ``int32 -> i32``: the short names used in reprs."""
     if not isinstance(dtype, np.dtype):
@@ -157,9 +161,7 @@ def dtype_name(dtype: Any) -> str:
             dtype = np.dtype(dtype)
         except TypeError:  # another library's dtype (torch.float32, ...): by its name
             name = str(dtype).rpartition(".")[2]
-            kinds = {"float": "f", "bfloat": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c"}
-            kind = kinds.get(name.rstrip("0123456789"), "?")
-            return f"{kind}{name.lstrip('abcdefghijklmnopqrstuvwxyz') or ''}"
+            return f"{DTYPE_KINDS.get(name.rstrip('0123456789'), '?')}{name.lstrip('abcdefghijklmnopqrstuvwxyz')}"
     return f"{dtype.kind}{dtype.itemsize * 8}"
 
 

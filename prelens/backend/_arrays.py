@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from prelens import errors as E
+
 #: The backends a name may pick: numpy, the standard's strict reference, PyTorch and JAX.
 BACKENDS = ("numpy", "array_api_strict", "torch", "jax")
 
@@ -176,9 +178,6 @@ def _dtype_name(_: str, dtype: Any) -> str:
         return str(dtype).rsplit(".", 1)[-1]
 
 
-_KINDS = {"float": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c", "bfloat": "f"}
-
-
 def dtype_kind(dtype: Any) -> str:
     """numpy's one-letter kind of a dtype of any library: ``f``, ``i``, ``u``, ``b``, ``c``.
 
@@ -187,7 +186,7 @@ def dtype_kind(dtype: Any) -> str:
     """
     if isinstance(dtype, np.dtype):
         return dtype.kind
-    return _KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
+    return E.DTYPE_KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
 
 
 def has_dtype(x: Any, dt: np.dtype[Any]) -> bool:
@@ -237,8 +236,6 @@ def to_numpy(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x
     if not is_array(x):
-        from prelens import errors as E
-
         raise E.must_be("to_numpy", "x", "an array of numpy, PyTorch, JAX or another array API library", E.describe(x))
     c = _compat()
     if c.is_torch_array(x):
@@ -264,8 +261,6 @@ def resolve_backend(fn: str, backend: Any) -> Any:
     >>> resolve_backend("to_backend", "numpy") is np
     True
     """
-    from prelens import errors as E
-
     if not isinstance(backend, str):
         if isinstance(backend, ModuleType) and hasattr(backend, "asarray") and hasattr(backend, "float64"):
             return np if backend is np else backend

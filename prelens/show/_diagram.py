@@ -120,7 +120,7 @@ def _type_of(x: Any, depth: int = 0) -> str:
     '[float × 3]'
     """
     if isinstance(x, np.ndarray):
-        return f"{E.dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]"
+        return E.describe(x)
     if isinstance(x, np.generic):
         return E.dtype_name(x.dtype)
     if x is None:
