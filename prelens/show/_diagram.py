@@ -158,13 +158,13 @@ class _Port:
 class _Picture:
     """Collects the primitives of both halves; the backward half is the forward one mirrored."""
 
-    def __init__(self, ax: Any, height: float, backward: bool) -> None:
+    def __init__(self, ax: Any, height: float, backward: bool, lead: float | None) -> None:
         self.ax = ax
         self.mirror = -2 * height - MID  # y of the backward twin of y is mirror - y
         self.backward = backward
-        self.lead: float | None = None  # how far before the next box a wire turns (None: half the gap)
+        self.lead = lead  # how far before the next box a wire turns (None: half the gap)
         self.boxes: list[tuple[Any, Any, str]] = []  # (patch, text, name) of every box, for fitting
-        self.labels: list[tuple[Any, str, str, float, float]] = []  # (text, full, short, max width, max height)
+        self.labels: list[tuple[Any, str, float, float]] = []  # (text, short, max width, max height)
 
     def wire(self, xs: list[float], ys: list[float], *, arrow: int | None = None) -> None:
         """A data wire of the forward half and its mirrored delta wire; ``arrow``: mark that segment's direction."""
@@ -203,7 +203,7 @@ class _Picture:
     ) -> None:
         """A wire label: ``full`` if it fits in ``room`` (width, height in data units), else ``short``."""
         text = self.ax.text(x, y, full, zorder=6, **style)
-        self.labels.append((text, full, short, *room))
+        self.labels.append((text, short, *room))
 
 
 Ports = _Port | list["Ports"]  # one port, or the ports of a parallel composite, grouped by its parts
@@ -340,11 +340,6 @@ def _outer_wires(
                 pic.label(edge, y, f"{d}: {_type_of(port.delta)}", d, (width, 0.4), back)
 
 
-def _renderer(fig: Any) -> Any:
-    get = getattr(fig.canvas, "get_renderer", None)
-    return get() if get is not None else fig._get_renderer()
-
-
 def _pixels(ax: Any, width: float, height: float) -> tuple[float, float]:
     """Data units to display pixels (the axes use an equal aspect ratio)."""
     (x0, y0), (x1, y1) = ax.transData.transform([(0.0, 0.0), (width, height)])
@@ -414,7 +409,7 @@ def _layouts(text: Any, name: str, avail_w: float, avail_h: float, renderer: Any
 
 def _fit_labels(pic: _Picture, renderer: Any, scale: float) -> None:
     """Wire labels scaled with the drawing; each keeps its type if it fits its room, else its short name."""
-    for text, _, short, width, height in pic.labels:
+    for text, short, width, height in pic.labels:
         text.set_fontsize(max(2.5, float(text.get_fontsize()) * scale))
         w, h = _pixels(pic.ax, width, height)
         box = text.get_window_extent(renderer)
@@ -482,8 +477,7 @@ def draw(
         shrink = min(1.0, MAX_INCHES[0] / w_in, MAX_INCHES[1] / h_in)
         fig, ax = plt.subplots(figsize=(max(4.0, w_in * shrink), max(2.0, h_in * shrink)))
         fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
-    pic = _Picture(ax, height, backward)
-    pic.lead = lead
+    pic = _Picture(ax, height, backward, lead)
     ins, outs = _draw_node(pic, root, gap)
     _outer_wires(pic, ins, outs, -MARGIN, width + MARGIN, names)
     _stage_wires(pic, leaves, columns, gap)
@@ -501,7 +495,8 @@ def draw(
     scale = min(1.0, _pixels(ax, 1.0, 1.0)[0] / (INCH * ax.figure.dpi))
     for caption in captions:
         caption.set_fontsize(max(3.0, 8 * scale))
-    renderer = _renderer(ax.figure)
+    get = getattr(ax.figure.canvas, "get_renderer", None)
+    renderer = get() if get is not None else ax.figure._get_renderer()
     _fit_box_labels(pic, renderer)
     _fit_labels(pic, renderer, scale)
     return ax
