@@ -214,11 +214,8 @@ def _flat(ports: Ports) -> list[_Port]:
 
 
 def _connect(pic: _Picture, outs: Ports, ins: Ports, gap: float) -> None:
-    """Wires from a stage's outputs to the next stage's inputs, turning in the gap before the next stage.
-
-    Groups of ports (the parts of an ``@``) meet part by part when the two sides have as many
-    parts; otherwise one wire fans out to many inputs (a copy) or many outputs meet at one input.
-    """
+    """Wires from a stage's outputs to the next stage's inputs, turning in the gap before it: the parts of an
+    ``@`` part by part when both sides have as many, else one wire fans out to many or many meet at one."""
     if isinstance(outs, list) and isinstance(ins, list) and len(outs) == len(ins) and len(outs) > 1:
         for o, i in zip(outs, ins):
             _connect(pic, o, i, gap)
@@ -319,11 +316,8 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], columns: dict[int, list[_No
 def _outer_wires(
     pic: _Picture, ins: Ports, outs: Ports, left: float, right: float, names: dict[str, Any] | None = None
 ) -> None:
-    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right.
-
-    ``names`` renames a wire (``{"ds": "new (params, state)"}``), or each of several wires, top to bottom
-    (``{"s": ["(params, state)", "xs"]}``).
-    """
+    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right
+    (``names``: as :func:`draw`'s)."""
     width = MARGIN - 0.2
 
     def name(kind: str, k: int) -> str:
@@ -361,11 +355,8 @@ def _splits(name: str, lines: int) -> str:
 
 
 def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
-    """Every box label inside its box, all at one size where possible (wrapped if that helps).
-
-    Each name gets the largest size (at most ``MAX_FONT``) at which it fits, on 1 to 3 lines;
-    the labels then share the median of those sizes, except a name that needs a smaller one.
-    """
+    """Every box label inside its box, wrapped on up to 3 lines if that helps, all at the median of their
+    largest fitting sizes except a name that needs a smaller one."""
     if not pic.boxes:
         return
     avail_w, avail_h = _pixels(pic.ax, BOX_W - 0.2, BOX_H - 0.14)
@@ -382,10 +373,8 @@ def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
 
 
 def _layouts(text: Any, name: str, avail_w: float, avail_h: float, renderer: Any) -> list[tuple[float, str]]:
-    """``(largest font size that fits, layout)`` for ``name`` on 1, 2 and 3 lines (fewest lines first).
-
-    A name that fits at no readable size on 3 lines is cut short with an ellipsis.
-    """
+    """``(largest font size that fits, layout)`` for ``name`` on 1, 2 and 3 lines (fewest lines first); a
+    name that fits at no readable size is cut short with an ellipsis."""
 
     def largest(layout: str) -> float:
         text.set_text(layout)
