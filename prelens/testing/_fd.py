@@ -31,11 +31,10 @@ Probe = Callable[[float], "tuple[float, float] | None"]
 
 @dataclass(frozen=True)
 class Difference:
-    """A directional derivative: the ``value``, a bound on its ``error`` and the ``step`` taken."""
+    """A directional derivative: the ``value`` and a bound on its ``error``."""
 
     value: float
     error: float
-    step: float
     rounding: float  #: the part of ``error`` due to rounding (it grows as the step shrinks)
 
 
@@ -70,7 +69,7 @@ def _rung(probe: Probe, g0: float, size0: float, input_size: float, h: float, no
     s1 = (g[1] - 2 * g0 + g[-1]) / (h * h)
     s2 = (g[2] - 2 * g0 + g[-2]) / (4 * h * h)
     rounding = (ROUNDING_FACTOR * EPS * (size + input_size) + NOISE_FACTOR * noise) / h
-    return Difference(r1, abs(r1 - r2) + h * abs(s1 - s2) + rounding, h, rounding)
+    return Difference(r1, abs(r1 - r2) + h * abs(s1 - s2) + rounding, rounding)
 
 
 def directional_derivative(
