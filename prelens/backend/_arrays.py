@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from prelens import errors as E
+from prelens.errors import DTYPE_KINDS
 
 #: The backends a name may pick: numpy, the standard's strict reference, PyTorch and JAX.
 BACKENDS = ("numpy", "array_api_strict", "torch", "jax")
@@ -186,7 +187,7 @@ def dtype_kind(dtype: Any) -> str:
     """
     if isinstance(dtype, np.dtype):
         return dtype.kind
-    return E.DTYPE_KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
+    return DTYPE_KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
 
 
 def has_dtype(x: Any, dt: np.dtype[Any]) -> bool:

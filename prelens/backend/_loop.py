@@ -15,6 +15,7 @@ array([[3., 2., 1.]])
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -115,7 +116,7 @@ def is_traced(tree: Any) -> bool:
 
 
 def _traced(leaves: list[Any]) -> bool:
-    return not all(is_concrete(x) for x in leaves)
+    return "jax" in sys.modules and not all(is_concrete(x) for x in leaves)  # numpy users: one dict lookup
 
 
 def _leaves(tree: Any) -> list[Any]:
