@@ -29,9 +29,6 @@ __all__ = [
 class PrelensError(Exception):
     """Base class of every error raised on purpose by prelens.
 
-    Each subclass also derives from the matching builtin (``ValueError``,
-    ``TypeError``, ...), so existing ``except`` clauses keep working.
-
     >>> from prelens import chain
     >>> try:
     ...     chain()
@@ -336,8 +333,6 @@ class TrainingNonFiniteError(NonFiniteError):
 
 class ModelFileError(CheckpointError):
     """A model file cannot be read: not one, damaged, hostile, or of an unknown format version.
-
-    A :class:`CheckpointError` (and so an ``OSError``).
 
     >>> from prelens import load_model
     >>> load_model("/no/such/dir/m.prelens")
