@@ -1,5 +1,7 @@
 """Errors raised while running lenses name the lens that failed, what it got, and where it sits."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -228,3 +230,53 @@ def test_a_too_deep_composition_is_reported_once_not_at_every_level():
     with pytest.raises(DepthError) as info:
         deep.init(0)
     assert str(info.value).count("nested too deeply") == 1 and len(str(info.value)) < 1000
+
+
+# ---------------------------------------------------- reruns on a skeleton checked in full
+
+
+def _counting_square() -> tuple[PreLens, list[int]]:
+    """x -> x * x whose declared output delta is read (counted) by the per-call backward test."""
+    from prelens.core import Expects
+    from prelens.core._check import Arr, Like
+
+    reads = [0]
+
+    def like_output(m: Any) -> tuple[Any, Any]:
+        reads[0] += 1
+        return m, m.shape
+
+    expects = Expects(input=Arr(np.float64, ..., 3), delta=Like(like_output))
+    square = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square", expects=expects)
+    return square, reads
+
+
+def test_a_rerun_on_a_checked_skeleton_skips_the_per_call_tests_and_a_new_skeleton_is_checked():
+    square, reads = _counting_square()
+    model = square >> square
+    x = np.arange(6.0).reshape(2, 3)
+    first = backward(model, ((), ()), x, np.ones((2, 3)))
+    checked = reads[0]
+    assert checked >= 2  # both parts tested their output deltas
+    again = backward(model, ((), ()), 2 * x, np.ones((2, 3)))  # the same skeleton: trusted
+    assert reads[0] == checked
+    np.testing.assert_array_equal(again[1], 8 * first[1])  # d(x^4)/dx = 4x^3 at 2x
+    backward(model, ((), ()), np.ones((4, 3)), np.ones((4, 3)))  # a new batch size: checked in full
+    assert reads[0] > checked
+    with pytest.raises(ShapeError, match=re.escape("square: input: expected f64[...,3], got f64[4,2]")):
+        backward(model, ((), ()), np.ones((4, 2)), np.ones((4, 2)))
+    with pytest.raises(DTypeError, match=re.escape("square: output delta: expected f64[2,3], got f32[2,3]")):
+        backward(model, ((), ()), x, np.ones((2, 3), np.float32))  # a delta of another dtype: checked
+
+
+def test_a_lens_run_by_hand_is_checked_on_every_call_even_after_the_trace_trusted_it():
+    square, reads = _counting_square()
+    x = np.ones((2, 3))
+    for _ in range(2):
+        vjp(square, (), x)[1](np.ones((2, 3)))
+    n = reads[0]
+    m, _ = square.fwd((), x)
+    square.bwd(m, np.ones((2, 3)))
+    assert reads[0] == n + 1
+    with pytest.raises(ShapeError, match=re.escape("square: output delta: expected f64[2,3], got f64[3]")):
+        square.bwd(m, np.ones(3))

@@ -1,9 +1,5 @@
-"""Checks of the arguments of prelens's public functions (sizes, numbers, flags, seeds, lenses).
-
-Each returns the argument (normalised where that is natural) or raises an error
-built from a template in :mod:`prelens.errors`, naming the function and the
-argument.
-"""
+"""Checks of the arguments of prelens's public functions: each returns the argument (normalised
+where natural) or raises an error from :mod:`prelens.errors` naming the function and the argument."""
 
 from __future__ import annotations
 
@@ -26,12 +22,12 @@ def seed(fn: str, rng: Any) -> np.random.Generator:
     """
     if isinstance(rng, np.random.Generator):
         return rng
-    if isinstance(rng, (bool, np.bool_, float, complex, str, bytes)):
-        raise E.bad_argument(fn, "rng", rng, "a numpy.random.Generator, an int seed >= 0 or None")
-    try:
-        return np.random.default_rng(rng)
-    except (TypeError, ValueError):
-        raise E.bad_argument(fn, "rng", rng, "a numpy.random.Generator, an int seed >= 0 or None") from None
+    if not isinstance(rng, (bool, np.bool_, float, complex, str, bytes)):
+        try:
+            return np.random.default_rng(rng)
+        except (TypeError, ValueError):
+            pass
+    raise E.bad_argument(fn, "rng", rng, "a numpy.random.Generator, an int seed >= 0 or None")
 
 
 def flag(fn: str, what: str, value: Any) -> bool:
@@ -53,14 +49,10 @@ def real(
     >>> real("layer_norm", "eps", 1e-5, low=0.0, low_open=True)
     1e-05
     """
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    x = float(value) if ok else math.nan
-    if ok and math.isfinite(x):
-        ok = (low is None or (x > low if low_open else x >= low)) and (high is None or x < high)
-    else:
-        ok = False
-    if ok:
-        return x
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        x = float(value)
+        if math.isfinite(x) and (low is None or (x > low if low_open else x >= low)) and (high is None or x < high):
+            return x
     bounds = []
     if low is not None:
         bounds.append(f"{'>' if low_open else '>='} {low:g}")
@@ -117,8 +109,7 @@ def float_dtype(fn: str, what: str, dtype: Any) -> np.dtype[Any]:
 def int_array(fn: str, what: str, value: Any, *, ndim: int | None = None) -> npt.NDArray[np.int64]:
     """``value`` (an integer array, or nested lists of ints) as an int64 array, of ``ndim`` axes if given.
 
-    Floats are an error, never truncated (``1.7`` is no token id); so are bools,
-    strings and ragged nests.
+    Floats (never truncated: ``1.7`` is no token id), bools, strings and ragged nests are errors.
 
     >>> int_array("decode", "ids", [[1, 2]], ndim=2)
     array([[1, 2]])
@@ -154,15 +145,8 @@ def sequence(fn: str, what: str, value: Any, expected: str, *, non_empty: bool =
 
 
 def optimizer(fn: str, value: Any) -> Any:
-    """``value`` if it is an optimiser (it has ``init`` and ``update``), else an error naming ``fn``.
-
-    A class (``SGD`` where ``sgd(0.1)`` was meant) is not one.
-    """
-    if (
-        not isinstance(value, type)
-        and callable(getattr(value, "init", None))
-        and callable(getattr(value, "update", None))
-    ):
+    """``value`` if it is an optimiser (with ``init`` and ``update``; a class such as ``SGD`` is not one)."""
+    if not isinstance(value, type) and all(callable(getattr(value, m, None)) for m in ("init", "update")):
         return value
     raise E.must_be(
         fn, "optimizer", "an optimiser (with init and update), e.g. prelens.learn.sgd(0.1)", E.describe(value)

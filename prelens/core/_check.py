@@ -1,27 +1,14 @@
-"""The one checker: what a lens expects, declared beside it, and enforced here.
+"""The one checker: what a lens expects, declared beside it (:class:`Expects`, trees of :class:`Arr`), enforced here.
 
-A lens's passes are formulas only. What they need of their arguments is declared
-once, as data, in :class:`Expects`: a pattern of the parameters and one of the input,
-with :class:`Arr` leaves (a dtype and a shape, ``...`` for any leading axes). The
-core enforces it in two places and nowhere else:
-
-* **on every call** of a lens built from its own passes (``PreLens(fwd, bwd)``,
-  every lens of :mod:`prelens.nn`): the patterns are compiled once into a
-  predicate (for numpy a few attribute compares, well under a microsecond;
-  another library's arrays take the generic path), run on ``p`` and ``s`` before
-  each ``fwd`` and, where declared, on the residue ``m`` and the delta ``da``
-  (:class:`Like`: the delta's dtype and shape read from the residue) before each
-  ``bwd``. Only a failed predicate calls the diagnosis that builds the error;
-* **on the first call**, its ``bwd`` checks that ``(dp, ds)`` has the structure
-  and shapes of the ``(p, s)`` the forward pass was given (and, where declared,
-  that ``da`` is like the output). A composite (``>>``, ``@``, ``chain`` ...) is
-  checked once against the patterns derived from its parts';
-* **when a pass fails** later (an exception from numpy, say), the failure is
-  diagnosed against the patterns, so the user reads which lens, what it expected
-  and what it got, never a bare traceback.
-
-The trace (:mod:`prelens.core._trace`) checks a whole model's parameters against
-the derived pattern on its first run, so a misfit deep inside is named by its path.
+* **Every call** of a lens built from its own passes (every lens of :mod:`prelens.nn`) runs one predicate,
+  compiled once from the patterns (:func:`quick_test`: a few attribute compares per numpy array), on ``(p, s)``
+  before ``fwd`` and, where declared, on the residue and the delta (:class:`Like`) before ``bwd``; only a failed
+  predicate calls the diagnosis that builds the error. The trace turns these tests off (:data:`TRUSTED`) when it
+  reruns a model on the skeleton of a run it checked in full (:func:`exact_test`).
+* **The first call** under the trace: ``bwd``'s ``(dp, ds)`` must have the structure and shapes of the ``(p, s)``
+  its forward pass was given. A composite (``>>``, ``@``, ...) is checked through its parts.
+* **A failing pass** (an exception from numpy, say) is diagnosed against the patterns: the error names the lens,
+  what it expected and what it got, never a bare traceback.
 
 >>> import numpy as np
 >>> e = Expects(params=Arr(np.float64, 3, 2), input=Arr(np.float64, ..., 3))
@@ -67,20 +54,11 @@ LIKE_OUTPUT: Any = _LikeOutput()
 class Same:
     """A name for a dtype or a run of axes that is the same wherever it stands in one lens's declaration.
 
-    In :class:`Arr`'s dtype slot it is any dtype of ``kind`` (``"f"`` float, ``"iu"``
-    integer); in its first axis slot it is any number of leading axes, like ``...``.
-    Within one lens's parameters and input (or its residue) every ``Same`` of a
-    name then stands for one value: arrays sharing a dtype name have one dtype,
-    arrays sharing an axes name the same leading axes, and arrays sharing any name
-    one library (``data=True``: in this slot a numpy array fits too, data that the
-    lens moves to that library itself).
-    A loss whose ground truth is shaped and typed as its input declares
-    ``Arr(Same("T"), Same("B"))`` for both; integer labels of float logits
-    ``(..., classes)`` are ``Arr(Same("I", "iu"), Same("B"))`` beside
-    ``Arr(Same("T"), Same("B"), "classes")``. The input binds the names first, so a
-    misfit is reported in the parameters. Compiled into the per-call test like
-    the rest. Names are scoped to one lens: a composite's derived patterns leave
-    a pattern with names to the part that declared it, which checks it on its call.
+    In :class:`Arr`'s dtype slot it is any dtype of ``kind`` (``"f"`` float, ``"iu"`` integer); in its first axis
+    slot any number of leading axes, like ``...``. Within one lens's parameters and input (or its residue) a name
+    stands for one value, and arrays sharing any name are of one library (``data=True``: a numpy array fits too,
+    data the lens moves to that library itself). The input binds the names first, so a misfit is reported in the
+    parameters. Names are scoped to one lens: a composite leaves such patterns to the part that declared them.
 
     >>> T, B = Same("T"), Same("B")
     >>> e = Expects(params=Arr(T, B), input=Arr(T, B), params_name="ground truth")
@@ -152,21 +130,12 @@ def _axis_str(a: Any) -> str:
 class Like:
     """An output delta with the library, dtype and shape that ``of(m)`` reads from the residue ``m``.
 
-    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (a tuple of
-    ints) and of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t``
-    (any library) when it is a numpy dtype, of any float dtype when it is None;
-    ``shape`` may start with ``...`` (any leading axes), for a residue that knows
-    only the last ones (a causal mask's ``(T_q, T_k)`` pattern). A
-    dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
-    ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the
-    delta of an output that the next lens takes as data). Checked on every ``bwd``
-    call, after the residue's own pattern; a residue ``of`` cannot read is reported
-    as a residue this lens did not make.
-
-    A lens whose output is a tree declares a tree of them (tuples and lists, whose
-    leaves are ``Like`` or any other pattern): a cell's ``(h', y)`` as
-    ``delta=(Like(...), Like(...))``; a tuple needs a tuple (or list) of its length,
-    a list a list, and an error names the path, ``output delta[0][1]``.
+    ``of(m)`` returns ``(t, shape)``: ``da`` must be an array of ``shape`` (ints, maybe after a leading ``...``),
+    of ``t``'s library and dtype when ``t`` is an array, of the dtype ``t`` when it is a numpy dtype, of any float
+    dtype when it is None. A dense layer's residue ``(x, W, z)`` holds ``z``, shaped as its output:
+    ``Like(lambda m: (m[2], m[2].shape))``. ``or_none``: ``da = None`` passes too (the delta of an output the next
+    lens takes as data). A lens whose output is a tree declares a tree of them (tuples and lists), and an error
+    names the path, ``output delta[0][1]``; a residue ``of`` cannot read is reported as one this lens did not make.
 
     >>> Like(lambda m: (m, m.shape))
     Like
@@ -256,23 +225,28 @@ def _first_misfit(
     if isinstance(pattern, Arr):
         return _array_misfit(pattern, x, path, binds)
     if isinstance(pattern, (tuple, list)):
-        named = hasattr(pattern, "_fields")
-        if named:  # a plain tuple fits a named tuple's pattern (lenses accept both)
-            same_node = type(x) is type(pattern) or type(x) is tuple
-        elif isinstance(pattern, list):
-            same_node = isinstance(x, list)
-        else:  # a pair is a tuple or a list of two, as the passes unpack it
-            same_node = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
-        if not same_node or len(x) != len(pattern):
+        if not _node_fits(pattern, x):
             return path, _node(pattern), E.describe_tree(x), E.StructureError
         fields = getattr(pattern, "_fields", ())
-        segments = [f".{f}" for f in fields] if named else [f"[{i}]" for i in range(len(pattern))]
+        segments = [f".{f}" for f in fields] if fields else [f"[{i}]" for i in range(len(pattern))]
         for seg, p, v in zip(segments, pattern, x):
             found = _first_misfit(p, v, path + seg, binds)
             if found is not None:
                 return found
         return None
     return None  # a constant in a pattern: nothing to compare
+
+
+def _node_fits(pattern: tuple[Any, ...] | list[Any], x: Any) -> bool:
+    """``x`` is a node of ``pattern``'s kind and length: a list for a list, the named tuple or a plain tuple for a
+    named tuple (lenses accept both), a tuple or a list (not a named tuple) for a tuple, as the passes unpack it."""
+    if isinstance(pattern, list):
+        fits = isinstance(x, list)
+    elif hasattr(pattern, "_fields"):
+        fits = type(x) is type(pattern) or type(x) is tuple
+    else:
+        fits = isinstance(x, (tuple, list)) and not hasattr(x, "_fields")
+    return fits and len(x) == len(pattern)
 
 
 def _node(pattern: Any) -> str:
@@ -394,25 +368,7 @@ def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
 
 # ------------------------------------------------------------ compiled patterns: the per-call predicates
 
-Test = Callable[[Any], bool]
 _ND = np.ndarray
-
-
-def compile_pattern(pattern: Any) -> Test | None:
-    """A predicate that is True when ``x`` fits ``pattern`` (None: every value fits).
-
-    numpy arrays are tested by :func:`quick_test`; anything it refuses (another
-    library's array, a misfit) is decided by :func:`misfit`'s generic walk, so the
-    predicate says exactly what the diagnosis would.
-
-    >>> fits = compile_pattern((Arr(np.float64, 3, 2), Arr(np.float64, ..., 3)))
-    >>> fits((np.zeros((3, 2)), np.zeros((5, 3)))), fits((np.zeros((3, 2)), np.zeros((5, 4))))
-    (True, False)
-    """
-    quick = quick_test(pattern)
-    if quick is None:
-        return None
-    return lambda x: quick(x) or _first_misfit(pattern, x, "", _Binds()) is None
 
 
 def quick_test(*patterns: Any) -> Callable[..., bool] | None:
@@ -421,7 +377,7 @@ def quick_test(*patterns: Any) -> Callable[..., bool] | None:
     Compiled once into a single expression: a few attribute compares per array
     (``type(x) is ndarray and x.dtype is f64 and x.shape == (3, 2)``), no call
     per node. False may still fit (another library's array, a dtype of another
-    byte order): the caller then walks the pattern (:func:`misfit`).
+    byte order): the caller then walks the pattern (:func:`misfit`), which decides.
 
     >>> quick_test(Arr(np.float64, ..., 3))(np.zeros((5, 3)))
     True
@@ -500,6 +456,47 @@ def _tie(consts: dict[str, Any], name: str, value: str, first: str) -> str:
     return f"({first} and (({name} := {value}) is not None))"
 
 
+def exact_test(*values: Any) -> Callable[..., bool] | None:
+    """One function ``test(x0, x1, ...)``, True when its arguments have the skeleton of ``values``: the same
+    containers (type and length) and numpy arrays of the same dtype and shape, scalars of the same type, at
+    every place. None when a value holds anything else (another library's array, a dict): no exact test.
+
+    >>> same = exact_test((np.zeros((2, 3)), 1.0))
+    >>> same((np.ones((2, 3)), 2.0)), same((np.ones((3, 2)), 2.0)), same([np.ones((2, 3)), 2.0])
+    (True, False, False)
+    """
+    consts: dict[str, Any] = {"ND": _ND}
+    names = [f"x{i}" for i in range(len(values))]
+    parts = [_exact_expression(v, name, consts) for v, name in zip(values, names)]
+    if any(part is None for part in parts) or len(consts) > _EXACT_NODES:
+        return None
+    exec(f"def test({', '.join(names)}):\n    return {' and '.join(map(str, parts))}\n", consts)  # built here
+    test: Callable[..., bool] = consts["test"]
+    return test
+
+
+#: The most places an exact test compares (past it, it would cost what the per-call tests it replaces do).
+_EXACT_NODES = 512
+
+
+def _exact_expression(value: Any, var: str, consts: dict[str, Any]) -> str | None:
+    kind = type(value)  # every expression starts with ``type(var)``: the parent binds the item there
+    if kind is _ND:
+        dtype = _const(consts, value.dtype)
+        return f"(type({var}) is ND and {var}.dtype is {dtype} and {var}.shape == {value.shape!r})"
+    if value is None or kind in (float, int, bool, str) or isinstance(value, np.generic):
+        return f"type({var}) is {_const(consts, kind)}"
+    if not isinstance(value, (tuple, list)) or len(consts) > _EXACT_NODES:
+        return None
+    tests = [f"type({var}) is {_const(consts, kind)} and len({var}) == {len(value)}"]
+    for i, kid in enumerate(value):
+        part = _exact_expression(kid, f"{var}_{i}", consts)
+        if part is None:
+            return None
+        tests.append(part.replace(f"type({var}_{i})", f"type({var}_{i} := {var}[{i}])", 1))
+    return "(" + " and ".join(tests) + ")"
+
+
 def _const(consts: dict[str, Any], value: Any) -> str:
     name = f"c{len(consts)}"
     consts[name] = value
@@ -561,14 +558,9 @@ def _delta_misfit(pattern: Any, m: Any, da: Any, what: str) -> E.PrelensError | 
         return None if _like_fits(pattern, m, da) else _like_error(pattern, m, da, what)
     if not _has_like(pattern):
         return misfit(pattern, da, what)
-    if isinstance(pattern, list):
-        fits, node = isinstance(da, list), f"a list of {len(pattern)}"
-    elif hasattr(pattern, "_fields"):
-        fits, node = type(da) is type(pattern) or type(da) is tuple, f"a {type(pattern).__name__}"
-    else:  # a pair is a tuple or a list of two, as the passes unpack it
-        fits = isinstance(da, (tuple, list)) and not hasattr(da, "_fields")
-        node = f"a tuple of {len(pattern)}"
-    if not fits or len(da) != len(pattern):
+    if not _node_fits(pattern, da):
+        kind = "list" if isinstance(pattern, list) else "tuple"
+        node = f"a {type(pattern).__name__}" if hasattr(pattern, "_fields") else f"a {kind} of {len(pattern)}"
         return E.StructureError(f"{what}: expected {node}, got {E.describe_tree(da)}")
     for i, (kid, d) in enumerate(zip(pattern, da)):
         err = _delta_misfit(kid, m, d, f"{what}[{i}]")
@@ -656,6 +648,25 @@ def recording() -> Iterator[None]:
 Pass = Callable[[Any, Any], Any]
 
 
+class _Trusted(threading.local):
+    on = False  # the default in every thread
+
+
+#: Set (per thread) while the trace reruns a model on the skeleton of a run it checked in full: every part
+#: then meets the types, dtypes and shapes it was checked on, and skips its per-call tests.
+TRUSTED = _Trusted()
+
+
+def trusting(on: bool, run: Pass, x: Any, y: Any) -> Any:
+    """``run(x, y)`` with the parts' per-call tests skipped (``on``) or run (the trace's choice, see ``TRUSTED``)."""
+    before = TRUSTED.on
+    TRUSTED.on = on
+    try:
+        return run(x, y)
+    finally:
+        TRUSTED.on = before
+
+
 def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, leaf: bool) -> tuple[Pass, Pass]:
     """``fwd`` and ``bwd`` with the per-call and first-call checks and the diagnosis of failures (see the module doc).
 
@@ -673,7 +684,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
 
     def checked_fwd(p: Any, s: Any) -> Any:
         try:
-            if test_in is not None and not test_in(p, s):
+            if test_in is not None and not TRUSTED.on and not test_in(p, s):
                 _check_inputs(name(), expects, p, s)
             try:
                 out = fwd(p, s)
@@ -691,7 +702,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
 
     def checked_bwd(m: Any, da: Any) -> Any:
         try:
-            if test_back is not None and not test_back(m, da):
+            if test_back is not None and not TRUSTED.on and not test_back(m, da):
                 err = backward_misfit(name(), expects, m, da, leaf)
                 if err is not None:
                     raise err

@@ -1,10 +1,7 @@
 """Combinators that build bigger lenses: fan-out, vectors, batches, chains, copy and add.
 
-``vec_lens`` and ``batch_n`` take a ``PreLens`` (and return one) or any other
-encoding that registers its own form with :func:`copies` (the TriLens does, in
-:mod:`prelens.tambara`, built as in the post from ``prodLensT``). Every
-parameter and input list has the length the combinator was built with: that is
-declared, and checked on the first run like every declaration.
+``vec_lens`` and ``batch_n`` take a ``PreLens`` or any encoding that registers its form with
+:func:`copies` (the TriLens does, in :mod:`prelens.tambara`).
 """
 
 from __future__ import annotations
@@ -43,9 +40,8 @@ def add_trees(trees: Any) -> Any:
 def branch(n: int) -> AnyLens:
     """Fan-out: one input to a list of ``n`` copies; the backward pass sums pointwise.
 
-    The Haskell code's ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s``
-    (``PreLens/TriLens.hs``) concatenates the deltas with ``mconcat``; prelens sums
-    them, see docs/faithful.md.
+    Haskell: ``branch :: Monoid s => Int -> TriLens [s] [s] () () () () s s`` (it concatenates the deltas
+    with ``mconcat``; prelens sums them, see docs/faithful.md).
 
     >>> b = branch(2)
     >>> b.fwd((), np.array([1.0]))
@@ -83,8 +79,6 @@ def vec_lens(n: int, lens: Any) -> Any:
     Haskell (``PreLens/TriLens.hs``)::
 
         vecLens :: Int -> TriLens a da m dm p dp s ds -> TriLens [a] [da] [m] [dm] [p] [dp] [s] [ds]
-
-    (and the same with ``PreLens`` for ``TriLens``).
 
     >>> from prelens import id_pre_lens
     >>> vec_lens(2, id_pre_lens).fwd([(), ()], [1, 2])
@@ -141,9 +135,8 @@ def _list_init(inits: list[Callable[[np.random.Generator], Any]]) -> Callable[[n
 def chain(*lenses: AnyLens) -> AnyLens:
     """n-ary sequential composition; parameters and residues are lists in data-flow order.
 
-    ``chain(f, g, h)`` equals ``f >> g >> h`` up to re-nesting: parameters
-    ``[p_f, p_g, p_h]`` instead of ``(p_h, (p_g, p_f))``. It is the ergonomic
-    form of the post's ``makeMlp`` wiring, and runs as a loop (any length fits the stack).
+    ``chain(f, g, h)`` equals ``f >> g >> h`` up to re-nesting (parameters ``[p_f, p_g, p_h]``
+    instead of ``(p_h, (p_g, p_f))``), and runs as a loop: any length fits the stack.
 
     >>> inc = PreLens(lambda p, s: ((), s + p), lambda dm, da: (da, da), name="inc")
     >>> c = chain(inc, inc, inc)
@@ -217,9 +210,7 @@ _FULL_RESIDUES = contextvars.ContextVar("prelens_remat_full_residues", default=F
 
 @contextlib.contextmanager
 def full_residues() -> Iterator[None]:
-    """Within it every :func:`prelens.nn.remat` lens keeps its lens's whole residue (as without remat).
-
-    :class:`prelens.tambara.Cost` reads a program's residue bytes with and without remat so.
+    """Within it every :func:`prelens.nn.remat` lens keeps its whole residue (for :class:`prelens.tambara.Cost`).
 
     >>> with full_residues():
     ...     keeps_full_residues()

@@ -1,11 +1,7 @@
 """The structural isomorphisms of the monoidal product, and the lens of any isomorphism.
 
-Each function rearranges a nest of pairs (a pair is a tuple or list of two, matched
-structurally: an array or a dict of two entries is not one);
-:func:`iso_lens` lifts a pair of inverse functions to a lens with parameters
-``()`` and residue ``()``. These are the plumbing of every TriLens: they are run
-at every step of a program, so each is one unpacking, and a value of the wrong
-shape is reported naming the isomorphism and the layout it rearranges.
+Each rearranges a nest of pairs (tuples or lists of two; not arrays or dicts). They are the
+plumbing of every TriLens step, so each is one unpacking; a misfit names the isomorphism and its layout.
 """
 
 from __future__ import annotations
@@ -224,6 +220,4 @@ ISO_LENSES = {
         ("skip_left", skip_left, skip_left),
     )
 }
-lunit_l, unlunit_l, runit_l, unrunit_l = (ISO_LENSES[n] for n in ("lunit_l", "unlunit_l", "runit_l", "unrunit_l"))
-assoc_l, unassoc_l, sym_l = ISO_LENSES["assoc_l"], ISO_LENSES["unassoc_l"], ISO_LENSES["sym_l"]
-skip_right_l, skip_left_l = ISO_LENSES["skip_right_l"], ISO_LENSES["skip_left_l"]
+lunit_l, unlunit_l, runit_l, unrunit_l, assoc_l, unassoc_l, sym_l, skip_right_l, skip_left_l = ISO_LENSES.values()

@@ -5,19 +5,9 @@ Haskell::
     data PreLens a da m dm p dp s ds =
       PreLens ((p, s) -> (m, a)) ((dm, da) -> (dp, ds))
 
-``fwd(p, s) -> (m, a)`` turns parameters and input into a residue and an output;
-``bwd(dm, da) -> (dp, ds)`` turns the residue and an output delta into a
-parameter delta and an input delta. The type keeps ``dm`` apart from ``m``, but
-running a lens traces over the residue (:mod:`prelens.core._trace`, the post's
-``ExLens``, a coend): the trace sets ``dm = m`` and hands ``bwd`` the residue
-itself. ``bwd`` never sees ``p`` or ``s``: all it needs travels in the residue.
-``da ↦ bwd(m, da)``, for the ``m`` of one forward pass, is the vector-Jacobian
-product. The learning rate lives in the optimiser only.
-
-The passes here are formulas and nothing else. A lens made from its own passes
-declares what it expects (:class:`~prelens.core._check.Expects`); the one checker
-(:mod:`prelens.core._check`) enforces it on the first call. A composite's
-expectations are derived from its parts'.
+Running a lens traces over the residue (:mod:`prelens.core._trace`): ``bwd`` gets the ``m`` of
+its own forward pass as its ``dm``, so all it needs travels in the residue. The passes are
+formulas only; what a lens expects is declared (``Expects``) and enforced by :mod:`prelens.core._check`.
 """
 
 from __future__ import annotations
@@ -65,19 +55,11 @@ def _no_params(rng: np.random.Generator) -> tuple[()]:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
-    """A pre-lens ``s -> a`` with parameters ``p`` and residue ``m``.
+    """A pre-lens ``s -> a`` with parameters ``p`` and residue ``m``: ``fwd(p, s) -> (m, a)``,
+    ``bwd(dm, da) -> (dp, ds)`` (Haskell's ``PreLens a da m dm p dp s ds``).
 
-    Haskell: ``PreLens a da m dm p dp s ds``; ``fwd :: (p, s) -> (m, a)``,
-    ``bwd :: (dm, da) -> (dp, ds)``. Run by the trace, ``bwd`` gets the residue
-    ``m`` of ``fwd`` itself as its ``dm``.
-
-    ``name`` is what ``repr`` shows; ``init_fn(rng)`` creates parameters (the
-    default creates ``()``, right for parameter-free lenses; ``None``: none can be
-    made). ``expects`` declares the parameters and input it takes (checked on the
-    first call). ``op`` and ``parts`` record how a composite was built (for
-    ``repr``, summaries and diagrams); a lens without parts is checked on its first
-    call, a composite through its parts (its own failures are diagnosed), a view
-    (a dimap, ``alpha``, ``beta``) not at all.
+    ``init_fn(rng)`` creates parameters (``None``: none can be made); ``expects`` declares what it
+    takes (checked on the first call); ``op`` and ``parts`` record how a composite was built.
 
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
     >>> double.fwd((), 3.0)
@@ -174,8 +156,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 
         Haskell: ``dimapP :: (p' -> p) -> (dp -> dp') -> t m dm p dp s ds -> t m dm p' dp' s ds``
 
-        A *reparameterisation*: a 2-cell of the bicategory of pre-lenses
-        (docs/concepts.md). The result has no initializer (``p'`` cannot be made from ``p``).
+        A reparameterisation (docs/concepts.md); the result has no initializer.
 
         >>> id_pre_lens.dimap_p(lambda q: (), lambda dp: "d").bwd((), 5)
         ('d', 5)
@@ -194,8 +175,6 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     def dimap_m(self, f: Callable[[M], M2], g: Callable[[DM2], DM]) -> PreLens[A, DA, M2, DM2, P, DP, S, DS]:
         """Post-compose the residue with ``f: m -> m'``, pre-compose its delta with ``g: dm' -> dm``.
 
-        Covariant in ``m``, contravariant in ``dm`` (the flipped pair): the residue-side
-        (coPara) counterpart of the reparameterisation :meth:`dimap_p`.
         Haskell: ``dimapM :: (m -> m') -> (dm' -> dm) -> t m dm p dp s ds -> t m' dm' p dp s ds``
 
         >>> id_pre_lens.dimap_m(lambda m: "m", lambda dm: ()).fwd((), 5)
@@ -268,11 +247,8 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         return self._wrapped("beta", fwd_, bwd_, None)
 
     def _wrapped(self, op: str, fwd: Callable[..., Any], bwd: Callable[..., Any], init: Any) -> AnyLens:
-        """This lens seen through a structure map: a one-part composite named ``op(self)``.
-
-        A view adds no check of its own (its part checks itself; its pairs are matched):
-        no wrapper, so a TriLens interpreted as nested closures nests no deeper than its steps.
-        """
+        """This lens seen through a structure map, named ``op(self)``: unchecked (its part checks itself),
+        so a TriLens interpreted as nested closures nests no deeper than its steps."""
         fwd.__prelens_checked__ = True  # type: ignore[attr-defined]
         return PreLens(fwd, bwd, f"{op}({self.name})", init, "", (self,))
 
@@ -291,24 +267,16 @@ def as_lens(fn: str, what: str, value: Any) -> AnyLens:
 def _without_init(lens: AnyLens) -> str:
     """``this lens was`` or ``its part <p> was``: the innermost part that cannot create its parameters."""
     inner = lens
-    while True:
-        part = next((q for q in inner.parts if q.init_fn is None and q is not inner), None)
-        if part is None:
-            break
+    while (part := next((q for q in inner.parts if q.init_fn is None), None)) is not None:
         inner = part
     return "this lens was" if inner is lens else f"its part {inner.name} was"
 
 
 def _wrap(lens: AnyLens, op: str, side: str) -> str:
-    """``repr`` of an operand, parenthesised where Python's precedence needs it.
-
-    ``@`` binds tighter than ``>>``; both associate to the left.
-    """
-    if lens.op not in (">>", "@") or (op == ">>" and lens.op == "@"):
-        return lens.name
-    if side == "left" and lens.op == op:
-        return lens.name
-    return f"({lens.name})"
+    """``repr`` of an operand, parenthesised where Python's precedence needs it (``@`` binds tighter
+    than ``>>``; both associate to the left)."""
+    bare = lens.op not in (">>", "@") or (op == ">>" and lens.op == "@") or (side == "left" and lens.op == op)
+    return lens.name if bare else f"({lens.name})"
 
 
 def _pair_init(
@@ -337,8 +305,7 @@ def pre_compose(
         preCompose :: PreLens a' da' m dm p dp s ds -> PreLens a da n dn q dq a' da'
                    -> PreLens a da (m, n) (dm, dn) (q, p) (dq, dp) s ds
 
-    Residues are ``(m_f, m_g)`` in data-flow order; parameters are
-    ``(p_g, p_f)``, the later lens first.
+    Residues are ``(m_f, m_g)`` in data-flow order; parameters ``(p_g, p_f)``, the later lens first.
 
     >>> inc = PreLens(lambda p, s: ((), s + p), lambda dm, da: (da, da), name="inc")
     >>> pre_compose(inc, inc).fwd((10.0, 1.0), 0.0)
@@ -381,9 +348,7 @@ Prod = PreLens[
 def prod_lens(
     f: PreLens[A, DA, M, DM, P, DP, S, DS], g: PreLens[A2, DA2, M2, DM2, P2, DP2, S2, DS2]
 ) -> Prod[A, A2, DA, DA2, M, M2, DM, DM2, P, P2, DP, DP2, S, S2, DS, DS2]:
-    """Parallel composition (the monoidal product): the same as ``f @ g``.
-
-    Every slot is paired ``(left, right)``. ``@`` is this product, not matmul.
+    """Parallel composition (the monoidal product, not matmul): ``f @ g``, every slot paired ``(left, right)``.
 
     Haskell::
 

@@ -1,19 +1,16 @@
 """How each lens was built: the constructor calls that a model file stores instead of code.
 
-Every public constructor of prelens (``mlp``, ``dense``, ``decoder_lm``, ``chain``,
-``vec_lens``, ``>>``, ``@``, ``.named`` ...) is wrapped by :func:`constructor`, which
-records, beside the lens it returns, the constructor's registered name and the
-arguments it was called with. The record lives in a weak side table, so lenses stay
-frozen values and a lens that dies takes its record with it. Users add their own
-constructors with :func:`register_constructor`.
-
-The model-file encoding that reads these records is :mod:`prelens.io._describe`.
+Every public constructor of prelens is wrapped by :func:`constructor` (users' by
+:func:`register_constructor`), which records the registered name and arguments of the call
+beside the lens it returns, in a weak side table (lenses stay frozen values). The model-file
+encoding that reads these records is :mod:`prelens.io._describe`.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
+import itertools
 import re
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -135,12 +132,7 @@ _TOP_LEVEL = ("prelens.core", "prelens.tambara")
 
 def public_name(module: str, name: str) -> str:
     """``("prelens.nn._mlp", "mlp")`` -> ``prelens.nn.mlp``: the public module that re-exports it."""
-    parts = []
-    for part in module.split("."):
-        if part.startswith("_"):
-            break
-        parts.append(part)
-    public = ".".join(parts)
+    public = ".".join(itertools.takewhile(lambda part: not part.startswith("_"), module.split(".")))
     return f"{'prelens' if public in _TOP_LEVEL else public}.{name}"
 
 
@@ -163,16 +155,10 @@ def register_constructor(
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Let model files hold the lenses that ``fn`` builds: record its calls, and find it by name on load.
 
-    Use it as a decorator (``@register_constructor`` or
-    ``@register_constructor(name="mylib.block")``) on a function that returns a
-    lens built from prelens's constructors or from your own ``PreLens(...)``.
-    It returns the function wrapped: each lens it returns remembers the call,
-    so :func:`prelens.io.save_model` can write ``{"call": name, "args": ...}``
-    instead of code, and :func:`prelens.io.load_model` calls the function again.
-    The arguments must be JSON-like (numbers, strings, lists, tuples, dicts,
-    dtypes, small arrays, other lenses). The name defaults to
-    ``module.qualname``; the process that loads a file must register the same
-    name (import the module that defines it) before calling ``load_model``.
+    A decorator (``@register_constructor`` or ``@register_constructor(name="mylib.block")``) on a
+    function returning a lens; its arguments must be JSON-like (numbers, strings, lists, tuples, dicts,
+    dtypes, small arrays, lenses). The loading process must register the same name (by default
+    ``module.qualname``) before ``load_model``.
 
     >>> import numpy as np
     >>> from prelens import PreLens
@@ -197,7 +183,10 @@ def register_constructor(
         _check_name(key)
         old = _CONSTRUCTORS.get(key)
         if old is not None and _origin(old) != _origin(f):
-            raise _taken(key, _origin(old))
+            raise E.ArgumentError(
+                f"register_constructor: the name {key!r} is already registered for {_origin(old)}; "
+                "pass another name=..."
+            )
         made = _recording(f, key)
         _CONSTRUCTORS[key] = made
         return made
@@ -205,12 +194,6 @@ def register_constructor(
     if fn is None:
         return register
     return register(fn)
-
-
-def _taken(name: str, origin: str) -> E.ArgumentError:
-    return E.ArgumentError(
-        f"register_constructor: the name {name!r} is already registered for {origin}; pass another name=..."
-    )
 
 
 def _check_name(key: Any) -> None:

@@ -10,12 +10,9 @@ state fed to the next (``chain``), with one parameter shared by all of them
     scan(cell) on T steps  ==  (cell @ id) >> move >> (id @ (cell @ id)) >> ... >> join
                                with p copied to every step and the dp's summed
 
-run as two loops (the way :func:`~prelens.core.chain` runs), never as nested calls:
-the forward pass calls ``cell.fwd`` ``T`` times, the backward pass ``cell.bwd`` ``T`` times
-from the last step to the first, threading ``dh`` backward (backpropagation through time).
-Cost and stack depth are linear and constant in ``T``. The laws that say so
-(one step is the cell; a scan over ``xs ++ ys`` is a scan over ``xs`` followed by one over
-``ys``) are :func:`prelens.testing.check_scan` and :func:`prelens.testing.check_scan_map`.
+run as two loops, never nested calls (stack depth constant in ``T``); the backward loop
+threads ``dh`` from the last step to the first. Its laws are :func:`prelens.testing.check_scan`
+and :func:`prelens.testing.check_scan_map`.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from prelens import errors as E
-from prelens.backend._arrays import is_array, namespace
+from prelens.backend._arrays import is_array, namespace, tree_map_arrays
 from prelens.backend._loop import is_traced, scan_loop, stack
 from prelens.backend._loop import unstack as unstack_steps
 from prelens.core._check import ANY, Expects
@@ -47,8 +44,7 @@ def steps_of(fn: str, xs: Any, axis: int) -> list[Any]:
 
 
 def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
-    """A tree of arrays stacked along ``axis`` cut into the list of its steps (each a tree of one step),
-    after checking that every array has that axis and all have as many steps.
+    """A tree of arrays stacked along ``axis`` cut into its steps (checked: every array has as many).
 
     >>> import numpy as np
     >>> unstack("scan", (np.zeros((2, 3)), np.ones(2)), 0)[1]
@@ -89,12 +85,9 @@ def stack_like(steps: list[Any], like: Any, axis: int) -> Any:
 def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     """``mapAccumL`` as a lens: ``cell`` (``(h, x) -> (h', y)``) unrolled over the steps of ``xs``.
 
-    Parameters ``p`` (the cell's, shared by every step: their deltas are summed);
-    input ``(h0, xs)``; output ``(h_T, ys)``; residue the list of the cell's residues.
-    ``xs`` is an array whose ``axis`` is time, or a list (or tuple) of steps; ``ys`` is
-    stacked the same way (an array along ``axis``, or a list). At least one step.
-    The backward pass threads ``dh`` from the last step to the first; ``dxs`` is
-    stacked as ``ys``. Haskell: ``mapAccumL`` (``Data.Traversable``), as a lens.
+    Parameters ``p`` (shared by every step: their deltas are summed); input ``(h0, xs)``; output
+    ``(h_T, ys)``; residue the cell's residues. ``xs`` is an array whose ``axis`` is time, or a list
+    of (at least one) steps; ``ys`` and ``dxs`` are stacked the same way.
 
     >>> import numpy as np
     >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1], hx[0] + hx[1])),
@@ -109,7 +102,8 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     ((), (np.float64(3.0), array([3., 2., 1.])))
     """
     cell = as_lens("scan", "cell", cell)
-    axis = _check_axis("scan", axis)
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise E.bad_argument("scan", "axis", axis, "an int")
     fwd1, bwd1 = cell.fwd, cell.bwd
     name = f"scan({cell!r}{'' if axis == 0 else f', axis={axis}'})"
 
@@ -177,11 +171,7 @@ class _Unscannable(Exception):
 
 
 def _all_arrays(tree: Any) -> bool:
-    if tree is None:
-        return True
-    if isinstance(tree, (tuple, list)):
-        return all(_all_arrays(kid) for kid in tree)
-    return is_array(tree)
+    return all(is_array(leaf) for leaf in _leaves(tree))
 
 
 def _time_first(name: str, x: Any, axis: int) -> Any:
@@ -194,17 +184,15 @@ def _time_first(name: str, x: Any, axis: int) -> Any:
 
 def _time_to(name: str, tree: Any, axis: int) -> Any:
     """A tree stacked along axis 0 with its time axis moved to ``axis`` (``stack(steps, axis)``'s layout)."""
-    if tree is None:
-        return None
-    if isinstance(tree, (tuple, list)):
-        kids = [_time_to(name, kid, axis) for kid in tree]
-        return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
-    nd = len(tree.shape)
-    if not -nd <= axis < nd:
-        raise E.StructureError(f"{name}: cannot stack steps of {nd - 1} axes along axis {axis}")
-    ax = axis % nd
-    order = (*range(1, ax + 1), 0, *range(ax + 1, nd))
-    return tree if ax == 0 else namespace(tree).permute_dims(tree, order)
+
+    def move(x: Any) -> Any:
+        nd = len(x.shape)
+        if not -nd <= axis < nd:
+            raise E.StructureError(f"{name}: cannot stack steps of {nd - 1} axes along axis {axis}")
+        ax = axis % nd
+        return x if ax == 0 else namespace(x).permute_dims(x, (*range(1, ax + 1), 0, *range(ax + 1, nd)))
+
+    return tree_map_arrays(move, tree)
 
 
 def _scan_traced(fwd1: Any, p: Any, h: Any, xs: Any, name: str, axis: int) -> tuple[Any, Any] | None:
@@ -253,7 +241,7 @@ def _scan_back_traced(bwd1: Any, ms: Stacked, dh: Any, dys: Any, name: str, axis
         dh, (dps, dxs) = scan_loop(back, dh, (ms.residues, dyt), reverse=True)
     except _Unscannable:
         return None
-    dp = _sum_first(dps)
+    dp = tree_map_arrays(lambda x: namespace(x).sum(x, axis=0), dps)  # the steps' parameter deltas added up
     if isinstance(dys, list):
         return dp, (dh, unstack(name, dxs, 0))
     return dp, (dh, _time_to(name, dxs, axis))
@@ -263,19 +251,3 @@ def _leaves(tree: Any) -> list[Any]:
     if isinstance(tree, (tuple, list)):
         return [leaf for kid in tree for leaf in _leaves(kid)]
     return [] if tree is None else [tree]
-
-
-def _sum_first(tree: Any) -> Any:
-    """Every array of ``tree`` summed over its first axis (the steps' parameter deltas added up)."""
-    if tree is None:
-        return None
-    if isinstance(tree, (tuple, list)):
-        kids = [_sum_first(kid) for kid in tree]
-        return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
-    return namespace(tree).sum(tree, axis=0)
-
-
-def _check_axis(fn: str, axis: Any) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise E.bad_argument(fn, "axis", axis, "an int")
-    return axis

@@ -1,14 +1,11 @@
-"""Parameter and residue trees: one small toolkit used everywhere.
-
-A tree is a nest of tuples (including named tuples such as ``Para``), lists and
-dicts, with arrays or numbers at the leaves. ``()`` and ``None`` are empty trees
-(the unit of the monoidal product). Every function here walks two trees in
-lock step and reports the *path* of the first place they disagree, e.g.
-``[1][0].weight``.
+"""Parameter and residue trees: nests of tuples (named tuples too), lists and dicts with arrays or
+numbers at the leaves; ``()`` and ``None`` are empty trees. A place in a tree is named by its *path*,
+e.g. ``[1][0].weight``.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -80,11 +77,7 @@ def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = ""
 
 def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     ka, kb = _kind(a), _kind(b)
-    if (
-        ka != kb
-        or (ka == "tuple" and _is_namedtuple(a) != _is_namedtuple(b))
-        or (_is_namedtuple(a) and type(a) is not type(b))
-    ):
+    if ka != kb or ((_is_namedtuple(a) or _is_namedtuple(b)) and type(a) is not type(b)):
         return E.at_path(path, E.describe(a), E.describe(b))
     if ka == "leaf":
         if shapes and _backend.shape(a) != _backend.shape(b):
@@ -133,8 +126,8 @@ def _zip_map(f: Callable[..., Any], tree: Tree, others: tuple[Tree, ...]) -> Tre
         return f(tree, *others)
     if kind == "none":
         return None
-    children = [_zip_map(f, c, tuple(_items(o)[i][1] for o in others)) for i, (_, c) in enumerate(_items(tree))]
-    return _rebuild(tree, children)
+    columns = zip(*([c for _, c in _items(t)] for t in (tree, *others)))
+    return _rebuild(tree, [_zip_map(f, col[0], col[1:]) for col in columns])
 
 
 def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
@@ -147,9 +140,7 @@ def tree_map(f: Callable[[Any], Any], tree: Tree) -> Tree:
 
 
 def tree_leaves(tree: Tree) -> list[Any]:
-    """The leaves in depth-first order.
-
-    ``()`` and ``None`` have no leaves.
+    """The leaves in depth-first order (``()`` and ``None`` have none).
 
     >>> tree_leaves(((1, 2), [3], (), {"a": 4}))
     [1, 2, 3, 4]
@@ -158,9 +149,7 @@ def tree_leaves(tree: Tree) -> list[Any]:
 
 
 def tree_paths(tree: Tree, path: str = "") -> Iterator[tuple[str, Any]]:
-    """``(path, leaf)`` pairs in depth-first order.
-
-    A path is a string such as ``[1][0].weight`` (``''`` for a lone leaf).
+    """``(path, leaf)`` pairs in depth-first order; a path is a string such as ``[1][0].weight``.
 
     >>> list(tree_paths((1.0, [2.0])))
     [('[0]', 1.0), ('[1][0]', 2.0)]
@@ -226,12 +215,8 @@ def numeric_sum(fn: str, trees: list[Tree], what: str = "tree") -> Tree:
     for i, tree in enumerate(trees):
         _check_numbers(fn, f"{what} {i}", tree)
     if len(trees) == 2:
-        return _zip_map(_add, first, (trees[1],))
+        return _zip_map(operator.add, first, (trees[1],))
     return _zip_map(lambda *xs: sum(xs[1:], start=xs[0]), first, tuple(trees[1:]))
-
-
-def _add(x: Any, y: Any) -> Any:
-    return x + y
 
 
 def tree_sum(trees: list[Tree]) -> Tree:
@@ -275,9 +260,7 @@ def _is_bool_array(x: Any) -> bool:
 
 
 def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:
-    """True when the trees share a structure and all leaves are close.
-
-    Leaves are close as in ``np.allclose(x, y, rtol, atol)`` (NaN is close to nothing).
+    """True when the trees share a structure and all leaves are close as in ``np.allclose`` (NaN: never).
 
     >>> tree_allclose((1.0, [2.0]), (1.0, [2.0 + 1e-12]))
     True

@@ -1,20 +1,10 @@
-"""Two more readings of a TriLens: its shapes, and its cost.
+"""Two more readings of a TriLens (docs/tambara.md, "More than one meaning"): its shapes, and its cost.
 
-A TriLens is ``forall t. Trimbara t => …``, so it can be run in any Trimbara module, and each
-module reads it differently. ``PreLens`` runs it. :class:`~prelens.tambara.Program`
-writes its steps down. The two modules here are programs read *abstractly*: the plumbing (the
-dimaps, ``alpha``, ``beta``) runs as it is, on placeholder arrays that cost no memory (one zero
-broadcast to a shape), and each lens's own box — the ``fwd``/``bwd`` pair that ``to_tamb``
-dimaps with — is replaced by its *rule*, which says what shapes come out and how much
-arithmetic the box does, without doing it:
-
-* :class:`Shapes` reads the shapes and dtypes of the output, the residue and both deltas;
-* :class:`Cost` reads the multiply-adds of each pass, box by box, and the bytes of residue
-  held from the forward pass to the backward pass: backprop's memory cost, made visible.
-
-The blog's pieces (``linear_l``, ``bias_l``, ``activ_l``) come with rules; a lens of your own
-gets one with :func:`register_rule`. A box with no rule is run on the placeholders (its
-arithmetic is done once, on zeros) and its cost is reported as unknown.
+Both are programs read abstractly: the plumbing runs on placeholder arrays that hold no data,
+and each lens's own box (the ``fwd``/``bwd`` pair ``to_tamb`` dimaps with) is replaced by its
+:class:`Rule` (set with :func:`register_rule`), or, with none, run once on the placeholders
+with its cost unknown. :class:`Shapes` reads shapes and dtypes, :class:`Cost` multiply-adds and
+the bytes of residue held between the passes.
 """
 
 from __future__ import annotations
@@ -30,7 +20,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._combinators import REMAT_OF, full_residues
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_map
+from prelens.core._tree import tree_leaves, tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
 from prelens.tambara._trilens import AnyTriLens, LensPass, interpret
 
@@ -78,10 +68,8 @@ def _like_leaf(x: Any) -> Any:
 
 @dataclass(frozen=True)
 class Rule:
-    """What a lens's box does, without doing it.
-
-    ``forward(p, s) -> (m, a)`` and ``backward(dm, da) -> (dp, ds)`` make placeholders of the
-    right shapes (see :func:`placeholder`); ``madds(p, s) -> (forward, backward)`` counts the
+    """What a lens's box does, without doing it: ``forward(p, s) -> (m, a)`` and ``backward(dm, da) -> (dp, ds)``
+    make :func:`placeholder` values of the right shapes; ``madds(p, s) -> (forward, backward)`` counts the
     multiply-adds of each pass (an elementwise operation counts as one).
 
     >>> r = Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (0, 0))
@@ -140,19 +128,13 @@ class Reading:
 
 
 def _nbytes(tree: Any) -> int:
-    from prelens.core._tree import tree_leaves
-
     return int(sum(np.asarray(x).dtype.itemsize * int(np.size(x)) for x in tree_leaves(tree)))
 
 
 def read(program: Program, p: Any, s: Any) -> Reading:
-    """Run ``program`` abstractly on ``(p, s)``, then back on deltas shaped like its residue and output.
-
-    The plumbing runs on placeholders (see :func:`like`); each box runs its :class:`Rule`
-    (or, with none, the lens itself on the placeholders).
-    """
+    """Run ``program`` on placeholders of ``(p, s)`` (each box by its :class:`Rule`, or with none the lens
+    itself), then back on placeholders of its residue and output."""
     boxes: list[BoxCost] = []
-    pending: list[int] = []  # indices of boxes whose backward pass has not run yet (LIFO)
 
     def abstract(step: Step) -> Step:
         f, g = step.f, step.g
@@ -170,11 +152,9 @@ def read(program: Program, p: Any, s: Any) -> Reading:
                 with full_residues():
                     plain = _nbytes(like(lens.fwd(p_, s_))[0])
             boxes.append(BoxCost(lens.name, madds[0], madds[1], _nbytes(m), plain))
-            pending.append(len(boxes) - 1)
             return m, a
 
         def bwd(dm_da: Any) -> Any:
-            pending.pop()
             dm, da = dm_da
             return rule.backward(dm, da) if rule else like(lens.bwd(dm, da))
 
@@ -190,9 +170,8 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 class Shapes(Program):
     """The Trimbara module of shapes: a TriLens run on it reads as the shapes and dtypes it makes.
 
-    Haskell: ``instance Trimbara Shapes`` (a :class:`~prelens.tambara.Program` read abstractly).
-    :meth:`of` runs a TriLens on it and reads the shapes for given parameters and input
-    (real values or :func:`placeholder` ones: only their shapes matter).
+    A :class:`~prelens.tambara.Program` read abstractly: :meth:`of` reads the shapes for given parameters
+    and input (real values or :func:`placeholder` ones: only their shapes matter).
 
     >>> from prelens.faithful import make_mlp, init_mlp
     >>> sh = Shapes.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))
@@ -257,11 +236,7 @@ class CostTable:
     @property
     def total(self) -> tuple[int | None, int | None]:
         """Multiply-adds of the forward and the backward pass (``None`` if some box has no rule)."""
-        fwd = [r[2] for r in self.rows]
-        bwd = [r[3] for r in self.rows]
-        return (None if None in fwd else sum(f for f in fwd if f is not None)), (
-            None if None in bwd else sum(b for b in bwd if b is not None)
-        )
+        return _known_sum([r[2] for r in self.rows]), _known_sum([r[3] for r in self.rows])
 
     @property
     def residue_bytes(self) -> int:
@@ -286,6 +261,10 @@ class CostTable:
         return "\n".join(lines)
 
 
+def _known_sum(xs: list[int | None]) -> int | None:
+    return None if None in xs else sum(x for x in xs if x is not None)
+
+
 def _num(x: int | None) -> str:
     return "?" if x is None else str(x)
 
@@ -294,9 +273,8 @@ def _num(x: int | None) -> str:
 class Cost(Program):
     """The Trimbara module of costs: a TriLens run on it reads as the arithmetic and memory of backprop.
 
-    Haskell: ``instance Trimbara Cost`` (a :class:`~prelens.tambara.Program` read abstractly).
-    :meth:`of` gives a :class:`CostTable`: per kind of box, how often it ran, the
-    multiply-adds of its forward and backward passes, and the bytes of residue it held.
+    A :class:`~prelens.tambara.Program` read abstractly: :meth:`of` gives a :class:`CostTable`, per kind of
+    box how often it ran, the multiply-adds of its passes, and the bytes of residue it held.
 
     >>> from prelens.faithful import make_mlp, init_mlp
     >>> table = Cost.of(make_mlp(4, [16, 3]), init_mlp(4, [16, 3], 0), placeholder((4,)))

@@ -1,18 +1,10 @@
 """The term-algebra Trimbara module: a TriLens run on a :class:`Program` writes its steps down as data.
 
-A TriLens is ``forall t. Trimbara t => t … -> t …``: a recipe of ``dimap_s``, ``dimap_p``,
-``dimap_m``, ``alpha`` and ``beta`` steps that any Trimbara module can follow. Run on a
-``Program``, the recipe is recorded as a list of steps instead of being executed, and the
-list can then be read in any way: run with two loops as a pre-lens (:func:`~prelens.tambara.run_program`,
-which is what :func:`~prelens.from_tamb` does), or folded over another kind of value
-(:mod:`prelens._meanings`).
-
-Python has no fusion and a shallow stack, so a program never nests: each step says *where*
-it acts, as a focus path into the nested pairs and lists of the three slots. ``PLeft`` and
-``PRight`` (the post's parallel composition) append ``0`` or ``1`` to the path, and
-``vec_lens`` appends :data:`EACH` (every element of a list): the ``n`` copies of a lens are
-one sub-program run on each element, so the program of a layer of 256 neurons is as long as
-the program of one neuron, and running it costs one pass over the elements per step.
+The steps are then run with two loops as a pre-lens (:func:`~prelens.tambara.run_program`, what
+:func:`~prelens.from_tamb` does) or folded over other values (:mod:`prelens.tambara._meanings`);
+see docs/tambara.md. A program never nests: each step acts at a focus path into the nested pairs
+and lists of the three slots (``PLeft``/``PRight`` append ``0``/``1``, ``vec_lens`` appends
+:data:`EACH`, so its ``n`` copies are one sub-program run on each element).
 
 Steps and their meaning (``x@P`` is the part of ``x`` at path ``P``)::
 
@@ -23,9 +15,6 @@ Steps and their meaning (``x@P`` is the part of ``x`` at path ``P``)::
                   backward dm@P = (dn, dm') moves dn into ds@P = (dn, ds)
     beta          forward  p@P = (p', p1) moves p1 into s@P = (p1, s)
                   backward ds@P = (dp1, ds') moves dp1 into dp@P = (dp, dp1)
-
-The path of each slot is kept apart (``vec_lens`` files its copies' residues and parameters
-at different places from its inputs), so a focus is a triple of paths ``(m, p, s)``.
 """
 
 from __future__ import annotations
@@ -81,13 +70,9 @@ class Step:
 
     def __repr__(self) -> str:
         paths = (self.at.m, self.at.p, self.at.s)
-        where = " @" + "/".join(_show(p) for p in paths) if any(paths) else ""
+        where = " @" + "/".join(".".join(map(str, p)) or "·" for p in paths) if any(paths) else ""
         label = "" if self.f is None else f" {_fn_name(self.f)}"
         return f"{self.kind}{label}{where}"
-
-
-def _show(path: Path) -> str:
-    return ".".join(str(x) for x in path) or "·"
 
 
 def _fn_name(f: Fn) -> str:
@@ -101,12 +86,8 @@ def _fn_name(f: Fn) -> str:
 class Program:
     """A term algebra of the Trimbara operations: the steps a TriLens took, held as data.
 
-    A Trimbara module only up to :func:`~prelens.testing.module_equal` (two programs that differ
-    by a law are different terms); the free module on the generator is the pre-lens module.
-
-    Each method returns a new program one step longer (the old one is shared, never copied,
-    so building costs one object per step). :meth:`steps` lists them in the order they were
-    taken; :func:`~prelens.tambara.run_program` runs them as a pre-lens with loops, never nesting calls.
+    A Trimbara module up to :func:`~prelens.testing.module_equal`. Each method returns a new
+    program one step longer, sharing the old one (one object per step); :meth:`steps` lists them.
 
     >>> from prelens import to_tamb, id_pre_lens
     >>> prog = to_tamb(id_pre_lens)(Program())
@@ -167,10 +148,9 @@ class Program:
 def compile_passes(steps: list[Step]) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
     """The forward and backward passes of ``steps``, each two loops over the steps.
 
-    The last step taken is the outermost, so it meets the input first: the forward pass
-    walks the steps backwards changing ``(p, s)`` (``alpha`` parks what it takes), reaches
-    the identity at the core (``m = ()``, ``a = s``), then walks forwards building ``m``.
-    The backward pass does the same with ``dm`` in and ``(dp, ds)`` out.
+    The last step taken is the outermost: the forward pass walks the steps backwards changing
+    ``(p, s)``, reaches the identity at the core (``m = ()``, ``a = s``), then walks forwards
+    building ``m``; the backward pass likewise with ``dm`` in and ``(dp, ds)`` out.
     """
     inward, m_side = steps[::-1], (DIMAP_M, ALPHA)
     fwd = _two_loops(

@@ -26,6 +26,7 @@ from prelens.tambara._trilens import (
     PLeft,
     PRight,
     TriLens,
+    _same,
     as_trilens,
     dimap_m,
     dimap_p,
@@ -38,13 +39,9 @@ from prelens.tambara._trilens import (
 def scan_t(tri: AnyTriLens, *, n: int | None = None, axis: int = 0) -> AnyTriLens:
     """The TriLens of ``scan``: ``from_tamb(scan_t(to_tamb(cell))) == scan(cell)``.
 
-    With ``n`` (a fixed length, like ``vec_lens(n, ...)``), it is built from ``tri`` by the
-    post's cons recursion (``PLeft``/``PRight`` and dimaps), on a *list* of ``n`` steps; the
-    nesting grows with ``n`` (teaching sizes). Without ``n``, any length and arrays along
-    ``axis``: the pre-lens :func:`~prelens.core.scan` of ``from_tamb(tri)``, as a TriLens.
-
-    The cons step, in the style of the post's ``consLens``, takes the cell's TriLens and the
-    scan of the rest, ``(h, [x]) -> (h, [y])``, to the scan of one step more.
+    With ``n`` (a fixed length, like ``vec_lens(n, ...)``), it is built from ``tri`` by the post's
+    cons recursion on a *list* of ``n`` steps (nesting grows with ``n``: teaching sizes). Without
+    ``n``, any length and arrays along ``axis``: :func:`~prelens.core.scan` of ``from_tamb(tri)``.
 
     >>> from prelens import PreLens
     >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
@@ -113,7 +110,3 @@ def _uncons_input(s: Any) -> Any:
         case (h, [x, *xs]):
             return (h, x), xs
     raise E.StructureError(f"scan_t: the input must be (h0, a list of n steps), got {E.describe_tree(s)}")
-
-
-def _same(x: Any) -> Any:
-    return x

@@ -105,8 +105,6 @@ def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
 
         dimapM :: TriProFunctor t => (m -> m') -> (dm' -> dm) -> t m dm p dp s ds -> t m' dm' p dp s ds
 
-    Covariant in ``m``, contravariant in ``dm``.
-
     >>> dimap_m(lambda m: "m", lambda dm: (), id_pre_lens).fwd((), 1)
     ('m', 1)
     """
@@ -133,7 +131,7 @@ def as_module(fn: str, what: str, t: Any) -> Any:
 
 
 def as_trilens(fn: str, what: str, tri: Any) -> AnyTriLens:
-    """``tri`` if it is a :class:`TriLens` (a PreLens gets a hint: ``to_tamb``)."""
+    """``tri`` if it is a :class:`TriLens`, else an error naming ``fn`` and ``what``."""
     if isinstance(tri, TriLens):
         return tri
     hint = " (a PreLens becomes one with to_tamb(...))" if isinstance(tri, PreLens) else ""
@@ -168,13 +166,9 @@ def beta(t: Any) -> Any:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class TriLens(Generic[A, DA, M, DM, P, DP, S, DS]):
-    """A pre-lens in profunctor form: a function on Trimbara modules.
+    """A pre-lens in profunctor form: a function on Trimbara modules (the module docstring gives its type).
 
-    Haskell: ``type TriLens a da m dm p dp s ds = forall t. Trimbara t =>
-    t m1 dm1 p1 dp1 a da -> t (m, m1) (dm, dm1) (p1, p) (dp1, dp) s ds``.
-
-    Call it on a Trimbara module; ``>>`` is :func:`tri_compose` and ``@`` is
-    :func:`tri_tensor`.
+    Call it on a Trimbara module; ``>>`` is :func:`tri_compose` and ``@`` is :func:`tri_tensor`.
 
     >>> from prelens import id_pre_lens
     >>> to_tamb(id_pre_lens) >> to_tamb(id_pre_lens)
@@ -227,10 +221,9 @@ def to_tamb(lens: AnyLens) -> AnyTriLens:
 
 @dataclass(frozen=True, eq=False)
 class LensPass:
-    """``uncurry fw`` (or, ``backward``, ``uncurry bw``): a pass of a pre-lens as the map that ``to_tamb`` dimaps.
+    """``uncurry fw`` (or, ``backward``, ``uncurry bw``): the map that ``to_tamb`` dimaps with.
 
-    Forward ``(p, s) -> (m, a)``, backward ``(dm, da) -> (dp, ds)``. It keeps its lens, so an
-    interpretation can tell a lens's own box from the plumbing.
+    It keeps its lens, so an interpretation can tell a lens's own box from the plumbing.
 
     >>> LensPass(id_pre_lens)(((), 3)), LensPass(id_pre_lens, backward=True)
     (((), 3), bwd(id_pre_lens))
@@ -263,10 +256,8 @@ def from_tamb(tri: AnyTriLens) -> AnyLens:
 
 
 def run_program(program: Program, name: str = "program") -> AnyLens:
-    """A program (the steps a TriLens took) run as a pre-lens: two loops over its steps per pass.
-
-    Never nested calls, so any size fits Python's stack. A value of the wrong structure
-    fails at some step, where no lens can be named: the error names the whole.
+    """A program (the steps a TriLens took) run as a pre-lens: two loops over its steps per pass,
+    so any size fits Python's stack. A value of the wrong structure is reported naming the whole.
 
     >>> run_program(Program().dimap_s(lambda s: s + 1, lambda ds: 2 * ds)).bwd((), 5)
     ((), 10)
@@ -276,14 +267,9 @@ def run_program(program: Program, name: str = "program") -> AnyLens:
 
 
 def interpret(tri: AnyTriLens, unit: Any) -> Any:
-    """Run ``tri`` in the Trimbara module whose identity is ``unit``, and strip the units.
-
-    The post's ``fromTamb`` for any Trimbara module: apply ``tri`` to ``unit`` and strip the units
-    with ``dimap_m(runit, unrunit)`` and ``dimap_p(unlunit, lunit)``.
-
-    ``from_tamb(tri)`` runs ``interpret(tri, Program())`` as a pre-lens, with loops;
-    ``interpret(tri, id_pre_lens)`` is the post's own definition, run as nested closures
-    (its depth grows with the network: for teaching-sized TriLenses).
+    """Run ``tri`` in the Trimbara module whose identity is ``unit``, and strip the units (the post's
+    ``fromTamb`` for any module). ``interpret(tri, id_pre_lens)`` is the post's own definition, run as
+    nested closures (for teaching sizes); ``from_tamb(tri)`` runs ``interpret(tri, Program())`` with loops.
 
     >>> interpret(to_tamb(id_pre_lens), id_pre_lens).fwd((), 1)
     ((), 1)
@@ -375,10 +361,7 @@ class _Half:
 
 @dataclass(frozen=True, eq=False)
 class PLeft(_Half):
-    """A module of pairs seen through its left components (Haskell's ``PLeft``).
-
-    Wraps ``t (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')`` and is a
-    Trimbara module in ``m dm p dp s ds``: its dimaps act on the left halves.
+    """A module of pairs seen through its left components (Haskell's ``PLeft``), in ``m dm p dp s ds``.
 
     >>> from prelens import id_pre_lens
     >>> PLeft(id_pre_lens).dimap_s(lambda s: s + 1, lambda ds: ds).t.fwd((), (1, "x"))
@@ -420,9 +403,6 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
 
         prodLensT :: TriLens a da m dm p dp s ds -> TriLens a' da' m' dm' p' dp' s' ds'
                   -> TriLens (a, a') (da, da') (m, m') (dm, dm') (p, p') (dp, dp') (s, s') (ds, ds')
-
-    Runs ``l1`` on the left halves through :class:`PLeft` and ``l2`` on the
-    right halves through :class:`PRight`, then re-associates.
 
     >>> l = from_tamb(tri_tensor(to_tamb(id_pre_lens), to_tamb(id_pre_lens)))
     >>> l.fwd(((), ()), (1, 2))
@@ -534,9 +514,8 @@ def _vec_lens_t(n: int, lens: AnyTriLens, name: str) -> AnyTriLens:
 def _vec_program(n: int, lens: AnyTriLens, name: str, t: Program) -> Program:
     """``vec_lens`` on a :class:`Program`: ``lens``'s steps taken once, acting on each element.
 
-    The copies' residues gather at ``m@(0, *)`` (each ``(m_i, ())``) and their parameters at
-    ``p@(1, *)`` (each ``((), p_i)``); the plumbing around strips those units, giving the
-    residue ``([m_i], m1)`` and parameters ``(p1, [p_i])`` of the cons construction.
+    The copies' residues gather at ``m@(0, *)`` as ``(m_i, ())``, their parameters at ``p@(1, *)``
+    as ``((), p_i)``; stripping those units gives the cons construction's ``([m_i], m1)`` and ``(p1, [p_i])``.
     """
     units = [()] * n
     t = t.dimap_s(_same, _n_long(name, n, "output delta"))
