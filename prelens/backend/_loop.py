@@ -47,7 +47,6 @@ def scan_loop(
     axis: int = 0,
     reverse: bool = False,
     keep: tuple[int, ...] = (),
-    unroll: int = 1,
 ) -> tuple[Any, Any]:
     """``(carry, ys)``: ``step`` run over the steps of ``xs`` along ``axis``, ``carry`` threaded through.
 
@@ -56,7 +55,7 @@ def scan_loop(
     step), stacked along ``axis`` in the order of ``t``; ``reverse=True`` runs from the last step. A
     carry that changes its type from step to step is traced step by step (the program grows with ``T``).
     ``keep``: positions of ``y`` the Python loop returns as :class:`Steps`, unstacked (a residue only a
-    later loop reads); ``unroll`` is ``jax.lax.scan``'s.
+    later loop reads).
 
     >>> import numpy as np
     >>> scan_loop(lambda c, x: (c * x, c), np.ones(1), np.array([[2.0], [3.0]]))
@@ -65,7 +64,7 @@ def scan_loop(
     """
     leaves = _leaves(xs)
     if _traced(leaves) or _traced(_leaves(carry)):
-        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse, unroll)
+        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse)
         if out is not None:
             return out
     return _python_loop(step, carry, xs, axis, reverse, keep)
@@ -86,7 +85,7 @@ def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep
     return carry, (type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids))
 
 
-def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, unroll: int) -> Any:
+def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool) -> Any:
     """``jax.lax.scan``'s ``(carry, ys)``; ``None`` when the step changes its carry's type (a Python
     number or another dtype in, an array out): the Python loop then traces every step instead."""
     import jax
@@ -96,7 +95,7 @@ def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, unroll:
     if axis != 0:
         xs = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), xs)
     try:
-        carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse, unroll=unroll)
+        carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse)
     except TypeError as exc:
         if "carry" not in str(exc):
             raise
