@@ -29,9 +29,6 @@ __all__ = [
 class PrelensError(Exception):
     """Base class of every error raised on purpose by prelens.
 
-    Each subclass also derives from the matching builtin (``ValueError``,
-    ``TypeError``, ...), so existing ``except`` clauses keep working.
-
     >>> from prelens import chain
     >>> try:
     ...     chain()
@@ -132,11 +129,9 @@ class ArgumentError(PrelensError, ValueError):
 
 def describe(x: Any) -> str:
     """A short description of a value for error messages: ``f64[3,4]``, ``tuple of 2``."""
-    if isinstance(x, np.ndarray):
-        return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]"
-    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):  # another library's array
-        lib = type(x).__module__.split(".")[0].replace("jaxlib", "jax")
-        return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}] ({lib})"
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
+        lib = "" if isinstance(x, np.ndarray) else f" ({type(x).__module__.split('.')[0].replace('jaxlib', 'jax')})"
+        return f"{dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]{lib}"
     if isinstance(x, (bool, int, float, complex, np.generic)):
         return f"{type(x).__name__} {x!r}"
     if x is None:
@@ -152,6 +147,10 @@ def describe(x: Any) -> str:
     return type(x).__name__
 
 
+#: numpy's one-letter kind of a dtype name without its size (``bfloat16`` is a float).
+DTYPE_KINDS = {"float": "f", "bfloat": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c"}
+
+
 def dtype_name(dtype: Any) -> str:
     """``float64 -> f64``, ``int32 -> i32``: the short names used in reprs."""
     if not isinstance(dtype, np.dtype):
@@ -159,9 +158,7 @@ def dtype_name(dtype: Any) -> str:
             dtype = np.dtype(dtype)
         except TypeError:  # another library's dtype (torch.float32, ...): by its name
             name = str(dtype).rpartition(".")[2]
-            kinds = {"float": "f", "bfloat": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c"}
-            kind = kinds.get(name.rstrip("0123456789"), "?")
-            return f"{kind}{name.lstrip('abcdefghijklmnopqrstuvwxyz') or ''}"
+            return f"{DTYPE_KINDS.get(name.rstrip('0123456789'), '?')}{name.lstrip('abcdefghijklmnopqrstuvwxyz')}"
     return f"{dtype.kind}{dtype.itemsize * 8}"
 
 
@@ -175,19 +172,16 @@ def describe_tree(x: Any, limit: int = 160) -> str:
 
 
 def _describe_tree(x: Any, depth: int) -> str:
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        if depth > 4:
-            return f"{type(x).__name__}(…)"
+    named = isinstance(x, tuple) and hasattr(x, "_fields")
+    if depth > 4 and isinstance(x, (tuple, list)):
+        return f"{type(x).__name__}(…)" if named else "(…)" if isinstance(x, tuple) else "[…]"
+    if named:
         fields = ", ".join(f"{k}={_describe_tree(c, depth + 1)}" for k, c in zip(x._fields, x))
         return f"{type(x).__name__}({fields})"
     if isinstance(x, tuple):
-        if depth > 4:
-            return "(…)"
         inner = ", ".join(_describe_tree(c, depth + 1) for c in x)
         return f"({inner}{',' if len(x) == 1 else ''})"
     if isinstance(x, list):
-        if depth > 4:
-            return "[…]"
         head = ", ".join(_describe_tree(c, depth + 1) for c in x[:3])
         return f"[{head}{', …' if len(x) > 3 else ''}] (length {len(x)})" if len(x) > 3 else f"[{head}]"
     return describe(x)
@@ -204,11 +198,8 @@ def path_str(path: str) -> str:
 
 
 # ---------------------------------------------------------------- templates
-#
-# Every message prelens raises is composed by one of the functions below. Each
-# returns the exception (the caller raises it), so that the text of a message
-# lives here and nowhere else; ``tests/test_error_messages.py`` triggers every
-# one of them through the public API and matches its text.
+# Messages given in more than one place (or by a command): each returns the exception, the caller
+# raises it; ``tests/test_error_messages.py`` triggers every one through the public API.
 
 
 def short_name(name: str, limit: int = 120) -> str:
@@ -225,30 +216,9 @@ def at_path(path: str, expected: str, got: str) -> str:
     return f"at {path_str(path)}: expected {expected}, got {got}"
 
 
-def with_params_path(err: PrelensError, lens: str, found: str) -> PrelensError:
-    """``err`` with a line saying where the parameters given to ``lens`` differ from its init's.
-
-    An enclosing model replaces the line of the model inside it, so the path is the
-    one from the parameters the user passed.
-    """
-    base = getattr(err, "_prelens_base", str(err))
-    try:
-        new = type(err)(f"{base}\n  the parameters given to {short_name(lens)} differ from what its init makes {found}")
-    except TypeError:  # an error class with a richer constructor: leave it as it is
-        return err
-    new.__dict__.update(err.__dict__)
-    mark(new, _prelens_base=base)
-    new.__cause__ = err.__cause__
-    return new
-
-
 def tree_mismatch(what: str, found: str) -> StructureError:
     """``found`` is an :func:`at_path` fragment from :func:`prelens.core.structure_mismatch`."""
     return StructureError(f"{what}: {found}")
-
-
-def tree_sum_empty() -> StructureError:
-    return StructureError("tree_sum: cannot sum an empty list of trees")
 
 
 def must_be(lens: str, what: str, expected: str, got: str) -> StructureError:
@@ -268,10 +238,6 @@ def not_positive_int(fn: str, what: str, value: Any) -> StructureError:
     return StructureError(f"{fn}: {what} must be a positive int, got {value!r}")
 
 
-def not_positive(fn: str, what: str, value: Any) -> StructureError:
-    return StructureError(f"{fn}: {what} must be positive, got {value!r}")
-
-
 def int_below(fn: str, what: str, value: Any, least: int) -> ArgumentError:
     return ArgumentError(f"{fn}: {what} must be an int >= {least}, got {value!r}")
 
@@ -284,12 +250,6 @@ def not_one_of(
     return StructureError(f"{fn}: {what} must be {opts}{' or None' if or_none else ''}, got {value!r}{hint}")
 
 
-def heads_not_divisible(fn: str, d_model: int, n_heads: int) -> StructureError:
-    return StructureError(
-        f"{fn}: d_model must be divisible by the number of heads: d_model={d_model}, n_heads={n_heads}"
-    )
-
-
 def out_of_range(lens: str, what: str, allowed: str, got: Any, where: str = "") -> StructureError:
     """Integer data outside its range: ``token ids must lie in [0, 6), got 7 at index (0, 1)``."""
     return StructureError(f"{lens}: {what} must lie in {allowed}, got {got}{f' at index {where}' if where else ''}")
@@ -297,11 +257,9 @@ def out_of_range(lens: str, what: str, allowed: str, got: Any, where: str = "") 
 
 def list_length_error(lens: str, what: str, expected: int, got: int | str) -> StructureError:
     """``got``: the length of the list given, or a description of what was given instead."""
-    return StructureError(f"{lens}: {what} must be a list of length {expected}, got {_length(got)}")
-
-
-def _length(got: int | str) -> str:
-    return f"length {got}" if isinstance(got, int) else got
+    return StructureError(
+        f"{lens}: {what} must be a list of length {expected}, got {f'length {got}' if isinstance(got, int) else got}"
+    )
 
 
 def bad_residue(lens: str, got: Any) -> StructureError:
@@ -334,13 +292,6 @@ def not_a_pair(lens: str, what: str, layout: str, got: Any) -> StructureError:
     return err
 
 
-def attention_probes_missing(model: str) -> StructureError:
-    return StructureError(
-        f"{model}: has no attention lenses to read weights from (build it with prelens.nn's "
-        "attention constructors, composed with >>, @ or chain)"
-    )
-
-
 def not_a_residue_of(model: str, why: str) -> StructureError:
     return StructureError(f"{model}: residue is not a residue of this model ({why})")
 
@@ -355,26 +306,11 @@ def non_finite(what: str, path: str) -> NonFiniteError:
     return NonFiniteError(f"{what}: non-finite value at {path_str(path)}")
 
 
-def data_damaged(path: str) -> PrelensError:
-    return PrelensError(f"{path} is damaged: reinstall prelens")
-
-
-def not_in_vocabulary(fn: str, char: str) -> StructureError:
-    return StructureError(f"{fn}: character {char!r} is not in the vocabulary")
-
-
-def text_too_short(fn: str, block: Any, tokens: int) -> StructureError:
-    return StructureError(f"{fn}: need block >= 1 and at least block+1 tokens, got block={block}, {tokens} tokens")
-
-
 def _short(x: Any) -> str:
     if isinstance(x, np.ndarray):
         with np.printoptions(precision=6, threshold=8, edgeitems=2):
             return f"{describe(x)} {x!s}".replace("\n", " ")
     return repr(x)
-
-
-# ------------------------------------------------- training, optimisers, checkpoints
 
 
 def bad_argument(where: str, name: str, value: Any, expected: str) -> ArgumentError:
@@ -395,13 +331,8 @@ class TrainingNonFiniteError(NonFiniteError):
         self.history = history
 
 
-# ------------------------------------------------- model files (save_model, load_model)
-
-
 class ModelFileError(CheckpointError):
     """A model file cannot be read: not one, damaged, hostile, or of an unknown format version.
-
-    A :class:`CheckpointError` (and so an ``OSError``).
 
     >>> from prelens import load_model
     >>> load_model("/no/such/dir/m.prelens")
@@ -411,9 +342,6 @@ class ModelFileError(CheckpointError):
     """
 
 
-# ------------------------------------- stopping training, save targets, the command line (issue 13)
-
-
 def unwritable_path(where: str, name: str, path: str, why: str) -> ArgumentError:
     """A file ``path`` (e.g. ``--save``) that cannot be written, found before any work is done."""
     return ArgumentError(f"{where}: {name} cannot be written to {path!r}: {why}")
@@ -421,12 +349,6 @@ def unwritable_path(where: str, name: str, path: str, why: str) -> ArgumentError
 
 def flag_needs(command: str, flag: str, needed: str) -> ArgumentError:
     return ArgumentError(f"{command}: {flag} needs {needed}")
-
-
-# ------------------------- learning as optics: schedules, optimiser lenses, dropout, metrics (issue 14)
-
-
-# -------------------- the training kit in fit: optimiser lenses, callbacks, resuming, plots (issue 14, part 2)
 
 
 class MissingExtraError(PrelensError, ImportError):

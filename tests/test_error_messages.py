@@ -240,7 +240,6 @@ CASES: dict[str, Case] = {
         E.StructureError,
         r"^params of f >> g: at <root>: expected tuple of 2, got tuple of 1$",
     ),
-    "tree_sum_empty": _case(lambda: tree_sum([]), E.StructureError, r"^tree_sum: cannot sum an empty list of trees$"),
     # lenses: inputs, parameters, constructor arguments
     "must_be": _case(
         lambda: faithful.mk_para(None),
@@ -277,19 +276,11 @@ CASES: dict[str, Case] = {
         r"^fit: checkpoint_path cannot be written to '.*c\.npz': the directory .*no does not exist$",
     ),
     "not_positive_int": _case(lambda: nn.dense(0, 2), E.StructureError, r"^dense: n_in must be a positive int, got 0$"),
-    "not_positive": _case(
-        lambda: nn.layer_norm(4, eps=0.0), E.StructureError, r"^layer_norm: eps must be positive, got 0\.0$"
-    ),
     "int_below": _case(lambda: batch_n(0, nn.tanh), E.ArgumentError, r"^batch_n: n must be an int >= 1, got 0$"),
     "not_one_of": _case(
         lambda: nn.encoder_block(4, 2, 8, norm="mid"),  # type: ignore[arg-type]
         E.StructureError,
         r"^encoder_block: norm must be 'post' or 'pre', got 'mid'$",
-    ),
-    "heads_not_divisible": _case(
-        lambda: nn.multi_head_attention(6, 4),
-        E.StructureError,
-        r"^multi_head_attention: d_model must be divisible by the number of heads: d_model=6, n_heads=4$",
     ),
     "out_of_range": _case(
         lambda: nn.token_embedding(4, 2).fwd(np.ones((4, 2)), np.array([[1, 7]])),
@@ -307,17 +298,6 @@ CASES: dict[str, Case] = {
         E.DepthError,
         r"nested too deeply: running it exceeded Python's recursion limit \(\d+ frames\)\. Build it flatter: .*"
         r"run a TriLens with from_tamb\(\.\.\.\), which loops over its steps",
-    ),
-    "with_params_path": _case(
-        lambda: _small_mha().fwd(_small_mha().init(0)._replace(W_O=np.zeros((4, 2))), np.zeros((1, 3, 4))),
-        E.ShapeError,
-        r"\n  the parameters given to multi_head_attention\(4, heads=2\) differ from what its init makes at "
-        r"\.W_O: expected shape \(4, 4\), got shape \(4, 2\)$",
-    ),
-    "attention_probes_missing": _case(
-        lambda: nn.attention_weights(D32, ()),
-        E.StructureError,
-        r"^dense\(3→2, tanh\): has no attention lenses to read weights from",
     ),
     "not_a_residue_of": _case(
         lambda: nn.attention_weights(nn.multi_head_attention(4, 2), ()),
@@ -349,26 +329,12 @@ CASES: dict[str, Case] = {
         E.MissingExtraError,
         r"^History\.plot needs matplotlib, which is not installed: pip install 'prelens\[plot\]'$",
     ),
-    # datasets
-    "data_damaged": _case(
-        _damaged_iris, E.PrelensError, r"^prelens/datasets/data/iris\.csv is damaged: reinstall prelens$"
-    ),
-    "not_in_vocabulary": _case(
-        lambda: CharVocab.from_text("ab").encode("abc"),
-        E.StructureError,
-        r"^CharVocab\.encode: character 'c' is not in the vocabulary$",
-    ),
-    "text_too_short": _case(
-        lambda: text_windows(np.arange(3), 5, 2),
-        E.StructureError,
-        r"^text_windows: need block >= 1 and at least block\+1 tokens, got block=5, 3 tokens$",
-    ),
 }
 
 
 #: Messages composed where they are raised (used in one place only): matched, with no template to spy on.
 MESSAGES: dict[str, Case] = {
-    # the law kit's own messages (prelens.testing._messages)
+    # the law kit's own messages (prelens.testing._pure)
     "law_raised": _case(
         lambda: check_lens_equal("x", nn.tanh, nn.dense(3, 3), (), X3),
         E.LawError,
@@ -623,6 +589,40 @@ MESSAGES: dict[str, Case] = {
         r"^checkpoint .*plain\.npz: cannot resume from it: it holds no training position \(not written by fit, or "
         r"by prelens before 0\.2\.0\); load its parameters with prelens\.io\.load_checkpoint and pass them as params= "
         r"and opt_state=$",
+    ),
+    # single-use messages once templates of prelens.errors, now composed where they are raised
+    "tree_sum_empty": _case(lambda: tree_sum([]), E.StructureError, r"^tree_sum: cannot sum an empty list of trees$"),
+    "not_positive": _case(
+        lambda: nn.layer_norm(4, eps=0.0), E.StructureError, r"^layer_norm: eps must be positive, got 0\.0$"
+    ),
+    "heads_not_divisible": _case(
+        lambda: nn.multi_head_attention(6, 4),
+        E.StructureError,
+        r"^multi_head_attention: d_model must be divisible by the number of heads: d_model=6, n_heads=4$",
+    ),
+    "with_params_path": _case(
+        lambda: _small_mha().fwd(_small_mha().init(0)._replace(W_O=np.zeros((4, 2))), np.zeros((1, 3, 4))),
+        E.ShapeError,
+        r"\n  the parameters given to multi_head_attention\(4, heads=2\) differ from what its init makes at "
+        r"\.W_O: expected shape \(4, 4\), got shape \(4, 2\)$",
+    ),
+    "attention_probes_missing": _case(
+        lambda: nn.attention_weights(D32, ()),
+        E.StructureError,
+        r"^dense\(3→2, tanh\): has no attention lenses to read weights from",
+    ),
+    "data_damaged": _case(
+        _damaged_iris, E.PrelensError, r"^prelens/datasets/data/iris\.csv is damaged: reinstall prelens$"
+    ),
+    "not_in_vocabulary": _case(
+        lambda: CharVocab.from_text("ab").encode("abc"),
+        E.StructureError,
+        r"^CharVocab\.encode: character 'c' is not in the vocabulary$",
+    ),
+    "text_too_short": _case(
+        lambda: text_windows(np.arange(3), 5, 2),
+        E.StructureError,
+        r"^text_windows: need block >= 1 and at least block\+1 tokens, got block=5, 3 tokens$",
     ),
 }
 

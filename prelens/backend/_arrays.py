@@ -1,17 +1,9 @@
 """Array namespaces: which array library an array belongs to, and the few things every lens needs of it.
 
-prelens's fast lenses run on any library that follows the Python array API
-standard: numpy (the default, and the fast path), ``array_api_strict`` (the
-conformance check), PyTorch tensors and JAX arrays. A lens takes its namespace
-``xp`` from the arrays it is given, so parameters, residues and deltas stay in
-the caller's library and on the caller's device. numpy arrays never leave
-numpy: :func:`namespace` returns ``numpy`` itself for them, and
-``array-api-compat`` (the adapter scikit-learn and SciPy use for the other
-libraries) is imported only when another library's array first arrives.
-
-A lens is built with a numpy dtype (``dtype=np.float32``); an array of another
-library matches it when its dtype has the same name (``torch.float32``,
-``jax.numpy.float32``, ``array_api_strict.float32``): :func:`has_dtype`.
+A lens takes its namespace ``xp`` from the arrays it is given (docs/backends.md). numpy arrays never
+leave numpy: :func:`namespace` returns ``numpy`` itself for them, and ``array-api-compat`` is imported
+only when another library's array first arrives. A lens's numpy dtype matches another library's dtype
+of the same name (:func:`has_dtype`).
 
 >>> import numpy as np
 >>> namespace(np.zeros(2)) is np, is_array(np.zeros(2)), is_array([1.0])
@@ -23,6 +15,7 @@ library matches it when its dtype has the same name (``torch.float32``,
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -30,30 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "BACKENDS",
-    "constant_like",
-    "copy",
-    "device",
-    "dtype_kind",
-    "dtype_name",
-    "has_dtype",
-    "host",
-    "is_array",
-    "is_concrete",
-    "is_float",
-    "is_real_scalar",
-    "namespace",
-    "namespace_name",
-    "resolve_backend",
-    "same_library",
-    "scatter_add_rows",
-    "shape",
-    "to_backend",
-    "to_numpy",
-    "tree_map_arrays",
-    "zeros_like",
-]
+from prelens import errors as E
+from prelens.errors import DTYPE_KINDS
 
 #: The backends a name may pick: numpy, the standard's strict reference, PyTorch and JAX.
 BACKENDS = ("numpy", "array_api_strict", "torch", "jax")
@@ -82,10 +53,7 @@ def is_array(x: Any) -> bool:
 
 
 def namespace(x: Any) -> Any:
-    """The array API namespace of the array ``x``: ``numpy`` itself for numpy arrays.
-
-    For PyTorch it is ``array_api_compat.torch`` (torch's functions under the
-    standard's names), for JAX ``jax.numpy``.
+    """The array API namespace of ``x``: ``numpy`` itself, ``array_api_compat.torch``, ``jax.numpy``, ...
 
     >>> namespace(np.ones(3)).__name__
     'numpy'
@@ -97,8 +65,6 @@ def namespace(x: Any) -> Any:
 
 def device(x: Any) -> Any:
     """The device of an array of any library (``"cpu"`` for numpy; ``None`` for a JAX array being traced).
-
-    Arrays a lens makes from nothing (constants, one-hot masks) go where its input is.
 
     >>> device(np.ones(2))
     'cpu'
@@ -171,10 +137,7 @@ def same_library(x: Any, like: Any) -> bool:
 
 
 def constant_like(c: Any, x: Any) -> Any:
-    """The numpy constant ``c`` as an array of ``x``'s library on ``x``'s device (numpy: ``c`` itself).
-
-    The values and the dtype of ``c`` are kept. Under ``jax.jit`` the constant
-    becomes part of the compiled program.
+    """The numpy constant ``c`` (values and dtype kept) as an array of ``x``'s library on its device (numpy: ``c``).
 
     >>> c = np.ones(2); constant_like(c, np.zeros(3)) is c
     True
@@ -216,9 +179,6 @@ def _dtype_name(_: str, dtype: Any) -> str:
         return str(dtype).rsplit(".", 1)[-1]
 
 
-_KINDS = {"float": "f", "int": "i", "uint": "u", "bool": "b", "complex": "c", "bfloat": "f"}
-
-
 def dtype_kind(dtype: Any) -> str:
     """numpy's one-letter kind of a dtype of any library: ``f``, ``i``, ``u``, ``b``, ``c``.
 
@@ -227,7 +187,7 @@ def dtype_kind(dtype: Any) -> str:
     """
     if isinstance(dtype, np.dtype):
         return dtype.kind
-    return _KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
+    return DTYPE_KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
 
 
 def has_dtype(x: Any, dt: np.dtype[Any]) -> bool:
@@ -257,9 +217,7 @@ def copy(x: Any) -> Any:
 
 
 def is_concrete(x: Any) -> bool:
-    """False for an abstract value being traced by JAX (under ``jit``): its numbers are not known yet.
-
-    Checks that need values (NaN refusal) run only on concrete arrays.
+    """False for an abstract value being traced by JAX (under ``jit``): checks that need values skip it.
 
     >>> is_concrete(np.ones(1))
     True
@@ -279,8 +237,6 @@ def to_numpy(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x
     if not is_array(x):
-        from prelens import errors as E
-
         raise E.must_be("to_numpy", "x", "an array of numpy, PyTorch, JAX or another array API library", E.describe(x))
     c = _compat()
     if c.is_torch_array(x):
@@ -300,16 +256,12 @@ def host(x: Any) -> Any:
 
 
 def resolve_backend(fn: str, backend: Any) -> Any:
-    """The namespace a backend name or module stands for (``"numpy"``, ``"torch"``, ``"jax"``, ...).
-
-    Imports the library on demand; an unknown name or one not installed is a
-    clear error naming ``fn``.
+    """The namespace a backend name or module stands for (``"numpy"``, ``"torch"``, ``"jax"``, ...), imported
+    on demand; an unknown name or one not installed is an error naming ``fn``.
 
     >>> resolve_backend("to_backend", "numpy") is np
     True
     """
-    from prelens import errors as E
-
     if not isinstance(backend, str):
         if isinstance(backend, ModuleType) and hasattr(backend, "asarray") and hasattr(backend, "float64"):
             return np if backend is np else backend
@@ -319,30 +271,19 @@ def resolve_backend(fn: str, backend: Any) -> Any:
     if backend == "numpy":
         return np
     try:
-        if backend == "jax":
-            import jax.numpy as jnp
-
-            return jnp
-        if backend == "torch":
-            import torch
-
-            return _compat().array_namespace(torch.zeros(0))
-        import array_api_strict
-
-        return array_api_strict
+        lib = importlib.import_module({"jax": "jax.numpy"}.get(backend, backend))
+        return _compat().array_namespace(lib.zeros(0)) if backend == "torch" else lib
     except ImportError:
         extra = {"jax": "jax", "torch": "torch"}.get(backend, "test")
         raise E.bad_argument(fn, "backend", backend, f"an installed library (pip install 'prelens[{extra}]')") from None
 
 
 def scatter_add_rows(n_rows: int, idx: Any, values: Any) -> Any:
-    """``out[idx[k]] += values[k]`` into zeros of ``(n_rows, d)``: repeated indices add up.
+    """``out[idx[k]] += values[k]`` into zeros of ``(n_rows, d)``: the gradient of a table lookup.
 
-    The gradient of a table lookup (an embedding). ``idx`` is a 1-D integer
-    array, ``values`` is ``(len(idx), d)``, both of one library. numpy uses one
-    ``np.add.at`` on the flat output (about 5x faster than on rows for a 64 x 64
-    table), PyTorch ``index_add``, JAX ``.at[].add``; any other library a one-hot
-    matrix product (exact: each sum is the same additions).
+    ``idx (N,)`` integers, ``values (N, d)``, of one library. numpy: one ``np.add.at`` on the flat output
+    (about 5x faster than on rows for a 64 x 64 table); PyTorch ``index_add``, JAX ``.at[].add``; any
+    other library a one-hot matrix product (exact: each sum is the same additions).
 
     >>> scatter_add_rows(3, np.array([0, 2, 0]), np.ones((3, 2)))
     array([[2., 2.],
@@ -389,12 +330,10 @@ def tree_map_arrays(f: Callable[[Any], Any], tree: Any) -> Any:
 def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
     """A copy of ``tree`` with every array leaf moved to ``backend`` (and ``device``): the way in and out.
 
-    ``backend`` is ``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"`` or
-    a namespace module. Dtypes and values are kept exactly; numbers and other
-    leaves are left as they are. Moving float64 arrays to JAX turns on JAX's
-    64-bit mode (``jax_enable_x64``), without which JAX would round them to
-    float32. ``device`` is the library's device (``"cuda:0"``,
-    ``jax.devices()[1]``); by default the library's own.
+    ``backend`` is ``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"`` or a namespace module.
+    Dtypes and values are kept exactly; other leaves are left as they are. Moving float64 arrays to JAX
+    turns on ``jax_enable_x64`` (else JAX would round them to float32). ``device``: the library's
+    (``"cuda:0"``, ``jax.devices()[1]``), by default its own.
 
     >>> import numpy as np
     >>> to_backend((np.ones(2), 3.0), "numpy")
@@ -420,8 +359,7 @@ def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
             import jax
 
             return jax.device_put(host, device)
-        out = xp.asarray(host) if device is None else xp.asarray(host, device=device)
-        return out
+        return xp.asarray(host) if device is None else xp.asarray(host, device=device)
 
     return tree_map_arrays(move, tree)
 

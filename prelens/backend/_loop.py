@@ -1,15 +1,6 @@
-"""A loop over the steps of a sequence: ``jax.lax.scan`` under JAX tracing, a Python loop otherwise.
-
-:func:`scan_loop` runs ``step(carry, x) -> (carry, y)`` over the steps of ``xs`` (a tree of
-arrays cut along ``axis``), threading ``carry`` and stacking the ``y``'s along ``axis``. On
-arrays being traced by JAX (inside ``jax.jit``, ``compile_step``, ``grad``) it is one
-``jax.lax.scan``: the step is traced once, and the compiled program is a loop, not ``T``
-copies of the step (the program, and its compile time, do not grow with ``T``). On every
-other array (numpy, array_api_strict, PyTorch, eager JAX) it is a plain Python loop over
-views of ``xs``. ``jax`` is imported only when a traced JAX array arrives: numpy users
-never import it.
-
-Trees are tuples, lists, named tuples and ``None`` (no array), with arrays as leaves.
+"""A loop over the steps of a sequence: ``jax.lax.scan`` under JAX tracing (one traced step, a program
+that does not grow with ``T``), a Python loop over views otherwise. ``jax`` is imported only when a
+traced JAX array arrives. Trees are tuples, lists, named tuples and ``None``, with arrays as leaves.
 
 >>> import numpy as np
 >>> def running(total, x):
@@ -30,9 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from prelens.backend._arrays import is_array, namespace
-
-__all__ = ["Steps", "as_steps", "is_traced", "scan_loop", "stack", "unstack"]
+from prelens.backend._arrays import is_array, is_concrete, namespace
 
 Step = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -58,22 +47,15 @@ def scan_loop(
     axis: int = 0,
     reverse: bool = False,
     keep: tuple[int, ...] = (),
-    unroll: int = 1,
 ) -> tuple[Any, Any]:
     """``(carry, ys)``: ``step`` run over the steps of ``xs`` along ``axis``, ``carry`` threaded through.
 
-    ``xs`` is a tree of arrays of one length along ``axis`` (at least one step); step ``t``
-    gets ``carry`` and the tree of the ``t``-th slices, and returns the next carry and a tree
-    ``y`` (the same structure every step; ``None`` leaves stay ``None``). The ``y``'s are
-    stacked along ``axis`` in the order of ``t`` whatever the direction. ``reverse=True``
-    runs from the last step to the first (backpropagation through time). The carry keeps its
-    structure, shapes and dtypes from step to step for ``jax.lax.scan`` to run; when it does
-    not, the loop is traced step by step, as the Python loop (the program then grows with ``T``).
-
-    ``keep``: positions of ``y`` (a tuple) that the Python loop returns as :class:`Steps` (a
-    list of the steps, not stacked: a residue that only a later loop reads, which stacking
-    would copy for nothing); ``jax.lax.scan`` stacks them as the rest. ``unroll`` is passed
-    to ``jax.lax.scan`` (steps per iteration of the compiled loop); the Python loop ignores it.
+    ``xs`` is a tree of arrays of one length along ``axis`` (at least one step); step ``t`` gets
+    ``carry`` and the ``t``-th slices and returns the next carry and a tree ``y`` (one structure every
+    step), stacked along ``axis`` in the order of ``t``; ``reverse=True`` runs from the last step. A
+    carry that changes its type from step to step is traced step by step (the program grows with ``T``).
+    ``keep``: positions of ``y`` the Python loop returns as :class:`Steps`, unstacked (a residue only a
+    later loop reads).
 
     >>> import numpy as np
     >>> scan_loop(lambda c, x: (c * x, c), np.ones(1), np.array([[2.0], [3.0]]))
@@ -82,7 +64,7 @@ def scan_loop(
     """
     leaves = _leaves(xs)
     if _traced(leaves) or _traced(_leaves(carry)):
-        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse, unroll)
+        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse)
         if out is not None:
             return out
     return _python_loop(step, carry, xs, axis, reverse, keep)
@@ -103,7 +85,7 @@ def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep
     return carry, (type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids))
 
 
-def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, unroll: int) -> Any:
+def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool) -> Any:
     """``jax.lax.scan``'s ``(carry, ys)``; ``None`` when the step changes its carry's type (a Python
     number or another dtype in, an array out): the Python loop then traces every step instead."""
     import jax
@@ -113,7 +95,7 @@ def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, unroll:
     if axis != 0:
         xs = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), xs)
     try:
-        carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse, unroll=unroll)
+        carry, ys = jax.lax.scan(step, carry, xs, reverse=reverse)
     except TypeError as exc:
         if "carry" not in str(exc):
             raise
@@ -133,12 +115,7 @@ def is_traced(tree: Any) -> bool:
 
 
 def _traced(leaves: list[Any]) -> bool:
-    """True when one of ``leaves`` is being traced by JAX (only then is ``jax`` looked at)."""
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return False
-    tracer = jax.core.Tracer
-    return any(isinstance(x, tracer) for x in leaves)
+    return "jax" in sys.modules and not all(is_concrete(x) for x in leaves)  # numpy users: one dict lookup
 
 
 def _leaves(tree: Any) -> list[Any]:

@@ -226,7 +226,7 @@ def tree_sum(trees: list[Tree]) -> Tree:
     (111.0, 222.0)
     """
     if isinstance(trees, (list, tuple)) and not trees:
-        raise E.tree_sum_empty()
+        raise E.StructureError("tree_sum: cannot sum an empty list of trees")
     return numeric_sum("tree_sum", _args.sequence("tree_sum", "trees", trees, "a non-empty list of trees"))
 
 

@@ -37,7 +37,7 @@ def _read() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     rows = list(csv.reader(io.StringIO(text)))
     header, body = tuple(rows[0]), [r for r in rows[1:] if r]
     if header != (*IRIS_FEATURES, "species") or len(body) != 150:
-        raise E.data_damaged("prelens/datasets/data/iris.csv")
+        raise E.PrelensError("prelens/datasets/data/iris.csv is damaged: reinstall prelens")
     xs = np.array([[float(v) for v in r[:4]] for r in body])
     ys = np.array([IRIS_CLASSES.index(r[4]) for r in body], dtype=np.int64)
     xs.setflags(write=False)

@@ -197,7 +197,7 @@ class CharVocab:
         try:
             return np.array([index[c] for c in text], dtype=np.int64)
         except KeyError as exc:
-            raise E.not_in_vocabulary("CharVocab.encode", exc.args[0]) from exc
+            raise E.StructureError(f"CharVocab.encode: character {exc.args[0]!r} is not in the vocabulary") from exc
 
     def decode(self, ids: Any) -> str:
         """The text of a sequence of ids (integers in ``[0, size)``; floats are an error, never truncated)."""
@@ -223,7 +223,9 @@ def text_windows(
     if not isinstance(block, (int, np.integer)) or isinstance(block, bool):
         raise E.int_below("text_windows", "block", block, 1)
     if block < 1 or len(ids) < block + 1:
-        raise E.text_too_short("text_windows", block, len(ids))
+        raise E.StructureError(
+            f"text_windows: need block >= 1 and at least block+1 tokens, got block={block}, {len(ids)} tokens"
+        )
     n = _args.count("text_windows", "n", n)
     gen = _args.seed("text_windows", rng)
     starts = gen.integers(0, len(ids) - block, n)

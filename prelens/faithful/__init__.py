@@ -1,11 +1,8 @@
 """``prelens.faithful``: the post's network, one neuron at a time (docs/faithful.md).
 
-The pieces keep the post's names in snake_case: ``linear_l``/``linear_t`` (``linearL``/``linearT``),
-``bias_l``/``bias_t``, ``activ_l``/``activ_t``, ``affine_t`` (``affineT``), ``neuron_l``/``neuron_t``,
-``layer``, ``make_mlp`` (``makeMlp``), ``loss_l`` (``lossL``), ``init_para``/``init_mlp``
-(``initPara``/``initParaMlp``), ``mk_para``/``un_para`` and ``branch_t`` (``branch``). A pre-lens of a
-TriLens is ``from_tamb`` of it. ``dense_from_paras`` and friends carry parameters between this level
-and the fast lenses of :mod:`prelens.nn`.
+The pieces keep the post's names in snake_case (``linear_l`` is ``linearL``, ``make_mlp`` ``makeMlp``); a
+pre-lens of a TriLens is ``from_tamb`` of it; ``dense_from_paras`` and friends carry parameters to and
+from the fast lenses of :mod:`prelens.nn`.
 
 >>> import numpy as np
 >>> from prelens import from_tamb

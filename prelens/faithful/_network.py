@@ -1,12 +1,8 @@
-"""Milewski's neural network, faithfully: neuron, layer and MLP as pre-lenses and TriLenses.
+"""Milewski's neural network, faithfully: neuron, layer and MLP as pre-lenses and TriLenses (docs/faithful.md).
 
-The post's pieces with its types, tuple conventions and names (snake_case). ``D = Double`` is a
-Python float; ``V = [D]`` is a 1-D float64 array on the way in (a list of floats too) and a list of
-floats where a layer puts its neurons' outputs side by side; every delta of a ``V`` is a 1-D float64
-array. Each piece is a pre-lens (``linear_l``, ...) and a TriLens built from it with ``to_tamb`` and
-``tri_compose`` (``linear_t``, ...), as the post builds ``neuronT``. One deliberate deviation: a layer
-fans out with :func:`~prelens.faithful.branch_t`, whose backward pass *sums* the copies' deltas where
-the original concatenates them (``docs/faithful.md``). ``bias_l`` and ``activ_l`` are plain values:
+``D = Double`` is a Python float; ``V = [D]`` a 1-D float64 array (a list of floats too on the way in).
+Each ``_t`` is built from the ``_l`` pieces with ``to_tamb`` and ``tri_compose``, as the post builds
+``neuronT``; a layer fans out with :func:`~prelens.faithful.branch_t`, whose backward pass sums.
 
 >>> bias_l.fwd(0.5, 2.0), bias_l.bwd((), 3.0)
 (((), 2.5), (3.0, 3.0))
@@ -19,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -102,8 +99,7 @@ def init_para(m_in: int, rng: np.random.Generator) -> Para:
     (2,)
     """
     _args.count("init_para", "m_in", m_in)
-    if not isinstance(rng, np.random.Generator):
-        rng = _args.seed("init_para", rng)
+    rng = _args.seed("init_para", rng)
     return Para(0.0, rng.standard_normal(m_in) / np.sqrt(m_in))
 
 
@@ -121,8 +117,7 @@ def init_mlp(m_in: int, sizes: Sequence[int], rng: np.random.Generator) -> list[
     ([4, 1], (4,))
     """
     shapes = _layer_shapes("init_mlp", m_in, sizes)
-    if not isinstance(rng, np.random.Generator):
-        rng = _args.seed("init_mlp", rng)
+    rng = _args.seed("init_mlp", rng)
     return [[init_para(m, rng) for _ in range(n)] for m, n in shapes]
 
 
@@ -407,18 +402,15 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
     name = f"make_mlp({m_in}, {list(sizes)})"
     k = len(shapes)
 
-    def layers(what: str) -> Callable[[Any], Any]:
-        def check(xs: Any) -> Any:
-            if not isinstance(xs, list) or len(xs) != k:
-                got = f"length {len(xs)}" if isinstance(xs, list) else E.describe(xs)
-                raise E.must_be(name, what, f"a list of {k} layers", got)
-            return xs
-
-        return check
+    def layers(what: str, xs: Any) -> Any:
+        if not isinstance(xs, list) or len(xs) != k:
+            got = f"length {len(xs)}" if isinstance(xs, list) else E.describe(xs)
+            raise E.must_be(name, what, f"a list of {k} layers", got)
+        return xs
 
     def checked(t: Any) -> Any:
-        t = dimap_m(first(lambda m: m), first(layers("residue deltas")), t)
-        return dimap_p(second(layers("parameters")), second(lambda dp: dp), t)
+        t = dimap_m(first(lambda m: m), first(partial(layers, "residue deltas")), t)
+        return dimap_p(second(partial(layers, "parameters")), second(lambda dp: dp), t)
 
     return _after(_mlp(shapes), checked, name)
 

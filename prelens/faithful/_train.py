@@ -7,11 +7,8 @@ The algebra of one step::
     (_, dθ), _ = pull(1.0)                               # backward from da = 1
     θ'         = θ + (−rate)·dθ                          # tree_add, tree_scale
 
-``batch_n`` shares ``θ`` between the ``n`` copies and sums their deltas: ``dθ`` is the plain
-gradient summed over the batch; the learning rate enters in the update only. The whole batched
-network is one TriLens made a pre-lens once by ``from_tamb`` (run as loops in the term algebra,
-:class:`~prelens.tambara.Program`), equal to ``batch_n(n, from_tamb(mlp))``, the route a pre-lens
-``mlp`` takes (``check_combinators`` checks it).
+``batch_n`` shares ``θ`` between the ``n`` copies and sums their deltas: ``dθ`` is the plain gradient
+summed over the batch.
 """
 
 from __future__ import annotations
@@ -58,11 +55,10 @@ def _data(fn: str, xs: Any, ys: Any) -> tuple[list[Vec], list[Vec]]:
     return xs_, ys_
 
 
-def _batched(mlp: AnyTriLens | AnyLens, n: int, fn: str) -> AnyLens:
-    """The network on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a pre-lens batched."""
-    if isinstance(mlp, TriLens):
-        return from_tamb(batch_n(n, mlp))
-    batched: AnyLens = batch_n(n, as_lens_or_trilens(fn, "mlp", mlp))
+def _batched(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
+    """The network (checked by the caller) on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a
+    pre-lens batched."""
+    batched: AnyLens = from_tamb(batch_n(n, mlp)) if isinstance(mlp, TriLens) else batch_n(n, mlp)
     return batched
 
 
@@ -79,7 +75,7 @@ def batch_loss_l(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     True
     """
     as_lens_or_trilens("batch_loss_l", "mlp", mlp)
-    return _batched(mlp, _args.count("batch_loss_l", "n", n), "batch_loss_l") >> loss_l
+    return _batched(mlp, _args.count("batch_loss_l", "n", n)) >> loss_l
 
 
 def train_step(mlp: AnyTriLens | AnyLens, params: Params, xs: Any, ys: Any, rate: float) -> tuple[Params, float]:
@@ -109,7 +105,7 @@ _BATCH_LOSSES: weakref.WeakKeyDictionary[Any, dict[int, AnyLens]] = weakref.Weak
 def _batch_loss(mlp: Any, n: int) -> AnyLens:
     built = _BATCH_LOSSES.setdefault(as_lens_or_trilens("train_step", "mlp", mlp), {})
     if n not in built:
-        built[n] = _batched(mlp, n, "train_step") >> loss_l
+        built[n] = _batched(mlp, n) >> loss_l
     return built[n]
 
 
@@ -142,7 +138,7 @@ def train_faithful(
     rate = _args.real("train_faithful", "rate", rate, low=0.0)
     as_lens_or_trilens("train_faithful", "mlp", mlp)
     xs_, ys_ = _data("train_faithful", xs, ys)
-    net = _batched(mlp, len(xs_), "train_faithful") >> loss_l
+    net = _batched(mlp, len(xs_)) >> loss_l
     losses: list[float] = []
     for _ in range(steps):
         params, loss = _step(net, params, xs_, ys_, rate)
@@ -163,5 +159,5 @@ def predict_faithful(mlp: AnyTriLens | AnyLens, params: Params, xs: Any) -> list
     """
     as_lens_or_trilens("predict_faithful", "mlp", mlp)
     xs_ = _rows("predict_faithful", "inputs", xs)
-    out: list[Any] = forward(_batched(mlp, len(xs_), "predict_faithful"), params, xs_)
+    out: list[Any] = forward(_batched(mlp, len(xs_)), params, xs_)
     return out

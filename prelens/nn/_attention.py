@@ -391,7 +391,7 @@ def check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
     d = check_size(fn, "d_model", d_model)
     h = check_size(fn, "n_heads", n_heads)
     if d % h:
-        raise E.heads_not_divisible(fn, d, h)
+        raise E.StructureError(f"{fn}: d_model must be divisible by the number of heads: d_model={d}, n_heads={h}")
     return d, h
 
 

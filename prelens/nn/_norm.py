@@ -63,7 +63,7 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
     n = check_size("layer_norm", "d", d)
     dt = float_dtype("layer_norm", dtype)
     if not (isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, bool) and 0 < eps < np.inf):
-        raise E.not_positive("layer_norm", "eps", eps)
+        raise E.StructureError(f"layer_norm: eps must be positive, got {eps!r}")
     eps_ = float(eps)  # a Python float never up-casts float32
     name = f"layer_norm({n}{'' if eps_ == 1e-5 else f', eps={eps_:g}'}{dtype_suffix(dt)})"
     vec, rows = Arr(dt, n), Arr(dt, ..., n)

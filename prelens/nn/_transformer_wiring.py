@@ -85,9 +85,25 @@ def reparam(
             found = None if init is None else params_misfit(init(np.random.default_rng(0)), p)
             if found is None:
                 raise
-            raise E.with_params_path(err, name, found) from err.__cause__
+            raise _with_params_path(err, name, found) from err.__cause__
 
     return register_opening(PreLens(fwd, out.bwd, name, init, "", (lens,)), p_to)
+
+
+def _with_params_path(err: E.PrelensError, lens: str, found: str) -> E.PrelensError:
+    """``err`` with a line saying where the parameters given to ``lens`` differ from its init's (an
+    enclosing model replaces the line of the model inside it: the path is from the user's parameters)."""
+    base = getattr(err, "_prelens_base", str(err))
+    try:
+        new = type(err)(
+            f"{base}\n  the parameters given to {E.short_name(lens)} differ from what its init makes {found}"
+        )
+    except TypeError:  # an error class with a richer constructor: leave it as it is
+        return err
+    new.__dict__.update(err.__dict__)
+    E.mark(new, _prelens_base=base)
+    new.__cause__ = err.__cause__
+    return new
 
 
 def params_misfit(expected: Any, got: Any) -> str | None:
@@ -229,7 +245,10 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     """
     probes = probes_of(as_lens("attention_weights", "model", model))
     if not probes:
-        raise E.attention_probes_missing(repr(model))
+        raise E.StructureError(
+            f"{model!r}: has no attention lenses to read weights from (build it with prelens.nn's "
+            "attention constructors, composed with >>, @ or chain)"
+        )
     out: dict[str, Array] = {}
     for key, get in probes.items():
         try:

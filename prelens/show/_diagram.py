@@ -64,18 +64,13 @@ class _Node(StageNode):
         """Width in columns and height in rows."""
         if not self.children:
             return 1, 1
-        sizes = [c.size for c in self.kids]
+        sizes = [c.size for c in self.children]
         if self.op == "@":
             return max(w for w, _ in sizes), sum(h for _, h in sizes)
         return sum(w for w, _ in sizes), max(h for _, h in sizes)
 
-    @property
-    def kids(self) -> list[_Node]:
-        """The children (built as ``_Node`` by :func:`run_stages`)."""
-        return self.children  # type: ignore[return-value]
-
     def leaves(self) -> list[_Node]:
-        return [self] if not self.children else [x for c in self.kids for x in c.leaves()]
+        return [self] if not self.children else [x for c in self.children for x in c.leaves()]
 
 
 def _place(node: _Node, col: int, row: float) -> None:
@@ -88,7 +83,7 @@ def _place(node: _Node, col: int, row: float) -> None:
     if not node.children:
         return
     _, h = node.size
-    for child in node.kids:
+    for child in node.children:
         cw, ch = child.size
         if node.op == "@":
             _place(child, col, row)
@@ -104,10 +99,10 @@ def _backward(node: _Node, da: Any) -> Any:
     if not node.children:
         node.ds = node.lens.bwd(node.m, da)[1]  # the trace: the stage's own residue
     elif node.op == "@":
-        left, right = node.kids
+        left, right = node.children
         node.ds = (_backward(left, da[0]), _backward(right, da[1]))
     else:
-        for child in reversed(node.kids):
+        for child in reversed(node.children):
             da = _backward(child, da)
         node.ds = da
     return node.ds
@@ -125,7 +120,7 @@ def _type_of(x: Any, depth: int = 0) -> str:
     '[float × 3]'
     """
     if isinstance(x, np.ndarray):
-        return f"{E.dtype_name(x.dtype)}[{','.join(map(str, x.shape))}]"
+        return E.describe(x)
     if isinstance(x, np.generic):
         return E.dtype_name(x.dtype)
     if x is None:
@@ -163,28 +158,23 @@ class _Port:
 class _Picture:
     """Collects the primitives of both halves; the backward half is the forward one mirrored."""
 
-    def __init__(self, ax: Any, height: float, backward: bool) -> None:
+    def __init__(self, ax: Any, height: float, backward: bool, lead: float | None) -> None:
         self.ax = ax
         self.mirror = -2 * height - MID  # y of the backward twin of y is mirror - y
         self.backward = backward
-        self.lead: float | None = None  # how far before the next box a wire turns (None: half the gap)
+        self.lead = lead  # how far before the next box a wire turns (None: half the gap)
         self.boxes: list[tuple[Any, Any, str]] = []  # (patch, text, name) of every box, for fitting
-        self.labels: list[tuple[Any, str, str, float, float]] = []  # (text, full, short, max width, max height)
+        self.labels: list[tuple[Any, str, float, float]] = []  # (text, short, max width, max height)
 
     def wire(self, xs: list[float], ys: list[float], *, arrow: int | None = None) -> None:
         """A data wire of the forward half and its mirrored delta wire; ``arrow``: mark that segment's direction."""
-        self.ax.plot(xs, ys, color=DATA, lw=1.1, solid_capstyle="butt", zorder=2)
-        if arrow is not None:
-            self._arrow(xs, ys, arrow, DATA, ">" if xs[arrow + 1] > xs[arrow] else "<")
-        if self.backward:
-            yb = [self.mirror - y for y in ys]
-            self.ax.plot(xs, yb, color=DELTA, lw=1.1, solid_capstyle="butt", zorder=2)
-            if arrow is not None:
-                self._arrow(xs, yb, arrow, DELTA, "<" if xs[arrow + 1] > xs[arrow] else ">")
-
-    def _arrow(self, xs: list[float], ys: list[float], k: int, color: str, marker: str) -> None:
-        x, y = (xs[k] + xs[k + 1]) / 2, (ys[k] + ys[k + 1]) / 2
-        self.ax.plot([x], [y], marker=marker, color=color, ms=4.5, zorder=3)
+        halves = [(ys, DATA, False)] + ([([self.mirror - y for y in ys], DELTA, True)] if self.backward else [])
+        for yh, color, back in halves:
+            self.ax.plot(xs, yh, color=color, lw=1.1, solid_capstyle="butt", zorder=2)
+            if arrow is not None:  # a delta flows back: its arrow points the other way
+                k, rightwards = arrow, (xs[arrow + 1] > xs[arrow]) != back
+                mid = [(xs[k] + xs[k + 1]) / 2], [(yh[k] + yh[k + 1]) / 2]
+                self.ax.plot(*mid, marker=">" if rightwards else "<", color=color, ms=4.5, zorder=3)
 
     def box(self, cx: float, cy: float, name: str) -> None:
         from matplotlib.patches import FancyBboxPatch
@@ -213,7 +203,7 @@ class _Picture:
     ) -> None:
         """A wire label: ``full`` if it fits in ``room`` (width, height in data units), else ``short``."""
         text = self.ax.text(x, y, full, zorder=6, **style)
-        self.labels.append((text, full, short, *room))
+        self.labels.append((text, short, *room))
 
 
 Ports = _Port | list["Ports"]  # one port, or the ports of a parallel composite, grouped by its parts
@@ -224,11 +214,8 @@ def _flat(ports: Ports) -> list[_Port]:
 
 
 def _connect(pic: _Picture, outs: Ports, ins: Ports, gap: float) -> None:
-    """Wires from a stage's outputs to the next stage's inputs, turning in the gap before the next stage.
-
-    Groups of ports (the parts of an ``@``) meet part by part when the two sides have as many
-    parts; otherwise one wire fans out to many inputs (a copy) or many outputs meet at one input.
-    """
+    """Wires from a stage's outputs to the next stage's inputs, turning in the gap before it: the parts of an
+    ``@`` part by part when both sides have as many, else one wire fans out to many or many meet at one."""
     if isinstance(outs, list) and isinstance(ins, list) and len(outs) == len(ins) and len(outs) > 1:
         for o, i in zip(outs, ins):
             _connect(pic, o, i, gap)
@@ -261,7 +248,7 @@ def _draw_node(pic: _Picture, node: _Node, gap: float) -> tuple[Ports, Ports]:
         pic.box(cx, cy, node.name)
         ds, da = (node.s, node.a) if node.ds is None and node.da is None else (node.ds, node.da)
         return _Port(cx - BOX_W / 2, cy, node.s, ds), _Port(cx + BOX_W / 2, cy, node.a, da)
-    ports = [_draw_node(pic, child, gap) for child in node.kids]
+    ports = [_draw_node(pic, child, gap) for child in node.children]
     if node.op == "@":
         return [i for i, _ in ports], [o for _, o in ports]
     for (_, outs), (ins, _) in itertools.pairwise(ports):
@@ -273,7 +260,16 @@ def _centre(leaf: _Node, gap: float) -> tuple[float, float]:
     return leaf.col * (BOX_W + gap) + gap / 2 + BOX_W / 2, -(leaf.row + 0.5) * ROW
 
 
-def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
+def _residue_columns(leaves: list[_Node]) -> dict[int, list[_Node]]:
+    """The boxes with a residue, by column, top to bottom: their residue wires nest, the highest outermost."""
+    columns: dict[int, list[_Node]] = {}
+    for leaf in sorted(leaves, key=lambda leaf: leaf.row):
+        if tree_leaves(leaf.m):
+            columns.setdefault(leaf.col, []).append(leaf)
+    return columns
+
+
+def _stage_wires(pic: _Picture, leaves: list[_Node], columns: dict[int, list[_Node]], gap: float) -> None:
     """Parameter wires (``p`` in above, ``dp`` out below) and residue wires (``m`` turning back)."""
     from matplotlib import patheffects
     from matplotlib.patches import PathPatch
@@ -281,17 +277,7 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
 
     p_room = BOX_W + gap - 0.15  # width a parameter label may take
     halo: list[Any] = [patheffects.withStroke(linewidth=3.2, foreground="white")]  # a wire crossing it is cut
-    # Residue wires of the boxes of one column nest: the highest box's wire is the outermost.
-    columns: dict[int, list[_Node]] = {}
-    for leaf in leaves:
-        if tree_leaves(leaf.m):
-            columns.setdefault(leaf.col, []).append(leaf)
-    offset, k_of = {}, {}
-    for col in columns.values():
-        col.sort(key=lambda leaf: leaf.row)
-        for k, leaf in enumerate(col):
-            offset[id(leaf)] = CH0 + CH_STEP * (len(col) - 1 - k)
-            k_of[id(leaf)] = k  # 0: the outermost wire of its column
+    k_of = {id(leaf): k for col in columns.values() for k, leaf in enumerate(col)}  # 0: the outermost wire
     for idx, leaf in enumerate(leaves):  # in the order their boxes were drawn
         cx, cy = _centre(leaf, gap)
         top = cy + BOX_H / 2
@@ -302,9 +288,10 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
             pic.ax.plot([cx, cx], ys[:2], color=PARAM, lw=1.4, zorder=2, gid=f"{w}-wire-{idx}")
             pic.ax.plot([cx], [ys[2]], marker="v", color=PARAM, ms=4, zorder=3)
             pic.label(cx, ys[3], f"{w}: {kind}", w, (p_room, 0.4), style)
-        if id(leaf) not in offset:
+        if id(leaf) not in k_of:
             continue
-        right, d = cx + BOX_W / 2, offset[id(leaf)]
+        n, k = len(columns[leaf.col]), k_of[id(leaf)]
+        right, d = cx + BOX_W / 2, CH0 + CH_STEP * (n - 1 - k)
         y0 = cy - BOX_H / 4
         y1 = pic.mirror - cy + BOX_H / 4 if pic.backward else y0 - 0.45
         r = min(0.07, d / 2)
@@ -322,7 +309,6 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
         if not pic.backward:
             pic.label(right + d + 0.08, y1 + 0.05, f"m: {_type_of(leaf.m)}", "m", room, _RESIDUE)
         else:
-            n, k = len(columns[leaf.col]), k_of[id(leaf)]
             y = pic.mirror / 2 + (k - (n - 1) / 2) * 0.3  # labels of one column one above the other
             pic.label(right + d + 0.06, y, f"m: {_type_of(leaf.m)}", "m", room, {**_RESIDUE, "bbox": _PLATE})
 
@@ -330,11 +316,8 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], gap: float) -> None:
 def _outer_wires(
     pic: _Picture, ins: Ports, outs: Ports, left: float, right: float, names: dict[str, Any] | None = None
 ) -> None:
-    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right.
-
-    ``names`` renames a wire (``{"ds": "new (params, state)"}``), or each of several wires, top to bottom
-    (``{"s": ["(params, state)", "xs"]}``).
-    """
+    """The lens's own input and output wires, with their types: ``s``/``ds`` left, ``a``/``da`` right
+    (``names``: as :func:`draw`'s)."""
     width = MARGIN - 0.2
 
     def name(kind: str, k: int) -> str:
@@ -349,11 +332,6 @@ def _outer_wires(
             if pic.backward:
                 y, back = pic.mirror - port.y + 0.08, {**style, "color": DELTA}
                 pic.label(edge, y, f"{d}: {_type_of(port.delta)}", d, (width, 0.4), back)
-
-
-def _renderer(fig: Any) -> Any:
-    get = getattr(fig.canvas, "get_renderer", None)
-    return get() if get is not None else fig._get_renderer()
 
 
 def _pixels(ax: Any, width: float, height: float) -> tuple[float, float]:
@@ -377,11 +355,8 @@ def _splits(name: str, lines: int) -> str:
 
 
 def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
-    """Every box label inside its box, all at one size where possible (wrapped if that helps).
-
-    Each name gets the largest size (at most ``MAX_FONT``) at which it fits, on 1 to 3 lines;
-    the labels then share the median of those sizes, except a name that needs a smaller one.
-    """
+    """Every box label inside its box, wrapped on up to 3 lines if that helps, all at the median of their
+    largest fitting sizes except a name that needs a smaller one."""
     if not pic.boxes:
         return
     avail_w, avail_h = _pixels(pic.ax, BOX_W - 0.2, BOX_H - 0.14)
@@ -398,10 +373,8 @@ def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
 
 
 def _layouts(text: Any, name: str, avail_w: float, avail_h: float, renderer: Any) -> list[tuple[float, str]]:
-    """``(largest font size that fits, layout)`` for ``name`` on 1, 2 and 3 lines (fewest lines first).
-
-    A name that fits at no readable size on 3 lines is cut short with an ellipsis.
-    """
+    """``(largest font size that fits, layout)`` for ``name`` on 1, 2 and 3 lines (fewest lines first); a
+    name that fits at no readable size is cut short with an ellipsis."""
 
     def largest(layout: str) -> float:
         text.set_text(layout)
@@ -425,7 +398,7 @@ def _layouts(text: Any, name: str, avail_w: float, avail_h: float, renderer: Any
 
 def _fit_labels(pic: _Picture, renderer: Any, scale: float) -> None:
     """Wire labels scaled with the drawing; each keeps its type if it fits its room, else its short name."""
-    for text, _, short, width, height in pic.labels:
+    for text, short, width, height in pic.labels:
         text.set_fontsize(max(2.5, float(text.get_fontsize()) * scale))
         w, h = _pixels(pic.ax, width, height)
         box = text.get_window_extent(renderer)
@@ -479,7 +452,8 @@ def draw(
         _backward(root, da)
     _place(root, 0, 0.0)
     leaves = root.leaves()
-    stacked = max([sum(1 for x in leaves if x.col == c and tree_leaves(x.m)) for c in {x.col for x in leaves}] + [1])
+    columns = _residue_columns(leaves)
+    stacked = max(map(len, columns.values()), default=1)
     gap = max(0.8, 2 * (CH0 + CH_STEP * (stacked - 1)) + 0.45)
     lead = None
     if wire_types and len(leaves) > 1:  # room for a type label on each wire between two stages
@@ -492,11 +466,10 @@ def draw(
         shrink = min(1.0, MAX_INCHES[0] / w_in, MAX_INCHES[1] / h_in)
         fig, ax = plt.subplots(figsize=(max(4.0, w_in * shrink), max(2.0, h_in * shrink)))
         fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
-    pic = _Picture(ax, height, backward)
-    pic.lead = lead
+    pic = _Picture(ax, height, backward, lead)
     ins, outs = _draw_node(pic, root, gap)
     _outer_wires(pic, ins, outs, -MARGIN, width + MARGIN, names)
-    _stage_wires(pic, leaves, gap)
+    _stage_wires(pic, leaves, columns, gap)
     captions = [ax.text(-MARGIN, 0.55, "forward   fwd(p, s) → (m, a)", va="bottom", **_CAPTION)]
     if backward:
         trace = "backward   bwd(m, da) → (dp, ds)   (the trace: dm = m)"
@@ -511,7 +484,8 @@ def draw(
     scale = min(1.0, _pixels(ax, 1.0, 1.0)[0] / (INCH * ax.figure.dpi))
     for caption in captions:
         caption.set_fontsize(max(3.0, 8 * scale))
-    renderer = _renderer(ax.figure)
+    get = getattr(ax.figure.canvas, "get_renderer", None)
+    renderer = get() if get is not None else ax.figure._get_renderer()
     _fit_box_labels(pic, renderer)
     _fit_labels(pic, renderer, scale)
     return ax

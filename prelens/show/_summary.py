@@ -21,8 +21,6 @@ from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_leaves
 from prelens.errors import describe_tree
 
-Shape = tuple[int, ...]
-
 
 @dataclass(frozen=True)
 class Stage:
@@ -112,30 +110,6 @@ def _example(fn: str, spec: Any, rng: np.random.Generator, dtype: np.dtype[Any])
     return spec
 
 
-def walk(lens: AnyLens, params: Any, s: Any, depth: int | None = None) -> list[Stage]:
-    """Run ``lens`` forward on ``(params, s)``, stage by stage, and record each stage.
-
-    Composites deeper than ``depth`` (``None``: no limit) are shown as one stage.
-
-    >>> from prelens.nn import linear, tanh
-    >>> l = linear(3, 2) >> tanh
-    >>> [(st.depth, st.name, st.output) for st in walk(l, l.init(0), np.ones(3))]
-    [(0, 'linear(3→2) >> tanh', 'f64[2]'), (1, 'linear(3→2)', 'f64[2]'), (1, 'tanh', 'f64[2]')]
-    """
-    rows: list[Stage] = []
-    todo: list[tuple[StageNode, int]] = [(run_stages(lens, params, s, depth), 0)]
-    while todo:
-        node, d = todo.pop()
-        p, has_params, a = node.p, bool(tree_leaves(node.p)), describe_tree(node.a)
-        if node.children:
-            rows.append(Stage(d, node.name, node.op, a, "", _count(p), has_params, True, node.opened))
-            todo.extend((child, d + 1) for child in reversed(node.children))
-        else:
-            params = describe_tree(p) if has_params else ""
-            rows.append(Stage(d, node.name, "", a, params, _count(p), has_params, bool(tree_leaves(node.m))))
-    return rows
-
-
 @dataclass(eq=False)
 class StageNode:
     """A stage of one run (:func:`run_stages`): a lens, the values it saw, its parts if opened (``op`` as
@@ -143,7 +117,7 @@ class StageNode:
 
     name: str
     op: str = ""
-    children: list[StageNode] = field(default_factory=list)
+    children: list[Any] = field(default_factory=list)  #: nodes of the class the run was given
     p: Any = None
     s: Any = None
     m: Any = None
@@ -237,7 +211,18 @@ def summary(
     total parameters: 6
     """
     s, p = example_run("summary", lens, input_shape, params, rng, dtype, depth)
-    return Summary(repr(lens), describe_tree(s), tuple(walk(lens, p, s, depth)))
+    rows: list[Stage] = []
+    todo: list[tuple[StageNode, int]] = [(run_stages(lens, p, s, depth), 0)]
+    while todo:
+        node, d = todo.pop()
+        has_params, a = bool(tree_leaves(node.p)), describe_tree(node.a)
+        if node.children:
+            rows.append(Stage(d, node.name, node.op, a, "", _count(node.p), has_params, True, node.opened))
+            todo.extend((child, d + 1) for child in reversed(node.children))
+        else:
+            shapes = describe_tree(node.p) if has_params else ""
+            rows.append(Stage(d, node.name, "", a, shapes, _count(node.p), has_params, bool(tree_leaves(node.m))))
+    return Summary(repr(lens), describe_tree(s), tuple(rows))
 
 
 def example_run(

@@ -1,10 +1,6 @@
-"""``prelens.testing``: the public law kit (``docs/laws.md``).
-
-Law checkers (raise :class:`prelens.LawError` naming the law and the first
-differing leaf with its tree path), three verdicts on one lens kept apart
-(:func:`check_vjp` derivatives, :func:`check_pure` mutation, :func:`check_no_alias`
-aliasing, an :class:`AliasWarning` in :func:`check_lens_laws`), and hypothesis
-strategies (the ``test`` extra) that generate random lenses with matching data.
+"""``prelens.testing``: the public law kit (``docs/laws.md``): law checkers, three verdicts on one lens kept
+apart (:func:`check_vjp` derivatives, :func:`check_pure` mutation, :func:`check_no_alias` aliasing), and
+hypothesis strategies (the ``test`` extra) that generate random lenses with matching data.
 """
 
 from typing import Any

@@ -1,23 +1,10 @@
-"""Directional derivatives by central differences, with a bound on their own error.
+"""Directional derivatives by central differences, with a bound on their own error (docs/laws.md,
+"The power of the kit").
 
-The derivative of ``g(t) = <da, f(x + tδ)>`` at ``t = 0`` is estimated from
-``g(±h)``, ``g(±2h)`` and ``g(±4h)``:
-
-- ``D(h) = (g(h) − g(−h)) / 2h`` is off by ``a h² + b h⁴ + …``; the Richardson
-  combination ``R(h) = (4 D(h) − D(2h)) / 3`` removes the ``h²`` term, and
-  ``|R(h) − R(2h)|`` (fifteen times ``R(h)``'s own ``h⁴`` error) bounds what is left;
-- a kink of ``g`` near ``0`` (``relu``, ``max``) leaves every central difference at the
-  mean of the two slopes; it shows in the second differences, which then fall like
-  ``1/h`` instead of staying level: ``h·|S(h) − S(2h)|`` with
-  ``S(h) = (g(h) − 2g(0) + g(−h)) / h²`` measures it;
-- rounding: every value of ``g`` is off by about ``ε·Σ|da|·|f|`` (the size of the sum
-  before cancellation: an output offset by ``10⁶`` costs six digits) and every step
-  ``x + tδ`` by ``ε·Σ|x|·|∂g/∂x|``; divided by ``h``, that bounds the rounding error.
-
-The step is relative (``δ`` is scaled to the size of each leaf, see
-``_Side.direction`` in :mod:`prelens.testing._vjp`). A ladder of steps is tried, ten
-times larger or smaller as rounding or truncation dominates, until the bound is
-below a target; the estimate with the smallest bound is kept.
+``g(t) = <da, f(x + tδ)>`` is sampled at ``±h``, ``±2h``, ``±4h``: the Richardson combination
+``R(h) = (4 D(h) − D(2h)) / 3`` of the central differences ``D`` is the estimate; ``|R(h) − R(2h)|``,
+the jump of the second differences (a kink) and the rounding ``ε·(Σ|da|·|f| + Σ|x|·|∂g/∂x|) / h``
+bound its error. Steps move by factors of ten until the bound is small.
 """
 
 from __future__ import annotations
@@ -30,9 +17,10 @@ import numpy as np
 
 EPS = float.fromhex("0x1p-52")  #: float64 machine epsilon
 
-#: How many times the rounding estimate ``ε·(Σ|da|·|f| + Σ|x|·|∂g/∂x|) / h`` the error bound allows (generous
-#: for most lenses; one that amplifies rounding more is caught by the second opinion, :func:`noise_level`).
+#: How many times the rounding estimate the error bound allows (one that amplifies rounding more is caught
+#: by the second opinion, :func:`noise_level`), and how many times a measured noise level.
 ROUNDING_FACTOR = 2.0
+NOISE_FACTOR = 4.0
 
 #: The largest relative step tried (the probes reach four times as far).
 MAX_STEP = 0.01
@@ -43,16 +31,11 @@ Probe = Callable[[float], "tuple[float, float] | None"]
 
 @dataclass(frozen=True)
 class Difference:
-    """A directional derivative: the ``value``, a bound on its ``error`` and the ``step`` taken."""
+    """A directional derivative: the ``value`` and a bound on its ``error``."""
 
     value: float
     error: float
-    step: float
     rounding: float  #: the part of ``error`` due to rounding (it grows as the step shrinks)
-
-
-#: How many times an empirical noise level (see :func:`noise_level`) the error bound allows.
-NOISE_FACTOR = 4.0
 
 
 def noise_level(probe: Probe, g0: float, step: float = 1e-8) -> float:
@@ -86,7 +69,7 @@ def _rung(probe: Probe, g0: float, size0: float, input_size: float, h: float, no
     s1 = (g[1] - 2 * g0 + g[-1]) / (h * h)
     s2 = (g[2] - 2 * g0 + g[-2]) / (4 * h * h)
     rounding = (ROUNDING_FACTOR * EPS * (size + input_size) + NOISE_FACTOR * noise) / h
-    return Difference(r1, abs(r1 - r2) + h * abs(s1 - s2) + rounding, h, rounding)
+    return Difference(r1, abs(r1 - r2) + h * abs(s1 - s2) + rounding, rounding)
 
 
 def directional_derivative(

@@ -33,8 +33,7 @@ from prelens.tambara._trilens import (
     tri_compose,
     tri_tensor,
 )
-from prelens.testing import _messages as M
-from prelens.testing._pure import AliasWarning, check_no_alias, check_pure
+from prelens.testing._pure import AliasWarning, check_no_alias, check_pure, law_raised
 from prelens.testing._random import random_affine, random_like
 from prelens.testing._vjp import check_vjp
 
@@ -101,7 +100,7 @@ def _run(law: str, where: str, thunk: Callable[[], Any]) -> Any:
     except E.LawError:
         raise
     except Exception as exc:
-        raise M.law_raised(law, where, exc) from exc
+        raise law_raised(law, where, exc) from exc
 
 
 def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float) -> None:
@@ -119,7 +118,7 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
     try:
         same = (equal or module_equal)(lhs, rhs, p, s)
     except Exception as exc:  # a LawError of the comparison, or a crash: this law's failure
-        raise M.law_raised(law, "comparing the two sides", exc) from exc
+        raise law_raised(law, "comparing the two sides", exc) from exc
     if not same:
         raise E.law_violation(law, "the module's values", "<root>", lhs, rhs)
 
@@ -232,10 +231,10 @@ def check_dimap_identity(t: Any, p: Any, s: Any, **kw: Any) -> None:
 
 
 def check_dimap_composition(t: Any, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) -> None:
-    """Each dimap preserves composition, with the right variance in each slot.
+    """Each dimap preserves composition, with the right variance in each slot (random affine maps).
 
     ``dimap_s(f ∘ f2, g2 ∘ g) == dimap_s(f2, g2) ∘ dimap_s(f, g)`` (likewise ``dimap_p``), and
-    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``, with random affine maps.
+    ``dimap_m(f2 ∘ f, g ∘ g2) == dimap_m(f2, g2) ∘ dimap_m(f, g)``.
 
     >>> import numpy as np
     >>> from prelens import id_pre_lens
@@ -305,21 +304,13 @@ def check_beta_composition(t: Any, p: Any, s: Any, **kw: Any) -> None:
 
 
 def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any) -> None:
-    """``alpha`` and ``beta`` are natural: they commute with the dimaps of every slot.
+    """``alpha`` and ``beta`` are natural: they commute with the dimaps of every slot (random affine ``f``, ``g``).
 
-    With ``first(f) = (x, y) -> (f(x), y)`` and ``second(f) = (x, y) -> (x, f(y))``
-    and random affine maps ``f`` and ``g``, the squares are, for ``alpha`` (run on
-    parameters ``p`` and input ``(n, s)``; ``n`` is the extra residue it threads):
-
-    - in ``p``: ``alpha(dimap_p(f, g, t)) == dimap_p(f, g, alpha(t))``;
-    - in ``s``: ``alpha(dimap_s(f, g, t)) == dimap_s(second(f), second(g), alpha(t))``;
-    - in ``m``: ``alpha(dimap_m(f, g, t)) == dimap_m(second(f), second(g), alpha(t))``;
-
-    and, when ``s = (p1, s0)``, for ``beta`` (run on parameters ``(p, p1)`` and input ``s0``):
-
-    - in ``p``: ``beta(dimap_p(f, g, t)) == dimap_p(first(f), first(g), beta(t))``;
-    - in ``s``: ``beta(dimap_s(second(f), second(g), t)) == dimap_s(f, g, beta(t))``;
-    - in ``m``: ``beta(dimap_m(f, g, t)) == dimap_m(f, g, beta(t))``.
+    ``alpha`` (run on ``p`` and input ``(n, s)``, ``n`` the residue it threads):
+    ``alpha(dimap_p(f, g, t)) == dimap_p(f, g, alpha(t))``, and in ``s`` and ``m`` with ``second(f)``,
+    ``second(g)`` on the right. When ``s = (p1, s0)``, ``beta`` (run on ``(p, p1)`` and ``s0``):
+    ``beta(dimap_p(f, g, t)) == dimap_p(first(f), first(g), beta(t))``,
+    ``beta(dimap_s(second(f), second(g), t)) == dimap_s(f, g, beta(t))`` and ``dimap_m`` commutes as it is.
 
     >>> from prelens import id_pre_lens
     >>> check_naturality(id_pre_lens, (), (1.0, 2.0), 3.0)
@@ -464,16 +455,12 @@ def _join_steps(a: Any, b: Any, axis: int) -> Any:
 
 
 def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None, axis: int = 0, **kw: Any) -> None:
-    """The laws of :func:`~prelens.core.scan` on a cell ``(h, x) -> (h', y)``, run on ``(h0, xs)``.
+    """The laws of :func:`~prelens.core.scan` on a cell ``(h, x) -> (h', y)``, run on ``(h0, xs)`` (docs/laws.md).
 
-    - **one step**: ``scan(cell)`` on a one-step sequence is ``cell``, up to the isomorphism that
-      wraps a step into a sequence (``x -> [x]``, or a length-1 axis) and the residue into a list;
-    - **concatenation**: ``scan(cell)`` on ``xs ++ ys`` (``xs`` cut after ``k`` steps, the middle
-      by default) equals the composition ``split >> (scan(cell) @ id) >> move >> (id @ scan(cell)) >> join``
-      with the parameter copied to both scans (``dimap_p``) and their deltas summed: the state
-      ``h`` is threaded from the first scan into the second, on forward outputs and on deltas;
-    - **TriLens form**: ``from_tamb(scan_t(to_tamb(cell))) == scan(cell)`` (and, on a list of
-      steps, the form built by the cons recursion, ``scan_t(..., n=len(xs))``).
+    One step: ``scan(cell)`` on a one-step sequence is ``cell``. Concatenation: on ``xs ++ ys`` (cut after
+    ``k`` steps, the middle by default) it is ``split >> (scan @ id) >> move >> (id @ scan) >> join``, the
+    parameter shared. TriLens form: ``from_tamb(scan_t(to_tamb(cell))) == scan(cell)``, and the cons
+    recursion ``scan_t(..., n=len(xs))`` on a list of steps.
 
     >>> import numpy as np
     >>> from prelens import PreLens
@@ -523,10 +510,7 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
 def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw: Any) -> None:
     """A cell that passes its state on unchanged maps its sequence: ``scan(id @ f) ≅ id @ batch_n(T, f)``.
 
-    The cell ``id_pre_lens @ f`` (parameters ``((), p)``) scanned over ``T`` steps equals ``f``
-    applied to every step with one shared parameter (``batch_n``, deltas summed), the state
-    ``h0`` passed through (its delta too), up to the list of residues ``[((), m_t)]`` vs
-    ``((), [m_t])`` and the stacking of the steps.
+    Up to the list of residues ``[((), m_t)]`` vs ``((), [m_t])`` and the stacking of the steps.
 
     >>> import numpy as np
     >>> from prelens.nn import linear

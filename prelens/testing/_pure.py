@@ -13,19 +13,14 @@ from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._tree import tree_paths
-from prelens.testing import _messages as M
 from prelens.testing._random import first_change, first_difference, perturbed, random_like, scramble_in_place, snapshot
 
 Rng = np.random.Generator | int | None
 
 
 class AliasWarning(UserWarning):
-    """A lens's residue aliases the caller's ``p`` or ``s`` (see :func:`check_no_alias`).
-
-    :func:`~prelens.testing.check_lens_laws` reports aliasing with this warning, a verdict
-    apart from the laws and the derivative. Make it an error with
-    ``warnings.simplefilter("error", AliasWarning)`` or pytest's
-    ``filterwarnings = ["error::prelens.testing.AliasWarning"]`` (as prelens's own tests do).
+    """:func:`~prelens.testing.check_lens_laws`'s verdict that a residue aliases the caller's ``p`` or ``s``
+    (:func:`check_no_alias`); ``filterwarnings = ["error::prelens.testing.AliasWarning"]`` makes it an error.
 
     >>> issubclass(AliasWarning, UserWarning)
     True
@@ -46,13 +41,25 @@ def result_path(path: str) -> str:
     return ("dp" if path.startswith("[0]") else "ds") + path[3:]
 
 
+def law_raised(law: str, where: str, exc: BaseException) -> E.LawError:
+    return E.LawError(f"law '{law}' fails: {where} raised {type(exc).__name__}: {exc}")
+
+
+def pure_mutated(fn: str, lens: str, which: str, what: str, path: str) -> E.LawError:
+    """``fwd`` or ``bwd`` wrote into an argument: ``fwd mutated its input s at path s[1]``."""
+    return E.LawError(
+        f"{fn}: {lens}: {which} mutated its {what} at path {path} "
+        "(a lens never writes into its arguments: compute into fresh arrays)"
+    )
+
+
 def _guarded(fn: str, name: str, run: Any) -> None:
     try:
         run()
     except E.LawError:
         raise
     except Exception as exc:  # a pass that fails on a valid call breaks the law too
-        raise M.law_raised(f"{fn}: purity of {E.short_name(name)}", "a pass run on copies", exc) from exc
+        raise law_raised(f"{fn}: purity of {E.short_name(name)}", "a pass run on copies", exc) from exc
 
 
 def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, fn: str = "check_pure") -> None:
@@ -87,14 +94,14 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
     m1, a1 = pl.fwd(*work)
     changed = first_change(x1, work)
     if changed is not None:
-        raise M.pure_mutated(fn, name, "fwd", *slot_what(changed))
+        raise pure_mutated(fn, name, "fwd", *slot_what(changed))
     da1 = da if da is not None else random_like(a1, gen)
     m_before, da_before = snapshot(m1), snapshot(da1)
     r1 = pl.bwd(m1, da1)
     for what, prefix, before, after in (("residue m", "m", m_before, m1), ("output delta da", "da", da_before, da1)):
         changed = first_change(before, after)
         if changed is not None:
-            raise M.pure_mutated(fn, name, "bwd", what, prefix + changed)
+            raise pure_mutated(fn, name, "bwd", what, prefix + changed)
 
     # 2. a second point, alone
     x2 = perturbed(x1, gen)
@@ -107,16 +114,11 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
     r2 = pl.bwd(m2, da2)
 
     # 3. both forward passes, then both backward passes
-    for order in ("reverse", "same"):
-        ma, mb = pl.fwd(*snapshot(x1))[0], pl.fwd(*snapshot(x2))[0]
-        if order == "reverse":
-            rb = pl.bwd(mb, da2)
-            ra = pl.bwd(ma, da1)
-        else:
-            ra = pl.bwd(ma, da1)
-            rb = pl.bwd(mb, da2)
-        for got, want in ((ra, r1), (rb, r2)):
-            where = first_difference(want, got)
+    for order, runs in (("reverse", (1, 0)), ("same", (0, 1))):
+        ms, das = (pl.fwd(*snapshot(x1))[0], pl.fwd(*snapshot(x2))[0]), (da1, da2)
+        got = {k: pl.bwd(ms[k], das[k]) for k in runs}
+        for k, want in enumerate((r1, r2)):
+            where = first_difference(want, got[k])
             if where is not None:
                 raise E.LawError(
                     f"{fn}: {name}: bwd uses something besides its residue: after two forward passes, the backward "
@@ -128,13 +130,9 @@ def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generat
 def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0) -> None:
     """Check that the residue is the lens's own: writing into ``p`` or ``s`` after ``fwd`` changes nothing.
 
-    Once ``fwd(p, s)`` has returned the caller may write into any array of ``p`` and ``s`` (an optimiser
-    updating in place, a loader refilling its buffer) and ``bwd`` still gives the deltas of its forward
-    pass; every lens of prelens keeps this rule. Behaviour is judged, not memory (an array kept only
-    for its shape is no alias). The passes run on copies, each array leaf overwritten in place between
-    them. Raises :class:`LawError` naming the caller's leaf, the residue leaf that holds it and the
-    delta that changed (:func:`check_lens_laws` warns :class:`AliasWarning`). The post's lenses keep
-    references (Haskell's values are immutable): they fail this check and pass :func:`check_vjp`.
+    Behaviour is judged, not memory (an array kept only for its shape is no alias): the passes run on
+    copies, each array leaf overwritten in place between them (docs/laws.md, "Three verdicts"). Raises
+    :class:`LawError` naming the caller's leaf, the residue leaf that holds it and the delta that changed.
 
     >>> from prelens import PreLens
     >>> lens = PreLens(lambda W, s: ((W, s), W @ s), lambda m, da: (np.outer(da, m[1]), m[0].T @ da), name="post")
@@ -168,9 +166,18 @@ def _check_alias(pl: Any, name: str, x: Any, da: Any, gen: np.random.Generator) 
         if where is not None:
             leaf = dict(tree_paths(w))[path]
             holder = next((f"m{q}" for q, y in tree_paths(m) if _shares(y, leaf)), None)
-            raise M.residue_aliases(name, holder, *slot_what(path), result_path(where))
-    raise M.residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
+            raise _residue_aliases(name, holder, *slot_what(path), result_path(where))
+    raise _residue_aliases(name, None, "parameters p and input s", "p and s", "deltas")
 
 
 def _shares(x: Any, y: Any) -> bool:
     return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and np.shares_memory(x, y)
+
+
+def _residue_aliases(lens: str, holder: str | None, what: str, path: str, where: str) -> E.LawError:
+    at = f" at {holder}" if holder else ""
+    return E.LawError(
+        f"check_no_alias: {lens}: the residue{at} aliases the caller's {what} at path {path}: writing into it "
+        f"between the forward and the backward pass changed bwd's {where} "
+        "(a residue keeps its own copy of what it needs from p and s)"
+    )

@@ -14,24 +14,25 @@ def is_float_leaf(x: Any) -> bool:
     return isinstance(x, float) or np.asarray(x).dtype.kind == "f"
 
 
-def random_like(tree: Any, rng: np.random.Generator) -> Any:
-    """A tree of standard-normal values with ``tree``'s structure, shapes and dtypes.
+def _map_floats(f: Any, tree: Any, other: Any = None) -> Any:
+    """``f(x as an array)`` at every float leaf, in the leaf's type (Python float or its dtype); ``other(x)`` else."""
 
-    Non-float leaves (integer ids, labels) are kept as they are.
+    def leaf(x: Any) -> Any:
+        if not is_float_leaf(x):
+            return x if other is None else other(x)
+        arr = np.asarray(x)
+        return float(f(arr)) if isinstance(x, float) else f(arr).astype(arr.dtype)
+
+    return tree_map(leaf, tree)
+
+
+def random_like(tree: Any, rng: np.random.Generator) -> Any:
+    """A tree of standard-normal values with ``tree``'s structure, shapes and dtypes (other leaves kept).
 
     >>> random_like((1.0, [np.zeros(2)], np.arange(2)), np.random.default_rng(0))[2]
     array([0, 1])
     """
-
-    def draw(x: Any) -> Any:
-        if not is_float_leaf(x):
-            return x
-        if isinstance(x, float):
-            return float(rng.standard_normal())
-        arr = np.asarray(x)
-        return rng.standard_normal(arr.shape).astype(arr.dtype)
-
-    return tree_map(draw, tree)
+    return _map_floats(lambda a: rng.standard_normal(a.shape), tree)
 
 
 def random_affine(rng: np.random.Generator) -> Any:
@@ -52,20 +53,9 @@ def random_affine(rng: np.random.Generator) -> Any:
 def perturbed(tree: Any, rng: np.random.Generator) -> Any:
     """A copy of ``tree`` with every float entry multiplied by its own factor in ``[0.75, 1.25]``.
 
-    Signs, zeros and the structure are kept, so the result is a valid input
-    wherever ``tree`` is (positive stays positive); non-float leaves are kept.
+    Signs, zeros and the structure are kept, so the result is a valid input wherever ``tree`` is.
     """
-
-    def shift(x: Any) -> Any:
-        if not is_float_leaf(x):
-            return copy_leaf(x)
-        factor = 1.0 + 0.25 * rng.uniform(-1.0, 1.0, np.shape(x))
-        if isinstance(x, float):
-            return float(x * factor)
-        arr = np.asarray(x)
-        return (arr * factor).astype(arr.dtype)
-
-    return tree_map(shift, tree)
+    return _map_floats(lambda a: a * (1.0 + 0.25 * rng.uniform(-1.0, 1.0, a.shape)), tree, copy_leaf)
 
 
 def copy_leaf(x: Any) -> Any:

@@ -157,13 +157,10 @@ def _primitive(draw: st.DrawFn, in_type: ValueType, max_dim: int) -> GeneratedLe
         lens = {"bias": bias_vec(n), "scale": scale_vec(n), "tanh": tanh_vec, "id": id_pre_lens}[kind]
         return GeneratedLens(lens, n, n)
     left, right = in_type
-    kinds = ["sym", "id"] + (["add"] if left == right else [])
-    kind = draw(st.sampled_from(kinds))
-    if kind == "sym":
-        return GeneratedLens(sym_l, in_type, (right, left))
-    if kind == "add":
-        return GeneratedLens(add_l, in_type, left)
-    return GeneratedLens(id_pre_lens, in_type, in_type)
+    pairs = {"sym": GeneratedLens(sym_l, in_type, (right, left)), "id": GeneratedLens(id_pre_lens, in_type, in_type)}
+    if left == right:
+        pairs["add"] = GeneratedLens(add_l, in_type, left)
+    return pairs[draw(st.sampled_from(list(pairs)))]
 
 
 @st.composite

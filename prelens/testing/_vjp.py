@@ -14,9 +14,8 @@ from prelens.core._lens import AnyLens
 from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
-from prelens.testing import _messages as M
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import result_path, slot_path, slot_what
+from prelens.testing._pure import pure_mutated, result_path, slot_path, slot_what
 from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
@@ -74,7 +73,7 @@ def check_vjp(
     a, pullback = vjp(pl, *work)
     changed = first_change((p, s), work)
     if changed is not None:
-        raise M.pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
+        raise pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
     fixed = None if da is None else _pull(name, pullback, (p, s), da)
 
     def draw() -> tuple[Any, Any]:
@@ -115,35 +114,26 @@ def _pull(name: str, pullback: Any, x: Any, da: Any) -> Any:
         grads = pullback(da)
     except E.StructureError as exc:  # a bwd whose deltas do not fit (caught on its first call)
         raise E.LawError(f"check_vjp: {name}: bwd's deltas do not fit the parameters and input: {exc}") from exc
-    for what, primal, delta in (("parameter delta", x[0], grads[0]), ("input delta", x[1], grads[1])):
+    for what, of, primal, delta in (("parameter", "parameters", x[0], grads[0]), ("input", "input", x[1], grads[1])):
         found = structure_mismatch(primal, delta, shapes=True)
         if found:
-            of = "parameters" if what[0] == "p" else "input"
-            raise E.LawError(f"check_vjp: {name}: bwd's {what} does not have the structure of the {of}: {found}")
-    _check_dtypes(name, x, grads)
+            raise E.LawError(f"check_vjp: {name}: bwd's {what} delta does not have the structure of the {of}: {found}")
+    for (path, primal), (_, delta) in zip(tree_paths(x), tree_paths(grads)):
+        if not is_float_leaf(primal):
+            continue
+        want, got = np.asarray(primal).dtype, np.asarray(delta).dtype
+        if got != want:
+            what = "parameter" if path.startswith("[0]") else "input"
+            raise E.LawError(
+                f"check_vjp: {name}: bwd's {what} delta at {result_path(path)} has dtype {E.dtype_name(got)}, "
+                f"expected {E.dtype_name(want)} (a delta has the dtype of its primal)"
+            )
     return grads
 
 
-def _check_dtypes(name: str, primal: Any, delta: Any) -> None:
-    for (path, x), (_, d) in zip(tree_paths(primal), tree_paths(delta)):
-        if not is_float_leaf(x):
-            continue
-        want, got = np.asarray(x).dtype, np.asarray(d).dtype
-        if got != want:
-            what = "parameter delta" if path.startswith("[0]") else "input delta"
-            raise E.LawError(
-                f"check_vjp: {name}: bwd's {what} at {result_path(path)} has dtype {E.dtype_name(got)}, expected "
-                f"{E.dtype_name(want)} (a delta has the dtype of its primal)"
-            )
-
-
 class _Side:
-    """Both sides of ``<da, J δ> = <Jᵀ da, δ>`` at one point ``x = (p, s)``, for any direction ``δ``.
-
-    The trees are flattened once: a direction is a list with a float64 array for
-    each float leaf of ``x`` (None for the others), and a point ``x + tδ`` is
-    rebuilt from the leaves without walking the trees again.
-    """
+    """Both sides of ``<da, J δ> = <Jᵀ da, δ>`` at one point ``x = (p, s)``, for any direction ``δ``
+    (a float64 array per float leaf of ``x``; the trees are flattened once)."""
 
     def __init__(self, lens: Any, x: Any, a: Any, eps: float, rtol: float, atol: float) -> None:
         self.lens, self.x, self.a, self.eps, self.rtol, self.atol = lens, x, a, eps, rtol, atol
