@@ -3,15 +3,9 @@
 A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it): one array per leaf
 keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON description of the tree (node kinds, Python
 leaves versus arrays, every leaf's dtype and shape, optional metadata). Arrays of any array-API library are saved as
-the numpy arrays of the same dtype and values.
-
-Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed while written, fsynced,
-then ``os.replace``; a Ctrl-C waits until the file is whole, and the next save removes a dead writer's leftover
-(never a live one's). Loading trusts no size in the file: every shape is checked against the array's header, the
-archive's byte counts and ``like=`` before anything is allocated or decompressed (memory stays near the model's size
-with ``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples are rebuilt from
-``like=`` or the registry (:func:`register_namedtuple`), never by importing a name the file gives. The whole
-contract: docs/api.md (``prelens.io``).
+the numpy arrays of the same dtype and values. Saving is atomic and loading trusts no size in the file; named
+tuples are rebuilt from ``like=`` or the registry, never by importing a name the file gives (docs/api.md,
+``prelens.io``, has the whole contract).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -89,9 +83,7 @@ def _is_namedtuple(x: Any) -> bool:
 
 
 def register_namedtuple(cls: T) -> T:
-    """Allow :func:`load_checkpoint` to rebuild the named tuple class ``cls`` (usable as a decorator).
-
-    Returns ``cls`` itself.
+    """Allow :func:`load_checkpoint` to rebuild the named tuple class ``cls``; returns ``cls`` (a decorator).
 
     >>> from typing import NamedTuple
     >>> @register_namedtuple
@@ -211,11 +203,8 @@ def _create_temporary(directory: str, base: str) -> tuple[int, str]:
 
 
 def _remove_stale_temporaries(directory: str, base: str) -> None:
-    """Delete the temporary files of killed saves: no process with their pid alive, no one holding their ``flock``.
-
-    (A writer holds the lock from just after creating the file until it is whole; a reused pid only means the file
-    stays.) Best effort: errors are ignored; nothing is removed without ``flock``.
-    """
+    """Delete the temporary files of killed saves: no process with their pid alive, no one holding their ``flock``
+    (a writer holds it until its file is whole). Best effort; nothing is removed without ``flock``."""
     if fcntl is None:
         return
     pattern = re.compile(rf"\.{re.escape(base)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
@@ -421,13 +410,9 @@ class _Archive:
         *,
         charge: bool,
     ) -> np.ndarray:
-        """The array stored under ``key`` (the leaf at tree path ``where``), read once its header is checked.
-
-        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape equal to ``shape``,
-        when given); the archive must say it holds exactly that many bytes, within the file. With ``charge``, the
-        bytes count against the budget of 16 times the file's size (without ``like=`` nothing else bounds them).
-        Nothing is allocated before all of that holds, and no more than the declared bytes are ever decompressed.
-        """
+        """The array under ``key`` (the leaf at ``where``): nothing is allocated before its ``.npy`` header (a dtype
+        of ``kinds``, ``dtype`` and ``shape`` when given) and the archive's byte counts agree, and ``charge`` takes its
+        bytes from the budget (without ``like=`` nothing else bounds them)."""
         try:
             info = self.zip.getinfo(f"{key}.npy")
         except KeyError:

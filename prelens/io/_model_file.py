@@ -2,10 +2,8 @@
 
 A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside the caller's own,
 ``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a description of its constructor calls
-(:mod:`prelens.io._describe`), which :func:`load_model` makes again, by name only. The file is untrusted: the
-description is bounded in size and depth, unknown constructors are refused, the work of rebuilding is bounded by the
-size of the stored parameters, and those must fit the rebuilt lens before anything is returned
-(docs/model-files.md).
+(:mod:`prelens.io._describe`), which :func:`load_model` makes again, by name only. The file is untrusted: what
+bounds it is in docs/model-files.md.
 """
 
 from __future__ import annotations
