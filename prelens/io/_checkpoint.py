@@ -332,14 +332,11 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
-    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``): the checkpoint must have its structure,
-    leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are rebuilt with ``like``'s
-    classes. Without ``like`` named tuples must be registered (see :func:`register_namedtuple`). ``like``'s arrays
-    may be of any array-API library (their shapes and dtype names are compared).
-
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or a namespace: see
-    :func:`prelens.backend.to_backend`) is the library the arrays are returned in, with the dtypes and values saved;
-    numbers, numpy scalars and strings stay as they are.
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``, arrays of any library): the checkpoint must
+    have its structure, leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are
+    rebuilt with ``like``'s classes; without ``like`` they must be registered (:func:`register_namedtuple`).
+    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the arrays are returned in; numbers, numpy
+    scalars and strings stay as they are.
 
     Raises :class:`prelens.errors.CheckpointError` when the file is missing, truncated, corrupt or inconsistent
     (sizes that disagree, nesting deeper than 100 levels, more data than 16 times the file's size without ``like``),
@@ -484,10 +481,9 @@ class _Archive:
             raise _unreadable(self.path, f"{bad} is corrupt ({_why(err)})") from None
 
 
-def _shape_str(dtype: np.dtype[Any] | None, shape: tuple[int, ...]) -> str:
+def _shape_str(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:
     """``f64[3,4]``, as :func:`prelens.errors.describe` writes an array, without making one."""
-    name = "?" if dtype is None else E.dtype_name(dtype)
-    return f"{name}[{','.join(map(str, shape))}]"
+    return f"{E.dtype_name(dtype)}[{','.join(map(str, shape))}]"
 
 
 @contextlib.contextmanager

@@ -115,12 +115,9 @@ def _misfit(expected: Any, got: Any) -> str | None:
 def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``: see
-    :func:`prelens.backend.to_backend`) is the library the parameters are returned in, once they are checked against
-    the rebuilt lens.
-
-    Nothing in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it
-    names (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
+    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the parameters are returned in. Nothing
+    in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it names
+    (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
     :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`) for a missing, damaged or
     hostile file, an unknown constructor, a format version this prelens does not read, or parameters that do not fit
     the lens.

@@ -161,11 +161,8 @@ def compile_step(
 
 
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
-    """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``.
-
-    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``: each site gets its own JAX
-    key folded from the step's ``key``.
-    """
+    """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``;
+    with dropout sites, ``keyed(model, with_jax_keys)`` on ``(key, xs)``."""
     cores = {
         dropout: step_of(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)
         for dropout in (False, True)

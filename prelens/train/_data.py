@@ -82,12 +82,7 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
 
 
 def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
-    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array).
-
-    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with ``xp.take(a, idx, axis=0)``,
-    ``idx`` those indices made once per library and device (for JAX without a device: JAX places them where ``a``
-    is, sharded or not).
-    """
+    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array)."""
     if order is None:
         return tree_map(lambda a: a[lo:hi] if isinstance(a, np.ndarray) else row_slice(a, lo, hi), tree)
     idx = order[lo:hi]
@@ -96,7 +91,8 @@ def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
 
 
 def _take_rows(a: Any, idx: np.ndarray, moved: dict[tuple[int, str], Any]) -> Any:
-    """``xp.take(a, idx, axis=0)``, ``idx`` made an array of ``a``'s library once per library and device."""
+    """``xp.take(a, idx, axis=0)``, ``idx`` made an array of ``a``'s library once per library and device (for JAX
+    without a device: JAX places it where ``a`` is, sharded or not)."""
     import array_api_compat as c
 
     xp = namespace(a)

@@ -39,9 +39,7 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     if not is_array(xs) or xs.ndim == 0:
         raise E.bad_argument("predict", "xs", E.describe_tree(xs), "an array with a leading batch axis")
     n = xs.shape[0]
-    parts: list[Any] = [
-        forward(model, params, row_slice(xs, i, min(n, i + batch_size))) for i in range(0, n, batch_size)
-    ]
+    parts: list[Any] = [forward(model, params, row_slice(xs, i, i + batch_size)) for i in range(0, n, batch_size)]
     if not parts:
         return forward(model, params, xs)
     if type(parts[0]) is np.ndarray:

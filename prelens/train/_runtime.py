@@ -160,11 +160,9 @@ def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any 
     """Run the block with ``threads`` BLAS threads (``"auto"``: chosen for ``params`` and ``batch`` here and now).
 
     Yields the number of threads the block runs with; the previous number is restored after it. ``"auto"`` uses
-    ``PRELENS_BLAS_THREADS`` when set; leaves BLAS alone when the user set ``OPENBLAS_NUM_THREADS`` (or its kin) or
-    gave no ``params``/``batch``; gives small products one thread; and otherwise times the step's largest product on
-    one thread and on :func:`choose_blas_threads` threads, alternating, for about 80 ms, and keeps the larger number
-    only if it won every time (so a machine whose cores are busy gets one). The choice is made once, when the block
-    starts.
+    ``PRELENS_BLAS_THREADS`` when set, leaves BLAS alone when ``OPENBLAS_NUM_THREADS`` (or its kin) is set or no
+    ``params``/``batch`` is given, and otherwise keeps :func:`choose_blas_threads` threads only if they beat one
+    thread every time in about 80 ms of timing (docs/api.md says how).
 
     >>> from prelens.nn import mlp
     >>> net = mlp(4, [8, 3])
@@ -196,11 +194,9 @@ def retain_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory for reuse; True if done (now or before), False elsewhere.
 
     Sets ``M_MMAP_THRESHOLD`` to 32 MiB and ``M_TRIM_THRESHOLD`` to 256 MiB (``mallopt``), so that the arrays a
-    training step frees are reused by the next step instead of being returned to the system and faulted back in page
-    by page. It is for the whole process and is not undone (the memory a process holds then shrinks only when more
-    than 256 MiB lie free at the top of its heap); the environment variables ``MALLOC_MMAP_THRESHOLD_=33554432`` and
-    ``MALLOC_TRIM_THRESHOLD_=268435456`` do the same from outside. On a system without glibc it does nothing and
-    returns False. ``prelens train`` and ``prelens bench`` call it.
+    training step frees are reused by the next step instead of being faulted back in page by page. For the whole
+    process, and not undone; ``MALLOC_MMAP_THRESHOLD_=33554432`` and ``MALLOC_TRIM_THRESHOLD_=268435456`` do the
+    same from outside.
 
     >>> retain_freed_memory() in (True, False)
     True
