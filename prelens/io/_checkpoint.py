@@ -356,7 +356,7 @@ def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend:
         header = _read_header(archive)
         known = _known_namedtuples() if like is None else {}
         try:
-            tree = _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
+            tree = _Reader(archive, known, like is not None).decode(header["tree"], "", like, 0)
         except RecursionError:  # the caller's own stack was nearly full: still no bare RecursionError
             raise _unreadable(name, "the tree description is nested too deeply") from None
     return tree if xp is np else _in_backend("load_checkpoint", tree, backend)
@@ -561,8 +561,8 @@ def _read_header(archive: _Archive) -> dict[str, Any]:
 class _Reader:
     """Rebuilds a tree from its JSON spec and the archive, optionally against ``like``."""
 
-    def __init__(self, archive: _Archive, known: dict[str, type]) -> None:
-        self.path, self.archive, self.known = archive.path, archive, known
+    def __init__(self, archive: _Archive, known: dict[str, type], check: bool) -> None:
+        self.path, self.archive, self.known, self.check = archive.path, archive, known, check  # check: against like=
 
     def corrupt(self, where: str, detail: str) -> E.CheckpointError:
         return _corrupt_at(self.path, where, detail)
@@ -575,7 +575,7 @@ class _Reader:
             expected = f"{E.dtype_name(like.dtype)} scalar" if isinstance(like, np.generic) else E.describe(like)
         return _mismatch(self.path, E.at_path(where, expected, got))
 
-    def decode(self, spec: Any, path: str, like: Any, check: bool, depth: int) -> Tree:
+    def decode(self, spec: Any, path: str, like: Any, depth: int) -> Tree:
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
             raise self.corrupt(path, "malformed tree description")
         kind = spec["kind"]
@@ -585,34 +585,32 @@ class _Reader:
         if kind in ("tuple", "list", "namedtuple", "dict") and depth >= _MAX_DEPTH:
             raise self.corrupt(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
         try:
-            return handler(self, spec, path, like, check, depth)
+            return handler(self, spec, path, like, depth)
         except (KeyError, TypeError, ValueError) as err:
             if isinstance(err, E.PrelensError):
                 raise
             raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
 
-    def _children(
-        self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], check: bool, depth: int
-    ) -> list[Any]:
+    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], depth: int) -> list[Any]:
         children = spec["children"]
         if not isinstance(children, list) or len(children) != len(segs):
             raise self.corrupt(path, "malformed children list")
-        return [self.decode(c, path + s, lk, check, depth + 1) for c, s, lk in zip(children, segs, likes)]
+        return [self.decode(c, path + s, lk, depth + 1) for c, s, lk in zip(children, segs, likes)]
 
-    def _sequence(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _sequence(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind, n = spec["kind"], len(spec["children"])
-        if check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
+        if self.check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
             raise self.mismatch(path, like, f"{kind} of {n}")
-        likes = list(like) if check else [None] * n
-        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, check, depth)
+        likes = list(like) if self.check else [None] * n
+        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, depth)
         return tuple(items) if kind == "tuple" else items
 
-    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         name, fields = spec["name"], spec["fields"]
         if not isinstance(name, str) or not isinstance(fields, list):
             raise self.corrupt(path, "malformed named tuple")
         short = name.rsplit(".", 1)[-1]
-        if check:
+        if self.check:
             if not _is_namedtuple(like) or type(like).__name__ != short:
                 raise self.mismatch(path, like, short)
             cls = type(like)
@@ -628,48 +626,48 @@ class _Reader:
         if list(cls._fields) != fields:
             detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
             raise _mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
-        likes = list(like) if check else [None] * len(fields)
-        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, check, depth))
+        likes = list(like) if self.check else [None] * len(fields)
+        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, depth))
 
-    def _dict(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _dict(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         keys = spec["keys"]
         if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
             raise self.corrupt(path, "malformed dict keys")
-        if check and (type(like) is not dict or list(like) != keys):
+        if self.check and (type(like) is not dict or list(like) != keys):
             raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
-        likes = [like[k] for k in keys] if check else [None] * len(keys)
-        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, check, depth)))
+        likes = [like[k] for k in keys] if self.check else [None] * len(keys)
+        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, depth)))
 
-    def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         value = spec["value"] if spec["kind"] == "str" else None
         if spec["kind"] == "str" and not isinstance(value, str):
             raise self.corrupt(path, "malformed str leaf")
-        if check and type(like) is not type(value):
+        if self.check and type(like) is not type(value):
             raise self.mismatch(path, like, "None" if value is None else "str")
         return value
 
-    def _scalar(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _scalar(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind = spec["kind"]
         py_type = {"bool": bool, "int": int, "float": float}[kind]
-        if check and type(like) is not py_type:
+        if self.check and type(like) is not py_type:
             raise self.mismatch(path, like, kind)
         if not isinstance(key := spec["key"], str):
             raise self.corrupt(path, f"malformed {kind} leaf (key {key!r})")
         return py_type(self.archive.read(key, path, kind[0], None, (), charge=False)[()])
 
-    def _array(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _array(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind, key, dtype, shape = spec["kind"], spec["key"], _dtype(spec["dtype"]), _shape(spec["shape"])
         is_array = kind == "array"
         if not isinstance(key, str) or dtype is None or shape is None or (not is_array and shape != ()):
             what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
             raise self.corrupt(path, f"malformed {kind} leaf ({what})")
-        if check:
+        if self.check:
             same_kind = _backend.is_array(like) if is_array else isinstance(like, np.generic)
             if not same_kind or not _backend.has_dtype(like, dtype) or tuple(like.shape) != shape:
                 got = _shape_str(dtype, shape) if is_array else f"{E.dtype_name(dtype)} scalar"
                 raise self.mismatch(path, like, got)
         # Sizes checked against like= (the model bounds them) need no budget; without it they do.
-        arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not check)
+        arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not self.check)
         return arr if is_array else arr[()]
 
     _HANDLERS: ClassVar[dict[str, Callable[..., Tree]]] = {

@@ -136,10 +136,8 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     """
     name = checkpoint.file_path("load_model", path)
     xp = resolve_backend("load_model", backend)
-    if not os.path.exists(name):
-        raise _file_bad(name, "no such file")
     try:
-        meta = checkpoint.load_metadata(name)
+        meta = checkpoint.load_metadata(name)  # a missing file: "no such file"
     except E.CheckpointError as err:
         raise _file_bad(name, _detail(err, name)) from None
     model, user = _header(name, meta)

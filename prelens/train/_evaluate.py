@@ -165,8 +165,7 @@ def confusion_matrix(
     truth = _truth("confusion_matrix", labels, out, "one per row")
     width = out.shape[-1] if out.ndim >= 2 and out.shape[-1] > 1 else 2
     k = width if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
-    predicted, true = _classes(out, True), _classes(truth, False)
-    true = true.astype(np.int64)
+    predicted, true = _classes(out, True), _classes(truth, False).astype(np.int64)
     for what, cls in (("labels", true), ("predicted classes", predicted)):
         bad = cls[(cls < 0) | (cls >= k)]
         if bad.size:
