@@ -47,11 +47,10 @@ class CompiledStep:
         jit: Any = jax.jit
         self._batch_sharding = self._replicated = None
         if mesh is not None:
-            from jax.sharding import NamedSharding
-            from jax.sharding import PartitionSpec as P
+            from jax.sharding import NamedSharding, PartitionSpec
 
-            self._batch_sharding, self._replicated = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
-            rep, shard = self._replicated, self._batch_sharding
+            shard, rep = NamedSharding(mesh, PartitionSpec(axis)), NamedSharding(mesh, PartitionSpec())
+            self._batch_sharding, self._replicated = shard, rep
             jit = functools.partial(jax.jit, in_shardings=(rep, rep, shard, shard, rep), out_shardings=rep)
         self._jitted, self._jitted_plain = jit(pure), jit(plain)
 

@@ -37,10 +37,8 @@ USER_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_
 
 
 def _controller() -> Any:
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - a declared dependency; without it nothing is changed
-        return None
+    from threadpoolctl import ThreadpoolController  # a dependency, imported when first asked
+
     return ThreadpoolController()
 
 
@@ -51,10 +49,7 @@ def current_blas_threads() -> int:
     ...     current_blas_threads()
     1
     """
-    ctl = _controller()
-    if ctl is None:  # pragma: no cover
-        return 1
-    counts = [int(info["num_threads"]) for info in ctl.info() if info.get("user_api") == "blas"]
+    counts = [int(info["num_threads"]) for info in _controller().info() if info.get("user_api") == "blas"]
     return max(counts, default=1)
 
 
@@ -171,10 +166,10 @@ def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any 
     1
     """
     n = resolve_threads(threads, params, batch)
-    ctl = _controller() if n is not None else None
-    if n is None or ctl is None:
+    if n is None:
         yield current_blas_threads()
         return
+    ctl = _controller()
     if n == "probe":
         n = _probe(ctl, params, batch, choose_blas_threads(params, batch))
     with ctl.limit(limits=n, user_api="blas"):
