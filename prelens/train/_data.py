@@ -54,30 +54,25 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
     """``data`` with its float arrays of another float dtype cast to ``dtype`` (once); overflow refused."""
     if dtype is None:
         return data
-    changed = False
 
     def leaf(a: Any) -> Any:
-        nonlocal changed
         if isinstance(a, np.ndarray):
             if a.dtype.kind == "f" and a.dtype != dtype:
-                changed = True
                 with np.errstate(over="ignore"):
                     return a.astype(dtype)
         elif is_array(a) and dtype_kind(a.dtype) == "f" and not has_dtype(a, dtype):
-            changed = True
             xp = namespace(a)
             return xp.astype(a, getattr(xp, dtype.name))
         return a
 
     out = tree_map(leaf, data)
-    if changed:
-        for path, a in tree_paths(out):
-            if dtype_kind(a.dtype) == "f" and not all_finite(a):
-                row = _first_bad_row(a, a.shape[0])
-                raise E.NonFiniteError(
-                    f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
-                    "scale the data first"
-                )
+    for (path, a), before in zip(tree_paths(out), tree_leaves(data)):
+        if a is not before and not all_finite(a):  # only a cast leaf: rows() found the data finite
+            row = _first_bad_row(a, a.shape[0])
+            raise E.NonFiniteError(
+                f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
+                "scale the data first"
+            )
     return typing.cast(tuple[Any, Any], out)
 
 
