@@ -64,12 +64,6 @@ def _value_names() -> dict[int, tuple[str, Any]]:
     return out
 
 
-def value_name(lens: Any) -> str | None:
-    """``prelens.nn.relu`` for the lens ``relu`` itself; None for any other object."""
-    found = _value_names().get(id(lens))
-    return found[0] if found is not None and found[1] is lens else None
-
-
 # ---------------------------------------------------------------- describe
 
 
@@ -94,9 +88,9 @@ def describe(lens: Any) -> dict[str, Any]:
 def _lens_node(lens: Any, where: str, depth: int) -> dict[str, Any]:
     if depth > MAX_DEPTH:
         raise DescriptionError(where, f"lenses nested more than {MAX_DEPTH} deep (join long sequences with chain)")
-    name = value_name(lens)
-    if name is not None:
-        return {"value": name}
+    found = _value_names().get(id(lens))
+    if found is not None and found[1] is lens:  # a public lens value (``prelens.nn.relu``), by name
+        return {"value": found[0]}
     call = call_of(lens)
     if call is None:
         raise DescriptionError(

@@ -89,8 +89,7 @@ def save_model(
         raise _not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
     if repr(again) != repr(lens):
         raise _not_rebuilt(repr(lens), repr(again))
-    init_fn = getattr(lens, "init_fn", None)
-    if init_fn is not None:
+    if getattr(lens, "init_fn", None) is not None:
         found = _misfit(lens.init(0), params)
         if found is not None:
             raise E.StructureError(
