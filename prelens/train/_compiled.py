@@ -59,11 +59,8 @@ class CompiledStep:
         return f"compile_step({self.name}{where})"
 
     def place(self, tree: Tree, *, batch: bool = False) -> Tree:
-        """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated.
-
-        Without a mesh, arrays go to JAX's default device. Calling this on the data once, before a loop, saves a
-        transfer per step.
-        """
+        """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated (without
+        a mesh, on JAX's default device). Placing the data once, before a loop, saves a transfer per step."""
         import jax
 
         if self.mesh is not None and batch:
@@ -79,11 +76,8 @@ class CompiledStep:
     def run(
         self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
     ) -> tuple[Tree, Any, Any, Any]:
-        """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite.
-
-        The flag is one more output of the program (a reduction per leaf), so ``run`` is a program of its own,
-        compiled on its first call.
-        """
+        """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite (one more output, so a
+        program of its own, compiled on its first call)."""
         return cast(tuple[Tree, Any, Any, Any], self._call(self._jitted, params, opt_state, batch, key))
 
     def __call__(
