@@ -3,15 +3,9 @@
 A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it): one array per leaf
 keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON description of the tree (node kinds, Python
 leaves versus arrays, every leaf's dtype and shape, optional metadata). Arrays of any array-API library are saved as
-the numpy arrays of the same dtype and values.
-
-Saving is atomic: a temporary ``.<name>.<pid>.<random>.tmp`` beside the target, ``flock``-ed while written, fsynced,
-then ``os.replace``; a Ctrl-C waits until the file is whole, and the next save removes a dead writer's leftover
-(never a live one's). Loading trusts no size in the file: every shape is checked against the array's header, the
-archive's byte counts and ``like=`` before anything is allocated or decompressed (memory stays near the model's size
-with ``like=``, within 16 times the file's without), nesting stops at 100 levels, and named tuples are rebuilt from
-``like=`` or the registry (:func:`register_namedtuple`), never by importing a name the file gives. The whole
-contract: docs/api.md (``prelens.io``).
+the numpy arrays of the same dtype and values. Saving is atomic and loading trusts no size in the file; named
+tuples are rebuilt from ``like=`` or the registry, never by importing a name the file gives (docs/api.md,
+``prelens.io``, has the whole contract).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -89,9 +83,7 @@ def _is_namedtuple(x: Any) -> bool:
 
 
 def register_namedtuple(cls: T) -> T:
-    """Allow :func:`load_checkpoint` to rebuild the named tuple class ``cls`` (usable as a decorator).
-
-    Returns ``cls`` itself.
+    """Allow :func:`load_checkpoint` to rebuild the named tuple class ``cls``; returns ``cls`` (a decorator).
 
     >>> from typing import NamedTuple
     >>> @register_namedtuple
@@ -211,11 +203,8 @@ def _create_temporary(directory: str, base: str) -> tuple[int, str]:
 
 
 def _remove_stale_temporaries(directory: str, base: str) -> None:
-    """Delete the temporary files of killed saves: no process with their pid alive, no one holding their ``flock``.
-
-    (A writer holds the lock from just after creating the file until it is whole; a reused pid only means the file
-    stays.) Best effort: errors are ignored; nothing is removed without ``flock``.
-    """
+    """Delete the temporary files of killed saves: no process with their pid alive, no one holding their ``flock``
+    (a writer holds it until its file is whole). Best effort; nothing is removed without ``flock``."""
     if fcntl is None:
         return
     pattern = re.compile(rf"\.{re.escape(base)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
@@ -343,14 +332,11 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
-    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``): the checkpoint must have its structure,
-    leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are rebuilt with ``like``'s
-    classes. Without ``like`` named tuples must be registered (see :func:`register_namedtuple`). ``like``'s arrays
-    may be of any array-API library (their shapes and dtype names are compared).
-
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``, or a namespace: see
-    :func:`prelens.backend.to_backend`) is the library the arrays are returned in, with the dtypes and values saved;
-    numbers, numpy scalars and strings stay as they are.
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``, arrays of any library): the checkpoint must
+    have its structure, leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are
+    rebuilt with ``like``'s classes; without ``like`` they must be registered (:func:`register_namedtuple`).
+    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the arrays are returned in; numbers, numpy
+    scalars and strings stay as they are.
 
     Raises :class:`prelens.errors.CheckpointError` when the file is missing, truncated, corrupt or inconsistent
     (sizes that disagree, nesting deeper than 100 levels, more data than 16 times the file's size without ``like``),
@@ -370,7 +356,7 @@ def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend:
         header = _read_header(archive)
         known = _known_namedtuples() if like is None else {}
         try:
-            tree = _Reader(archive, known).decode(header["tree"], "", like, like is not None, 0)
+            tree = _Reader(archive, known, like is not None).decode(header["tree"], "", like, 0)
         except RecursionError:  # the caller's own stack was nearly full: still no bare RecursionError
             raise _unreadable(name, "the tree description is nested too deeply") from None
     return tree if xp is np else _in_backend("load_checkpoint", tree, backend)
@@ -421,13 +407,9 @@ class _Archive:
         *,
         charge: bool,
     ) -> np.ndarray:
-        """The array stored under ``key`` (the leaf at tree path ``where``), read once its header is checked.
-
-        Its ``.npy`` header must give a dtype of ``kinds`` (and equal to ``dtype``, and a shape equal to ``shape``,
-        when given); the archive must say it holds exactly that many bytes, within the file. With ``charge``, the
-        bytes count against the budget of 16 times the file's size (without ``like=`` nothing else bounds them).
-        Nothing is allocated before all of that holds, and no more than the declared bytes are ever decompressed.
-        """
+        """The array under ``key`` (the leaf at ``where``): nothing is allocated before its ``.npy`` header (a dtype
+        of ``kinds``, ``dtype`` and ``shape`` when given) and the archive's byte counts agree, and ``charge`` takes its
+        bytes from the budget (without ``like=`` nothing else bounds them)."""
         try:
             info = self.zip.getinfo(f"{key}.npy")
         except KeyError:
@@ -499,10 +481,9 @@ class _Archive:
             raise _unreadable(self.path, f"{bad} is corrupt ({_why(err)})") from None
 
 
-def _shape_str(dtype: np.dtype[Any] | None, shape: tuple[int, ...]) -> str:
+def _shape_str(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:
     """``f64[3,4]``, as :func:`prelens.errors.describe` writes an array, without making one."""
-    name = "?" if dtype is None else E.dtype_name(dtype)
-    return f"{name}[{','.join(map(str, shape))}]"
+    return f"{E.dtype_name(dtype)}[{','.join(map(str, shape))}]"
 
 
 @contextlib.contextmanager
@@ -580,8 +561,8 @@ def _read_header(archive: _Archive) -> dict[str, Any]:
 class _Reader:
     """Rebuilds a tree from its JSON spec and the archive, optionally against ``like``."""
 
-    def __init__(self, archive: _Archive, known: dict[str, type]) -> None:
-        self.path, self.archive, self.known = archive.path, archive, known
+    def __init__(self, archive: _Archive, known: dict[str, type], check: bool) -> None:
+        self.path, self.archive, self.known, self.check = archive.path, archive, known, check  # check: against like=
 
     def corrupt(self, where: str, detail: str) -> E.CheckpointError:
         return _corrupt_at(self.path, where, detail)
@@ -594,7 +575,7 @@ class _Reader:
             expected = f"{E.dtype_name(like.dtype)} scalar" if isinstance(like, np.generic) else E.describe(like)
         return _mismatch(self.path, E.at_path(where, expected, got))
 
-    def decode(self, spec: Any, path: str, like: Any, check: bool, depth: int) -> Tree:
+    def decode(self, spec: Any, path: str, like: Any, depth: int) -> Tree:
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
             raise self.corrupt(path, "malformed tree description")
         kind = spec["kind"]
@@ -604,34 +585,32 @@ class _Reader:
         if kind in ("tuple", "list", "namedtuple", "dict") and depth >= _MAX_DEPTH:
             raise self.corrupt(path, f"the tree is nested more than {_MAX_DEPTH} levels deep")
         try:
-            return handler(self, spec, path, like, check, depth)
+            return handler(self, spec, path, like, depth)
         except (KeyError, TypeError, ValueError) as err:
             if isinstance(err, E.PrelensError):
                 raise
             raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
 
-    def _children(
-        self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], check: bool, depth: int
-    ) -> list[Any]:
+    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], depth: int) -> list[Any]:
         children = spec["children"]
         if not isinstance(children, list) or len(children) != len(segs):
             raise self.corrupt(path, "malformed children list")
-        return [self.decode(c, path + s, lk, check, depth + 1) for c, s, lk in zip(children, segs, likes)]
+        return [self.decode(c, path + s, lk, depth + 1) for c, s, lk in zip(children, segs, likes)]
 
-    def _sequence(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _sequence(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind, n = spec["kind"], len(spec["children"])
-        if check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
+        if self.check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
             raise self.mismatch(path, like, f"{kind} of {n}")
-        likes = list(like) if check else [None] * n
-        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, check, depth)
+        likes = list(like) if self.check else [None] * n
+        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, depth)
         return tuple(items) if kind == "tuple" else items
 
-    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         name, fields = spec["name"], spec["fields"]
         if not isinstance(name, str) or not isinstance(fields, list):
             raise self.corrupt(path, "malformed named tuple")
         short = name.rsplit(".", 1)[-1]
-        if check:
+        if self.check:
             if not _is_namedtuple(like) or type(like).__name__ != short:
                 raise self.mismatch(path, like, short)
             cls = type(like)
@@ -647,48 +626,48 @@ class _Reader:
         if list(cls._fields) != fields:
             detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
             raise _mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
-        likes = list(like) if check else [None] * len(fields)
-        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, check, depth))
+        likes = list(like) if self.check else [None] * len(fields)
+        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, depth))
 
-    def _dict(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _dict(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         keys = spec["keys"]
         if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
             raise self.corrupt(path, "malformed dict keys")
-        if check and (type(like) is not dict or list(like) != keys):
+        if self.check and (type(like) is not dict or list(like) != keys):
             raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
-        likes = [like[k] for k in keys] if check else [None] * len(keys)
-        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, check, depth)))
+        likes = [like[k] for k in keys] if self.check else [None] * len(keys)
+        return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, depth)))
 
-    def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         value = spec["value"] if spec["kind"] == "str" else None
         if spec["kind"] == "str" and not isinstance(value, str):
             raise self.corrupt(path, "malformed str leaf")
-        if check and type(like) is not type(value):
+        if self.check and type(like) is not type(value):
             raise self.mismatch(path, like, "None" if value is None else "str")
         return value
 
-    def _scalar(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _scalar(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind = spec["kind"]
         py_type = {"bool": bool, "int": int, "float": float}[kind]
-        if check and type(like) is not py_type:
+        if self.check and type(like) is not py_type:
             raise self.mismatch(path, like, kind)
         if not isinstance(key := spec["key"], str):
             raise self.corrupt(path, f"malformed {kind} leaf (key {key!r})")
         return py_type(self.archive.read(key, path, kind[0], None, (), charge=False)[()])
 
-    def _array(self, spec: dict[str, Any], path: str, like: Any, check: bool, depth: int) -> Tree:
+    def _array(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind, key, dtype, shape = spec["kind"], spec["key"], _dtype(spec["dtype"]), _shape(spec["shape"])
         is_array = kind == "array"
         if not isinstance(key, str) or dtype is None or shape is None or (not is_array and shape != ()):
             what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
             raise self.corrupt(path, f"malformed {kind} leaf ({what})")
-        if check:
+        if self.check:
             same_kind = _backend.is_array(like) if is_array else isinstance(like, np.generic)
             if not same_kind or not _backend.has_dtype(like, dtype) or tuple(like.shape) != shape:
                 got = _shape_str(dtype, shape) if is_array else f"{E.dtype_name(dtype)} scalar"
                 raise self.mismatch(path, like, got)
         # Sizes checked against like= (the model bounds them) need no budget; without it they do.
-        arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not check)
+        arr = self.archive.read(key, path, "biufc", dtype, shape, charge=not self.check)
         return arr if is_array else arr[()]
 
     _HANDLERS: ClassVar[dict[str, Callable[..., Tree]]] = {

@@ -1,17 +1,7 @@
-"""A lens as a JSON description and back: what a model file stores instead of code.
-
-:func:`describe` turns a lens into a plain JSON description (a *construction*):
-
-* a lens made by a constructor is ``{"call": name, "args": [...], "kwargs": {...}}``;
-* a public lens value (``prelens.nn.relu``, ``prelens.copy_l``) is ``{"value": name}``;
-* an argument is a JSON scalar, a list, ``{"tuple": [...]}``, ``{"dict": {...}}``, ``{"dtype": "float32"}``,
-  ``{"array": [...], "dtype": ..., "shape": [...]}`` (a small numeric array, flattened), or the description of a
-  lens.
-
-:func:`rebuild` calls the registered constructors again, by name only: an unknown name is refused, never imported,
-and the constructors check their own arguments. A lens built any other way (``PreLens(...)`` of the user's
-functions, ``pointwise``, ``parameter_free``, the dimaps) has no record: :func:`describe` refuses it, naming it and
-saying how to register the function that builds it.
+"""A lens as a JSON description and back: what a model file stores instead of code (docs/model-files.md tables
+the format). :func:`describe` writes it for lenses of registered constructors and public lens values, refusing any
+other lens by name; :func:`rebuild` calls the registered constructors again, by name only (an unknown name is
+refused, never imported).
 """
 
 from __future__ import annotations
@@ -64,8 +54,7 @@ def register_lens_values(module: ModuleType) -> None:
 
 @functools.cache
 def _value_names() -> dict[int, tuple[str, Any]]:
-    """``id -> (name, lens)`` of the public lens values of the core, the encoding, ``prelens.nn`` and the
-    packages registered with :func:`register_lens_values`."""
+    """``id -> (name, lens)`` of the public lens values of the modules in ``_VALUE_MODULES``."""
     out: dict[int, tuple[str, Any]] = {}
     for module in _VALUE_MODULES:
         for n in module.__all__:
@@ -75,18 +64,11 @@ def _value_names() -> dict[int, tuple[str, Any]]:
     return out
 
 
-def value_name(lens: Any) -> str | None:
-    """``prelens.nn.relu`` for the lens ``relu`` itself; None for any other object."""
-    found = _value_names().get(id(lens))
-    return found[0] if found is not None and found[1] is lens else None
-
-
 # ---------------------------------------------------------------- describe
 
 
 class DescriptionError(Exception):
-    """Raised inside :func:`describe` (a lens that cannot be described) and :func:`rebuild` (a malformed
-    description): what is wrong, and where."""
+    """What :func:`describe` cannot describe, or what is malformed for :func:`rebuild`, and where."""
 
     def __init__(self, where: str, what: str) -> None:
         super().__init__(where, what)
@@ -106,9 +88,9 @@ def describe(lens: Any) -> dict[str, Any]:
 def _lens_node(lens: Any, where: str, depth: int) -> dict[str, Any]:
     if depth > MAX_DEPTH:
         raise DescriptionError(where, f"lenses nested more than {MAX_DEPTH} deep (join long sequences with chain)")
-    name = value_name(lens)
-    if name is not None:
-        return {"value": name}
+    found = _value_names().get(id(lens))
+    if found is not None and found[1] is lens:  # a public lens value (``prelens.nn.relu``), by name
+        return {"value": found[0]}
     call = call_of(lens)
     if call is None:
         raise DescriptionError(
@@ -226,13 +208,11 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
         out = fn(*args, **kwargs)
     except OverBudget:
         raise
-    except E.PrelensError as err:
-        raise DescriptionError(where, f"{name} refused its arguments: {E.short_name(str(err), 300)}") from None
     except RecursionError:
         raise DescriptionError(where, f"{name} nested too deeply") from None
     except Exception as err:  # an untrusted description may give a constructor any nonsense
-        why = f"{type(err).__name__}: {E.short_name(str(err), 300)}"
-        raise DescriptionError(where, f"{name} refused its arguments: {why}") from None
+        kind = "" if isinstance(err, E.PrelensError) else f"{type(err).__name__}: "
+        raise DescriptionError(where, f"{name} refused its arguments: {kind}{E.short_name(str(err), 300)}") from None
     if not isinstance(out, (PreLens, TriLens)):
         raise DescriptionError(where, f"{name} returned {E.describe(out)}, not a lens")
     return out

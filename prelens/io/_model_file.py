@@ -2,10 +2,8 @@
 
 A model file is a checkpoint (:func:`prelens.io.save_checkpoint`) whose metadata holds, beside the caller's own,
 ``{"prelens-model": {"format", "version", "prelens", "lens"}}``: the lens as a description of its constructor calls
-(:mod:`prelens.io._describe`), which :func:`load_model` makes again, by name only. The file is untrusted: the
-description is bounded in size and depth, unknown constructors are refused, the work of rebuilding is bounded by the
-size of the stored parameters, and those must fit the rebuilt lens before anything is returned
-(docs/model-files.md).
+(:mod:`prelens.io._describe`), which :func:`load_model` makes again, by name only. The file is untrusted: what
+bounds it is in docs/model-files.md.
 """
 
 from __future__ import annotations
@@ -91,8 +89,7 @@ def save_model(
         raise _not_rebuilt(repr(lens), f"nothing: at {bad.where}, {bad.what}") from None
     if repr(again) != repr(lens):
         raise _not_rebuilt(repr(lens), repr(again))
-    init_fn = getattr(lens, "init_fn", None)
-    if init_fn is not None:
+    if getattr(lens, "init_fn", None) is not None:
         found = _misfit(lens.init(0), params)
         if found is not None:
             raise E.StructureError(
@@ -117,12 +114,9 @@ def _misfit(expected: Any, got: Any) -> str | None:
 def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
-    ``backend`` (``"numpy"``, ``"array_api_strict"``, ``"torch"``, ``"jax"``: see
-    :func:`prelens.backend.to_backend`) is the library the parameters are returned in, once they are checked against
-    the rebuilt lens.
-
-    Nothing in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it
-    names (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
+    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the parameters are returned in. Nothing
+    in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it names
+    (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
     :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`) for a missing, damaged or
     hostile file, an unknown constructor, a format version this prelens does not read, or parameters that do not fit
     the lens.
@@ -141,10 +135,8 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     """
     name = checkpoint.file_path("load_model", path)
     xp = resolve_backend("load_model", backend)
-    if not os.path.exists(name):
-        raise _file_bad(name, "no such file")
     try:
-        meta = checkpoint.load_metadata(name)
+        meta = checkpoint.load_metadata(name)  # a missing file: "no such file"
     except E.CheckpointError as err:
         raise _file_bad(name, _detail(err, name)) from None
     model, user = _header(name, meta)

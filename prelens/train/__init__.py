@@ -2,11 +2,9 @@
 
 * :func:`value_and_grad`, :func:`step` (the one step, either form of optimiser): ``model >> loss``, the loss taking
   the ground truth as its parameter (as the post's ``lossL``).
-* :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`, and no lost work (non-finite values,
-  Ctrl-C, checkpoints); either form of optimiser (one of :mod:`prelens.learn`, ``adam(0.01)``, or its lens
-  ``adam(0.01).lens``), an L2 ``penalty``, dropout, metrics on the training and validation data, callbacks
-  (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`), and exact resuming from a
-  checkpoint.
+* :func:`fit`: shuffled mini-batches, a progress line, a :class:`History`, no lost work (non-finite values, Ctrl-C,
+  checkpoints), metrics, callbacks (:class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger`),
+  and exact resuming from a checkpoint.
 * :func:`compile_step`: a whole step (forward, backward, optimiser) as one XLA program on JAX, data-parallel over a
   ``jax.sharding.Mesh``; ``fit(..., backend="jax")`` trains with it.
 * :func:`predict`, :func:`accuracy`, :func:`evaluate`; for classifiers :func:`predict_proba` and

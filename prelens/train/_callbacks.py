@@ -1,9 +1,7 @@
 """Callbacks: what :func:`~prelens.train.fit` asks after every epoch (stop? save? log?), see :class:`Callback`.
 
 The three here are frozen values whose every decision is a function of the history alone, so a resumed run decides
-exactly as an uninterrupted one: :class:`EarlyStopping` (stop when a series stops improving; hand back the best
-epoch's parameters), :class:`CheckpointBest` (save each new best) and :class:`LearningRateLogger` (record the step
-size as ``"lr"``).
+exactly as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -17,6 +15,8 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.io._checkpoint import save_checkpoint, writable_path
+from prelens.learn._optimizer import ScheduledState, find_optimizer, lr_at
+from prelens.learn._rules import ClipByGlobalNorm
 from prelens.train._history import History
 
 Tree = Any
@@ -45,10 +45,8 @@ class Callback(Protocol):
 
 
 class _Monitor:
-    """A monitored series of the history (``"loss"`` or a key of ``history.metrics``) and what "better" means.
-
-    A base of frozen dataclasses that declare the three fields (each in its own argument order).
-    """
+    """A monitored series of the history and what "better" means (a base of frozen dataclasses that declare the
+    three fields, each in its own argument order)."""
 
     monitor: str
     mode: str
@@ -69,10 +67,8 @@ class _Monitor:
         return list(values) + [math.nan] * (history.epochs - len(values))
 
     def best_epoch(self, history: History) -> int | None:
-        """The epoch (from 1) of the best value so far: better than every earlier best by more than ``min_delta``.
-
-        ``None`` while no epoch has a finite value.
-        """
+        """The epoch (from 1) of the best value so far, better than every earlier best by more than ``min_delta``
+        (``None`` while no epoch has a finite value)."""
         best: int | None = None
         top = math.nan
         sign = 1.0 if self.mode == "min" else -1.0
@@ -193,8 +189,6 @@ class LearningRateLogger:
 
     def rate(self, opt_state: Any) -> float:
         """The step size of the last update that made ``opt_state`` (of the first, before any)."""
-        from prelens.learn._optimizer import ScheduledState, lr_at
-
         lr = _lr_of(self.optimizer)
         if isinstance(lr, (int, float)):
             return float(lr)
@@ -209,9 +203,6 @@ def checkpoint_not_saved(fn: str, why: str) -> str:
 
 def _lr_of(optimizer: Any) -> Any:
     """The ``lr`` (a number or a schedule) of a plain optimiser, a clipped one, or an optimiser lens."""
-    from prelens.learn._optimizer import find_optimizer
-    from prelens.learn._rules import ClipByGlobalNorm
-
     while isinstance(optimizer, ClipByGlobalNorm):
         optimizer = optimizer.optimizer
     if isinstance(optimizer, PreLens):

@@ -47,11 +47,10 @@ class CompiledStep:
         jit: Any = jax.jit
         self._batch_sharding = self._replicated = None
         if mesh is not None:
-            from jax.sharding import NamedSharding
-            from jax.sharding import PartitionSpec as P
+            from jax.sharding import NamedSharding, PartitionSpec
 
-            self._batch_sharding, self._replicated = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
-            rep, shard = self._replicated, self._batch_sharding
+            shard, rep = NamedSharding(mesh, PartitionSpec(axis)), NamedSharding(mesh, PartitionSpec())
+            self._batch_sharding, self._replicated = shard, rep
             jit = functools.partial(jax.jit, in_shardings=(rep, rep, shard, shard, rep), out_shardings=rep)
         self._jitted, self._jitted_plain = jit(pure), jit(plain)
 
@@ -60,11 +59,8 @@ class CompiledStep:
         return f"compile_step({self.name}{where})"
 
     def place(self, tree: Tree, *, batch: bool = False) -> Tree:
-        """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated.
-
-        Without a mesh, arrays go to JAX's default device. Calling this on the data once, before a loop, saves a
-        transfer per step.
-        """
+        """``tree`` as JAX arrays where the step wants them: a batch split over the mesh, the rest replicated (without
+        a mesh, on JAX's default device). Placing the data once, before a loop, saves a transfer per step."""
         import jax
 
         if self.mesh is not None and batch:
@@ -80,11 +76,8 @@ class CompiledStep:
     def run(
         self, params: Tree, opt_state: Any, batch: tuple[Any, Any], *, key: Any = None
     ) -> tuple[Tree, Any, Any, Any]:
-        """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite.
-
-        The flag is one more output of the program (a reduction per leaf), so ``run`` is a program of its own,
-        compiled on its first call.
-        """
+        """:meth:`__call__`, and a 0-d boolean: the loss, parameters and state all finite (one more output, so a
+        program of its own, compiled on its first call)."""
         return cast(tuple[Tree, Any, Any, Any], self._call(self._jitted, params, opt_state, batch, key))
 
     def __call__(
@@ -161,11 +154,8 @@ def compile_step(
 
 
 def _pure_step(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None) -> Any:
-    """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``.
-
-    A model with dropout sites runs as ``keyed(model, with_jax_keys)`` on ``(key, xs)``: each site gets its own JAX
-    key folded from the step's ``key``.
-    """
+    """The step of :func:`~prelens.train.step` as a pure function of ``(params, opt_state, xs, targets, key)``;
+    with dropout sites, ``keyed(model, with_jax_keys)`` on ``(key, xs)``."""
     cores = {
         dropout: step_of(keyed(model, with_jax_keys) if dropout else model, loss, optimizer, lens_form, penalty)
         for dropout in (False, True)

@@ -54,40 +54,30 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
     """``data`` with its float arrays of another float dtype cast to ``dtype`` (once); overflow refused."""
     if dtype is None:
         return data
-    changed = False
 
     def leaf(a: Any) -> Any:
-        nonlocal changed
         if isinstance(a, np.ndarray):
             if a.dtype.kind == "f" and a.dtype != dtype:
-                changed = True
                 with np.errstate(over="ignore"):
                     return a.astype(dtype)
         elif is_array(a) and dtype_kind(a.dtype) == "f" and not has_dtype(a, dtype):
-            changed = True
             xp = namespace(a)
             return xp.astype(a, getattr(xp, dtype.name))
         return a
 
     out = tree_map(leaf, data)
-    if changed:
-        for path, a in tree_paths(out):
-            if dtype_kind(a.dtype) == "f" and not all_finite(a):
-                row = _first_bad_row(a, a.shape[0])
-                raise E.NonFiniteError(
-                    f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
-                    "scale the data first"
-                )
+    for (path, a), before in zip(tree_paths(out), tree_leaves(data)):
+        if a is not before and not all_finite(a):  # only a cast leaf: rows() found the data finite
+            row = _first_bad_row(a, a.shape[0])
+            raise E.NonFiniteError(
+                f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
+                "scale the data first"
+            )
     return typing.cast(tuple[Any, Any], out)
 
 
 def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
-    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array).
-
-    numpy arrays are indexed with ``order[lo:hi]``; another library's arrays with ``xp.take(a, idx, axis=0)``,
-    ``idx`` those indices made once per library and device (for JAX without a device: JAX places them where ``a``
-    is, sharded or not).
-    """
+    """Rows ``lo:hi`` of every array in ``tree`` (through the permutation ``order``, a numpy array)."""
     if order is None:
         return tree_map(lambda a: a[lo:hi] if isinstance(a, np.ndarray) else row_slice(a, lo, hi), tree)
     idx = order[lo:hi]
@@ -96,7 +86,8 @@ def take(tree: Any, order: np.ndarray | None, lo: int, hi: int) -> Any:
 
 
 def _take_rows(a: Any, idx: np.ndarray, moved: dict[tuple[int, str], Any]) -> Any:
-    """``xp.take(a, idx, axis=0)``, ``idx`` made an array of ``a``'s library once per library and device."""
+    """``xp.take(a, idx, axis=0)``, ``idx`` made an array of ``a``'s library once per library and device (for JAX
+    without a device: JAX places it where ``a`` is, sharded or not)."""
     import array_api_compat as c
 
     xp = namespace(a)

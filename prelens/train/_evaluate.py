@@ -39,9 +39,7 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     if not is_array(xs) or xs.ndim == 0:
         raise E.bad_argument("predict", "xs", E.describe_tree(xs), "an array with a leading batch axis")
     n = xs.shape[0]
-    parts: list[Any] = [
-        forward(model, params, row_slice(xs, i, min(n, i + batch_size))) for i in range(0, n, batch_size)
-    ]
+    parts: list[Any] = [forward(model, params, row_slice(xs, i, i + batch_size)) for i in range(0, n, batch_size)]
     if not parts:
         return forward(model, params, xs)
     if type(parts[0]) is np.ndarray:
@@ -167,8 +165,7 @@ def confusion_matrix(
     truth = _truth("confusion_matrix", labels, out, "one per row")
     width = out.shape[-1] if out.ndim >= 2 and out.shape[-1] > 1 else 2
     k = width if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
-    predicted, true = _classes(out, True), _classes(truth, False)
-    true = true.astype(np.int64)
+    predicted, true = _classes(out, True), _classes(truth, False).astype(np.int64)
     for what, cls in (("labels", true), ("predicted classes", predicted)):
         bad = cls[(cls < 0) | (cls >= k)]
         if bad.size:

@@ -1,17 +1,6 @@
-"""The training loop, in parts none longer than a screen.
-
-* :func:`~prelens.train._plan.check_args`: every argument checked, a mistake one error before any work;
-* :func:`~prelens.train._plan.start`: where training starts (fresh, given, or a checkpoint);
-* :func:`~prelens.train._plan.plan`: the data in the model's dtype and on the backend, and the step strategy
-  (:func:`~prelens.train.step`'s core on the host, or :func:`~prelens.train.compile_step` on JAX);
-* :func:`_train` and :func:`_epoch`: the epochs, batches, metrics and callbacks, on a
-  :class:`~prelens.train._run.Run` that holds the last good state and saves it;
-* :mod:`prelens.train._resume`: what a checkpoint holds beyond the parameters, so ``resume=`` takes the very steps
-  an uninterrupted run would.
-
-Dropout: every step draws a key from the seeded generator and runs on ``with_dropout(params, key)``; metrics,
-callbacks and what is saved and returned see the parameters without keys. What happens when training stops
-(non-finite values, Ctrl-C, other errors) is said in :func:`fit`'s docstring.
+"""The training loop: :func:`fit` checks and plans the run (:mod:`prelens.train._plan`), then :func:`_train` and
+:func:`_epoch` run it on a :class:`~prelens.train._run.Run`, which holds the last good state and saves it
+(:mod:`prelens.train._resume` reads it back, so ``resume=`` takes the very steps an uninterrupted run would).
 """
 
 from __future__ import annotations
@@ -85,48 +74,31 @@ def fit(
     Shapes: ``xs`` and ``targets`` share their leading (batch) axis of length ``n``; ``targets`` is what ``loss``
     takes as its parameter (integer labels ``(n,)`` for ``softmax_cross_entropy``, ``(n, k)`` floats for ``mse``).
     Each epoch visits every row once, in batches of ``batch_size`` (the last one smaller), reshuffled with ``rng``
-    unless ``shuffle=False``. Float data of another dtype than the parameters' (float64 data, a float32 model) is
-    cast to the parameters' dtype once, before training; integer data (token ids, labels) is left as it is, and data
-    holding NaN or infinity is refused.
+    unless ``shuffle=False``. Float data is cast to the parameters' dtype once, before training; data holding NaN
+    or infinity is refused.
 
-    ``optimizer``: an optimiser of :mod:`prelens.learn`, or its lens ``opt.lens`` (the state is then the lens's);
-    each batch is one :func:`step` (with ``penalty``). ``penalty``: a lens on the loss wire tied to the model's
-    parameters, such as ``prelens.learn.l2(1e-4)``, added to the loss that is minimised (and to ``history.loss``;
-    the ``val_loss`` and ``train_loss`` are the loss alone).
-
-    ``params`` defaults to ``model.init(rng)``; ``opt_state`` to the optimiser's initial state. With
-    ``validation = (xs, targets)`` the history records ``val_loss`` and, for each ``metrics`` entry ``name: f``,
-    ``val_<name>`` = ``f(model, params, xs, targets)`` after every epoch (e.g. ``metrics={"accuracy": accuracy}``);
-    ``train_metrics=True`` records ``train_loss`` and ``train_<name>`` on the whole training set too (in evaluation
-    mode, after the epoch). ``metrics`` with neither is an error.
-
-    ``callbacks``: objects with ``on_epoch_end(epoch, history, params, opt_state) -> bool`` (``True`` stops), called
-    after every epoch: :class:`EarlyStopping`, :class:`CheckpointBest`, :class:`LearningRateLogger` or your own (see
-    :class:`Callback`).
+    ``optimizer``: an optimiser of :mod:`prelens.learn`, or its lens ``opt.lens``; each batch is one :func:`step`.
+    ``penalty`` (``prelens.learn.l2(1e-4)``) is added to the loss minimised and to ``history.loss``, not to
+    ``val_loss`` and ``train_loss``. ``params`` defaults to ``model.init(rng)``, ``opt_state`` to the optimiser's
+    initial state. ``metrics`` (``{"accuracy": accuracy}``) are recorded after every epoch as ``val_<name>`` on
+    ``validation = (xs, targets)`` (with ``val_loss``) and, with ``train_metrics=True``, as ``train_<name>`` on the
+    training data (with ``train_loss``); ``metrics`` with neither is an error. ``callbacks``: objects with
+    ``on_epoch_end(epoch, history, params, opt_state) -> bool`` (``True`` stops; see :class:`Callback`).
 
     ``progress``: ``None`` shows a status line only when ``stream`` (default ``sys.stdout``) is a terminal; ``True``
-    always (a line per epoch on non-terminals); ``False`` never. ``checkpoint_path``: save
-    ``{"params": ..., "opt_state": ...}`` there (see :func:`prelens.io.save_checkpoint`; the history and the
-    position of training go in its metadata) every ``checkpoint_every`` epochs (if given), at the end, and when
-    training stops early. ``resume``: a checkpoint written so; training continues from it up to ``epochs`` epochs in
-    all (its parameters, optimiser state, history and generator state replace ``params``, ``opt_state`` and
-    ``rng``), bit for bit as the uninterrupted run. A run that a callback stopped stays stopped.
+    always; ``False`` never. ``checkpoint_path``: save the parameters, optimiser state, history and position of
+    training there every ``checkpoint_every`` epochs (if given), at the end, and when training stops early.
+    ``resume``: such a checkpoint; training continues from it up to ``epochs`` epochs in all, bit for bit as the
+    uninterrupted run (a run a callback stopped stays stopped).
 
-    ``backend``: train on another array library (``"jax"``, ``"torch"``, ``"array_api_strict"``, see
-    :func:`~prelens.backend.to_backend`): the parameters, optimiser state and data are moved there once, before the
-    first step, and the result stays there. On ``"jax"`` each step is one compiled XLA program
-    (:func:`compile_step`); ``mesh`` (a :class:`jax.sharding.Mesh`) trains data-parallel over its devices, each
-    batch split along its leading axis. By default the parameters' own library is used (numpy for ``model.init``).
-    ``backend="auto"``: the compiled JAX step when JAX is installed and the run suits it (numpy parameters and data
-    in float32/float64, no dropout, no mesh, and the step traces on JAX), numpy otherwise; the progress line says
-    which, and the result (and the state an error carries) is numpy either way. In float64 it equals numpy's run to
-    about 1e-12; in float32 to rounding. A callback sees the backend's arrays. ``backend="numpy"`` forces numpy,
-    ``"jax"`` JAX. The default stays the parameters' own library: a first compile costs about a second, more than a
-    small run takes (docs/performance.md, "Choosing the backend").
-
-    ``blas_threads``: on numpy, the BLAS threads training runs with (restored after): ``"auto"`` chooses from the
-    model's and the batch's sizes (one for small products; see :func:`blas_threads`), a number sets it, ``None``
-    leaves BLAS as it is.
+    ``backend``: train on another array library (``"jax"``, ``"torch"``, ``"array_api_strict"``): the parameters,
+    optimiser state and data are moved there once and the result stays there; on ``"jax"`` each step is one
+    compiled program (:func:`compile_step`), data-parallel over ``mesh`` (a :class:`jax.sharding.Mesh`). By default
+    the parameters' own library. ``backend="auto"``: the compiled JAX step when JAX is installed and the run suits
+    it (numpy parameters and data in float32/float64, no dropout, no mesh, the step traces on JAX, and the run is
+    large enough to repay compiling), numpy otherwise; the progress line says which, and the result (and the state
+    an error carries) is numpy either way, equal to numpy's run to about 1e-12 in float64 (docs/performance.md).
+    ``blas_threads``: on numpy, the BLAS threads for the run (see :func:`blas_threads`; ``None`` leaves BLAS alone).
 
     Returns :class:`FitResult` ``(params, opt_state, history)`` (copies: never the objects passed in). On Ctrl-C it
     returns what was learned so far with ``history.interrupted = True``. Raises :class:`~prelens.NonFiniteError` for

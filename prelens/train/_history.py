@@ -148,17 +148,11 @@ def history_from_dict(d: Any) -> History | str:
 
 def _numbers(values: Any) -> list[float] | None:
     """A list of numbers (``None`` read as NaN), or ``None`` if ``values`` is not one."""
-    if not isinstance(values, list):
+    if not isinstance(values, list) or any(
+        v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in values
+    ):
         return None
-    out = []
-    for v in values:
-        if v is None:
-            out.append(math.nan)
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out.append(float(v))
-        else:
-            return None
-    return out
+    return [math.nan if v is None else float(v) for v in values]
 
 
 def count(x: Any) -> int | None:

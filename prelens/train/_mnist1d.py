@@ -1,25 +1,9 @@
 """The MNIST-1D paper's four models and its training protocol, built from prelens lenses (channels last).
 
-Greydanus & Kobak, "Scaling down deep learning with MNIST-1D" (ICML 2024; the models of the
-repository's ``notebooks/models.py``, the protocol of its ``notebooks/train.py``):
-
-* ``logreg``: ``dense(40, 10, None)``, logistic regression on the 40 samples;
-* ``mlp``: ``40 → 100 → 100 → 10`` with ReLU, the second layer residual
-  (``h = relu(W1 x); h = h + relu(W2 h); W3 h``);
-* ``cnn``: three ``conv1d`` layers with ReLU (1→25 kernel 5, 25→25 kernel 3, 25→25 kernel 3,
-  each stride 2 and padding 1: lengths 40 → 19 → 10 → 5), ``flatten`` and ``dense(125, 10)``;
-  not residual;
-* ``gru``: a bidirectional GRU with hidden size 6 over the 40 steps (h0 = 0), its 40 × 12
-  outputs flattened into ``dense(480, 10)``.
-
-The protocol: Adam with step size 1e-2, batches of 100, 8,000 steps, softmax cross-entropy;
-the score is the test accuracy at the end. The paper reports logistic regression 32%, MLP 68%,
-CNN 94%, GRU 91% (:data:`PAPER_ACCURACY`). The MLP and logistic regression take series
-``(N, 40)``; the CNN and GRU take ``(N, 40, 1)`` (:func:`takes_channel`).
-
-``prelens train mnist1d`` trains one model; the benchmark's ``prelens_bench.mnist1d``, which
-re-exports these names (their documented home), runs the paper's whole table. Needs the
-``mnist1d`` extra.
+Greydanus & Kobak, "Scaling down deep learning with MNIST-1D" (ICML 2024): the models of the repository's
+``notebooks/models.py`` and the protocol of its ``notebooks/train.py`` (docs/mnist1d.md tables them). ``prelens
+train mnist1d`` trains one model; ``prelens_bench.mnist1d``, which re-exports these names (their documented home),
+runs the paper's whole table. Needs the ``mnist1d`` extra.
 """
 
 from __future__ import annotations
@@ -194,34 +178,20 @@ def train_mnist1d(
         x_train, x_test = x_train[..., 0], x_test[..., 0]
     gen = np.random.default_rng(seed)
     params = model.init(gen)
-    opt = adam(lr)
-    per_epoch = math.ceil(len(y_train) / batch_size)
-    epochs, rest = divmod(steps, per_epoch)
-    common: dict[str, Any] = {
-        "progress": progress,
-        "backend": backend,
-        "blas_threads": blas_threads,
-    }
+    opt, opt_state, done = adam(lr), None, 0
+    epochs, rest = divmod(steps, math.ceil(len(y_train) / batch_size))
+    kwargs: dict[str, Any] = {"progress": progress, "backend": backend, "blas_threads": blas_threads}
     started = time.perf_counter()
-    opt_state, done = None, 0
     if epochs:
         params, opt_state, history = fit(
-            model, softmax_cross_entropy, (x_train, y_train), epochs, batch_size, opt, gen, params=params, **common
+            model, softmax_cross_entropy, (x_train, y_train), epochs, batch_size, opt, gen, params=params, **kwargs
         )
         done += history.steps
     if rest:  # the last part-epoch: `rest` batches of a random subset
         rows = gen.permutation(len(y_train))[: rest * batch_size]
+        part = (x_train[rows], y_train[rows])
         params, opt_state, history = fit(
-            model,
-            softmax_cross_entropy,
-            (x_train[rows], y_train[rows]),
-            1,
-            batch_size,
-            opt,
-            gen,
-            params=params,
-            opt_state=opt_state,
-            **common,
+            model, softmax_cross_entropy, part, 1, batch_size, opt, gen, params=params, opt_state=opt_state, **kwargs
         )
         done += history.steps
     seconds = time.perf_counter() - started
@@ -229,13 +199,7 @@ def train_mnist1d(
         from prelens.backend import to_backend
 
         params = to_backend(params, "numpy")
+    train_acc = accuracy(model, params, x_train, y_train)
     return Mnist1dResult(
-        name,
-        seed,
-        backend,
-        done,
-        params,
-        accuracy(model, params, x_train, y_train),
-        accuracy(model, params, x_test, data.y_test),
-        seconds,
+        name, seed, backend, done, params, train_acc, accuracy(model, params, x_test, data.y_test), seconds
     )

@@ -284,8 +284,7 @@ def jax_importable() -> bool:
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
     """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``.
 
-    The conditions are listed in ``fit``'s docstring; the run must also repay the compile
-    (:data:`AUTO_JAX_MIN_WORK`). With dropout JAX would draw other masks than numpy from the same seed.
+    (Not with dropout: JAX would draw other masks than numpy from the same seed.)
     """
     if a.mesh is not None or dropout or run_work(a, at, n_batches) < AUTO_JAX_MIN_WORK or not jax_importable():
         return None
@@ -312,11 +311,8 @@ def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, 
 
 
 def _strategy(a: Args, dropout: bool, compiled: Any = None) -> Strategy:
-    """The step strategy: one compiled JAX program (on a mesh or not), or :func:`~prelens.train.step`'s core.
-
-    With dropout a batch's inputs are ``(key, xs)``: the model runs on ``with_dropout(params, key)`` (on JAX the
-    program draws the masks from the key).
-    """
+    """One compiled JAX program (on a mesh or not), or :func:`~prelens.train.step`'s core; with dropout a batch's
+    inputs are ``(key, xs)``."""
     if a.xp is not None and namespace_name(a.xp) == "jax":
         if compiled is None:
             compiled = compile_step(a.model, a.loss, a.optimizer, penalty=a.penalty, mesh=a.mesh)

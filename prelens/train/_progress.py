@@ -1,7 +1,6 @@
 """A one-line training status for terminals (own code: no runtime dependency).
 
-On a terminal the line is redrawn in place at most ``1 / interval`` times a
-second::
+On a terminal the line is redrawn in place at most ``1 / interval`` times a second::
 
     epoch 12/200 [###---------] 5/20  loss 0.4312  8.1k samples/s  eta 0:41  val_accuracy 0.9667
 

@@ -1,18 +1,12 @@
 """What a checkpoint of :func:`~prelens.train.fit` holds beyond the parameters, and reading it back.
 
-A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the parameters and optimiser state
-of the best epoch, when an ``EarlyStopping`` with ``restore_best`` runs), with metadata
-``{"history", "epoch", "fit"}``. ``"fit"`` is the position of training (written by
-:meth:`~prelens.train._run.Run.checkpoint`):
-
-* ``rng``: the state of the shuffling generator at the start of the epoch in progress (its bit generator's name and
-  state, arrays as lists of ints);
-* ``batch``: how many of the epoch's ``batches`` are done, and ``loss_sum`` their summed losses (exact: JSON keeps
-  every bit of a float);
-* ``callbacks_done``: the last epoch whose callbacks all answered; ``early_stopped``: a callback ended the run.
-
-From the epoch's start state ``fit`` draws the same permutation and dropout keys again and skips the batches already
-done, so a resumed run takes exactly the steps an uninterrupted one takes.
+A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``, the best epoch's, under
+``EarlyStopping(restore_best=True)``), with metadata ``{"history", "epoch", "fit"}``. ``"fit"`` is the position of
+training (written by :meth:`~prelens.train._run.Run.checkpoint`): ``rng``, the shuffling generator's state at the
+start of the epoch in progress; ``batch``, how many of the epoch's ``batches`` are done, and ``loss_sum`` their
+summed losses (exact: JSON keeps every bit of a float); ``callbacks_done``, the last epoch whose callbacks all
+answered; ``early_stopped``, whether a callback ended the run. From the epoch's start state ``fit`` draws the same
+permutation and dropout keys again and skips the batches done, so a resumed run takes exactly the same steps.
 """
 
 from __future__ import annotations
@@ -101,14 +95,10 @@ def _generator(state: Any) -> np.random.Generator | None:
 def read_checkpoint(
     path: str | os.PathLike[str], params_like: Tree, state_like: Any, *, backend: Any = "numpy"
 ) -> Resumed:
-    """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like``.
-
-    ``params_like`` is ``None`` when the model cannot make parameters (then the file's own structure is taken); its
-    arrays may be of any library (shapes and dtype names are compared). The parameters and optimiser states come
-    back as ``backend``'s arrays (see :func:`prelens.io.load_checkpoint`). Raises
-    :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of ``fit``, is damaged, or belongs
-    to another model.
-    """
+    """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like`` (``None``
+    when the model cannot make parameters: the file's own structure is taken), the arrays in ``backend``'s library;
+    a :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of ``fit``, is damaged, or belongs
+    to another model."""
     resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)
     meta = load_metadata(name)

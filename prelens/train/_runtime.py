@@ -37,10 +37,8 @@ USER_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_
 
 
 def _controller() -> Any:
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - a declared dependency; without it nothing is changed
-        return None
+    from threadpoolctl import ThreadpoolController  # a dependency, imported when first asked
+
     return ThreadpoolController()
 
 
@@ -51,10 +49,7 @@ def current_blas_threads() -> int:
     ...     current_blas_threads()
     1
     """
-    ctl = _controller()
-    if ctl is None:  # pragma: no cover
-        return 1
-    counts = [int(info["num_threads"]) for info in ctl.info() if info.get("user_api") == "blas"]
+    counts = [int(info["num_threads"]) for info in _controller().info() if info.get("user_api") == "blas"]
     return max(counts, default=1)
 
 
@@ -160,11 +155,9 @@ def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any 
     """Run the block with ``threads`` BLAS threads (``"auto"``: chosen for ``params`` and ``batch`` here and now).
 
     Yields the number of threads the block runs with; the previous number is restored after it. ``"auto"`` uses
-    ``PRELENS_BLAS_THREADS`` when set; leaves BLAS alone when the user set ``OPENBLAS_NUM_THREADS`` (or its kin) or
-    gave no ``params``/``batch``; gives small products one thread; and otherwise times the step's largest product on
-    one thread and on :func:`choose_blas_threads` threads, alternating, for about 80 ms, and keeps the larger number
-    only if it won every time (so a machine whose cores are busy gets one). The choice is made once, when the block
-    starts.
+    ``PRELENS_BLAS_THREADS`` when set, leaves BLAS alone when ``OPENBLAS_NUM_THREADS`` (or its kin) is set or no
+    ``params``/``batch`` is given, and otherwise keeps :func:`choose_blas_threads` threads only if they beat one
+    thread every time in about 80 ms of timing (docs/api.md says how).
 
     >>> from prelens.nn import mlp
     >>> net = mlp(4, [8, 3])
@@ -173,10 +166,10 @@ def blas_threads(threads: int | str = "auto", *, params: Any = None, batch: Any 
     1
     """
     n = resolve_threads(threads, params, batch)
-    ctl = _controller() if n is not None else None
-    if n is None or ctl is None:
+    if n is None:
         yield current_blas_threads()
         return
+    ctl = _controller()
     if n == "probe":
         n = _probe(ctl, params, batch, choose_blas_threads(params, batch))
     with ctl.limit(limits=n, user_api="blas"):
@@ -196,11 +189,9 @@ def retain_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory for reuse; True if done (now or before), False elsewhere.
 
     Sets ``M_MMAP_THRESHOLD`` to 32 MiB and ``M_TRIM_THRESHOLD`` to 256 MiB (``mallopt``), so that the arrays a
-    training step frees are reused by the next step instead of being returned to the system and faulted back in page
-    by page. It is for the whole process and is not undone (the memory a process holds then shrinks only when more
-    than 256 MiB lie free at the top of its heap); the environment variables ``MALLOC_MMAP_THRESHOLD_=33554432`` and
-    ``MALLOC_TRIM_THRESHOLD_=268435456`` do the same from outside. On a system without glibc it does nothing and
-    returns False. ``prelens train`` and ``prelens bench`` call it.
+    training step frees are reused by the next step instead of being faulted back in page by page. For the whole
+    process, and not undone; ``MALLOC_MMAP_THRESHOLD_=33554432`` and ``MALLOC_TRIM_THRESHOLD_=268435456`` do the
+    same from outside.
 
     >>> retain_freed_memory() in (True, False)
     True

@@ -5,9 +5,8 @@ The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss lens
 the batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns a pullback; seeding it with
 ``da = 1`` gives ``((d_targets, d_params), d_xs)``, of which the optimiser takes ``d_params`` only.
 
-An optimiser lens of :mod:`prelens.learn` makes the whole step one lens, ``learner(model, loss, optimizer)``: one
-``vjp`` and one pullback of ``()``. :func:`step_of` composes either form once; :func:`step`, ``fit`` and the
-compiled step of :func:`~prelens.train.compile_step` all run it.
+With an optimiser lens the whole step is one lens, ``learner(model, loss, optimizer)``. :func:`step_of` composes
+either form once; :func:`step`, ``fit`` and :func:`~prelens.train.compile_step` all run it.
 """
 
 from __future__ import annotations
@@ -103,12 +102,8 @@ def step(
 
 
 def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None = None) -> Core:
-    """The step of ``model >> loss`` (plus ``penalty``) and ``optimizer``, composed once.
-
-    Returns ``core(params, state, xs, targets, check=None) -> (new_params, new_state, loss)``, the loss unconverted
-    (a JAX tracer while JAX compiles it). With a plain optimiser ``check(loss, grads)`` runs between the gradient
-    and the update.
-    """
+    """The step of ``model >> loss`` (plus ``penalty``) and ``optimizer``, composed once, as a :data:`Core`; the
+    loss unconverted (a JAX tracer under ``jax.jit``)."""
     if lens_form:
         step_lens = learner(model, loss, optimizer, penalty=penalty)
         return lambda params, state, xs, targets, check=None: run_learner(step_lens, params, state, xs, targets)
