@@ -132,7 +132,7 @@ def remat(lens: AnyLens) -> AnyLens:
         if keeps_full_residues():  # Cost's reading of the residue without remat
             return fwd(p, s)
         a = fwd(p, s)[1]  # the inner residue dropped at once, before the copies are made
-        return tree_map(_copied, (p, s)), a  # a residue never aliases the caller's arrays
+        return tree_map(lambda x: copy(x) if is_array(x) else x, (p, s)), a  # never the caller's arrays
 
     def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:
         if not (isinstance(m, tuple) and len(m) == 2):
@@ -143,10 +143,6 @@ def remat(lens: AnyLens) -> AnyLens:
     made = PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
     REMAT_OF[made] = lens
     return made
-
-
-def _copied(x: Any) -> Any:
-    return x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x
 
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:
@@ -173,15 +169,6 @@ def probes_of(lens: AnyLens) -> Probes:
     return {}
 
 
-def lift_probes(inner: AnyLens, prefix: str, get: Callable[[Any], Any]) -> Probes:
-    """``inner``'s probes renamed under ``prefix`` and read through ``get`` (outer residue -> inner).
-
-    >>> lift_probes(PreLens(lambda p, s: ((), s), lambda m, d: ((), d)), "x", lambda m: m)
-    {}
-    """
-    return {join(prefix, key): _compose(g, get) for key, g in probes_of(inner).items()}
-
-
 def join(prefix: str, key: str) -> str:
     """``"block0" + "self" -> "block0.self"``; the empty key is the prefix itself.
 
@@ -193,21 +180,15 @@ def join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
 
 
-def _compose(g: Callable[[Any], Array], get: Callable[[Any], Any]) -> Callable[[Any], Array]:
-    return lambda m: g(get(m))
-
-
 def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
     return lambda m: g(m[i])
 
 
 def _unique(found: Probes, key: str) -> str:
-    if key not in found:
-        return key
-    k = 2
-    while f"{key}#{k}" in found:
-        k += 1
-    return f"{key}#{k}"
+    name, k = key, 2
+    while name in found:
+        name, k = f"{key}#{k}", k + 1
+    return name
 
 
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
