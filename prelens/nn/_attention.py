@@ -1,38 +1,22 @@
 """Attention, every step a lens: projections, scores, mask, softmax, weighted sum, heads.
 
-One head of attention, as the seeds describe it, is a pipeline of small lenses
-on a batch of sequences ``x (B, T, d_model)`` (batch axis leading)::
+One head, as the seeds describe it, is a pipeline of small lenses on ``x (B, T, d_model)``::
 
     x ─copy─> (x, x, x) ─W_Q ⊗ W_K ⊗ W_V─> (Q, K, V)
       ─scores ⊗ id─> (Q Kᵀ/√d_k, V) ─mask ⊗ id─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
 
-(``⊗`` is the parallel product ``@`` of lenses, not matmul). For
-cross-attention the queries come from one sequence and the keys and values
-from another: the input is a pair ``(x, context)``.
+(``⊗`` is the parallel product ``@``); cross-attention takes ``(x, context)``, keys and values
+from ``context``. Two layouts of multi-head attention, tested equal: the faithful one
+(:func:`multi_head_attention_faithful`: ``branch`` to ``h`` heads, ``vec_lens``, :func:`concat_heads`,
+``W_O``; :class:`FaithfulAttentionParams`), and the fast one (:func:`multi_head_attention`,
+:func:`cross_attention`: the pipeline once on wide projections, the heads on an array axis;
+:class:`AttentionParams`). :func:`stack_heads` and :func:`unstack_heads` map between them.
 
-Two layouts of multi-head attention, tested equal by property tests:
+Each piece's passes are written once with the array namespace of their arguments, branch-free
+(``jax.jit`` traces them). What a piece expects is declared and checked by the core; only what a
+pattern cannot say (two arrays of one dtype and leading axes, a width divisible by the heads) is
+tested in the forward pass.
 
-* :func:`multi_head_attention_faithful` — the structure is the point:
-  :func:`~prelens.branch` to ``h`` copies, ``h`` heads side by side with
-  :func:`~prelens.vec_lens`, :func:`concat_heads`, then the output projection
-  ``W_O``. Parameters :class:`FaithfulAttentionParams`.
-* :func:`multi_head_attention` / :func:`cross_attention` — the fast path: the
-  same pipeline once, on wide projections ``(d_model, d_model)`` with the
-  heads on an array axis (:func:`split_heads`, :func:`merge_heads`).
-  Parameters :class:`AttentionParams`; :func:`stack_heads` and
-  :func:`unstack_heads` are the isomorphism between the two layouts.
-
-After a forward pass, :func:`~prelens.nn.attention_weights` reads the
-attention matrices ``(B, heads, T_q, T_k)`` out of the residue.
-
-Each piece's passes are written once, with the array namespace of their
-arguments: they run on numpy and on any array-API library (PyTorch, JAX,
-``array_api_strict``), without a branch on values (so ``jax.jit`` traces them).
-What a piece expects is declared (:class:`~prelens.core.Expects`) and checked by
-the core; only what a pattern cannot say (two arrays of one dtype and the same
-leading axes, a width divisible by the heads) is tested in the forward pass.
-
->>> import numpy as np
 >>> mha = multi_head_attention(8, 2, causal=True)
 >>> mha
 multi_head_attention(8, heads=2, causal)
@@ -236,9 +220,7 @@ def _weighted_sum(copy_input: bool = True) -> AnyLens:
 
 
 def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:
-    """:func:`causal_mask`'s output delta, read from its residue ``keep``: any float array ``(..., T_q, T_k)``.
-
-    ``keep`` must be the causal pattern (its values checked where they are known: not under ``jax.jit``)."""
+    """:func:`causal_mask`'s output delta from its residue ``keep``, the causal pattern (values checked if known)."""
     tq, tk = keep.shape
     xp = namespace(keep)
     ref = keep_like(keep, tq, tk)  # numpy: the very array the forward pass kept, so no values to compare
@@ -528,9 +510,7 @@ def multi_head_attention(
 ) -> AnyLens:
     """Fast multi-head self-attention, heads on an array axis: ``(B, T, d_model) -> (B, T, d_model)``.
 
-    ``[m]`` is the chain's list of stage residues.
-
-    Built as::
+    Built as (the residue is the chain's list of stage residues)::
 
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
               (linear @ linear) @ linear,                  # ((Q, K), V), each (B, T, d_model)
@@ -538,15 +518,10 @@ def multi_head_attention(
               scaled_dot_product_attention(d_k, causal),   # A V, (B, h, T, d_k)
               merge_heads(h), linear)                      # (B, T, d_model) -> W_O
 
-    where :func:`scaled_dot_product_attention` is the pipeline
-    ``attention_scores(d_k) @ id >> [causal_mask() @ id >>] softmax @ id >> weighted_sum()``
-    fused into one lens, and the first four stages run as one lens too (one product
-    with ``[W_Q | W_K | W_V]`` each way): both tested equal to what they fuse.
-
-    Parameters :class:`AttentionParams` ``(W_Q, W_K, W_V, W_O)``, each
-    ``(d_model, d_model)``; ``d_k = d_model / n_heads`` (not divisible: an
-    error). Equal to :func:`multi_head_attention_faithful` through
-    :func:`stack_heads`. ``causal=True`` masks the future.
+    with the first four stages fused into one lens (one product with ``[W_Q | W_K | W_V]`` each
+    way), tested equal. Parameters :class:`AttentionParams`, each ``(d_model, d_model)``;
+    ``d_k = d_model / n_heads`` (not divisible: an error). Equal to
+    :func:`multi_head_attention_faithful` through :func:`stack_heads`.
 
     >>> mha = multi_head_attention(6, 4)
     Traceback (most recent call last):

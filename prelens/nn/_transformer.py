@@ -1,28 +1,13 @@
 """Transformer blocks and models, composed from the attention, norm, residual and dense lenses.
 
-* :func:`feed_forward` — ``dense ≫ relu ≫ dense``, position by position (fused;
-  :func:`feed_forward_composed` is the composition, tested equal).
-* :func:`encoder_block` — ``x = LN(x + MHA(x)); x = LN(x + FFN(x))`` (post-LN,
-  as in "Attention Is All You Need"), or with ``norm="pre"``
-  ``x = x + MHA(LN(x)); x = x + FFN(LN(x))``. With ``causal=True`` it is the
-  block of a decoder-only (GPT-style) language model.
-* :func:`decoder_block` — causal self-attention, cross-attention to an
-  encoder's output, feed-forward; it maps ``(y, memory) -> (y', memory)`` so
-  that blocks chain and every block sees the memory.
-* :func:`encoder_decoder` — ``(source ids, target ids) -> target logits``.
-* :func:`decoder_lm` — ``ids (B, T) -> logits (B, T, vocab)``: embedding,
-  positions, ``N`` causal blocks, a final linear map to the vocabulary.
-* :func:`generate` — samples from a language model (trained with
-  :func:`~prelens.nn.token_cross_entropy`).
+:func:`feed_forward` (fused; :func:`feed_forward_composed` is the composition, tested equal),
+:func:`encoder_block` (post-LN as in "Attention Is All You Need", or pre-LN; causal, it is the block
+of a GPT-style language model), :func:`decoder_block` (``(y, memory) -> (y', memory)``, so that
+blocks chain), the models :func:`decoder_lm` and :func:`encoder_decoder`, and :func:`generate`.
+Every model keeps its composition's residue, so :func:`~prelens.nn.attention_weights` reads every
+attention matrix from it. Every lens here runs on the arrays of any array-API library (and under
+``jax.jit``); :func:`generate` moves the ids to the model's library and samples with numpy.
 
-Every model keeps its composition's residue, so
-:func:`~prelens.nn.attention_weights` reads every attention matrix from it.
-
-Every lens here runs on the arrays of any array-API library (PyTorch, JAX,
-``array_api_strict``), with results in that library; ``jax.jit`` traces them.
-:func:`generate` moves the ids to the model's library and samples with numpy.
-
->>> import numpy as np
 >>> from prelens.nn import attention_weights
 >>> lm = decoder_lm(vocab_size=10, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=6)
 >>> p = lm.init(0)
@@ -202,11 +187,8 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
     :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
     initialisation, ``output``: ``d_ff→d_model``). The same lens as
-    :func:`feed_forward_composed` (tested equal to it) in one Python
-    call per pass: the matmuls run on ``(batch·time, d)`` matrices, the ReLU
-    is applied in place to the hidden layer it owns, and its derivative is
-    read off the stored activations (``h > 0`` exactly where ``x W₁ + b₁ > 0``),
-    so the residue keeps ``h`` and not the pre-activation.
+    :func:`feed_forward_composed` (tested equal to it) in one Python call per
+    pass; the ReLU's derivative is read off the stored activations ``h``.
 
     >>> ffn = feed_forward(4, 16)
     >>> ffn, ffn.init(0).hidden.weight.shape
@@ -672,11 +654,7 @@ def generate(
 
 
 def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any = None) -> Array:
-    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked.
-
-    With parameters of another library (PyTorch, JAX, ...) the window moves to
-    it and the logits come back to numpy: the sampling stays numpy's.
-    """
+    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked, as numpy's."""
     logits = forward(lm, params, window if like is None else constant_like(window, like))
     logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's
     b, t = window.shape
