@@ -388,13 +388,11 @@ def attention_head(
 ) -> AnyLens:
     """One head of attention: projections ≫ scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
-    ``[m]`` is the chain's list of stage residues.
-
     Self-attention: ``x (B, T, d_model) -> (B, T, d_k)``, with the queries, keys
     and values all projected from a copy of ``x``. ``cross=True``: input
     ``(x (B, T, d_model), context (B, S, d_model))``, queries from ``x``, keys
     and values from ``context``. Parameters :class:`HeadParams` (three
-    ``(d_model, d_k)`` matrices). Built as::
+    ``(d_model, d_k)`` matrices). Built as (the residue is the chain's list of stage residues)::
 
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
               (linear @ linear) @ linear,                  # ((Q, K), V)

@@ -289,9 +289,7 @@ def encoder_block(
 ) -> AnyLens:
     """One encoder block ``(B, T, d_model) -> (B, T, d_model)``; parameters :class:`EncoderBlockParams`.
 
-    ``d_model``, ``n_heads``, ``d_ff``; ``[m]`` is the chain's list of stage residues.
-
-    ``norm="post"`` (the paper)::
+    The residue is the chain's list of stage residues. ``norm="post"`` (the paper)::
 
         chain(residual(multi_head_attention), layer_norm, residual(feed_forward), layer_norm)
 
@@ -466,7 +464,7 @@ def decoder_lm(
 ) -> AnyLens:
     """A decoder-only language model: token ids ``(B, T)`` -> next-token logits ``(B, T, vocab)``.
 
-    ``vocab_size``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``. Built as::
+    Built as::
 
         chain(token_embedding(vocab, d), positional_embedding(max_len, d),   # or sinusoidal_encoding
               encoder_block(..., causal=True) × n_layers,
@@ -533,7 +531,6 @@ def encoder_decoder(
 ) -> AnyLens:
     """The encoder-decoder transformer: ``(source ids (B, S), target ids (B, T)) -> logits (B, T, target_vocab)``.
 
-    ``source_vocab``, ``target_vocab``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``.
     Built as::
 
         chain((embed_src >> pos_src) @ (embed_tgt >> pos_tgt),   # (x, y)
@@ -611,8 +608,6 @@ def generate(
 ) -> Array:
     """Extend ``prompt (B, T0)`` by ``steps`` tokens with a language model ``ids -> logits``.
 
-    ``lm``, ``params``, ``prompt``, ``steps``, then ``max_len``, ``temperature``, ``rng``.
-
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:
     greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
@@ -630,15 +625,15 @@ def generate(
         expected = "token ids (batch, time) with at least one token"
         raise E.lens_shape_error("generate", "prompt", expected, E.describe(ids))
     n_steps = A.count("generate", "steps", steps, least=0)
-    window_len = None if max_len is None else A.count("generate", "max_len", max_len)
+    # None: every token, the last ids.shape[1] + n_steps
+    window = ids.shape[1] + n_steps if max_len is None else A.count("generate", "max_len", max_len)
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
     like = _library_leaf(params)  # a model of another library: the ids go to it, the logits come back
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
-        _last_logits(lm, params, ids if window_len is None else ids[:, -window_len:], 0, like)
+        _last_logits(lm, params, ids[:, -window:], 0, like)
     for k in range(n_steps):
-        window = ids if window_len is None else ids[:, -window_len:]
-        logits = _last_logits(lm, params, window, k, like)
+        logits = _last_logits(lm, params, ids[:, -window:], k, like)
         if temp == 0:
             nxt = logits.argmax(axis=-1)
         else:
