@@ -48,7 +48,7 @@ from prelens.nn._linear import DenseParams, dense
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._residual import residual
 from prelens.nn._rows import column_sum, matmul, reshape
-from prelens.nn._transformer_wiring import join, probes_of, reparam, with_probes
+from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 
 __all__ = [
     "DecoderBlockParams",
@@ -263,8 +263,8 @@ def _flags(norm: str, rate: float, *, causal: bool = False, sinusoidal: bool = F
 
 
 def _named(lens: AnyLens, prefix: str) -> AnyLens:
-    """``lens`` with its attention probes renamed under ``prefix`` (the lens itself is returned)."""
-    return with_probes(lens, {join(prefix, k): g for k, g in probes_of(lens).items()})
+    """``lens`` with its attention probes renamed under ``prefix`` (``"block0"``, ``"self"`` -> ``"block0.self"``)."""
+    return with_probes(lens, {f"{prefix}.{k}" if k else prefix: g for k, g in probes_of(lens).items()})
 
 
 def _block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
@@ -420,25 +420,13 @@ def decoder_block(
 # ---------------------------------------------------------------------- models
 
 
-def _model_args(
-    fn: str,
-    d_model: int,
-    n_heads: int,
-    d_ff: int,
-    n_layers: int,
-    max_len: int,
-    norm: str,
-    positional: str,
-    dtype: npt.DTypeLike,
-    dropout: float,
-) -> tuple[int, int, int, int, np.dtype[Any], Norm, float]:
-    """``(d_model, d_ff, n_layers, max_len, dtype, norm, dropout)`` of a model, checked for ``fn``."""
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+def _model_args(fn: str, n_layers: int, max_len: int, positional: str) -> tuple[int, int]:
+    """``(n_layers, max_len)`` of a model, checked for ``fn``, and its ``positional``."""
     n = check_size(fn, "n_layers", n_layers)
     t = check_size(fn, "max_len", max_len)
     if not isinstance(positional, str) or positional not in ("learned", "sinusoidal"):
         raise E.not_one_of(fn, "positional", ("learned", "sinusoidal"), positional)
-    return d, f, n, t, dt, norm_, rate
+    return n, t
 
 
 def _embed(vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
@@ -487,9 +475,8 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d, f, n, t, dt, norm_, rate = _model_args(
-        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
-    )
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     blocks = [
         _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt, dropout=rate), f"block{i}")
@@ -553,9 +540,8 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d, f, n, t, dt, norm_, rate = _model_args(
-        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
-    )
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
     enc = [_named(encoder_block(d, n_heads, f, **kw), f"encoder{i}") for i in range(n)]

@@ -1,18 +1,9 @@
 """Wiring shared by the transformer lenses: re-parametrisation, rematerialisation, attention probes.
 
-Composites built from ``>>``, ``@`` and :func:`~prelens.chain` have parameters
-and residues nested the way they were built (``(p_later, p_earlier)``, units
-``()`` for every wire). :func:`reparam` shows such a composite through a pair
-of isomorphisms (``dimap_p`` and ``dimap_m``), so that users see a named tuple
-such as ``AttentionParams(W_Q, W_K, W_V, W_O)`` while the composite runs
-unchanged underneath.
-
-:func:`remat` (``rematerialize`` until 0.5.0) keeps only ``(p, s)``
-in the residue and recomputes the rest in the backward pass (gradient checkpointing).
-
-Attention probes say where, in a model's residue, each attention matrix lies:
-:func:`attention_weights` reads them out after a forward pass, without
-recomputing anything.
+Composites built from ``>>``, ``@`` and :func:`~prelens.chain` have parameters and residues nested the
+way they were built; :func:`reparam` shows one through isomorphisms (``dimap_p``, ``dimap_m``) so that
+users see a named tuple such as ``AttentionParams``. :func:`remat` is gradient checkpointing. Attention
+probes say where in a model's residue each attention matrix lies, for :func:`attention_weights`.
 """
 
 from __future__ import annotations
@@ -109,15 +100,11 @@ def params_misfit(expected: Any, got: Any) -> str | None:
 def remat(lens: AnyLens) -> AnyLens:
     """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd`` (checkpointing).
 
-    Gradient checkpointing (JAX's ``jax.remat``): the residue of a deep model
-    can be much larger than its parameters and input; this trades one more
-    forward pass for that memory. Same outputs, same ``(dp, ds)`` (tested equal
-    to the plain lens). ``remat`` each block of a deep model to hold only the
-    blocks' inputs between the passes (:func:`prelens_bench.memory.remat_lm`);
-    :class:`prelens.tambara.Cost` reports the residue bytes with and without it.
-    It also makes two lenses that compute one function with different residues
-    comparable by :func:`~prelens.testing.check_lens_equal`: their residues
-    ``(p, s)`` are then related by the parameter and input isomorphisms.
+    Gradient checkpointing (JAX's ``jax.remat``): one more forward pass for the memory of the residue.
+    Same outputs, same ``(dp, ds)`` (tested equal to the plain lens). ``remat`` each block of a deep
+    model to hold only the blocks' inputs between the passes (:func:`prelens_bench.memory.remat_lm`).
+    It also makes two lenses that compute one function with different residues comparable by
+    :func:`~prelens.testing.check_lens_equal`.
 
     >>> from prelens import PreLens
     >>> square = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square")
@@ -167,17 +154,6 @@ def probes_of(lens: AnyLens) -> Probes:
                 found[_unique(found, key)] = _through(get, i)
         return found
     return {}
-
-
-def join(prefix: str, key: str) -> str:
-    """``"block0" + "self" -> "block0.self"``; the empty key is the prefix itself.
-
-    >>> join("block0", ""), join("block0", "self")
-    ('block0', 'block0.self')
-    """
-    if not key:
-        return prefix
-    return f"{prefix}.{key}" if prefix else key
 
 
 def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
