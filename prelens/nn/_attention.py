@@ -75,9 +75,8 @@ __all__ = [
 class AttentionParams(NamedTuple):
     """Parameters of the fast multi-head attention: four ``(d_model, d_model)`` matrices.
 
-    Head ``i`` uses columns ``i·d_k : (i+1)·d_k`` of ``W_Q``, ``W_K`` and
-    ``W_V`` (``d_k = d_model / heads``); ``W_O`` maps the concatenated heads
-    back to ``d_model``. Deltas have the same type.
+    Head ``i`` uses columns ``i·d_k : (i+1)·d_k`` of ``W_Q``, ``W_K`` and ``W_V``
+    (``d_k = d_model / heads``); ``W_O`` maps the concatenated heads back. Deltas have the same type.
 
     >>> ap = multi_head_attention(4, 2).init(0)
     >>> type(ap).__name__, [w.shape for w in ap]
@@ -234,11 +233,9 @@ def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`~prelens.nn.MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
 
-    After :data:`~prelens.nn.softmax` those weights are exactly ``0``, so a
-    future position never influences a past one. The value is finite, so a
-    row with every key masked gives uniform weights, never NaN. The dtype is
-    kept. Parameter-free; residue: the boolean ``keep`` matrix ``(T_q, T_k)``;
-    backward zeroes the delta at masked entries.
+    After :data:`~prelens.nn.softmax` those weights are exactly ``0``; a row with every key masked
+    gets uniform weights, never NaN. The dtype is kept. Parameter-free; residue: the boolean ``keep``
+    matrix ``(T_q, T_k)``; backward zeroes the delta at masked entries.
 
     >>> m, s = causal_mask().fwd((), np.zeros((2, 2)))
     >>> float(s[0, 1]), m
@@ -272,9 +269,8 @@ def _merge(h: int, x: Array) -> Array:
 @constructor
 def split_heads(n_heads: int) -> AnyLens:
     """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
-    features ``i·d_k : (i+1)·d_k``). Parameter-free; residue: the input's shape (so that
-    the backward pass can check the delta); the backward pass is :func:`merge_heads`'s
-    forward pass.
+    features ``i·d_k : (i+1)·d_k``). Parameter-free; residue: the input's shape; the
+    backward pass is :func:`merge_heads`'s forward pass.
 
     >>> split_heads(2).fwd((), np.arange(4.0).reshape(1, 1, 4))[1]
     array([[[[0., 1.]],
@@ -388,11 +384,9 @@ def attention_head(
 ) -> AnyLens:
     """One head of attention: projections ≫ scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
-    Self-attention: ``x (B, T, d_model) -> (B, T, d_k)``, with the queries, keys
-    and values all projected from a copy of ``x``. ``cross=True``: input
-    ``(x (B, T, d_model), context (B, S, d_model))``, queries from ``x``, keys
-    and values from ``context``. Parameters :class:`HeadParams` (three
-    ``(d_model, d_k)`` matrices). Built as (the residue is the chain's list of stage residues)::
+    ``x (B, T, d_model) -> (B, T, d_k)``; ``cross=True``: ``(x (B, T, d_model), context (B, S, d_model))``,
+    keys and values from ``context``. Parameters :class:`HeadParams`. Built as (the residue is the
+    chain's list of stage residues)::
 
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
               (linear @ linear) @ linear,                  # ((Q, K), V)
@@ -444,10 +438,8 @@ def multi_head_attention_faithful(
     """Multi-head attention as the structure says: ``branch`` to ``h`` heads in parallel, concatenate, ``W_O``.
 
     ``chain(branch(h), vec_lens(h, attention_head(d_model, d_k)), concat_heads(h), linear(d_model, d_model))``
-    with ``d_k = d_model / h``. Shapes as :func:`multi_head_attention` (or,
-    with ``cross=True``, as :func:`cross_attention`). Parameters
-    :class:`FaithfulAttentionParams`; :func:`stack_heads` turns them into the
-    fast layout. ``d_model`` not divisible by ``n_heads`` is an error.
+    with ``d_k = d_model / h`` (not divisible: an error). Shapes as :func:`multi_head_attention` (with
+    ``cross=True``, :func:`cross_attention`). Parameters :class:`FaithfulAttentionParams`.
 
     >>> mha = multi_head_attention_faithful(4, 2)
     >>> mha
@@ -533,9 +525,8 @@ def multi_head_attention(
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 
-    Queries are projected from ``x``, keys and values from ``context`` (an
-    encoder's output, say): the pipeline of :func:`multi_head_attention`
-    behind the wiring ``(x, c) -> (x, (c, c)) -> ((x, c), c)``. Parameters
+    Queries from ``x``, keys and values from ``context`` (an encoder's output, say): the pipeline of
+    :func:`multi_head_attention` behind the wiring ``(x, c) -> ((x, c), c)``. Parameters
     :class:`AttentionParams`; attention weights ``(B, h, T, S)``.
 
     >>> ca = cross_attention(4, 2)
@@ -561,8 +552,7 @@ def _fits(fn: str, pattern: Any, x: Any) -> None:
 def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
     """The faithful layout to the fast one: head matrices side by side, ``(d, d_k)·h -> (d, d)``.
 
-    Linear, so it maps parameter deltas the same way. The heads are matrices
-    ``(d, d_k)`` of one shape and dtype, ``W_O (h·d_k, d)``.
+    Linear, so it maps parameter deltas the same way. Heads ``(d, d_k)`` of one dtype, ``W_O (h·d_k, d)``.
 
     >>> fp = multi_head_attention_faithful(4, 2).init(0)
     >>> ap = stack_heads(fp)

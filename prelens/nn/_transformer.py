@@ -24,14 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import (
-    constant_like,
-    copy,
-    is_array,
-    to_numpy,
-    tree_map_arrays,
-    zeros_like,
-)
+from prelens.backend._arrays import constant_like, copy, is_array, to_numpy, tree_map_arrays, zeros_like
 from prelens.core import _args as A
 from prelens.core._check import ANY, Arr, Expects, Like
 from prelens.core._combinators import chain, copy_l
@@ -620,12 +613,10 @@ def generate(
         _last_logits(lm, params, ids[:, -window:], 0, like)
     for k in range(n_steps):
         logits = _last_logits(lm, params, ids[:, -window:], k, like)
-        if temp == 0:
-            nxt = logits.argmax(axis=-1)
-        else:
+        nxt = logits.argmax(axis=-1)  # greedy; sampling keeps it in rows where z overflows (the largest logits win)
+        if temp:
             with np.errstate(over="ignore"):
                 z = logits / temp
-            nxt = logits.argmax(axis=-1)  # where z overflows only the largest logits count: greedy
             for i, row in enumerate(z):
                 if np.isfinite(row).all():
                     pr = np.exp(row - row.max())
