@@ -124,10 +124,7 @@ def _key_of(name: str, p: Any) -> Any:
 
 
 def _host_mask(name: str, key: Any, x: Any, rate: float, scale: float) -> Any:
-    """The scaled mask for ``x`` drawn by numpy's ``Philox(key)``, as an array of ``x``'s library and dtype.
-
-    The mask is numpy's, bit for bit, on every library: one key trains with the same noise everywhere.
-    """
+    """The scaled mask for ``x`` drawn by numpy's ``Philox(key)``, as an array of ``x``'s library and dtype."""
     gen = np.random.Generator(np.random.Philox(key=key if isinstance(key, np.ndarray) else to_numpy(key)))
     kind = dtype_name(x.dtype)
     draws = gen.random(tuple(x.shape), dtype=np.float32 if kind == "float32" else np.float64)
@@ -209,13 +206,8 @@ def then_dropout(lens: AnyLens, rate: float) -> AnyLens:
 def keyed_params(
     p_to: Callable[[Any], Any], p_from: Callable[[Any], Any], fields: tuple[str, ...]
 ) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    """A block's parameter isomorphisms, for the block with a dropout after the sub-layers ``fields``.
-
-    ``p_to``/``p_from`` map the named-tuple parameters ``P`` of the block without
-    dropout to its body's and back. With dropout the block's parameters are
-    ``(P, keys)``, one :class:`DropoutKey` per field, and each field's sub-layer
-    in the body takes ``(key, params)`` (the parameters of ``sublayer >> dropout``).
-    """
+    """A block's parameter isos ``p_to``/``p_from`` (its named tuple ``P`` to its body's and back) with a dropout
+    after the sub-layers ``fields``: parameters ``(P, keys)``, each field's sub-layer taking ``(key, params)``."""
 
     def to(pk: Any) -> Any:
         p, keys = pk
