@@ -126,8 +126,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
 
     def init(rng: np.random.Generator) -> tuple[Array, Array, Array]:
         # the three linears' draws, in their order: the same parameters from the same seed
-        w_q = init_weight("glorot", d, d, dt, rng)
-        w_k = init_weight("glorot", d, d, dt, rng)
-        return w_q, w_k, init_weight("glorot", d, d, dt, rng)
+        w_q, w_k, w_v = (init_weight("glorot", d, d, dt, rng) for _ in range(3))
+        return w_q, w_k, w_v
 
     return PreLens(fwd, bwd, name, init, expects=expects)
