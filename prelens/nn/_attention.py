@@ -373,9 +373,9 @@ def check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
     return d, h
 
 
-def _label(kind: str, d: int, h: int, causal: bool, dt: np.dtype[Any], cross: bool = False) -> str:
+def _label(kind: str, sizes: str, causal: bool, dt: np.dtype[Any], cross: bool = False) -> str:
     flags = (", causal" if causal else "") + (", cross" if cross else "")
-    return f"{kind}({d}, heads={h}{flags}{dtype_suffix(dt)})"
+    return f"{kind}({sizes}{flags}{dtype_suffix(dt)})"
 
 
 @constructor
@@ -401,7 +401,7 @@ def attention_head(
     dk = check_size("attention_head", "d_k", d_k)
     dt = float_dtype("attention_head", dtype)
     causal, cross = A.flag("attention_head", "causal", causal), A.flag("attention_head", "cross", cross)
-    name = f"attention_head({d}→{dk}{', causal' if causal else ''}{', cross' if cross else ''}{dtype_suffix(dt)})"
+    name = _label("attention_head", f"{d}→{dk}", causal, dt, cross)
     # x -> ((x, x), x) (self-attention) or (x, c) -> ((x, c), c) (cross-attention)
     wiring = [id_pre_lens @ copy_l, unassoc_l] if cross else [copy_l, copy_l @ id_pre_lens]
     proj = (linear(d, dk, dtype=dt) @ linear(d, dk, dtype=dt)) @ linear(d, dk, dtype=dt)
@@ -460,7 +460,7 @@ def multi_head_attention_faithful(
     def p_from(dps: list[Any]) -> FaithfulAttentionParams:
         return FaithfulAttentionParams(list(dps[1]), dps[3])
 
-    mha = reparam(body, _label(kind, d, h, causal, dt, cross), p_to=p_to, p_from=p_from)
+    mha = reparam(body, _label(kind, f"{d}, heads={h}", causal, dt, cross), p_to=p_to, p_from=p_from)
     weights = probes_of(head)[""]  # one head's (..., 1, T_q, T_k)
 
     def heads_weights(m: list[Any]) -> Array:  # the heads' side by side on that axis
@@ -490,7 +490,7 @@ def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtyp
         (dq, dk, dv), do = dps[0], dps[-1]
         return AttentionParams(dq, dk, dv, do)
 
-    mha = reparam(body, _label(kind, d, h, causal, dt), p_to=p_to, p_from=p_from)
+    mha = reparam(body, _label(kind, f"{d}, heads={h}", causal, dt), p_to=p_to, p_from=p_from)
     return with_probes(mha, {"": lambda m: m[1][3]})  # the fused stage's residue (Q, K, V, A)
 
 
