@@ -159,7 +159,8 @@ def with_jax_keys(params: Any, key: Any) -> Any:
 
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
-    return _keyed(params, lambda i: jax.random.key_data(jax.random.fold_in(key, i)))
+    sites = itertools.count()
+    return _map_keys(params, lambda _: DropoutKey(jax.random.key_data(jax.random.fold_in(key, next(sites)))))
 
 
 def _delta_error(name: str, da: Any, mask: Array) -> E.PrelensError:
@@ -183,7 +184,8 @@ def with_dropout(params: Any, key: int) -> Any:
     if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)) or not 0 <= key < 2**64:
         raise E.bad_argument("with_dropout", "key", key, "an int in [0, 2**64)")
     word = np.uint64(key)
-    return _keyed(params, lambda i: np.array([word, i], dtype=np.uint64))
+    sites = itertools.count()
+    return _map_keys(params, lambda _: DropoutKey(np.array([word, next(sites)], dtype=np.uint64)))
 
 
 def without_dropout(tree: Any) -> Any:
@@ -232,9 +234,3 @@ def _map_keys(tree: Any, f: Any) -> Any:
         children = [_map_keys(v, f) for v in tree]
         return type(tree)(*children) if hasattr(tree, "_fields") else tuple(children)
     return tree
-
-
-def _keyed(params: Any, key_of: Callable[[int], Any]) -> Any:
-    """``params`` with the ``i``-th :class:`DropoutKey` (in tree order) keyed ``key_of(i)``."""
-    sites = itertools.count()
-    return _map_keys(params, lambda _: DropoutKey(key_of(next(sites))))

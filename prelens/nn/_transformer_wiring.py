@@ -119,7 +119,7 @@ def remat(lens: AnyLens) -> AnyLens:
         if keeps_full_residues():  # Cost's reading of the residue without remat
             return fwd(p, s)
         a = fwd(p, s)[1]  # the inner residue dropped at once, before the copies are made
-        return tree_map(lambda x: copy(x) if is_array(x) else x, (p, s)), a  # never the caller's arrays
+        return tree_map(_copied, (p, s)), a  # a residue never aliases the caller's arrays
 
     def bwd_(m: tuple[Any, Any], da: Any) -> tuple[Any, Any]:
         if not (isinstance(m, tuple) and len(m) == 2):
@@ -130,6 +130,10 @@ def remat(lens: AnyLens) -> AnyLens:
     made = PreLens(fwd_, bwd_, name, lens.init_fn, "", (lens,))
     REMAT_OF[made] = lens
     return made
+
+
+def _copied(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x
 
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:
