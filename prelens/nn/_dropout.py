@@ -150,10 +150,8 @@ def _traced_mask(key: Any, x: Any, rate: float, scale: float) -> Any:
 def with_jax_keys(params: Any, key: Any) -> Any:
     """``params`` with dropout on, for JAX: site ``i`` gets the ``uint32[2]`` words of ``fold_in(key, i)``.
 
-    ``key`` is a JAX key (``jax.random.key(n)``) or its raw ``uint32[2]`` words,
-    concrete or traced: what a compiled training step does each step. Under
-    ``jax.jit`` the masks are then drawn inside the program by JAX's generator.
-    (Not exported: it needs JAX; :func:`~prelens.train.compile_step` uses it.)
+    ``key`` is a JAX key or its raw ``uint32[2]`` words, concrete or traced (a compiled training step's, each
+    step). Not exported: it needs JAX; :func:`~prelens.train.compile_step` uses it.
     """
     import jax
 

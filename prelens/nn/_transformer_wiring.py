@@ -143,11 +143,8 @@ def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> 
 
 
 def probes_of(lens: AnyLens) -> Probes:
-    """The probes of ``lens``: its own, or found through ``>>``, ``@`` and ``chain``.
-
-    Keys are the probe names (``"block0.self"``); ``""`` is a bare attention
-    lens. Lenses built elsewhere have none.
-    """
+    """The probes of ``lens``, its own or found through ``>>``, ``@`` and ``chain``, by name (``"block0.self"``;
+    ``""``: a bare attention lens)."""
     own = _PROBES.get(lens)
     if own is not None:
         return own
