@@ -2,7 +2,8 @@
 
 :func:`scaled_dot_product_attention` is the composite of :mod:`prelens.nn._attention`'s four small
 lenses after the projections, ``((Q, K), V) -> A V``, in one Python call per pass (property tests
-check it equal to them). Its backward pass is one formula for every library (:func:`_deltas`); its
+check it equal to them). Its backward pass is one formula for every library (:func:`_deltas`; no mask but
+for wholly hidden rows: hidden keys' weights, and so their score deltas, are exactly 0); its
 forward pass is the array API standard's, branch-free for ``jax.jit`` (:func:`_weights`), and on
 numpy arrays a path of its own (:func:`_numpy_weights`) measured to pay (docs/performance.md,
 ``tools/time_sdpa_paths.py``): it masks the scores, an array it makes, and turns them into weights
