@@ -511,7 +511,7 @@ def multi_head_attention(
     with the first four stages fused into one lens (one product with ``[W_Q | W_K | W_V]`` each
     way), tested equal. Parameters :class:`AttentionParams`, each ``(d_model, d_model)``;
     ``d_k = d_model / n_heads`` (not divisible: an error). Equal to
-    :func:`multi_head_attention_faithful` through :func:`stack_heads`.
+    :func:`multi_head_attention_faithful` through :func:`stack_heads`. ``causal=True`` masks the future.
 
     >>> mha = multi_head_attention(6, 4)
     Traceback (most recent call last):
