@@ -1,38 +1,22 @@
 """Attention, every step a lens: projections, scores, mask, softmax, weighted sum, heads.
 
-One head of attention, as the seeds describe it, is a pipeline of small lenses
-on a batch of sequences ``x (B, T, d_model)`` (batch axis leading)::
+One head, as the seeds describe it, is a pipeline of small lenses on ``x (B, T, d_model)``::
 
     x ─copy─> (x, x, x) ─W_Q ⊗ W_K ⊗ W_V─> (Q, K, V)
       ─scores ⊗ id─> (Q Kᵀ/√d_k, V) ─mask ⊗ id─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
 
-(``⊗`` is the parallel product ``@`` of lenses, not matmul). For
-cross-attention the queries come from one sequence and the keys and values
-from another: the input is a pair ``(x, context)``.
+(``⊗`` is the parallel product ``@``); cross-attention takes ``(x, context)``, keys and values
+from ``context``. Two layouts of multi-head attention, tested equal: the faithful one
+(:func:`multi_head_attention_faithful`: ``branch`` to ``h`` heads, ``vec_lens``, :func:`concat_heads`,
+``W_O``; :class:`FaithfulAttentionParams`), and the fast one (:func:`multi_head_attention`,
+:func:`cross_attention`: the pipeline once on wide projections, the heads on an array axis;
+:class:`AttentionParams`). :func:`stack_heads` and :func:`unstack_heads` map between them.
 
-Two layouts of multi-head attention, tested equal by property tests:
+Each piece's passes are written once with the array namespace of their arguments, branch-free
+(``jax.jit`` traces them). What a piece expects is declared and checked by the core; only what a
+pattern cannot say (two arrays of one dtype and leading axes, a width divisible by the heads) is
+tested in the forward pass.
 
-* :func:`multi_head_attention_faithful` — the structure is the point:
-  :func:`~prelens.branch` to ``h`` copies, ``h`` heads side by side with
-  :func:`~prelens.vec_lens`, :func:`concat_heads`, then the output projection
-  ``W_O``. Parameters :class:`FaithfulAttentionParams`.
-* :func:`multi_head_attention` / :func:`cross_attention` — the fast path: the
-  same pipeline once, on wide projections ``(d_model, d_model)`` with the
-  heads on an array axis (:func:`split_heads`, :func:`merge_heads`).
-  Parameters :class:`AttentionParams`; :func:`stack_heads` and
-  :func:`unstack_heads` are the isomorphism between the two layouts.
-
-After a forward pass, :func:`~prelens.nn.attention_weights` reads the
-attention matrices ``(B, heads, T_q, T_k)`` out of the residue.
-
-Each piece's passes are written once, with the array namespace of their
-arguments: they run on numpy and on any array-API library (PyTorch, JAX,
-``array_api_strict``), without a branch on values (so ``jax.jit`` traces them).
-What a piece expects is declared (:class:`~prelens.core.Expects`) and checked by
-the core; only what a pattern cannot say (two arrays of one dtype and the same
-leading axes, a width divisible by the heads) is tested in the forward pass.
-
->>> import numpy as np
 >>> mha = multi_head_attention(8, 2, causal=True)
 >>> mha
 multi_head_attention(8, heads=2, causal)
@@ -91,9 +75,8 @@ __all__ = [
 class AttentionParams(NamedTuple):
     """Parameters of the fast multi-head attention: four ``(d_model, d_model)`` matrices.
 
-    Head ``i`` uses columns ``i·d_k : (i+1)·d_k`` of ``W_Q``, ``W_K`` and
-    ``W_V`` (``d_k = d_model / heads``); ``W_O`` maps the concatenated heads
-    back to ``d_model``. Deltas have the same type.
+    Head ``i`` uses columns ``i·d_k : (i+1)·d_k`` of ``W_Q``, ``W_K`` and ``W_V``
+    (``d_k = d_model / heads``); ``W_O`` maps the concatenated heads back. Deltas have the same type.
 
     >>> ap = multi_head_attention(4, 2).init(0)
     >>> type(ap).__name__, [w.shape for w in ap]
@@ -236,9 +219,7 @@ def _weighted_sum(copy_input: bool = True) -> AnyLens:
 
 
 def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:
-    """:func:`causal_mask`'s output delta, read from its residue ``keep``: any float array ``(..., T_q, T_k)``.
-
-    ``keep`` must be the causal pattern (its values checked where they are known: not under ``jax.jit``)."""
+    """:func:`causal_mask`'s output delta from its residue ``keep``, the causal pattern (values checked if known)."""
     tq, tk = keep.shape
     xp = namespace(keep)
     ref = keep_like(keep, tq, tk)  # numpy: the very array the forward pass kept, so no values to compare
@@ -252,11 +233,9 @@ def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`~prelens.nn.MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
 
-    After :data:`~prelens.nn.softmax` those weights are exactly ``0``, so a
-    future position never influences a past one. The value is finite, so a
-    row with every key masked gives uniform weights, never NaN. The dtype is
-    kept. Parameter-free; residue: the boolean ``keep`` matrix ``(T_q, T_k)``;
-    backward zeroes the delta at masked entries.
+    After :data:`~prelens.nn.softmax` those weights are exactly ``0``; a row with every key masked
+    gets uniform weights, never NaN. The dtype is kept. Parameter-free; residue: the boolean ``keep``
+    matrix ``(T_q, T_k)``; backward zeroes the delta at masked entries.
 
     >>> m, s = causal_mask().fwd((), np.zeros((2, 2)))
     >>> float(s[0, 1]), m
@@ -290,9 +269,8 @@ def _merge(h: int, x: Array) -> Array:
 @constructor
 def split_heads(n_heads: int) -> AnyLens:
     """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
-    features ``i·d_k : (i+1)·d_k``). Parameter-free; residue: the input's shape (so that
-    the backward pass can check the delta); the backward pass is :func:`merge_heads`'s
-    forward pass.
+    features ``i·d_k : (i+1)·d_k``). Parameter-free; residue: the input's shape; the
+    backward pass is :func:`merge_heads`'s forward pass.
 
     >>> split_heads(2).fwd((), np.arange(4.0).reshape(1, 1, 4))[1]
     array([[[[0., 1.]],
@@ -395,9 +373,9 @@ def check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
     return d, h
 
 
-def _label(kind: str, d: int, h: int, causal: bool, dt: np.dtype[Any], cross: bool = False) -> str:
+def _label(kind: str, sizes: str, causal: bool, dt: np.dtype[Any], cross: bool = False) -> str:
     flags = (", causal" if causal else "") + (", cross" if cross else "")
-    return f"{kind}({d}, heads={h}{flags}{dtype_suffix(dt)})"
+    return f"{kind}({sizes}{flags}{dtype_suffix(dt)})"
 
 
 @constructor
@@ -406,13 +384,9 @@ def attention_head(
 ) -> AnyLens:
     """One head of attention: projections ≫ scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
-    ``[m]`` is the chain's list of stage residues.
-
-    Self-attention: ``x (B, T, d_model) -> (B, T, d_k)``, with the queries, keys
-    and values all projected from a copy of ``x``. ``cross=True``: input
-    ``(x (B, T, d_model), context (B, S, d_model))``, queries from ``x``, keys
-    and values from ``context``. Parameters :class:`HeadParams` (three
-    ``(d_model, d_k)`` matrices). Built as::
+    ``x (B, T, d_model) -> (B, T, d_k)``; ``cross=True``: ``(x (B, T, d_model), context (B, S, d_model))``,
+    keys and values from ``context``. Parameters :class:`HeadParams`. Built as (the residue is the
+    chain's list of stage residues)::
 
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
               (linear @ linear) @ linear,                  # ((Q, K), V)
@@ -427,7 +401,7 @@ def attention_head(
     dk = check_size("attention_head", "d_k", d_k)
     dt = float_dtype("attention_head", dtype)
     causal, cross = A.flag("attention_head", "causal", causal), A.flag("attention_head", "cross", cross)
-    name = f"attention_head({d}→{dk}{', causal' if causal else ''}{', cross' if cross else ''}{dtype_suffix(dt)})"
+    name = _label("attention_head", f"{d}→{dk}", causal, dt, cross)
     # x -> ((x, x), x) (self-attention) or (x, c) -> ((x, c), c) (cross-attention)
     wiring = [id_pre_lens @ copy_l, unassoc_l] if cross else [copy_l, copy_l @ id_pre_lens]
     proj = (linear(d, dk, dtype=dt) @ linear(d, dk, dtype=dt)) @ linear(d, dk, dtype=dt)
@@ -464,10 +438,8 @@ def multi_head_attention_faithful(
     """Multi-head attention as the structure says: ``branch`` to ``h`` heads in parallel, concatenate, ``W_O``.
 
     ``chain(branch(h), vec_lens(h, attention_head(d_model, d_k)), concat_heads(h), linear(d_model, d_model))``
-    with ``d_k = d_model / h``. Shapes as :func:`multi_head_attention` (or,
-    with ``cross=True``, as :func:`cross_attention`). Parameters
-    :class:`FaithfulAttentionParams`; :func:`stack_heads` turns them into the
-    fast layout. ``d_model`` not divisible by ``n_heads`` is an error.
+    with ``d_k = d_model / h`` (not divisible: an error). Shapes as :func:`multi_head_attention` (with
+    ``cross=True``, :func:`cross_attention`). Parameters :class:`FaithfulAttentionParams`.
 
     >>> mha = multi_head_attention_faithful(4, 2)
     >>> mha
@@ -488,7 +460,7 @@ def multi_head_attention_faithful(
     def p_from(dps: list[Any]) -> FaithfulAttentionParams:
         return FaithfulAttentionParams(list(dps[1]), dps[3])
 
-    mha = reparam(body, _label(kind, d, h, causal, dt, cross), p_to=p_to, p_from=p_from)
+    mha = reparam(body, _label(kind, f"{d}, heads={h}", causal, dt, cross), p_to=p_to, p_from=p_from)
     weights = probes_of(head)[""]  # one head's (..., 1, T_q, T_k)
 
     def heads_weights(m: list[Any]) -> Array:  # the heads' side by side on that axis
@@ -518,7 +490,7 @@ def _fast(kind: str, d_model: int, n_heads: int, causal: bool, cross: bool, dtyp
         (dq, dk, dv), do = dps[0], dps[-1]
         return AttentionParams(dq, dk, dv, do)
 
-    mha = reparam(body, _label(kind, d, h, causal, dt), p_to=p_to, p_from=p_from)
+    mha = reparam(body, _label(kind, f"{d}, heads={h}", causal, dt), p_to=p_to, p_from=p_from)
     return with_probes(mha, {"": lambda m: m[1][3]})  # the fused stage's residue (Q, K, V, A)
 
 
@@ -528,9 +500,7 @@ def multi_head_attention(
 ) -> AnyLens:
     """Fast multi-head self-attention, heads on an array axis: ``(B, T, d_model) -> (B, T, d_model)``.
 
-    ``[m]`` is the chain's list of stage residues.
-
-    Built as::
+    Built as (the residue is the chain's list of stage residues)::
 
         chain(copy_l, copy_l @ id,                         # x -> ((x, x), x)
               (linear @ linear) @ linear,                  # ((Q, K), V), each (B, T, d_model)
@@ -538,15 +508,10 @@ def multi_head_attention(
               scaled_dot_product_attention(d_k, causal),   # A V, (B, h, T, d_k)
               merge_heads(h), linear)                      # (B, T, d_model) -> W_O
 
-    where :func:`scaled_dot_product_attention` is the pipeline
-    ``attention_scores(d_k) @ id >> [causal_mask() @ id >>] softmax @ id >> weighted_sum()``
-    fused into one lens, and the first four stages run as one lens too (one product
-    with ``[W_Q | W_K | W_V]`` each way): both tested equal to what they fuse.
-
-    Parameters :class:`AttentionParams` ``(W_Q, W_K, W_V, W_O)``, each
-    ``(d_model, d_model)``; ``d_k = d_model / n_heads`` (not divisible: an
-    error). Equal to :func:`multi_head_attention_faithful` through
-    :func:`stack_heads`. ``causal=True`` masks the future.
+    with the first four stages fused into one lens (one product with ``[W_Q | W_K | W_V]`` each
+    way), tested equal. Parameters :class:`AttentionParams`, each ``(d_model, d_model)``;
+    ``d_k = d_model / n_heads`` (not divisible: an error). Equal to
+    :func:`multi_head_attention_faithful` through :func:`stack_heads`. ``causal=True`` masks the future.
 
     >>> mha = multi_head_attention(6, 4)
     Traceback (most recent call last):
@@ -560,9 +525,8 @@ def multi_head_attention(
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 
-    Queries are projected from ``x``, keys and values from ``context`` (an
-    encoder's output, say): the pipeline of :func:`multi_head_attention`
-    behind the wiring ``(x, c) -> (x, (c, c)) -> ((x, c), c)``. Parameters
+    Queries from ``x``, keys and values from ``context`` (an encoder's output, say): the pipeline of
+    :func:`multi_head_attention` behind the wiring ``(x, c) -> ((x, c), c)``. Parameters
     :class:`AttentionParams`; attention weights ``(B, h, T, S)``.
 
     >>> ca = cross_attention(4, 2)
@@ -588,8 +552,7 @@ def _fits(fn: str, pattern: Any, x: Any) -> None:
 def stack_heads(fp: FaithfulAttentionParams) -> AttentionParams:
     """The faithful layout to the fast one: head matrices side by side, ``(d, d_k)·h -> (d, d)``.
 
-    Linear, so it maps parameter deltas the same way. The heads are matrices
-    ``(d, d_k)`` of one shape and dtype, ``W_O (h·d_k, d)``.
+    Linear, so it maps parameter deltas the same way. Heads ``(d, d_k)`` of one dtype, ``W_O (h·d_k, d)``.
 
     >>> fp = multi_head_attention_faithful(4, 2).init(0)
     >>> ap = stack_heads(fp)

@@ -1,32 +1,15 @@
 """Scaled dot-product attention in one lens: the fused form of scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
-The seeds' attention pipeline, after the projections, is four small lenses
-(:mod:`prelens.nn._attention`)::
-
-    ((Q, K), V) ─attention_scores ⊗ id─> (S, V) ─[causal_mask ⊗ id]─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
-
-:func:`scaled_dot_product_attention` is that composite in one Python call per
-pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``. Its
-backward pass is one formula for every library (:func:`_deltas`; it needs no
-mask but for wholly hidden rows: the weights of hidden keys are exactly 0, so are
-their score deltas).
-Its forward pass is the array API standard's, branch-free so that ``jax.jit``
-traces it (:func:`_weights`: hidden scores replaced with ``where``, each row
-shifted by its exact maximum), and on numpy arrays a path of its own
-(:func:`_numpy_weights`) that pays (``tools/time_sdpa_paths.py``, CPU time
-under load): 2.4x (float32) and 2.5x (float64) faster on the LM's attention
-``(16, 4, 32, 16)``, 2.1-2.4x at ``(4, 4, 512, 16)``, where its peak is one
-``T×T`` array, not three (37 MB against 101 in float64). The scores are an array it
-makes, so it masks them and turns them into weights in place; the scale
-``1/√d_k`` is applied to the smaller of the two factors; and each row's shift
-is a bound on its maximum read from the small factors, not a search of the row.
-
-Memory (numpy): the weights ``A`` are the residue's only ``T×T`` array, and the
-backward pass holds one more, ``dS``, for at most :data:`CHUNK_BYTES` of rows at
-a time (blocks over the leading axes, each written in place), so that in a
-long-sequence step (``prelens_bench.memory``) the backward pass adds a few
-MB to the residue, not another ``B·h·T²`` array or two. Property tests check it
-equal to the four lenses composed.
+:func:`scaled_dot_product_attention` is the composite of :mod:`prelens.nn._attention`'s four small
+lenses after the projections, ``((Q, K), V) -> A V``, in one Python call per pass (property tests
+check it equal to them). Its backward pass is one formula for every library (:func:`_deltas`; no mask but
+for wholly hidden rows: hidden keys' weights, and so their score deltas, are exactly 0); its
+forward pass is the array API standard's, branch-free for ``jax.jit`` (:func:`_weights`), and on
+numpy arrays a path of its own (:func:`_numpy_weights`) measured to pay (docs/performance.md,
+``tools/time_sdpa_paths.py``): it masks the scores, an array it makes, and turns them into weights
+in place, scales the smaller factor, and shifts each row by a bound read from the small factors.
+On numpy the backward pass holds ``dS`` for at most :data:`CHUNK_BYTES` of rows at a time, so a
+long-sequence step (``prelens_bench.memory``) adds a few MB to the residue, not a ``B·h·T²`` array.
 """
 
 from __future__ import annotations
@@ -73,8 +56,9 @@ def masked_like(x: Array) -> float:
 
 
 def keep_like(x: Array, tq: int, tk: int) -> Array:
-    """:func:`causal_keep` as a boolean array of ``x``'s library and device (numpy: the shared read-only
-    one of :func:`_mask`; others: made with the standard's ``arange``, so that ``jax.jit`` folds it into a constant).
+    """``keep[i, j]``: key ``j`` is not after query ``i`` (the last ``T_q`` of ``T_k`` positions), a boolean array
+    of ``x``'s library and device (numpy: :func:`_mask`'s shared read-only one; others: made with the standard's
+    ``arange``, so that ``jax.jit`` folds it into a constant).
 
     >>> keep_like(np.zeros(1), 2, 3).astype(int)
     array([[1, 1, 0],
@@ -83,9 +67,7 @@ def keep_like(x: Array, tq: int, tk: int) -> Array:
     if isinstance(x, np.ndarray):
         return _mask(tq, tk)  # read-only, made once per shape
     xp, dev = namespace(x), device(x)
-    rows = xp.arange(tq, device=dev)[:, None]
-    cols = xp.arange(tk, device=dev)[None, :]
-    keep: Array = cols <= rows + (tk - tq)
+    keep: Array = xp.arange(tk, device=dev)[None, :] <= xp.arange(tq, device=dev)[:, None] + (tk - tq)
     return keep
 
 
@@ -96,16 +78,6 @@ def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
     (0, 2, 1, 3)
     """
     return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
-
-
-def causal_keep(tq: int, tk: int) -> Array:
-    """``keep[i, j]``: key ``j`` is not after query ``i`` (the last ``T_q`` of ``T_k`` positions).
-
-    >>> causal_keep(2, 3).astype(int)
-    array([[1, 1, 0],
-           [1, 1, 1]])
-    """
-    return np.tri(tq, tk, tk - tq, dtype=bool)
 
 
 @constructor
@@ -179,15 +151,13 @@ CHUNK_BYTES = 1 << 21
 
 
 def _agree(qk: tuple[Array, Array], v: Array) -> None:
-    """What the input's pattern cannot say (``(Q, K)`` a tuple, as :func:`attention_scores` takes it; ``T_k >= 1``
-    keys in K and V): a ``ValueError`` otherwise, which the core reports naming the lens."""
+    """What the input's pattern cannot say (``(Q, K)`` a tuple; ``T_k >= 1`` keys in K and V), as a ``ValueError``."""
     if type(qk) is not tuple or not (qk[1].shape[-2] == v.shape[-2] >= 1):
         raise ValueError("((Q, K), V) must be a tuple of a tuple, K and V of the same T_k >= 1 keys")
 
 
 def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
-    """The output delta's template and shape, read from a residue ``(Q, K, V, A)`` whose parts agree (a
-    ``ValueError`` otherwise: the core reports a residue this lens did not make)."""
+    """The output delta's template and shape, from a residue ``(Q, K, V, A)`` whose parts agree (or ValueError)."""
     q, k, v, a = m
     if not (a.shape == (*q.shape[:-1], k.shape[-2]) and v.shape[-2] == k.shape[-2]):  # the rest is declared
         raise ValueError("a residue whose parts disagree")
@@ -195,12 +165,8 @@ def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
 
 
 def _weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
-    """The attention weights, on arrays of any library: the array API standard's functions, branch-free.
-
-    Hidden scores replaced by the mask value, and, when some row's maximum is not
-    finite (a row of ``-inf``), every score lifted to :data:`MASKED`; then each row
-    shifted by its maximum, ``exp``, normalised (numpy's exact path does the same).
-    """
+    """The attention weights, on arrays of any library: the array API standard's functions, branch-free (rows of
+    ``-inf`` lifted to :data:`MASKED`, as numpy's exact path does)."""
     xp = namespace(q)
     s = (q * scale) @ k.mT
     if causal:
@@ -217,12 +183,8 @@ def _weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
 def _deltas(
     q: Array, k: Array, v: Array, a: Array, do: Array, causal: bool, scale: float
 ) -> tuple[tuple[Array, Array], Array]:
-    """``((dQ, dK), dV)``, on arrays of any library: ``dA = dO Vᵀ``, ``dS = A ⊙ (dA − Σ_j dA ⊙ A)``,
-    ``dQ = dS K / √d_k``, ``dK = dSᵀ Q / √d_k``, ``dV = Aᵀ dO``.
-
-    ``dS`` is made here, and updated in place (a JAX array is rebound, not written):
-    one ``T×T`` array at a time.
-    """
+    """``((dQ, dK), dV)``, on arrays of any library; ``dS`` is made here and updated in place (a JAX array is
+    rebound, not written): one ``T×T`` array at a time."""
     xp = namespace(a)
     ds = do @ _transposed(v)  # dA
     ds -= xp.vecdot(ds, a)[..., None]  # the row sums of dA ⊙ A, without a temporary (as fast as einsum)
@@ -320,8 +282,8 @@ _MASKS: dict[tuple[int, int, np.dtype[Any] | None], Array] = {}
 
 
 def _mask(tq: int, tk: int, dt: np.dtype[Any] | None = None) -> Array:
-    """:func:`causal_keep` (``dt`` None: multiplied into float64 weights), or the ``hide`` mask of the float
-    dtype ``dt``, 0 where kept and the mask value where hidden (added to float32 scores); read-only.
+    """:func:`keep_like`'s boolean mask (``dt`` None: multiplied into float64 weights), or the ``hide`` mask of the
+    float dtype ``dt``, 0 where kept and the mask value where hidden (added to float32 scores); read-only.
 
     >>> _mask(2, 2, np.dtype(np.float32))
     array([[ 0.e+00, -1.e+30],
@@ -330,7 +292,7 @@ def _mask(tq: int, tk: int, dt: np.dtype[Any] | None = None) -> Array:
     key = (tq, tk, dt)
     found = _MASKS.get(key)
     if found is None:
-        found = causal_keep(tq, tk)
+        found = np.tri(tq, tk, tk - tq, dtype=bool)
         if dt is not None:
             found = np.where(found, dt.type(0), dt.type(masked_value(dt)))
         found.flags.writeable = False
@@ -382,12 +344,10 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
 def _exp(s: Array, causal: bool, tq: int, tk: int) -> None:
     """``exp`` in place on shifted scores, hidden ones (under a causal mask) to exactly 0.
 
-    float32: the hidden scores get the mask value added first (their ``exp`` is 0). float64
-    exp is up to 8x slower on arguments below -708 (where it underflows), and every hidden
-    score would be one: there exp runs on arguments clipped to [-700, 700] (a hidden score may
-    lie above its row's shift, which bounds the kept ones only), and the hidden weights are then
-    set to exactly 0 (a kept score 700 below its row's shift gets e^-700 ≈ 1e-304 instead of a
-    smaller number: 0 to any use).
+    float32: the mask value is added to the hidden scores first. float64 exp is up to 8x slower below -708
+    (where it underflows), as every hidden score is: it runs on arguments clipped to [-700, 700] (a hidden score
+    may lie above its row's shift) and the hidden weights are then zeroed (a kept score 700 below its row's
+    shift gets e^-700 ≈ 1e-304 instead of a smaller number: 0 to any use).
     """
     if causal and s.dtype == np.float64:
         np.clip(s, -700.0, 700.0, out=s)

@@ -1,35 +1,13 @@
-"""Dropout as a lens whose randomness is its parameter: a key, or no key.
+"""Dropout as a lens whose randomness is its parameter, a :class:`DropoutKey`, which *is* the mode.
 
-``dropout(rate)`` has one parameter, a :class:`DropoutKey`, and that parameter
-*is* the mode:
-
-* ``DropoutKey(())`` — no key, **evaluation**: the lens is the identity
-  (residue ``()``, ``ds = da``). This is what ``init`` makes, so a model's
-  parameters, as created, trained and saved, evaluate without noise, and
-  :func:`~prelens.train.predict` needs no flag;
-* ``DropoutKey(key)`` with ``key`` two ``uint64`` words — **training**: each entry
-  of ``x`` is kept with probability ``1 − rate`` and scaled by ``1 / (1 − rate)``
-  (inverted dropout, so the expected output is ``x``); the mask is drawn from
-  ``numpy.random.Philox(key=key)``, a counter-based generator, so the same key
-  gives the same mask and nothing else is read. The residue is the scaled mask
-  (and zeros like the key), and ``bwd`` multiplies the delta by the mask; the
-  key's delta is zeros.
-
-A trainer turns dropout on for one step with :func:`with_dropout` (every
-``DropoutKey`` of the parameters gets the key ``(step_key, i)``, ``i`` counting
-the sites in tree order, so sites and steps draw independent masks), and maps the
-gradient back with :func:`without_dropout` before the optimiser sees it. The
-randomness is thus an explicit input threaded by the trainer, never hidden
-state: a run is reproduced from its step keys.
-
-On another array library (PyTorch, JAX, ``array_api_strict``) numpy still draws
-the mask from a known key, and the mask moves to the input's library and device:
-one key gives one mask on every backend, bit for bit. A key that ``jax.jit`` is
-tracing (its value is not known while the program is built, as in a compiled
-training step: :func:`~prelens.train.compile_step`) is a JAX key instead, its raw
-``uint32`` words (``jax.random.key_data``), and the mask is drawn inside the
-program by JAX's own generator: the same distribution, other draws than numpy's.
-:func:`~prelens.train.compile_step` keys a model's parameters so, one key a step.
+``DropoutKey(())`` (what ``init`` makes) is evaluation: the identity, so parameters as created,
+trained and saved evaluate without noise. ``DropoutKey(key)``, two ``uint64`` words, is training:
+inverted dropout with the mask drawn from ``numpy.random.Philox(key=key)``, so one key gives one mask,
+bit for bit on every library (it moves to the input's library and device). A trainer keys every site
+for one step with :func:`with_dropout` and maps the gradient back with :func:`without_dropout`
+(docs/learning.md): the randomness is an input, never hidden state. Under ``jax.jit`` a key is a
+traced JAX key's ``uint32`` words and JAX draws the mask inside the program (:func:`with_jax_keys`;
+the same distribution, other draws: docs/backends.md).
 
 >>> import numpy as np
 >>> drop = dropout(0.5)
@@ -44,6 +22,7 @@ array([[2., 0., 0., 0.],
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -98,7 +77,6 @@ def dropout(rate: float) -> AnyLens:
     key (see :func:`with_dropout`) it draws the mask from ``Philox(key)``.
     Input: any float array; output of its shape and dtype.
 
-    >>> import numpy as np
     >>> drop = dropout(0.25)
     >>> drop, drop.init(0)
     (dropout(0.25), DropoutKey(key=()))
@@ -126,7 +104,7 @@ def dropout(rate: float) -> AnyLens:
             raise E.bad_residue(name, m)
         mask, zero = m
         if not is_float(da) or tuple(da.shape) != tuple(mask.shape):
-            raise _input_error(name, "output delta", da, mask)
+            raise _delta_error(name, da, mask)
         return DropoutKey(namespace(zero).zeros_like(zero)), da * mask
 
     def init(rng: np.random.Generator) -> DropoutKey:
@@ -146,10 +124,7 @@ def _key_of(name: str, p: Any) -> Any:
 
 
 def _host_mask(name: str, key: Any, x: Any, rate: float, scale: float) -> Any:
-    """The scaled mask for ``x`` drawn by numpy's ``Philox(key)``, as an array of ``x``'s library and dtype.
-
-    The mask is numpy's, bit for bit, on every library: one key trains with the same noise everywhere.
-    """
+    """The scaled mask for ``x`` drawn by numpy's ``Philox(key)``, as an array of ``x``'s library and dtype."""
     gen = np.random.Generator(np.random.Philox(key=key if isinstance(key, np.ndarray) else to_numpy(key)))
     kind = dtype_name(x.dtype)
     draws = gen.random(tuple(x.shape), dtype=np.float32 if kind == "float32" else np.float64)
@@ -175,32 +150,23 @@ def _traced_mask(key: Any, x: Any, rate: float, scale: float) -> Any:
 def with_jax_keys(params: Any, key: Any) -> Any:
     """``params`` with dropout on, for JAX: site ``i`` gets the ``uint32[2]`` words of ``fold_in(key, i)``.
 
-    ``key`` is a JAX key (``jax.random.key(n)``) or its raw ``uint32[2]`` words,
-    concrete or traced: what a compiled training step does each step. Under
-    ``jax.jit`` the masks are then drawn inside the program by JAX's generator.
-    (Not exported: it needs JAX; :func:`~prelens.train.compile_step` uses it.)
+    ``key`` is a JAX key or its raw ``uint32[2]`` words, concrete or traced (a compiled training step's, each
+    step). Not exported: it needs JAX; :func:`~prelens.train.compile_step` uses it.
     """
     import jax
 
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
-    counter = [0]
-
-    def site(_: DropoutKey) -> DropoutKey:
-        out = DropoutKey(jax.random.key_data(jax.random.fold_in(key, counter[0])))
-        counter[0] += 1
-        return out
-
-    return _map_keys(params, site)
+    sites = itertools.count()
+    return _map_keys(params, lambda _: DropoutKey(jax.random.key_data(jax.random.fold_in(key, next(sites)))))
 
 
-def _input_error(name: str, what: str, x: Any, like: Array | None = None) -> E.PrelensError:
-    expected = "a float array" if like is None else f"a float array of the input's shape {tuple(like.shape)}"
-    if is_array(x):
-        if dtype_kind(x.dtype) != "f":
-            return E.lens_dtype_error(name, what, expected, E.describe(x))
-        return E.lens_shape_error(name, what, expected, E.describe(x))
-    return E.must_be(name, what, f"a numpy {expected}", E.describe(x))
+def _delta_error(name: str, da: Any, mask: Array) -> E.PrelensError:
+    expected = f"a float array of the input's shape {tuple(mask.shape)}"
+    if not is_array(da):
+        return E.must_be(name, "output delta", f"a numpy {expected}", E.describe(da))
+    error = E.lens_dtype_error if dtype_kind(da.dtype) != "f" else E.lens_shape_error
+    return error(name, "output delta", expected, E.describe(da))
 
 
 def with_dropout(params: Any, key: int) -> Any:
@@ -215,15 +181,9 @@ def with_dropout(params: Any, key: int) -> Any:
     """
     if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)) or not 0 <= key < 2**64:
         raise E.bad_argument("with_dropout", "key", key, "an int in [0, 2**64)")
-    counter = [0]
     word = np.uint64(key)
-
-    def site(_: DropoutKey) -> DropoutKey:
-        out = DropoutKey(np.array([word, counter[0]], dtype=np.uint64))
-        counter[0] += 1
-        return out
-
-    return _map_keys(params, site)
+    sites = itertools.count()
+    return _map_keys(params, lambda _: DropoutKey(np.array([word, next(sites)], dtype=np.uint64)))
 
 
 def without_dropout(tree: Any) -> Any:
@@ -232,7 +192,6 @@ def without_dropout(tree: Any) -> Any:
     A trainer maps the gradient of a step run :func:`with_dropout` back with it,
     so that it has the structure of the parameters the optimiser holds.
 
-    >>> import numpy as np
     >>> without_dropout((DropoutKey(np.zeros(2, np.uint64)), 2.0))
     (DropoutKey(key=()), 2.0)
     """
@@ -247,13 +206,8 @@ def then_dropout(lens: AnyLens, rate: float) -> AnyLens:
 def keyed_params(
     p_to: Callable[[Any], Any], p_from: Callable[[Any], Any], fields: tuple[str, ...]
 ) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    """A block's parameter isomorphisms, for the block with a dropout after the sub-layers ``fields``.
-
-    ``p_to``/``p_from`` map the named-tuple parameters ``P`` of the block without
-    dropout to its body's and back. With dropout the block's parameters are
-    ``(P, keys)``, one :class:`DropoutKey` per field, and each field's sub-layer
-    in the body takes ``(key, params)`` (the parameters of ``sublayer >> dropout``).
-    """
+    """A block's parameter isos ``p_to``/``p_from`` (its named tuple ``P`` to its body's and back) with a dropout
+    after the sub-layers ``fields``: parameters ``(P, keys)``, each field's sub-layer taking ``(key, params)``."""
 
     def to(pk: Any) -> Any:
         p, keys = pk

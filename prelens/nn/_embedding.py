@@ -1,24 +1,12 @@
-"""Embeddings: token ids to vectors, and the position of each token added in.
+"""Embeddings: token ids to vectors (:func:`token_embedding`), and the position of each token added in
+(:func:`positional_embedding`, learned; :func:`sinusoidal_encoding`, the fixed table of "Attention Is All
+You Need").
 
-* :func:`token_embedding` — a trainable table ``E`` of shape ``(vocab, d_model)``;
-  integer ids ``(..., T)`` in, rows ``E[ids]`` of shape ``(..., T, d_model)`` out.
-  The backward pass scatter-adds the output delta into the rows that were read
-  (repeated ids accumulate).
-* :func:`positional_embedding` — a trainable table ``P`` of shape
-  ``(max_len, d_model)``; ``x -> x + P[:T]`` on ``(..., T, d_model)``.
-* :func:`sinusoidal_encoding` — the same with the fixed table of "Attention Is
-  All You Need": ``PE[t, 2i] = sin(t / 10000^(2i/d))``, ``PE[t, 2i+1] = cos(...)``;
-  parameter-free.
+Every lens here takes the arrays of any array-API library as well as numpy's and returns arrays of
+that library: the table's for :func:`token_embedding` (numpy ids given with another library's table
+move to it), the input's for the positional encodings. Ids out of range are refused wherever their
+values are known (under ``jax.jit`` the first call, outside the compiled program, checks them).
 
-Every lens here takes the arrays of any array-API library (PyTorch, JAX,
-``array_api_strict``) as well as numpy's, and returns arrays of that library:
-the table's, for :func:`token_embedding` (numpy ids given with another
-library's table are data, and move to it), the input's for the positional
-encodings (the sinusoidal table, made by numpy, moves to the input's device).
-Ids out of range are refused wherever their values are known; under
-``jax.jit`` they are not (the first call, outside the compiled program, checks them).
-
->>> import numpy as np
 >>> emb = token_embedding(5, 3)
 >>> table = np.arange(15.0).reshape(5, 3)
 >>> m, x = emb.fwd(table, np.array([[4, 0, 4]]))
@@ -111,11 +99,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
 
 
 def _any_out_of_range(ids: Any, vocab: int) -> bool:
-    """True when a concrete integer array of any library holds an id outside ``[0, vocab)``.
-
-    A JAX array being traced (``jax.jit``) has no values yet: it is not checked
-    here (the first call, run outside the compiled program, checks it).
-    """
+    """True when a concrete integer array of any library holds an id outside ``[0, vocab)`` (traced: not known)."""
     if not is_concrete(ids) or math.prod(ids.shape) == 0:
         return False
     return bool(namespace(ids).any((ids < 0) | (ids >= vocab)))

@@ -1,9 +1,7 @@
-"""Layer normalisation: each feature vector centred, scaled to unit variance, then a learned gain and bias.
+"""Layer normalisation: ``y = g ⊙ (x − μ) / √(σ² + ε) + b`` over the last axis (``σ²`` the biased variance).
 
-``y = g ⊙ (x − μ) / √(σ² + ε) + b`` over the last axis of ``x (..., d)``;
-``μ`` and ``σ²`` are the mean and the (biased) variance of that vector.
-numpy runs the fast path (BLAS row sums, in-place updates); the arrays of any
-other array-API library run the same formulas through the standard's functions.
+numpy runs the fast path (BLAS row sums, in-place updates); the arrays of any other array-API
+library run the same formulas through the standard's functions.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Fixed input standardisation as a lens: ``x ↦ (x − mean) / std`` with statistics taken from training data.
 
-The statistics are constants of the lens, not parameters: they are measured once
-on the training rows (see :func:`prelens.datasets.standardize`) and travel with
-the model, so a saved model takes raw inputs.
+The statistics (see :func:`prelens.datasets.standardize`) are constants of the lens, not parameters:
+they travel with the model, so a saved model takes raw inputs.
 """
 
 from __future__ import annotations

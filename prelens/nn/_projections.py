@@ -1,21 +1,11 @@
 """The projections of the fast attention in one lens: ``x -> ((Q, K), V)``, heads on an axis.
 
-:func:`~prelens.nn.multi_head_attention` starts with four stages::
-
-    copy_l, copy_l @ id,                          # x -> ((x, x), x)
-    (linear @ linear) @ linear,                   # ((x W_Q, x W_K), x W_V)
-    (split_heads @ split_heads) @ split_heads     # each (..., h, T, d_k)
-
-(``id @ copy_l, unassoc_l`` for cross-attention: ``(x, c) -> ((x, c), c)``, keys
-and values from ``c``). :func:`projections` is that composite in one Python call
-per pass, as :func:`~prelens.nn.feed_forward` is ``dense ≫ relu ≫ dense``: the
-three weight matrices side by side make one product ``x [W_Q | W_K | W_V]``
-forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (where the composite sums the
-three input deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` are views of
-that product with the heads on an axis, and the residue keeps one copy of the
-input and the side-by-side weights. Tests check it equals the composite.
-Written once against the array API standard (``concat``, ``reshape``,
-``permute_dims``), for numpy and every other library.
+:func:`projections` is the first four stages of :func:`~prelens.nn.multi_head_attention`
+(``copy_l, copy_l @ id, (linear @ linear) @ linear, (split_heads @ split_heads) @ split_heads``;
+for cross-attention ``id @ copy_l, unassoc_l`` first) in one Python call per pass: one product
+``x [W_Q | W_K | W_V]`` forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (which sums the three input
+deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` views of it with the heads on an axis. Tests
+check it equals the composite. Written once against the array API standard.
 """
 
 from __future__ import annotations
@@ -136,8 +126,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
 
     def init(rng: np.random.Generator) -> tuple[Array, Array, Array]:
         # the three linears' draws, in their order: the same parameters from the same seed
-        w_q = init_weight("glorot", d, d, dt, rng)
-        w_k = init_weight("glorot", d, d, dt, rng)
-        return w_q, w_k, init_weight("glorot", d, d, dt, rng)
+        w_q, w_k, w_v = (init_weight("glorot", d, d, dt, rng) for _ in range(3))
+        return w_q, w_k, w_v
 
     return PreLens(fwd, bwd, name, init, expects=expects)

@@ -1,22 +1,11 @@
 """The residual connection ``x + f(x)``: the wiring ``copy_l``, ``@``, ``add_l`` around ``f``, fused.
 
-The seeds' "adjusted meaning" ``E' = E + ΔE``: the input travels past ``f``
-unchanged and is added to what ``f`` makes of it. As a lens it is
-:func:`residual_composed`::
-
-    residual(f) = copy_l >> (id_pre_lens @ f) >> add_l
-
-whose backward pass adds the delta that flows around ``f`` to the one that
-flows through it. With ``context=True``, ``f`` takes a pair ``(x, c)``
-(cross-attention to an encoder's output ``c``) and the result is
-``x + f(x, c)``::
-
-    residual(f, context=True) = (copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l
-
-The wiring has unit parameters and residues; they are stripped by the
-unitors, so ``residual(f)`` has exactly the parameters and the residue of ``f``.
-:func:`residual` runs that composite as one lens (one Python call per pass
-instead of seven: 1% of a small language model's step), proven equal to it;
+The seeds' "adjusted meaning" ``E' = E + ΔE``. As a lens it is :func:`residual_composed`,
+``copy_l >> (id_pre_lens @ f) >> add_l``, or with ``context=True`` (``(x, c) -> x + f(x, c)``,
+cross-attention to an encoder's output ``c``) ``(copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l``.
+The unitors strip the wiring's unit parameters and residues, so ``residual(f)`` has exactly the
+parameters and the residue of ``f``. :func:`residual` runs that composite as one lens (one Python
+call per pass instead of seven: 1% of a small language model's step), tested equal to it;
 summaries and diagrams open it up into the composite.
 """
 
@@ -32,7 +21,7 @@ from prelens.core._iso import assoc_l
 from prelens.core._lens import AnyLens, as_lens, id_pre_lens
 from prelens.core._registry import constructor
 from prelens.core._tree import tree_sum
-from prelens.nn._transformer_wiring import lift_probes, probes_of, reparam, with_probes
+from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 from prelens.show._summary import register_opening
 
 __all__ = ["residual", "residual_composed"]
@@ -97,30 +86,21 @@ def residual_composed(f: AnyLens, *, context: bool = False) -> AnyLens:
 def _composed(fn: str, f: AnyLens, context: bool) -> AnyLens:
     """The composite, named ``fn(f)`` (or ``fn(f, context)``), with ``f``'s probes."""
     f = as_lens(fn, "f", f)
-    if A.flag(fn, "context", context):
-        # (x, c) -> ((x, x), c) -> (x, (x, c)) -> (x, f(x, c)) -> x + f(x, c)
-        body = (copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l
-        # params (p_add, (p_par, (p_assoc, p_copy))); residue (((m_copy, m_assoc), m_par), m_add)
-        lens = reparam(
-            body,
-            f"{fn}({f!r}, context)",
-            p_to=_body_params(True),
-            p_from=lambda dp: dp[1][0][1],
-            m_to=lambda m: m[0][1][1],
-            m_from=lambda m: (((((), ()), ()), ((), m)), ()),
-        )
-    else:
-        body = copy_l >> (id_pre_lens @ f) >> add_l
-        # params (p_add, (p_par, p_copy)); residue ((m_copy, m_par), m_add)
-        lens = reparam(
-            body,
-            f"{fn}({f!r})",
-            p_to=_body_params(False),
-            p_from=lambda dp: dp[1][0][1],
-            m_to=lambda m: m[0][1][1],
-            m_from=lambda m: (((), ((), m)), ()),
-        )
-    return with_probes(lens, lift_probes(f, "", _same))
+    context = A.flag(fn, "context", context)
+    # (x, c) -> ((x, x), c) -> (x, (x, c)) -> (x, f(x, c)) -> x + f(x, c), or x -> (x, x) -> (x, f(x)) -> x + f(x)
+    wiring = (copy_l @ id_pre_lens) >> assoc_l if context else copy_l
+    body = wiring >> (id_pre_lens @ f) >> add_l
+    # params (p_add, (p_par, p_wiring)); residue ((m_wiring, m_par), m_add) with m_par = (m_id, m_f)
+    m_wiring: Any = (((), ()), ()) if context else ()
+    lens = reparam(
+        body,
+        f"{fn}({f!r}{', context' if context else ''})",
+        p_to=_body_params(context),
+        p_from=lambda dp: dp[1][0][1],
+        m_to=lambda m: m[0][1][1],
+        m_from=lambda m: ((m_wiring, ((), m)), ()),
+    )
+    return with_probes(lens, probes_of(f))
 
 
 def _body_params(context: bool) -> Any:
@@ -128,7 +108,3 @@ def _body_params(context: bool) -> Any:
     if context:
         return lambda p: ((), (((), p), ((), ((), ()))))
     return lambda p: ((), (((), p), ()))
-
-
-def _same(m: Any) -> Any:
-    return m

@@ -1,28 +1,13 @@
 """Transformer blocks and models, composed from the attention, norm, residual and dense lenses.
 
-* :func:`feed_forward` — ``dense ≫ relu ≫ dense``, position by position (fused;
-  :func:`feed_forward_composed` is the composition, tested equal).
-* :func:`encoder_block` — ``x = LN(x + MHA(x)); x = LN(x + FFN(x))`` (post-LN,
-  as in "Attention Is All You Need"), or with ``norm="pre"``
-  ``x = x + MHA(LN(x)); x = x + FFN(LN(x))``. With ``causal=True`` it is the
-  block of a decoder-only (GPT-style) language model.
-* :func:`decoder_block` — causal self-attention, cross-attention to an
-  encoder's output, feed-forward; it maps ``(y, memory) -> (y', memory)`` so
-  that blocks chain and every block sees the memory.
-* :func:`encoder_decoder` — ``(source ids, target ids) -> target logits``.
-* :func:`decoder_lm` — ``ids (B, T) -> logits (B, T, vocab)``: embedding,
-  positions, ``N`` causal blocks, a final linear map to the vocabulary.
-* :func:`generate` — samples from a language model (trained with
-  :func:`~prelens.nn.token_cross_entropy`).
+:func:`feed_forward` (fused; :func:`feed_forward_composed` is the composition, tested equal),
+:func:`encoder_block` (post-LN as in "Attention Is All You Need", or pre-LN; causal, it is the block
+of a GPT-style language model), :func:`decoder_block` (``(y, memory) -> (y', memory)``, so that
+blocks chain), the models :func:`decoder_lm` and :func:`encoder_decoder`, and :func:`generate`.
+Every model keeps its composition's residue, so :func:`~prelens.nn.attention_weights` reads every
+attention matrix from it. Every lens here runs on the arrays of any array-API library (and under
+``jax.jit``); :func:`generate` moves the ids to the model's library and samples with numpy.
 
-Every model keeps its composition's residue, so
-:func:`~prelens.nn.attention_weights` reads every attention matrix from it.
-
-Every lens here runs on the arrays of any array-API library (PyTorch, JAX,
-``array_api_strict``), with results in that library; ``jax.jit`` traces them.
-:func:`generate` moves the ids to the model's library and samples with numpy.
-
->>> import numpy as np
 >>> from prelens.nn import attention_weights
 >>> lm = decoder_lm(vocab_size=10, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=6)
 >>> p = lm.init(0)
@@ -39,14 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import (
-    constant_like,
-    copy,
-    is_array,
-    to_numpy,
-    tree_map_arrays,
-    zeros_like,
-)
+from prelens.backend._arrays import constant_like, copy, is_array, to_numpy, tree_map_arrays, zeros_like
 from prelens.core import _args as A
 from prelens.core._check import ANY, Arr, Expects, Like
 from prelens.core._combinators import chain, copy_l
@@ -63,7 +41,7 @@ from prelens.nn._linear import DenseParams, dense
 from prelens.nn._norm import LayerNormParams, layer_norm
 from prelens.nn._residual import residual
 from prelens.nn._rows import column_sum, matmul, reshape
-from prelens.nn._transformer_wiring import join, probes_of, reparam, with_probes
+from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 
 __all__ = [
     "DecoderBlockParams",
@@ -202,11 +180,8 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
     ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
     :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
     initialisation, ``output``: ``d_ff→d_model``). The same lens as
-    :func:`feed_forward_composed` (tested equal to it) in one Python
-    call per pass: the matmuls run on ``(batch·time, d)`` matrices, the ReLU
-    is applied in place to the hidden layer it owns, and its derivative is
-    read off the stored activations (``h > 0`` exactly where ``x W₁ + b₁ > 0``),
-    so the residue keeps ``h`` and not the pre-activation.
+    :func:`feed_forward_composed` (tested equal to it) in one Python call per
+    pass; the ReLU's derivative is read off the stored activations ``h``.
 
     >>> ffn = feed_forward(4, 16)
     >>> ffn, ffn.init(0).hidden.weight.shape
@@ -281,8 +256,8 @@ def _flags(norm: str, rate: float, *, causal: bool = False, sinusoidal: bool = F
 
 
 def _named(lens: AnyLens, prefix: str) -> AnyLens:
-    """``lens`` with its attention probes renamed under ``prefix`` (the lens itself is returned)."""
-    return with_probes(lens, {join(prefix, k): g for k, g in probes_of(lens).items()})
+    """``lens`` with its attention probes renamed under ``prefix`` (``"block0"``, ``"self"`` -> ``"block0.self"``)."""
+    return with_probes(lens, {f"{prefix}.{k}" if k else prefix: g for k, g in probes_of(lens).items()})
 
 
 def _block(body: AnyLens, name: str, rate: float, fields: tuple[str, ...], p_to: Any, p_from: Any) -> AnyLens:
@@ -307,9 +282,7 @@ def encoder_block(
 ) -> AnyLens:
     """One encoder block ``(B, T, d_model) -> (B, T, d_model)``; parameters :class:`EncoderBlockParams`.
 
-    ``d_model``, ``n_heads``, ``d_ff``; ``[m]`` is the chain's list of stage residues.
-
-    ``norm="post"`` (the paper)::
+    The residue is the chain's list of stage residues. ``norm="post"`` (the paper)::
 
         chain(residual(multi_head_attention), layer_norm, residual(feed_forward), layer_norm)
 
@@ -400,14 +373,8 @@ def decoder_block(
     cross = then_dropout(_named(cross_attention(d, n_heads, dtype=dt), "cross"), rate)
     ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
     ln1, ln2, ln3 = (layer_norm(d, eps=eps, dtype=dt) for _ in range(3))
-    fan = [id_pre_lens @ copy_l, unassoc_l]  # (y, memory) -> ((y, memory), memory)
     if norm_ == "post":
-        body = chain(
-            (residual(mha) >> ln1) @ id_pre_lens,
-            *fan,
-            (residual(cross, context=True) >> ln2) @ id_pre_lens,
-            (residual(ffn) >> ln3) @ id_pre_lens,
-        )
+        sub1, sub2, sub3 = residual(mha) >> ln1, residual(cross, context=True) >> ln2, residual(ffn) >> ln3
 
         def p_to(p: DecoderBlockParams) -> list[Any]:
             n1, n2, n3 = (p.norm1, p.self_attention), (p.norm2, p.cross_attention), (p.norm3, p.feed_forward)
@@ -418,12 +385,8 @@ def decoder_block(
             return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
 
     else:
-        body = chain(
-            residual(ln1 >> mha) @ id_pre_lens,
-            *fan,
-            residual((ln2 @ id_pre_lens) >> cross, context=True) @ id_pre_lens,
-            residual(ln3 >> ffn) @ id_pre_lens,
-        )
+        sub1, sub3 = residual(ln1 >> mha), residual(ln3 >> ffn)
+        sub2 = residual((ln2 @ id_pre_lens) >> cross, context=True)
 
         def p_to(p: DecoderBlockParams) -> list[Any]:
             a1, a2, a3 = (p.self_attention, p.norm1), (p.cross_attention, (p.norm2, ())), (p.feed_forward, p.norm3)
@@ -433,6 +396,8 @@ def decoder_block(
             (a1, n1), (a2, (n2, _)), (a3, n3) = dp[0][0], dp[3][0], dp[4][0]
             return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
 
+    # each sub-layer on y beside the memory; (y, memory) -> ((y, memory), memory) before the cross-attention
+    body = chain(sub1 @ id_pre_lens, id_pre_lens @ copy_l, unassoc_l, sub2 @ id_pre_lens, sub3 @ id_pre_lens)
     name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate)}{dtype_suffix(dt)})"
     return _block(body, name, rate, ("self_attention", "cross_attention", "feed_forward"), p_to, p_from)
 
@@ -440,25 +405,13 @@ def decoder_block(
 # ---------------------------------------------------------------------- models
 
 
-def _model_args(
-    fn: str,
-    d_model: int,
-    n_heads: int,
-    d_ff: int,
-    n_layers: int,
-    max_len: int,
-    norm: str,
-    positional: str,
-    dtype: npt.DTypeLike,
-    dropout: float,
-) -> tuple[int, int, int, int, np.dtype[Any], Norm, float]:
-    """``(d_model, d_ff, n_layers, max_len, dtype, norm, dropout)`` of a model, checked for ``fn``."""
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+def _model_args(fn: str, n_layers: int, max_len: int, positional: str) -> tuple[int, int]:
+    """``(n_layers, max_len)`` of a model, checked for ``fn``, and its ``positional``."""
     n = check_size(fn, "n_layers", n_layers)
     t = check_size(fn, "max_len", max_len)
     if not isinstance(positional, str) or positional not in ("learned", "sinusoidal"):
         raise E.not_one_of(fn, "positional", ("learned", "sinusoidal"), positional)
-    return d, f, n, t, dt, norm_, rate
+    return n, t
 
 
 def _embed(vocab: int, d: int, max_len: int, positional: str, dt: np.dtype[Any]) -> tuple[AnyLens, AnyLens]:
@@ -484,7 +437,7 @@ def decoder_lm(
 ) -> AnyLens:
     """A decoder-only language model: token ids ``(B, T)`` -> next-token logits ``(B, T, vocab)``.
 
-    ``vocab_size``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``. Built as::
+    Built as::
 
         chain(token_embedding(vocab, d), positional_embedding(max_len, d),   # or sinusoidal_encoding
               encoder_block(..., causal=True) × n_layers,
@@ -507,9 +460,8 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d, f, n, t, dt, norm_, rate = _model_args(
-        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
-    )
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     blocks = [
         _named(encoder_block(d, n_heads, f, causal=True, norm=norm_, eps=eps, dtype=dt, dropout=rate), f"block{i}")
@@ -551,7 +503,6 @@ def encoder_decoder(
 ) -> AnyLens:
     """The encoder-decoder transformer: ``(source ids (B, S), target ids (B, T)) -> logits (B, T, target_vocab)``.
 
-    ``source_vocab``, ``target_vocab``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``max_len``.
     Built as::
 
         chain((embed_src >> pos_src) @ (embed_tgt >> pos_tgt),   # (x, y)
@@ -574,9 +525,8 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d, f, n, t, dt, norm_, rate = _model_args(
-        fn, d_model, n_heads, d_ff, n_layers, max_len, norm, positional, dtype, dropout
-    )
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
     enc = [_named(encoder_block(d, n_heads, f, **kw), f"encoder{i}") for i in range(n)]
@@ -629,8 +579,6 @@ def generate(
 ) -> Array:
     """Extend ``prompt (B, T0)`` by ``steps`` tokens with a language model ``ids -> logits``.
 
-    ``lm``, ``params``, ``prompt``, ``steps``, then ``max_len``, ``temperature``, ``rng``.
-
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:
     greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
@@ -648,21 +596,19 @@ def generate(
         expected = "token ids (batch, time) with at least one token"
         raise E.lens_shape_error("generate", "prompt", expected, E.describe(ids))
     n_steps = A.count("generate", "steps", steps, least=0)
-    window_len = None if max_len is None else A.count("generate", "max_len", max_len)
+    # None: every token, the last ids.shape[1] + n_steps
+    window = ids.shape[1] + n_steps if max_len is None else A.count("generate", "max_len", max_len)
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
     like = _library_leaf(params)  # a model of another library: the ids go to it, the logits come back
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
-        _last_logits(lm, params, ids if window_len is None else ids[:, -window_len:], 0, like)
+        _last_logits(lm, params, ids[:, -window:], 0, like)
     for k in range(n_steps):
-        window = ids if window_len is None else ids[:, -window_len:]
-        logits = _last_logits(lm, params, window, k, like)
-        if temp == 0:
-            nxt = logits.argmax(axis=-1)
-        else:
+        logits = _last_logits(lm, params, ids[:, -window:], k, like)
+        nxt = logits.argmax(axis=-1)  # greedy; sampling keeps it in rows where z overflows (the largest logits win)
+        if temp:
             with np.errstate(over="ignore"):
                 z = logits / temp
-            nxt = logits.argmax(axis=-1)  # where z overflows only the largest logits count: greedy
             for i, row in enumerate(z):
                 if np.isfinite(row).all():
                     pr = np.exp(row - row.max())
@@ -672,11 +618,7 @@ def generate(
 
 
 def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any = None) -> Array:
-    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked.
-
-    With parameters of another library (PyTorch, JAX, ...) the window moves to
-    it and the logits come back to numpy: the sampling stays numpy's.
-    """
+    """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked, as numpy's."""
     logits = forward(lm, params, window if like is None else constant_like(window, like))
     logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's
     b, t = window.shape

@@ -1,18 +1,9 @@
 """Wiring shared by the transformer lenses: re-parametrisation, rematerialisation, attention probes.
 
-Composites built from ``>>``, ``@`` and :func:`~prelens.chain` have parameters
-and residues nested the way they were built (``(p_later, p_earlier)``, units
-``()`` for every wire). :func:`reparam` shows such a composite through a pair
-of isomorphisms (``dimap_p`` and ``dimap_m``), so that users see a named tuple
-such as ``AttentionParams(W_Q, W_K, W_V, W_O)`` while the composite runs
-unchanged underneath.
-
-:func:`remat` (``rematerialize`` until 0.5.0) keeps only ``(p, s)``
-in the residue and recomputes the rest in the backward pass (gradient checkpointing).
-
-Attention probes say where, in a model's residue, each attention matrix lies:
-:func:`attention_weights` reads them out after a forward pass, without
-recomputing anything.
+Composites built from ``>>``, ``@`` and :func:`~prelens.chain` have parameters and residues nested the
+way they were built; :func:`reparam` shows one through isomorphisms (``dimap_p``, ``dimap_m``) so that
+users see a named tuple such as ``AttentionParams``. :func:`remat` is gradient checkpointing. Attention
+probes say where in a model's residue each attention matrix lies, for :func:`attention_weights`.
 """
 
 from __future__ import annotations
@@ -125,15 +116,11 @@ def params_misfit(expected: Any, got: Any) -> str | None:
 def remat(lens: AnyLens) -> AnyLens:
     """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd`` (checkpointing).
 
-    Gradient checkpointing (JAX's ``jax.remat``): the residue of a deep model
-    can be much larger than its parameters and input; this trades one more
-    forward pass for that memory. Same outputs, same ``(dp, ds)`` (tested equal
-    to the plain lens). ``remat`` each block of a deep model to hold only the
-    blocks' inputs between the passes (:func:`prelens_bench.memory.remat_lm`);
-    :class:`prelens.tambara.Cost` reports the residue bytes with and without it.
-    It also makes two lenses that compute one function with different residues
-    comparable by :func:`~prelens.testing.check_lens_equal`: their residues
-    ``(p, s)`` are then related by the parameter and input isomorphisms.
+    Gradient checkpointing (JAX's ``jax.remat``): one more forward pass for the memory of the residue.
+    Same outputs, same ``(dp, ds)`` (tested equal to the plain lens). ``remat`` each block of a deep
+    model to hold only the blocks' inputs between the passes (:func:`prelens_bench.memory.remat_lm`).
+    It also makes two lenses that compute one function with different residues comparable by
+    :func:`~prelens.testing.check_lens_equal`.
 
     >>> from prelens import PreLens
     >>> square = PreLens(lambda p, s: (s, s * s), lambda m, da: ((), 2 * m * da), name="square")
@@ -172,11 +159,8 @@ def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> 
 
 
 def probes_of(lens: AnyLens) -> Probes:
-    """The probes of ``lens``: its own, or found through ``>>``, ``@`` and ``chain``.
-
-    Keys are the probe names (``"block0.self"``); ``""`` is a bare attention
-    lens. Lenses built elsewhere have none.
-    """
+    """The probes of ``lens``, its own or found through ``>>``, ``@`` and ``chain``, by name (``"block0.self"``;
+    ``""``: a bare attention lens)."""
     own = _PROBES.get(lens)
     if own is not None:
         return own
@@ -189,41 +173,15 @@ def probes_of(lens: AnyLens) -> Probes:
     return {}
 
 
-def lift_probes(inner: AnyLens, prefix: str, get: Callable[[Any], Any]) -> Probes:
-    """``inner``'s probes renamed under ``prefix`` and read through ``get`` (outer residue -> inner).
-
-    >>> lift_probes(PreLens(lambda p, s: ((), s), lambda m, d: ((), d)), "x", lambda m: m)
-    {}
-    """
-    return {join(prefix, key): _compose(g, get) for key, g in probes_of(inner).items()}
-
-
-def join(prefix: str, key: str) -> str:
-    """``"block0" + "self" -> "block0.self"``; the empty key is the prefix itself.
-
-    >>> join("block0", ""), join("block0", "self")
-    ('block0', 'block0.self')
-    """
-    if not key:
-        return prefix
-    return f"{prefix}.{key}" if prefix else key
-
-
-def _compose(g: Callable[[Any], Array], get: Callable[[Any], Any]) -> Callable[[Any], Array]:
-    return lambda m: g(get(m))
-
-
 def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
     return lambda m: g(m[i])
 
 
 def _unique(found: Probes, key: str) -> str:
-    if key not in found:
-        return key
-    k = 2
-    while f"{key}#{k}" in found:
-        k += 1
-    return f"{key}#{k}"
+    name, k = key, 2
+    while name in found:
+        name, k = f"{key}#{k}", k + 1
+    return name
 
 
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
