@@ -1,4 +1,4 @@
-"""Time the paths the issue-23 diet rewrote, this checkout against another, alternating processes.
+"""Time the paths the issue-23 diets rewrote, this checkout against another, alternating processes.
 
 Usage::
 
@@ -9,7 +9,9 @@ Each round runs every case once in a fresh process per checkout (the order alter
 rounds) and each process reports the median of many calls; the script prints the median over
 rounds and the ratio this/other. The cases: a faithful training step through ``from_tamb`` (the
 Program's two passes), an update of momentum, Adam and RMSprop on a small tree, and
-``train.step`` with an optimiser lens (``learn.run_learner``). Run it on a quiet machine.
+``train.step`` with an optimiser lens (``learn.run_learner``), a recurrent forward pass through
+``scan_loop``, ``dtype_kind`` of a PyTorch dtype (skipped without torch) and ``check_vjp`` of a small
+dense lens. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -51,6 +53,25 @@ model, opt = mlp(8, [16, 1], last_activation=None), learn.adam(0.01)
 params = model.init(0); state = learn.init_state(opt.lens, params)
 xs = np.random.default_rng(0).standard_normal((32, 8)); ys = xs[:, :1]
 print(median_us(lambda: train.step(model, mse, params, (xs, ys), opt.lens, state), 500))
+""",
+    "rnn forward (scan_loop, numpy)": """
+from prelens.nn import rnn
+lens = rnn(4, 8); p = lens.init(0); xs = np.random.default_rng(0).standard_normal((2, 16, 4))
+print(median_us(lambda: lens.fwd(p, xs), 500))
+""",
+    "dtype_kind(torch.float32) x 100": """
+try:
+    import torch
+except ImportError:
+    print(1.0); raise SystemExit
+from prelens.backend._arrays import dtype_kind
+print(median_us(lambda: [dtype_kind(torch.float32) for _ in range(100)], 2000))
+""",
+    "check_vjp(dense(3, 2))": """
+from prelens.nn import dense
+from prelens.testing import check_vjp
+lens = dense(3, 2); p = lens.init(0); x = np.random.default_rng(0).standard_normal((4, 3))
+print(median_us(lambda: check_vjp(lens, p, x), 30))
 """,
 }
 
