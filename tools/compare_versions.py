@@ -84,7 +84,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     old_peers, old_lm = import_other(args.other)
     import prelens_bench.peers as new_peers
-    from prelens.train import blas_threads
+    from prelens.train import blas_threads, retain_freed_memory
+
+    retain_freed_memory()  # as `prelens bench` does: neither version pays page faults the other's frees caused
     from prelens_bench._timing import time_interleaved
     from prelens_bench.lm import LMConfig
 
