@@ -125,28 +125,6 @@ def _product_shape(x: Array, y: Array, transposed: bool) -> tuple[int, ...] | No
     return (*x.shape[:-1], y.shape[outer]) if fits and x.shape[-1] == y.shape[inner] else None
 
 
-def _product_like(transposed: bool) -> Like:
-    """The output delta of a product lens with the residue ``(x, y)``: like ``x``, shaped as the product."""
-
-    def of(m: tuple[Array, Array]) -> tuple[Array, tuple[int, ...]]:
-        shape = _product_shape(*m, transposed)
-        if shape is None:
-            raise ValueError("a residue whose arrays do not fit")  # reported as a residue this lens did not make
-        return m[0], shape
-
-    return Like(of)
-
-
-def _operands(name: str, pair: Any, transposed: bool, expected: str) -> tuple[Array, Array]:
-    """The two arrays of a product lens's input (their patterns are declared), if they fit each other."""
-    x, y = pair
-    if _product_shape(x, y, transposed) is None:
-        raise E.lens_shape_error(
-            name, "input", f"{expected} of one float dtype and the same leading axes", E.describe_tree(pair)
-        )
-    return x, y
-
-
 @constructor
 def attention_scores(d_k: int) -> AnyLens:
     """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
@@ -164,28 +142,9 @@ def attention_scores(d_k: int) -> AnyLens:
 
 
 def _attention_scores(d_k: int, copy_input: bool = True) -> AnyLens:
-    """:func:`attention_scores`; ``copy_input=False`` inside an attention lens, which made ``Q``
-    and ``K`` itself: its residue keeps them without a copy, as no caller holds them."""
     dk = check_size("attention_scores", "d_k", d_k)
-    name = f"attention_scores(d_k={dk})"
-    scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
-    qk = (Arr(None, ..., None, dk), Arr(None, ..., None, dk))
-
-    def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
-        q, k = _operands(name, s, True, f"Q (..., T_q, {dk}) and K (..., T_k, {dk})")
-        scores = q @ k.mT
-        scores *= scale  # ours (a JAX array is rebound, not written)
-        return ((copy(q), copy(k)) if copy_input else (q, k)), scores  # never the caller's arrays
-
-    def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        q, k = m
-        dq = ds @ k
-        dq *= scale
-        dk_ = ds.mT @ q
-        dk_ *= scale
-        return (), (dq, dk_)
-
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=qk, residue=qk, delta=_product_like(True)))
+    expected = f"Q (..., T_q, {dk}) and K (..., T_k, {dk})"
+    return _product(f"attention_scores(d_k={dk})", True, dk, expected, copy_input)
 
 
 @constructor
@@ -202,20 +161,45 @@ def weighted_sum() -> AnyLens:
 
 
 def _weighted_sum(copy_input: bool = True) -> AnyLens:
-    """:func:`weighted_sum`; ``copy_input=False`` inside an attention lens, which made ``A`` and
-    ``V`` itself: its residue keeps them without a copy, as no caller holds them."""
-    name = "weighted_sum"
-    av = (Arr(None, ..., None, None), Arr(None, ..., None, None))
+    return _product("weighted_sum", False, None, "A (..., T_q, T_k) and V (..., T_k, d_v)", copy_input)
+
+
+def _product(name: str, scores: bool, dk: int | None, expected: str, copy_input: bool) -> AnyLens:
+    """The scores ``(Q, K) -> Q Kᵀ / √d_k`` (``scores``) or the weighted sum ``(A, V) -> A V``.
+
+    ``copy_input=False`` inside an attention lens, which made both arrays itself: its residue keeps
+    them without a copy, as no caller holds them."""
+    scale = 1.0 / math.sqrt(dk) if dk else 1.0  # a Python float: it never up-casts float32
+    pair = (Arr(None, ..., None, dk), Arr(None, ..., None, dk))
 
     def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
-        a, v = _operands(name, s, False, "A (..., T_q, T_k) and V (..., T_k, d_v)")
-        return ((copy(a), copy(v)) if copy_input else (a, v)), a @ v  # never the caller's arrays
+        x, y = s
+        if _product_shape(x, y, scores) is None:
+            expected_ = f"{expected} of one float dtype and the same leading axes"
+            raise E.lens_shape_error(name, "input", expected_, E.describe_tree(s))
+        if not scores:
+            return ((copy(x), copy(y)) if copy_input else (x, y)), x @ y  # never the caller's arrays
+        out = x @ y.mT
+        out *= scale  # ours (a JAX array is rebound, not written)
+        return ((copy(x), copy(y)) if copy_input else (x, y)), out
 
-    def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        a, v = m
-        return (), (do @ v.mT, a.mT @ do)
+    def bwd(m: tuple[Array, Array], d: Array) -> tuple[tuple[()], tuple[Array, Array]]:
+        x, y = m
+        if not scores:
+            return (), (d @ y.mT, x.mT @ d)
+        dx = d @ y
+        dx *= scale
+        dy = d.mT @ x
+        dy *= scale
+        return (), (dx, dy)
 
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=av, residue=av, delta=_product_like(False)))
+    def like(m: tuple[Array, Array]) -> tuple[Array, tuple[int, ...]]:  # like x, shaped as the product
+        shape = _product_shape(*m, scores)
+        if shape is None:
+            raise ValueError("a residue whose arrays do not fit")  # reported as a residue this lens did not make
+        return m[0], shape
+
+    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=pair, residue=pair, delta=Like(like)))
 
 
 def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:

@@ -25,6 +25,7 @@ array([[1., 1., 1.],
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,10 +49,24 @@ from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype, input_error
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
+
+
+def _table(
+    fn: str, rows: str, n_rows: Any, d_model: Any, dtype: Any, std: Any
+) -> tuple[int, int, np.dtype[Any], str, Callable[[np.random.Generator], Array]]:
+    """A table lens's checked sizes and dtype, its name, and its initializer (entries drawn ``N(0, std²)``)."""
+    n, d = check_size(fn, rows, n_rows), check_size(fn, "d_model", d_model)
+    dt = float_dtype(fn, dtype)
+    std_ = A.real(fn, "std", std, low=0.0)
+
+    def init(rng: np.random.Generator) -> Array:
+        return (rng.standard_normal((n, d)) * std_).astype(dt)
+
+    return n, d, dt, f"{fn}({n}, {d}{dtype_suffix(dt)})", init
 
 
 @constructor
@@ -74,11 +89,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
     ...
     prelens.errors.StructureError: token_embedding(4, 2): token ids must lie in [0, 4), got 7 at index (0, 1)
     """
-    v = check_size("token_embedding", "vocab_size", vocab_size)
-    d = check_size("token_embedding", "d_model", d_model)
-    dt = float_dtype("token_embedding", dtype)
-    name = f"token_embedding({v}, {d}{dtype_suffix(dt)})"
-    std_ = A.real("token_embedding", "std", std, low=0.0)
+    v, d, dt, name, init = _table("token_embedding", "vocab_size", vocab_size, d_model, dtype, std)
     # the ids are checked in the passes: their values must lie in [0, vocab_size)
     expects = Expects(params=Arr(dt, v, d), delta=Like(lambda ids: (dt, (*ids.shape, d))))
 
@@ -91,9 +102,6 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
         if not is_array(ids) or dtype_kind(ids.dtype) not in "iu" or _any_out_of_range(ids, v):
             raise E.bad_residue(name, ids)
         return scatter_add_rows(v, reshape(ids, (-1,)), reshape(da, (-1, d))), namespace(ids).zeros_like(ids)
-
-    def init(rng: np.random.Generator) -> Array:
-        return (rng.standard_normal((v, d)) * std_).astype(dt)
 
     return PreLens(fwd, bwd, name, init, expects=expects)
 
@@ -140,11 +148,7 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
     ...
     prelens.errors.ShapeError: positional_embedding(4, 2): input: expected at most 4 positions ..., got f64[1,5,2]
     """
-    n = check_size("positional_embedding", "max_len", max_len)
-    d = check_size("positional_embedding", "d_model", d_model)
-    dt = float_dtype("positional_embedding", dtype)
-    name = f"positional_embedding({n}, {d}{dtype_suffix(dt)})"
-    std_ = A.real("positional_embedding", "std", std, low=0.0)
+    n, d, dt, name, init = _table("positional_embedding", "max_len", max_len, d_model, dtype, std)
     # the residue is the input's shape (..., T, d); the input's T <= max_len is checked in fwd
     expects = Expects(params=Arr(dt, n, d), input=Arr(dt, ..., None, d), delta=Like(lambda shape: (dt, shape)))
 
@@ -157,17 +161,14 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
         used = xp.sum(reshape(da, (-1, t, d)), axis=0)
         return xp.concat((used, xp.zeros((n - t, d), dtype=da.dtype, device=device(da))), axis=0), da
 
-    def init(rng: np.random.Generator) -> Array:
-        return (rng.standard_normal((n, d)) * std_).astype(dt)
-
     return PreLens(fwd, bwd, name, init, expects=expects)
 
 
 def _check_positions(name: str, x: Any, max_len: int, d: int, dt: np.dtype[Any]) -> None:
-    """At most ``max_len`` positions (the rest of the input's pattern is declared)."""
+    """At most ``max_len`` positions (the rest of the input's pattern is declared and checked before)."""
     if x.shape[-2] > max_len:
         expected = f"at most {max_len} positions ({E.dtype_name(dt)}[...,T,{d}] with T <= {max_len})"
-        raise input_error(name, "input", x, expected, dt)
+        raise E.lens_shape_error(name, "input", expected, E.describe(x))
 
 
 def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float64) -> Array:

@@ -1,7 +1,4 @@
-"""What the fast lenses share: the array alias, constructor-argument checks, and error builders.
-
-The builders serve the checks a declaration (:class:`prelens.core.Expects`) cannot state, written in their lenses.
-"""
+"""What the fast lenses share: the array alias, constructor-argument checks, and error builders."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, has_dtype, is_array, is_real
+from prelens.backend._arrays import dtype_kind, is_array, is_real
 from prelens.core import _args as A
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
@@ -45,19 +42,6 @@ def dtype_suffix(dt: np.dtype[Any]) -> str:
     ', f32'
     """
     return "" if dt == np.float64 else f", {E.dtype_name(dt)}"
-
-
-def input_error(lens: str, what: str, x: object, expected: str, dt: np.dtype[Any]) -> E.PrelensError:
-    """The error (structure, dtype or shape) for an input ``x`` that failed a fast lens's inline check.
-
-    >>> input_error("dense(784→256, tanh)", "input", np.zeros((2, 100)), "f64[...,784]", np.dtype("f8"))
-    ShapeError('dense(784→256, tanh): input: expected f64[...,784], got f64[2,100]')
-    """
-    if not is_array(x):
-        return E.must_be(lens, what, f"a numpy array {expected}", E.describe(x))
-    if not has_dtype(x, dt):
-        return E.lens_dtype_error(lens, what, expected, E.describe(x))
-    return E.lens_shape_error(lens, what, expected, E.describe(x))
 
 
 def scalar_delta(lens: str, da: Any) -> Any:
