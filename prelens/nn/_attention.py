@@ -217,9 +217,8 @@ def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`~prelens.nn.MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
 
-    After :data:`~prelens.nn.softmax` those weights are exactly ``0``; a row with every key masked
-    gets uniform weights, never NaN. The dtype is kept. Parameter-free; residue: the boolean ``keep``
-    matrix ``(T_q, T_k)``; backward zeroes the delta at masked entries.
+    After :data:`~prelens.nn.softmax` those weights are exactly ``0`` (a fully masked row: uniform, never NaN).
+    Parameter-free; residue: the boolean ``keep`` matrix ``(T_q, T_k)``.
 
     >>> m, s = causal_mask().fwd((), np.zeros((2, 2)))
     >>> float(s[0, 1]), m
@@ -492,10 +491,8 @@ def multi_head_attention(
               scaled_dot_product_attention(d_k, causal),   # A V, (B, h, T, d_k)
               merge_heads(h), linear)                      # (B, T, d_model) -> W_O
 
-    with the first four stages fused into one lens (one product with ``[W_Q | W_K | W_V]`` each
-    way), tested equal. Parameters :class:`AttentionParams`, each ``(d_model, d_model)``;
-    ``d_k = d_model / n_heads`` (not divisible: an error). Equal to
-    :func:`multi_head_attention_faithful` through :func:`stack_heads`. ``causal=True`` masks the future.
+    with the first four stages fused into one lens, tested equal. Parameters :class:`AttentionParams`;
+    ``d_k = d_model / n_heads`` (not divisible: an error).
 
     >>> mha = multi_head_attention(6, 4)
     Traceback (most recent call last):
@@ -509,8 +506,7 @@ def multi_head_attention(
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 
-    Queries from ``x``, keys and values from ``context`` (an encoder's output, say): the pipeline of
-    :func:`multi_head_attention` behind the wiring ``(x, c) -> ((x, c), c)``. Parameters
+    The pipeline of :func:`multi_head_attention` behind the wiring ``(x, c) -> ((x, c), c)``. Parameters
     :class:`AttentionParams`; attention weights ``(B, h, T, S)``.
 
     >>> ca = cross_attention(4, 2)
