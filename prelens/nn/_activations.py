@@ -314,11 +314,9 @@ def _softmax_bwd(y: Array, da: Array) -> tuple[tuple[()], Array]:
     return (), (da - row_sum(ds)[..., None]) * y  # ds = y ⊙ (da − Σ da·y)
 
 
-#: ``softmax`` over the last axis: ``y = e^s / Σ e^s``, shifted by the row maximum so
-#: that large logits do not overflow. Residue: the output ``y``; backward
-#: ``ds = y ⊙ (da − ⟨da, y⟩)``. Not pointwise, so :func:`dense` does not take it: put
-#: it after a dense layer without activation, or give the logits to
-#: :func:`softmax_cross_entropy`, which is stabler.
+#: ``softmax`` over the last axis: ``y = e^s / Σ e^s``, shifted by the row maximum. Residue: the output ``y``;
+#: backward ``ds = y ⊙ (da − ⟨da, y⟩)``. Not pointwise: :func:`dense` does not take it (a classifier gives its
+#: logits to :func:`softmax_cross_entropy`, which is stabler).
 softmax: PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array, Array] = PreLens(
     _softmax_fwd, _softmax_bwd, "softmax", expects=_FLOATS
 )

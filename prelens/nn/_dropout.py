@@ -1,13 +1,7 @@
-"""Dropout as a lens whose randomness is its parameter, a :class:`DropoutKey`, which *is* the mode.
-
-``DropoutKey(())`` (what ``init`` makes) is evaluation: the identity, so parameters as created,
-trained and saved evaluate without noise. ``DropoutKey(key)``, two ``uint64`` words, is training:
-inverted dropout with the mask drawn from ``numpy.random.Philox(key=key)``, so one key gives one mask,
-bit for bit on every library (it moves to the input's library and device). A trainer keys every site
-for one step with :func:`with_dropout` and maps the gradient back with :func:`without_dropout`
-(docs/learning.md): the randomness is an input, never hidden state. Under ``jax.jit`` a key is a
-traced JAX key's ``uint32`` words and JAX draws the mask inside the program (:func:`with_jax_keys`;
-the same distribution, other draws: docs/backends.md).
+"""Dropout as a lens whose randomness is its parameter, a :class:`DropoutKey`, which *is* the mode
+(docs/learning.md): ``DropoutKey(())`` is evaluation, the identity; ``DropoutKey(key)`` draws the mask from
+``numpy.random.Philox(key=key)``, bit for bit on every library. Under ``jax.jit`` a key is a traced JAX key's
+``uint32`` words and JAX draws the mask inside the program (:func:`with_jax_keys`, docs/backends.md).
 
 >>> import numpy as np
 >>> drop = dropout(0.5)

@@ -71,8 +71,7 @@ def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: n
     """
     n_in, n_out = check_size("init_weight", "n_in", n_in), check_size("init_weight", "n_out", n_out)
     dtype = float_dtype("init_weight", dtype)
-    if not isinstance(rng, np.random.Generator):
-        rng = A.seed("init_weight", rng)
+    rng = A.seed("init_weight", rng)
     if scheme == "glorot":
         limit = math.sqrt(6.0 / (n_in + n_out))
         w = rng.uniform(-limit, limit, (n_in, n_out))

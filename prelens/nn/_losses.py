@@ -104,10 +104,8 @@ def _sq_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
     return -ds, ds  # (dg, ds) = (−ds, da·(s − g))
 
 
-#: The post's loss: ``L = ½ Σ (s − g)²`` over every axis (batch and outputs), with the
-#: ground truth ``g`` as the parameter.
-#: Haskell: ``lossL :: PreLens D D ([V], [V]) ([V], [V]) [V] [V] [V] [V]``; here
-#: ``PreLens D D (A, A) (A, A) A A A A`` with ``g`` and ``s`` of one shape, e.g. ``(batch, n)``.
+#: The post's loss: ``L = ½ Σ (s − g)²`` over every axis (batch and outputs), with the ground truth ``g``
+#: (of the shape of ``s``) as the parameter. Haskell: ``lossL :: PreLens D D ([V], [V]) ([V], [V]) [V] [V] [V] [V]``.
 #: Forward ``(g, s) -> ((g, s), L)``; backward ``((g, s), da) -> (−ds, ds)``, ``ds = da (s − g)``.
 squared_distance: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array, Array, Array] = PreLens(
     _sq_fwd,
@@ -208,13 +206,10 @@ def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
     return namespace(y).zeros_like(y), ds  # the labels are data: their delta is zero
 
 
-#: Softmax cross-entropy with integer labels ``y`` (the parameter) on logits ``s`` of shape
-#: ``(..., classes)``: ``L = mean over rows of (logsumexp(s) − s[y])``, computed with the
-#: log-sum-exp shift, so logits of ±1e4 give a finite loss and gradient.
-#: Haskell: ``PreLens D D (A, Y) (A, Y) Y Y A A``. Residue ``(softmax(s), y)``; backward
-#: ``ds = da (softmax(s) − onehot(y)) / R`` over the ``R`` rows, and a zero delta for the labels
-#: (they are data: never hand them to an optimiser). Labels outside ``[0, classes)`` are an error
-#: (where their values are known: not inside a JAX ``jit``, where such a label picks no logit).
+#: Softmax cross-entropy with integer labels ``y`` (the parameter) on logits ``s (..., classes)``:
+#: ``L = mean over rows of (logsumexp(s) − s[y])``, computed stably. Residue ``(softmax(s), y)``; backward
+#: ``ds = da (softmax(s) − onehot(y)) / R`` over the ``R`` rows, a zero delta for the labels. Labels outside
+#: ``[0, classes)`` are an error (where their values are known: not inside a JAX ``jit``).
 softmax_cross_entropy: PreLens[Scalar, Scalar, PairResidue, PairResidue, Array, Array, Array, Array] = PreLens(
     _ce_fwd,
     _ce_bwd,

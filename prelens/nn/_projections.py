@@ -4,8 +4,7 @@
 (``copy_l, copy_l @ id, (linear @ linear) @ linear, (split_heads @ split_heads) @ split_heads``;
 for cross-attention ``id @ copy_l, unassoc_l`` first) in one Python call per pass: one product
 ``x [W_Q | W_K | W_V]`` forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (which sums the three input
-deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` views of it with the heads on an axis. Tests
-check it equals the composite. Written once against the array API standard.
+deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` views of it with the heads on an axis.
 """
 
 from __future__ import annotations
@@ -71,8 +70,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
     Parameters ``(W_Q, W_K, W_V)``, each ``(d, d)``; input ``x (..., T, d)``
     (cross: ``(x (..., T, d), c (..., S, d))`` with the same leading axes);
     output ``Q (..., h, T, d/h)``, ``K`` and ``V (..., h, S, d/h)``, views of the
-    product (outputs may alias what the lens made). Private to the fast attention
-    lenses; tested equal to the composite it fuses.
+    product (outputs may alias what the lens made).
 
     >>> lens = projections(4, 2, np.dtype(np.float64))
     >>> w = np.eye(4)

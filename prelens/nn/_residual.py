@@ -1,12 +1,6 @@
-"""The residual connection ``x + f(x)``: the wiring ``copy_l``, ``@``, ``add_l`` around ``f``, fused.
-
-The seeds' "adjusted meaning" ``E' = E + ΔE``. As a lens it is :func:`residual_composed`,
-``copy_l >> (id_pre_lens @ f) >> add_l``, or with ``context=True`` (``(x, c) -> x + f(x, c)``,
-cross-attention to an encoder's output ``c``) ``(copy_l @ id_pre_lens) >> assoc_l >> (id_pre_lens @ f) >> add_l``.
-The unitors strip the wiring's unit parameters and residues, so ``residual(f)`` has exactly the
-parameters and the residue of ``f``. :func:`residual` runs that composite as one lens (one Python
-call per pass instead of seven: 1% of a small language model's step), tested equal to it;
-summaries and diagrams open it up into the composite.
+"""The residual connection ``x + f(x)`` (the seeds' "adjusted meaning" ``E' = E + ΔE``): the wiring ``copy_l``,
+``@``, ``add_l`` around ``f`` (:func:`residual_composed`), fused into one lens by :func:`residual` (one Python
+call per pass instead of seven: 1% of a small language model's step).
 """
 
 from __future__ import annotations
