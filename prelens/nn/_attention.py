@@ -165,10 +165,8 @@ def _weighted_sum(copy_input: bool = True) -> AnyLens:
 
 
 def _product(name: str, scores: bool, dk: int | None, expected: str, copy_input: bool) -> AnyLens:
-    """The scores ``(Q, K) -> Q Kᵀ / √d_k`` (``scores``) or the weighted sum ``(A, V) -> A V``.
-
-    ``copy_input=False`` inside an attention lens, which made both arrays itself: its residue keeps
-    them without a copy, as no caller holds them."""
+    """The scores ``(Q, K) -> Q Kᵀ / √d_k`` (``scores``) or the weighted sum ``(A, V) -> A V``; ``copy_input=False``
+    inside an attention lens, which made both arrays: its residue keeps them without a copy."""
     scale = 1.0 / math.sqrt(dk) if dk else 1.0  # a Python float: it never up-casts float32
     pair = (Arr(None, ..., None, dk), Arr(None, ..., None, dk))
 

@@ -140,11 +140,8 @@ def _traced_mask(key: Any, x: Any, rate: float, scale: float) -> Any:
 
 
 def with_jax_keys(params: Any, key: Any) -> Any:
-    """``params`` with dropout on, for JAX: site ``i`` gets the ``uint32[2]`` words of ``fold_in(key, i)``.
-
-    ``key`` is a JAX key or its raw ``uint32[2]`` words, concrete or traced (a compiled training step's, each
-    step). Not exported: it needs JAX; :func:`~prelens.train.compile_step` uses it.
-    """
+    """``params`` with dropout on, for JAX: site ``i`` gets the ``uint32[2]`` words of ``fold_in(key, i)``;
+    ``key`` a JAX key or its raw words, concrete or traced (:func:`~prelens.train.compile_step`'s)."""
     import jax
 
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):

@@ -106,12 +106,8 @@ def _step(kind: str, relu: bool, xp: Any, gi: Array, state: Any, w_hh: Array, b_
 
 
 def _step_back(kind: str, relu: bool, xp: Any, saved: Any, dh: Array, dc: Array | None) -> tuple[Array, Array, Any]:
-    """One step backward: ``dh`` (and ``dc``) of the new state give ``(dgi, dgh, direct)``.
-
-    ``dgi`` is the delta of ``x W_ih + b_ih``, ``dgh`` of ``h W_hh + b_hh``; ``direct`` what
-    reaches the old state other than through ``W_hh``: ``None`` for rnn; for gru ``z ⊙ dh``
-    (``dh_old = dgh W_hhᵀ + direct``); for lstm ``dc_old``.
-    """
+    """One step backward: ``dh`` (and ``dc``) give the deltas of ``x W_ih + b_ih`` and ``h W_hh + b_hh``, and
+    what reaches the old state other than through ``W_hh`` (rnn: ``None``; gru: ``z ⊙ dh``; lstm: ``dc_old``)."""
     if kind == "rnn":
         _, h2 = saved
         d = xp.where(h2 > 0.0, dh, 0.0 * dh) if relu else dh * (1.0 - h2 * h2)

@@ -41,11 +41,8 @@ def reparam(
 ) -> AnyLens:
     """``lens`` seen through a parameter isomorphism (and optionally a residue one).
 
-    ``p_to`` maps the new parameters to ``lens``'s, ``p_from`` maps ``lens``'s
-    parameter deltas (and parameters: the isos here only rearrange) back;
-    ``m_to``/``m_from`` do the same for the residue. Built from
-    :meth:`~prelens.PreLens.dimap_p` and :meth:`~prelens.PreLens.dimap_m`; the
-    initializer is ``p_from ∘ lens.init``.
+    ``p_to`` maps the new parameters to ``lens``'s, ``p_from`` maps ``lens``'s parameter deltas (and
+    parameters) back; ``m_to``/``m_from`` the same for the residue. The initializer is ``p_from ∘ lens.init``.
 
     >>> from prelens import id_pre_lens
     >>> wire = reparam(id_pre_lens >> id_pre_lens, "wire", p_to=lambda p: ((), ()), p_from=lambda dp: ())
