@@ -96,7 +96,11 @@ def dropout(rate: float) -> AnyLens:
             raise E.bad_residue(name, m)
         mask, zero = m
         if not is_float(da) or tuple(da.shape) != tuple(mask.shape):
-            raise _delta_error(name, da, mask)
+            expected = f"a float array of the input's shape {tuple(mask.shape)}"
+            if not is_array(da):
+                raise E.must_be(name, "output delta", f"a numpy {expected}", E.describe(da))
+            error = E.lens_dtype_error if dtype_kind(da.dtype) != "f" else E.lens_shape_error
+            raise error(name, "output delta", expected, E.describe(da))
         return DropoutKey(namespace(zero).zeros_like(zero)), da * mask
 
     def init(rng: np.random.Generator) -> DropoutKey:
@@ -148,14 +152,6 @@ def with_jax_keys(params: Any, key: Any) -> Any:
         key = jax.random.wrap_key_data(key)
     sites = itertools.count()
     return _map_keys(params, lambda _: DropoutKey(jax.random.key_data(jax.random.fold_in(key, next(sites)))))
-
-
-def _delta_error(name: str, da: Any, mask: Array) -> E.PrelensError:
-    expected = f"a float array of the input's shape {tuple(mask.shape)}"
-    if not is_array(da):
-        return E.must_be(name, "output delta", f"a numpy {expected}", E.describe(da))
-    error = E.lens_dtype_error if dtype_kind(da.dtype) != "f" else E.lens_shape_error
-    return error(name, "output delta", expected, E.describe(da))
 
 
 def with_dropout(params: Any, key: int) -> Any:

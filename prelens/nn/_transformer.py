@@ -577,7 +577,10 @@ def generate(
     window = ids.shape[1] + n_steps if max_len is None else A.count("generate", "max_len", max_len)
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
-    like = _library_leaf(params)  # a model of another library: the ids go to it, the logits come back
+    leaves: list[Any] = []
+    tree_map_arrays(leaves.append, params)
+    # a model of another library (a leaf not numpy's): the ids go to it, the logits come back
+    like = next((a for a in leaves if not isinstance(a, np.ndarray)), None)
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
         _last_logits(lm, params, ids[:, -window:], 0, like)
     for k in range(n_steps):
@@ -607,10 +610,3 @@ def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any =
     if not np.isfinite(last).all():
         raise E.non_finite(f"generate: the logits of step {step}", "")
     return last
-
-
-def _library_leaf(params: Any) -> Any:
-    """An array leaf of ``params`` of a library other than numpy (the model's library), or None."""
-    leaves: list[Any] = []
-    tree_map_arrays(leaves.append, params)
-    return next((a for a in leaves if not isinstance(a, np.ndarray)), None)

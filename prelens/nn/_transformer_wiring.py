@@ -163,20 +163,16 @@ def probes_of(lens: AnyLens) -> Probes:
         found: Probes = {}
         for i, part in enumerate(lens.parts):
             for key, get in probes_of(part).items():
-                found[_unique(found, key)] = _through(get, i)
+                name, k = key, 2
+                while name in found:  # two parts with one name: "key#2", "key#3", ...
+                    name, k = f"{key}#{k}", k + 1
+                found[name] = _through(get, i)
         return found
     return {}
 
 
 def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
     return lambda m: g(m[i])
-
-
-def _unique(found: Probes, key: str) -> str:
-    name, k = key, 2
-    while name in found:
-        name, k = f"{key}#{k}", k + 1
-    return name
 
 
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
