@@ -79,9 +79,8 @@ def pointwise(
 ) -> Activation:
     """Make a pointwise activation from ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)``.
 
-    Both functions must return a fresh array and write into neither argument; :func:`dense` can then fuse
-    the activation. Check a new one with :func:`prelens.testing.check_vjp`. They receive the caller's arrays
-    as they are (numpy, PyTorch tensors, JAX tracers under ``jax.jit``): written with numpy functions
+    Both functions must return a fresh array and write into neither argument. They receive the caller's
+    arrays as they are (numpy, PyTorch tensors, JAX tracers under ``jax.jit``): written with numpy functions
     (``softplus`` below) the activation is for numpy only; written with their argument's namespace
     (``array_api_compat.array_namespace(z)``) and without a Python ``if`` on values (``softsign`` below),
     for every library. A function that answers with another library's array is an error naming it.
