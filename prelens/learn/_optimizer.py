@@ -145,8 +145,10 @@ class Optimizer(Generic[StateT]):
 class Rule(Optimizer[Any]):
     """An optimiser with a step size ``lr`` (a number or a schedule) and a state of type ``state_type``.
 
-    A rule defines ``_zeros(params)`` (its state) and ``_step(grads, state, params, lr)``
-    with ``lr`` a number (a 0-d array under a trace).
+    Its state is a ``state_type`` whose fields start as zeros shaped like the parameters, but a field named
+    ``step``, which starts at 0. A rule defines ``_leaf(p, g, lr, *state)`` (one leaf's new value and state
+    fields), or overrides ``_step(grads, state, params, lr)`` for a whole-tree update (SGD's numpy path; Adam,
+    whose ``step`` field is not a tree); ``lr`` is a number (a 0-d array under a trace).
     """
 
     lr: LR
