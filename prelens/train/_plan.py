@@ -282,10 +282,8 @@ def jax_importable() -> bool:
 
 
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
-    """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``.
-
-    (Not with dropout: JAX would draw other masks than numpy from the same seed.)
-    """
+    """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``
+    (not with dropout: JAX would draw other masks than numpy from the same seed)."""
     if a.mesh is not None or dropout or run_work(a, at, n_batches) < AUTO_JAX_MIN_WORK or not jax_importable():
         return None
     for leaf in tree_leaves((at.params, at.opt_state, data, validation)):
