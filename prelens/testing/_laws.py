@@ -20,6 +20,7 @@ from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import Cost, Shapes, read, shape_of
 from prelens.tambara._program import Program
 from prelens.tambara._scan import scan_t
+from prelens.tambara._trilens import _same as _ident
 from prelens.tambara._trilens import (
     alpha,
     beta,
@@ -41,10 +42,6 @@ Fn = Callable[[Any], Any]
 #: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 Equal = Callable[[Any, Any, Any, Any], bool]
 Rng = np.random.Generator | int | None
-
-
-def _ident(x: Any) -> Any:
-    return x
 
 
 def check_lens_equal(
