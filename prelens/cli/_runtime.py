@@ -66,10 +66,5 @@ def training_runtime(args: argparse.Namespace, params: Any, batch: Any) -> Itera
     from prelens.train import blas_threads, retain_freed_memory
 
     retain_freed_memory()
-    with blas_threads(getattr(args, "blas_threads", "auto"), params=params, batch=batch) as n:
+    with blas_threads(args.blas_threads, params=params, batch=batch) as n:
         yield n
-
-
-def backend(args: argparse.Namespace) -> str:
-    """The ``backend=`` for ``fit`` from ``--backend`` (``auto`` for a command without the flag)."""
-    return str(getattr(args, "backend", "auto"))

@@ -13,20 +13,26 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, training_runtime
 from prelens.datasets import DATASETS, load_dataset
 from prelens.io._train_metadata import save_classifier
 from prelens.learn import Optimizer, adam, momentum, sgd
 from prelens.nn import ACTIVATIONS, mlp, softmax_cross_entropy
 from prelens.train import accuracy, evaluate, fit
 
-OPTIMIZERS = ("sgd", "momentum", "adam")
+#: The descent rules of ``--optimizer``, each made from ``(lr, beta)`` (``beta``: momentum's only).
+OPTIMIZERS: dict[str, Callable[[float, float], Optimizer[Any]]] = {
+    "sgd": lambda lr, beta: sgd(lr),
+    "momentum": momentum,
+    "adam": lambda lr, beta: adam(lr),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,13 +83,9 @@ def make_optimizer(name: str, lr: float, beta: float = 0.9) -> Optimizer[Any]:
     >>> make_optimizer("momentum", 0.1, 0.8)
     Momentum(lr=0.1, beta=0.8, nesterov=False)
     """
-    if name == "sgd":
-        return sgd(lr)
-    if name == "momentum":
-        return momentum(lr, beta)
-    if name == "adam":
-        return adam(lr)
-    raise E.bad_argument("train mlp", "--optimizer", name, f"one of {list(OPTIMIZERS)}")
+    if name not in OPTIMIZERS:
+        raise E.bad_argument("train mlp", "--optimizer", name, f"one of {list(OPTIMIZERS)}")
+    return OPTIMIZERS[name](lr, beta)
 
 
 def checkpoint_path(save: str) -> str:
@@ -149,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                 metrics={"accuracy": accuracy},
                 progress=False if args.no_progress else None,
                 blas_threads=None,  # training_runtime has set them (--blas-threads)
-                backend=backend(args),
+                backend=args.backend,
                 checkpoint_every=args.checkpoint_every,
                 checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
             )

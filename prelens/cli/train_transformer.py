@@ -29,7 +29,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, training_runtime
 from prelens.core._trace import forward
 from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from prelens.io._train_metadata import save_language_model
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
                 metrics=metrics,
                 progress=False if args.no_progress else True,
                 blas_threads=None,  # training_runtime has set them (--blas-threads)
-                backend=backend(args),
+                backend=args.backend,
             )
     except E.PrelensError as err:  # diverged (or refused mid-way)
         C.fail(err, COMMAND)
