@@ -114,13 +114,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(out, "reverse.prelens", "lens, vocabulary, parameters", piped=False)
 
 
-def _resolve(args: argparse.Namespace) -> None:
-    """Give the flags whose defaults differ between the sequence tasks and the text their task's default."""
-    for k, default in (_TEXT if args.task == "text" else _SEQ).items():
-        if not hasattr(args, k):
-            setattr(args, k, default)
-
-
 def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
     """The fraction of counted positions (``labels >= 0``) where the logits' argmax is the label."""
     logits = forward(model, params, xs)
@@ -156,7 +149,9 @@ def run(args: argparse.Namespace) -> int:
     0 on success; 1 if training diverged or the parameters could not be saved; 2 for bad arguments
     (found before any training).
     """
-    _resolve(args)
+    for k, default in (_TEXT if args.task == "text" else _SEQ).items():  # the flags whose defaults differ
+        if not hasattr(args, k):
+            setattr(args, k, default)
     dtype = np.float32 if args.float32 else np.float64
     try:
         check(args)
