@@ -31,9 +31,10 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import BACKENDS, add_output_arguments, add_runtime_arguments, training_runtime
+from prelens.cli._runtime import BACKENDS, add_output_arguments, add_runtime_arguments
 from prelens.datasets import Split, load_mnist1d
 from prelens.io._train_metadata import save_classifier
+from prelens.train import retain_freed_memory
 from prelens.train._mnist1d import (
     BATCH_SIZE,
     LEARNING_RATE,
@@ -101,20 +102,20 @@ def run(args: argparse.Namespace) -> int:
         f"{split!r}; model {model!r}; Adam lr={args.lr:g}, batch {args.batch_size}, {args.steps} steps "
         f"(--backend {args.backend})"
     )
+    retain_freed_memory()  # the steps reuse what the last one freed (no page faults)
     try:
-        with training_runtime(args, model.init(0), split.x_train[: args.batch_size].astype(dtype)):
-            result = train_mnist1d(
-                args.model,
-                split,
-                steps=args.steps,
-                seed=args.seed,
-                backend=args.backend,
-                dtype=dtype,
-                batch_size=args.batch_size,
-                lr=args.lr,
-                progress=False if args.no_progress else None,
-                blas_threads=None,  # training_runtime has set them (--blas-threads)
-            )
+        result = train_mnist1d(
+            args.model,
+            split,
+            steps=args.steps,
+            seed=args.seed,
+            backend=args.backend,
+            dtype=dtype,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            progress=False if args.no_progress else None,
+            blas_threads=args.blas_threads,
+        )
     except E.PrelensError as err:  # diverged (or refused mid-way)
         C.fail(err, COMMAND)
         return 1
