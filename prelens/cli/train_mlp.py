@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,12 +26,7 @@ from prelens.learn import Optimizer, adam, momentum, sgd
 from prelens.nn import ACTIVATIONS, mlp, softmax_cross_entropy
 from prelens.train import accuracy, evaluate, fit, retain_freed_memory
 
-#: The descent rules of ``--optimizer``, each made from ``(lr, beta)`` (``beta``: momentum's only).
-OPTIMIZERS: dict[str, Callable[[float, float], Optimizer[Any]]] = {
-    "sgd": lambda lr, beta: sgd(lr),
-    "momentum": momentum,
-    "adam": lambda lr, beta: adam(lr),
-}
+OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,9 +77,13 @@ def make_optimizer(name: str, lr: float, beta: float = 0.9) -> Optimizer[Any]:
     >>> make_optimizer("momentum", 0.1, 0.8)
     Momentum(lr=0.1, beta=0.8, nesterov=False)
     """
-    if name not in OPTIMIZERS:
-        raise E.bad_argument("train mlp", "--optimizer", name, f"one of {list(OPTIMIZERS)}")
-    return OPTIMIZERS[name](lr, beta)
+    if name == "sgd":
+        return sgd(lr)
+    if name == "momentum":
+        return momentum(lr, beta)
+    if name == "adam":
+        return adam(lr)
+    raise E.bad_argument("train mlp", "--optimizer", name, f"one of {list(OPTIMIZERS)}")
 
 
 def checkpoint_path(save: str) -> str:
