@@ -509,19 +509,14 @@ def _pair(name: str, what: str, x: Any) -> tuple[Any, Any]:
     raise E.must_be(name, what, "a pair (params, state)", E.describe_tree(x))
 
 
-def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
+def _check_inner(name: str, state_type: Any, params: Tree, inner: Any) -> Any:
     """The state as ``state_type`` (a plain tuple of its fields is taken), trees shaped like ``params``."""
-    if state_type is tuple:
-        if type(inner) is not tuple or inner != ():
-            raise _bad_state(name, "()", inner)
-        return inner
     fields: tuple[str, ...] = getattr(state_type, "_fields", ())
     if type(inner) is tuple and len(inner) == len(fields):
         inner = state_type(*inner)
-    if type(inner) is not state_type:
+    if type(inner) is not state_type or (state_type is tuple and inner != ()):
         raise _bad_state(name, _kind(state_type), inner)
-    values: tuple[Any, ...] = tuple(inner)  # type: ignore[arg-type]
-    for field, tree in zip(fields, values):
+    for field, tree in zip(fields, inner):
         if field == "step":
             if isinstance(tree, bool) or as_step(tree) is None:
                 raise _bad_state(name, f"{_kind(state_type)} with an int step >= 0", inner)
