@@ -154,11 +154,11 @@ def run(args: argparse.Namespace) -> int:
             checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
         )
     except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
-        C.fail(err, COMMAND)
+        code = C.fail(err, COMMAND, code=1)
         last = getattr(err, "history", None)  # the last good state rides on the error
         if last is not None:
             _save(args, getattr(err, "params", None), split, model, last.epochs)
-        return 1
+        return code
     seconds = time.perf_counter() - started
     saved = _save(args, params, split, model, history.epochs)  # first: a Ctrl-C while reporting loses nothing
     if history.interrupted:

@@ -117,8 +117,7 @@ def run(args: argparse.Namespace) -> int:
             blas_threads=args.blas_threads,
         )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        C.fail(err, COMMAND)
-        return 1
+        return C.fail(err, COMMAND, code=1)
     saved = _save(args, model, result.params, split, dtype)
     print(f"trained {result.steps} steps in {result.seconds:.1f} s")
     print(f"train accuracy {result.train_accuracy:.2%}")

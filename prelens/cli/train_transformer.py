@@ -193,8 +193,7 @@ def run(args: argparse.Namespace) -> int:
             backend=args.backend,
         )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        C.fail(err, COMMAND)
-        return 1
+        return C.fail(err, COMMAND, code=1)
     seconds = time.perf_counter() - started
     saved = _save(args, model, params, history.steps, extra)  # first: a Ctrl-C later loses nothing
     if history.interrupted:
