@@ -1,5 +1,7 @@
 """Errors raised while running lenses name the lens that failed, what it got, and where it sits."""
 
+import functools
+import operator
 import re
 
 import numpy as np
@@ -234,6 +236,8 @@ def test_a_too_deep_composition_is_reported_once_not_at_every_level():
 
 # ---------------------------------------------------- reruns on a skeleton checked in full
 
+from prelens.core import _trace  # noqa: E402
+
 
 def _counting_square() -> tuple[PreLens, list[int]]:
     """x -> x * x whose declared output delta is read (counted) by the per-call backward test."""
@@ -256,8 +260,10 @@ def test_a_rerun_on_a_checked_skeleton_skips_the_per_call_tests_and_a_new_skelet
     model = square >> square
     x = np.arange(6.0).reshape(2, 3)
     first = backward(model, ((), ()), x, np.ones((2, 3)))
+    assert reads[0] >= 2  # both parts tested their output deltas
+    assert _trace._CHECKED not in model.__dict__  # a lens run once (model >> loss made per call) makes no test
+    backward(model, ((), ()), x, np.ones((2, 3)))  # the first rerun: checked, and its skeleton's test made
     checked = reads[0]
-    assert checked >= 2  # both parts tested their output deltas
     again = backward(model, ((), ()), 2 * x, np.ones((2, 3)))  # the same skeleton: trusted
     assert reads[0] == checked
     np.testing.assert_array_equal(again[1], 8 * first[1])  # d(x^4)/dx = 4x^3 at 2x
@@ -283,8 +289,6 @@ def test_a_lens_run_by_hand_is_checked_on_every_call_even_after_the_trace_truste
 
 
 def test_a_lens_whose_skeleton_keeps_changing_stops_making_exact_tests(monkeypatch):
-    from prelens.core import _trace
-
     monkeypatch.setattr(_trace, "_MAKE_AT_MOST", 3)
     square, reads = _counting_square()
     for n in range(1, 7):  # a new batch size every run: each checked in full
@@ -294,3 +298,27 @@ def test_a_lens_whose_skeleton_keeps_changing_stops_making_exact_tests(monkeypat
     vjp(square, (), np.ones((6, 3)))[1](np.ones((6, 3)))  # never made a test: still checked
     vjp(square, (), np.ones((2, 3)))[1](np.ones((2, 3)))  # made one: trusted
     assert reads[0] == before + 1
+
+
+def test_the_per_step_functions_make_no_exact_test_for_the_lens_they_compose_per_call(monkeypatch):
+    from prelens.nn import linear, mse
+    from prelens.train import value_and_grad
+
+    made = []
+    monkeypatch.setattr(_trace, "exact_test", lambda *v: made.append(v))
+    model, batch = linear(2, 1), (np.ones((4, 2)), np.zeros((4, 1)))
+    params = model.init(0)
+    for _ in range(3):
+        value_and_grad(model, mse, params, batch)
+    assert made == []
+
+
+def test_a_model_nested_deeper_than_python_parses_reruns_checked_without_an_exact_test():
+    from prelens.nn import linear
+
+    model = functools.reduce(operator.rshift, [linear(2, 2) for _ in range(250)])  # parameters 250 deep
+    params, x = model.init(0), np.ones((1, 2))
+    for _ in range(3):
+        _, pullback = vjp(model, params, x)
+        pullback(np.ones((1, 2)))
+    assert model.__dict__.get(_trace._CHECKED, ()) == ()

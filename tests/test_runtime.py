@@ -120,17 +120,17 @@ def test_retaining_freed_memory_is_idempotent():
 
 
 def test_train_runs_in_the_chosen_runtime(monkeypatch, capsys):
-    import prelens.train as T
+    import prelens.train._fit as T  # the commands pass --blas-threads to fit, which sets them
     from prelens.cli import main
 
     seen = []
-    real = T.blas_threads
+    real = T._blas_threads
 
     def spy(threads="auto", **kw):
         seen.append((threads, kw["params"] is not None, kw["batch"].shape))
         return real(threads, **kw)
 
-    monkeypatch.setattr(T, "blas_threads", spy)
+    monkeypatch.setattr(T, "_blas_threads", spy)
     argv = ["--dataset", "iris", "--epochs", "1", "--no-progress", "--blas-threads", "1"]
     assert main(["train", "mlp", *argv]) == 0
     assert seen == [(1, True, (16, 4))]  # the number given, one batch of rows of the model's inputs

@@ -8,7 +8,7 @@ Usage::
 Each round runs every case once in a fresh process per checkout (the order alternates between
 rounds) and each process reports the median of many calls; the script prints the median over
 rounds and the ratio this/other. The cases: a faithful training step through ``from_tamb`` (the
-Program's two passes), an update of momentum, Adam and RMSprop on a small tree, and
+Program's two passes), an update of momentum, Adam and RMSprop on a small tree, one of SGD on a schedule, and
 ``train.step`` with an optimiser lens (``learn.run_learner``), a recurrent forward pass through
 ``scan_loop``, ``dtype_kind`` of a PyTorch dtype (skipped without torch) and ``check_vjp`` of a small
 dense lens. Run it on a quiet machine.
@@ -47,6 +47,12 @@ p = [np.ones((64, 32)), np.ones(32), (np.ones((32, 8)), np.ones(8))]
 opts = [learn.momentum(0.1), learn.adam(0.1), learn.rmsprop(0.1)]
 states = [o.init(p) for o in opts]
 print(median_us(lambda: [o.update(p, s, p) for o, s in zip(opts, states)], 2000))
+""",
+    "sgd update on a warmup_cosine schedule": """
+p = [np.ones((8, 4)), np.ones(4)]
+opt = learn.sgd(learn.warmup_cosine(0.1, 100, 10000))
+state = opt.init(p)
+print(median_us(lambda: opt.update(p, state, p), 5000))
 """,
     "train.step with an optimiser lens": """
 model, opt = mlp(8, [16, 1], last_activation=None), learn.adam(0.01)

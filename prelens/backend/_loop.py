@@ -80,9 +80,8 @@ def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep
         carry, ys[t] = step(carry, steps[t])
     if not keep:
         return carry, stack(ys, axis)
-    first = ys[0]
-    kids = [Steps(y[i] for y in ys) if i in keep else stack([y[i] for y in ys], axis) for i in range(len(first))]
-    return carry, (type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids))
+    kids = [Steps(y[i] for y in ys) if i in keep else stack([y[i] for y in ys], axis) for i in range(len(ys[0]))]
+    return carry, rebuild(ys[0], kids)
 
 
 def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool) -> Any:
@@ -144,9 +143,13 @@ def _stack_steps(tree: Any, axis: int) -> Any:
     if isinstance(tree, Steps):
         return stack(list(tree), axis)
     if isinstance(tree, (tuple, list)):
-        kids = [_stack_steps(kid, axis) for kid in tree]
-        return type(tree)(*kids) if hasattr(tree, "_fields") else type(tree)(kids)
+        return rebuild(tree, [_stack_steps(kid, axis) for kid in tree])
     return tree
+
+
+def rebuild(like: Any, kids: Any) -> Any:
+    """A node of ``like``'s type (a tuple, a named tuple, a list) holding ``kids``."""
+    return type(like)(*kids) if hasattr(like, "_fields") else type(like)(kids)
 
 
 def unstack(tree: Any, axis: int, n: int) -> list[Any]:
@@ -162,10 +165,8 @@ def unstack(tree: Any, axis: int, n: int) -> list[Any]:
             raise ValueError(f"scan_loop: a sequence of {len(tree)} steps beside one of {n}")
         return list(tree)
     if isinstance(tree, (tuple, list)):
-        kids = [unstack(kid, axis, n) for kid in tree]
-        if hasattr(tree, "_fields"):
-            return [type(tree)(*step) for step in zip(*kids)]
-        return [type(tree)(step) for step in zip(*kids)]
+        steps = zip(*(unstack(kid, axis, n) for kid in tree))  # inline, not rebuild: once per step
+        return [type(tree)(*step) for step in steps] if hasattr(tree, "_fields") else [type(tree)(s) for s in steps]
     if type(tree) is np.ndarray and tree.ndim > 1:  # numpy's own iteration: the views at C speed (0-d: arrays)
         return list(np.moveaxis(tree, axis, 0))
     lead = (slice(None),) * (axis % len(tree.shape))
@@ -183,8 +184,7 @@ def stack(steps: list[Any], axis: int) -> Any:
     if first is None:
         return None
     if isinstance(first, (tuple, list)):
-        kids = [stack([s[i] for s in steps], axis) for i in range(len(first))]
-        return type(first)(*kids) if hasattr(first, "_fields") else type(first)(kids)
+        return rebuild(first, [stack([s[i] for s in steps], axis) for i in range(len(first))])
     if type(first) is np.ndarray and 0 <= axis < first.ndim:
         # np.stack's layout from one concatenate (np.stack adds an axis to every step first: slower)
         shape = first.shape

@@ -53,13 +53,14 @@ def one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def fail(err: BaseException, command: str = "") -> int:
-    """Print a refused argument (or any error prelens raised on purpose) as one line; returns 2."""
+def fail(err: BaseException, command: str = "", code: int = 2) -> int:
+    """Print a refused argument (or any error prelens raised on purpose) as one line; returns ``code`` (2: a
+    usage error, 1: a run that failed, a diverged training say)."""
     text = one_line(str(err))
     if command and not text.startswith(command):
         text = f"{command}: {text}"
     print(text, file=sys.stderr)
-    return 2
+    return code
 
 
 def at_least(command: str, flag: str, value: Any, least: int = 1) -> int | None:
@@ -149,8 +150,7 @@ def shape_flag(flag: str, text: str | None) -> tuple[int, ...] | None:
 
 
 def load(path: str) -> LoadedModel:
-    """The model file at ``path`` (a damaged or foreign file is a :class:`UsageError`)."""
-    readable_file("MODEL", path)
+    """The model file at ``path`` (checked by :func:`readable_file`; a damaged or foreign one is a UsageError)."""
     try:
         return load_model(path)
     except E.PrelensError as err:
@@ -205,8 +205,9 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def numbers(flag: str, path: str, rows: list[list[str]], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """A table of number cells as an array of ``dtype`` (a cell that is not a finite number is named)."""
+def numbers(flag: str, path: str, rows: list[list[str]]) -> npt.NDArray[np.float64]:
+    """A table of number cells as floats (a cell that is not a finite number is named; :func:`as_model_input`
+    casts them to the model's dtype)."""
     out = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=np.float64)
     for i, row in enumerate(rows):
         for j, cell in enumerate(row):
@@ -217,9 +218,7 @@ def numbers(flag: str, path: str, rows: list[list[str]], dtype: np.dtype[Any]) -
     if not np.isfinite(out).all():
         i, j = np.argwhere(~np.isfinite(out))[0]
         raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1} is not a finite number")
-    if dtype.kind in "iu" and not (out == np.round(out)).all():
-        raise UsageError(f"{flag} {path!r}: the model takes integers (token ids), the file has fractions")
-    return out.astype(dtype)
+    return out
 
 
 def read_npy(flag: str, path: str) -> npt.NDArray[Any]:

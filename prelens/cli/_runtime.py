@@ -1,10 +1,8 @@
-"""The flags the ``prelens train`` commands share: ``--backend``, ``--blas-threads``, ``--save``; freed memory kept."""
+"""The flags the ``prelens train`` commands share: ``--backend``, ``--blas-threads``, ``--save``, ``--no-progress``."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 
@@ -58,18 +56,3 @@ def add_output_arguments(out: Any, example: str, holds: str = "lens and paramete
     )
     hidden = " (hidden anyway when piped)" if piped else ""
     out.add_argument("--no-progress", action="store_true", help=f"hide the progress line{hidden}")
-
-
-@contextlib.contextmanager
-def training_runtime(args: argparse.Namespace, params: Any, batch: Any) -> Iterator[int]:
-    """Freed memory kept for reuse, and the block run with ``--blas-threads`` threads; yields their number."""
-    from prelens.train import blas_threads, retain_freed_memory
-
-    retain_freed_memory()
-    with blas_threads(getattr(args, "blas_threads", "auto"), params=params, batch=batch) as n:
-        yield n
-
-
-def backend(args: argparse.Namespace) -> str:
-    """The ``backend=`` for ``fit`` from ``--backend`` (``auto`` for a command without the flag)."""
-    return str(getattr(args, "backend", "auto"))

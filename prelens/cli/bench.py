@@ -98,17 +98,17 @@ def run(args: argparse.Namespace) -> int:
     repeats = getattr(args, "repeats", None)
     try:
         C.at_least(COMMAND, "--repeats", repeats)
-        threads = getattr(args, "threads", None)
+        threads = args.threads
         if threads is not None and threads != "default":
             if not threads.isdigit() or int(threads) < 1:
                 raise E.bad_argument(COMMAND, "--threads", threads, "a number of threads >= 1 or 'default'")
-            if not (args.peers or getattr(args, "scaling", False)):
+            if not (args.peers or args.scaling):
                 raise E.flag_needs(COMMAND, "--threads", "--peers or --scaling")
         for flag in ("grid", "out"):
-            if hasattr(args, flag) and not getattr(args, "scaling", False):
+            if hasattr(args, flag) and not args.scaling:
                 raise E.flag_needs(COMMAND, f"--{flag}", "--scaling")
         C.at_least(COMMAND, "--seed", args.seed, 0)
-        if getattr(args, "scaling", False) and importlib.util.find_spec("matplotlib") is None:
+        if args.scaling and importlib.util.find_spec("matplotlib") is None:
             raise E.missing_extra(f"{COMMAND} --scaling", "matplotlib", "plot")  # before timing anything
         # The one import of the benchmark package from the library, here: the timing needs Unix's `resource`,
         # and `prelens --help` should not load the benchmarks.

@@ -83,7 +83,7 @@ def read_data(path: str, label_column: int, model: Any, names: list[str] | None)
     col = label_column % width
     labels = [row[col] for row in rows]
     features = [row[:col] + row[col + 1 :] for row in rows]
-    x = C.as_model_input("DATA", path, C.numbers("DATA", path, features, C.input_dtype(model)), model)
+    x = C.as_model_input("DATA", path, C.numbers("DATA", path, features), model)
     return x, class_indices(path, labels, names)
 
 

@@ -87,7 +87,7 @@ def read_input(flag: str, path: str, model: Any) -> npt.NDArray[Any]:
     else:
         rows = C.read_table(flag, path)
         try:
-            x = C.numbers(flag, path, rows, C.input_dtype(model))
+            x = C.numbers(flag, path, rows)
         except C.UsageError as err:  # labelled data, most likely
             raise C.UsageError(f"{err} (predict reads inputs only; labelled data: prelens evaluate)") from None
     return C.as_model_input(flag, path, x, model)

@@ -19,12 +19,12 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments
 from prelens.datasets import DATASETS, load_dataset
 from prelens.io._train_metadata import save_classifier
 from prelens.learn import Optimizer, adam, momentum, sgd
 from prelens.nn import ACTIVATIONS, mlp, softmax_cross_entropy
-from prelens.train import accuracy, evaluate, fit
+from prelens.train import accuracy, evaluate, fit, retain_freed_memory
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
@@ -135,30 +135,30 @@ def run(args: argparse.Namespace) -> int:
     x_train, x_test = split.x_train.astype(dtype), split.x_test.astype(dtype)
     print(f"{split!r}; model {model!r}; {args.optimizer} lr={args.lr}")
     started = time.perf_counter()
+    retain_freed_memory()  # the steps reuse what the last one freed (no page faults)
     try:
-        with training_runtime(args, model.init(0), x_train[: args.batch_size]):  # init(0): the sizes only
-            params, _, history = fit(
-                model,
-                softmax_cross_entropy,
-                (x_train, split.y_train),
-                args.epochs,
-                args.batch_size,
-                opt,
-                args.seed,
-                validation=(x_test, split.y_test) if len(split.y_test) else None,
-                metrics={"accuracy": accuracy},
-                progress=False if args.no_progress else None,
-                blas_threads=None,  # training_runtime has set them (--blas-threads)
-                backend=backend(args),
-                checkpoint_every=args.checkpoint_every,
-                checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
-            )
+        params, _, history = fit(
+            model,
+            softmax_cross_entropy,
+            (x_train, split.y_train),
+            args.epochs,
+            args.batch_size,
+            opt,
+            args.seed,
+            validation=(x_test, split.y_test) if len(split.y_test) else None,
+            metrics={"accuracy": accuracy},
+            progress=False if args.no_progress else None,
+            blas_threads=args.blas_threads,
+            backend=args.backend,
+            checkpoint_every=args.checkpoint_every,
+            checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
+        )
     except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
-        C.fail(err, COMMAND)
+        code = C.fail(err, COMMAND, code=1)
         last = getattr(err, "history", None)  # the last good state rides on the error
         if last is not None:
             _save(args, getattr(err, "params", None), split, model, last.epochs)
-        return 1
+        return code
     seconds = time.perf_counter() - started
     saved = _save(args, params, split, model, history.epochs)  # first: a Ctrl-C while reporting loses nothing
     if history.interrupted:

@@ -31,15 +31,10 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import (
-    BACKENDS,
-    add_output_arguments,
-    add_runtime_arguments,
-    backend,
-    training_runtime,
-)
+from prelens.cli._runtime import BACKENDS, add_output_arguments, add_runtime_arguments
 from prelens.datasets import Split, load_mnist1d
 from prelens.io._train_metadata import save_classifier
+from prelens.train import retain_freed_memory
 from prelens.train._mnist1d import (
     BATCH_SIZE,
     LEARNING_RATE,
@@ -80,12 +75,12 @@ def check(args: argparse.Namespace) -> None:
     """Every flag's range, the backend's library, and that ``--save`` can be written, before any work."""
     if args.model not in MNIST1D_MODELS:  # argparse's choices, for callers that build the namespace themselves
         raise E.bad_argument(COMMAND, "--model", args.model, f"one of {list(MNIST1D_MODELS)}")
-    if backend(args) not in BACKENDS:
-        raise E.bad_argument(COMMAND, "--backend", backend(args), f"one of {list(BACKENDS)}")
+    if args.backend not in BACKENDS:
+        raise E.bad_argument(COMMAND, "--backend", args.backend, f"one of {list(BACKENDS)}")
     C.counts(COMMAND, args, "--steps", "--batch-size")
     C.positive_real(COMMAND, "--lr", args.lr)
     C.at_least(COMMAND, "--seed", args.seed, 0)
-    if backend(args) == "jax" and importlib.util.find_spec("jax") is None:
+    if args.backend == "jax" and importlib.util.find_spec("jax") is None:
         raise E.missing_extra(f"{COMMAND} --backend jax", "jax", "jax")
     C.writable(COMMAND, "--save", args.save)
 
@@ -105,25 +100,24 @@ def run(args: argparse.Namespace) -> int:
         return C.fail(err, COMMAND)
     print(
         f"{split!r}; model {model!r}; Adam lr={args.lr:g}, batch {args.batch_size}, {args.steps} steps "
-        f"(--backend {backend(args)})"
+        f"(--backend {args.backend})"
     )
+    retain_freed_memory()  # the steps reuse what the last one freed (no page faults)
     try:
-        with training_runtime(args, model.init(0), split.x_train[: args.batch_size].astype(dtype)):
-            result = train_mnist1d(
-                args.model,
-                split,
-                steps=args.steps,
-                seed=args.seed,
-                backend=backend(args),
-                dtype=dtype,
-                batch_size=args.batch_size,
-                lr=args.lr,
-                progress=False if args.no_progress else None,
-                blas_threads=None,  # training_runtime has set them (--blas-threads)
-            )
+        result = train_mnist1d(
+            args.model,
+            split,
+            steps=args.steps,
+            seed=args.seed,
+            backend=args.backend,
+            dtype=dtype,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            progress=False if args.no_progress else None,
+            blas_threads=args.blas_threads,
+        )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        C.fail(err, COMMAND)
-        return 1
+        return C.fail(err, COMMAND, code=1)
     saved = _save(args, model, result.params, split, dtype)
     print(f"trained {result.steps} steps in {result.seconds:.1f} s")
     print(f"train accuracy {result.train_accuracy:.2%}")
@@ -142,7 +136,7 @@ def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype
         "architecture": args.model,
         "seed": args.seed,
         "steps": args.steps,
-        "backend": backend(args),
+        "backend": args.backend,
     }
     shape = tuple(split.x_train.shape[1:])
     return C.saved(

@@ -29,13 +29,13 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.cli import _checks as C
-from prelens.cli._runtime import add_output_arguments, add_runtime_arguments, backend, training_runtime
+from prelens.cli._runtime import add_output_arguments, add_runtime_arguments
 from prelens.core._trace import forward
 from prelens.datasets.sequences import TASKS, TEXTS, CharVocab, SequenceTask, load_text, make_sequences, text_windows
 from prelens.io._train_metadata import save_language_model
 from prelens.learn import adam, warmup_cosine
 from prelens.nn import decoder_lm, generate, token_cross_entropy
-from prelens.train import evaluate, fit
+from prelens.train import evaluate, fit, retain_freed_memory
 
 __all__ = ["add_arguments", "run", "token_accuracy"]
 
@@ -114,13 +114,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(out, "reverse.prelens", "lens, vocabulary, parameters", piped=False)
 
 
-def _resolve(args: argparse.Namespace) -> None:
-    """Give the flags whose defaults differ between the sequence tasks and the text their task's default."""
-    for k, default in (_TEXT if args.task == "text" else _SEQ).items():
-        if not hasattr(args, k):
-            setattr(args, k, default)
-
-
 def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
     """The fraction of counted positions (``labels >= 0``) where the logits' argmax is the label."""
     logits = forward(model, params, xs)
@@ -156,7 +149,9 @@ def run(args: argparse.Namespace) -> int:
     0 on success; 1 if training diverged or the parameters could not be saved; 2 for bad arguments
     (found before any training).
     """
-    _resolve(args)
+    for k, default in (_TEXT if args.task == "text" else _SEQ).items():  # the flags whose defaults differ
+        if not hasattr(args, k):
+            setattr(args, k, default)
     dtype = np.float32 if args.float32 else np.float64
     try:
         check(args)
@@ -180,26 +175,25 @@ def run(args: argparse.Namespace) -> int:
     )
     metrics = {} if args.task == "text" else {"token_accuracy": token_accuracy}
     started = time.perf_counter()
+    retain_freed_memory()  # the steps reuse what the last one freed (no page faults)
     try:
-        with training_runtime(args, params, x_train[: args.batch_size]):
-            params, _, history = fit(
-                model,
-                loss,
-                (x_train, y_train),
-                args.epochs,
-                args.batch_size,
-                optimizer,
-                args.seed,
-                params=params,
-                validation=(x_test, y_test),
-                metrics=metrics,
-                progress=False if args.no_progress else True,
-                blas_threads=None,  # training_runtime has set them (--blas-threads)
-                backend=backend(args),
-            )
+        params, _, history = fit(
+            model,
+            loss,
+            (x_train, y_train),
+            args.epochs,
+            args.batch_size,
+            optimizer,
+            args.seed,
+            params=params,
+            validation=(x_test, y_test),
+            metrics=metrics,
+            progress=False if args.no_progress else True,
+            blas_threads=args.blas_threads,
+            backend=args.backend,
+        )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        C.fail(err, COMMAND)
-        return 1
+        return C.fail(err, COMMAND, code=1)
     seconds = time.perf_counter() - started
     saved = _save(args, model, params, history.steps, extra)  # first: a Ctrl-C later loses nothing
     if history.interrupted:

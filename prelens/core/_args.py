@@ -53,11 +53,8 @@ def real(
         x = float(value)
         if math.isfinite(x) and (low is None or (x > low if low_open else x >= low)) and (high is None or x < high):
             return x
-    bounds = []
-    if low is not None:
-        bounds.append(f"{'>' if low_open else '>='} {low:g}")
-    if high is not None:
-        bounds.append(f"< {high:g}")
+    bounds = [f"{'>' if low_open else '>='} {low:g}"] if low is not None else []
+    bounds += [f"< {high:g}"] if high is not None else []
     raise E.bad_argument(fn, what, value, "a finite number" + (f" {' and '.join(bounds)}" if bounds else ""))
 
 

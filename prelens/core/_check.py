@@ -467,30 +467,35 @@ def exact_test(*values: Any) -> Callable[..., bool] | None:
     """
     consts: dict[str, Any] = {"ND": _ND}
     names = [f"x{i}" for i in range(len(values))]
-    parts = [_exact_expression(v, name, consts) for v, name in zip(values, names)]
+    parts = [_exact_expression(v, name, consts, 0) for v, name in zip(values, names)]
     if any(part is None for part in parts) or len(consts) > _EXACT_NODES:
         return None
-    exec(f"def test({', '.join(names)}):\n    return {' and '.join(map(str, parts))}\n", consts)  # built here
+    try:  # built here from values' types and shapes, never from user text
+        exec(f"def test({', '.join(names)}):\n    return {' and '.join(map(str, parts))}\n", consts)
+    except (SyntaxError, MemoryError, RecursionError):  # a speed-up never fails a run: no test, then
+        return None
     test: Callable[..., bool] = consts["test"]
     return test
 
 
-#: The most places an exact test compares (past it, it would cost what the per-call tests it replaces do).
+#: The most places an exact test compares (past it, it would cost what the per-call tests it replaces do),
+#: and the deepest nesting it follows (Python's parser refuses about 200 nested parentheses).
 _EXACT_NODES = 512
+_EXACT_DEPTH = 64
 
 
-def _exact_expression(value: Any, var: str, consts: dict[str, Any]) -> str | None:
+def _exact_expression(value: Any, var: str, consts: dict[str, Any], depth: int) -> str | None:
     kind = type(value)  # every expression starts with ``type(var)``: the parent binds the item there
     if kind is _ND:
         dtype = _const(consts, value.dtype)
         return f"(type({var}) is ND and {var}.dtype is {dtype} and {var}.shape == {value.shape!r})"
     if value is None or kind in (float, int, bool, str) or isinstance(value, np.generic):
         return f"type({var}) is {_const(consts, kind)}"
-    if not isinstance(value, (tuple, list)) or len(consts) > _EXACT_NODES:
+    if not isinstance(value, (tuple, list)) or len(consts) > _EXACT_NODES or depth >= _EXACT_DEPTH:
         return None
     tests = [f"type({var}) is {_const(consts, kind)} and len({var}) == {len(value)}"]
     for i, kid in enumerate(value):
-        part = _exact_expression(kid, f"{var}_{i}", consts)
+        part = _exact_expression(kid, f"{var}_{i}", consts, depth + 1)
         if part is None:
             return None
         tests.append(part.replace(f"type({var}_{i})", f"type({var}_{i} := {var}[{i}])", 1))
@@ -653,7 +658,8 @@ class _Trusted(threading.local):
 
 
 #: Set (per thread) while the trace reruns a model on the skeleton of a run it checked in full: every part
-#: then meets the types, dtypes and shapes it was checked on, and skips its per-call tests.
+#: then meets the containers, dtypes and shapes it was checked on (scalars: their types), and skips its per-call
+#: tests.
 TRUSTED = _Trusted()
 
 

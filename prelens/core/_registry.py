@@ -87,6 +87,8 @@ def budget(stored: int) -> Iterator[_Budget]:
 
 
 def _recording(fn: Callable[P, R], name: str) -> Callable[P, R]:
+    """``fn`` recording its calls, registered as ``name``."""
+
     @functools.wraps(fn)
     def made(*args: P.args, **kwargs: P.kwargs) -> R:
         b = _BUDGET.get()
@@ -104,6 +106,7 @@ def _recording(fn: Callable[P, R], name: str) -> Callable[P, R]:
         return out
 
     made.__prelens_constructor__ = name  # type: ignore[attr-defined]
+    _CONSTRUCTORS[name] = made
     return made
 
 
@@ -138,10 +141,7 @@ def public_name(module: str, name: str) -> str:
 
 def constructor(fn: Callable[P, R]) -> Callable[P, R]:
     """Mark one of prelens's own public functions that return lenses (registered by its public name)."""
-    name = public_name(fn.__module__, fn.__qualname__)
-    made = _recording(fn, name)
-    _CONSTRUCTORS[name] = made
-    return made
+    return _recording(fn, public_name(fn.__module__, fn.__qualname__))
 
 
 @overload
@@ -187,9 +187,7 @@ def register_constructor(
                 f"register_constructor: the name {key!r} is already registered for {_origin(old)}; "
                 "pass another name=..."
             )
-        made = _recording(f, key)
-        _CONSTRUCTORS[key] = made
-        return made
+        return _recording(f, key)
 
     if fn is None:
         return register

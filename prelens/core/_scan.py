@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace, tree_map_arrays
-from prelens.backend._loop import is_traced, scan_loop, stack
+from prelens.backend._loop import _leaves, is_traced, scan_loop, stack
 from prelens.backend._loop import unstack as unstack_steps
 from prelens.core._check import ANY, Expects
 from prelens.core._lens import AnyLens, PreLens, as_lens
@@ -56,10 +56,7 @@ def unstack(fn: str, tree: Any, axis: int) -> list[Any]:
 def _steps_in(fn: str, tree: Any, axis: int) -> int:
     """How many steps every array of ``tree`` holds along ``axis`` (an error naming ``fn`` if they differ)."""
     if is_array(tree):
-        nd = len(tree.shape)
-        if not -nd <= axis < nd:
-            raise E.StructureError(f"{fn}: a sequence has no axis {axis}: got {E.describe(tree)}")
-        return int(tree.shape[axis])
+        return int(tree.shape[_axis(fn, tree, axis)])
     if isinstance(tree, (tuple, list)) and len(tree) > 0:
         counts = {_steps_in(fn, kid, axis) for kid in tree}
         if len(counts) > 1:
@@ -174,12 +171,17 @@ def _all_arrays(tree: Any) -> bool:
     return all(is_array(leaf) for leaf in _leaves(tree))
 
 
-def _time_first(name: str, x: Any, axis: int) -> Any:
+def _axis(fn: str, x: Any, axis: int) -> int:
+    """``axis`` of the array ``x`` counted from 0, or an error naming ``fn`` if ``x`` has no such axis."""
     nd = len(x.shape)
     if not -nd <= axis < nd:
-        raise E.StructureError(f"{name}: a sequence has no axis {axis}: got {E.describe(x)}")
-    ax = axis % nd
-    return x if ax == 0 else namespace(x).permute_dims(x, (ax, *(i for i in range(nd) if i != ax)))
+        raise E.StructureError(f"{fn}: a sequence has no axis {axis}: got {E.describe(x)}")
+    return axis % nd
+
+
+def _time_first(name: str, x: Any, axis: int) -> Any:
+    ax = _axis(name, x, axis)
+    return x if ax == 0 else namespace(x).permute_dims(x, (ax, *(i for i in range(len(x.shape)) if i != ax)))
 
 
 def _time_to(name: str, tree: Any, axis: int) -> Any:
@@ -245,9 +247,3 @@ def _scan_back_traced(bwd1: Any, ms: Stacked, dh: Any, dys: Any, name: str, axis
     if isinstance(dys, list):
         return dp, (dh, unstack(name, dxs, 0))
     return dp, (dh, _time_to(name, dxs, axis))
-
-
-def _leaves(tree: Any) -> list[Any]:
-    if isinstance(tree, (tuple, list)):
-        return [leaf for kid in tree for leaf in _leaves(kid)]
-    return [] if tree is None else [tree]

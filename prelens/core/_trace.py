@@ -49,7 +49,7 @@ def _check_first(lens: AnyLens, p: Any, s: Any) -> int:
     e = lens.expects
     err = misfit(e.params, p, e.params_name)
     if err is None and misfit(e.input, s, e.input_name) is not None:
-        lens.fwd(p, s)  # the part that cannot take this input raises, naming itself and where it sits
+        trusting(False, lens.fwd, p, s)  # the part that cannot take this input raises, naming itself
         err = misfit(e.input, s, e.input_name)
     if err is not None:
         raise type(err)(f"{E.short_name(lens.name)}: {err}")
@@ -120,9 +120,10 @@ def _pullback(
 
     def pullback(da: Any) -> tuple[Any, Any]:
         trusted = da_fits is not None and da_fits(da)
+        rerun = memo.get(_STATE) == DELTAS  # a lens made for one call (``model >> loss`` per step) makes no test
         out: tuple[Any, Any]
         try:
-            if memo.get(_STATE) == DELTAS:
+            if rerun:
                 out = trusting(trusted, bwd, m, da)
             else:  # the parts check their deltas against the forward passes they recorded
                 with recording():
@@ -130,7 +131,7 @@ def _pullback(
         except Exception as exc:
             raise _failed(lens, "backward", exc, (m, da)) from exc
         memo[_STATE] = DELTAS
-        if not trusted:
+        if rerun and not trusted:
             _remember_checked(memo, given, da)
         return out
 

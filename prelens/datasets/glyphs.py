@@ -13,7 +13,6 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.core import _args
 from prelens.datasets._split import Seed
 from prelens.datasets.synthetic import Points, _check
 
@@ -49,8 +48,7 @@ def make_glyphs(n: int = 1000, noise: float = 0.25, rng: Seed = 0) -> Points:
     >>> xs.shape, xs.dtype, sorted(set(ys.tolist())) == list(range(10))
     ((20, 64), dtype('float64'), True)
     """
-    _check("make_glyphs", n, noise, 1)
-    gen = _args.seed("make_glyphs", rng)
+    gen = _check("make_glyphs", n, noise, 1, rng)
     ys = np.arange(n, dtype=np.int64) % 10
     images = np.zeros((n, 8, 8))
     rows = gen.integers(0, 2, size=n)

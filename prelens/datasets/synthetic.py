@@ -25,10 +25,12 @@ __all__ = ["make_moons", "make_spirals"]
 Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
 
 
-def _check(fn: str, n: int, noise: float, least: int) -> None:
+def _check(fn: str, n: int, noise: float, least: int, rng: Seed) -> np.random.Generator:
+    """Check ``n`` and ``noise``; the generator ``rng`` seeds."""
     _args.count(fn, "n", n, least)
     if not (_finite(noise) and noise >= 0):
         raise E.bad_argument(fn, "noise", noise, "a number >= 0")
+    return _args.seed(fn, rng)
 
 
 def _finite(x: object) -> bool:
@@ -51,8 +53,7 @@ def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
     >>> bool(np.all(xs[ys == 0, 1] >= 0)), bool(np.all(xs[ys == 1, 1] <= 0.5))
     (True, True)
     """
-    _check("make_moons", n, noise, 2)
-    gen = _args.seed("make_moons", rng)
+    gen = _check("make_moons", n, noise, 2, rng)
     n0 = n // 2
     t0, t1 = np.linspace(0.0, np.pi, n0), np.linspace(0.0, np.pi, n - n0)
     upper = np.column_stack([np.cos(t0), np.sin(t0)])
@@ -73,11 +74,10 @@ def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: floa
     >>> np.bincount(ys).tolist(), bool(np.all(np.hypot(xs[:, 0], xs[:, 1]) <= 1.0))
     ([30, 30, 30], True)
     """
-    _check("make_spirals", n, noise, classes if isinstance(classes, int) else 1)
+    gen = _check("make_spirals", n, noise, classes if isinstance(classes, int) else 1, rng)
     _args.count("make_spirals", "classes", classes, 2)
     if not (_finite(turns) and turns > 0):
         raise E.bad_argument("make_spirals", "turns", turns, "a number > 0")
-    gen = _args.seed("make_spirals", rng)
     counts = [n // classes + (1 if k < n % classes else 0) for k in range(classes)]
     parts = []
     for k, m in enumerate(counts):

@@ -444,11 +444,8 @@ class _Archive:
                     got = _shape_str(got_dtype, got_shape)
                     if where is None:
                         raise _unreadable(self.path, f"{bad} is corrupt (it is {got})")
-                    said = (
-                        _shape_str(dtype, shape)
-                        if dtype is not None and shape is not None
-                        else {"b": "a bool", "i": "an int", "f": "a float"}.get(kinds, "an array")
-                    )
+                    # an array leaf gives its dtype and shape; a Python scalar's kind is "b", "i" or "f"
+                    said = _shape_str(dtype, shape or ()) if dtype is not None else _SCALAR_KINDS[kinds]
                     raise _corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
                 nbytes = math.prod(got_shape) * got_dtype.itemsize
                 data_at = f.tell()
@@ -479,6 +476,9 @@ class _Archive:
             raise
         except Exception as err:  # damaged bytes make numpy and zipfile raise many kinds
             raise _unreadable(self.path, f"{bad} is corrupt ({_why(err)})") from None
+
+
+_SCALAR_KINDS = {"b": "a bool", "i": "an int", "f": "a float"}
 
 
 def _shape_str(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -298,31 +299,22 @@ def _json_kind(x: Any) -> str:
 class BudgetedGenerator(np.random.Generator):
     """A generator that refuses to draw more numbers than the loading budget allows."""
 
-    def _spend(self, size: Any) -> None:
+
+def _budgeted(method: str, size_at: int) -> Callable[..., Any]:
+    """``Generator.<method>``, charging the loading budget for its ``size`` (positional argument ``size_at``)."""
+    draw = getattr(np.random.Generator, method)
+
+    def budgeted(self: np.random.Generator, *args: Any, **kwargs: Any) -> Any:
         b = _BUDGET.get()
-        if b is None:
-            return
-        n = 1 if size is None else math.prod(np.atleast_1d(np.asarray(size, dtype=np.int64)).tolist())
-        b.draws -= n
-        if b.draws < 0:
-            raise OverBudget("random numbers drawn by init")
+        if b is not None:
+            size = kwargs.get("size", args[size_at] if len(args) > size_at else None)
+            b.draws -= 1 if size is None else math.prod(np.atleast_1d(np.asarray(size, dtype=np.int64)).tolist())
+            if b.draws < 0:
+                raise OverBudget("random numbers drawn by init")
+        return draw(self, *args, **kwargs)
 
-    def standard_normal(self, size: Any = None, *args: Any, **kwargs: Any) -> Any:
-        self._spend(size)
-        return super().standard_normal(size, *args, **kwargs)
+    return budgeted
 
-    def random(self, size: Any = None, *args: Any, **kwargs: Any) -> Any:
-        self._spend(size)
-        return super().random(size, *args, **kwargs)
 
-    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
-        self._spend(size)
-        return super().normal(loc, scale, size)
-
-    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Any:
-        self._spend(size)
-        return super().uniform(low, high, size)
-
-    def integers(self, low: Any, high: Any = None, size: Any = None, *args: Any, **kwargs: Any) -> Any:
-        self._spend(size)
-        return super().integers(low, high, size, *args, **kwargs)
+for _method, _size_at in (("standard_normal", 0), ("random", 0), ("normal", 2), ("uniform", 2), ("integers", 2)):
+    setattr(BudgetedGenerator, _method, _budgeted(_method, _size_at))

@@ -20,8 +20,6 @@ training step one lens. docs/learning.md tells the story, docs/api.md lists ever
 True
 """
 
-from typing import Any
-
 from prelens._deprecated import moved
 from prelens.learn._optimizer import (
     AdagradState,
@@ -87,19 +85,13 @@ __all__ = [
 _CLASSES = (SGD, Adagrad, Adam, AdamW, ClipByGlobalNorm, Momentum, RMSprop, OptimizerLens, parameters_as_input)
 
 
-def gradient_descent(lr: Any) -> Any:
-    return sgd(lr).lens
-
-
-def nesterov(lr: Any, beta: float = 0.9) -> Any:
-    return momentum(lr, beta, nesterov=True).lens
-
-
 __getattr__ = moved(
     "prelens.learn",
     {
-        "gradient_descent": ("prelens.learn.sgd(lr).lens", gradient_descent),
-        "nesterov": ("prelens.learn.momentum(lr, beta, nesterov=True).lens", nesterov),
+        "gradient_descent": ("prelens.learn.sgd(lr).lens", lambda lr: sgd(lr).lens),
+        "nesterov": (
+            "prelens.learn.momentum(lr, beta, nesterov=True).lens",
+            lambda lr, beta=0.9: momentum(lr, beta, nesterov=True).lens,
+        ),
     },
 )
-del gradient_descent, nesterov

@@ -145,8 +145,10 @@ class Optimizer(Generic[StateT]):
 class Rule(Optimizer[Any]):
     """An optimiser with a step size ``lr`` (a number or a schedule) and a state of type ``state_type``.
 
-    A rule defines ``_zeros(params)`` (its state) and ``_step(grads, state, params, lr)``
-    with ``lr`` a number (a 0-d array under a trace).
+    Its state is a ``state_type`` whose fields start as zeros shaped like the parameters, but a field named
+    ``step``, which starts at 0. A rule defines ``_leaf(p, g, lr, *state)`` (one leaf's new value and state
+    fields), or overrides ``_step(grads, state, params, lr)`` for a whole-tree update (SGD's numpy path; Adam,
+    whose ``step`` field is not a tree); ``lr`` is a number (a 0-d array under a trace).
     """
 
     lr: LR
@@ -507,19 +509,14 @@ def _pair(name: str, what: str, x: Any) -> tuple[Any, Any]:
     raise E.must_be(name, what, "a pair (params, state)", E.describe_tree(x))
 
 
-def _check_inner(name: str, state_type: type, params: Tree, inner: Any) -> Any:
+def _check_inner(name: str, state_type: Any, params: Tree, inner: Any) -> Any:
     """The state as ``state_type`` (a plain tuple of its fields is taken), trees shaped like ``params``."""
-    if state_type is tuple:
-        if type(inner) is not tuple or inner != ():
-            raise _bad_state(name, "()", inner)
-        return inner
     fields: tuple[str, ...] = getattr(state_type, "_fields", ())
     if type(inner) is tuple and len(inner) == len(fields):
         inner = state_type(*inner)
-    if type(inner) is not state_type:
+    if type(inner) is not state_type or (state_type is tuple and inner != ()):
         raise _bad_state(name, _kind(state_type), inner)
-    values: tuple[Any, ...] = tuple(inner)  # type: ignore[arg-type]
-    for field, tree in zip(fields, values):
+    for field, tree in zip(fields, inner):
         if field == "step":
             if isinstance(tree, bool) or as_step(tree) is None:
                 raise _bad_state(name, f"{_kind(state_type)} with an int step >= 0", inner)

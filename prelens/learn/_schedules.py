@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 from prelens import errors as E
@@ -64,21 +65,8 @@ class Schedule:
         return f"{self.fn}({fields})"
 
 
-class _Python:
-    """Python's numbers as a namespace for :meth:`Schedule.value` (``where`` picks, never computes both)."""
-
-    cos = staticmethod(math.cos)
-
-    @staticmethod
-    def where(cond: bool, a: Any, b: Any) -> Any:
-        return a if cond else b
-
-    @staticmethod
-    def full_like(x: Any, v: float) -> float:
-        return v
-
-
-_PY = _Python()
+#: Python's numbers as a namespace for :meth:`Schedule.value` (``where`` picks, never computes both).
+_PY = SimpleNamespace(cos=math.cos, where=lambda cond, a, b: a if cond else b, full_like=lambda x, v: v)
 
 
 @dataclass(frozen=True, repr=False)

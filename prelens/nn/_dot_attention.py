@@ -119,7 +119,7 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
         qk, v = qkv
         _agree(qk, v)
         q, k = qk
-        if type(q) is np.ndarray and causal and _row_blocks(q.shape[-2], k.shape[-2]):
+        if type(q) is np.ndarray and causal and q.size and _row_blocks(q.shape[-2], k.shape[-2]):
             a, out = _causal_attention(q, k, v, scale)
         elif type(q) is np.ndarray:
             a = _numpy_weights(q, k, causal, scale)
@@ -325,13 +325,14 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
     fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
     if fast:
         s -= shift[..., None]
-        _exp(s, causal, tq, tk)
+        _exp(s, causal)
         total = row_sum(s)
         fast = not total.size or total.min() >= 1e-18
     if not fast:  # the exact path, in the same buffer
         np.matmul(qs, kt, out=s)
         if causal:
-            np.copyto(s, s.dtype.type(masked_value(s.dtype)), where=~_mask(tq, tk))
+            part, (a, b) = _hidden_part(s)
+            np.copyto(part, s.dtype.type(masked_value(s.dtype)), where=~_mask(a, b))
         if not np.isfinite(row_max(s)).all():  # rows of -inf: weights as for MASKED (as softmax does)
             np.maximum(s, MASKED, out=s)
         s -= row_max(s)[..., None]
@@ -341,7 +342,7 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
     return s
 
 
-def _exp(s: Array, causal: bool, tq: int, tk: int) -> None:
+def _exp(s: Array, causal: bool) -> None:
     """``exp`` in place on shifted scores, hidden ones (under a causal mask) to exactly 0.
 
     float32: the mask value is added to the hidden scores first. float64 exp is up to 8x slower below -708
@@ -349,14 +350,25 @@ def _exp(s: Array, causal: bool, tq: int, tk: int) -> None:
     may lie above its row's shift) and the hidden weights are then zeroed (a kept score 700 below its row's
     shift gets e^-700 ≈ 1e-304 instead of a smaller number: 0 to any use).
     """
-    if causal and s.dtype == np.float64:
+    if not causal:
+        np.exp(s, out=s)
+        return
+    part, (a, b) = _hidden_part(s)
+    if s.dtype == np.float64:
         np.clip(s, -700.0, 700.0, out=s)
         np.exp(s, out=s)
-        s *= _mask(tq, tk)  # a bool mask: as fast as a float one, 1/8 of its bytes
-        return
-    if causal:
-        s += _mask(tq, tk, s.dtype)
-    np.exp(s, out=s)
+        part *= _mask(a, b)  # a bool mask: as fast as a float one, 1/8 of its bytes
+    else:
+        part += _mask(a, b, s.dtype)
+        np.exp(s, out=s)
+
+
+def _hidden_part(s: Array) -> tuple[Array, tuple[int, int]]:
+    """The part of causal scores ``s`` ``(..., T_q, T_k)`` that holds every hidden one, and its mask's shape: with
+    ``T_q <= T_k`` every query sees the first ``T_k − T_q`` keys, so the last ``T_q`` columns (one triangle, one
+    mask for every block of rows of one size)."""
+    tq, tk = s.shape[-2:]
+    return (s[..., tk - tq :], (tq, tq)) if tq <= tk else (s, (tq, tk))
 
 
 def _transposed(x: Array) -> Array:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from prelens.backend import _arrays as _backend
+from prelens.backend._loop import rebuild
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_leaves
@@ -103,10 +104,7 @@ def _example(fn: str, spec: Any, rng: np.random.Generator, dtype: np.dtype[Any])
             _args.count(fn, "every size in input_shape", d, least=0)
         return rng.standard_normal(spec).astype(dtype)
     if isinstance(spec, (tuple, list)):
-        out = [_example(fn, x, rng, dtype) for x in spec]
-        if hasattr(spec, "_fields"):  # a named tuple (a parameter or a state given in the input) keeps its type
-            return type(spec)(*out)
-        return tuple(out) if isinstance(spec, tuple) else out
+        return rebuild(spec, [_example(fn, x, rng, dtype) for x in spec])  # a named tuple keeps its type
     return spec
 
 

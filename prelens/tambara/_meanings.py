@@ -183,12 +183,8 @@ class Shapes(Program):
     def of(tri: AnyTriLens, p: Any, s: Any) -> dict[str, str]:
         """The shapes of ``tri``'s output, residue and deltas on ``(p, s)``, each as prelens describes a tree."""
         r = read(interpret(tri, Shapes()), p, s)
-        return {
-            "output": shape_of(r.output),
-            "residue": shape_of(r.residue),
-            "parameter delta": shape_of(r.param_delta),
-            "input delta": shape_of(r.input_delta),
-        }
+        slots = (r.output, r.residue, r.param_delta, r.input_delta)
+        return dict(zip(("output", "residue", "parameter delta", "input delta"), map(shape_of, slots)))
 
 
 class _Shown:

@@ -269,11 +269,8 @@ def take(x: Any, path: Path, side: int, what: str, layout: str) -> tuple[Any, An
         split = [take(e, rest, side, what, layout) for e in _elements(x)]
         return [kept for kept, _ in split], [taken for _, taken in split]
     a, b = _pair(x, "value", "(left, right)")
-    if head == 0:
-        kept, taken = take(a, rest, side, what, layout)
-        return (kept, b), taken
-    kept, taken = take(b, rest, side, what, layout)
-    return (a, kept), taken
+    kept, taken = take(a if head == 0 else b, rest, side, what, layout)
+    return ((kept, b) if head == 0 else (a, kept)), taken
 
 
 def put(x: Any, path: Path, v: Any, side: int) -> Any:

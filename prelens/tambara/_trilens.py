@@ -80,8 +80,7 @@ def dimap_s(f: Fn, g: Fn, t: Any) -> Any:
     >>> dimap_s(lambda s: s * 10, lambda ds: ds, id_pre_lens).fwd((), 2)
     ((), 20)
     """
-    _check_dimap("dimap_s", f, g, t)
-    return t.dimap_s(f, g)
+    return _check_dimap("dimap_s", f, g, t).dimap_s(f, g)
 
 
 def dimap_p(f: Fn, g: Fn, t: Any) -> Any:
@@ -94,8 +93,7 @@ def dimap_p(f: Fn, g: Fn, t: Any) -> Any:
     >>> dimap_p(lambda q: (), lambda dp: "dq", id_pre_lens).bwd((), 1)
     ('dq', 1)
     """
-    _check_dimap("dimap_p", f, g, t)
-    return t.dimap_p(f, g)
+    return _check_dimap("dimap_p", f, g, t).dimap_p(f, g)
 
 
 def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
@@ -108,15 +106,15 @@ def dimap_m(f: Fn, g: Fn, t: Any) -> Any:
     >>> dimap_m(lambda m: "m", lambda dm: (), id_pre_lens).fwd((), 1)
     ('m', 1)
     """
-    _check_dimap("dimap_m", f, g, t)
-    return t.dimap_m(f, g)
+    return _check_dimap("dimap_m", f, g, t).dimap_m(f, g)
 
 
-def _check_dimap(fn: str, f: Any, g: Any, t: Any) -> None:
+def _check_dimap(fn: str, f: Any, g: Any, t: Any) -> Any:
     if not isinstance(t, _OWN_MODULES):  # the plumbing of every TriLens passes here: the common case first
         as_module(fn, "t", t)
     _args.function(fn, "f", f)
     _args.function(fn, "g", g)
+    return t
 
 
 _MODULE_METHODS = ("dimap_s", "dimap_p", "dimap_m", "alpha", "beta")

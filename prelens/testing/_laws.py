@@ -20,6 +20,7 @@ from prelens.faithful._branch import branch_t
 from prelens.tambara._meanings import Cost, Shapes, read, shape_of
 from prelens.tambara._program import Program
 from prelens.tambara._scan import scan_t
+from prelens.tambara._trilens import _same as _ident
 from prelens.tambara._trilens import (
     alpha,
     beta,
@@ -33,7 +34,7 @@ from prelens.tambara._trilens import (
     tri_compose,
     tri_tensor,
 )
-from prelens.testing._pure import AliasWarning, check_no_alias, check_pure, law_raised
+from prelens.testing._pure import AliasWarning, check_no_alias, check_pure, law_raised, run_law
 from prelens.testing._random import random_affine, random_like
 from prelens.testing._vjp import check_vjp
 
@@ -41,10 +42,6 @@ Fn = Callable[[Any], Any]
 #: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 Equal = Callable[[Any, Any, Any, Any], bool]
 Rng = np.random.Generator | int | None
-
-
-def _ident(x: Any) -> Any:
-    return x
 
 
 def check_lens_equal(
@@ -82,25 +79,15 @@ def check_lens_equal(
       right: 2.0
     """
     gen = np.random.default_rng(rng)
-    m1, a1 = _run(law, "left side, forward", lambda: lhs.fwd(p, s))
-    m2, a2 = _run(law, "right side, forward", lambda: rhs.fwd(p_iso(p), s_iso(s)))
-    _same(law, "forward outputs", _run(law, "output iso", lambda: a_iso(a1)), a2, rtol, atol)
-    _same(law, "residues", _run(law, "residue iso", lambda: m_iso(m1)), m2, rtol, atol)
+    m1, a1 = run_law(law, "left side, forward", lambda: lhs.fwd(p, s))
+    m2, a2 = run_law(law, "right side, forward", lambda: rhs.fwd(p_iso(p), s_iso(s)))
+    _same(law, "forward outputs", run_law(law, "output iso", lambda: a_iso(a1)), a2, rtol, atol)
+    _same(law, "residues", run_law(law, "residue iso", lambda: m_iso(m1)), m2, rtol, atol)
     dm, da = random_like(m1, gen), random_like(a1, gen)
-    dp1, ds1 = _run(law, "left side, backward", lambda: lhs.bwd(dm, da))
-    dp2, ds2 = _run(law, "right side, backward", lambda: rhs.bwd(m_iso(dm), a_iso(da)))
-    _same(law, "parameter deltas", _run(law, "parameter iso", lambda: p_iso(dp1)), dp2, rtol, atol)
-    _same(law, "input deltas", _run(law, "input iso", lambda: s_iso(ds1)), ds2, rtol, atol)
-
-
-def _run(law: str, where: str, thunk: Callable[[], Any]) -> Any:
-    """Run one side of a law; a crash is a failed law (a structure the law does not expect)."""
-    try:
-        return thunk()
-    except E.LawError:
-        raise
-    except Exception as exc:
-        raise law_raised(law, where, exc) from exc
+    dp1, ds1 = run_law(law, "left side, backward", lambda: lhs.bwd(dm, da))
+    dp2, ds2 = run_law(law, "right side, backward", lambda: rhs.bwd(m_iso(dm), a_iso(da)))
+    _same(law, "parameter deltas", run_law(law, "parameter iso", lambda: p_iso(dp1)), dp2, rtol, atol)
+    _same(law, "input deltas", run_law(law, "input iso", lambda: s_iso(ds1)), ds2, rtol, atol)
 
 
 def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float) -> None:

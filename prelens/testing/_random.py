@@ -94,20 +94,12 @@ def scramble_in_place(tree: Any, only: str | None = None) -> list[str]:
     return written
 
 
-def first_change(before: Any, after: Any) -> str | None:
-    """The path of the first place where ``after`` no longer equals its copy ``before``, or None.
-
-    Exact comparison of the structure, dtypes, shapes and values (NaN equals NaN here: this asks
-    "was it written?", not "is it close?").
-    """
-    return first_difference(before, after, rtol=None)
-
-
 def first_difference(left: Any, right: Any, rtol: float | None = 1e-9) -> str | None:
     """The path of the first leaf (or node) where two results of the same computation differ, or None.
 
     Float leaves agree when ``|x − y| <= rtol·max(|x|, |y|)`` taken over the whole leaf (a summation
-    order that differs by round-off passes; ``rtol=None``: exactly); NaN equals NaN.
+    order that differs by round-off passes; ``rtol=None``: exactly, dtypes too, asking "was it written?"); NaN
+    equals NaN.
     """
     found = structure_mismatch(left, right, shapes=True)
     if found:  # ``at <path>: expected …``: the node where the structures differ

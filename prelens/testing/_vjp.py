@@ -16,7 +16,7 @@ from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
 from prelens.testing._pure import pure_mutated, result_path, slot_path, slot_what
-from prelens.testing._random import first_change, is_float_leaf, random_like, snapshot
+from prelens.testing._random import first_difference, is_float_leaf, random_like, snapshot
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
 #: (each costs six forward passes): a wrong small leaf (a bias beside a large weight) then
@@ -71,7 +71,7 @@ def check_vjp(
     work = snapshot((p, s))  # the first pass runs on copies: a fwd that writes is named, the caller's data kept
     a: Any
     a, pullback = vjp(pl, *work)
-    changed = first_change((p, s), work)
+    changed = first_difference((p, s), work, rtol=None)
     if changed is not None:
         raise pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
     fixed = None if da is None else _pull(name, pullback, (p, s), da)

@@ -57,9 +57,7 @@ class _Monitor:
             raise E.bad_argument(who, "monitor", self.monitor, "the name of a series fit records, e.g. 'val_loss'")
         if not isinstance(self.mode, str) or self.mode not in ("min", "max"):
             raise E.not_one_of(who, "mode", ("min", "max"), self.mode)
-        d = self.min_delta
-        if not (isinstance(d, (int, float)) and not isinstance(d, bool) and math.isfinite(d) and d >= 0):
-            raise E.bad_argument(who, "min_delta", d, "a finite number >= 0")
+        _args.real(who, "min_delta", self.min_delta, low=0.0)
 
     def series(self, history: History) -> list[float]:
         """The monitored values, one per epoch (``nan`` where none was recorded)."""
@@ -102,8 +100,7 @@ class EarlyStopping(_Monitor):
 
     def __post_init__(self) -> None:
         self._check("EarlyStopping")
-        if not isinstance(self.patience, int) or isinstance(self.patience, bool) or self.patience < 1:
-            raise E.bad_argument("EarlyStopping", "patience", self.patience, "an int >= 1")
+        _args.count("EarlyStopping", "patience", self.patience)
         _args.flag("EarlyStopping", "restore_best", self.restore_best)
 
     def on_epoch_end(self, epoch: int, history: History, params: Tree, opt_state: Any) -> bool:

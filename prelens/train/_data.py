@@ -25,11 +25,8 @@ __all__ = ["cast", "has_dropout", "keyed", "model_dtype", "rows", "take"]
 
 
 def model_dtype(params: Tree) -> np.dtype[Any] | None:
-    """The one float dtype of the parameters' arrays (``None`` if they have none, or several).
-
-    Another library's dtype is given as the numpy dtype of the same name (``torch.float32`` is ``float32``); one
-    that numpy lacks (``bfloat16``) gives ``None``.
-    """
+    """The one float dtype of the parameters' arrays as a numpy dtype (``torch.float32`` is ``float32``); ``None``
+    if they have none, several, or one numpy lacks (``bfloat16``)."""
     kinds = {_float_dtype(x) for x in tree_leaves(params) if is_array(x) and dtype_kind(x.dtype) == "f"}
     return kinds.pop() if len(kinds) == 1 else None
 

@@ -60,16 +60,8 @@ def _mlp(dtype: npt.DTypeLike) -> AnyLens:
 
 
 def _cnn(dtype: npt.DTypeLike) -> AnyLens:
-    return chain(
-        conv1d(1, 25, 5, stride=2, padding=1, dtype=dtype),
-        relu,
-        conv1d(25, 25, 3, stride=2, padding=1, dtype=dtype),
-        relu,
-        conv1d(25, 25, 3, stride=2, padding=1, dtype=dtype),
-        relu,
-        flatten(),
-        dense(125, 10, None, dtype=dtype),
-    )
+    convs = [conv1d(c_in, 25, k, stride=2, padding=1, dtype=dtype) for c_in, k in ((1, 5), (25, 3), (25, 3))]
+    return chain(*(part for conv in convs for part in (conv, relu)), flatten(), dense(125, 10, None, dtype=dtype))
 
 
 def _gru(dtype: npt.DTypeLike) -> AnyLens:
@@ -161,7 +153,7 @@ def train_mnist1d(
     True
     """
     fn = "train_mnist1d"
-    model_name(fn, name)
+    channel = takes_channel(model_name(fn, name))
     steps = _args.count(fn, "steps", steps)
     seed = _args.count(fn, "seed", seed, 0)
     batch_size = _args.count(fn, "batch_size", batch_size)
@@ -169,12 +161,12 @@ def train_mnist1d(
     if backend not in ("numpy", "jax", "auto"):
         raise E.not_one_of(fn, "backend", ("numpy", "jax", "auto"), backend)
     model = mnist1d_model(name, dtype=dtype)
-    data = split if split is not None else load_mnist1d(channel=takes_channel(name))
+    data = split if split is not None else load_mnist1d(channel=channel)
     x_train, y_train = data.x_train.astype(dtype), data.y_train
     x_test = data.x_test.astype(dtype)
-    if takes_channel(name) and x_train.ndim == 2:  # a split without the channel axis: add it
+    if channel and x_train.ndim == 2:  # a split without the channel axis: add it
         x_train, x_test = x_train[..., None], x_test[..., None]
-    elif not takes_channel(name) and x_train.ndim == 3:  # with it, for a model of rows: drop it
+    elif not channel and x_train.ndim == 3:  # with it, for a model of rows: drop it
         x_train, x_test = x_train[..., 0], x_test[..., 0]
     gen = np.random.default_rng(seed)
     params = model.init(gen)

@@ -75,7 +75,8 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
                callbacks: Any, shuffle: Any, progress: Any, stream: Any, checkpoint_every: Any,
                checkpoint_path: Any, resume: Any, backend: Any, mesh: Any, blas_threads: Any) -> Args:  # fmt: skip
     """Every argument of ``fit`` checked, in the order of its signature's groups, before any work."""
-    _check_counts(epochs, batch_size, checkpoint_every, checkpoint_path, resume)
+    epochs, batch_size = _args.count("fit", "epochs", epochs, 0), _args.count("fit", "batch_size", batch_size)
+    _check_checkpoints(checkpoint_every, checkpoint_path, resume)
     auto = isinstance(backend, str) and backend == "auto"
     xp = None if backend is None or auto else resolve_backend("fit", backend)
     if blas_threads is not None and blas_threads != "auto":
@@ -107,11 +108,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
                 checkpoint_every, checkpoint_path, resume, xp, auto, mesh, blas_threads)  # fmt: skip
 
 
-def _check_counts(epochs: Any, batch_size: Any, every: Any, path: Any, resume: Any) -> None:
-    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
-        raise E.bad_argument("fit", "epochs", epochs, "an int >= 0")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise E.bad_argument("fit", "batch_size", batch_size, "an int >= 1")
+def _check_checkpoints(every: Any, path: Any, resume: Any) -> None:
     if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
         raise E.bad_argument("fit", "checkpoint_every", every, "an int >= 1 or None")
     if resume is not None and not isinstance(resume, (str, os.PathLike)):
@@ -282,10 +279,8 @@ def jax_importable() -> bool:
 
 
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
-    """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``.
-
-    (Not with dropout: JAX would draw other masks than numpy from the same seed.)
-    """
+    """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``
+    (not with dropout: JAX would draw other masks than numpy from the same seed)."""
     if a.mesh is not None or dropout or run_work(a, at, n_batches) < AUTO_JAX_MIN_WORK or not jax_importable():
         return None
     for leaf in tree_leaves((at.params, at.opt_state, data, validation)):

@@ -78,10 +78,8 @@ class Progress:
         self._metrics = dict(metrics)
         self._loss_sum, self._loss_count = 0.0, 0
         if not self.live:
-            parts = [f"{self.label} {epoch}/{self.epochs}", f"loss {loss:.4f}", *_fmt_metrics(metrics)]
-            if self.tag:
-                parts.insert(1, self.tag)
-            self.stream.write("  ".join(parts) + "\n")
+            head = [f"{self.label} {epoch}/{self.epochs}", *([self.tag] if self.tag else [])]
+            self.stream.write("  ".join([*head, f"loss {loss:.4f}", *_fmt_metrics(metrics)]) + "\n")
             self.stream.flush()
             return
         now = time.perf_counter()

@@ -50,10 +50,8 @@ class Run:
         self.callbacks_done = at.callbacks_done  # the last epoch whose callbacks all answered
         self.early_stopped = at.early_stopped
         self.best = at.best  # the best epoch's (params, opt_state), kept for EarlyStopping(restore_best=True)
-        restorer = plan.args.restorer
-        if restorer is not None and self.best is None and at.batch == 0:
-            if restorer.best_epoch(self.history) == self.history.epochs:  # the checkpoint is the best epoch's
-                self.best = (at.params, at.opt_state)
+        if self.best is None and at.batch == 0:
+            self._keep_if_best()  # the checkpoint is the best epoch's
         self.where = "the start"
 
     @property
@@ -121,9 +119,12 @@ class Run:
             self.history.seconds.append(seconds)
             self.position = self.position._replace(batch=0, total=0.0)
             self.epoch_start = generator_state(self.gen)
-            restorer = self.plan.args.restorer
-            if restorer is not None and restorer.best_epoch(self.history) == self.history.epochs:
-                self.best = (self.params, self.opt_state)
+            self._keep_if_best()
+
+    def _keep_if_best(self) -> None:
+        restorer = self.plan.args.restorer
+        if restorer is not None and restorer.best_epoch(self.history) == self.history.epochs:
+            self.best = (self.params, self.opt_state)
 
     def ask_callbacks(self, epoch: int) -> bool:
         """Every callback's answer about ``epoch`` (each is asked, even after one says stop); ``True`` to stop."""
@@ -216,11 +217,8 @@ class Run:
 
 
 def _all_finite(tree: Tree) -> bool:
-    """True when every float leaf is finite.
-
-    One BLAS dot product per array leaf (NaN and ±inf propagate into ``x·x``); only when that overflows or is
-    non-finite does the exact, allocating check run.
-    """
+    """True when every float leaf is finite: one BLAS dot product per numpy leaf (NaN and ±inf propagate into
+    ``x·x``), the exact, allocating check only when that is not finite (it may overflow on finite values)."""
     for leaf in tree_leaves(tree):
         if isinstance(leaf, np.ndarray):
             kind = leaf.dtype.kind

@@ -159,6 +159,23 @@ def test_the_causal_passes_in_blocks_of_rows_equal_the_whole(monkeypatch, lead, 
         check_pure(lens, (), x, rng=rng)
 
 
+@pytest.mark.parametrize("lead", [(0,), (2, 0)])
+def test_the_causal_passes_of_an_empty_batch_at_a_long_sequence_are_empty(lead):
+    lens = scaled_dot_product_attention(4, causal=True)
+    x = qkv(np.random.default_rng(13), lead, 256, 256, 4, 3)
+    m, out = lens.fwd((), x)
+    (dq, dk), dv = lens.bwd(m, np.zeros(out.shape))[1]
+    assert out.shape == (*lead, 256, 3) and dq.shape == dk.shape == (*lead, 256, 4) and dv.shape == (*lead, 256, 3)
+
+
+def test_every_block_of_rows_shares_one_mask_of_its_triangle():
+    dot_attention._MASKS.clear()
+    lens = scaled_dot_product_attention(4, causal=True)
+    for dtype in (np.float32, np.float64):
+        lens.fwd((), qkv(np.random.default_rng(14), (2,), 640, 640, 4, 3, dtype=dtype))
+    assert set(dot_attention._MASKS) == {(128, 128, None), (128, 128, np.dtype(np.float32))}
+
+
 def test_the_causal_passes_at_a_long_sequence_skip_the_hidden_blocks_and_equal_the_whole(monkeypatch):
     """At T = 300 (blocks of 128 rows, the last one short) with batch and heads, float64."""
     rng = np.random.default_rng(12)
