@@ -201,9 +201,8 @@ def stack_windows(xpad: Array, geo: Geometry, out: Ints) -> Array:
 def col2im(
     piece: Callable[[int, Ints], Array], geo: Geometry, x_shape: Ints, out: Ints, like: Array, groups: int = 1
 ) -> Array:
-    """The input delta from each kernel offset's delta ``piece(i, offset)``, added where that offset reads the
-    padded input, the padding cut off. numpy: pieces ``(N, *out, groups, C // groups)``, one in-place add per
-    offset; other libraries: pieces ``(N, *out, C)`` spread without writes (traceable)."""
+    """The input delta: each kernel offset's delta ``piece(i, offset)`` added where that offset reads the padded
+    input (numpy: pieces ``(N, *out, groups, C // groups)`` added in place; others: ``(N, *out, C)``, no writes)."""
     n, *sizes, c = x_shape
     padded = geo.padded(sizes)
     if type(like) is np.ndarray:
@@ -521,8 +520,7 @@ def conv1d_composed(
 ) -> AnyLens:
     """:func:`~prelens.nn.conv1d` as the composition it is (``prelens.nn.composed.conv1d``).
 
-    ``chain(patches, split_groups, vec_lens(groups, linear), join_groups, bias)``: each group's channels
-    through its own linear map on ``kernel·c_in/groups`` features. Parameters :class:`ConvParams`.
+    ``chain(patches, split_groups, vec_lens(groups, linear), join_groups, bias)``; parameters :class:`ConvParams`.
 
     >>> from prelens.nn import composed
     >>> composed.conv1d(4, 6, 3, groups=2)

@@ -158,11 +158,8 @@ def _setup(fn: str, kind: str, n_in: Any, n_hidden: Any, dtype: Any, nonlinearit
 def cell(
     kind: str, n_in: int, n_hidden: int, *, nonlinearity: str = "tanh", dtype: npt.DTypeLike = np.float64
 ) -> AnyLens:
-    """The cell ``(h, x) -> (h', h')`` of ``kind`` (``"rnn"``, ``"gru"``, ``"lstm"``: ``h`` is ``(h, c)``).
-
-    Inputs ``h (..., H)`` and ``x (..., n_in)``; parameter deltas summed over the leading axes.
-    The public constructors are :func:`prelens.nn.composed.rnn_cell` and its siblings.
-    """
+    """The cell ``(h, x) -> (h', h')`` of ``kind`` (``"rnn"``, ``"gru"``, ``"lstm"``: ``h`` is ``(h, c)``), for
+    :func:`prelens.nn.composed.rnn_cell` and its siblings; parameter deltas summed over the leading axes."""
     n_in, n, dt, relu, gn, name, params, init = _setup(f"{kind}_cell", kind, n_in, n_hidden, dtype, nonlinearity)
 
     def fwd(p: RecurrentParams, s: Any) -> tuple[Any, Any]:

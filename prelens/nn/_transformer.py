@@ -353,28 +353,22 @@ def decoder_block(
     cross = then_dropout(_named(cross_attention(d, n_heads, dtype=dt), "cross"), rate)
     ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
     ln1, ln2, ln3 = (layer_norm(d, eps=eps, dtype=dt) for _ in range(3))
-    if norm_ == "post":
+    post = norm_ == "post"
+    if post:
         sub1, sub2, sub3 = residual(mha) >> ln1, residual(cross, context=True) >> ln2, residual(ffn) >> ln3
-
-        def p_to(p: DecoderBlockParams) -> list[Any]:
-            n1, n2, n3 = (p.norm1, p.self_attention), (p.norm2, p.cross_attention), (p.norm3, p.feed_forward)
-            return [(n1, ()), ((), ()), (), (n2, ()), (n3, ())]
-
-        def p_from(dp: list[Any]) -> DecoderBlockParams:
-            (n1, a1), (n2, a2), (n3, a3) = dp[0][0], dp[3][0], dp[4][0]
-            return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
-
     else:
         sub1, sub3 = residual(ln1 >> mha), residual(ln3 >> ffn)
         sub2 = residual((ln2 @ id_pre_lens) >> cross, context=True)
 
-        def p_to(p: DecoderBlockParams) -> list[Any]:
-            a1, a2, a3 = (p.self_attention, p.norm1), (p.cross_attention, (p.norm2, ())), (p.feed_forward, p.norm3)
-            return [(a1, ()), ((), ()), (), (a2, ()), (a3, ())]
+    def p_to(p: DecoderBlockParams) -> list[Any]:
+        # a sub-layer's parameters: (sub-layer, norm) pre-LN (norm2 with ln2 @ id's unit), (norm, sub-layer) post-LN
+        subs = [(p.self_attention, p.norm1), (p.cross_attention, p.norm2 if post else (p.norm2, ()))]
+        s1, s2, s3 = (s[::-1] if post else s for s in [*subs, (p.feed_forward, p.norm3)])
+        return [(s1, ()), ((), ()), (), (s2, ()), (s3, ())]
 
-        def p_from(dp: list[Any]) -> DecoderBlockParams:
-            (a1, n1), (a2, (n2, _)), (a3, n3) = dp[0][0], dp[3][0], dp[4][0]
-            return DecoderBlockParams(a1, n1, a2, n2, a3, n3)
+    def p_from(dp: list[Any]) -> DecoderBlockParams:
+        (a1, n1), (a2, n2), (a3, n3) = (s[::-1] if post else s for s in (dp[0][0], dp[3][0], dp[4][0]))
+        return DecoderBlockParams(a1, n1, a2, n2 if post else n2[0], a3, n3)
 
     # each sub-layer on y beside the memory; (y, memory) -> ((y, memory), memory) before the cross-attention
     body = chain(sub1 @ id_pre_lens, id_pre_lens @ copy_l, unassoc_l, sub2 @ id_pre_lens, sub3 @ id_pre_lens)
