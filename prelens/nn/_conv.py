@@ -491,16 +491,12 @@ def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, strid
         bias(c_out, dtype=dt),
     )  # fmt: skip
 
-    def p_to(p: ConvParams) -> list[Any]:
+    def p_to(p: ConvParams) -> list[Any]:  # the groups' weights side by side, as the groups' outputs
         w, b = p
-        xp = namespace(w)
-        flat = xp.reshape(w, (kk * cg, c_out))
-        return [(), (), [flat[:, i * og : (i + 1) * og] for i in range(g)], (), b]
+        return [(), (), unjoin(namespace(w).reshape(w, (kk * cg, c_out))), (), b]
 
     def p_from(dp: list[Any]) -> ConvParams:
-        ws = dp[2]
-        xp = namespace(ws[0])
-        return ConvParams(xp.reshape(xp.concat(list(ws), axis=-1), (*geo.kernel, cg, c_out)), dp[4])
+        return ConvParams(namespace(dp[4]).reshape(join(dp[2]), (*geo.kernel, cg, c_out)), dp[4])
 
     twin = reparam(body, fast.name.replace(fn, f"{fn}_composed", 1), p_to=p_to, p_from=p_from)
     return register_opening(dataclasses.replace(twin, init_fn=fast.init_fn), p_to)  # the fast lens's init
