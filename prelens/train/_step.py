@@ -57,7 +57,8 @@ def value_and_grad(
     model = as_lens("value_and_grad", "model", model)
     loss = as_lens("value_and_grad", "loss", loss)
     xs, targets = _args.batch("value_and_grad", batch)
-    value, grads = _value_and_grad(model >> loss, params if key is None else with_dropout(params, key), xs, targets)
+    trained = _made((model, loss), lambda: model >> loss)
+    value, grads = _value_and_grad(trained, params if key is None else with_dropout(params, key), xs, targets)
     return float(value), grads if key is None else without_dropout(grads)
 
 
@@ -97,8 +98,24 @@ def step(
     if key is not None:  # the key is checked here, before any lens runs
         with_dropout((), key)
         model, xs = keyed(model), (key, xs)
-    new_params, new_state, value = step_of(model, loss, optimizer, lens_form)(params, state, xs, targets)
+    core = _made((model, loss, optimizer), lambda: step_of(model, loss, optimizer, lens_form))
+    new_params, new_state, value = core(params, state, xs, targets)
     return new_params, new_state, float(value)
+
+
+#: The last few lenses and steps :func:`value_and_grad` and :func:`step` composed, by the identity of their parts:
+#: a loop calling either reruns one lens, whose checked skeletons the trace keeps (its parts' tests then off).
+_MADE: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+
+
+def _made(parts: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    key = tuple(map(id, parts))
+    found = _MADE.get(key)
+    if found is None:
+        if len(_MADE) >= 8:
+            _MADE.pop(next(iter(_MADE)))
+        found = _MADE[key] = (parts, make())  # the parts are kept, so that their ids stay theirs
+    return found[1]
 
 
 def step_of(model: AnyLens, loss: AnyLens, optimizer: Any, lens_form: bool, penalty: AnyLens | None = None) -> Core:
