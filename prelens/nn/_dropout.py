@@ -103,10 +103,7 @@ def dropout(rate: float) -> AnyLens:
             raise error(name, "output delta", expected, E.describe(da))
         return DropoutKey(namespace(zero).zeros_like(zero)), da * mask
 
-    def init(rng: np.random.Generator) -> DropoutKey:
-        return DropoutKey(())
-
-    return PreLens(fwd, bwd, name, init, expects=Expects(input=Arr(None, ...)))
+    return PreLens(fwd, bwd, name, lambda rng: DropoutKey(()), expects=Expects(input=Arr(None, ...)))
 
 
 def _key_of(name: str, p: Any) -> Any:

@@ -123,7 +123,4 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         mean_gx = xp.sum(g * xhat, axis=-1, keepdims=True) * inv_n
         return LayerNormParams(dgain, dbias), (g - mean_g - xhat * mean_gx) * r
 
-    def init(rng: np.random.Generator) -> LayerNormParams:
-        return LayerNormParams(np.ones(n, dt), np.zeros(n, dt))
-
-    return PreLens(fwd, bwd, name, init, expects=expects)
+    return PreLens(fwd, bwd, name, lambda rng: LayerNormParams(np.ones(n, dt), np.zeros(n, dt)), expects=expects)
