@@ -175,13 +175,13 @@ def cell(
         x, w_ih, w_hh, saved = m
         dstate, dy = da
         xp = namespace(dy)
-        dh, dc = dstate if kind == "lstm" else (dstate, None)
-        dgi, dgh, direct = _step_back(kind, relu, xp, saved, dh + dy, dc)
+        dh_in, dc_in = dstate if kind == "lstm" else (dstate, None)  # the deltas of the state this step made
+        dgi, dgh, direct = _step_back(kind, relu, xp, saved, dh_in + dy, dc_in)
         h = saved[0]
         dgi2, dgh2 = _flat(dgi, gn), _flat(dgh, gn)
         dp = RecurrentParams(_flat(x, n_in).T @ dgi2, _flat(h, n).T @ dgh2, xp.sum(dgi2, axis=0), xp.sum(dgh2, axis=0))
-        dh = dgh @ w_hh.T
-        ds_state = (dh, direct) if kind == "lstm" else (dh if direct is None else dh + direct)
+        dh_out = dgh @ w_hh.T  # the deltas of the state it was given: through W_hh, and direct
+        ds_state = (dh_out, direct) if kind == "lstm" else (dh_out if direct is None else dh_out + direct)
         return dp, (ds_state, dgi @ w_ih.T)
 
     h_pattern = Arr(dt, ..., n)
