@@ -293,7 +293,7 @@ def test_a_lens_whose_skeleton_keeps_changing_stops_making_exact_tests(monkeypat
     square, reads = _counting_square()
     for n in range(1, 7):  # a new batch size every run: each checked in full
         vjp(square, (), np.ones((n, 3)))[1](np.ones((n, 3)))
-    assert square.__dict__[_trace._MADE] == 3 and len(square.__dict__[_trace._CHECKED]) == 3
+    assert square.__dict__[_trace._TESTS_MADE] == 3 and len(square.__dict__[_trace._CHECKED]) == 3
     before = reads[0]
     vjp(square, (), np.ones((6, 3)))[1](np.ones((6, 3)))  # never made a test: still checked
     vjp(square, (), np.ones((2, 3)))[1](np.ones((2, 3)))  # made one: trusted

@@ -120,7 +120,7 @@ def _pullback(
 
     def pullback(da: Any) -> tuple[Any, Any]:
         trusted = da_fits is not None and da_fits(da)
-        rerun = memo.get(_STATE) == DELTAS  # a lens made for one call (``model >> loss`` per step) makes no test
+        rerun = memo.get(_STATE) == DELTAS  # a lens run once makes no test
         out: tuple[Any, Any]
         try:
             if rerun:
@@ -144,14 +144,14 @@ _CHECKED = "_prelens_trace_checked"
 _KEEP_CHECKED = 4
 #: A lens whose runs keep changing skeleton (a new sequence length each batch) stops making tests after this many.
 _MAKE_AT_MOST = 64
-_MADE = "_prelens_trace_made"
+_TESTS_MADE = "_prelens_trace_made"
 
 
 def _remember_checked(memo: dict[str, Any], given: tuple[Any, Any], da: Any) -> None:
     kept = memo.get(_CHECKED, ())
-    if memo.get(_MADE, 0) >= _MAKE_AT_MOST or any(fits(*given) and da_fits(da) for fits, da_fits in kept):
+    if memo.get(_TESTS_MADE, 0) >= _MAKE_AT_MOST or any(fits(*given) and da_fits(da) for fits, da_fits in kept):
         return
-    memo[_MADE] = memo.get(_MADE, 0) + 1
+    memo[_TESTS_MADE] = memo.get(_TESTS_MADE, 0) + 1
     fits, da_fits = exact_test(*given), exact_test(da)
     if fits is not None and da_fits is not None:
         memo[_CHECKED] = (*kept[1 - _KEEP_CHECKED :], (fits, da_fits))
