@@ -9,7 +9,8 @@ numpy arrays a path of its own (:func:`_numpy_weights`) measured to pay (docs/pe
 ``tools/time_sdpa_paths.py``): it masks the scores, an array it makes, and turns them into weights
 in place, scales the smaller factor, and shifts each row by a bound read from the small factors.
 On numpy the backward pass holds ``dS`` for at most :data:`CHUNK_BYTES` of rows at a time, so a
-long-sequence step (``prelens_bench.memory``) adds a few MB to the residue, not a ``B·h·T²`` array.
+long-sequence step (``prelens_bench.memory``) adds a few MB to the residue, not a ``B·h·T²`` array; under a
+causal mask from ``T_q = 2·ROWS`` on, both passes run in blocks of query rows that skip the hidden keys.
 """
 
 from __future__ import annotations
@@ -222,6 +223,8 @@ def _chunked_deltas(
 #: the rows of a block see only the keys up to their own, so the hidden triangle's products and ``exp`` are
 #: skipped (about half of the ``T×T`` work at long sequences) and a block's scores stay in cache.
 ROWS = 128
+#: The bytes of scores :func:`_causal_attention` works on at a time: about a core's L2 cache.
+BLOCK_BYTES = 1 << 20
 
 
 def _row_blocks(tq: int, tk: int) -> list[tuple[int, int, int]]:
@@ -251,10 +254,6 @@ def _causal_attention(q: Array, k: Array, v: Array, scale: float) -> tuple[Array
             rows[..., c:] = 0
             np.matmul(rows[..., :c], v[at][..., :c, :], out=oi[..., r0:r1, :])
     return a, out
-
-
-#: The bytes of scores :func:`_causal_attention` works on at a time: about a core's L2 cache.
-BLOCK_BYTES = 1 << 20
 
 
 def _numpy_deltas(
