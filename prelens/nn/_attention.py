@@ -125,6 +125,28 @@ def _product_shape(x: Array, y: Array, transposed: bool) -> tuple[int, ...] | No
     return (*x.shape[:-1], y.shape[outer]) if fits and x.shape[-1] == y.shape[inner] else None
 
 
+def _product_like(transposed: bool) -> Like:
+    """The output delta of a product lens with the residue ``(x, y)``: like ``x``, shaped as the product."""
+
+    def of(m: tuple[Array, Array]) -> tuple[Array, tuple[int, ...]]:
+        shape = _product_shape(*m, transposed)
+        if shape is None:
+            raise ValueError("a residue whose arrays do not fit")  # reported as a residue this lens did not make
+        return m[0], shape
+
+    return Like(of)
+
+
+def _operands(name: str, pair: Any, transposed: bool, expected: str) -> tuple[Array, Array]:
+    """The two arrays of a product lens's input (their patterns are declared), if they fit each other."""
+    x, y = pair
+    if _product_shape(x, y, transposed) is None:
+        raise E.lens_shape_error(
+            name, "input", f"{expected} of one float dtype and the same leading axes", E.describe_tree(pair)
+        )
+    return x, y
+
+
 @constructor
 def attention_scores(d_k: int) -> AnyLens:
     """Scaled dot products of queries and keys: ``(Q, K) -> Q Kᵀ / √d_k``.
@@ -142,9 +164,28 @@ def attention_scores(d_k: int) -> AnyLens:
 
 
 def _attention_scores(d_k: int, copy_input: bool = True) -> AnyLens:
+    """:func:`attention_scores`; ``copy_input=False`` inside an attention lens, which made ``Q``
+    and ``K`` itself: its residue keeps them without a copy, as no caller holds them."""
     dk = check_size("attention_scores", "d_k", d_k)
-    expected = f"Q (..., T_q, {dk}) and K (..., T_k, {dk})"
-    return _product(f"attention_scores(d_k={dk})", True, dk, expected, copy_input)
+    name = f"attention_scores(d_k={dk})"
+    scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
+    qk = (Arr(None, ..., None, dk), Arr(None, ..., None, dk))
+
+    def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
+        q, k = _operands(name, s, True, f"Q (..., T_q, {dk}) and K (..., T_k, {dk})")
+        scores = q @ k.mT
+        scores *= scale  # ours (a JAX array is rebound, not written)
+        return ((copy(q), copy(k)) if copy_input else (q, k)), scores  # never the caller's arrays
+
+    def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
+        q, k = m
+        dq = ds @ k
+        dq *= scale
+        dk_ = ds.mT @ q
+        dk_ *= scale
+        return (), (dq, dk_)
+
+    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=qk, residue=qk, delta=_product_like(True)))
 
 
 @constructor
@@ -161,43 +202,20 @@ def weighted_sum() -> AnyLens:
 
 
 def _weighted_sum(copy_input: bool = True) -> AnyLens:
-    return _product("weighted_sum", False, None, "A (..., T_q, T_k) and V (..., T_k, d_v)", copy_input)
-
-
-def _product(name: str, scores: bool, dk: int | None, expected: str, copy_input: bool) -> AnyLens:
-    """The scores ``(Q, K) -> Q Kᵀ / √d_k`` (``scores``) or the weighted sum ``(A, V) -> A V``; ``copy_input=False``
-    inside an attention lens, which made both arrays: its residue keeps them without a copy."""
-    scale = 1.0 / math.sqrt(dk) if dk else 1.0  # a Python float: it never up-casts float32
-    pair = (Arr(None, ..., None, dk), Arr(None, ..., None, dk))
+    """:func:`weighted_sum`; ``copy_input=False`` inside an attention lens, which made ``A`` and
+    ``V`` itself: its residue keeps them without a copy, as no caller holds them."""
+    name = "weighted_sum"
+    av = (Arr(None, ..., None, None), Arr(None, ..., None, None))
 
     def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
-        x, y = s
-        if _product_shape(x, y, scores) is None:
-            expected_ = f"{expected} of one float dtype and the same leading axes"
-            raise E.lens_shape_error(name, "input", expected_, E.describe_tree(s))
-        if not scores:
-            return ((copy(x), copy(y)) if copy_input else (x, y)), x @ y  # never the caller's arrays
-        out = x @ y.mT
-        out *= scale  # ours (a JAX array is rebound, not written)
-        return ((copy(x), copy(y)) if copy_input else (x, y)), out
+        a, v = _operands(name, s, False, "A (..., T_q, T_k) and V (..., T_k, d_v)")
+        return ((copy(a), copy(v)) if copy_input else (a, v)), a @ v  # never the caller's arrays
 
-    def bwd(m: tuple[Array, Array], d: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        x, y = m
-        if not scores:
-            return (), (d @ y.mT, x.mT @ d)
-        dx = d @ y
-        dx *= scale
-        dy = d.mT @ x
-        dy *= scale
-        return (), (dx, dy)
+    def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
+        a, v = m
+        return (), (do @ v.mT, a.mT @ do)
 
-    def like(m: tuple[Array, Array]) -> tuple[Array, tuple[int, ...]]:  # like x, shaped as the product
-        shape = _product_shape(*m, scores)
-        if shape is None:
-            raise ValueError("a residue whose arrays do not fit")  # reported as a residue this lens did not make
-        return m[0], shape
-
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=pair, residue=pair, delta=Like(like)))
+    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=av, residue=av, delta=_product_like(False)))
 
 
 def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:
@@ -215,8 +233,9 @@ def causal_mask() -> AnyLens:
     """Hide the future: scores ``(..., T_q, T_k)`` with entry ``[i, j]`` replaced by
     :data:`~prelens.nn.MASKED` ``= −10³⁰`` wherever ``j > i + (T_k − T_q)`` (key ``j`` lies after query ``i``).
 
-    After :data:`~prelens.nn.softmax` those weights are exactly ``0`` (a fully masked row: uniform, never NaN).
-    Parameter-free; residue: the boolean ``keep`` matrix ``(T_q, T_k)``.
+    After :data:`~prelens.nn.softmax` those weights are exactly ``0``; a row with every key masked
+    gets uniform weights, never NaN. The dtype is kept. Parameter-free; residue: the boolean ``keep``
+    matrix ``(T_q, T_k)``; backward zeroes the delta at masked entries.
 
     >>> m, s = causal_mask().fwd((), np.zeros((2, 2)))
     >>> float(s[0, 1]), m
@@ -489,8 +508,10 @@ def multi_head_attention(
               scaled_dot_product_attention(d_k, causal),   # A V, (B, h, T, d_k)
               merge_heads(h), linear)                      # (B, T, d_model) -> W_O
 
-    with the first four stages fused into one lens, tested equal. Parameters :class:`AttentionParams`;
-    ``d_k = d_model / n_heads`` (not divisible: an error).
+    with the first four stages fused into one lens (one product with ``[W_Q | W_K | W_V]`` each
+    way), tested equal. Parameters :class:`AttentionParams`, each ``(d_model, d_model)``;
+    ``d_k = d_model / n_heads`` (not divisible: an error). Equal to
+    :func:`multi_head_attention_faithful` through :func:`stack_heads`. ``causal=True`` masks the future.
 
     >>> mha = multi_head_attention(6, 4)
     Traceback (most recent call last):
@@ -504,7 +525,8 @@ def multi_head_attention(
 def cross_attention(d_model: int, n_heads: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Fast multi-head cross-attention: ``(x (B, T, d), context (B, S, d)) -> (B, T, d)``.
 
-    The pipeline of :func:`multi_head_attention` behind the wiring ``(x, c) -> ((x, c), c)``. Parameters
+    Queries from ``x``, keys and values from ``context`` (an encoder's output, say): the pipeline of
+    :func:`multi_head_attention` behind the wiring ``(x, c) -> ((x, c), c)``. Parameters
     :class:`AttentionParams`; attention weights ``(B, h, T, S)``.
 
     >>> ca = cross_attention(4, 2)
