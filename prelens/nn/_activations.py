@@ -45,8 +45,11 @@ __all__ = ["ACTIVATIONS", "Activation", "gelu", "pointwise", "relu", "sigmoid", 
 class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array, Array]):
     """A pointwise activation: the parameter-free lens ``s -> f(s)`` that :func:`dense` fuses.
 
-    Forward ``((), s) -> (s, f(s))``; backward ``(s, da) -> ((), da ⊙ f'(s))``. A dense layer calls its
-    ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)`` in its own passes; ``init_scheme`` suits it.
+    Haskell: ``PreLens A A A A () () A A`` for arrays ``A`` of any shape. Forward ``((), s) -> (s, f(s))``;
+    backward ``(s, da) -> ((), da ⊙ f'(s))``. It carries its two array functions for a dense layer to apply
+    inside its own passes: ``apply(z) = f(z)`` and ``grad(z, da) = da ⊙ f'(z)``, each returning a fresh array
+    and writing into neither argument; ``init_scheme`` is the weight initialisation that suits it
+    (``"glorot"``, ``"he"`` or ``"lecun"``, see :func:`init_weight`).
 
     >>> relu.grad(np.array([-1.0, 2.0]), np.array([5.0, 5.0]))
     array([0., 5.])

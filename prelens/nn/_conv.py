@@ -51,8 +51,8 @@ Ints = tuple[int, ...]
 class ConvParams(NamedTuple):
     """The parameters of :func:`conv1d` and :func:`conv2d`: ``weight (*kernel, c_in // groups, c_out)``, ``bias``.
 
-    From PyTorch: ``ConvParams(w.permute(2, 1, 0), b)`` for ``Conv1d``, ``ConvParams(w.permute(2, 3, 1, 0), b)``
-    for ``Conv2d``.
+    A named tuple; its deltas have the same type. From PyTorch: ``ConvParams(w.permute(2, 1, 0), b)`` for
+    ``Conv1d``, ``ConvParams(w.permute(2, 3, 1, 0), b)`` for ``Conv2d``.
 
     >>> ConvParams(np.zeros((3, 2, 4)), np.zeros(4)).weight.shape
     (3, 2, 4)

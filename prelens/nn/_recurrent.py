@@ -58,8 +58,10 @@ NONLINEARITIES = ("tanh", "relu")
 class RecurrentParams(NamedTuple):
     """The parameters of a recurrent cell or layer, PyTorch's transposed.
 
-    ``weight_ih`` ``(n_in, G·H)``, ``weight_hh`` ``(H, G·H)``, ``bias_ih`` and ``bias_hh`` ``(G·H,)``; ``G`` is
-    1 (rnn), 3 (gru: ``r, z, n``) or 4 (lstm: ``i, f, g, o``).
+    ``weight_ih`` ``(n_in, G·H)``, ``weight_hh`` ``(H, G·H)``, ``bias_ih`` and ``bias_hh``
+    ``(G·H,)``; ``G`` is 1 (rnn), 3 (gru: ``r, z, n``) or 4 (lstm: ``i, f, g, o``). From a
+    ``torch.nn.GRU`` ``m``: ``RecurrentParams(m.weight_ih_l0.T, m.weight_hh_l0.T, m.bias_ih_l0,
+    m.bias_hh_l0)`` (as numpy arrays).
 
     >>> from prelens.core import tree_shapes
     >>> tree_shapes(gru(2, 3).init(0))
