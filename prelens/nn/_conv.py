@@ -339,9 +339,13 @@ def conv1d(
 ) -> AnyLens:
     """1-D convolution (PyTorch's ``Conv1d``, channels last): ``(N, L, c_in) -> (N, L_out, c_out)``.
 
-    ``L_out = floor((L + 2·padding - dilation·(kernel - 1) - 1) / stride) + 1``. Parameters
-    :class:`ConvParams`: ``weight (kernel, c_in // groups, c_out)``, ``bias (c_out,)``; ``groups`` must
-    divide ``c_in`` and ``c_out``. Residue: the patch matrix and the weight. Twin: :func:`prelens.nn.composed.conv1d`.
+    ``L_out = floor((L + 2·padding - dilation·(kernel - 1) - 1) / stride) + 1``; zero padding on both
+    ends. Parameters :class:`ConvParams`: ``weight (kernel, c_in // groups, c_out)`` (PyTorch's
+    ``w.permute(2, 1, 0)``), ``bias (c_out,)``. ``groups`` splits the channels into that many
+    independent convolutions (it must divide ``c_in`` and ``c_out``). ``init=None`` draws as PyTorch
+    does (uniform on ``±1/√(kernel·c_in/groups)``, bias too); ``"he"``, ``"glorot"``, ``"lecun"`` as
+    :func:`dense` does (bias zero). Residue: the patch matrix and the weight rearranged. Twin:
+    :func:`prelens.nn.composed.conv1d`.
 
     >>> conv = conv1d(25, 25, 3, stride=2, padding=1)
     >>> conv
@@ -367,8 +371,9 @@ def conv2d(
 ) -> AnyLens:
     """2-D convolution (PyTorch's ``Conv2d``, channels last): ``(N, H, W, c_in) -> (N, H_out, W_out, c_out)``.
 
-    ``kernel``, ``stride``, ``padding`` and ``dilation``: an int or a pair ``(along H, along W)``. Parameters
-    :class:`ConvParams`: ``weight (kh, kw, c_in // groups, c_out)``, ``bias (c_out,)``. Twin:
+    ``kernel``, ``stride``, ``padding`` and ``dilation`` are an int or a pair ``(along H, along W)``;
+    output sizes as :func:`conv1d` on each axis. Parameters :class:`ConvParams`: ``weight (kh, kw,
+    c_in // groups, c_out)`` (PyTorch's ``w.permute(2, 3, 1, 0)``), ``bias (c_out,)``. Twin:
     :func:`prelens.nn.composed.conv2d`.
 
     >>> conv = conv2d(3, 8, (3, 5), padding=(1, 2), groups=1)
@@ -403,8 +408,10 @@ def patches(
 ) -> AnyLens:
     """Every receptive field: ``(N, *S, C) -> (N, *S_out, K, C)``, ``K`` the kernel's size (im2col as a lens).
 
-    ``kernel`` an int: windows over axis ``-2`` of ``(N, L, C)``; a pair: over axes ``(-3, -2)`` of ``(N, H, W,
-    C)``. ``stride=None`` means the kernel. Parameter-free.
+    ``kernel`` an int: 1-D windows over axis ``-2`` of ``(N, L, C)``; a pair: 2-D windows over axes
+    ``(-3, -2)`` of ``(N, H, W, C)``. The input is padded with ``pad_value`` (``-inf`` for max pooling);
+    ``stride=None`` means the kernel. A gather through an index table; the backward pass is its
+    transpose (a one-hot matrix product, so overlapping windows add up). Parameter-free.
 
     >>> import numpy as np
     >>> from prelens.nn import composed

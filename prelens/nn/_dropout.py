@@ -66,8 +66,10 @@ def _is_key(k: Any) -> bool:
 def dropout(rate: float) -> AnyLens:
     """Inverted dropout ``x ↦ x ⊙ mask / (1 − rate)``, its randomness the parameter :class:`DropoutKey`.
 
-    ``rate`` in ``[0, 1)``: the probability of dropping an entry. Input: any float array; output of its
-    shape and dtype.
+    ``rate`` in ``[0, 1)`` is the probability of dropping an entry. With
+    ``DropoutKey(())`` (what ``init`` makes) the lens is the identity; with a
+    key (see :func:`with_dropout`) it draws the mask from ``Philox(key)``.
+    Input: any float array; output of its shape and dtype.
 
     >>> drop = dropout(0.25)
     >>> drop, drop.init(0)
@@ -154,7 +156,9 @@ def with_jax_keys(params: Any, key: Any) -> Any:
 def with_dropout(params: Any, key: int) -> Any:
     """``params`` with dropout on: the ``i``-th :class:`DropoutKey` (in tree order) gets the key ``(key, i)``.
 
-    ``key`` is an int in ``[0, 2⁶⁴)``, one per step. Every other leaf is kept (not copied).
+    ``key`` is an int in ``[0, 2⁶⁴)``: a trainer draws one per step (from its
+    seeded generator), so every step and every site has its own mask. Every
+    other leaf is kept (not copied). Parameters without dropout come back equal.
 
     >>> with_dropout([DropoutKey(()), 1.0, (DropoutKey(()),)], 5)
     [DropoutKey(key=array([5, 0], dtype=uint64)), 1.0, (DropoutKey(key=array([5, 1], dtype=uint64)),)]
@@ -168,6 +172,9 @@ def with_dropout(params: Any, key: int) -> Any:
 
 def without_dropout(tree: Any) -> Any:
     """``tree`` with every :class:`DropoutKey` reset to ``DropoutKey(())`` (evaluation; no key).
+
+    A trainer maps the gradient of a step run :func:`with_dropout` back with it,
+    so that it has the structure of the parameters the optimiser holds.
 
     >>> without_dropout((DropoutKey(np.zeros(2, np.uint64)), 2.0))
     (DropoutKey(key=()), 2.0)

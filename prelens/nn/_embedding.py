@@ -73,9 +73,13 @@ def _table(
 def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 1.0) -> AnyLens:
     """The lookup table ``E``: integer ids ``(..., T)`` -> vectors ``(..., T, d_model)``.
 
-    Parameters: ``E (vocab_size, d_model)``, drawn ``N(0, std²)``. Residue: the ids. Backward:
-    ``dE[v] = Σ_{positions with id v} da[position]``; the ids' delta is integer zeros. Float ids are a
-    :class:`~prelens.DTypeError`, ids out of ``[0, vocab_size)`` a :class:`~prelens.StructureError`.
+    Parameters: ``E`` of shape ``(vocab_size, d_model)``, drawn ``N(0, std²)``.
+    Residue: the ids. Backward: ``dE[v] = Σ_{positions with id v} da[position]``
+    (a scatter-add: repeated ids accumulate); the delta of the integer ids is
+    an array of integer zeros of their shape (ids are data, not variables).
+    Ids must be integers in ``[0, vocab_size)``: float ids are a
+    :class:`~prelens.DTypeError`, ids out of range a
+    :class:`~prelens.StructureError` naming the lens.
 
     >>> emb = token_embedding(4, 2)
     >>> emb, emb.init(0).shape
@@ -130,9 +134,10 @@ def _token_ids(name: str, ids: Any, vocab: int, table: Any) -> Any:
 def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = np.float64, std: float = 0.1) -> AnyLens:
     """A learned position vector added to each token: ``(..., T, d) -> (..., T, d)``, ``x + P[:T]``.
 
-    Parameters: ``P (max_len, d_model)``, drawn ``N(0, std²)``. Residue: the input's shape. Backward:
-    ``dP[:T] = da`` summed over the leading axes, ``dP[T:] = 0``; ``dx = da``. A sequence longer than
-    ``max_len`` is a :class:`~prelens.ShapeError`.
+    Parameters: ``P`` of shape ``(max_len, d_model)``, drawn ``N(0, std²)``.
+    Residue: the input's shape ``(..., T, d_model)``. Backward: ``dP[:T] = da`` summed over the leading axes,
+    ``dP[T:] = 0``; ``dx = da``. A sequence longer than ``max_len`` is a
+    :class:`~prelens.ShapeError` naming the lens.
 
     >>> pos = positional_embedding(4, 2)
     >>> m, y = pos.fwd(np.ones((4, 2)), np.zeros((1, 3, 2)))
@@ -192,8 +197,10 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
 def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     """The fixed sinusoidal positions added in: ``(..., T, d) -> (..., T, d)``, ``x + PE[:T]``.
 
-    Parameter-free; residue: the input's shape; backward ``dx = da``. Keeps the input's float dtype; more
-    than ``max_len`` positions are a :class:`~prelens.ShapeError`.
+    Parameter-free; residue: the input's shape (to check the delta); backward ``dx = da``. The table (see
+    :func:`sinusoidal_table`) is built once per dtype for ``max_len``
+    positions; longer sequences are a :class:`~prelens.ShapeError`. Keeps the
+    input's float dtype.
 
     >>> enc = sinusoidal_encoding(4)
     >>> enc, enc.fwd((), np.zeros((1, 2, 4)))[1].round(3)

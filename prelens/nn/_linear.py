@@ -41,6 +41,8 @@ __all__ = ["INIT_SCHEMES", "DenseParams", "bias", "dense", "init_weight", "linea
 class DenseParams(NamedTuple):
     """The parameters of :func:`dense`: ``weight`` of shape ``(n_in, n_out)``, ``bias`` of ``(n_out,)``.
 
+    A named tuple (tree paths read ``[0].weight``); its deltas have the same type.
+
     >>> DenseParams(np.zeros((2, 3)), np.zeros(3)).bias.shape
     (3,)
     """
@@ -124,7 +126,8 @@ def linear(
         linearL :: Int -> PreLens D D (V, V) (V, V) V V V V
 
     Forward ``(W, x) -> ((x, W), x W)``; backward ``((x, W), da) -> (xᵀ da, da Wᵀ)``, ``xᵀ da`` summed
-    over every leading axis. ``input_delta=False``: ``ds = None``, for a first layer fed with data.
+    over every leading axis. ``input_delta=False`` treats the input as data: ``bwd`` returns ``None`` for
+    ``ds`` and skips the ``da Wᵀ`` product. Use it only on a first layer fed with data.
 
     >>> lin = linear(2, 3)
     >>> lin
@@ -222,9 +225,12 @@ def dense(
 
         layer :: Int -> Int -> TriLens V V [((V, V), D)] [((V, V), D)] [Para] [Para] V V
 
-    ``chain(linear(n_in, n_out), bias(n_out), activation)`` fused, parameters :class:`DenseParams` ``(W (n_in,
-    n_out), b (n_out,))``, residue ``(x, W, z)`` (``z = x W + b``). ``init``: a scheme of :func:`init_weight`
-    (by default the activation's). ``input_delta=False``: see :func:`linear`.
+    ``chain(linear(n_in, n_out), bias(n_out), activation)`` fused into one Python call per pass, with
+    parameters :class:`DenseParams` ``(W (n_in, n_out), b (n_out,))`` and residue ``(x, W, z)`` (``z = x W
+    + b``, the pre-activation); on a single vector it equals the faithful ``layer``. ``activation`` is a
+    pointwise activation, its name, or ``None`` for logits. ``init`` is a weight scheme of
+    :func:`init_weight`, by default the one that suits the activation; the bias starts at zero.
+    ``input_delta=False``: see :func:`linear`.
 
     >>> layer = dense(784, 256, "relu", dtype=np.float32)
     >>> layer

@@ -51,8 +51,10 @@ def mlp(
         makeMlp :: Int -> [Int] -> TriLens V V [[((V, V), D)]] [[((V, V), D)]] [[Para]] [[Para]] V V
 
     Parameters: a list of :class:`DenseParams` (first layer first); residues: a list of the layers' ``(x, W,
-    z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``. ``last_activation`` (``"same"`` by default, as in the
-    post) replaces ``activation`` on the last layer. ``dtype``, ``init``, ``input_delta``: as in :func:`dense`.
+    z)``. Shapes: ``(..., n_in) -> (..., sizes[-1])``. ``activation`` goes on every layer;
+    ``last_activation`` (``"same"`` by default, as in the post) replaces it on the last one: pass ``None``
+    for a classifier whose logits go into :func:`softmax_cross_entropy`. ``dtype``, ``init``,
+    ``input_delta``: as in :func:`dense` (the first layer's; ``False`` is the cheaper choice for training).
 
     >>> clf = mlp(4, [8, 8, 3], "relu", last_activation=None, dtype=np.float32)
     >>> clf

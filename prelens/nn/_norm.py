@@ -41,12 +41,14 @@ LayerNormResidue = tuple[Array, Array, Array]
 def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Layer norm over the last axis: ``(..., d) -> (..., d)``, parameters :class:`LayerNormParams`.
 
-    Residue ``(x̂, r, gain)`` with ``r = 1/√(σ² + ε)`` per row; backward (``ĝ = da ⊙ gain``)::
+    Initialised to ``gain = 1``, ``bias = 0``. Residue ``(x̂, r, gain)`` with
+    ``r = 1/√(σ² + ε)`` per row; backward (``ĝ = da ⊙ gain``)::
 
         dgain = Σ da ⊙ x̂,   dbias = Σ da   (summed over the leading axes)
         dx    = r ⊙ (ĝ − mean(ĝ) − x̂ ⊙ mean(ĝ ⊙ x̂))
 
-    ``eps`` keeps a constant row finite: its output is ``bias``.
+    ``eps`` keeps a constant row finite: its output is ``bias`` and its
+    gradient finite.
 
     >>> ln = layer_norm(4)
     >>> ln

@@ -27,9 +27,13 @@ def normalize(
 ) -> PreLens[Array, Array, tuple[int, ...], tuple[int, ...], tuple[()], tuple[()], Array, Any]:
     """Standardise inputs ``(..., n)`` with fixed statistics: ``x ↦ (x − mean) / std``.
 
-    ``mean`` and ``std`` are vectors of ``n`` finite numbers (``std > 0``), kept in ``dtype``.
-    Parameter-free; residue: the input's shape; backward ``ds = da / std`` (``None`` gives ``None``).
-    torchvision's ``Normalize``.
+    ``mean`` and ``std`` are vectors of ``n`` finite numbers (``std > 0``),
+    kept in ``dtype``. Parameter-free; residue: the input's shape (to check the
+    delta); backward ``ds = da / std``. An output delta of ``None`` (a next
+    layer built with ``input_delta=False``, for which the input is data) gives
+    ``ds = None``. It equals ``linear(n, n) >> bias(n)`` with the fixed
+    parameters ``W = diag(1/std)``, ``b = −mean/std``. It is torchvision's
+    ``Normalize``; put it first in a model so that the model takes raw inputs.
 
     >>> norm = normalize([1.0, 10.0], [2.0, 5.0])
     >>> norm

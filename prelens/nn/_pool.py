@@ -71,8 +71,9 @@ def max_pool(
     """Max pooling (PyTorch's ``MaxPool1d``/``MaxPool2d``, channels last): the largest value of each window.
 
     ``(N, L, C) -> (N, L_out, C)`` for an int ``kernel``, ``(N, H, W, C) -> (N, H_out, W_out, C)`` for a
-    pair; ``padding`` (at most half the kernel) pads with ``-inf``. Residue: the offset of each window's
-    maximum. Parameter-free. Twin: :func:`prelens.nn.composed.max_pool`.
+    pair; ``stride=None`` is the kernel; ``padding`` (at most half the kernel) pads with ``-inf``. Residue:
+    the offset of each window's maximum (the first on ties, as PyTorch), where the backward pass sends the
+    delta. Parameter-free. Twin: :func:`prelens.nn.composed.max_pool`.
 
     >>> pool = max_pool((2, 2))
     >>> pool.fwd((), np.arange(16.0).reshape(1, 4, 4, 1))[1][0, :, :, 0]
@@ -111,8 +112,9 @@ def avg_pool(
 ) -> AnyLens:
     """Average pooling (PyTorch's ``AvgPool1d``/``AvgPool2d``, channels last): the mean of each window.
 
-    Shapes, ``stride`` and ``padding`` as :func:`max_pool`; the padding counts as zeros in the mean.
-    Parameter-free. Twin: :func:`prelens.nn.composed.avg_pool`.
+    Shapes, ``stride`` and ``padding`` as :func:`max_pool`; the padding counts as zeros in the mean
+    (PyTorch's ``count_include_pad=True``). The backward pass spreads each output delta evenly over its
+    window. Parameter-free. Twin: :func:`prelens.nn.composed.avg_pool`.
 
     >>> avg_pool(2).fwd((), np.array([[[1.0], [3.0], [2.0], [0.0]]]))[1][..., 0]
     array([[2., 1.]])
@@ -146,7 +148,9 @@ def avg_pool(
 def flatten() -> AnyLens:
     """``(N, d1, d2, ...) -> (N, d1·d2·...)``: PyTorch's ``nn.Flatten()`` (``start_dim=1``); parameter-free.
 
-    Channels last, the features come out (position, channel), PyTorch's (channel, position).
+    Channels last, a flattened ``(N, L, C)`` orders its features (position, channel), PyTorch's
+    ``(N, C, L)`` (channel, position): the weight of a linear layer after it is PyTorch's with its rows
+    permuted.
 
     >>> flatten().fwd((), np.zeros((2, 5, 3)))[1].shape
     (2, 15)

@@ -270,8 +270,9 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
 def rnn(n_in: int, n_hidden: int, *, nonlinearity: str = "tanh", dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """The Elman RNN layer ``h' = tanh(x W_ih + b_ih + h W_hh + b_hh)``: ``(N, T, n_in) -> (N, T, H)``.
 
-    ``nonlinearity="relu"`` for ``max(·, 0)``. ``h0 = 0``; the output is every step's ``h``. Parameters
-    :class:`RecurrentParams`; the twin is ``scan(rnn_cell(...), axis=1)`` from ``h0 = 0``.
+    ``nonlinearity="relu"`` for ``max(·, 0)``. ``h0 = 0``; the output is every step's ``h``.
+    Equal to ``torch.nn.RNN(n_in, H, batch_first=True)`` from the same weights
+    (:class:`RecurrentParams`); the twin is ``scan(rnn_cell(...), axis=1)`` from ``h0 = 0``.
 
     >>> import numpy as np
     >>> rnn(3, 4, nonlinearity="relu").fwd(rnn(3, 4).init(0), np.ones((2, 5, 3)))[1].shape
@@ -312,8 +313,9 @@ def lstm(n_in: int, n_hidden: int, *, dtype: npt.DTypeLike = np.float64) -> AnyL
 def bidirectional(layer: AnyLens) -> AnyLens:
     """``layer`` run forward and backward in time, outputs side by side: ``(N, T, F) -> (N, T, 2H)``.
 
-    ``copy_l >> (layer @ (reverse >> layer >> reverse)) >> concat`` (time on axis 1, forward first).
-    Parameters ``(forward_params, backward_params)``.
+    The same as ``copy_l >> (layer @ (reverse >> layer >> reverse)) >> concat`` (time on axis 1,
+    features concatenated on the last axis, forward first, as PyTorch's ``bidirectional=True``).
+    Parameters ``(forward_params, backward_params)``, each ``layer``'s.
 
     >>> import numpy as np
     >>> bi = bidirectional(gru(1, 6))

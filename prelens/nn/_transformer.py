@@ -106,8 +106,10 @@ class DecoderBlockParams(NamedTuple):
 class LMParams(NamedTuple):
     """Parameters of :func:`decoder_lm`.
 
-    ``embedding (vocab, d_model)``; ``positions (max_len, d_model)`` (``()`` with sinusoidal positions); one
-    :class:`EncoderBlockParams` per block; ``norm`` (``()`` for post-LN); ``unembedding``, ``dense(d_model→vocab)``.
+    ``embedding (vocab, d_model)``; ``positions (max_len, d_model)`` (``()``
+    with sinusoidal positions); one :class:`EncoderBlockParams` per block;
+    ``norm``, the final layer norm (``()`` for post-LN models, which end
+    normalised); ``unembedding``, the final ``dense(d_model→vocab)``.
 
     >>> p = decoder_lm(16, 8, 2, 32, 1, 10, positional="sinusoidal").init(0)
     >>> p.embedding.shape, p.positions, len(p.blocks), p.unembedding.weight.shape
@@ -147,7 +149,9 @@ class EncoderDecoderParams(NamedTuple):
 def feed_forward_composed(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """The feed-forward network as the composition it is: ``chain(dense(d→d_ff), relu, dense(d_ff→d))``.
 
-    Shapes ``(..., d_model) -> (..., d_model)``; parameters :class:`FeedForwardParams`.
+    Shapes ``(..., d_model) -> (..., d_model)``; parameters
+    :class:`FeedForwardParams`. The readable twin of :func:`feed_forward`
+    (property tests check them equal).
 
     >>> feed_forward_composed(4, 16)
     feed_forward_composed(4→16→4)
@@ -173,8 +177,11 @@ FeedForwardResidue = tuple[Array, Array, Array, Array, tuple[int, ...]]
 def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) -> AnyLens:
     """Position-wise feed-forward network ``(..., d_model) -> (..., d_model)``: dense ≫ ReLU ≫ dense, fused.
 
-    ``y = relu(x W₁ + b₁) W₂ + b₂``; parameters :class:`FeedForwardParams` (``hidden`` with He
-    initialisation). Tested equal to :func:`feed_forward_composed`.
+    ``y = relu(x W₁ + b₁) W₂ + b₂`` on every position; parameters
+    :class:`FeedForwardParams` (``hidden``: ``d_model→d_ff`` with He
+    initialisation, ``output``: ``d_ff→d_model``). The same lens as
+    :func:`feed_forward_composed` (tested equal to it) in one Python call per
+    pass; the ReLU's derivative is read off the stored activations ``h``.
 
     >>> ffn = feed_forward(4, 16)
     >>> ffn, ffn.init(0).hidden.weight.shape
@@ -283,8 +290,12 @@ def encoder_block(
 
         chain(residual(layer_norm >> multi_head_attention), residual(layer_norm >> feed_forward))
 
-    The attention weights are probed as ``"self"``. With ``dropout=r > 0``: ``residual(mha >> dropout(r))``
-    (as in the paper), parameters ``(EncoderBlockParams, (DropoutKey, DropoutKey))``.
+    ``causal=True`` masks the future (the block of :func:`decoder_lm`). The
+    attention weights are probed as ``"self"``. With ``dropout=r > 0`` each
+    sub-layer's output passes through :func:`dropout` ``(r)`` before the residual
+    sum (``residual(mha >> dropout(r))``, as in the paper), and the parameters
+    are ``(EncoderBlockParams, (DropoutKey, DropoutKey))``: evaluation until a
+    trainer keys them with :func:`with_dropout`.
 
     >>> blk = encoder_block(8, 2, 16)
     >>> blk
@@ -335,16 +346,21 @@ def decoder_block(
 ) -> AnyLens:
     """One decoder block ``(y (B, T, d), memory (B, S, d)) -> (y' (B, T, d), memory)``.
 
-    The memory is passed on unchanged, so blocks chain; its delta sums the deltas of every block's
-    cross-attention. Post-LN::
+    Causal self-attention on ``y``, cross-attention from ``y`` to ``memory``
+    (the encoder's output), feed-forward; each a residual sub-layer with its
+    layer norm (post-LN as in the paper, or ``norm="pre"``). The memory is
+    passed on unchanged, so blocks chain; its delta sums the deltas of every
+    block's cross-attention. Post-LN::
 
         chain((residual(causal_mha) >> layer_norm) @ id,
               id @ copy_l, unassoc_l,                            # ((y, memory), memory)
               (residual(cross_attention, context=True) >> layer_norm) @ id,
               (residual(feed_forward) >> layer_norm) @ id)
 
-    Parameters :class:`DecoderBlockParams` (with ``dropout > 0``: ``(DecoderBlockParams, keys)``, three
-    :class:`DropoutKey`); attention probes ``"self"`` and ``"cross"``.
+    Parameters :class:`DecoderBlockParams`; attention probes ``"self"`` and ``"cross"``.
+    With ``dropout=r > 0`` each sub-layer's output passes through :func:`dropout`
+    before its residual sum, and the parameters are ``(DecoderBlockParams, keys)``
+    with three :class:`DropoutKey` (self-attention, cross-attention, feed-forward).
 
     >>> blk = decoder_block(8, 2, 16)
     >>> y, mem = blk.fwd(blk.init(0), (np.ones((2, 3, 8)), np.ones((2, 5, 8))))[1]
@@ -422,9 +438,12 @@ def decoder_lm(
               [layer_norm(d),]                                             # pre-LN only
               dense(d→vocab))
 
-    Parameters :class:`LMParams`; residue: the chain's list, in data-flow order. Position ``t``'s logits
-    depend on ids ``0..t`` only. Compose with :func:`token_cross_entropy` for the loss. Attention probes
-    ``"block0.self"``, ``"block1.self"``, ...; ``dropout`` is passed to every block.
+    Parameters :class:`LMParams`; residue: the chain's list, in data-flow
+    order. Position ``t``'s logits depend on ids ``0..t`` only. Compose with
+    :func:`token_cross_entropy` for the loss. Attention probes
+    ``"block0.self"``, ``"block1.self"``, ... ``dropout=r > 0`` is passed to every
+    block (each block's parameters in ``blocks`` are then ``(EncoderBlockParams,
+    keys)``; see :func:`encoder_block`).
 
     >>> lm = decoder_lm(16, 8, 2, 32, 1, 10)
     >>> lm
@@ -486,8 +505,10 @@ def encoder_decoder(
               decoder_block × n_layers,                        # (y, memory)
               drop_memory, [layer_norm,] dense(d→target_vocab))
 
-    Parameters :class:`EncoderDecoderParams`; attention probes ``"encoder0.self"``, ``"decoder0.self"``,
-    ``"decoder0.cross"``, ...; ``dropout`` is passed to every block.
+    Parameters :class:`EncoderDecoderParams`; attention probes
+    ``"encoder0.self"``, ``"decoder0.self"``, ``"decoder0.cross"``, ...
+    ``dropout=r > 0`` is passed to every encoder and decoder block (their
+    parameters then carry their :class:`DropoutKey` s, as the blocks' do).
 
     >>> from prelens.nn import attention_weights
     >>> ed = encoder_decoder(5, 7, 8, 2, 16, 1, 6)
@@ -552,8 +573,10 @@ def generate(
 ) -> Array:
     """Extend ``prompt (B, T0)`` by ``steps`` tokens with a language model ``ids -> logits``.
 
-    Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if ``None``); greedy with
-    ``temperature=0``, else sampling ``softmax(logits / temperature)``. Returns ``(B, T0 + steps)`` ids.
+    Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
+    ``None``) and picks the next token from the last position's logits:
+    greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
+    Returns ``(B, T0 + steps)`` ids.
 
     >>> lm = decoder_lm(5, 8, 2, 16, 1, 8)
     >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape

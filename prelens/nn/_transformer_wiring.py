@@ -113,8 +113,10 @@ def params_misfit(expected: Any, got: Any) -> str | None:
 def remat(lens: AnyLens) -> AnyLens:
     """``lens`` that keeps only ``(p, s)`` in its residue and re-runs its forward pass in ``bwd`` (checkpointing).
 
-    One more forward pass for the memory of the residue; same outputs and ``(dp, ds)`` (tested). It also
-    makes two lenses that compute one function with different residues comparable by
+    Gradient checkpointing (JAX's ``jax.remat``): one more forward pass for the memory of the residue.
+    Same outputs, same ``(dp, ds)`` (tested equal to the plain lens). ``remat`` each block of a deep
+    model to hold only the blocks' inputs between the passes (:func:`prelens_bench.memory.remat_lm`).
+    It also makes two lenses that compute one function with different residues comparable by
     :func:`~prelens.testing.check_lens_equal`.
 
     >>> from prelens import PreLens
@@ -178,9 +180,12 @@ def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     """The attention matrices of every attention lens in ``model``, read from a residue.
 
-    ``residue`` is what ``model.fwd(p, s)`` returned as its residue (or what :func:`prelens.vjp` closed
-    over). Keys: ``"attention"`` for a bare attention lens, ``"block0.self"``, ``"decoder1.cross"``, ... for
-    models; values ``(batch, heads, T_query, T_key)``.
+    ``residue`` is what ``model.fwd(p, s)`` returned as its residue (or what
+    :func:`prelens.vjp` closed over); nothing is recomputed. Keys name the
+    attention lens: ``"attention"`` for a bare one, ``"block0.self"``,
+    ``"decoder1.cross"``, ... for models. Each value has shape
+    ``(batch, heads, T_query, T_key)`` and rows that sum to 1. Lenses composed
+    with ``>>``, ``@`` and :func:`~prelens.chain` are searched.
 
     >>> import numpy as np
     >>> from prelens.nn import multi_head_attention
