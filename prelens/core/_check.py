@@ -383,15 +383,24 @@ def quick_test(*patterns: Any) -> Callable[..., bool] | None:
     True
     """
     consts: dict[str, Any] = {"ND": _ND}
-    names = [f"x{i}" for i in range(len(patterns))]
-    parts = [_expression(pat, name, consts) for pat, name in zip(patterns, names)]
+    parts = [_expression(pat, f"x{i}", consts) for i, pat in enumerate(patterns)]
     if all(part is None for part in parts):
         return None
-    body = " and ".join(part for part in parts if part is not None)
-    source = f"def test({', '.join(names)}):\n    return {body}\n"
-    exec(source, consts)  # the source is built here from patterns, never from user text
+    return _function(len(parts), [part for part in parts if part is not None], consts)
+
+
+def _function(n: int, tests: list[str], consts: dict[str, Any]) -> Callable[..., bool]:
+    """``test(x0, ..., x<n-1>)``, True when every one of ``tests`` (Python source over ``x0`` ...) holds: compiled
+    from source built here from patterns or skeletons, never from user text."""
+    exec(f"def test({', '.join(f'x{i}' for i in range(n))}):\n    return {' and '.join(tests)}\n", consts)
     test: Callable[..., bool] = consts["test"]
     return test
+
+
+def _item(part: str, var: str, i: int) -> str:
+    """``part``, a test of ``var``'s item ``i`` that starts with ``type(<var>_<i>)``, binding the item there: read
+    once."""
+    return part.replace(f"type({var}_{i})", f"type({var}_{i} := {var}[{i}])", 1)
 
 
 def _expression(pattern: Any, var: str, consts: dict[str, Any]) -> str | None:
@@ -411,10 +420,9 @@ def _expression(pattern: Any, var: str, consts: dict[str, Any]) -> str | None:
         node = f"(type({var}) is tuple or type({var}) is list)"
     tests = [f"{node} and len({var}) == {len(pattern)}"]
     for i, kid in enumerate(pattern):
-        name = f"{var}_{i}"
-        part = _expression(kid, name, consts)
-        if part is not None:  # every test starts with type(name): bind the item there, read it once
-            tests.append(part.replace(f"type({name})", f"type({name} := {var}[{i}])", 1))
+        part = _expression(kid, f"{var}_{i}", consts)
+        if part is not None:
+            tests.append(_item(part, var, i))
     return "(" + " and ".join(tests) + ")"
 
 
@@ -466,16 +474,13 @@ def exact_test(*values: Any) -> Callable[..., bool] | None:
     (True, False, False)
     """
     consts: dict[str, Any] = {"ND": _ND}
-    names = [f"x{i}" for i in range(len(values))]
-    parts = [_exact_expression(v, name, consts, 0) for v, name in zip(values, names)]
+    parts = [_exact_expression(v, f"x{i}", consts, 0) for i, v in enumerate(values)]
     if any(part is None for part in parts) or len(consts) > _EXACT_NODES:
         return None
-    try:  # built here from values' types and shapes, never from user text
-        exec(f"def test({', '.join(names)}):\n    return {' and '.join(map(str, parts))}\n", consts)
+    try:
+        return _function(len(parts), [str(part) for part in parts], consts)
     except (SyntaxError, MemoryError, RecursionError):  # a speed-up never fails a run: no test, then
         return None
-    test: Callable[..., bool] = consts["test"]
-    return test
 
 
 #: The most places an exact test compares (past it, it would cost what the per-call tests it replaces do),
@@ -498,7 +503,7 @@ def _exact_expression(value: Any, var: str, consts: dict[str, Any], depth: int) 
         part = _exact_expression(kid, f"{var}_{i}", consts, depth + 1)
         if part is None:
             return None
-        tests.append(part.replace(f"type({var}_{i})", f"type({var}_{i} := {var}[{i}])", 1))
+        tests.append(_item(part, var, i))
     return "(" + " and ".join(tests) + ")"
 
 
@@ -635,14 +640,19 @@ class _Seen:
 #: Up to this many distinct ``(p, s, a)`` shapes are kept per lens until its first backward pass.
 _KEPT = 64
 
+
+class _Flag(threading.local):
+    on = False  # off in every thread until set
+
+
 #: Set (per thread) while the trace runs a forward pass whose residue a backward pass may read, and its pullback.
-_RECORDING = threading.local()
+_RECORDING = _Flag()
 
 
 @contextmanager
 def recording() -> Iterator[None]:
     """Let the lenses run in this block record what their forward passes were given (the trace's ``vjp``)."""
-    before = getattr(_RECORDING, "on", False)
+    before = _RECORDING.on
     _RECORDING.on = True
     try:
         yield
@@ -652,15 +662,10 @@ def recording() -> Iterator[None]:
 
 Pass = Callable[[Any, Any], Any]
 
-
-class _Trusted(threading.local):
-    on = False  # the default in every thread
-
-
 #: Set (per thread) while the trace reruns a model on the skeleton of a run it checked in full: every part
 #: then meets the containers, dtypes and shapes it was checked on (scalars: their types), and skips its per-call
 #: tests.
-TRUSTED = _Trusted()
+TRUSTED = _Flag()
 
 
 def trusting(on: bool, run: Pass, x: Any, y: Any) -> Any:
@@ -700,7 +705,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
                 out = _pair(name, out, "fwd", "(m, a) (residue, output)")
                 if not leaf:
                     seen.checked = True
-                elif getattr(_RECORDING, "on", False):
+                elif _RECORDING.on:
                     _remember(seen, p, s, out[1])
         except E.PrelensError as err:
             raise _from(owner(), err) from err.__cause__
@@ -718,7 +723,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
                 raise diagnosed(name(), expects, "backward", exc, m, da, ties=leaf) from exc
             if not seen.checked:
                 out = _pair(name, out, "bwd", "(dp, ds)")
-                if seen.given and getattr(_RECORDING, "on", False):  # a pullback of the trace: checked against
+                if seen.given and _RECORDING.on:  # a pullback of the trace: checked against
                     # the forward passes it recorded (a bare bwd may answer a bare fwd that was not recorded)
                     _check_deltas(name(), expects, seen, da, out)
                     seen.checked, seen.given = True, []
