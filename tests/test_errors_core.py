@@ -321,3 +321,55 @@ def test_a_model_nested_deeper_than_python_parses_reruns_checked_without_an_exac
         _, pullback = vjp(model, params, x)
         pullback(np.ones((1, 2)))
     assert model.__dict__.get(_trace._CHECKED, ()) == ()
+
+
+def test_a_trusted_rerun_that_fails_on_its_values_is_diagnosed_as_a_checked_run_is():
+    from prelens.nn import linear
+
+    def picky_bwd(m: Any, da: Any) -> Any:
+        if (da < 0).any():
+            raise ValueError("negative delta")
+        return (), da
+
+    def build() -> PreLens:
+        picky = PreLens(lambda p, s: ((), s), picky_bwd, name="picky")
+        return token_embedding(5, 3) >> linear(3, 2) >> picky
+
+    model = build()
+    params, ids = model.init(0), np.array([[0, 1], [2, 3]])
+    for _ in range(3):  # checked, checked (the exact test made), trusted
+        vjp(model, params, ids)[1](np.ones((2, 2, 2)))
+
+    def message(lens: PreLens, ids: Any, da: Any) -> str:
+        with pytest.raises(Exception) as info:
+            vjp(lens, params, ids)[1](da)
+        return str(info.value)
+
+    bad_ids, bad_delta = np.array([[0, 1], [2, 7]]), -np.ones((2, 2, 2))
+    for bad in ((bad_ids, np.ones((2, 2, 2))), (ids, bad_delta)):
+        trusted, fresh = message(model, *bad), message(build(), *bad)
+        assert trusted == fresh and ("token_embedding" in fresh or "picky" in fresh)
+
+
+def test_a_trusted_rerun_runs_the_parts_of_chains_products_and_named_composites_without_their_guards():
+    import sys
+
+    from prelens.core import tree_allclose
+    from prelens.nn import mlp, mse
+
+    callers: list[str] = []
+
+    def fwd(p: Any, s: Any) -> Any:
+        callers.append(sys._getframe(1).f_code.co_name)
+        return (), s
+
+    probe = PreLens(fwd, lambda m, da: ((), da), name="probe")
+    model = (chain(probe, mlp(3, [4, 2])) @ probe).named("pair") >> (probe @ id_pre_lens)
+    p, x, da = model.init(0), (np.ones((5, 3)), np.ones(2)), (np.ones((5, 2)), np.ones(2))
+    runs = [vjp(model, p, x)[1](da) for _ in range(3)]  # checked, checked (its exact test made), trusted
+    assert callers[:6] == ["checked_fwd"] * 6 and callers[6:] == ["fwd"] * 3  # called by chain, @ and >>
+    assert tree_allclose(runs[0], runs[2], rtol=0)
+    net = mlp(3, [4, 2])
+    trained, params = net >> mse, (np.zeros((5, 2)), net.init(0))
+    grads = [vjp(trained, params, np.ones((5, 3)))[1](1.0) for _ in range(3)]
+    assert tree_allclose(grads[0], grads[2], rtol=0) and _trace._UNGUARDED in trained.__dict__

@@ -18,7 +18,7 @@ import numpy as np
 from prelens import errors as E
 from prelens.core import _args
 from prelens.core._check import LIKE_OUTPUT, Expects
-from prelens.core._lens import AnyLens, PreLens, as_lens
+from prelens.core._lens import AnyLens, Passes, PreLens, as_lens, built_of
 from prelens.core._registry import constructor
 from prelens.core._tree import tree_sum
 
@@ -148,8 +148,16 @@ def chain(*lenses: AnyLens) -> AnyLens:
     if not lenses:
         raise E.ArgumentError("chain: needs at least one lens")
     parts = tuple(as_lens("chain", f"part {i}", lens) for i, lens in enumerate(lenses))
-    fwds = [lens.fwd for lens in parts]
-    bwds = [lens.bwd for lens in reversed(parts)]
+    inits = [lens.init_fn for lens in parts]
+    init = _list_init(inits) if all(i is not None for i in inits) else None  # type: ignore[arg-type]
+    expects = Expects([lens.expects.params for lens in parts], parts[0].expects.input, parts[-1].expects.delta)
+    return built_of(_chained, parts, f"chain({', '.join(map(repr, parts))})", init, "chain", expects)
+
+
+def _chained(*passes: Passes) -> Passes:
+    """The passes of ``chain`` from those of its parts."""
+    fwds = [f for f, _ in passes]
+    bwds = [b for _, b in reversed(passes)]
 
     def fwd(ps: list[Any], s: Any) -> tuple[list[Any], Any]:
         ms = []
@@ -166,10 +174,7 @@ def chain(*lenses: AnyLens) -> AnyLens:
         dps.reverse()
         return dps, da
 
-    inits = [lens.init_fn for lens in parts]
-    init = _list_init(inits) if all(i is not None for i in inits) else None  # type: ignore[arg-type]
-    expects = Expects([lens.expects.params for lens in parts], parts[0].expects.input, parts[-1].expects.delta)
-    return PreLens(fwd, bwd, f"chain({', '.join(map(repr, parts))})", init, "chain", parts, expects)
+    return fwd, bwd
 
 
 def _copy_fwd(p: tuple[()], s: Any) -> tuple[tuple[()], tuple[Any, Any]]:

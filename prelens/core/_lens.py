@@ -118,7 +118,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         >>> id_pre_lens.named("wire")
         wire
         """
-        return replace(self, name=_args.name("named", "name", name), op="", parts=self.parts or (self,))
+        return renamed(self, _args.name("named", "name", name), op="", parts=self.parts or (self,))
 
     def __rshift__(
         self, other: PreLens[B, DB, N, DN, Q, DQ, A, DA]
@@ -255,6 +255,39 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
 
 AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
 
+#: A lens's two passes, ``(fwd, bwd)``.
+Passes = tuple[Callable[..., Any], Callable[..., Any]]
+#: Where a composite keeps the function that makes its passes from its parts' (``>>``, ``@``, ``chain``).
+_BUILD = "_prelens_build"
+
+
+def built_of(
+    build: Callable[..., Passes], parts: tuple[AnyLens, ...], name: str, init: Any, op: str, expects: Expects
+) -> AnyLens:
+    """The composite whose passes ``build(*passes of parts)`` makes from its parts' (checked) passes; it keeps
+    ``build``, so that :func:`unguarded` can make them again from its parts' unguarded ones."""
+    lens = PreLens(*build(*((q.fwd, q.bwd) for q in parts)), name, init, op, parts, expects)
+    lens.__dict__[_BUILD] = build
+    return lens
+
+
+def renamed(lens: AnyLens, name: str, **changes: Any) -> AnyLens:
+    """``lens`` under another name (and ``changes`` of its other fields but its passes), keeping how its passes
+    are built from its parts while it keeps them."""
+    new = replace(lens, name=name, **changes)
+    if _BUILD in lens.__dict__ and new.parts is lens.parts:
+        new.__dict__[_BUILD] = lens.__dict__[_BUILD]
+    return new
+
+
+def unguarded(lens: AnyLens, depth: int = 0) -> Passes:
+    """``lens``'s passes without its guard, and without its parts' where it is built by :func:`built_of`
+    (nesting up to 64 deep): what the trace reruns on a skeleton it checked in full."""
+    build = lens.__dict__.get(_BUILD)
+    if build is None or depth >= 64:
+        return getattr(lens.fwd, "__wrapped__", lens.fwd), getattr(lens.bwd, "__wrapped__", lens.bwd)
+    return build(*(unguarded(q, depth + 1) for q in lens.parts))  # type: ignore[no-any-return]
+
 
 def as_lens(fn: str, what: str, value: Any) -> AnyLens:
     """``value`` if it is a :class:`PreLens`, else an error naming ``fn`` and ``what``."""
@@ -312,23 +345,30 @@ def pre_compose(
     (((), ()), 11.0)
     """
     f, g = as_lens(">>", "the first lens", f), as_lens(">>", "the second lens", g)
-    f_fwd, f_bwd, g_fwd, g_bwd = f.fwd, f.bwd, g.fwd, g.bwd
+    name = f"{_wrap(f, '>>', 'left')} >> {_wrap(g, '>>', 'right')}"
+    expects = Expects(params=(g.expects.params, f.expects.params), input=f.expects.input, delta=g.expects.delta)
+    init = _pair_init(f.init_fn, g.init_fn, flip=True)
+    return built_of(_sequential, (f, g), name, init, ">>", expects)
 
-    def fwd(p: tuple[Q, P], s: S) -> tuple[tuple[M, N], A]:
+
+def _sequential(f: Passes, g: Passes) -> Passes:
+    """The passes of ``f >> g`` from those of ``f`` and ``g``."""
+    f_fwd, f_bwd = f
+    g_fwd, g_bwd = g
+
+    def fwd(p: tuple[Any, Any], s: Any) -> tuple[tuple[Any, Any], Any]:
         p_g, p_f = p
         m_f, b = f_fwd(p_f, s)
         m_g, a = g_fwd(p_g, b)
         return (m_f, m_g), a
 
-    def bwd(dm: tuple[DM, DN], da: DA) -> tuple[tuple[DQ, DP], DS]:
+    def bwd(dm: tuple[Any, Any], da: Any) -> tuple[tuple[Any, Any], Any]:
         dm_f, dm_g = dm
         dp_g, db = g_bwd(dm_g, da)
         dp_f, ds = f_bwd(dm_f, db)
         return (dp_g, dp_f), ds
 
-    name = f"{_wrap(f, '>>', 'left')} >> {_wrap(g, '>>', 'right')}"
-    expects = Expects(params=(g.expects.params, f.expects.params), input=f.expects.input, delta=g.expects.delta)
-    return PreLens(fwd, bwd, name, _pair_init(f.init_fn, g.init_fn, flip=True), ">>", (f, g), expects)
+    return fwd, bwd
 
 
 #: The type of ``f @ g`` (:func:`prod_lens`): every slot paired ``(left, right)``.
@@ -360,24 +400,31 @@ def prod_lens(
     (((), ()), (-1.0, 2.0))
     """
     f, g = as_lens("@", "the left lens", f), as_lens("@", "the right lens", g)
-    f_fwd, f_bwd, g_fwd, g_bwd = f.fwd, f.bwd, g.fwd, g.bwd
+    name = f"{_wrap(f, '@', 'left')} @ {_wrap(g, '@', 'right')}"
+    fe, ge = f.expects, g.expects
+    expects = Expects(params=(fe.params, ge.params), input=(fe.input, ge.input), delta=(fe.delta, ge.delta))
+    init = _pair_init(f.init_fn, g.init_fn, flip=False)
+    return built_of(_parallel, (f, g), name, init, "@", expects)
 
-    def fwd(p: tuple[P, P2], s: tuple[S, S2]) -> tuple[tuple[M, M2], tuple[A, A2]]:
+
+def _parallel(f: Passes, g: Passes) -> Passes:
+    """The passes of ``f @ g`` from those of ``f`` and ``g``."""
+    f_fwd, f_bwd = f
+    g_fwd, g_bwd = g
+
+    def fwd(p: tuple[Any, Any], s: tuple[Any, Any]) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
         (p1, p2), (s1, s2) = p, s
         m1, a1 = f_fwd(p1, s1)
         m2, a2 = g_fwd(p2, s2)
         return (m1, m2), (a1, a2)
 
-    def bwd(dm: tuple[DM, DM2], da: tuple[DA, DA2]) -> tuple[tuple[DP, DP2], tuple[DS, DS2]]:
+    def bwd(dm: tuple[Any, Any], da: tuple[Any, Any]) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
         (dm1, dm2), (da1, da2) = dm, da
         dp1, ds1 = f_bwd(dm1, da1)
         dp2, ds2 = g_bwd(dm2, da2)
         return (dp1, dp2), (ds1, ds2)
 
-    name = f"{_wrap(f, '@', 'left')} @ {_wrap(g, '@', 'right')}"
-    fe, ge = f.expects, g.expects
-    expects = Expects(params=(fe.params, ge.params), input=(fe.input, ge.input), delta=(fe.delta, ge.delta))
-    return PreLens(fwd, bwd, name, _pair_init(f.init_fn, g.init_fn, flip=False), "@", (f, g), expects)
+    return fwd, bwd
 
 
 def _identity_fwd(p: tuple[()], s: Any) -> tuple[tuple[()], Any]:

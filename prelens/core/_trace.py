@@ -22,7 +22,7 @@ from typing import Any
 
 from prelens import errors as E
 from prelens.core._check import diagnosed, exact_test, misfit, recording, trusting
-from prelens.core._lens import AnyLens, PreLens
+from prelens.core._lens import AnyLens, PreLens, unguarded
 
 
 @functools.singledispatch
@@ -105,7 +105,7 @@ def _run_fwd(lens: AnyLens, p: Any, s: Any, record: bool) -> tuple[Any, Any, Cal
         if state == DELTAS:
             for fits, da_fits in memo.get(_CHECKED, ()):
                 if fits(p, s):
-                    return (*trusting(True, lens.fwd, p, s), da_fits)
+                    return (*_trusted(lens, 0, p, s), da_fits)
             return (*trusting(False, lens.fwd, p, s), None)
         with recording() if record else nullcontext():
             return (*trusting(False, lens.fwd, p, s), None)
@@ -124,7 +124,7 @@ def _pullback(
         out: tuple[Any, Any]
         try:
             if rerun:
-                out = trusting(trusted, bwd, m, da)
+                out = _trusted(lens, 1, m, da) if trusted else trusting(False, bwd, m, da)
             else:  # the parts check their deltas against the forward passes they recorded
                 with recording():
                     out = trusting(False, bwd, m, da)
@@ -138,8 +138,25 @@ def _pullback(
     return pullback
 
 
+def _trusted(lens: AnyLens, which: int, x: Any, y: Any) -> Any:
+    """Pass ``which`` (0: ``fwd``, 1: ``bwd``) of ``lens`` on arguments of a skeleton it was checked on in full,
+    without the parts' guards (:func:`unguarded`, made once); should it fail, the checked pass runs again (the
+    passes are pure), so that the part that fails names itself, and else the first failure stands."""
+    passes = lens.__dict__.get(_UNGUARDED)
+    if passes is None:
+        passes = lens.__dict__[_UNGUARDED] = unguarded(lens)
+    try:
+        return trusting(True, passes[which], x, y)
+    except Exception:
+        trusting(False, lens.bwd if which else lens.fwd, x, y)
+        raise
+
+
+#: Where a lens keeps its passes without guards (:func:`unguarded`), made on its first trusted rerun.
+_UNGUARDED = "_prelens_trace_unguarded"
+
 #: The exact tests (``exact_test``) of the ``(p, s)`` and ``da`` of the last few runs checked in full, in the
-#: lens's ``__dict__``: a rerun on one of these skeletons skips its parts' per-call tests.
+#: lens's ``__dict__``: a rerun on one of these skeletons runs without its parts' checks.
 _CHECKED = "_prelens_trace_checked"
 _KEEP_CHECKED = 4
 #: A lens whose runs keep changing skeleton (a new sequence length each batch) stops making tests after this many.

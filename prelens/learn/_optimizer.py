@@ -378,16 +378,16 @@ def map_leaves(
         raise diagnose(opt, params, others, names) from None
 
 
-#: Named tuple classes seen so far (so the check is one set lookup per node).
-NAMEDTUPLES: set[type] = set()
+#: The node classes seen so far: tuple, list and named tuples (so the check is one set lookup per node).
+NODES: set[type] = {tuple, list}
 
 
 def is_node(cls: type) -> bool:
     """A tuple, a list or a named tuple class: the nodes a walk rebuilds."""
-    if cls is tuple or cls is list or cls in NAMEDTUPLES:
+    if cls in NODES:
         return True
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        NAMEDTUPLES.add(cls)
+        NODES.add(cls)
         return True
     return False
 

@@ -26,6 +26,7 @@ from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.core._tree import tree_leaves, tree_map
 from prelens.learn._optimizer import (
+    NODES,
     AdagradState,
     AdamState,
     Mismatch,
@@ -88,7 +89,7 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
     """SGD's numpy fast path: a node steps its float array children inline (``g·(−lr) + p``, the same
     numbers as the last line's leaf formula); every other leaf and node takes :func:`walk`."""
     cls = type(p)
-    if cls is not np.ndarray and is_node(cls) and type(g) is cls and len(g) == len(p):
+    if (cls in NODES or (cls is not np.ndarray and is_node(cls))) and type(g) is cls and len(g) == len(p):
         children = []
         for c, d in zip(p, g):
             if type(c) is np.ndarray is type(d) and c.ndim and d.dtype is c.dtype and d.shape == c.shape:

@@ -280,9 +280,14 @@ def _dense(
         w, b = p
         # The residue keeps copies of what bwd reads from x and W (the caller may write into
         # them after this pass); z is ours. Without ds, bwd reads only W's shape: no copy.
-        z = matmul(x, w)
-        z += b  # z is ours: add the bias in place (a JAX array is rebound, not written)
-        m = (copy(x) if copy_input else x), (copy(w) if input_delta else w), z
+        if type(x) is np.ndarray is type(w) and x.ndim == 2:  # numpy rows: no helper calls (the small MLP)
+            z = np.dot(x, w)
+            z += b
+            m = (x.copy() if copy_input else x), (w.copy() if input_delta else w), z
+        else:
+            z = matmul(x, w)
+            z += b  # z is ours: add the bias in place (a JAX array is rebound, not written)
+            m = (copy(x) if copy_input else x), (copy(w) if input_delta else w), z
         if apply is None:
             return m, z
         return m, (apply(z) if type(z) is np.ndarray else apply_any(z))  # type: ignore[misc]

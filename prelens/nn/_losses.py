@@ -66,11 +66,13 @@ _LIKE_INPUT = Arr(T, B)
 _LOGITS, _LABELS, _DATA_LABELS = Arr(T, B, "classes"), Arr(INT, B), Arr(INT, Same("B", data=True))
 
 
-def _factor(da: Any, like: Any) -> Any:
-    """A loss's output delta as a factor for ``like``'s arrays: a number stays a Python float (weakly typed in
-    every library); a 0-d array, perhaps traced, becomes ``like``'s dtype."""
+def _factor(lens: str, da: Any, like: Any) -> Any:
+    """The output delta of the loss ``lens`` (a real number or 0-d array, else an error) as a factor for
+    ``like``'s arrays: a number stays a Python float (weakly typed in every library); a 0-d array, perhaps
+    traced, becomes ``like``'s dtype."""
     if type(da) is float:  # training's seed
         return da
+    da = scalar_delta(lens, da)
     if is_array(da) and same_library(da, like):
         return namespace(like).astype(da, like.dtype)
     return float(da)
@@ -100,7 +102,7 @@ def _sq_fwd(g: Array, s: Array) -> tuple[PairResidue, Scalar]:
 
 def _sq_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
     g, s = m
-    ds = (s - g) * _factor(scalar_delta("squared_distance", da), s)
+    ds = (s - g) * _factor("squared_distance", da, s)
     return -ds, ds  # (dg, ds) = (−ds, da·(s − g))
 
 
@@ -126,7 +128,7 @@ def _mse_fwd(g: Array, s: Array) -> tuple[Array, Scalar]:
 
 
 def _mse_bwd(m: Array, da: Any) -> tuple[Array, Array]:
-    ds = m * (2.0 / _count(tuple(m.shape)) * _factor(scalar_delta("mse", da), m))
+    ds = m * (2.0 / _count(tuple(m.shape)) * _factor("mse", da, m))
     return -ds, ds
 
 
@@ -202,7 +204,7 @@ def _ce_fwd(y: Array, s: Array) -> tuple[PairResidue, Scalar]:
 
 def _ce_bwd(m: PairResidue, da: Any) -> tuple[Array, Array]:
     probs, y = m
-    ds = _logits_delta(probs, y, _factor(scalar_delta(_CE, da), probs) / _count(tuple(y.shape)))
+    ds = _logits_delta(probs, y, _factor(_CE, da, probs) / _count(tuple(y.shape)))
     return namespace(y).zeros_like(y), ds  # the labels are data: their delta is zero
 
 
@@ -267,7 +269,7 @@ def token_cross_entropy(*, ignore_index: int = -1) -> AnyLens:
 
     def bwd(m: CrossEntropyResidue, da: Any) -> tuple[Array, Array]:
         probs, labels, weight = m
-        ds = _logits_delta(probs, labels, (weight * _factor(scalar_delta(name, da), probs))[..., None])
+        ds = _logits_delta(probs, labels, (weight * _factor(name, da, probs))[..., None])
         return namespace(labels).zeros_like(labels), ds  # the labels are data: their delta is zero
 
     logits = Arr(T, B, "vocab")

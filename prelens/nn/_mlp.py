@@ -15,7 +15,6 @@ mlp(784→256→128→10, tanh)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy.typing as npt
 from prelens import errors as E
 from prelens.core import _args as A
 from prelens.core._combinators import chain
-from prelens.core._lens import PreLens
+from prelens.core._lens import PreLens, renamed
 from prelens.core._registry import constructor
 from prelens.nn._activations import Activation, resolve_activation, tanh
 from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
@@ -83,4 +82,4 @@ def mlp(
         f"{'' if input_delta else ', input_delta=False'})"
     )
     # Keep chain's op and parts (summaries open it up); only the name is the MLP's.
-    return replace(chain(*layers), name=name)
+    return renamed(chain(*layers), name)
