@@ -300,13 +300,23 @@ def _mask(tq: int, tk: int, dt: np.dtype[Any] | None = None) -> Array:
     return found
 
 
+#: From this many keys on, numpy's forward pass subtracts the softmax's shift inside the scores' product
+#: (docs/performance.md: on shorter rows the extra column of the product costs more than the pass it saves).
+FOLD_KEYS = 128
+
+
 def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | None = None) -> Array:
     """:func:`_weights` of numpy arrays: one ``T×T`` array (``out`` if given), made by the scores' product and
     turned into the weights in place."""
-    qs = np.multiply(q, scale)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
-    kt = _transposed(k)
-    s = np.matmul(qs, kt, out=out)
-    tq, tk = s.shape[-2:]
+    d, tq, tk = q.shape[-1], q.shape[-2], k.shape[-2]
+    s = np.empty((*q.shape[:-1], tk), q.dtype) if out is None else out
+    # On long rows Q and Kᵀ get one more column (row) for the softmax's shift, which the product then
+    # subtracts: a pass over the scores less (a row-wise broadcast costs numpy two or three plain passes).
+    fold = tk >= FOLD_KEYS
+    qa, ka = np.empty((*q.shape[:-1], d + fold), q.dtype), np.empty((*k.shape[:-2], d + fold, tk), k.dtype)
+    qs, kt = qa[..., :d], ka[..., :d, :]
+    np.multiply(q, scale, out=qs)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
+    kt[...] = k.swapaxes(-1, -2)
     # The softmax's shift, per row: not the row's maximum (a slow search over short rows) but
     # Cauchy-Schwarz's bound on it, |Q_i/√d_k|·max_j |K_j| over the keys row i sees (two passes
     # over Q and K, the small arrays; a running maximum under the mask, so that no row depends
@@ -321,9 +331,15 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
     else:
         shift *= row_max(kk)[..., None]
     np.sqrt(shift, out=shift)
-    fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
-    if fast:
+    fast = q.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
+    if fast and fold:
+        np.negative(shift, out=qa[..., d])
+        ka[..., d, :] = 1
+        np.matmul(qa, ka, out=s)  # Q Kᵀ / √d_k − shift
+    elif fast:
+        np.matmul(qs, kt, out=s)
         s -= shift[..., None]
+    if fast:
         _exp(s, causal)
         total = row_sum(s)
         fast = not total.size or total.min() >= 1e-18

@@ -82,6 +82,27 @@ def test_it_is_a_correct_derivative_and_pure(causal, scale):
     check_pure(lens, (), qkv(rng, (2,), 3, 5, 3, 2, scale=scale), rng=rng)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_shift_inside_the_scores_product_equals_the_pass_that_subtracts_it(monkeypatch, causal, dtype):
+    rng = np.random.default_rng(5)
+    fused, chained = scaled_dot_product_attention(4, causal=causal), composed(4, causal)
+    tol = {"rtol": 1e-9, "atol": 1e-12} if dtype == np.float64 else {"rtol": 1e-5, "atol": 1e-6}
+    for x in (
+        qkv(rng, (2, 3), 7, 9, 4, 3, dtype),
+        qkv(rng, (2,), 9, 7, 4, 3, dtype),
+        qkv(rng, (2,), 6, 6, 4, 3, dtype, 1e8),
+    ):
+        monkeypatch.setattr(dot_attention, "FOLD_KEYS", 10**9)
+        apart = fused.fwd((), x)
+        monkeypatch.setattr(dot_attention, "FOLD_KEYS", 1)
+        inside = fused.fwd((), x)
+        assert tree_allclose(inside, apart, **tol) and np.isfinite(inside[1]).all()
+        assert np.allclose(inside[1], chained.fwd(units(causal), x)[1], **tol)
+    if dtype == np.float64:
+        check_vjp(fused, (), qkv(rng, (2,), 5, 5, 4, 2), rng=rng)
+
+
 def test_huge_and_non_finite_scores_take_the_exact_path():
     rng = np.random.default_rng(2)
     for causal in (False, True):
