@@ -161,9 +161,12 @@ def _timed_lenses(clock: _Clock) -> Iterator[None]:
     saved = [(v, v.fwd, v.bwd) for v in values.values()]
     original = _lens.PreLens.__post_init__
 
+    made: list[Any] = []
+
     def post_init(self: Any) -> None:
         original(self)
         wrap_lens(self)
+        made.append(self)
 
     try:
         for v in values.values():
@@ -175,6 +178,9 @@ def _timed_lenses(clock: _Clock) -> Iterator[None]:
         for v, fwd, bwd in saved:
             object.__setattr__(v, "fwd", fwd)
             object.__setattr__(v, "bwd", bwd)
+        # Without their builders the trace's trusted reruns run these lenses' timed passes (core._lens.unguarded).
+        for lens in made:
+            lens.__dict__.pop(_lens._BUILD, None)
 
 
 def _trained(case: PeerCase) -> Any:
