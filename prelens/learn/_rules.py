@@ -89,6 +89,7 @@ def _sgd_walk(p: Tree, g: Tree, neg_lr: Any, steps: dict[Any, np.ndarray]) -> Tr
     """SGD's numpy fast path: a node steps its float array children inline (``g·(−lr) + p``, the same
     numbers as the last line's leaf formula); every other leaf and node takes :func:`walk`."""
     cls = type(p)
+    # A node seen before is one set lookup, without a call (the small model's step is mostly this walk).
     if (cls in NODES or (cls is not np.ndarray and is_node(cls))) and type(g) is cls and len(g) == len(p):
         children = []
         for c, d in zip(p, g):
