@@ -280,11 +280,15 @@ def renamed(lens: AnyLens, name: str, **changes: Any) -> AnyLens:
     return new
 
 
+#: How deep :func:`unguarded` follows builders (a deeper part keeps its parts' guards: the passes nest no deeper).
+_UNGUARDED_DEPTH = 64
+
+
 def unguarded(lens: AnyLens, depth: int = 0) -> Passes:
     """``lens``'s passes without its guard, and without its parts' where it is built by :func:`built_of`
-    (nesting up to 64 deep): what the trace reruns on a skeleton it checked in full."""
+    (nesting up to :data:`_UNGUARDED_DEPTH` deep): what the trace reruns on a skeleton it checked in full."""
     build = lens.__dict__.get(_BUILD)
-    if build is None or depth >= 64:
+    if build is None or depth >= _UNGUARDED_DEPTH:
         return getattr(lens.fwd, "__wrapped__", lens.fwd), getattr(lens.bwd, "__wrapped__", lens.bwd)
     return build(*(unguarded(q, depth + 1) for q in lens.parts))  # type: ignore[no-any-return]
 

@@ -332,14 +332,14 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
         shift *= row_max(kk)[..., None]
     np.sqrt(shift, out=shift)
     fast = q.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
-    if fast and fold:
-        np.negative(shift, out=qa[..., d])
-        ka[..., d, :] = 1
-        np.matmul(qa, ka, out=s)  # Q Kᵀ / √d_k − shift
-    elif fast:
-        np.matmul(qs, kt, out=s)
-        s -= shift[..., None]
     if fast:
+        if fold:
+            np.negative(shift, out=qa[..., d])
+            ka[..., d, :] = 1
+            np.matmul(qa, ka, out=s)  # Q Kᵀ / √d_k − shift
+        else:
+            np.matmul(qs, kt, out=s)
+            s -= shift[..., None]
         _exp(s, causal)
         total = row_sum(s)
         fast = not total.size or total.min() >= 1e-18
