@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -52,24 +54,27 @@ def qkv(rng, lead, tq, tk, dk, dv, dtype=np.float64, scale=1.0):
     st.integers(1, 4),
     st.integers(1, 3),
     seeds(),
+    st.sampled_from([1, dot_attention.FOLD_KEYS]),
 )
-def test_the_fused_lens_equals_the_four_lenses_composed(causal, lead, tq, tk, dk, dv, seed):
+def test_the_fused_lens_equals_the_four_lenses_composed(causal, lead, tq, tk, dk, dv, seed, fold_keys):
     """Same outputs and deltas, on any leading axes and any T_q, T_k (more queries than keys
-    too: the first rows are then wholly hidden and get uniform weights, in both)."""
+    too: the first rows are then wholly hidden and get uniform weights, in both), with the softmax's
+    shift inside the scores' product (``FOLD_KEYS`` 1) or subtracted after it."""
     rng = np.random.default_rng(seed)
     x = qkv(rng, lead, tq, tk, dk, dv)
-    check_lens_equal(
-        "attention's four lenses = scaled_dot_product_attention",
-        remat(composed(dk, causal)),
-        remat(scaled_dot_product_attention(dk, causal=causal)),
-        units(causal),
-        x,
-        p_iso=lambda p: (),
-        m_iso=lambda m: ((), m[1]),
-        rng=rng,
-        rtol=1e-9,
-        atol=1e-12,
-    )
+    with mock.patch.object(dot_attention, "FOLD_KEYS", fold_keys):
+        check_lens_equal(
+            "attention's four lenses = scaled_dot_product_attention",
+            remat(composed(dk, causal)),
+            remat(scaled_dot_product_attention(dk, causal=causal)),
+            units(causal),
+            x,
+            p_iso=lambda p: (),
+            m_iso=lambda m: ((), m[1]),
+            rng=rng,
+            rtol=1e-9,
+            atol=1e-12,
+        )
 
 
 @pytest.mark.parametrize("causal", [False, True])
