@@ -239,18 +239,20 @@ def _causal_attention(q: Array, k: Array, v: Array, scale: float) -> tuple[Array
     """The weights ``A`` and the output ``A V`` of numpy arrays under a causal mask, a block of rows at a time
     (and, with leading axes, a few of their first indices at a time, so that a block's scores stay in cache):
     each block is the attention of its queries to the keys they see (the same mask, offset by ``r0``), written
-    into ``A``'s rows, whose hidden rest is set to 0."""
-    tq, tk = q.shape[-2], k.shape[-2]
+    into ``A``'s rows, whose hidden rest is set to 0. The factors of the scores' product are made once for
+    every block of rows (a row's shift does not depend on its block)."""
+    d, tq, tk = q.shape[-1], q.shape[-2], k.shape[-2]
     a = np.empty((*q.shape[:-1], tk), q.dtype)
     out = _weighted_buffer(a, v)
     n = q.shape[0] if q.ndim > 2 else 1
     step = max(1, BLOCK_BYTES * n * tq // (ROWS * a.nbytes))  # first indices per block
     for i in range(0, n, step):
         at = slice(i, i + step) if q.ndim > 2 else slice(None)
+        qa, ka, shift = _factors(q[at], k[at], True, scale)
         ai, oi = a[at], out[at]
         for r0, r1, c in _row_blocks(tq, tk):
             rows = ai[..., r0:r1, :]
-            _numpy_weights(q[at][..., r0:r1, :], k[at][..., :c, :], True, scale, out=rows[..., :c])
+            _weights_into(rows[..., :c], qa[..., r0:r1, :], ka[..., :c], shift[..., r0:r1], d, True)
             rows[..., c:] = 0
             np.matmul(rows[..., :c], v[at][..., :c, :], out=oi[..., r0:r1, :])
     return a, out
@@ -305,25 +307,29 @@ def _mask(tq: int, tk: int, dt: np.dtype[Any] | None = None) -> Array:
 FOLD_KEYS = 128
 
 
-def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | None = None) -> Array:
-    """:func:`_weights` of numpy arrays: one ``T×T`` array (``out`` if given), made by the scores' product and
-    turned into the weights in place."""
+def _numpy_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
+    """:func:`_weights` of numpy arrays: one ``T×T`` array, made by the scores' product and turned into the
+    weights in place."""
+    s = np.empty((*q.shape[:-1], k.shape[-2]), q.dtype)
+    _weights_into(s, *_factors(q, k, causal, scale), q.shape[-1], causal)
+    return s
+
+
+def _factors(q: Array, k: Array, causal: bool, scale: float) -> tuple[Array, Array, Array]:
+    """The factors of the scores' product, ``Q/√d_k`` and ``Kᵀ``, and the softmax's shift per row; from
+    :data:`FOLD_KEYS` keys on with one more column of ``Q`` (``−shift``) and row of ``Kᵀ`` (ones), so that the
+    product subtracts the shift (a row-wise broadcast costs numpy two or three plain passes over the scores).
+
+    The shift is not a row's maximum (a slow search over short rows) but Cauchy-Schwarz's bound on it,
+    ``|Q_i/√d_k|·max_j |K_j|`` over the keys row ``i`` sees: two passes over ``Q`` and ``K``, the small arrays,
+    and a running maximum under the mask, so that no row depends on a later key, even in its rounding (and
+    a block of rows gets the shifts the whole would). ``exp`` then never overflows."""
     d, tq, tk = q.shape[-1], q.shape[-2], k.shape[-2]
-    s = np.empty((*q.shape[:-1], tk), q.dtype) if out is None else out
-    # On long rows Q and Kᵀ get one more column (row) for the softmax's shift, which the product then
-    # subtracts: a pass over the scores less (a row-wise broadcast costs numpy two or three plain passes).
     fold = tk >= FOLD_KEYS
     qa, ka = np.empty((*q.shape[:-1], d + fold), q.dtype), np.empty((*k.shape[:-2], d + fold, tk), k.dtype)
-    qs, kt = qa[..., :d], ka[..., :d, :]
+    qs = qa[..., :d]
     np.multiply(q, scale, out=qs)  # scale Q, the smaller factor (T_q·d_k < T_q·T_k)
-    kt[...] = k.swapaxes(-1, -2)
-    # The softmax's shift, per row: not the row's maximum (a slow search over short rows) but
-    # Cauchy-Schwarz's bound on it, |Q_i/√d_k|·max_j |K_j| over the keys row i sees (two passes
-    # over Q and K, the small arrays; a running maximum under the mask, so that no row depends
-    # on a later key even in its rounding). exp then never overflows; a bound so far above a
-    # row's maximum that the row's sum underflows (below 1e-18), or scores beyond 1e13 (where
-    # s + MASKED stops being MASKED exactly), or a row whose keys are all hidden, send the pass
-    # to the exact maximum below.
+    ka[..., :d, :] = k.swapaxes(-1, -2)
     shift = row_sum(qs * qs)
     kk = row_sum(k * k)
     if causal and tq <= tk:
@@ -331,20 +337,28 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
     else:
         shift *= row_max(kk)[..., None]
     np.sqrt(shift, out=shift)
-    fast = q.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
+    if fold:
+        np.negative(shift, out=qa[..., d])
+        ka[..., d, :] = 1
+    return qa, ka, shift
+
+
+def _weights_into(s: Array, qa: Array, ka: Array, shift: Array, d: int, causal: bool) -> None:
+    """The weights of the rows of ``qa`` against the keys (columns) of ``ka`` (:func:`_factors`), written into
+    ``s``. A shift so far above a row's maximum that the row's sum underflows (below 1e-18), or scores beyond
+    1e13 (where ``s + MASKED`` stops being ``MASKED`` exactly), or a row whose keys are all hidden, send the
+    pass to the exact maximum, in the same buffer."""
+    tq, tk = s.shape[-2:]
+    fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
     if fast:
-        if fold:
-            np.negative(shift, out=qa[..., d])
-            ka[..., d, :] = 1
-            np.matmul(qa, ka, out=s)  # Q Kᵀ / √d_k − shift
-        else:
-            np.matmul(qs, kt, out=s)
+        np.matmul(qa, ka, out=s)
+        if qa.shape[-1] == d:  # else the product has subtracted the shift
             s -= shift[..., None]
         _exp(s, causal)
         total = row_sum(s)
         fast = not total.size or total.min() >= 1e-18
-    if not fast:  # the exact path, in the same buffer
-        np.matmul(qs, kt, out=s)
+    if not fast:
+        np.matmul(qa[..., :d], ka[..., :d, :], out=s)
         if causal:
             part, (a, b) = _hidden_part(s)
             np.copyto(part, s.dtype.type(masked_value(s.dtype)), where=~_mask(a, b))
@@ -354,7 +368,6 @@ def _numpy_weights(q: Array, k: Array, causal: bool, scale: float, out: Array | 
         np.exp(s, out=s)
         total = row_sum(s)
     s /= total[..., None]
-    return s
 
 
 def _exp(s: Array, causal: bool) -> None:
