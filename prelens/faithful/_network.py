@@ -216,8 +216,7 @@ def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], Ve
 
 def _para_to_blog(p: Para) -> tuple[tuple[()], tuple[D, Vec]]:
     """``unLunit . unPara``: a neuron's ``Para`` as the composite's ``((), (bias, weight))``."""
-    out: tuple[tuple[()], tuple[D, Vec]] = unlunit(un_para(p))
-    return out
+    return unlunit(un_para(p))
 
 
 def _blog_to_para(dp: tuple[tuple[()], tuple[D, Vec]]) -> Para:

@@ -26,9 +26,7 @@ from prelens.core._iso import assoc, first, lunit, runit, second, skip_left, ski
 from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_lens, id_pre_lens  # noqa: F401  (doctests)
 from prelens.core._registry import constructor
 from prelens.core._trace import as_pre_lens
-from prelens.tambara._program import Program, compile_passes
-
-Fn = Callable[[Any], Any]
+from prelens.tambara._program import Fn, Program, compile_passes
 
 
 @runtime_checkable
