@@ -44,15 +44,10 @@ def dense_from_paras(paras: Sequence[Para], *, dtype: npt.DTypeLike = np.float64
         if not is_real(p.bias):
             raise E.must_be("dense_from_paras", f"neuron {j}'s bias", "a real number", E.describe_tree(p.bias))
     weights = [real_vector("dense_from_paras", f"neuron {j}'s weight", p.weight) for j, p in enumerate(paras)]
-    m_in = weights[0].shape
-    for j, w in enumerate(weights):
-        if w.ndim != 1 or w.shape != m_in:
-            raise E.lens_shape_error(
-                "dense_from_paras",
-                f"neuron {j}'s weight",
-                f"a vector of shape {m_in} like neuron 0's",
-                E.describe(w),
-            )
+    for j, w in enumerate(weights):  # real_vector made each 1-D; all must have neuron 0's length
+        if w.shape != weights[0].shape:
+            expected = f"a vector of shape {weights[0].shape} like neuron 0's"
+            raise E.lens_shape_error("dense_from_paras", f"neuron {j}'s weight", expected, E.describe(w))
     return DenseParams(np.stack(weights, axis=1).astype(dt), np.array([p.bias for p in paras], dtype=dt))
 
 

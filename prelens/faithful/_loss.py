@@ -29,7 +29,8 @@ import numpy.typing as npt
 
 from prelens import errors as E
 from prelens.core._lens import PreLens
-from prelens.nn._fastcheck import real_vector, scalar_delta
+from prelens.faithful._network import own_vector
+from prelens.nn._fastcheck import scalar_delta
 
 Vec = npt.NDArray[np.float64]
 Batch = list[Vec]
@@ -39,20 +40,12 @@ _NAME = "loss_l"
 
 
 def _batch(what: str, xs: Any) -> Batch:
-    """A batch of vectors (a list of them, or the rows of a 2-D array) as a list of float64 arrays."""
+    """A batch of vectors (a list of them, or the rows of a 2-D array: views, copied) as float64 arrays of its own."""
     if isinstance(xs, np.ndarray) and xs.ndim == 2:
-        return [real_vector(_NAME, what, x) for x in xs]
+        return [own_vector(_NAME, what, x) for x in xs]
     if not isinstance(xs, (list, tuple)):
         raise E.must_be(_NAME, what, "a list of vectors", E.describe(xs))
-    return [real_vector(_NAME, f"{what} {i}", x) for i, x in enumerate(xs)]
-
-
-def _owned(vectors: Batch, given: Any) -> Batch:
-    """The vectors of a batch for the residue: a copy of each that is one of the caller's arrays
-    (a row of the caller's 2-D array is a view of it), as a residue never aliases them."""
-    if isinstance(given, np.ndarray):
-        return [v.copy() for v in vectors]
-    return [v.copy() if v is x else v for v, x in zip(vectors, given)]
+    return [own_vector(_NAME, f"{what} {i}", x) for i, x in enumerate(xs)]
 
 
 def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
@@ -63,7 +56,7 @@ def _loss_fwd(g: Sequence[Any], s: Sequence[Any]) -> tuple[LossResidue, float]:
         if si.shape != gi.shape:
             raise E.lens_shape_error(_NAME, f"output {i}", f"length {len(gi)} like its ground truth", E.describe(si))
     loss = 0.5 * sum(float(np.sum((si - gi) ** 2)) for si, gi in zip(out, truth))
-    return (_owned(truth, g), _owned(out, s)), loss
+    return (truth, out), loss
 
 
 def _loss_bwd(m: LossResidue, da: float) -> tuple[Batch, Batch]:

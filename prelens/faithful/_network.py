@@ -144,9 +144,8 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
     name = f"linear_l({n})"
 
     def fwd(p: Vec, s: VecLike) -> tuple[tuple[Vec, Vec], D]:
-        s_, p_ = real_vector(name, "input", s, n), real_vector(name, "weights", p, n)
-        own = [v.copy() if v is x else v for v, x in ((s_, s), (p_, p))]  # a residue never aliases the caller's
-        return (own[0], own[1]), float(p_ @ s_)
+        s_, p_ = own_vector(name, "input", s, n), own_vector(name, "weights", p, n)
+        return (s_, p_), float(p_ @ s_)
 
     def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:
         _real(name, "output delta", da)
@@ -162,6 +161,12 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
     lens = PreLens(fwd, bwd, name, lambda rng: init_para(n, rng).weight)
     register_rule(lens, _linear_rule(n))  # what Shapes and Cost read in its place
     return lens
+
+
+def own_vector(lens: str, what: str, x: Any, n: int | None = None) -> Vec:
+    """``real_vector(lens, what, x, n)``, copied if that is ``x`` itself: a residue never aliases the caller's."""
+    v = real_vector(lens, what, x, n)
+    return v.copy() if v is x else v
 
 
 def _real(lens: str, what: str, x: Any) -> Any:
@@ -211,8 +216,7 @@ def affine_l(n: int) -> PreLens[D, D, Any, Any, tuple[D, Vec], tuple[D, Vec], Ve
 
 def _para_to_blog(p: Para) -> tuple[tuple[()], tuple[D, Vec]]:
     """``unLunit . unPara``: a neuron's ``Para`` as the composite's ``((), (bias, weight))``."""
-    out: tuple[tuple[()], tuple[D, Vec]] = unlunit(un_para(p))
-    return out
+    return unlunit(un_para(p))
 
 
 def _blog_to_para(dp: tuple[tuple[()], tuple[D, Vec]]) -> Para:

@@ -1,14 +1,5 @@
-"""The trace step: the post's network trained on a batch, one plain-gradient step at a time.
-
-The algebra of one step::
-
-    net        = from_tamb(batch_n(n, mlp)) >> loss_l    # parameters (ground truth, θ)
-    loss, pull = vjp(net, (ys, θ), xs)                   # forward once, keep the residues
-    (_, dθ), _ = pull(1.0)                               # backward from da = 1
-    θ'         = θ + (−rate)·dθ                          # tree_add, tree_scale
-
-``batch_n`` shares ``θ`` between the ``n`` copies and sums their deltas: ``dθ`` is the plain gradient
-summed over the batch.
+"""The trace step: the post's network trained on a batch, one plain-gradient step at a time (its algebra:
+docs/faithful.md, "The loss and the training step"; :func:`_step` is it line by line).
 """
 
 from __future__ import annotations
@@ -58,8 +49,7 @@ def _data(fn: str, xs: Any, ys: Any) -> tuple[list[Vec], list[Vec]]:
 def _batched(mlp: AnyTriLens | AnyLens, n: int) -> AnyLens:
     """The network (checked by the caller) on ``n`` samples: the post's ``from_tamb(batch_n(n, mlp))``, or a
     pre-lens batched."""
-    batched: AnyLens = from_tamb(batch_n(n, mlp)) if isinstance(mlp, TriLens) else batch_n(n, mlp)
-    return batched
+    return from_tamb(batch_n(n, mlp)) if isinstance(mlp, TriLens) else batch_n(n, mlp)
 
 
 @constructor
@@ -110,8 +100,6 @@ def _batch_loss(mlp: Any, n: int) -> AnyLens:
 
 
 def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
-    loss: float
-    d_params: Params
     loss, pullback = vjp(net, (ys, params), xs)  # forward once; the residues stay in the pullback
     (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
     if not np.isfinite(loss):

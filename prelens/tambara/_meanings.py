@@ -243,25 +243,24 @@ class CostTable:
         return iter(self.rows)
 
     def __str__(self) -> str:
-        head = ("box", "runs", "fwd madds", "bwd madds", "residue bytes")
-        body = [(name, str(n), _num(f), _num(b), str(m)) for name, n, f, b, m in self.rows]
-        f, b = self.total
-        body.append(("total", str(sum(r[1] for r in self.rows)), _num(f), _num(b), str(self.residue_bytes)))
+        rows: list[tuple[Any, ...]] = [("box", "runs", "fwd madds", "bwd madds", "residue bytes"), *self.rows]
+        rows.append(("total", sum(r[1] for r in self.rows), *self.total, self.residue_bytes))
         if self.residue_bytes_without_remat != self.residue_bytes:
-            body.append(("without remat", "", "", "", str(self.residue_bytes_without_remat)))
-        widths = [max(len(row[i]) for row in [head, *body]) for i in range(5)]
-        lines = [
+            rows.append(("without remat", "", "", "", self.residue_bytes_without_remat))
+        cells = [[_num(c) for c in row] for row in rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(5)]
+        return "\n".join(
             "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-            for row in [head, *body]
-        ]
-        return "\n".join(lines)
+            for row in cells
+        )
 
 
 def _known_sum(xs: list[int | None]) -> int | None:
     return None if None in xs else sum(x for x in xs if x is not None)
 
 
-def _num(x: int | None) -> str:
+def _num(x: Any) -> str:
+    """A table cell: ``?`` for a count that is not known."""
     return "?" if x is None else str(x)
 
 

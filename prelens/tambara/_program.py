@@ -189,7 +189,7 @@ def _op(st: Step, h: Any, forward: bool, on_m: bool = False) -> Op:
     at = st.at
     if st.kind == DIMAP_S:
         return lambda x, y, parked: (x, update(y, at.s, h))
-    if st.kind != ALPHA and st.kind != BETA:
+    if st.kind in (DIMAP_P, DIMAP_M):
         path = at.p if st.kind == DIMAP_P else at.m
         return lambda x, y, parked: (update(x, path, h), y)
     if st.kind == ALPHA and forward != on_m:  # the extra residue is taken from s forwards, from dm backwards

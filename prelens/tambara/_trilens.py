@@ -26,9 +26,7 @@ from prelens.core._iso import assoc, first, lunit, runit, second, skip_left, ski
 from prelens.core._lens import DA, DM, DP, DS, A, AnyLens, M, P, PreLens, S, as_lens, id_pre_lens  # noqa: F401  (doctests)
 from prelens.core._registry import constructor
 from prelens.core._trace import as_pre_lens
-from prelens.tambara._program import Program, compile_passes
-
-Fn = Callable[[Any], Any]
+from prelens.tambara._program import Fn, Program, compile_passes
 
 
 @runtime_checkable
@@ -470,18 +468,16 @@ def _vec_lens_t(n: int, lens: AnyTriLens, name: str) -> AnyTriLens:
             raise E.StructureError(f"{name}: list is shorter than {n}: got {E.describe(xs)}")
         return xs[0], list(xs[1:])
 
-    def nil(xs: list[Any]) -> list[Any]:
+    def nil(xs: Any) -> list[Any]:
+        """What is left after ``n`` copies took their parts: ``[]``, or an error."""
         if not _is_seq(xs) or len(xs) != 0:
-            raise E.StructureError(f"{name}: list is longer than {n}: {len(xs)} left over")
+            raise E.StructureError(f"{name}: list is longer than {n}: {len(xs) if _is_seq(xs) else 1} left over")
         return []
 
     def rest_empty(x: Any) -> Any:
-        """``x = (y, rest)`` after ``n`` copies took their parts: ``y``, if nothing is left over."""
-        y, rest = x  # built by the nest: always a pair
-        if not _is_seq(rest) or len(rest) != 0:
-            extra = len(rest) if _is_seq(rest) else 1
-            raise E.StructureError(f"{name}: list is longer than {n}: {extra} left over")
-        return y
+        """``x = (y, rest)``, built by the nest: ``y``, if nothing is left in ``rest``."""
+        nil(x[1])
+        return x[0]
 
     def nil_lens(t: Any) -> Any:
         t = dimap_s(nil, nil, t)
