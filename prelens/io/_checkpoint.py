@@ -403,12 +403,12 @@ class _Archive:
         where: str | None,
         kinds: str,
         dtype: np.dtype[Any] | None,
-        shape: tuple[int, ...] | None,
+        shape: tuple[int, ...],
         *,
         charge: bool,
     ) -> np.ndarray:
         """The array under ``key`` (the leaf at ``where``): nothing is allocated before its ``.npy`` header (a dtype
-        of ``kinds``, ``dtype`` and ``shape`` when given) and the archive's byte counts agree, and ``charge`` takes its
+        of ``kinds``, ``dtype`` if given, and ``shape``) and the archive's byte counts agree, and ``charge`` takes its
         bytes from the budget (without ``like=`` nothing else bounds them)."""
         try:
             info = self.zip.getinfo(f"{key}.npy")
@@ -436,16 +436,13 @@ class _Archive:
                     raise _unreadable(
                         self.path, f"{bad} is corrupt (it holds Python objects, which would need allow_pickle=True)"
                     )
-                if (
-                    got_dtype.kind not in kinds
-                    or (dtype is not None and got_dtype != dtype)
-                    or (shape is not None and tuple(got_shape) != shape)
-                ):
+                wrong_dtype = got_dtype.kind not in kinds or (dtype is not None and got_dtype != dtype)
+                if wrong_dtype or tuple(got_shape) != shape:
                     got = _shape_str(got_dtype, got_shape)
                     if where is None:
                         raise _unreadable(self.path, f"{bad} is corrupt (it is {got})")
                     # an array leaf gives its dtype and shape; a Python scalar's kind is "b", "i" or "f"
-                    said = _shape_str(dtype, shape or ()) if dtype is not None else _SCALAR_KINDS[kinds]
+                    said = _shape_str(dtype, shape) if dtype is not None else _SCALAR_KINDS[kinds]
                     raise _corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
                 nbytes = math.prod(got_shape) * got_dtype.itemsize
                 data_at = f.tell()
@@ -591,18 +588,19 @@ class _Reader:
                 raise
             raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
 
-    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], depth: int) -> list[Any]:
+    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: Any, depth: int) -> list[Any]:
+        """The children at ``path + seg``, each against its like (``likes`` is None without ``like=``)."""
         children = spec["children"]
         if not isinstance(children, list) or len(children) != len(segs):
             raise self.corrupt(path, "malformed children list")
+        likes = [None] * len(segs) if likes is None else likes
         return [self.decode(c, path + s, lk, depth + 1) for c, s, lk in zip(children, segs, likes)]
 
     def _sequence(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind, n = spec["kind"], len(spec["children"])
         if self.check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
             raise self.mismatch(path, like, f"{kind} of {n}")
-        likes = list(like) if self.check else [None] * n
-        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, depth)
+        items = self._children(spec, path, [f"[{i}]" for i in range(n)], like, depth)
         return tuple(items) if kind == "tuple" else items
 
     def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
@@ -624,10 +622,8 @@ class _Reader:
                 )
             cls = found
         if list(cls._fields) != fields:
-            detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
-            raise _mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
-        likes = list(like) if self.check else [None] * len(fields)
-        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, depth))
+            raise _mismatch(self.path, E.at_path(path, f"{short} with fields {list(cls._fields)}", f"fields {fields}"))
+        return cls(*self._children(spec, path, [f".{f}" for f in fields], like, depth))
 
     def _dict(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         keys = spec["keys"]
@@ -635,7 +631,7 @@ class _Reader:
             raise self.corrupt(path, "malformed dict keys")
         if self.check and (type(like) is not dict or list(like) != keys):
             raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
-        likes = [like[k] for k in keys] if self.check else [None] * len(keys)
+        likes = like.values() if self.check else None  # in the order of keys, checked above
         return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, depth)))
 
     def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:

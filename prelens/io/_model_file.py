@@ -154,9 +154,8 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     try:
         with C.budget(stored):
             lens = D.rebuild(description)
-            like = (
-                None if getattr(lens, "init_fn", None) is None else lens.init(D.BudgetedGenerator(np.random.PCG64(0)))
-            )
+            has_init = getattr(lens, "init_fn", None) is not None
+            like = lens.init(D.BudgetedGenerator(np.random.PCG64(0))) if has_init else None
     except D.DescriptionError as bad:
         raise _file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
     except C.OverBudget as over:

@@ -80,8 +80,6 @@ def _place(node: _Node, col: int, row: float) -> None:
     the gap to the right of its box, never crosses a box.
     """
     node.col, node.row = col, row
-    if not node.children:
-        return
     _, h = node.size
     for child in node.children:
         cw, ch = child.size
@@ -343,22 +341,15 @@ def _pixels(ax: Any, width: float, height: float) -> tuple[float, float]:
 def _splits(name: str, lines: int) -> str:
     """``name`` on ``lines`` lines, broken after ``(``, ``,``, ``_``, spaces or arrows, longest line shortest."""
     cuts = [i for i in range(1, len(name)) if name[i - 1] in "(,_ →>@" or name[i] in "(["]
-    best = name
-    best_len = len(name)
-    for chosen in itertools.combinations(cuts, lines - 1):
-        bounds = [0, *chosen, len(name)]
-        parts = [name[a:b].strip() for a, b in itertools.pairwise(bounds)]
-        longest = max(len(part) for part in parts)
-        if longest < best_len and all(parts):
-            best, best_len = "\n".join(parts), longest
-    return best
+    bounds = ([0, *chosen, len(name)] for chosen in itertools.combinations(cuts, lines - 1))
+    layouts = ([name[a:b].strip() for a, b in itertools.pairwise(ends)] for ends in bounds)
+    best = min((parts for parts in layouts if all(parts)), key=lambda parts: max(map(len, parts)), default=[name])
+    return "\n".join(best)
 
 
 def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
     """Every box label inside its box, wrapped on up to 3 lines if that helps, all at the median of their
     largest fitting sizes except a name that needs a smaller one."""
-    if not pic.boxes:
-        return
     avail_w, avail_h = _pixels(pic.ax, BOX_W - 0.2, BOX_H - 0.14)
     text = pic.boxes[0][1]
     options = {name: _layouts(text, name, avail_w, avail_h, renderer) for _, _, name in pic.boxes}

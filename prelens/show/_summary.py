@@ -140,10 +140,8 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
         out.children = [run_stages(body, p_body, s, limit, node, depth + 1)]
         out.a = out.children[0].a
     elif body.op == "@":
-        f, g = body.parts
-        out.children = [run_stages(f, p_body[0], s[0], limit, node, depth + 1)]
-        out.children.append(run_stages(g, p_body[1], s[1], limit, node, depth + 1))
-        out.a = (out.children[0].a, out.children[1].a)
+        out.children = [run_stages(part, p_body[i], s[i], limit, node, depth + 1) for i, part in enumerate(body.parts)]
+        out.a = tuple(child.a for child in out.children)
     else:
         parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
         for part, pp in zip(parts, ps):
