@@ -8,6 +8,7 @@ the builtin exception a Python user would expect (``ValueError``, ``TypeError``,
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -274,8 +275,6 @@ class DepthError(PrelensError, RecursionError):
 
 
 def too_deep(lens: str) -> DepthError:
-    import sys
-
     err = DepthError(
         f"{short_name(lens)}: nested too deeply: running it exceeded Python's recursion limit "
         f"({sys.getrecursionlimit()} frames). Build it flatter: run a TriLens with from_tamb(...), which loops "

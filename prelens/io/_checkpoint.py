@@ -2,10 +2,8 @@
 
 A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it): one array per leaf
 keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON description of the tree (node kinds, Python
-leaves versus arrays, every leaf's dtype and shape, optional metadata). Arrays of any array-API library are saved as
-the numpy arrays of the same dtype and values. Saving is atomic and loading trusts no size in the file; named
-tuples are rebuilt from ``like=`` or the registry, never by importing a name the file gives (docs/api.md,
-``prelens.io``, has the whole contract).
+leaves versus arrays, every leaf's dtype and shape, optional metadata). Named tuples are rebuilt from ``like=`` or
+the registry, never by importing a name the file gives (docs/api.md, ``prelens.io``, has the whole contract).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -117,11 +115,10 @@ def _known_namedtuples() -> dict[str, type]:
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
 
-    The file is written exactly at ``path`` (no suffix is added). Leaves may be numpy arrays of
-    bool/int/uint/float/complex dtypes, numpy scalars, and Python ``float``, ``int``, ``bool``, ``str``; nodes
-    tuples, lists, named tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another array-API
-    library (PyTorch, JAX, ``array_api_strict``, on any device) are copied to the host and stored as the numpy
-    arrays of the same dtype and values; a value being traced by ``jax.jit`` cannot be stored.
+    The file is written exactly at ``path`` (no suffix is added). Leaves may be arrays of bool/int/uint/float/complex
+    dtypes (numpy's, or another array-API library's, stored as the numpy arrays of the same values), numpy scalars,
+    and Python ``float``, ``int``, ``bool``, ``str``; nodes tuples, lists, named tuples, dicts with ``str`` or
+    ``int`` keys, and ``None``.
 
     Raises :class:`prelens.errors.CheckpointError` for anything else (naming the path in the tree), for trees or
     metadata nested more than 100 levels deep, and when writing fails; either way the file that was at ``path``
@@ -332,11 +329,10 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
-    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``, arrays of any library): the checkpoint must
-    have its structure, leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are
-    rebuilt with ``like``'s classes; without ``like`` they must be registered (:func:`register_namedtuple`).
-    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the arrays are returned in; numbers, numpy
-    scalars and strings stay as they are.
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``): the checkpoint must have its structure,
+    leaf kinds, shapes and dtypes, and named tuples are rebuilt with ``like``'s classes; without ``like`` they must
+    be registered (:func:`register_namedtuple`). ``backend`` (as in :func:`prelens.backend.to_backend`) is the
+    library the arrays are returned in.
 
     Raises :class:`prelens.errors.CheckpointError` when the file is missing, truncated, corrupt or inconsistent
     (sizes that disagree, nesting deeper than 100 levels, more data than 16 times the file's size without ``like``),

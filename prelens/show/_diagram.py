@@ -413,12 +413,11 @@ def draw(
 ) -> Any:
     """Draw the string diagram of ``lens``, forward pass above and backward pass below; returns the ``Axes``.
 
-    The picture is the module docstring's; labels give types, never values (``wire_types=False``: none
-    on the wires between stages, a narrower drawing); ``backward=False`` draws the forward half alone.
-    A delta wire carries its forward twin's type, unless ``da`` is given: the backward pass is then run
-    stage by stage from it and each delta wire gets the type that flows on it. ``names`` renames the
-    outer wires (``{"ds": "new (params, state)"}``, or a list, one per wire, top to bottom).
-    ``input_shape`` and ``depth`` are as for :func:`prelens.summary`; box labels are sized to fit.
+    The picture is the module docstring's; labels give types, never values (``wire_types=False``: none on the wires
+    between stages). ``backward=False`` draws the forward half alone. A delta wire carries its forward twin's type,
+    unless ``da`` is given: the backward pass is then run stage by stage from it and each delta wire gets the type
+    that flows on it. ``names`` renames the outer wires (``{"ds": "new (params, state)"}``, or a list, one per
+    wire, top to bottom). ``input_shape`` and ``depth`` are as for :func:`prelens.summary`.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")

@@ -85,14 +85,10 @@ class Summary:
             anonymous = st.op and not st.opened and (st.op != "chain" or st.name.startswith("chain("))
             label = "  " * st.depth + (_OP_WORDS[st.op] if anonymous else st.name)
             rows.append((label, st.output, st.params, f"{st.count:,}"))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [f"{self.lens}", f"input: {self.input}"]
-        for k, r in enumerate(rows):
-            lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}")
-            if k == 0:
-                lines.append("-" * len(lines[-1]))
-        lines.append(f"total parameters: {self.total_params:,}")
-        return "\n".join(lines)
+        w = [max(len(r[i]) for r in rows) for i in range(4)]
+        head, *body = [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {n:>{w[3]}}" for a, b, c, n in rows]
+        total = f"total parameters: {self.total_params:,}"
+        return "\n".join([self.lens, f"input: {self.input}", head, "-" * len(head), *body, total])
 
     __repr__ = __str__
 
@@ -153,8 +149,7 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
 
 def _count(params: Any) -> int:
     """How many numbers the leaves hold (arrays of any library, or numbers)."""
-    leaves = tree_leaves(params)
-    return sum(math.prod(x.shape) if _backend.is_array(x) else int(np.size(x)) for x in leaves)
+    return sum(math.prod(x.shape) if _backend.is_array(x) else int(np.size(x)) for x in tree_leaves(params))
 
 
 def _like_params(example: Any, params: Any) -> Any:
