@@ -276,10 +276,9 @@ def _rebuild_array(x: dict[str, Any], where: str, counter: list[int]) -> Any:
     if not all(type(v) in allowed for v in data) or (kind == "f" and not all(math.isfinite(v) for v in data)):
         raise DescriptionError(where, f"an array of dtype {dtype} holds other values")
     try:
-        arr = np.array(data, dtype=dtype).reshape(shape)
+        return np.array(data, dtype=dtype).reshape(shape)
     except (OverflowError, ValueError):
         raise DescriptionError(where, f"an array's values do not fit {dtype}") from None
-    return arr
 
 
 _JSON_KINDS = {dict: "an object", list: "a list", str: "a string", type(None): "null"}

@@ -64,10 +64,8 @@ class _Node(StageNode):
         """Width in columns and height in rows."""
         if not self.children:
             return 1, 1
-        sizes = [c.size for c in self.children]
-        if self.op == "@":
-            return max(w for w, _ in sizes), sum(h for _, h in sizes)
-        return sum(w for w, _ in sizes), max(h for _, h in sizes)
+        widths, heights = zip(*(c.size for c in self.children))
+        return (max(widths), sum(heights)) if self.op == "@" else (sum(widths), max(heights))
 
     def leaves(self) -> list[_Node]:
         return [self] if not self.children else [x for c in self.children for x in c.leaves()]
