@@ -95,8 +95,7 @@ def _backward(node: _Node, da: Any) -> Any:
     if not node.children:
         node.ds = node.lens.bwd(node.m, da)[1]  # the trace: the stage's own residue
     elif node.op == "@":
-        left, right = node.children
-        node.ds = (_backward(left, da[0]), _backward(right, da[1]))
+        node.ds = tuple(_backward(child, da[i]) for i, child in enumerate(node.children))
     else:
         for child in reversed(node.children):
             da = _backward(child, da)

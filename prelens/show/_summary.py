@@ -132,14 +132,11 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
         return node(lens.name, p=p, s=s, m=m, a=a, lens=lens)
     body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
     out = node(lens.name, body.op if body.op in _COMPOSITES else ">>", p=p, s=s, opened=opening is not None)
-    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
-        out.children = [run_stages(body, p_body, s, limit, node, depth + 1)]
-        out.a = out.children[0].a
-    elif body.op == "@":
+    if body.op == "@":
         out.children = [run_stages(part, p_body[i], s[i], limit, node, depth + 1) for i, part in enumerate(body.parts)]
         out.a = tuple(child.a for child in out.children)
-    else:
-        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
+    else:  # a sequence: >>, chain, or the one part of a named primitive opened up
+        parts, ps = (list(body.parts), list(p_body)) if body.op == "chain" else _flatten_seq(body, p_body)
         for part, pp in zip(parts, ps):
             out.children.append(run_stages(part, pp, s, limit, node, depth + 1))
             s = out.children[-1].a
