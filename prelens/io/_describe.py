@@ -174,7 +174,7 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     if "value" in node:
         if set(node) != {"value"} or not isinstance(node["value"], str):
             raise DescriptionError(where, 'a lens value must be {"value": "<public name>"}')
-        value = first_found({n: v for n, v in _value_names().values()}, node["value"])  # or its 0.3 name
+        value = first_found(dict(_value_names().values()), node["value"])  # or its 0.3 name
         if value is None:
             unknown = E.short_name(node["value"], 80)
             raise DescriptionError(where, f"unknown lens value {unknown!r} (not a public lens of prelens)")

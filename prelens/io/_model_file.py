@@ -52,9 +52,9 @@ def save_model(
 
     ``lens`` must be built by prelens's constructors or by functions registered with
     :func:`prelens.io.register_constructor`, else :class:`~prelens.errors.ArgumentError` names the part that cannot
-    be described; ``params`` (arrays of any array-API library) must fit what ``lens.init`` makes, else
-    :class:`~prelens.errors.StructureError`. ``metadata`` (JSON-able) comes back from :func:`load_model`. All is
-    checked before the file is written; a failed save leaves the file that was at ``path`` as it was.
+    be described; ``params`` (arrays of any array-API library) must fit what ``lens.init`` makes, if it has one,
+    else :class:`~prelens.errors.StructureError`. ``metadata`` (JSON-able) comes back from :func:`load_model`. All
+    is checked before the file is written; a failed save leaves the file that was at ``path`` as it was.
 
     >>> import os, tempfile
     >>> from prelens.nn import mlp
