@@ -184,7 +184,7 @@ def _describe_tree(x: Any, depth: int) -> str:
         return f"({inner}{',' if len(x) == 1 else ''})"
     if isinstance(x, list):
         head = ", ".join(_describe_tree(c, depth + 1) for c in x[:3])
-        return f"[{head}{', …' if len(x) > 3 else ''}] (length {len(x)})" if len(x) > 3 else f"[{head}]"
+        return f"[{head}, …] (length {len(x)})" if len(x) > 3 else f"[{head}]"
     return describe(x)
 
 

@@ -533,10 +533,8 @@ def _too_deep(x: Any, levels: int) -> bool:
 
 def _read_header(archive: _Archive) -> dict[str, Any]:
     path = archive.path
-    try:
-        archive.zip.getinfo(f"{_HEADER}.npy")
-    except KeyError:
-        raise _unreadable(path, f"no {_HEADER} entry (not written by prelens.io.save_checkpoint)") from None
+    if f"{_HEADER}.npy" not in archive.zip.namelist():
+        raise _unreadable(path, f"no {_HEADER} entry (not written by prelens.io.save_checkpoint)")
     raw = archive.read(_HEADER, None, "U", None, (), charge=True)
     try:
         header = json.loads(str(raw[()]))
