@@ -16,12 +16,7 @@ from typing import Any
 # (model files read those registries), and gives each package as an attribute (prelens.nn ...).
 from prelens import backend as _backend_pkg
 from prelens import core as _core_pkg
-from prelens import datasets
-from prelens import learn
-from prelens import nn
-from prelens import io
-from prelens import train
-from prelens import faithful
+from prelens import datasets, learn, nn, io, train, faithful
 from prelens import errors as _errors_mod
 from prelens import show as _show_pkg
 from prelens import tambara as _tambara_pkg

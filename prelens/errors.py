@@ -8,6 +8,7 @@ the builtin exception a Python user would expect (``ValueError``, ``TypeError``,
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -183,7 +184,7 @@ def _describe_tree(x: Any, depth: int) -> str:
         return f"({inner}{',' if len(x) == 1 else ''})"
     if isinstance(x, list):
         head = ", ".join(_describe_tree(c, depth + 1) for c in x[:3])
-        return f"[{head}{', …' if len(x) > 3 else ''}] (length {len(x)})" if len(x) > 3 else f"[{head}]"
+        return f"[{head}, …] (length {len(x)})" if len(x) > 3 else f"[{head}]"
     return describe(x)
 
 
@@ -274,8 +275,6 @@ class DepthError(PrelensError, RecursionError):
 
 
 def too_deep(lens: str) -> DepthError:
-    import sys
-
     err = DepthError(
         f"{short_name(lens)}: nested too deeply: running it exceeded Python's recursion limit "
         f"({sys.getrecursionlimit()} frames). Build it flatter: run a TriLens with from_tamb(...), which loops "

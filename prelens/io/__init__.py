@@ -5,10 +5,7 @@
   :func:`register_namedtuple` allows them;
 * a **model file** is a checkpoint that also stores how its lens was built, so that :func:`load_model` rebuilds the
   lens with no code in the file: :func:`save_model`, :func:`load_model` (a :class:`LoadedModel`); lenses of your own
-  functions are described once :func:`register_constructor` wraps those functions.
-
-``register_constructor`` is defined in :mod:`prelens.core` (the core's own constructors, ``>>`` and ``chain``,
-record their calls with the same registry) and is public here, beside the rest of what model files need.
+  functions are described once :func:`register_constructor` (defined in :mod:`prelens.core`) wraps those functions.
 
 >>> import os, tempfile
 >>> import numpy as np

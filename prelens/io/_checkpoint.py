@@ -2,10 +2,8 @@
 
 A checkpoint is an ordinary ``.npz`` archive (``numpy.load(..., allow_pickle=False)`` reads it): one array per leaf
 keyed by its tree path (``[0][1].weight``), and ``__prelens__``, a JSON description of the tree (node kinds, Python
-leaves versus arrays, every leaf's dtype and shape, optional metadata). Arrays of any array-API library are saved as
-the numpy arrays of the same dtype and values. Saving is atomic and loading trusts no size in the file; named
-tuples are rebuilt from ``like=`` or the registry, never by importing a name the file gives (docs/api.md,
-``prelens.io``, has the whole contract).
+leaves versus arrays, every leaf's dtype and shape, optional metadata). Named tuples are rebuilt from ``like=`` or
+the registry, never by importing a name the file gives (docs/api.md, ``prelens.io``, has the whole contract).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "params.npz")
@@ -117,11 +115,10 @@ def _known_namedtuples() -> dict[str, type]:
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
 
-    The file is written exactly at ``path`` (no suffix is added). Leaves may be numpy arrays of
-    bool/int/uint/float/complex dtypes, numpy scalars, and Python ``float``, ``int``, ``bool``, ``str``; nodes
-    tuples, lists, named tuples, dicts with ``str`` or ``int`` keys, and ``None``. Arrays of another array-API
-    library (PyTorch, JAX, ``array_api_strict``, on any device) are copied to the host and stored as the numpy
-    arrays of the same dtype and values; a value being traced by ``jax.jit`` cannot be stored.
+    The file is written exactly at ``path`` (no suffix is added). Leaves may be arrays of bool/int/uint/float/complex
+    dtypes (numpy's, or another array-API library's, stored as the numpy arrays of the same values), numpy scalars,
+    and Python ``float``, ``int``, ``bool``, ``str``; nodes tuples, lists, named tuples, dicts with ``str`` or
+    ``int`` keys, and ``None``.
 
     Raises :class:`prelens.errors.CheckpointError` for anything else (naming the path in the tree), for trees or
     metadata nested more than 100 levels deep, and when writing fails; either way the file that was at ``path``
@@ -332,11 +329,10 @@ def _encode(x: Any, path: str, arrays: dict[str, np.ndarray], depth: int) -> dic
 def load_checkpoint(path: str | os.PathLike[str], like: Tree = None, *, backend: Any = "numpy") -> Tree:
     """Read the tree saved at ``path``; with ``like``, check it fits that tree.
 
-    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``, arrays of any library): the checkpoint must
-    have its structure, leaf kinds, shapes and dtypes (checked before any array is read), and named tuples are
-    rebuilt with ``like``'s classes; without ``like`` they must be registered (:func:`register_namedtuple`).
-    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the arrays are returned in; numbers, numpy
-    scalars and strings stay as they are.
+    ``like`` is a tree of the model's parameters (e.g. ``lens.init(0)``): the checkpoint must have its structure,
+    leaf kinds, shapes and dtypes, and named tuples are rebuilt with ``like``'s classes; without ``like`` they must
+    be registered (:func:`register_namedtuple`). ``backend`` (as in :func:`prelens.backend.to_backend`) is the
+    library the arrays are returned in.
 
     Raises :class:`prelens.errors.CheckpointError` when the file is missing, truncated, corrupt or inconsistent
     (sizes that disagree, nesting deeper than 100 levels, more data than 16 times the file's size without ``like``),
@@ -403,12 +399,12 @@ class _Archive:
         where: str | None,
         kinds: str,
         dtype: np.dtype[Any] | None,
-        shape: tuple[int, ...] | None,
+        shape: tuple[int, ...],
         *,
         charge: bool,
     ) -> np.ndarray:
         """The array under ``key`` (the leaf at ``where``): nothing is allocated before its ``.npy`` header (a dtype
-        of ``kinds``, ``dtype`` and ``shape`` when given) and the archive's byte counts agree, and ``charge`` takes its
+        of ``kinds``, ``dtype`` if given, and ``shape``) and the archive's byte counts agree, and ``charge`` takes its
         bytes from the budget (without ``like=`` nothing else bounds them)."""
         try:
             info = self.zip.getinfo(f"{key}.npy")
@@ -436,16 +432,13 @@ class _Archive:
                     raise _unreadable(
                         self.path, f"{bad} is corrupt (it holds Python objects, which would need allow_pickle=True)"
                     )
-                if (
-                    got_dtype.kind not in kinds
-                    or (dtype is not None and got_dtype != dtype)
-                    or (shape is not None and tuple(got_shape) != shape)
-                ):
+                wrong_dtype = got_dtype.kind not in kinds or (dtype is not None and got_dtype != dtype)
+                if wrong_dtype or tuple(got_shape) != shape:
                     got = _shape_str(got_dtype, got_shape)
                     if where is None:
                         raise _unreadable(self.path, f"{bad} is corrupt (it is {got})")
                     # an array leaf gives its dtype and shape; a Python scalar's kind is "b", "i" or "f"
-                    said = _shape_str(dtype, shape or ()) if dtype is not None else _SCALAR_KINDS[kinds]
+                    said = _shape_str(dtype, shape) if dtype is not None else _SCALAR_KINDS[kinds]
                     raise _corrupt_at(self.path, where, f"the header says {said}, the data is {got}")
                 nbytes = math.prod(got_shape) * got_dtype.itemsize
                 data_at = f.tell()
@@ -540,10 +533,8 @@ def _too_deep(x: Any, levels: int) -> bool:
 
 def _read_header(archive: _Archive) -> dict[str, Any]:
     path = archive.path
-    try:
-        archive.zip.getinfo(f"{_HEADER}.npy")
-    except KeyError:
-        raise _unreadable(path, f"no {_HEADER} entry (not written by prelens.io.save_checkpoint)") from None
+    if f"{_HEADER}.npy" not in archive.zip.namelist():
+        raise _unreadable(path, f"no {_HEADER} entry (not written by prelens.io.save_checkpoint)")
     raw = archive.read(_HEADER, None, "U", None, (), charge=True)
     try:
         header = json.loads(str(raw[()]))
@@ -591,18 +582,19 @@ class _Reader:
                 raise
             raise self.corrupt(path, f"malformed {kind} node ({_why(err)})") from None
 
-    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: list[Any], depth: int) -> list[Any]:
+    def _children(self, spec: dict[str, Any], path: str, segs: list[str], likes: Any, depth: int) -> list[Any]:
+        """The children at ``path + seg``, each against its like (``likes`` is None without ``like=``)."""
         children = spec["children"]
         if not isinstance(children, list) or len(children) != len(segs):
             raise self.corrupt(path, "malformed children list")
+        likes = [None] * len(segs) if likes is None else likes
         return [self.decode(c, path + s, lk, depth + 1) for c, s, lk in zip(children, segs, likes)]
 
     def _sequence(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         kind, n = spec["kind"], len(spec["children"])
         if self.check and (type(like) is not (tuple if kind == "tuple" else list) or len(like) != n):
             raise self.mismatch(path, like, f"{kind} of {n}")
-        likes = list(like) if self.check else [None] * n
-        items = self._children(spec, path, [f"[{i}]" for i in range(n)], likes, depth)
+        items = self._children(spec, path, [f"[{i}]" for i in range(n)], like, depth)
         return tuple(items) if kind == "tuple" else items
 
     def _namedtuple(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
@@ -624,10 +616,8 @@ class _Reader:
                 )
             cls = found
         if list(cls._fields) != fields:
-            detail = f"{short} with fields {list(cls._fields)}, got fields {fields}"
-            raise _mismatch(self.path, f"at {E.path_str(path)}: expected {detail}")
-        likes = list(like) if self.check else [None] * len(fields)
-        return cls(*self._children(spec, path, [f".{f}" for f in fields], likes, depth))
+            raise _mismatch(self.path, E.at_path(path, f"{short} with fields {list(cls._fields)}", f"fields {fields}"))
+        return cls(*self._children(spec, path, [f".{f}" for f in fields], like, depth))
 
     def _dict(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:
         keys = spec["keys"]
@@ -635,7 +625,7 @@ class _Reader:
             raise self.corrupt(path, "malformed dict keys")
         if self.check and (type(like) is not dict or list(like) != keys):
             raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
-        likes = [like[k] for k in keys] if self.check else [None] * len(keys)
+        likes = like.values() if self.check else None  # in the order of keys, checked above
         return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, depth)))
 
     def _none_or_str(self, spec: dict[str, Any], path: str, like: Any, depth: int) -> Tree:

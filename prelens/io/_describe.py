@@ -32,10 +32,7 @@ from prelens.core._registry import (
 from prelens.tambara._trilens import TriLens
 
 _DTYPES = frozenset(
-    [
-        *("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
-        *("float16", "float32", "float64", "complex64", "complex128"),
-    ]
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 complex128".split()
 )
 
 # ---------------------------------------------------------------- public values
@@ -110,12 +107,12 @@ def _value(x: Any, where: str, depth: int) -> Any:
         return _lens_node(x, where, depth)
     if depth > MAX_DEPTH:
         raise DescriptionError(where, f"arguments nested more than {MAX_DEPTH} deep")
-    if x is None or isinstance(x, (bool, str)):
+    if x is None or isinstance(x, str):
         return x
-    if isinstance(x, (int, np.integer)) and not isinstance(x, np.bool_):
-        return int(x)
-    if isinstance(x, np.bool_):
+    if isinstance(x, (bool, np.bool_)):
         return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
     if isinstance(x, (float, np.floating)):
         if not math.isfinite(float(x)):
             raise DescriptionError(where, f"the number {float(x)} (JSON holds finite numbers only)")
@@ -177,7 +174,7 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     if "value" in node:
         if set(node) != {"value"} or not isinstance(node["value"], str):
             raise DescriptionError(where, 'a lens value must be {"value": "<public name>"}')
-        value = first_found({n: v for n, v in _value_names().values()}, node["value"])  # or its 0.3 name
+        value = first_found(dict(_value_names().values()), node["value"])  # or its 0.3 name
         if value is None:
             unknown = E.short_name(node["value"], 80)
             raise DescriptionError(where, f"unknown lens value {unknown!r} (not a public lens of prelens)")
@@ -239,10 +236,9 @@ def _rebuild_value(x: Any, where: str, depth: int, counter: list[int], limit: in
         return [_rebuild_value(v, f"{where}[{i}]", depth + 1, counter, limit) for i, v in enumerate(x)]
     if not isinstance(x, dict):
         raise DescriptionError(where, f"an argument cannot be {_json_kind(x)}")
-    tags = [t for t in _VALUE_TAGS if t in x]
-    if not tags:
+    tag = next((t for t in _VALUE_TAGS if t in x), None)
+    if tag is None:
         raise DescriptionError(where, f"an object argument needs one of the tags {list(_VALUE_TAGS)}")
-    tag = tags[0]
     if tag in ("call", "value"):
         return _rebuild_lens(x, where, depth, counter)
     if tag == "array":
@@ -280,10 +276,9 @@ def _rebuild_array(x: dict[str, Any], where: str, counter: list[int]) -> Any:
     if not all(type(v) in allowed for v in data) or (kind == "f" and not all(math.isfinite(v) for v in data)):
         raise DescriptionError(where, f"an array of dtype {dtype} holds other values")
     try:
-        arr = np.array(data, dtype=dtype).reshape(shape)
+        return np.array(data, dtype=dtype).reshape(shape)
     except (OverflowError, ValueError):
         raise DescriptionError(where, f"an array's values do not fit {dtype}") from None
-    return arr
 
 
 _JSON_KINDS = {dict: "an object", list: "a list", str: "a string", type(None): "null"}

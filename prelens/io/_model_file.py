@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,13 +50,11 @@ def save_model(
 ) -> None:
     """Write ``lens`` (how it was built) and its ``params`` to one file, atomically.
 
-    ``lens`` must be built by prelens's constructors (``mlp``, ``decoder_lm``, ``>>``, ``@``, ``chain``, ``.named``
-    ...) or by functions registered with :func:`prelens.io.register_constructor`; anything else is refused, naming
-    the part that cannot be described. ``params`` must fit what ``lens.init`` makes (structure, shapes, dtypes) when
-    the lens has an ``init``; its arrays may be of any array-API library (PyTorch, JAX, ...: they are stored
-    exactly, as numpy arrays). ``metadata`` is a JSON-able mapping returned by :func:`load_model` (a vocabulary,
-    class names, how the model was trained). Everything is checked before the file is written; a failed save leaves
-    the file that was at ``path`` as it was. The suffix is yours to choose (``.prelens`` reads well).
+    ``lens`` must be built by prelens's constructors or by functions registered with
+    :func:`prelens.io.register_constructor`, else :class:`~prelens.errors.ArgumentError` names the part that cannot
+    be described; ``params`` (arrays of any array-API library) must fit what ``lens.init`` makes, if it has one,
+    else :class:`~prelens.errors.StructureError`. ``metadata`` (JSON-able) comes back from :func:`load_model`. All
+    is checked before the file is written; a failed save leaves the file that was at ``path`` as it was.
 
     >>> import os, tempfile
     >>> from prelens.nn import mlp
@@ -114,12 +112,11 @@ def _misfit(expected: Any, got: Any) -> str | None:
 def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> LoadedModel:
     """Rebuild the lens saved by :func:`save_model`, with its parameters and metadata.
 
-    ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the parameters are returned in. Nothing
-    in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it names
-    (prelens's own, and those this process registered with :func:`prelens.io.register_constructor`). Raises
-    :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`) for a missing, damaged or
-    hostile file, an unknown constructor, a format version this prelens does not read, or parameters that do not fit
-    the lens.
+    Nothing in the file is executed or unpickled: the lens is rebuilt by calling the registered constructors it
+    names. ``backend`` (as in :func:`prelens.backend.to_backend`) is the library the parameters are returned in.
+    Raises :class:`prelens.errors.ModelFileError` (a :class:`~prelens.errors.CheckpointError`) for a missing,
+    damaged or hostile file, an unknown constructor, a format version this prelens does not read, or parameters
+    that do not fit the lens.
 
     >>> import os, tempfile
     >>> from prelens import forward
@@ -135,28 +132,20 @@ def load_model(path: str | os.PathLike[str], *, backend: Any = "numpy") -> Loade
     """
     name = checkpoint.file_path("load_model", path)
     xp = resolve_backend("load_model", backend)
-    try:
-        meta = checkpoint.load_metadata(name)  # a missing file: "no such file"
-    except E.CheckpointError as err:
-        raise _file_bad(name, _detail(err, name)) from None
-    model, user = _header(name, meta)
+    model, user = _header(name, _read(checkpoint.load_metadata, name))  # a missing file: "no such file"
     try:
         description = json.loads(model["lens"], parse_constant=_no_constant)
     except RecursionError:
         raise _file_bad(name, f"the description is nested more than {C.MAX_DEPTH} deep") from None
     except ValueError as err:
         raise _file_bad(name, f"the description is not strict JSON ({E.short_name(str(err), 120)})") from None
-    try:
-        params = checkpoint.load_checkpoint(name)
-    except E.CheckpointError as err:
-        raise _file_bad(name, _detail(err, name)) from None
+    params = _read(checkpoint.load_checkpoint, name)
     stored = sum(int(np.size(x)) for x in tree_leaves(params))
     try:
         with C.budget(stored):
             lens = D.rebuild(description)
-            like = (
-                None if getattr(lens, "init_fn", None) is None else lens.init(D.BudgetedGenerator(np.random.PCG64(0)))
-            )
+            has_init = getattr(lens, "init_fn", None) is not None
+            like = lens.init(D.BudgetedGenerator(np.random.PCG64(0))) if has_init else None
     except D.DescriptionError as bad:
         raise _file_bad(name, f"at {bad.where} of the description: {bad.what}") from None
     except C.OverBudget as over:
@@ -175,13 +164,17 @@ def _no_constant(word: str) -> Any:
     raise ValueError(word)  # NaN, Infinity: not numbers JSON allows
 
 
-def _detail(err: BaseException, path: str) -> str:
-    """A checkpoint error's message without its own ``checkpoint <path>:`` prefix."""
-    text = str(err)
-    for prefix in (f"checkpoint {path}: cannot be read: ", f"checkpoint {path}: "):
-        if text.startswith(prefix):
-            return text[len(prefix) :]
-    return text
+def _read(read: Callable[[str], Any], path: str) -> Any:
+    """``read(path)``, a :class:`CheckpointError` raised as a :class:`ModelFileError` (without its own prefix)."""
+    try:
+        return read(path)
+    except E.CheckpointError as err:
+        text = str(err)
+        for prefix in (f"checkpoint {path}: cannot be read: ", f"checkpoint {path}: "):
+            if text.startswith(prefix):
+                text = text[len(prefix) :]
+                break
+        raise _file_bad(path, text) from None
 
 
 def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -198,7 +191,7 @@ def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     version = model.get("version")
     if type(version) is not int or version != VERSION:
         writer = E.short_name(str(model.get("prelens", "?")), 40)
-        newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
+        newer = type(version) is int and version > VERSION
         hint = (
             f"written by prelens {writer}; upgrade prelens to read it" if newer else "no prelens wrote such a version"
         )

@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from prelens.core._tree import tree_leaves
 from prelens.io._model_file import LoadedModel, save_model
 from prelens.nn import normalize
 
-__all__ = ["classes", "input_dtype", "input_shape", "save_classifier", "save_language_model", "standardization"]
+__all__ = ["classes", "input_dtype", "input_shape", "save_classifier", "save_language_model"]
 
 
 def input_dtype(model: LoadedModel) -> np.dtype[Any]:
@@ -72,8 +71,9 @@ def save_classifier(
     """
     lens, saved = model, params
     if raw_train is not None:
-        mean, scale = standardization(raw_train)
-        lens, saved = normalize(mean, scale, dtype=dtype) >> model, (params, ())
+        scale = raw_train.std(axis=0)
+        lens = normalize(raw_train.mean(axis=0), np.where(scale > 0, scale, 1.0), dtype=dtype) >> model
+        saved = (params, ())
     info = {
         **meta,
         "kind": "classifier",
@@ -84,13 +84,6 @@ def save_classifier(
     }
     save_model(path, lens, saved, metadata=info)
     return lens
-
-
-def standardization(x_train: npt.NDArray[Any]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """The mean and scale that :func:`prelens.datasets.standardize` uses for training rows ``x_train``."""
-    mean = x_train.mean(axis=0)
-    scale = x_train.std(axis=0)
-    return mean, np.where(scale > 0, scale, 1.0)
 
 
 def save_language_model(

@@ -64,10 +64,8 @@ class _Node(StageNode):
         """Width in columns and height in rows."""
         if not self.children:
             return 1, 1
-        sizes = [c.size for c in self.children]
-        if self.op == "@":
-            return max(w for w, _ in sizes), sum(h for _, h in sizes)
-        return sum(w for w, _ in sizes), max(h for _, h in sizes)
+        widths, heights = zip(*(c.size for c in self.children))
+        return (max(widths), sum(heights)) if self.op == "@" else (sum(widths), max(heights))
 
     def leaves(self) -> list[_Node]:
         return [self] if not self.children else [x for c in self.children for x in c.leaves()]
@@ -80,8 +78,6 @@ def _place(node: _Node, col: int, row: float) -> None:
     the gap to the right of its box, never crosses a box.
     """
     node.col, node.row = col, row
-    if not node.children:
-        return
     _, h = node.size
     for child in node.children:
         cw, ch = child.size
@@ -99,8 +95,7 @@ def _backward(node: _Node, da: Any) -> Any:
     if not node.children:
         node.ds = node.lens.bwd(node.m, da)[1]  # the trace: the stage's own residue
     elif node.op == "@":
-        left, right = node.children
-        node.ds = (_backward(left, da[0]), _backward(right, da[1]))
+        node.ds = tuple(_backward(child, da[i]) for i, child in enumerate(node.children))
     else:
         for child in reversed(node.children):
             da = _backward(child, da)
@@ -343,22 +338,15 @@ def _pixels(ax: Any, width: float, height: float) -> tuple[float, float]:
 def _splits(name: str, lines: int) -> str:
     """``name`` on ``lines`` lines, broken after ``(``, ``,``, ``_``, spaces or arrows, longest line shortest."""
     cuts = [i for i in range(1, len(name)) if name[i - 1] in "(,_ →>@" or name[i] in "(["]
-    best = name
-    best_len = len(name)
-    for chosen in itertools.combinations(cuts, lines - 1):
-        bounds = [0, *chosen, len(name)]
-        parts = [name[a:b].strip() for a, b in itertools.pairwise(bounds)]
-        longest = max(len(part) for part in parts)
-        if longest < best_len and all(parts):
-            best, best_len = "\n".join(parts), longest
-    return best
+    bounds = ([0, *chosen, len(name)] for chosen in itertools.combinations(cuts, lines - 1))
+    layouts = ([name[a:b].strip() for a, b in itertools.pairwise(ends)] for ends in bounds)
+    best = min((parts for parts in layouts if all(parts)), key=lambda parts: max(map(len, parts)), default=[name])
+    return "\n".join(best)
 
 
 def _fit_box_labels(pic: _Picture, renderer: Any) -> None:
     """Every box label inside its box, wrapped on up to 3 lines if that helps, all at the median of their
     largest fitting sizes except a name that needs a smaller one."""
-    if not pic.boxes:
-        return
     avail_w, avail_h = _pixels(pic.ax, BOX_W - 0.2, BOX_H - 0.14)
     text = pic.boxes[0][1]
     options = {name: _layouts(text, name, avail_w, avail_h, renderer) for _, _, name in pic.boxes}
@@ -422,12 +410,11 @@ def draw(
 ) -> Any:
     """Draw the string diagram of ``lens``, forward pass above and backward pass below; returns the ``Axes``.
 
-    The picture is the module docstring's; labels give types, never values (``wire_types=False``: none
-    on the wires between stages, a narrower drawing); ``backward=False`` draws the forward half alone.
-    A delta wire carries its forward twin's type, unless ``da`` is given: the backward pass is then run
-    stage by stage from it and each delta wire gets the type that flows on it. ``names`` renames the
-    outer wires (``{"ds": "new (params, state)"}``, or a list, one per wire, top to bottom).
-    ``input_shape`` and ``depth`` are as for :func:`prelens.summary`; box labels are sized to fit.
+    The picture is the module docstring's; labels give types, never values (``wire_types=False``: none on the wires
+    between stages). ``backward=False`` draws the forward half alone. A delta wire carries its forward twin's type,
+    unless ``da`` is given: the backward pass is then run stage by stage from it and each delta wire gets the type
+    that flows on it. ``names`` renames the outer wires (``{"ds": "new (params, state)"}``, or a list, one per
+    wire, top to bottom). ``input_shape`` and ``depth`` are as for :func:`prelens.summary`.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")

@@ -85,14 +85,10 @@ class Summary:
             anonymous = st.op and not st.opened and (st.op != "chain" or st.name.startswith("chain("))
             label = "  " * st.depth + (_OP_WORDS[st.op] if anonymous else st.name)
             rows.append((label, st.output, st.params, f"{st.count:,}"))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [f"{self.lens}", f"input: {self.input}"]
-        for k, r in enumerate(rows):
-            lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}")
-            if k == 0:
-                lines.append("-" * len(lines[-1]))
-        lines.append(f"total parameters: {self.total_params:,}")
-        return "\n".join(lines)
+        w = [max(len(r[i]) for r in rows) for i in range(4)]
+        head, *body = [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {n:>{w[3]}}" for a, b, c, n in rows]
+        total = f"total parameters: {self.total_params:,}"
+        return "\n".join([self.lens, f"input: {self.input}", head, "-" * len(head), *body, total])
 
     __repr__ = __str__
 
@@ -136,16 +132,11 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
         return node(lens.name, p=p, s=s, m=m, a=a, lens=lens)
     body, p_body = (lens, p) if opening is None else (lens.parts[0], opening(p))
     out = node(lens.name, body.op if body.op in _COMPOSITES else ">>", p=p, s=s, opened=opening is not None)
-    if opening is not None and body.op not in _COMPOSITES:  # a named primitive: its one part is the child
-        out.children = [run_stages(body, p_body, s, limit, node, depth + 1)]
-        out.a = out.children[0].a
-    elif body.op == "@":
-        f, g = body.parts
-        out.children = [run_stages(f, p_body[0], s[0], limit, node, depth + 1)]
-        out.children.append(run_stages(g, p_body[1], s[1], limit, node, depth + 1))
-        out.a = (out.children[0].a, out.children[1].a)
-    else:
-        parts, ps = _flatten_seq(body, p_body) if body.op == ">>" else (list(body.parts), list(p_body))
+    if body.op == "@":
+        out.children = [run_stages(part, p_body[i], s[i], limit, node, depth + 1) for i, part in enumerate(body.parts)]
+        out.a = tuple(child.a for child in out.children)
+    else:  # a sequence: >>, chain, or the one part of a named primitive opened up
+        parts, ps = (list(body.parts), list(p_body)) if body.op == "chain" else _flatten_seq(body, p_body)
         for part, pp in zip(parts, ps):
             out.children.append(run_stages(part, pp, s, limit, node, depth + 1))
             s = out.children[-1].a
@@ -155,8 +146,7 @@ def run_stages(lens: AnyLens, p: Any, s: Any, limit: int | None, node: type[N] =
 
 def _count(params: Any) -> int:
     """How many numbers the leaves hold (arrays of any library, or numbers)."""
-    leaves = tree_leaves(params)
-    return sum(math.prod(x.shape) if _backend.is_array(x) else int(np.size(x)) for x in leaves)
+    return sum(math.prod(x.shape) if _backend.is_array(x) else int(np.size(x)) for x in tree_leaves(params))
 
 
 def _like_params(example: Any, params: Any) -> Any:
