@@ -173,18 +173,12 @@ class Rule(Optimizer[Any]):
 
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
         """One step along ``grads``; returns ``(new_params, new_state)``."""
-        lr = self.lr
+        lr, name = self.lr, self.name
         if isinstance(lr, (int, float)):
-            return self._step(grads, self._checked(state), params, float(lr))
-        t, inner = scheduled_state(self.name, state)
-        new_params, new_inner = self._step(grads, self._checked(inner), params, lr_at(self.name, lr, t))
+            return self._step(grads, of_type(name, self.state_type, state), params, float(lr))
+        t, inner = scheduled_state(name, state)
+        new_params, new_inner = self._step(grads, of_type(name, self.state_type, inner), params, lr_at(name, lr, t))
         return new_params, ScheduledState(t + 1, new_inner)
-
-    def _checked(self, state: Any) -> Any:
-        cls = self.state_type
-        if type(state) is not cls or (cls is tuple and state != ()):
-            raise _bad_state(self.name, _kind(cls), state)
-        return state
 
     def _zeros(self, params: Tree) -> Any:
         fields = getattr(self.state_type, "_fields", ())
@@ -231,16 +225,14 @@ def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
 
 def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
     """The schedule's value at ``step``: a finite number >= 0 (a traced 0-d float array at a traced step)."""
-    if not isinstance(step, int):
-        n = known(step)
-        if n is None:
-            value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
-            if not _is_real_scalar_array(value) or is_concrete(value):
-                return _checked_lr(opt, step, value)
-            xp = namespace(value)
-            return xp.astype(value, wide_float(xp))
-        step = n
-    return _checked_lr(opt, step, schedule(step))
+    n = step if isinstance(step, int) else known(step)
+    if n is not None:
+        return _checked_lr(opt, n, schedule(n))
+    value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
+    if not _is_real_scalar_array(value) or is_concrete(value):
+        return _checked_lr(opt, step, value)
+    xp = namespace(value)
+    return xp.astype(value, wide_float(xp))
 
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
@@ -296,9 +288,9 @@ def is_real_leaf(x: Any, floats_only: bool = False) -> bool:
         return False
     if isinstance(x, (float, np.floating)) or (not floats_only and isinstance(x, (int, np.integer))):
         return True
-    if not is_array(x):
-        return False
-    return dtype_name(x.dtype) in ("float32", "float64") if floats_only else dtype_kind(x.dtype) in "iuf"
+    return is_array(x) and (
+        dtype_name(x.dtype) in ("float32", "float64") if floats_only else dtype_kind(x.dtype) in "iuf"
+    )
 
 
 def check_real(name: str, what: str, tree: Tree) -> None:
@@ -312,6 +304,13 @@ def check_like(name: str, what: str, params: Tree, tree: Tree) -> None:
     """``tree`` (grads, a delta, a state's field) shaped like ``params``, with real leaves."""
     check_structure(params, tree, what=f"{name}: {what}", shapes=True)
     check_real(name, what, tree)
+
+
+def of_type(opt: str, cls: type, state: Any) -> Any:
+    """``state`` if it is a ``cls`` (``()`` for a plain tuple), else the error naming the optimiser."""
+    if type(state) is not cls or (cls is tuple and state != ()):
+        raise _bad_state(opt, _kind(cls), state)
+    return state
 
 
 def _kind(cls: type) -> str:
@@ -514,8 +513,7 @@ def _check_inner(name: str, state_type: Any, params: Tree, inner: Any) -> Any:
     fields: tuple[str, ...] = getattr(state_type, "_fields", ())
     if type(inner) is tuple and len(inner) == len(fields):
         inner = state_type(*inner)
-    if type(inner) is not state_type or (state_type is tuple and inner != ()):
-        raise _bad_state(name, _kind(state_type), inner)
+    inner = of_type(name, state_type, inner)
     for field, tree in zip(fields, inner):
         if field == "step":
             if isinstance(tree, bool) or as_step(tree) is None:
