@@ -16,8 +16,8 @@ from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import pure_mutated, result_path, slot_path, slot_what
-from prelens.testing._random import first_difference, is_float_leaf, random_like, snapshot
+from prelens.testing._pure import fwd_on_copies, result_path, slot_path
+from prelens.testing._random import is_float_leaf, random_like
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
 #: (each costs six forward passes): a wrong small leaf (a bias beside a large weight) then
@@ -69,12 +69,7 @@ def check_vjp(
         if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
             got, where = E.describe(np.asarray(leaf)), slot_path(path)
             raise E.LawError(f"check_vjp: {name}: needs float64 leaves, got {got} at {where}")
-    work = snapshot((p, s))  # the first pass runs on copies: a fwd that writes is named, the caller's data kept
-    a: Any
-    a, pullback = vjp(pl, *work)
-    changed = first_difference((p, s), work, rtol=None)
-    if changed is not None:
-        raise pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
+    a, pullback = fwd_on_copies("check_vjp", name, lambda *x: vjp(pl, *x), (p, s))
     pulled: Callable[[Any], tuple[Any, Any]] = lambda d: (d, _pull(name, pullback, (p, s), d))
     fixed = None if da is None else pulled(da)  # the deltas' structure and dtypes are checked first
     side = _Side(pl, (p, s), a, eps, rtol, atol)
