@@ -187,10 +187,9 @@ class Rule(Optimizer[Any]):
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""
-        leaf, fields = self._leaf, getattr(self.state_type, "_fields", ())
-        names = ("grads", *(f"{self.name} {f}" for f in fields))
+        leaf = self._leaf
         step = lambda p, g, *s: leaf(p, as_leaf(g, p), lr, *s)
-        new, *out = map_leaves(self.name, step, params, (grads, *state), names)
+        new, *out = map_leaves(self.name, step, params, (grads, *state), getattr(self.state_type, "_fields", ()))
         return new, self.state_type(*out)
 
     def _leaf(self, p: Any, g: Any, lr: Any, *state: Any) -> tuple[Any, ...]:
@@ -369,13 +368,15 @@ class Mismatch(Exception):
 
 
 def map_leaves(
-    opt: str, f: Callable[..., tuple[Any, ...]], params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]
+    opt: str, f: Callable[..., tuple[Any, ...]], params: Tree, others: tuple[Tree, ...], fields: tuple[str, ...]
 ) -> tuple[Tree, ...]:
-    """``f(p, *leaves_of_others)`` leaf-wise, one output tree per value it returns (one pass, checked on failure)."""
+    """``f(p, *leaves_of_others)`` leaf-wise, one output tree per value it returns (one pass, checked on failure).
+
+    ``others``: the grads, then the state's trees, named by ``fields`` only in an error (nothing built per step)."""
     try:
         return walk(f, len(others), params, list(others))
     except (Mismatch, TypeError, ValueError):
-        raise diagnose(opt, params, others, names) from None
+        raise diagnose(opt, params, others, fields) from None
 
 
 #: The node classes seen so far: tuple, list and named tuples (so the check is one set lookup per node).
@@ -442,10 +443,10 @@ def _check_leaf(p: Any, o: Any) -> None:
         raise Mismatch
 
 
-def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]) -> E.PrelensError:
+def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], fields: tuple[str, ...]) -> E.PrelensError:
     """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
     check_params(opt, params)
-    for name, other in zip(names, others):
+    for name, other in zip(("grads", *(f"{opt} {f}" for f in fields)), others):
         check_like(opt, name, params, other)
     return E.StructureError(
         f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
