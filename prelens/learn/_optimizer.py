@@ -168,7 +168,8 @@ class Rule(Optimizer[Any]):
     def init(self, params: Tree) -> Any:
         """The initial state for ``params`` (never aliases them)."""
         check_params(self.name, params)
-        state = self._zeros(params)
+        fields = getattr(self.state_type, "_fields", ())
+        state = self.state_type(*(0 if f == "step" else tree_map(zeros_like, params) for f in fields))
         return state if _is_number(self.lr) else ScheduledState(0, state)
 
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
@@ -180,10 +181,6 @@ class Rule(Optimizer[Any]):
         t, inner = scheduled_state(name, state)
         new_params, new_inner = self._step(grads, of_type(name, self.state_type, inner), params, lr_at(name, lr, t))
         return new_params, ScheduledState(t + 1, new_inner)
-
-    def _zeros(self, params: Tree) -> Any:
-        fields = getattr(self.state_type, "_fields", ())
-        return self.state_type(*(0 if f == "step" else tree_map(zeros_like, params) for f in fields))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""
