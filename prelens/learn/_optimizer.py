@@ -168,34 +168,25 @@ class Rule(Optimizer[Any]):
     def init(self, params: Tree) -> Any:
         """The initial state for ``params`` (never aliases them)."""
         check_params(self.name, params)
-        state = self._zeros(params)
+        fields = getattr(self.state_type, "_fields", ())
+        state = self.state_type(*(0 if f == "step" else tree_map(zeros_like, params) for f in fields))
         return state if _is_number(self.lr) else ScheduledState(0, state)
 
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
         """One step along ``grads``; returns ``(new_params, new_state)``."""
         lr = self.lr
         if isinstance(lr, (int, float)):
-            return self._step(grads, self._checked(state), params, float(lr))
-        t, inner = scheduled_state(self.name, state)
-        new_params, new_inner = self._step(grads, self._checked(inner), params, lr_at(self.name, lr, t))
+            return self._step(grads, of_type(self.name, self.state_type, state), params, float(lr))
+        name = self.name
+        t, inner = scheduled_state(name, state)
+        new_params, new_inner = self._step(grads, of_type(name, self.state_type, inner), params, lr_at(name, lr, t))
         return new_params, ScheduledState(t + 1, new_inner)
-
-    def _checked(self, state: Any) -> Any:
-        cls = self.state_type
-        if type(state) is not cls or (cls is tuple and state != ()):
-            raise _bad_state(self.name, _kind(cls), state)
-        return state
-
-    def _zeros(self, params: Tree) -> Any:
-        fields = getattr(self.state_type, "_fields", ())
-        return self.state_type(*(0 if f == "step" else tree_map(zeros_like, params) for f in fields))
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         """Every leaf's :meth:`_leaf`, with the state's fields beside the gradient (one walk)."""
-        leaf, fields = self._leaf, getattr(self.state_type, "_fields", ())
-        names = ("grads", *(f"{self.name} {f}" for f in fields))
+        leaf = self._leaf
         step = lambda p, g, *s: leaf(p, as_leaf(g, p), lr, *s)
-        new, *out = map_leaves(self.name, step, params, (grads, *state), names)
+        new, *out = map_leaves(self.name, step, params, (grads, *state), getattr(self.state_type, "_fields", ()))
         return new, self.state_type(*out)
 
     def _leaf(self, p: Any, g: Any, lr: Any, *state: Any) -> tuple[Any, ...]:
@@ -231,16 +222,14 @@ def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
 
 def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
     """The schedule's value at ``step``: a finite number >= 0 (a traced 0-d float array at a traced step)."""
-    if not isinstance(step, int):
-        n = known(step)
-        if n is None:
-            value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
-            if not _is_real_scalar_array(value) or is_concrete(value):
-                return _checked_lr(opt, step, value)
-            xp = namespace(value)
-            return xp.astype(value, wide_float(xp))
-        step = n
-    return _checked_lr(opt, step, schedule(step))
+    n = step if isinstance(step, int) else known(step)
+    if n is not None:
+        return _checked_lr(opt, n, schedule(n))
+    value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
+    if not _is_real_scalar_array(value) or is_concrete(value):
+        return _checked_lr(opt, step, value)
+    xp = namespace(value)
+    return xp.astype(value, wide_float(xp))
 
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
@@ -296,9 +285,9 @@ def is_real_leaf(x: Any, floats_only: bool = False) -> bool:
         return False
     if isinstance(x, (float, np.floating)) or (not floats_only and isinstance(x, (int, np.integer))):
         return True
-    if not is_array(x):
-        return False
-    return dtype_name(x.dtype) in ("float32", "float64") if floats_only else dtype_kind(x.dtype) in "iuf"
+    return is_array(x) and (
+        dtype_name(x.dtype) in ("float32", "float64") if floats_only else dtype_kind(x.dtype) in "iuf"
+    )
 
 
 def check_real(name: str, what: str, tree: Tree) -> None:
@@ -312,6 +301,13 @@ def check_like(name: str, what: str, params: Tree, tree: Tree) -> None:
     """``tree`` (grads, a delta, a state's field) shaped like ``params``, with real leaves."""
     check_structure(params, tree, what=f"{name}: {what}", shapes=True)
     check_real(name, what, tree)
+
+
+def of_type(opt: str, cls: type, state: Any) -> Any:
+    """``state`` if it is a ``cls`` (``()`` for a plain tuple), else the error naming the optimiser."""
+    if type(state) is not cls or (cls is tuple and state != ()):
+        raise _bad_state(opt, _kind(cls), state)
+    return state
 
 
 def _kind(cls: type) -> str:
@@ -369,13 +365,15 @@ class Mismatch(Exception):
 
 
 def map_leaves(
-    opt: str, f: Callable[..., tuple[Any, ...]], params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]
+    opt: str, f: Callable[..., tuple[Any, ...]], params: Tree, others: tuple[Tree, ...], fields: tuple[str, ...]
 ) -> tuple[Tree, ...]:
-    """``f(p, *leaves_of_others)`` leaf-wise, one output tree per value it returns (one pass, checked on failure)."""
+    """``f(p, *leaves_of_others)`` leaf-wise, one output tree per value it returns (one pass, checked on failure).
+
+    ``others``: the grads, then the state's trees, named by ``fields`` only in an error (nothing built per step)."""
     try:
         return walk(f, len(others), params, list(others))
     except (Mismatch, TypeError, ValueError):
-        raise diagnose(opt, params, others, names) from None
+        raise diagnose(opt, params, others, fields) from None
 
 
 #: The node classes seen so far: tuple, list and named tuples (so the check is one set lookup per node).
@@ -442,10 +440,10 @@ def _check_leaf(p: Any, o: Any) -> None:
         raise Mismatch
 
 
-def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], names: tuple[str, ...]) -> E.PrelensError:
+def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], fields: tuple[str, ...]) -> E.PrelensError:
     """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
     check_params(opt, params)
-    for name, other in zip(names, others):
+    for name, other in zip(("grads", *(f"{opt} {f}" for f in fields)), others):
         check_like(opt, name, params, other)
     return E.StructureError(
         f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
@@ -514,8 +512,7 @@ def _check_inner(name: str, state_type: Any, params: Tree, inner: Any) -> Any:
     fields: tuple[str, ...] = getattr(state_type, "_fields", ())
     if type(inner) is tuple and len(inner) == len(fields):
         inner = state_type(*inner)
-    if type(inner) is not state_type or (state_type is tuple and inner != ()):
-        raise _bad_state(name, _kind(state_type), inner)
+    inner = of_type(name, state_type, inner)
     for field, tree in zip(fields, inner):
         if field == "step":
             if isinstance(tree, bool) or as_step(tree) is None:

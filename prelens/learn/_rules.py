@@ -67,7 +67,7 @@ class SGD(Rule):
         try:
             return _sgd_walk(params, grads, neg_lr, _steps(neg_lr)), ()
         except (Mismatch, TypeError, ValueError):
-            raise diagnose(self.name, params, (grads,), ("grads",)) from None
+            raise diagnose(self.name, params, (grads,), ()) from None
 
 
 #: ``−lr`` as 0-d arrays by dtype, for each learning rate: numpy multiplies by them faster than by a float.
@@ -200,8 +200,7 @@ class Adam(Rule):
             kept = p if wd == 0.0 or (isinstance(keep, float) and keep == 1.0) else p * cast(keep, p)
             return like(p, mu / (sqrt(nu) + cast(eps_t, p)) * -cast(lr_t, p) + kept), like(p, mu), like(p, nu)
 
-        names = ("grads", f"{self.name} mu", f"{self.name} nu")
-        new, mu, nu = map_leaves(self.name, leaf, params, (grads, state.mu, state.nu), names)
+        new, mu, nu = map_leaves(self.name, leaf, params, (grads, state.mu, state.nu), ("mu", "nu"))
         return new, AdamState(t, mu, nu)
 
     def _scalars(self, state: AdamState, lr: Any) -> tuple[Any, Any, Any]:

@@ -50,15 +50,12 @@ def as_step(x: Any) -> Any:
     """
     if isinstance(x, (bool, np.bool_)):
         return None
-    if isinstance(x, (int, np.integer)):
-        return int(x) if x >= 0 else None
-    if not is_array(x) or x.ndim != 0 or dtype_kind(x.dtype) not in "iu":
-        return None
-    if isinstance(x, np.ndarray):
-        return int(x) if x >= 0 else None
-    if is_concrete(x) and int(x) < 0:
-        return None
-    return x
+    if not isinstance(x, (int, np.integer)):
+        if not is_array(x) or x.ndim != 0 or dtype_kind(x.dtype) not in "iu":
+            return None
+        if not isinstance(x, np.ndarray):  # another library's (a tracer under jax.jit) stays as it is
+            return None if is_concrete(x) and int(x) < 0 else x
+    return int(x) if x >= 0 else None
 
 
 def known(t: Any) -> int | None:

@@ -54,6 +54,16 @@ def pure_mutated(fn: str, lens: str, which: str, what: str, path: str) -> E.LawE
     )
 
 
+def fwd_on_copies(fn: str, name: str, fwd: Callable[..., Any], x: Any) -> Any:
+    """``fwd(p, s)`` run on copies of ``x = (p, s)``: one that writes into them is named, the caller's data kept."""
+    work = snapshot(x)
+    out = fwd(*work)
+    changed = first_difference(x, work, rtol=None)
+    if changed is not None:
+        raise pure_mutated(fn, name, "fwd", *slot_what(changed))
+    return out
+
+
 def run_law(law: str, where: str, thunk: Callable[[], Any]) -> Any:
     """``thunk()``, one side of a law; a crash is a failed law (a structure the law does not expect)."""
     try:
@@ -94,11 +104,7 @@ def check_pure(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 0, f
 
 def _check(fn: str, pl: Any, name: str, x1: Any, da: Any, gen: np.random.Generator) -> None:
     # 1. alone, on copies: nothing written
-    work = snapshot(x1)
-    m1, a1 = pl.fwd(*work)
-    changed = first_difference(x1, work, rtol=None)
-    if changed is not None:
-        raise pure_mutated(fn, name, "fwd", *slot_what(changed))
+    m1, a1 = fwd_on_copies(fn, name, pl.fwd, x1)
     da1 = da if da is not None else random_like(a1, gen)
     m_before, da_before = snapshot(m1), snapshot(da1)
     r1 = pl.bwd(m1, da1)

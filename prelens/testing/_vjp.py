@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,8 @@ from prelens.core._trace import as_pre_lens as _as_prelens
 from prelens.core._trace import vjp
 from prelens.core._tree import structure_mismatch, tree_leaves, tree_map, tree_paths
 from prelens.testing._fd import EPS, Difference, directional_derivative, noise_level
-from prelens.testing._pure import pure_mutated, result_path, slot_path, slot_what
-from prelens.testing._random import first_difference, is_float_leaf, random_like, snapshot
+from prelens.testing._pure import fwd_on_copies, result_path, slot_path
+from prelens.testing._random import is_float_leaf, random_like
 
 #: Directions along a single leaf are added when the tree has at most this many float leaves
 #: (each costs six forward passes): a wrong small leaf (a bias beside a large weight) then
@@ -68,28 +69,16 @@ def check_vjp(
         if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
             got, where = E.describe(np.asarray(leaf)), slot_path(path)
             raise E.LawError(f"check_vjp: {name}: needs float64 leaves, got {got} at {where}")
-    work = snapshot((p, s))  # the first pass runs on copies: a fwd that writes is named, the caller's data kept
-    a: Any
-    a, pullback = vjp(pl, *work)
-    changed = first_difference((p, s), work, rtol=None)
-    if changed is not None:
-        raise pure_mutated("check_vjp", name, "fwd", *slot_what(changed))
-    fixed = None if da is None else _pull(name, pullback, (p, s), da)
-
-    def draw() -> tuple[Any, Any]:
-        """The given ``da``, or a fresh one per direction (a small coordinate of one is not hidden in all)."""
-        if da is not None:
-            return da, fixed
-        d = random_like(a, gen)
-        return d, _pull(name, pullback, (p, s), d)
-
-    first = draw()  # the structure and dtypes of (dp, ds) are checked before anything else
+    a, pullback = fwd_on_copies("check_vjp", name, lambda *x: vjp(pl, *x), (p, s))
+    pulled: Callable[[Any], tuple[Any, Any]] = lambda d: (d, _pull(name, pullback, (p, s), d))
+    fixed = None if da is None else pulled(da)  # the deltas' structure and dtypes are checked first
     side = _Side(pl, (p, s), a, eps, rtol, atol)
     plan: list[int | None] = [None] * directions
     if 1 < len(side.floats) <= LEAF_DIRECTIONS_UP_TO:
         plan += side.floats
-    for k, only in enumerate(plan):
-        da_k, grads = first if k == 0 else draw()
+    for only in plan:
+        # the given da, or a fresh one per direction (a small coordinate of one is not hidden in all)
+        da_k, grads = fixed if fixed is not None else pulled(random_like(a, gen))
         direction = side.direction(gen, only)
         verdict = side.compare(direction, da_k, grads)
         if verdict is not None:
@@ -145,22 +134,20 @@ class _Side:
         self.out_mask = [is_float_leaf(leaf) for leaf in tree_leaves(a)]
         squares = sum(float(np.sum(v * v)) for v in self.values.values())
         count = sum(v.size for v in self.values.values())
-        self.fallback_scale = float(np.sqrt(squares / count)) if count and squares > 0 else 1.0
+        whole = float(np.sqrt(squares / count)) if count and squares > 0 else 1.0
+        rms = {i: float(np.sqrt(np.mean(v * v))) if v.size else 0.0 for i, v in self.values.items()}
+        #: each leaf's root-mean-square size (a leaf of zeros, such as a fresh bias: the whole tree's)
+        self.scales = {i: r if r > 0 and np.isfinite(r) else whole for i, r in rms.items()}
 
     def name_of(self, i: int) -> str:
         return slot_path(self.paths[i])
 
     def direction(self, gen: np.random.Generator, only: int | None = None) -> dict[int, np.ndarray]:
-        """Standard normal, each leaf scaled to its own root-mean-square size (a leaf of zeros,
-        such as a fresh bias, to the size of the whole tree); with ``only``, that leaf alone."""
-        out = {}
-        for i in self.floats:
-            v = self.values[i]
-            scale = float(np.sqrt(np.mean(v * v))) if v.size else 0.0
-            scale = scale if scale > 0 and np.isfinite(scale) else self.fallback_scale
-            z = gen.standard_normal(v.shape) * scale
-            out[i] = z if only is None or i == only else z * 0.0
-        return out
+        """Standard normal, each leaf scaled to its size; with ``only``, that leaf alone."""
+        return {
+            i: gen.standard_normal(v.shape) * self.scales[i] * (1.0 if only is None or i == only else 0.0)
+            for i, v in self.values.items()
+        }
 
     def _measure(self, out: Any, das: list[np.ndarray]) -> tuple[float, float]:
         """``(<out, da>, Σ|out|·|da|)`` over the float leaves of an output."""
