@@ -205,6 +205,4 @@ def _lr_of(optimizer: Any) -> Any:
     if isinstance(optimizer, PreLens):
         optimizer = find_optimizer(optimizer)
     lr = getattr(optimizer, "lr", None)
-    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) or callable(lr)):
-        return None
-    return lr
+    return None if isinstance(lr, bool) or not (isinstance(lr, (int, float)) or callable(lr)) else lr

@@ -14,7 +14,6 @@ import shutil
 import time
 from typing import TextIO
 
-from prelens import errors as E
 from prelens.core import _args
 
 __all__ = ["Progress"]
@@ -43,8 +42,7 @@ class Progress:
         fn = "Progress"
         self.epochs, self.batches = _args.count(fn, "epochs", epochs, 0), _args.count(fn, "batches", batches)
         self.label = _args.name(fn, "label", label)
-        if not isinstance(tag, str):
-            raise E.must_be(fn, "tag", "a str", E.describe(tag))
+        tag = _args.name(fn, "tag", tag)
         self.tag = f"[{tag}]" if tag else ""
         self.stream = _args.text_stream(fn, "stream", stream)
         self.live, self.enabled = _args.flag(fn, "live", live), _args.flag(fn, "enabled", enabled)

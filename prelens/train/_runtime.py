@@ -198,15 +198,12 @@ def retain_freed_memory() -> bool:
     """
     if _RETAINED:
         return _RETAINED[0]
-    done = False
+    done, mallopt = False, None
     if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            mallopt = libc.mallopt
-        except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-            mallopt = None
-        if mallopt is not None:
-            mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-            done = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl has no mallopt)
+            mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    if mallopt is not None:
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        done = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     _RETAINED.append(done)
     return done
