@@ -218,11 +218,17 @@ class Plan(NamedTuple):
 
 def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     """The run's plan, and its start moved to the backend (the run's arrays move there once, here)."""
+    n_batches = math.ceil(a.n / a.batch_size)  # n >= 1
+    if 0 < at.batch and at.batches != n_batches:
+        raise resume_refused(
+            os.fspath(a.resume or ""),
+            f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
+            f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
+        )
     dtype = model_dtype(at.params)
     data = cast("fit", a.data, dtype)
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
     dropout = has_dropout(at.params)
-    n_batches = max(1, math.ceil(a.n / a.batch_size))
     to_host, compiled = False, None
     if a.auto:
         chosen = choose_jax(a, at, data, validation, dropout, n_batches)
@@ -238,12 +244,6 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     bar = Progress(
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
     )
-    if 0 < at.batch and at.batches != n_batches:
-        raise resume_refused(
-            os.fspath(a.resume or ""),
-            f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
-            f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
-        )
     return Plan(a, data, validation, n_batches, dropout, _strategy(a, dropout, compiled), bar, to_host), at
 
 

@@ -1,11 +1,7 @@
-"""A one-line training status for terminals (own code: no runtime dependency).
-
-On a terminal the line is redrawn in place at most ``1 / interval`` times a second::
+"""A one-line training status (own code: no runtime dependency), redrawn in place on a terminal at most
+``1 / interval`` times a second (elsewhere, one plain line per finished epoch)::
 
     epoch 12/200 [###---------] 5/20  loss 0.4312  8.1k samples/s  eta 0:41  val_accuracy 0.9667
-
-Written to a stream that is not a terminal (a log file, a pipe) it prints one plain line per finished epoch instead,
-and only when asked for explicitly.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The runtime of a training run: BLAS threads chosen from the problem's sizes, and freed memory kept.
-
-**Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a busy one (a
-descheduled helper thread costs a whole time slice; measurements in docs/performance.md): :func:`blas_threads`
-says how it chooses, :func:`_probe` why it times as it does. The threads are set with ``threadpoolctl``.
-
-**Memory.** glibc hands the large blocks a step frees back to the system, and the next step faults them back in
-page by page (5-15% of a step): see :func:`retain_freed_memory`.
+"""The runtime of a training run: BLAS threads chosen from the problem's sizes (:func:`blas_threads`, set with
+``threadpoolctl``; :func:`_probe` says why it times as it does), and freed memory kept (:func:`retain_freed_memory`:
+faulting a step's freed blocks back in page by page costs 5-15% of a step). Measurements: docs/performance.md.
 """
 
 from __future__ import annotations
