@@ -74,8 +74,7 @@ def fit(
     Shapes: ``xs`` and ``targets`` share their leading (batch) axis of length ``n``; ``targets`` is what ``loss``
     takes as its parameter (integer labels ``(n,)`` for ``softmax_cross_entropy``, ``(n, k)`` floats for ``mse``).
     Each epoch visits every row once, in batches of ``batch_size`` (the last one smaller), reshuffled with ``rng``
-    unless ``shuffle=False``. Float data is cast to the parameters' dtype once, before training; data holding NaN
-    or infinity is refused.
+    unless ``shuffle=False``. Float data is cast to the parameters' dtype once, before training.
 
     ``optimizer``: an optimiser of :mod:`prelens.learn`, or its lens ``opt.lens``; each batch is one :func:`step`.
     ``penalty`` (``prelens.learn.l2(1e-4)``) is added to the loss minimised and to ``history.loss``, not to

@@ -66,9 +66,7 @@ def _largest(params: Any, batch: Any) -> tuple[int, tuple[int, int], np.dtype[An
     """The largest product of a step: ``(rows, weight shape, dtype)``."""
     weights = [leaf for leaf in tree_leaves(params) if isinstance(leaf, np.ndarray) and leaf.ndim == 2]
     rows = batch_rows(batch)
-    if not weights:
-        return rows, (0, 0), np.dtype(np.float64)
-    w = max(weights, key=lambda a: a.size)
+    w = max(weights, key=lambda a: a.size, default=np.zeros((0, 0)))
     dt = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
     return rows, (int(w.shape[0]), int(w.shape[1])), dt
 
