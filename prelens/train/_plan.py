@@ -330,8 +330,8 @@ def _check_mesh_batches(mesh: Any, axis: str | None, n: int, batch_size: int) ->
     n_dev = mesh.shape[axis]
     last = n % batch_size or batch_size
     if batch_size % n_dev or last % n_dev:
-        expected = f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among "
-        raise E.bad_argument("fit", "batch_size", batch_size, expected + f"the mesh's {n_dev} devices")
+        expected = f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among the mesh's"
+        raise E.bad_argument("fit", "batch_size", batch_size, f"{expected} {n_dev} devices")
 
 
 def _isatty(stream: TextIO) -> bool:
