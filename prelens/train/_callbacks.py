@@ -80,11 +80,10 @@ class _Monitor:
 class EarlyStopping(_Monitor):
     """Stop when ``monitor`` has not improved for ``patience`` epochs; hand back the best parameters.
 
-    ``EarlyStopping(monitor="val_loss", patience=5, min_delta=0.0, mode="min", restore_best=True)``. An epoch
-    improves when its value beats the best so far by more than ``min_delta`` (``mode="min"``: lower is better;
-    ``"max"``: higher). Training stops after ``patience`` epochs in a row without improvement. With ``restore_best``
-    ``fit`` returns the parameters and optimiser state of the best epoch (when training ends, stopped or not) and
-    records it in ``history.best_epoch``. ``monitor`` must be a series ``fit`` records (checked before training).
+    An epoch improves when its value beats the best so far by more than ``min_delta`` (``mode="min"``: lower is
+    better; ``"max"``: higher). Training stops after ``patience`` epochs in a row without improvement. With
+    ``restore_best`` ``fit`` returns the parameters and optimiser state of the best epoch (when training ends, stopped
+    or not) and records it in ``history.best_epoch``. ``monitor`` must be a series ``fit`` records (checked up front).
 
     >>> stop = EarlyStopping("val_loss", patience=2)
     >>> h = History(loss=[1.0] * 4, metrics={"val_loss": [0.9, 0.5, 0.6, 0.55]})
@@ -120,9 +119,9 @@ class EarlyStopping(_Monitor):
 class CheckpointBest(_Monitor):
     """Save the parameters to ``path`` after every epoch that reaches a new best ``monitor``.
 
-    ``CheckpointBest(path, monitor="val_loss", mode="min", min_delta=0.0)``. The file is a checkpoint like ``fit``'s
-    own: ``{"params": ..., "opt_state": ...}``, with the epoch, the monitored value and the history in its metadata
-    (:func:`prelens.io.load_metadata`). It is written atomically; a failed write is a warning, and training goes on.
+    The file is a checkpoint like ``fit``'s own: ``{"params": ..., "opt_state": ...}``, with the epoch, the monitored
+    value and the history in its metadata (:func:`prelens.io.load_metadata`). It is written atomically; a failed
+    write is a warning, and training goes on.
 
     >>> import os, tempfile
     >>> best = CheckpointBest(os.path.join(tempfile.mkdtemp(), "best.npz"), monitor="loss")
@@ -205,6 +204,4 @@ def _lr_of(optimizer: Any) -> Any:
     if isinstance(optimizer, PreLens):
         optimizer = find_optimizer(optimizer)
     lr = getattr(optimizer, "lr", None)
-    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) or callable(lr)):
-        return None
-    return lr
+    return None if isinstance(lr, bool) or not (isinstance(lr, (int, float)) or callable(lr)) else lr

@@ -4,6 +4,7 @@ traced by JAX into one XLA program (see :func:`compile_step`); checks that need 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -35,14 +36,13 @@ class CompiledStep:
     compile_step(linear(3→1) >> mse)
     """
 
-    def __init__(self, name: str, pure: Any, mesh: Any, axis: str | None) -> None:
+    def __init__(self, name: str, pure: Callable[..., tuple[Tree, Any, Any, Any]], mesh: Any, axis: str | None) -> None:
         import jax
 
         self.name, self.mesh, self.axis = name, mesh, axis
 
         def plain(params: Tree, state: Any, xs: Any, targets: Any, key: Any) -> tuple[Tree, Any, Any]:
-            new_params, new_state, value, _ = pure(params, state, xs, targets, key)
-            return new_params, new_state, value  # no finiteness flag: XLA drops its reductions
+            return pure(params, state, xs, targets, key)[:3]  # no finiteness flag: XLA drops its reductions
 
         jit: Any = jax.jit
         self._batch_sharding = self._replicated = None

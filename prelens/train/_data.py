@@ -121,11 +121,8 @@ def has_dropout(tree: Tree) -> bool:
     """Whether the parameters hold a :class:`DropoutKey` (a dropout site)."""
     if type(tree) is DropoutKey:
         return True
-    if isinstance(tree, dict):
-        return any(has_dropout(v) for v in tree.values())
-    if isinstance(tree, (list, tuple)):
-        return any(has_dropout(v) for v in tree)
-    return False
+    children = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (list, tuple)) else ()
+    return any(has_dropout(v) for v in children)
 
 
 def keyed(model: AnyLens, key_params: Callable[[Tree, Any], Tree] = with_dropout) -> AnyLens:

@@ -149,8 +149,7 @@ def confusion_matrix(
 
     Rows are the true classes, columns the predicted ones (scikit-learn's layout), so the diagonal counts the right
     answers and ``C.trace() / C.sum()`` is :func:`accuracy`. Predictions and ``labels`` are read as :func:`accuracy`
-    reads them (argmax of ``(n, k)`` scores; the sign of a single score; labels as indices, one-hot rows, or ±1 /
-    0-1 values). ``n_classes`` defaults to the number of output columns (2 for a single one).
+    reads them. ``n_classes`` defaults to the number of output columns (2 for a single one).
 
     >>> import numpy as np
     >>> from prelens.nn import linear

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
 import numpy as np
@@ -74,8 +74,7 @@ def fit(
     Shapes: ``xs`` and ``targets`` share their leading (batch) axis of length ``n``; ``targets`` is what ``loss``
     takes as its parameter (integer labels ``(n,)`` for ``softmax_cross_entropy``, ``(n, k)`` floats for ``mse``).
     Each epoch visits every row once, in batches of ``batch_size`` (the last one smaller), reshuffled with ``rng``
-    unless ``shuffle=False``. Float data is cast to the parameters' dtype once, before training; data holding NaN
-    or infinity is refused.
+    unless ``shuffle=False``. Float data is cast to the parameters' dtype once, before training.
 
     ``optimizer``: an optimiser of :mod:`prelens.learn`, or its lens ``opt.lens``; each batch is one :func:`step`.
     ``penalty`` (``prelens.learn.l2(1e-4)``) is added to the loss minimised and to ``history.loss``, not to
@@ -118,19 +117,8 @@ def fit(
     checked = check_args(**locals())  # every argument, before any work: a mistake is one clear error
     the_plan, at = plan(checked, start(checked))  # where training starts; the data, the step strategy
     run = Run(the_plan, at)
-    with _threads(the_plan, run.params):
-        if not the_plan.to_host:
-            return _train(run)
-        try:
-            params, opt_state, history = _train(run)
-        except BaseException as err:  # backend="auto" hands back numpy, on errors too
-            for name in ("params", "opt_state"):
-                if hasattr(err, name):
-                    with contextlib.suppress(Exception):
-                        setattr(err, name, to_backend(getattr(err, name), "numpy"))
-            raise
-        params, opt_state = to_backend((params, opt_state), "numpy")
-        return FitResult(params, opt_state, history)
+    with _threads(the_plan, run.position.params):
+        return _train(run)
 
 
 def _train(run: Run) -> FitResult:
@@ -175,7 +163,7 @@ def _epoch(run: Run, epoch: int) -> None:
         value = run.step(batch)
         p.bar.batch_end(epoch, b + 1, value, hi - lo)
     run.where = f"the end of epoch {epoch}/{a.epochs}"
-    scores = _scores(p, run.params)
+    scores = _scores(p, run.position.params)
     run.epoch_done(run.position.total / p.n_batches, scores, time.perf_counter() - started)
     p.bar.epoch_end(epoch, run.history.loss[-1], scores)
 
@@ -196,13 +184,10 @@ def _scores(p: Plan, params: Tree) -> dict[str, float]:
     return scores
 
 
-@contextlib.contextmanager
-def _threads(p: Plan, params: Tree) -> Iterator[None]:
+def _threads(p: Plan, params: Tree) -> contextlib.AbstractContextManager[Any]:
     """On numpy, the BLAS threads the run takes (``blas_threads``), restored after it."""
     a, leaves = p.args, tree_leaves(p.data[0])
     on_numpy = (a.xp is None or a.xp is np) and bool(leaves) and isinstance(leaves[0], np.ndarray)
     if a.blas_threads is None or not on_numpy:
-        yield
-        return
-    with _blas_threads(a.blas_threads, params=params, batch=take(p.data[0], None, 0, a.batch_size)):
-        yield
+        return contextlib.nullcontext()
+    return _blas_threads(a.blas_threads, params=params, batch=take(p.data[0], None, 0, a.batch_size))

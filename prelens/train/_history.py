@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prelens import errors as E
@@ -44,13 +44,9 @@ class History:
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (non-finite numbers become ``None``)."""
         return {
+            **asdict(self),
             "loss": [_finite_or_none(x) for x in self.loss],
             "metrics": {k: [_finite_or_none(x) for x in v] for k, v in self.metrics.items()},
-            "seconds": list(self.seconds),
-            "steps": self.steps,
-            "interrupted": self.interrupted,
-            "stopped": self.stopped,
-            "best_epoch": self.best_epoch,
         }
 
     def log(self, name: str, value: float) -> None:
@@ -134,14 +130,9 @@ def history_from_dict(d: Any) -> History | str:
             return f"the history's metric {str(name)[:40]!r} is not a list of numbers, one per epoch"
         metrics[name] = series
     seconds = _numbers(d.get("seconds", []))
-    steps, best = d.get("steps", 0), d.get("best_epoch")
-    stopped = d.get("stopped")
-    if (
-        seconds is None
-        or count(steps) is None
-        or not (best is None or count(best) is not None)
-        or not isinstance(stopped, (str, type(None)))
-    ):
+    steps, best, stopped = d.get("steps", 0), d.get("best_epoch"), d.get("stopped")
+    damaged = count(steps) is None or (best is not None and count(best) is None) or not isinstance(stopped, str | None)
+    if seconds is None or damaged:
         return "the history's seconds, steps, best_epoch or stopped are damaged"
     return History(loss, metrics, seconds, steps, bool(d.get("interrupted", False)), stopped, best)
 

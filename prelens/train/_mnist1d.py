@@ -162,12 +162,9 @@ def train_mnist1d(
         raise E.not_one_of(fn, "backend", ("numpy", "jax", "auto"), backend)
     model = mnist1d_model(name, dtype=dtype)
     data = split if split is not None else load_mnist1d(channel=channel)
-    x_train, y_train = data.x_train.astype(dtype), data.y_train
-    x_test = data.x_test.astype(dtype)
-    if channel and x_train.ndim == 2:  # a split without the channel axis: add it
-        x_train, x_test = x_train[..., None], x_test[..., None]
-    elif not channel and x_train.ndim == 3:  # with it, for a model of rows: drop it
-        x_train, x_test = x_train[..., 0], x_test[..., 0]
+    x_train, y_train, x_test = data.x_train.astype(dtype), data.y_train, data.x_test.astype(dtype)
+    if (channel, x_train.ndim) in ((True, 2), (False, 3)):  # add the channel axis the model takes, or drop it
+        x_train, x_test = (x[..., None] if channel else x[..., 0] for x in (x_train, x_test))
     gen = np.random.default_rng(seed)
     params = model.init(gen)
     opt, opt_state, done = adam(lr), None, 0
@@ -191,7 +188,5 @@ def train_mnist1d(
         from prelens.backend import to_backend
 
         params = to_backend(params, "numpy")
-    train_acc = accuracy(model, params, x_train, y_train)
-    return Mnist1dResult(
-        name, seed, backend, done, params, train_acc, accuracy(model, params, x_test, data.y_test), seconds
-    )
+    accuracies = accuracy(model, params, x_train, y_train), accuracy(model, params, x_test, data.y_test)
+    return Mnist1dResult(name, seed, backend, done, params, *accuracies, seconds)

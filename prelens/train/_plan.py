@@ -153,11 +153,8 @@ def _check_callbacks(
         raise E.bad_argument(
             "fit", "callbacks", "two EarlyStopping(restore_best=True)", "at most one callback that restores parameters"
         )
-    recorded = ["loss"]
-    if on_train:
-        recorded += ["train_loss", *(f"train_{m}" for m in metrics)]
-    if has_validation:
-        recorded += ["val_loss", *(f"val_{m}" for m in metrics)]
+    measured_on = [prefix for prefix, on in (("train", on_train), ("val", has_validation)) if on]
+    recorded = ["loss", *(f"{prefix}_{m}" for prefix in measured_on for m in ("loss", *metrics))]
     if any(isinstance(cb, LearningRateLogger) for cb in callbacks):
         recorded.append("lr")
     for cb in callbacks:
@@ -221,11 +218,17 @@ class Plan(NamedTuple):
 
 def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     """The run's plan, and its start moved to the backend (the run's arrays move there once, here)."""
+    n_batches = math.ceil(a.n / a.batch_size)  # n >= 1
+    if 0 < at.batch and at.batches != n_batches:
+        raise resume_refused(
+            os.fspath(a.resume or ""),
+            f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
+            f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
+        )
     dtype = model_dtype(at.params)
     data = cast("fit", a.data, dtype)
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
     dropout = has_dropout(at.params)
-    n_batches = max(1, math.ceil(a.n / a.batch_size))
     to_host, compiled = False, None
     if a.auto:
         chosen = choose_jax(a, at, data, validation, dropout, n_batches)
@@ -236,20 +239,12 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     elif a.xp is not None:
         params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
         at = at._replace(params=params, opt_state=opt_state)
-    strategy = _strategy(a, dropout, compiled)
-    name = "numpy" if a.xp is None else namespace_name(a.xp)  # the library the steps run on
     live = _isatty(a.stream)
-    tag = ("compiled JAX step" if name == "jax" else name) + " (backend=auto)" if a.auto else ""
+    tag = ("compiled JAX step" if to_host else "numpy") + " (backend=auto)" if a.auto else ""
     bar = Progress(
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
     )
-    if 0 < at.batch and at.batches != n_batches:
-        raise resume_refused(
-            os.fspath(a.resume or ""),
-            f"it stopped after batch {at.batch} of {at.batches} of an epoch, and this run has "
-            f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
-        )
-    return Plan(a, data, validation, n_batches, dropout, strategy, bar, to_host), at
+    return Plan(a, data, validation, n_batches, dropout, _strategy(a, dropout, compiled), bar, to_host), at
 
 
 #: ``backend="auto"`` takes JAX for a run of at least this many multiply-adds (parameters x batch rows x
@@ -281,16 +276,14 @@ def jax_importable() -> bool:
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
     """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``
     (not with dropout: JAX would draw other masks than numpy from the same seed)."""
-    if a.mesh is not None or dropout or run_work(a, at, n_batches) < AUTO_JAX_MIN_WORK or not jax_importable():
+    work = run_work(a, at, n_batches)  # 0: no numpy float parameters (or no steps left), nothing to compile
+    if a.mesh is not None or dropout or not work or work < AUTO_JAX_MIN_WORK or not jax_importable():
         return None
     for leaf in tree_leaves((at.params, at.opt_state, data, validation)):
-        if isinstance(leaf, np.ndarray):
-            if leaf.dtype.kind not in "fiub" or (leaf.dtype.kind == "f" and leaf.dtype not in (np.float32, np.float64)):
-                return None
-        elif is_array(leaf):  # another library's arrays: the caller chose it
+        if is_array(leaf) and not (  # numpy's arrays only (another library's: the caller chose it)
+            isinstance(leaf, np.ndarray) and (leaf.dtype.kind in "iub" or leaf.dtype in (np.float32, np.float64))
+        ):
             return None
-    if not any(isinstance(x, np.ndarray) and x.dtype.kind == "f" for x in tree_leaves(at.params)):
-        return None
     import jax
 
     state = to_backend((at.params, at.opt_state), "jax")
@@ -337,13 +330,8 @@ def _check_mesh_batches(mesh: Any, axis: str | None, n: int, batch_size: int) ->
     n_dev = mesh.shape[axis]
     last = n % batch_size or batch_size
     if batch_size % n_dev or last % n_dev:
-        raise E.bad_argument(
-            "fit",
-            "batch_size",
-            batch_size,
-            f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among "
-            f"the mesh's {n_dev} devices",
-        )
+        expected = f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among the mesh's"
+        raise E.bad_argument("fit", "batch_size", batch_size, f"{expected} {n_dev} devices")
 
 
 def _isatty(stream: TextIO) -> bool:

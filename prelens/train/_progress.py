@@ -1,11 +1,7 @@
-"""A one-line training status for terminals (own code: no runtime dependency).
-
-On a terminal the line is redrawn in place at most ``1 / interval`` times a second::
+"""A one-line training status (own code: no runtime dependency), redrawn in place on a terminal at most
+``1 / interval`` times a second (elsewhere, one plain line per finished epoch)::
 
     epoch 12/200 [###---------] 5/20  loss 0.4312  8.1k samples/s  eta 0:41  val_accuracy 0.9667
-
-Written to a stream that is not a terminal (a log file, a pipe) it prints one plain line per finished epoch instead,
-and only when asked for explicitly.
 """
 
 from __future__ import annotations
@@ -14,7 +10,6 @@ import shutil
 import time
 from typing import TextIO
 
-from prelens import errors as E
 from prelens.core import _args
 
 __all__ = ["Progress"]
@@ -43,8 +38,7 @@ class Progress:
         fn = "Progress"
         self.epochs, self.batches = _args.count(fn, "epochs", epochs, 0), _args.count(fn, "batches", batches)
         self.label = _args.name(fn, "label", label)
-        if not isinstance(tag, str):
-            raise E.must_be(fn, "tag", "a str", E.describe(tag))
+        tag = _args.name(fn, "tag", tag)
         self.tag = f"[{tag}]" if tag else ""
         self.stream = _args.text_stream(fn, "stream", stream)
         self.live, self.enabled = _args.flag(fn, "live", live), _args.flag(fn, "enabled", enabled)

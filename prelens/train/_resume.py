@@ -112,11 +112,8 @@ def read_checkpoint(
     if position.get("version") != FORMAT:
         raise resume_refused(name, f"its training position has format {position.get('version')!r}, not {FORMAT}")
     has_best = position.get("best") is True
-    like = None
-    if params_like is not None:
-        like = {"params": params_like, "opt_state": state_like}
-        if has_best:
-            like["best"] = {"params": params_like, "opt_state": state_like}
+    pair = {"params": params_like, "opt_state": state_like}
+    like = None if params_like is None else {**pair, "best": pair} if has_best else pair
     tree = load_checkpoint(name, like=like, backend=backend)
     if not isinstance(tree, dict) or not {"params", "opt_state"} <= set(tree):
         raise resume_refused(name, "it does not hold params and opt_state")

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, is_array, namespace
+from prelens.backend._arrays import dtype_kind, is_array, namespace, to_backend
 from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
 from prelens.io._checkpoint import save_checkpoint
 from prelens.io._sigint import deferred_sigint
@@ -55,22 +55,23 @@ class Run:
         self.where = "the start"
 
     @property
-    def params(self) -> Tree:
-        return self.position.params
-
-    @property
-    def opt_state(self) -> Any:
-        return self.position.opt_state
+    def state(self) -> tuple[Tree, Any]:
+        """The last good ``(params, opt_state)``."""
+        return self.position.params, self.position.opt_state
 
     def result(self, *, finished: bool) -> tuple[Tree, Any, History]:
         """``(params, opt_state, history)``: the best epoch's state when a restorer ran to the end."""
         self.history.steps = self.position.steps
-        params, opt_state = self.params, self.opt_state
+        state = self.state
         restorer = self.plan.args.restorer
         if finished and restorer is not None and self.best is not None:
-            params, opt_state = self.best
+            state = self.best
             self.history.best_epoch = restorer.best_epoch(self.history)
-        return params, opt_state, self.history
+        return *self._handed_back(state), self.history
+
+    def _handed_back(self, state: tuple[Tree, Any]) -> tuple[Tree, Any]:
+        """``(params, opt_state)`` as ``fit`` hands them back, on errors too: numpy again under ``backend="auto"``."""
+        return to_backend(state, "numpy") if self.plan.to_host else state
 
     def step(self, batch: tuple[Any, Any]) -> float:
         """One optimiser step; the state changes only when the loss, gradient and update are finite."""
@@ -105,8 +106,7 @@ class Run:
             f"training stopped: {what} became non-finite at {self.where} ({detail}); "
             "the last good parameters, optimiser state and history are attached to this error "
             "as .params, .opt_state and .history",
-            self.params,
-            self.opt_state,
+            *self._handed_back(self.state),
             self.history,
         )
 
@@ -124,14 +124,14 @@ class Run:
     def _keep_if_best(self) -> None:
         restorer = self.plan.args.restorer
         if restorer is not None and restorer.best_epoch(self.history) == self.history.epochs:
-            self.best = (self.params, self.opt_state)
+            self.best = self.state
 
     def ask_callbacks(self, epoch: int) -> bool:
         """Every callback's answer about ``epoch`` (each is asked, even after one says stop); ``True`` to stop."""
         stop_by = None
         callbacks = self.plan.args.callbacks
         if callbacks:
-            params, opt_state = tree_map(_readonly, (self.params, self.opt_state))
+            params, opt_state = tree_map(_readonly, self.state)
             for cb in callbacks:
                 if cb.on_epoch_end(epoch, self.history, params, opt_state) and stop_by is None:
                     stop_by = cb
@@ -163,7 +163,8 @@ class Run:
         saved = None if path is None or problem is not None else os.fspath(path)
         if not non_finite:
             with contextlib.suppress(Exception):  # an exception that refuses attributes keeps only the note
-                for name, value in (("params", self.params), ("opt_state", self.opt_state), ("history", history)):
+                params, opt_state = self._handed_back(self.state)
+                for name, value in (("params", params), ("opt_state", opt_state), ("history", history)):
                     setattr(err, name, value)
             also = f" and saved to {saved}" if saved else ""
             err.add_note(

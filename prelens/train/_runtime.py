@@ -1,11 +1,6 @@
-"""The runtime of a training run: BLAS threads chosen from the problem's sizes, and freed memory kept.
-
-**Threads.** A second BLAS thread speeds a product up on an idle core and slows it down badly on a busy one (a
-descheduled helper thread costs a whole time slice; measurements in docs/performance.md): :func:`blas_threads`
-says how it chooses, :func:`_probe` why it times as it does. The threads are set with ``threadpoolctl``.
-
-**Memory.** glibc hands the large blocks a step frees back to the system, and the next step faults them back in
-page by page (5-15% of a step): see :func:`retain_freed_memory`.
+"""The runtime of a training run: BLAS threads chosen from the problem's sizes (:func:`blas_threads`, set with
+``threadpoolctl``; :func:`_probe` says why it times as it does), and freed memory kept (:func:`retain_freed_memory`:
+faulting a step's freed blocks back in page by page costs 5-15% of a step). Measurements: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -71,9 +66,7 @@ def _largest(params: Any, batch: Any) -> tuple[int, tuple[int, int], np.dtype[An
     """The largest product of a step: ``(rows, weight shape, dtype)``."""
     weights = [leaf for leaf in tree_leaves(params) if isinstance(leaf, np.ndarray) and leaf.ndim == 2]
     rows = batch_rows(batch)
-    if not weights:
-        return rows, (0, 0), np.dtype(np.float64)
-    w = max(weights, key=lambda a: a.size)
+    w = max(weights, key=lambda a: a.size, default=np.zeros((0, 0)))
     dt = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
     return rows, (int(w.shape[0]), int(w.shape[1])), dt
 
@@ -198,15 +191,12 @@ def retain_freed_memory() -> bool:
     """
     if _RETAINED:
         return _RETAINED[0]
-    done = False
+    done, mallopt = False, None
     if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            mallopt = libc.mallopt
-        except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-            mallopt = None
-        if mallopt is not None:
-            mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-            done = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl has no mallopt)
+            mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    if mallopt is not None:
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        done = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     _RETAINED.append(done)
     return done
