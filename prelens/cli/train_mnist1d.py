@@ -5,7 +5,7 @@ training and 1,000 for testing, generated once by the mnist1d package (the
 "mnist1d" extra: pip install 'prelens[mnist1d]') and cached under
 $PRELENS_CACHE, $XDG_CACHE_HOME/prelens or ~/.cache/prelens; nothing is downloaded.
 
-The models are --model's (below). The paper's protocol is the default:
+--model picks the model (listed below). The paper's protocol is the default:
 Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
 each step into one XLA program (the "jax" extra); auto takes it where it pays.
 
