@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             params=params,
             validation=(x_test, y_test),
             metrics=metrics,
-            progress=False if args.no_progress else True,
+            progress=not args.no_progress,
             blas_threads=args.blas_threads,
             backend=args.backend,
         )
