@@ -62,17 +62,14 @@ def scan_loop(
     (array([6.]), array([[1.],
            [2.]]))
     """
-    leaves = _leaves(xs)
-    if _traced(leaves) or _traced(_leaves(carry)):
-        out: tuple[Any, Any] | None = _jax_scan(step, carry, xs, axis, reverse)
-        if out is not None:
-            return out
+    if is_traced((xs, carry)) and (out := _jax_scan(step, carry, xs, axis, reverse)) is not None:
+        return out
     return _python_loop(step, carry, xs, axis, reverse, keep)
 
 
 def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep: tuple[int, ...]) -> tuple[Any, Any]:
     n = _length(xs, axis)
-    if n is None or n == 0:
+    if not n:
         raise ValueError("scan_loop: xs has no steps (a loop needs at least one)")
     steps = unstack(xs, axis, n)
     ys: list[Any] = [None] * n
@@ -84,7 +81,7 @@ def _python_loop(step: Step, carry: Any, xs: Any, axis: int, reverse: bool, keep
     return carry, rebuild(ys[0], kids)
 
 
-def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool) -> Any:
+def _jax_scan(step: Step, carry: Any, xs: Any, axis: int, reverse: bool) -> tuple[Any, Any] | None:
     """``jax.lax.scan``'s ``(carry, ys)``; ``None`` when the step changes its carry's type (a Python
     number or another dtype in, an array out): the Python loop then traces every step instead."""
     import jax
@@ -110,11 +107,7 @@ def is_traced(tree: Any) -> bool:
     >>> is_traced((np.zeros(2), None, [np.ones(1)]))
     False
     """
-    return _traced(_leaves(tree))
-
-
-def _traced(leaves: list[Any]) -> bool:
-    return "jax" in sys.modules and not all(is_concrete(x) for x in leaves)  # numpy users: one dict lookup
+    return "jax" in sys.modules and not all(is_concrete(x) for x in _leaves(tree))  # numpy users: one dict lookup
 
 
 def _leaves(tree: Any) -> list[Any]:
@@ -130,11 +123,7 @@ def _length(tree: Any, axis: int) -> int | None:
     if isinstance(tree, Steps):
         return len(tree)
     if isinstance(tree, (tuple, list)):
-        for kid in tree:
-            n = _length(kid, axis)
-            if n is not None:
-                return n
-        return None
+        return next((n for kid in tree if (n := _length(kid, axis)) is not None), None)
     return None if tree is None else int(tree.shape[axis])
 
 

@@ -54,12 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add(sub: argparse._SubParsersAction[Parser], name: str, module: str, help_: str) -> None:
     mod = importlib.import_module(module)
-    p = sub.add_parser(
-        name,
-        help=help_,
-        description=(mod.__doc__ or help_).strip(),
-        formatter_class=Formatter,
-    )
+    p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip(), formatter_class=Formatter)
     mod.add_arguments(p)
     p.set_defaults(run=mod.run)
 

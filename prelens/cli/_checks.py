@@ -53,11 +53,11 @@ def one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def fail(err: BaseException, command: str = "", code: int = 2) -> int:
+def fail(err: BaseException, command: str, code: int = 2) -> int:
     """Print a refused argument (or any error prelens raised on purpose) as one line; returns ``code`` (2: a
     usage error, 1: a run that failed, a diverged training say)."""
     text = one_line(str(err))
-    if command and not text.startswith(command):
+    if not text.startswith(command):
         text = f"{command}: {text}"
     print(text, file=sys.stderr)
     return code

@@ -132,13 +132,10 @@ def _iris(args: argparse.Namespace, show: bool) -> None:
     iris = load_iris(0.2, args.seed, standardize_features=args.standardize)
     model = mlp(4, [args.hidden, 3], "tanh", last_activation=None, input_delta=False)
     t0 = time.perf_counter()
-    params, _, history = fit(
+    params, _, history = _fit(
+        args,
         model,
-        softmax_cross_entropy,
         (iris.x_train, iris.y_train),
-        args.epochs,
-        args.batch_size,
-        adam(args.lr),
         args.seed,
         validation=(iris.x_test, iris.y_test),
         metrics={"accuracy": accuracy},
@@ -167,15 +164,11 @@ def _cross_validate(args: argparse.Namespace, model: Any) -> int:
     for fold in stratified_folds(ys, args.folds, gen):
         train = np.setdiff1d(np.arange(len(ys)), fold)
         x_train, x_test = standardize(xs[train], xs[fold]) if args.standardize else (xs[train], xs[fold])
-        params, _, _ = fit(
-            model,
-            softmax_cross_entropy,
-            (x_train, ys[train]),
-            args.epochs,
-            args.batch_size,
-            adam(args.lr),
-            gen,
-            progress=False,
-        )
+        params, _, _ = _fit(args, model, (x_train, ys[train]), gen, progress=False)
         correct += round(accuracy(model, params, x_test, ys[fold]) * len(fold))
     return correct
+
+
+def _fit(args: argparse.Namespace, model: Any, data: Any, rng: Any, **options: Any) -> Any:
+    """fit's ``(params, state, history)``: the Iris MLP trained on ``data`` as the flags say (a split or a fold)."""
+    return fit(model, softmax_cross_entropy, data, args.epochs, args.batch_size, adam(args.lr), rng, **options)

@@ -157,10 +157,10 @@ def run(args: argparse.Namespace) -> int:
         code = C.fail(err, COMMAND, code=1)
         last = getattr(err, "history", None)  # the last good state rides on the error
         if last is not None:
-            _save(args, getattr(err, "params", None), split, model, last.epochs)
+            _save(args, getattr(err, "params", None), split, model, dtype, last.epochs)
         return code
     seconds = time.perf_counter() - started
-    saved = _save(args, params, split, model, history.epochs)  # first: a Ctrl-C while reporting loses nothing
+    saved = _save(args, params, split, model, dtype, history.epochs)  # first: a Ctrl-C while reporting loses nothing
     if history.interrupted:
         print(f"interrupted after {history.epochs} epochs: reporting the parameters so far")
     train_loss = evaluate(model, softmax_cross_entropy, params, x_train, split.y_train)
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     return C.finish(saved, args.save, "prelens predict/evaluate/summary")
 
 
-def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs: int) -> bool | None:
+def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, dtype: Any, epochs: int) -> bool | None:
     """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`)."""
     meta = {
         "model": repr(model),
@@ -187,7 +187,6 @@ def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, epochs:
         "standardized": not args.raw_features,
         "epochs": epochs,
     }
-    dtype = np.float32 if args.float32 else np.float64
 
     def save() -> None:
         raw = None

@@ -5,10 +5,7 @@ training and 1,000 for testing, generated once by the mnist1d package (the
 "mnist1d" extra: pip install 'prelens[mnist1d]') and cached under
 $PRELENS_CACHE, $XDG_CACHE_HOME/prelens or ~/.cache/prelens; nothing is downloaded.
 
-Models (--model): logreg (dense 40->10), mlp (40-100-100-10, ReLU, the second
-layer residual), cnn (three conv1d layers of 25 channels with stride 2, ReLU,
-flatten, dense 125->10), gru (a bidirectional GRU with hidden size 6 over the
-40 steps, flattened into dense 480->10). The paper's protocol is the default:
+--model picks the model (listed below). The paper's protocol is the default:
 Adam with step size 1e-2, batches of 100, 8,000 steps. --backend jax compiles
 each step into one XLA program (the "jax" extra); auto takes it where it pays.
 

@@ -63,13 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help=f"context length in characters for --task text (default: {_TEXT['block']})",
     )
-    task.add_argument(
-        "--train-size",
-        type=int,
-        default=argparse.SUPPRESS,
-        help=f"training sequences (default: {_SEQ['train_size']}), or random text windows for --task text "
-        f"(default: {_TEXT['train_size']})",
-    )
+    _per_task(task, "--train-size", int, "training sequences, or random text windows for --task text")
     task.add_argument("--test-size", type=int, default=1000, help="held-out sequences (or text windows) to evaluate on")
     model = parser.add_argument_group("model")
     model.add_argument("--d-model", type=int, default=64, help="width of the token vectors")
@@ -84,24 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     model.add_argument("--float32", action="store_true", help="train in float32 instead of float64")
     train = parser.add_argument_group("training (Adam)")
-    train.add_argument(
-        "--epochs",
-        type=int,
-        default=argparse.SUPPRESS,
-        help=f"passes over the training set (default: {_SEQ['epochs']}; text: {_TEXT['epochs']})",
-    )
-    train.add_argument(
-        "--batch-size",
-        type=int,
-        default=argparse.SUPPRESS,
-        help=f"sequences per step (default: {_SEQ['batch_size']}; text: {_TEXT['batch_size']})",
-    )
-    train.add_argument(
-        "--lr",
-        type=float,
-        default=argparse.SUPPRESS,
-        help=f"Adam's peak step size, reached after a linear warm-up and decayed to 0 along a cosine "
-        f"(default: {_SEQ['lr']:g}; text: {_TEXT['lr']:g})",
+    _per_task(train, "--epochs", int, "passes over the training set")
+    _per_task(train, "--batch-size", int, "sequences per step")
+    _per_task(
+        train, "--lr", float, "Adam's peak step size, reached after a linear warm-up and decayed to 0 along a cosine"
     )
     train.add_argument(
         "--seed", type=int, default=0, help="seeds the data, the initial weights, shuffling and sampling"
@@ -112,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (--task text; 0 is greedy)")
     out.add_argument("--prompt", default="Shall I compare thee", help="text to start sampling from (--task text)")
     add_output_arguments(out, "reverse.prelens", "lens, vocabulary, parameters", piped=False)
+
+
+def _per_task(group: Any, flag: str, type_: type, text: str) -> None:
+    """A flag whose default differs between the sequence tasks (``_SEQ``) and the text (``_TEXT``); ``run`` sets it."""
+    key = flag[2:].replace("-", "_")
+    help_ = f"{text} (default: {_SEQ[key]:g}; text: {_TEXT[key]:g})"
+    group.add_argument(flag, type=type_, default=argparse.SUPPRESS, help=help_)
 
 
 def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
@@ -188,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             params=params,
             validation=(x_test, y_test),
             metrics=metrics,
-            progress=False if args.no_progress else True,
+            progress=not args.no_progress,
             blas_threads=args.blas_threads,
             backend=args.backend,
         )

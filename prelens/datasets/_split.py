@@ -75,15 +75,12 @@ def stratified_split(
     if ys.ndim != 1:
         raise E.bad_argument("stratified_split", "labels", E.describe(ys), "a 1-D array of class labels")
     gen = _args.seed("stratified_split", rng)
-    train: list[npt.NDArray[np.intp]] = []
-    test: list[npt.NDArray[np.intp]] = []
-    for cls in np.unique(ys):
-        rows = gen.permutation(np.flatnonzero(ys == cls))
-        k = round(test_fraction * len(rows))
-        test.append(rows[:k])
-        train.append(rows[k:])
-    empty = np.empty(0, dtype=np.intp)
-    return gen.permutation(np.concatenate(train or [empty])), gen.permutation(np.concatenate(test or [empty]))
+    classes = [gen.permutation(np.flatnonzero(ys == cls)) for cls in np.unique(ys)]
+    cuts = [round(test_fraction * len(rows)) for rows in classes]
+    empty = [np.empty(0, dtype=np.intp)]  # no labels: no classes
+    train = np.concatenate([rows[k:] for rows, k in zip(classes, cuts)] or empty)
+    test = np.concatenate([rows[:k] for rows, k in zip(classes, cuts)] or empty)
+    return gen.permutation(train), gen.permutation(test)
 
 
 def stratified_folds(labels: npt.ArrayLike, k: int, rng: Seed = None) -> list[npt.NDArray[np.intp]]:

@@ -80,15 +80,8 @@ def load_mnist1d(*, channel: bool = False, regenerate: bool = False) -> Split:
     x_train, x_test = arrays["x_train"], arrays["x_test"]
     if channel:
         x_train, x_test = x_train[..., None], x_test[..., None]
-    return Split(
-        "mnist1d",
-        x_train,
-        arrays["y_train"],
-        x_test,
-        arrays["y_test"],
-        tuple(str(d) for d in range(10)),
-        tuple(f"t={i}" for i in range(_LENGTH)),
-    )
+    digits, times = tuple(str(d) for d in range(10)), tuple(f"t={i}" for i in range(_LENGTH))
+    return Split("mnist1d", x_train, arrays["y_train"], x_test, arrays["y_test"], digits, times)
 
 
 def _generate() -> dict[str, npt.NDArray[Any]]:
