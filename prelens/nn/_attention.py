@@ -437,13 +437,8 @@ def multi_head_attention_faithful(
     causal, cross = A.flag(kind, "causal", causal), A.flag(kind, "cross", cross)
     head = attention_head(d, d // h, causal=causal, cross=cross, dtype=dt)
     body = chain(branch(h), vec_lens(h, head), concat_heads(h), linear(d, d, dtype=dt))
-
-    def p_to(fp: FaithfulAttentionParams) -> list[Any]:
-        return [(), list(fp.heads), (), fp.W_O]
-
-    def p_from(dps: list[Any]) -> FaithfulAttentionParams:
-        return FaithfulAttentionParams(list(dps[1]), dps[3])
-
+    p_to = lambda fp: [(), list(fp.heads), (), fp.W_O]
+    p_from = lambda dps: FaithfulAttentionParams(list(dps[1]), dps[3])
     mha = reparam(body, _label(kind, f"{d}, heads={h}", causal, dt, cross), p_to=p_to, p_from=p_from)
     weights = probes_of(head)[""]  # one head's (..., 1, T_q, T_k)
 

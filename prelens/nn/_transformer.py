@@ -470,13 +470,8 @@ def decoder_lm(
     )
     flags = _flags(norm_, rate, sinusoidal=positional == "sinusoidal")
     name = f"{fn}(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags}{dtype_suffix(dt)})"
-
-    def p_to(p: LMParams) -> list[Any]:
-        return [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
-
-    def p_from(dp: list[Any]) -> LMParams:
-        return LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
-
+    p_to = lambda p: [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
+    p_from = lambda dp: LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
     return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
