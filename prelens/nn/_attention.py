@@ -46,7 +46,7 @@ from prelens.nn._activations import softmax
 from prelens.nn._dot_attention import _scaled_dot_product_attention, keep_like, masked_like, swap_heads_axes
 from prelens.nn._fastcheck import check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import _linear, linear
-from prelens.nn._projections import projections
+from prelens.nn._projections import heads_shape, projections
 from prelens.nn._rows import reshape
 from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 
@@ -275,7 +275,7 @@ def split_heads(n_heads: int) -> AnyLens:
     def delta(shape: tuple[int, ...]) -> tuple[None, tuple[int, ...]]:  # from the input's (..., T, d)
         if shape[-1] % h:
             raise ValueError("not the shape of an input")  # reported as a residue this lens did not make
-        return None, (*shape[:-2], h, shape[-2], shape[-1] // h)
+        return None, heads_shape(shape, h)
 
     return PreLens(fwd, bwd, name, expects=Expects(params=(), input=Arr(None, ..., None, None), delta=Like(delta)))
 
