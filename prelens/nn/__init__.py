@@ -105,38 +105,35 @@ __all__ = [
 ]
 
 
-#: The names of ``prelens.nn.composed`` that ``prelens.nn`` had in 0.3 (the newer ones never lived there).
-_COMPOSED_IN_0_3 = (
-    "FaithfulAttentionParams",
-    "HeadParams",
-    "attention_head",
-    "attention_scores",
-    "causal_mask",
-    "concat_heads",
-    "feed_forward",
-    "merge_heads",
-    "multi_head_attention",
-    "residual",
-    "split_heads",
-    "stack_heads",
-    "unstack_heads",
-    "weighted_sum",
-)
+#: The names of ``prelens.nn`` (0.3) that moved to ``prelens.nn.composed`` (the newer ones never lived here):
+#: old -> new. The twins kept their 0.3 names with a suffix; the pieces they are built from, their own names.
+_COMPOSED_IN_0_3 = {
+    "feed_forward_composed": "feed_forward",
+    "multi_head_attention_faithful": "multi_head_attention",
+    "residual_composed": "residual",
+    **{
+        name: name
+        for name in (
+            "FaithfulAttentionParams",
+            "HeadParams",
+            "attention_head",
+            "attention_scores",
+            "causal_mask",
+            "concat_heads",
+            "merge_heads",
+            "split_heads",
+            "stack_heads",
+            "unstack_heads",
+            "weighted_sum",
+        )
+    },
+}
 
 #: Old names of ``prelens.nn`` (0.3) that still work for one release, with a warning naming the new one:
 #: old -> (new dotted name, the object). ``prelens.faithful`` adds the faithful level's names, which lived
 #: here until 0.4 (this package sits below it and does not import it).
 _MOVED: dict[str, tuple[str, Any]] = {
-    # the twins kept their 0.3 names with a suffix; the pieces they are built from, their own names
-    **{
-        f"{name}_composed" if name in ("feed_forward", "residual") else name: (
-            f"prelens.nn.composed.{name}",
-            getattr(composed, name),
-        )
-        for name in _COMPOSED_IN_0_3
-        if name != "multi_head_attention"
-    },
-    "multi_head_attention_faithful": ("prelens.nn.composed.multi_head_attention", composed.multi_head_attention),
+    **{old: (f"prelens.nn.composed.{new}", getattr(composed, new)) for old, new in _COMPOSED_IN_0_3.items()},
     "sinusoidal_table": (
         "prelens.nn.sinusoidal_encoding(d_model, max_len), whose forward pass adds this table",
         _embedding.sinusoidal_table,

@@ -46,7 +46,7 @@ from prelens.nn._activations import softmax
 from prelens.nn._dot_attention import _scaled_dot_product_attention, keep_like, masked_like, swap_heads_axes
 from prelens.nn._fastcheck import check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import _linear, linear
-from prelens.nn._projections import projections
+from prelens.nn._projections import heads_shape, projections
 from prelens.nn._rows import reshape
 from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 
@@ -125,26 +125,37 @@ def _product_shape(x: Array, y: Array, transposed: bool) -> tuple[int, ...] | No
     return (*x.shape[:-1], y.shape[outer]) if fits and x.shape[-1] == y.shape[inner] else None
 
 
-def _product_like(transposed: bool) -> Like:
-    """The output delta of a product lens with the residue ``(x, y)``: like ``x``, shaped as the product."""
+def _product(name: str, transposed: bool, scale: float, xy: Any, operands: str, copy_input: bool) -> AnyLens:
+    """The parameter-free lens ``(x, y) -> scale · x @ yᵀ`` (``transposed``) or ``x @ y``, residue ``(x, y)``.
 
-    def of(m: tuple[Array, Array]) -> tuple[Array, tuple[int, ...]]:
+    ``copy_input=False`` inside an attention lens, which made ``x`` and ``y`` itself: its residue keeps
+    them without a copy, as no caller holds them."""
+
+    def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
+        x, y = s
+        if _product_shape(x, y, transposed) is None:  # their patterns are declared; not whether they fit
+            expected = f"{operands} of one float dtype and the same leading axes"
+            raise E.lens_shape_error(name, "input", expected, E.describe_tree(s))
+        out = x @ (y.mT if transposed else y)
+        if scale != 1.0:
+            out *= scale  # ours (a JAX array is rebound, not written)
+        return ((copy(x), copy(y)) if copy_input else (x, y)), out  # never the caller's arrays
+
+    def bwd(m: tuple[Array, Array], d: Array) -> tuple[tuple[()], tuple[Array, Array]]:
+        x, y = m
+        dx, dy = (d @ y, d.mT @ x) if transposed else (d @ y.mT, x.mT @ d)
+        if scale != 1.0:
+            dx *= scale
+            dy *= scale
+        return (), (dx, dy)
+
+    def delta(m: tuple[Array, Array]) -> tuple[Array, tuple[int, ...]]:  # like x, shaped as the product
         shape = _product_shape(*m, transposed)
         if shape is None:
             raise ValueError("a residue whose arrays do not fit")  # reported as a residue this lens did not make
         return m[0], shape
 
-    return Like(of)
-
-
-def _operands(name: str, pair: Any, transposed: bool, expected: str) -> tuple[Array, Array]:
-    """The two arrays of a product lens's input (their patterns are declared), if they fit each other."""
-    x, y = pair
-    if _product_shape(x, y, transposed) is None:
-        raise E.lens_shape_error(
-            name, "input", f"{expected} of one float dtype and the same leading axes", E.describe_tree(pair)
-        )
-    return x, y
+    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=xy, residue=xy, delta=Like(delta)))
 
 
 @constructor
@@ -164,28 +175,12 @@ def attention_scores(d_k: int) -> AnyLens:
 
 
 def _attention_scores(d_k: int, copy_input: bool = True) -> AnyLens:
-    """:func:`attention_scores`; ``copy_input=False`` inside an attention lens, which made ``Q``
-    and ``K`` itself: its residue keeps them without a copy, as no caller holds them."""
+    """:func:`attention_scores`; ``copy_input=False`` inside an attention lens (see :func:`_product`)."""
     dk = check_size("attention_scores", "d_k", d_k)
-    name = f"attention_scores(d_k={dk})"
-    scale = 1.0 / math.sqrt(dk)  # a Python float: it never up-casts float32
     qk = (Arr(None, ..., None, dk), Arr(None, ..., None, dk))
-
-    def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
-        q, k = _operands(name, s, True, f"Q (..., T_q, {dk}) and K (..., T_k, {dk})")
-        scores = q @ k.mT
-        scores *= scale  # ours (a JAX array is rebound, not written)
-        return ((copy(q), copy(k)) if copy_input else (q, k)), scores  # never the caller's arrays
-
-    def bwd(m: tuple[Array, Array], ds: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        q, k = m
-        dq = ds @ k
-        dq *= scale
-        dk_ = ds.mT @ q
-        dk_ *= scale
-        return (), (dq, dk_)
-
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=qk, residue=qk, delta=_product_like(True)))
+    operands = f"Q (..., T_q, {dk}) and K (..., T_k, {dk})"
+    # the scale a Python float: it never up-casts float32
+    return _product(f"attention_scores(d_k={dk})", True, 1.0 / math.sqrt(dk), qk, operands, copy_input)
 
 
 @constructor
@@ -202,20 +197,9 @@ def weighted_sum() -> AnyLens:
 
 
 def _weighted_sum(copy_input: bool = True) -> AnyLens:
-    """:func:`weighted_sum`; ``copy_input=False`` inside an attention lens, which made ``A`` and
-    ``V`` itself: its residue keeps them without a copy, as no caller holds them."""
-    name = "weighted_sum"
+    """:func:`weighted_sum`; ``copy_input=False`` inside an attention lens (see :func:`_product`)."""
     av = (Arr(None, ..., None, None), Arr(None, ..., None, None))
-
-    def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
-        a, v = _operands(name, s, False, "A (..., T_q, T_k) and V (..., T_k, d_v)")
-        return ((copy(a), copy(v)) if copy_input else (a, v)), a @ v  # never the caller's arrays
-
-    def bwd(m: tuple[Array, Array], do: Array) -> tuple[tuple[()], tuple[Array, Array]]:
-        a, v = m
-        return (), (do @ v.mT, a.mT @ do)
-
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), input=av, residue=av, delta=_product_like(False)))
+    return _product("weighted_sum", False, 1.0, av, "A (..., T_q, T_k) and V (..., T_k, d_v)", copy_input)
 
 
 def _kept(keep: Array) -> tuple[None, tuple[Any, ...]]:
@@ -291,7 +275,7 @@ def split_heads(n_heads: int) -> AnyLens:
     def delta(shape: tuple[int, ...]) -> tuple[None, tuple[int, ...]]:  # from the input's (..., T, d)
         if shape[-1] % h:
             raise ValueError("not the shape of an input")  # reported as a residue this lens did not make
-        return None, (*shape[:-2], h, shape[-2], shape[-1] // h)
+        return None, heads_shape(shape, h)
 
     return PreLens(fwd, bwd, name, expects=Expects(params=(), input=Arr(None, ..., None, None), delta=Like(delta)))
 
@@ -453,13 +437,8 @@ def multi_head_attention_faithful(
     causal, cross = A.flag(kind, "causal", causal), A.flag(kind, "cross", cross)
     head = attention_head(d, d // h, causal=causal, cross=cross, dtype=dt)
     body = chain(branch(h), vec_lens(h, head), concat_heads(h), linear(d, d, dtype=dt))
-
-    def p_to(fp: FaithfulAttentionParams) -> list[Any]:
-        return [(), list(fp.heads), (), fp.W_O]
-
-    def p_from(dps: list[Any]) -> FaithfulAttentionParams:
-        return FaithfulAttentionParams(list(dps[1]), dps[3])
-
+    p_to = lambda fp: [(), list(fp.heads), (), fp.W_O]
+    p_from = lambda dps: FaithfulAttentionParams(list(dps[1]), dps[3])
     mha = reparam(body, _label(kind, f"{d}, heads={h}", causal, dt, cross), p_to=p_to, p_from=p_from)
     weights = probes_of(head)[""]  # one head's (..., 1, T_q, T_k)
 

@@ -24,6 +24,7 @@ array([[1., 1., 1.],
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -210,13 +211,11 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     d = check_size("sinusoidal_encoding", "d_model", d_model)
     n = check_size("sinusoidal_encoding", "max_len", max_len)
     name = f"sinusoidal_encoding({d})"
-    tables: dict[np.dtype[Any], Array] = {}
 
+    @functools.cache
     def table_of(dt: np.dtype[Any]) -> Array:
-        table = tables.get(dt)
-        if table is None:
-            table = tables[dt] = sinusoidal_table(n, d, dt)
-            table.flags.writeable = False
+        table = sinusoidal_table(n, d, dt)
+        table.flags.writeable = False  # one table for every call
         return table
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:

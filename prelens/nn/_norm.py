@@ -6,7 +6,7 @@ library run the same formulas through the standard's functions.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -75,8 +75,12 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
 
     def fwd(p: LayerNormParams, x: Array) -> tuple[LayerNormResidue, Array]:
         gain, bias = p
-        if type(x) is not np.ndarray:
-            return fwd_any(x, gain, bias)
+        if type(x) is not np.ndarray:  # another library's arrays: the same formulas, without out= or BLAS tricks
+            xp = namespace(x)
+            xhat = x - xp.sum(x, axis=-1, keepdims=True) * inv_n
+            r = 1.0 / xp.sqrt(xp.sum(xhat * xhat, axis=-1, keepdims=True) * inv_n + eps_)
+            xhat = xhat * r
+            return (xhat, r, copy(gain)), xhat * gain + bias
         mean = row_sum(x)  # one BLAS matrix-vector product: faster than a sum over a short axis
         mean *= inv_n
         xhat = np.subtract(x, mean[..., None])
@@ -90,18 +94,16 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         y += bias
         return (xhat, r, gain.copy()), y  # xhat and r are ours; the gain is the caller's
 
-    def fwd_any(x: Any, gain: Any, bias: Any) -> tuple[LayerNormResidue, Any]:
-        """``fwd`` for another library's arrays: the same formulas, without ``out=`` or BLAS tricks."""
-        xp = namespace(x)
-        xhat = x - xp.sum(x, axis=-1, keepdims=True) * inv_n
-        r = 1.0 / xp.sqrt(xp.sum(xhat * xhat, axis=-1, keepdims=True) * inv_n + eps_)
-        xhat = xhat * r
-        return (xhat, r, copy(gain)), xhat * gain + bias
-
     def bwd(m: LayerNormResidue, da: Array) -> tuple[LayerNormParams, Array]:
         xhat, r, gain = m
-        if type(da) is not np.ndarray:
-            return bwd_any(xhat, r, gain, da)
+        if type(da) is not np.ndarray:  # another library's arrays, as in fwd
+            xp = namespace(da)
+            da2 = reshape(da, (-1, n))
+            g = da * gain
+            mean_g = xp.sum(g, axis=-1, keepdims=True) * inv_n
+            mean_gx = xp.sum(g * xhat, axis=-1, keepdims=True) * inv_n
+            dp = LayerNormParams(xp.sum(da2 * reshape(xhat, (-1, n)), axis=0), xp.sum(da2, axis=0))
+            return dp, (g - mean_g - xhat * mean_gx) * r
         da2 = da.reshape(-1, n)
         dgain = np.einsum("ij,ij->j", da2, xhat.reshape(-1, n))
         dbias = np.dot(ones(da2.shape[0], da.dtype), da2)  # column sums as one BLAS product
@@ -114,15 +116,5 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         g -= xhat * mean_gx
         g *= r
         return LayerNormParams(dgain, dbias), g
-
-    def bwd_any(xhat: Any, r: Any, gain: Any, da: Any) -> tuple[LayerNormParams, Any]:
-        xp = namespace(da)
-        da2 = reshape(da, (-1, n))
-        dgain = xp.sum(da2 * reshape(xhat, (-1, n)), axis=0)
-        dbias = xp.sum(da2, axis=0)
-        g = da * gain
-        mean_g = xp.sum(g, axis=-1, keepdims=True) * inv_n
-        mean_gx = xp.sum(g * xhat, axis=-1, keepdims=True) * inv_n
-        return LayerNormParams(dgain, dbias), (g - mean_g - xhat * mean_gx) * r
 
     return PreLens(fwd, bwd, name, lambda rng: LayerNormParams(np.ones(n, dt), np.zeros(n, dt)), expects=expects)

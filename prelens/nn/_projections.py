@@ -59,7 +59,7 @@ def _rows(deltas: tuple[Array, ...], rows: int) -> Array:
     return reshape(xp.stack(merged, axis=-3), (rows, -1))  # (*lead, t, parts, h, d_k) -> rows
 
 
-def _split(shape: tuple[int, ...], h: int) -> tuple[int, ...]:
+def heads_shape(shape: tuple[int, ...], h: int) -> tuple[int, ...]:
     """The shape ``(..., h, T, d/h)`` of ``Q``, ``K`` or ``V`` for an input of shape ``(..., T, d)``."""
     return (*shape[:-2], h, shape[-2], shape[-1] // h)
 
@@ -81,15 +81,13 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
     dk = d // h
     name = f"projections({d}, heads={h}{', cross' if cross else ''})"
     w, x_rows = Arr(dt, d, d), Arr(dt, ..., None, d)
+    # ((dQ, dK), dV): of W's library and dtype, heads on an axis; K, V from the context's rows
+    dkv = Like(lambda m: (m[2], heads_shape(m[4], h)))
     expects = Expects(
         params=QKV(w, w, w),
         input=(x_rows, x_rows) if cross else x_rows,
         residue=(Arr(dt, None, d), ANY, Arr(dt, d, 3 * d), ANY, ANY),  # (x rows, context rows, W, shapes)
-        # ((dQ, dK), dV): of W's library and dtype, heads on an axis; K, V from the context's rows
-        delta=(
-            (Like(lambda m: (m[2], _split(m[3], h))), Like(lambda m: (m[2], _split(m[4], h)))),
-            Like(lambda m: (m[2], _split(m[4], h))),
-        ),
+        delta=((Like(lambda m: (m[2], heads_shape(m[3], h))), dkv), dkv),
     )
 
     def fwd(p: tuple[Array, Array, Array], s: Any) -> tuple[ProjectionResidue, tuple[tuple[Array, Array], Array]]:

@@ -99,6 +99,5 @@ def _composed(fn: str, f: AnyLens, context: bool) -> AnyLens:
 
 def _body_params(context: bool) -> Any:
     """``f``'s parameters as the composite's body takes them (its wiring's units around them)."""
-    if context:
-        return lambda p: ((), (((), p), ((), ((), ()))))
-    return lambda p: ((), (((), p), ()))
+    wiring: Any = ((), ((), ())) if context else ()
+    return lambda p: ((), (((), p), wiring))

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import constant_like, copy, is_array, to_numpy, tree_map_arrays, zeros_like
+from prelens.backend._arrays import constant_like, copy, is_array, to_numpy, zeros_like
 from prelens.core import _args as A
 from prelens.core._check import ANY, Arr, Expects, Like
 from prelens.core._combinators import chain, copy_l
@@ -32,6 +32,7 @@ from prelens.core._iso import sym_l, unassoc_l
 from prelens.core._lens import AnyLens, PreLens, as_lens, id_pre_lens
 from prelens.core._registry import constructor
 from prelens.core._trace import forward
+from prelens.core._tree import tree_leaves
 from prelens.nn._activations import relu
 from prelens.nn._attention import AttentionParams, check_heads, cross_attention, multi_head_attention
 from prelens.nn._dropout import keyed_params, then_dropout
@@ -469,13 +470,8 @@ def decoder_lm(
     )
     flags = _flags(norm_, rate, sinusoidal=positional == "sinusoidal")
     name = f"{fn}(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags}{dtype_suffix(dt)})"
-
-    def p_to(p: LMParams) -> list[Any]:
-        return [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
-
-    def p_from(dp: list[Any]) -> LMParams:
-        return LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
-
+    p_to = lambda p: [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
+    p_from = lambda dp: LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
     return with_probes(reparam(body, name, p_to=p_to, p_from=p_from), probes_of(body))
 
 
@@ -594,10 +590,8 @@ def generate(
     window = ids.shape[1] + n_steps if max_len is None else A.count("generate", "max_len", max_len)
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
-    leaves: list[Any] = []
-    tree_map_arrays(leaves.append, params)
     # a model of another library (a leaf not numpy's): the ids go to it, the logits come back
-    like = next((a for a in leaves if not isinstance(a, np.ndarray)), None)
+    like = next((a for a in tree_leaves(params) if is_array(a) and not isinstance(a, np.ndarray)), None)
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
         _last_logits(lm, params, ids[:, -window:], 0, like)
     for k in range(n_steps):

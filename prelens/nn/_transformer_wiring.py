@@ -50,20 +50,20 @@ def reparam(
     (wire, (), (((), ()), 3.0))
     """
     inner_init = lens.init_fn
+    init = None if inner_init is None else (lambda rng: p_from(inner_init(rng)))
 
     def p_to_checked(p: Any) -> Any:
         try:
             return p_to(p)
         except (AttributeError, TypeError, ValueError, IndexError, KeyError):
             expected = "its own parameters (as its init makes them)"
-            if inner_init is not None:  # only on the error path: make a set to name their type
-                expected = E.describe(p_from(inner_init(np.random.default_rng(0))))
+            if init is not None:  # only on the error path: make a set to name their type
+                expected = E.describe(init(np.random.default_rng(0)))
             raise E.must_be(name, "parameters", expected, E.describe_tree(p)) from None
 
     out = lens.dimap_p(p_to_checked, p_from)
     if m_to is not None and m_from is not None:
         out = out.dimap_m(m_to, m_from)
-    init = None if inner_init is None else (lambda rng: p_from(inner_init(rng)))
     run = out.fwd
 
     def fwd(p: Any, s: Any) -> Any:
