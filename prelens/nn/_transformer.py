@@ -531,7 +531,7 @@ def encoder_decoder(
         *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
         dense(d, vt, None, dtype=dt),
     )
-    flags = f"{_flags(norm_, rate)}{dtype_suffix(dt)}"
+    flags = f"{_flags(norm_, rate, sinusoidal=positional == 'sinusoidal')}{dtype_suffix(dt)}"
     name = f"{fn}(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags})"
 
     def p_to(p: EncoderDecoderParams) -> list[Any]:

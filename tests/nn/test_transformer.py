@@ -386,6 +386,7 @@ def test_encoder_decoder_is_a_correct_derivative_and_the_decoder_is_causal():
     assert not np.allclose(ed.fwd(p, (other, tgt))[1][:, 0], logits[:, 0])
     pre = encoder_decoder(5, 6, 4, 2, 8, 1, 5, norm="pre", positional="sinusoidal")
     check_vjp(pre, pre.init(rng), (src, tgt), rng=rng)
+    assert "sinusoidal" in repr(pre) and "sinusoidal" not in repr(ed)  # two models that differ say so
 
 
 def test_float32_end_to_end():
