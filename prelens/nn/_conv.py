@@ -129,13 +129,6 @@ class Geometry(NamedTuple):
             raise E.lens_shape_error(lens, "input", expected, E.describe(x))
         return out
 
-    def argument(self, t: Ints) -> Any:
-        """``t`` as a constructor takes it: an int in 1-D, a pair in 2-D."""
-        return t[0] if self.dims == 1 else t
-
-    def arguments(self) -> tuple[Any, ...]:
-        return self.argument(self.kernel), self.argument(self.stride), self.argument(self.padding)
-
     def offsets(self) -> list[Ints]:
         """Every kernel offset, row-major (the order of the ``K`` axis of the patches)."""
         return list(itertools.product(*(range(k) for k in self.kernel)))
@@ -462,6 +455,13 @@ def patches(
     return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=Like(like)))
 
 
+def geometry_patches(geo: Geometry, pad_value: float = 0.0) -> AnyLens:
+    """:func:`patches` over the windows of ``geo`` (a twin's first lens)."""
+    args: list[Any] = [t[0] if geo.dims == 1 else t for t in geo]  # an int in 1-D, a pair in 2-D
+    k, s, p, d = args
+    return patches(k, stride=s, padding=p, dilation=d, pad_value=pad_value)
+
+
 class Shaped(NamedTuple):
     """Stands for an array of ``shape`` where only its shape is read (:meth:`Geometry.out_sizes`)."""
 
@@ -489,9 +489,8 @@ def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, strid
     def unjoin(dy: Array) -> list[Array]:
         return [dy[..., i * og : (i + 1) * og] for i in range(g)]
 
-    k, s, p = geo.arguments()
     body = chain(
-        patches(k, stride=s, padding=p, dilation=geo.argument(geo.dilation)),
+        geometry_patches(geo),
         iso_lens(f"split_groups({g})", split, unsplit),
         vec_lens(g, linear(kk * cg, og, dtype=dt)),
         iso_lens(f"join_groups({g})", join, unjoin),
