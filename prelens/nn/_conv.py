@@ -310,8 +310,7 @@ def _conv(
         # else dense's scheme for the patch matrix's (fan_in, c_out) product, bias zero
         if scheme is None:
             bound = 1.0 / math.sqrt(kc)
-            w = rng.uniform(-bound, bound, w_shape).astype(dt)
-            return ConvParams(w, rng.uniform(-bound, bound, c_out).astype(dt))
+            return ConvParams(*(rng.uniform(-bound, bound, s).astype(dt) for s in (w_shape, c_out)))
         return ConvParams(init_weight(scheme, kc, c_out, dt, rng).reshape(w_shape), np.zeros(c_out, dt))
 
     return PreLens(fwd, bwd, name, init_params, expects=expects)
