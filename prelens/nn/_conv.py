@@ -415,10 +415,8 @@ def patches(
     """
     dims = 2 if isinstance(kernel, (tuple, list)) else 1
     geo = geometry("patches", dims, kernel, stride, padding, dilation)
-    if isinstance(pad_value, (float, np.floating)) and pad_value == -math.inf:
-        value = -math.inf  # max pooling's padding
-    else:
-        value = A.real("patches", "pad_value", pad_value)
+    minus_inf = isinstance(pad_value, (float, np.floating)) and pad_value == -math.inf  # max pooling's padding
+    value = -math.inf if minus_inf else A.real("patches", "pad_value", pad_value)
     shown = f", pad_value={value:g}" if value != 0.0 else ""
     name = f"patches({geo.describe()}{shown})"
     kk = geo.size
