@@ -129,13 +129,6 @@ class Geometry(NamedTuple):
             raise E.lens_shape_error(lens, "input", expected, E.describe(x))
         return out
 
-    def argument(self, t: Ints) -> Any:
-        """``t`` as a constructor takes it: an int in 1-D, a pair in 2-D."""
-        return t[0] if self.dims == 1 else t
-
-    def arguments(self) -> tuple[Any, ...]:
-        return self.argument(self.kernel), self.argument(self.stride), self.argument(self.padding)
-
     def offsets(self) -> list[Ints]:
         """Every kernel offset, row-major (the order of the ``K`` axis of the patches)."""
         return list(itertools.product(*(range(k) for k in self.kernel)))
@@ -317,8 +310,7 @@ def _conv(
         # else dense's scheme for the patch matrix's (fan_in, c_out) product, bias zero
         if scheme is None:
             bound = 1.0 / math.sqrt(kc)
-            w = rng.uniform(-bound, bound, w_shape).astype(dt)
-            return ConvParams(w, rng.uniform(-bound, bound, c_out).astype(dt))
+            return ConvParams(*(rng.uniform(-bound, bound, s).astype(dt) for s in (w_shape, c_out)))
         return ConvParams(init_weight(scheme, kc, c_out, dt, rng).reshape(w_shape), np.zeros(c_out, dt))
 
     return PreLens(fwd, bwd, name, init_params, expects=expects)
@@ -423,10 +415,8 @@ def patches(
     """
     dims = 2 if isinstance(kernel, (tuple, list)) else 1
     geo = geometry("patches", dims, kernel, stride, padding, dilation)
-    if isinstance(pad_value, (float, np.floating)) and pad_value == -math.inf:
-        value = -math.inf  # max pooling's padding
-    else:
-        value = A.real("patches", "pad_value", pad_value)
+    minus_inf = isinstance(pad_value, (float, np.floating)) and pad_value == -math.inf  # max pooling's padding
+    value = -math.inf if minus_inf else A.real("patches", "pad_value", pad_value)
     shown = f", pad_value={value:g}" if value != 0.0 else ""
     name = f"patches({geo.describe()}{shown})"
     kk = geo.size
@@ -462,6 +452,13 @@ def patches(
     return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=Like(like)))
 
 
+def geometry_patches(geo: Geometry, pad_value: float = 0.0) -> AnyLens:
+    """:func:`patches` over the windows of ``geo`` (a twin's first lens)."""
+    args: list[Any] = [t[0] if geo.dims == 1 else t for t in geo]  # an int in 1-D, a pair in 2-D
+    k, s, p, d = args
+    return patches(k, stride=s, padding=p, dilation=d, pad_value=pad_value)
+
+
 class Shaped(NamedTuple):
     """Stands for an array of ``shape`` where only its shape is read (:meth:`Geometry.out_sizes`)."""
 
@@ -489,9 +486,8 @@ def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, strid
     def unjoin(dy: Array) -> list[Array]:
         return [dy[..., i * og : (i + 1) * og] for i in range(g)]
 
-    k, s, p = geo.arguments()
     body = chain(
-        patches(k, stride=s, padding=p, dilation=geo.argument(geo.dilation)),
+        geometry_patches(geo),
         iso_lens(f"split_groups({g})", split, unsplit),
         vec_lens(g, linear(kk * cg, og, dtype=dt)),
         iso_lens(f"join_groups({g})", join, unjoin),

@@ -17,7 +17,7 @@ array([[2., 0., 0., 0.],
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -149,8 +149,7 @@ def with_jax_keys(params: Any, key: Any) -> Any:
 
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
-    sites = itertools.count()
-    return _map_keys(params, lambda _: DropoutKey(jax.random.key_data(jax.random.fold_in(key, next(sites)))))
+    return _map_keys(params, lambda i: DropoutKey(jax.random.key_data(jax.random.fold_in(key, i))))
 
 
 def with_dropout(params: Any, key: int) -> Any:
@@ -166,8 +165,7 @@ def with_dropout(params: Any, key: int) -> Any:
     if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)) or not 0 <= key < 2**64:
         raise E.bad_argument("with_dropout", "key", key, "an int in [0, 2**64)")
     word = np.uint64(key)
-    sites = itertools.count()
-    return _map_keys(params, lambda _: DropoutKey(np.array([word, next(sites)], dtype=np.uint64)))
+    return _map_keys(params, lambda i: DropoutKey(np.array([word, i], dtype=np.uint64)))
 
 
 def without_dropout(tree: Any) -> Any:
@@ -204,15 +202,16 @@ def keyed_params(
     return to, back
 
 
-def _map_keys(tree: Any, f: Any) -> Any:
-    """``tree`` with ``f`` applied to its :class:`DropoutKey` nodes (tuples, lists, named tuples, dicts walked)."""
+def _map_keys(tree: Any, f: Callable[[int], DropoutKey], sites: Iterator[int] | None = None) -> Any:
+    """``tree`` with its ``i``-th :class:`DropoutKey` (tree order) replaced by ``f(i)``; tuples, lists, dicts walked."""
+    sites = itertools.count() if sites is None else sites
     if type(tree) is DropoutKey:
-        return f(tree)
+        return f(next(sites))
     if isinstance(tree, dict):
-        return {k: _map_keys(v, f) for k, v in tree.items()}
+        return {k: _map_keys(v, f, sites) for k, v in tree.items()}
     if isinstance(tree, list):
-        return [_map_keys(v, f) for v in tree]
+        return [_map_keys(v, f, sites) for v in tree]
     if isinstance(tree, tuple):
-        children = [_map_keys(v, f) for v in tree]
+        children = [_map_keys(v, f, sites) for v in tree]
         return type(tree)(*children) if hasattr(tree, "_fields") else tuple(children)
     return tree

@@ -50,8 +50,6 @@ def scalar_delta(lens: str, da: Any) -> Any:
     >>> scalar_delta("mse", 1.0), scalar_delta("mse", np.float32(2.0))
     (1.0, np.float32(2.0))
     """
-    if type(da) is float:
-        return da
     if isinstance(da, (int, float, np.integer, np.floating)) and not isinstance(da, (bool, np.bool_)):
         return da
     if isinstance(da, np.ndarray) and da.shape == () and da.dtype.kind in "iuf":

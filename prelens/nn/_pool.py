@@ -32,11 +32,12 @@ from prelens.nn._conv import (
     col2im,
     composed_constructor,
     geometry,
+    geometry_patches,
     pad,
-    patches,
     stack_windows,
     windows_numpy,
 )
+from prelens.nn._rows import reshape
 from prelens.nn._transformer_wiring import reparam
 
 __all__ = ["avg_pool", "avg_pool_composed", "flatten", "max_pool", "max_pool_composed", "window_max", "window_mean"]
@@ -158,12 +159,10 @@ def flatten() -> AnyLens:
 
     def fwd(p: tuple[()], x: Array) -> tuple[Ints, Array]:
         shape = tuple(x.shape)
-        flat_shape = (shape[0], math.prod(shape[1:]))  # not -1: an empty batch has no size to divide
-        flat = x.reshape(flat_shape) if type(x) is np.ndarray else namespace(x).reshape(x, flat_shape)
-        return shape, flat
+        return shape, reshape(x, (shape[0], math.prod(shape[1:])))  # not -1: an empty batch has no size to divide
 
     def bwd(shape: Ints, dy: Array) -> tuple[tuple[()], Array]:
-        return (), (dy.reshape(shape) if type(dy) is np.ndarray else namespace(dy).reshape(dy, shape))
+        return (), reshape(dy, shape)
 
     like = Like(lambda shape: (None, (shape[0], math.prod(shape[1:]))))  # any float dtype
     return PreLens(fwd, bwd, "flatten", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=like))
@@ -220,10 +219,10 @@ def window_mean() -> AnyLens:
 
 def _pool_twin(fn: str, kernel: Any, stride: Any, padding: Any, reduce: AnyLens, value: float) -> AnyLens:
     geo = _pool_geometry(fn, kernel, stride, padding)
-    k, s, p = geo.arguments()
-    window = patches(k, stride=s, padding=p, pad_value=value)
     name = f"{fn}_composed({geo.describe(geo.kernel)})"
-    return reparam(window >> reduce, name, p_to=lambda p: ((), ()), p_from=lambda dp: ())  # parameter-free
+    return reparam(
+        geometry_patches(geo, value) >> reduce, name, p_to=lambda p: ((), ()), p_from=lambda dp: ()
+    )  # parameter-free
 
 
 def max_pool_composed(

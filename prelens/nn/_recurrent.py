@@ -42,6 +42,7 @@ from prelens.core import _args as A
 from prelens.core._check import ANY, LIKE_OUTPUT, Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
+from prelens.nn._activations import _sigmoid_apply
 from prelens.nn._fastcheck import dtype_suffix
 
 __all__ = ["RecurrentParams", "bidirectional", "gru", "lstm", "rnn"]
@@ -77,18 +78,13 @@ class RecurrentParams(NamedTuple):
 # ------------------------------------------------------------------ the per-step formulas
 
 
-def _sigmoid(xp: Any, z: Array) -> Array:
-    """``1 / (1 + e^{-z})``, as ``(1 + tanh(z/2)) / 2``: no overflow for any ``z``, no branch."""
-    return 0.5 * (xp.tanh(0.5 * z) + 1.0)
-
-
 def _step(kind: str, relu: bool, xp: Any, gi: Array, state: Any, w_hh: Array, b_hh: Array, n: int) -> tuple[Any, Any]:
     """One step forward: ``gi = x W_ih + b_ih`` and the state give ``(new state, saved)``."""
     if kind == "lstm":
         h, c = state
         g = gi + h @ w_hh + b_hh
-        i, f = _sigmoid(xp, g[..., :n]), _sigmoid(xp, g[..., n : 2 * n])
-        gg, o = xp.tanh(g[..., 2 * n : 3 * n]), _sigmoid(xp, g[..., 3 * n :])
+        i, f = _sigmoid_apply(g[..., :n]), _sigmoid_apply(g[..., n : 2 * n])
+        gg, o = xp.tanh(g[..., 2 * n : 3 * n]), _sigmoid_apply(g[..., 3 * n :])
         c2 = f * c + i * gg
         tc = xp.tanh(c2)
         return (o * tc, c2), (h, c, i, f, gg, o, tc)
@@ -98,8 +94,8 @@ def _step(kind: str, relu: bool, xp: Any, gi: Array, state: Any, w_hh: Array, b_
         pre = gi + gh
         h2 = xp.where(pre > 0.0, pre, 0.0 * pre) if relu else xp.tanh(pre)
         return h2, (h, h2)
-    r = _sigmoid(xp, gi[..., :n] + gh[..., :n])
-    z = _sigmoid(xp, gi[..., n : 2 * n] + gh[..., n : 2 * n])
+    r = _sigmoid_apply(gi[..., :n] + gh[..., :n])
+    z = _sigmoid_apply(gi[..., n : 2 * n] + gh[..., n : 2 * n])
     ghn = gh[..., 2 * n :]
     nn_ = xp.tanh(gi[..., 2 * n :] + r * ghn)
     return nn_ + z * (h - nn_), (h, r, z, nn_, ghn)
@@ -245,15 +241,9 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
         dxs = xp.reshape(dgi_all @ w_ih.T, (batch, steps, n_in))
         dw_ih = _flat(xs, n_in).T @ dgi_all
         db_ih = xp.sum(dgi_all, axis=0)
-        if kind == "gru":
-            db_hh = xp.sum(_flat(dghs, gn), axis=0)
-            dgh_late = dghs[:, 1:, :]
-        else:
-            db_hh, dgh_late = db_ih, dgis[:, 1:, :]
-        if steps > 1:  # h_{t-1} against step t's delta, for t >= 1 (h0 = 0 adds nothing)
-            dw_hh = _flat(hs[:, 1:, :], n).T @ _flat(dgh_late, gn)
-        else:
-            dw_hh = xp.zeros_like(w_hh)
+        db_hh = xp.sum(_flat(dghs, gn), axis=0) if kind == "gru" else db_ih
+        # h_{t-1} against step t's delta, for t >= 1 (h0 = 0 adds nothing; one step: a zero product)
+        dw_hh = _flat(hs[:, 1:, :], n).T @ _flat((dghs if kind == "gru" else dgis)[:, 1:, :], gn)
         return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs
 
     like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
@@ -342,13 +332,8 @@ def bidirectional(layer: AnyLens) -> AnyLens:
         dpb, dxb = bwd1(mb, xp.flip(dys[..., k:], axis=1))
         return (dpf, dpb), dxf + xp.flip(dxb, axis=1)
 
-    init = None
-    if layer.init_fn is not None:
-        init_one = layer.init_fn
-
-        def init(rng: np.random.Generator) -> tuple[Any, Any]:
-            return init_one(rng), init_one(rng)
-
+    init_one = layer.init_fn
+    init = None if init_one is None else (lambda rng: (init_one(rng), init_one(rng)))
     e = layer.expects
     delta = LIKE_OUTPUT
     if isinstance(e.delta, Like) and not e.delta.or_none:  # the layer's (N, T, H), from the forward residue
