@@ -546,9 +546,7 @@ def _delta_misfit(pattern: Any, m: Any, da: Any, what: str) -> E.PrelensError | 
     if not _has_like(pattern):
         return misfit(pattern, da, what)
     if not _node_fits(pattern, da):
-        kind = "list" if isinstance(pattern, list) else "tuple"
-        node = f"a {type(pattern).__name__}" if hasattr(pattern, "_fields") else f"a {kind} of {len(pattern)}"
-        return E.StructureError(f"{what}: expected {node}, got {E.describe_tree(da)}")
+        return E.StructureError(f"{what}: expected a {E.describe(pattern)}, got {E.describe_tree(da)}")
     for i, (kid, d) in enumerate(zip(pattern, da)):
         err = _delta_misfit(kid, m, d, f"{what}[{i}]")
         if err is not None:
@@ -668,7 +666,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
     seen = _Seen()
     test_in = test_back = None
     if leaf:  # compiled once, here; a composite's patterns are its parts'
-        test_in = quick_test(expects.params, expects.input)  # False: the walk decides (_check_inputs)
+        test_in = quick_test(expects.params, expects.input)  # False: the walk decides (inputs_misfit)
         test_back = _backward_test(expects)
 
     def name() -> str:
@@ -869,8 +867,4 @@ def _same_node(primal: tuple[Any, ...] | list[Any], delta: Any) -> bool:
 
 
 def _show(skeleton: Any) -> str:
-    if isinstance(skeleton, _Leaf):
-        return skeleton.shown
-    if isinstance(skeleton, (tuple, list)) and not hasattr(skeleton, "_fields"):
-        return f"{type(skeleton).__name__} of {len(skeleton)}"
-    return E.describe(skeleton)
+    return skeleton.shown if isinstance(skeleton, _Leaf) else E.describe(skeleton)
