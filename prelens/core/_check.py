@@ -216,7 +216,9 @@ def _first_misfit(
         return None  # ANY, LIKE_OUTPUT, a Like or a constant: nothing to compare
     if not _node_fits(pattern, x):
         return path, _node(pattern), E.describe_tree(x), E.StructureError
-    for (seg, p), v in zip(_items(pattern), x):
+    fields = getattr(pattern, "_fields", ())  # inline, not _items: this walk runs on every call of other libraries
+    segments = [f".{f}" for f in fields] if fields else [f"[{i}]" for i in range(len(pattern))]
+    for seg, p, v in zip(segments, pattern, x):
         found = _first_misfit(p, v, path + seg, binds)
         if found is not None:
             return found
@@ -248,12 +250,12 @@ def _array_misfit(
     compared."""
     dt, axes = pattern.dtype, pattern.axes
     tie = axes[0] if axes and isinstance(axes[0], Same) else None
-    named = [s for s in (dt, tie) if isinstance(s, Same)]
+    named = [s for s in (dt, tie) if isinstance(s, Same)] if tie is not None or isinstance(dt, Same) else []
     if binds is None:
         if named:
             return None  # a part's pattern in a composite's: that part checks it
         binds = _NO_NAMES
-    bound = {s.name: binds[s.name] for s in named if s.name in binds}  # this pattern's names bound so far
+    bound = {s.name: binds[s.name] for s in named if s.name in binds} if named else {}  # its names bound so far
     if not _is_array(x):
         shown = _bound_repr(pattern, bound)
         return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
@@ -271,7 +273,7 @@ def _array_misfit(
             lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
             return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
     if not isinstance(dt, Same):
-        dtype_ok = _dtype_fits(x.dtype, dt)
+        dtype_ok = _dtype_name(x.dtype)[0] == "f" if dt is None else _dtype_name(x.dtype) == _dtype_name(dt)
     elif dt.name in bound:
         dtype_ok = _dtype_name(x.dtype) == _dtype_name(bound[dt.name][0].dtype)
     else:
@@ -335,11 +337,6 @@ def _dtype_name(dtype: Any) -> str:
         return name
     except TypeError:  # an unhashable dtype
         return E.dtype_name(dtype)
-
-
-def _dtype_fits(dtype: Any, dt: np.dtype[Any] | None) -> bool:
-    """An array's ``dtype`` is ``dt`` (by name: libraries differ), or any float one for None."""
-    return _dtype_name(dtype)[0] == "f" if dt is None else _dtype_name(dtype) == _dtype_name(dt)
 
 
 def _axes_fit(axes: tuple[Any, ...], got: tuple[int, ...]) -> bool:
@@ -500,8 +497,10 @@ def _like_fits(like: Like, m: Any, da: Any) -> bool:
         raise TypeError("not a shape")
     if not _is_array(da) or not _shape_fits(want, tuple(da.shape)):
         return False
-    if t is None or isinstance(t, np.dtype):
-        return _dtype_fits(da.dtype, t)
+    if t is None:
+        return _dtype_name(da.dtype)[0] == "f"
+    if isinstance(t, np.dtype):
+        return _dtype_name(da.dtype) == _dtype_name(t)
     return same_library(da, t) and da.dtype == t.dtype
 
 
