@@ -35,10 +35,10 @@ class _Token:
     """A pattern compared by identity, shown by its name."""
 
     def __init__(self, name: str) -> None:
-        self.name = name
+        self._shown = name
 
     def __repr__(self) -> str:
-        return self.name
+        return self._shown
 
 
 #: The pattern every value fits (a lens that declares nothing about a slot).
