@@ -28,26 +28,23 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.backend._arrays import dtype_kind, is_array, namespace, namespace_name, same_library, shape
+from prelens.core._tree import _items
 
 
-class _Any:
-    """The pattern every value fits."""
+class _Token:
+    """A pattern compared by identity, shown by its name."""
+
+    def __init__(self, name: str) -> None:
+        self._shown = name
 
     def __repr__(self) -> str:
-        return "ANY"
+        return self._shown
 
 
 #: The pattern every value fits (a lens that declares nothing about a slot).
-ANY: Any = _Any()
-
-
-class _LikeOutput:
-    def __repr__(self) -> str:
-        return "LIKE_OUTPUT"
-
-
+ANY: Any = _Token("ANY")
 #: The pattern of an output delta that has the structure and shapes of the lens's output.
-LIKE_OUTPUT: Any = _LikeOutput()
+LIKE_OUTPUT: Any = _Token("LIKE_OUTPUT")
 
 
 @dataclass(frozen=True)
@@ -89,12 +86,7 @@ class _Binds(dict[str, tuple[Any, tuple[int, ...], str]]):
 
 @dataclass(frozen=True, init=False)
 class Arr:
-    """An array pattern: ``Arr(np.float64, ..., 784)`` is any float64 array whose last axis is 784.
-
-    ``dtype`` is a numpy dtype (arrays of other libraries match by the dtype's name),
-    ``None`` for any float dtype, or a :class:`Same`. Each axis is an ``int``, ``None``
-    (any length), a ``str`` (any length, shown by that name), or ``...`` or a :class:`Same`
-    (first only: any number of leading axes).
+    """An array pattern: ``Arr(np.float64, ..., 784)`` is any float64 array whose last axis is 784 (docs/api.md).
 
     >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...), Arr(Same("I", "iu"), Same("B"), "classes")
     (f32[...,10], float[3], a float array, int[...,classes])
@@ -115,11 +107,9 @@ class Arr:
 
 def _kind_str(dt: Any) -> str:
     """A pattern's dtype as messages show it: ``f64``; ``float`` or ``int`` for any of that kind."""
-    if dt is None or (isinstance(dt, Same) and dt.kind == "f"):
-        return "float"
     if isinstance(dt, Same):
-        return "int" if dt.kind == "iu" else f"{dt.kind!r}-kind"
-    return E.dtype_name(dt)
+        return {"f": "float", "iu": "int"}.get(dt.kind, f"{dt.kind!r}-kind")
+    return "float" if dt is None else E.dtype_name(dt)
 
 
 def _axis_str(a: Any) -> str:
@@ -220,21 +210,19 @@ def _has_same(pattern: Any) -> bool:
 def _first_misfit(
     pattern: Any, x: Any, path: str, binds: _Binds | None = None
 ) -> tuple[str, str, str, type[E.PrelensError]] | None:
-    if pattern is ANY or pattern is LIKE_OUTPUT or isinstance(pattern, Like):
-        return None
     if isinstance(pattern, Arr):
         return _array_misfit(pattern, x, path, binds)
-    if isinstance(pattern, (tuple, list)):
-        if not _node_fits(pattern, x):
-            return path, _node(pattern), E.describe_tree(x), E.StructureError
-        fields = getattr(pattern, "_fields", ())
-        segments = [f".{f}" for f in fields] if fields else [f"[{i}]" for i in range(len(pattern))]
-        for seg, p, v in zip(segments, pattern, x):
-            found = _first_misfit(p, v, path + seg, binds)
-            if found is not None:
-                return found
-        return None
-    return None  # a constant in a pattern: nothing to compare
+    if not isinstance(pattern, (tuple, list)):
+        return None  # ANY, LIKE_OUTPUT, a Like or a constant: nothing to compare
+    if not _node_fits(pattern, x):
+        return path, _node(pattern), E.describe_tree(x), E.StructureError
+    fields = getattr(pattern, "_fields", ())  # inline, not _items: this walk runs on every call of other libraries
+    segments = [f".{f}" for f in fields] if fields else [f"[{i}]" for i in range(len(pattern))]
+    for seg, p, v in zip(segments, pattern, x):
+        found = _first_misfit(p, v, path + seg, binds)
+        if found is not None:
+            return found
+    return None
 
 
 def _node_fits(pattern: tuple[Any, ...] | list[Any], x: Any) -> bool:
@@ -258,67 +246,56 @@ def _node(pattern: Any) -> str:
 def _array_misfit(
     pattern: Arr, x: Any, path: str, binds: _Binds | None = None
 ) -> tuple[str, str, str, type[E.PrelensError]] | None:
+    """Where ``x`` does not fit the array ``pattern``; each :class:`Same` name is bound at its first array, then
+    compared."""
     dt, axes = pattern.dtype, pattern.axes
-    tied = isinstance(dt, Same) or (axes[:1] != () and isinstance(axes[0], Same))
-    if tied and binds is None:
-        return None  # a part's pattern in a composite's: that part checks it
+    tie = axes[0] if axes and isinstance(axes[0], Same) else None
+    named = [s for s in (dt, tie) if isinstance(s, Same)] if tie is not None or isinstance(dt, Same) else []
+    if binds is None:
+        if named:
+            return None  # a part's pattern in a composite's: that part checks it
+        binds = _NO_NAMES
+    bound = {s.name: binds[s.name] for s in named if s.name in binds} if named else {}  # its names bound so far
     if not _is_array(x):
-        shown = _bound_repr(pattern, binds or {})
+        shown = _bound_repr(pattern, bound)
         return path, shown if shown.startswith("a ") else f"an array {shown}", E.describe(x), E.StructureError
     got = tuple(x.shape)
-    lead = axes[:1] == (...,) or (axes[:1] != () and isinstance(axes[0], Same))
+    lead = axes[:1] == (...,) or tie is not None
     fixed = axes[1:] if lead else axes
     if lead and len(got) >= len(fixed):
         run = got[: len(got) - len(fixed)]
         fits = _axes_fit(fixed, got[len(run) :])
     else:
         run, fits = (), not lead and len(got) == len(axes) and _axes_fit(axes, got)
-    if binds is not None and tied:
-        return _tied_misfit(pattern, x, path, binds, run, fits)
-    if dt is None:
-        if _dtype_name(x.dtype)[0] != "f":
-            return path, repr(pattern), E.describe(x), E.DTypeError
-    elif _dtype_name(x.dtype) != _dtype_name(dt):
-        return path, repr(pattern), E.describe(x), E.DTypeError
-    return None if fits else (path, repr(pattern), E.describe(x), E.ShapeError)
-
-
-def _tied_misfit(
-    pattern: Arr, x: Any, path: str, binds: _Binds, run: tuple[int, ...], fits: bool
-) -> tuple[str, str, str, type[E.PrelensError]] | None:
-    """:func:`_array_misfit` of a pattern with :class:`Same` names: each is bound at its first array, then compared."""
-    dt, axes = pattern.dtype, pattern.axes
-    lead = axes[0] if axes and isinstance(axes[0], Same) else None
-    named = [s for s in (dt, lead) if isinstance(s, Same)]
-    bound = {s.name: binds[s.name] for s in named if s.name in binds}
     for s in named:  # arrays that share a name are of one library (numpy too, where they are data)
         first = bound[s.name][0] if s.name in bound else None
         if first is not None and not same_library(x, first) and not (s.data and type(x) is np.ndarray):
             lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
             return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
-    if isinstance(dt, Same):
-        dtype_ok = dtype_kind(x.dtype) in dt.kind
-        if dt.name in bound:
-            dtype_ok = _dtype_name(x.dtype) == _dtype_name(bound[dt.name][0].dtype)
-    else:
+    if not isinstance(dt, Same):
         dtype_ok = _dtype_name(x.dtype)[0] == "f" if dt is None else _dtype_name(x.dtype) == _dtype_name(dt)
+    elif dt.name in bound:
+        dtype_ok = _dtype_name(x.dtype) == _dtype_name(bound[dt.name][0].dtype)
+    else:
+        dtype_ok = dtype_kind(x.dtype) in dt.kind
     if not dtype_ok:
         return path, _bound_repr(pattern, bound), E.describe(x), E.DTypeError
-    if not fits or (lead is not None and lead.name in bound and run != bound[lead.name][1]):
+    if not fits or (tie is not None and tie.name in bound and run != bound[tie.name][1]):
         return path, _bound_repr(pattern, bound), E.describe(x), E.ShapeError
-    where = binds.what + (f" at {path}" if path else "")
     for s in named:
-        binds.setdefault(s.name, (x, run, where))
+        binds.setdefault(s.name, (x, run, binds.what + (f" at {path}" if path else "")))
     return None
 
 
+#: The binds of a pattern without :class:`Same` names (never written).
+_NO_NAMES = _Binds()
+
+
 def _bound_repr(pattern: Arr, bound: dict[str, tuple[Any, tuple[int, ...], str]], lib: str = "") -> str:
-    """``pattern`` with its bound :class:`Same` names replaced by what they stand for, and where they were bound."""
-    dt, axes = pattern.dtype, pattern.axes
-    names = [s.name for s in (dt, axes[0] if axes else None) if isinstance(s, Same)]
-    bound = {name: bound[name] for name in names if name in bound}  # this pattern's names only
+    """``pattern`` with its ``bound`` :class:`Same` names replaced by what they stand for, and where they were bound."""
     if not bound:
         return repr(pattern)
+    dt, axes = pattern.dtype, pattern.axes
     kind = E.dtype_name(bound[dt.name][0].dtype) if isinstance(dt, Same) and dt.name in bound else _kind_str(dt)
     shown = [_axis_str(a) for a in axes]
     if axes and isinstance(axes[0], Same) and axes[0].name in bound:
@@ -405,12 +382,10 @@ def _item(part: str, var: str, i: int) -> str:
 
 def _expression(pattern: Any, var: str, consts: dict[str, Any]) -> str | None:
     """Python source testing ``var`` against ``pattern`` (numpy only), or None when anything fits."""
-    if pattern is ANY or pattern is LIKE_OUTPUT or isinstance(pattern, Like):
-        return None
     if isinstance(pattern, Arr):
         return _array_expression(pattern, var, consts)
     if not isinstance(pattern, (tuple, list)):
-        return None  # a constant: nothing to compare
+        return None  # ANY, LIKE_OUTPUT, a Like or a constant: anything fits
     if isinstance(pattern, list):
         node = f"type({var}) is list"
     elif hasattr(pattern, "_fields"):
@@ -536,21 +511,22 @@ def _shape_fits(want: tuple[Any, ...], got: tuple[int, ...]) -> bool:
     return len(got) >= len(want) - 1 and got[len(got) - len(want) + 1 :] == want[1:]
 
 
-def _like_error(like: Like, m: Any, da: Any, what: str = "output delta") -> E.PrelensError:
+def _like_error(like: Like, m: Any, da: Any, what: str) -> E.PrelensError:
     t, want = like.of(m)
     shape = ",".join("..." if n is ... else str(n) for n in want)
+    of_array = t is not None and not isinstance(t, np.dtype)  # then of its library too
     if t is None:
-        expected = f"a float array of shape ({shape})" if len(want) != 1 else f"a float array of shape ({shape},)"
+        expected = f"a float array of shape ({shape}{',' if len(want) == 1 else ''})"
     else:
-        expected = f"{E.dtype_name(t if isinstance(t, np.dtype) else t.dtype)}[{shape}]"
-    if t is not None and not isinstance(t, np.dtype) and type(t) is not _ND:
+        expected = f"{E.dtype_name(t.dtype if of_array else t)}[{shape}]"
+    if of_array and type(t) is not _ND:
         expected += f" ({namespace_name(namespace(t))})"
-    got = E.describe_tree(da)
-    if not is_array(da) or (t is not None and not isinstance(t, np.dtype) and not same_library(da, t)):
-        return E.StructureError(f"{what}: expected {'an array ' if t is not None else ''}{expected}, got {got}")
-    if _shape_fits(want, tuple(da.shape)):
-        return E.DTypeError(f"{what}: expected {expected}, got {got}")
-    return E.ShapeError(f"{what}: expected {expected}, got {got}")
+    cls: type[E.PrelensError] = E.StructureError
+    if not is_array(da) or (of_array and not same_library(da, t)):
+        expected = ("an array " if t is not None else "") + expected
+    else:
+        cls = E.DTypeError if _shape_fits(want, tuple(da.shape)) else E.ShapeError
+    return cls(f"{what}: expected {expected}, got {E.describe_tree(da)}")
 
 
 def _has_like(pattern: Any) -> bool:
@@ -569,9 +545,7 @@ def _delta_misfit(pattern: Any, m: Any, da: Any, what: str) -> E.PrelensError | 
     if not _has_like(pattern):
         return misfit(pattern, da, what)
     if not _node_fits(pattern, da):
-        kind = "list" if isinstance(pattern, list) else "tuple"
-        node = f"a {type(pattern).__name__}" if hasattr(pattern, "_fields") else f"a {kind} of {len(pattern)}"
-        return E.StructureError(f"{what}: expected {node}, got {E.describe_tree(da)}")
+        return E.StructureError(f"{what}: expected a {E.describe(pattern)}, got {E.describe_tree(da)}")
     for i, (kid, d) in enumerate(zip(pattern, da)):
         err = _delta_misfit(kid, m, d, f"{what}[{i}]")
         if err is not None:
@@ -619,9 +593,13 @@ def backward_misfit(name: str, expects: Expects, m: Any, da: Any, ties: bool = T
     if _first_misfit(expects.residue, m, "", _Binds() if ties else None) is not None:
         return E.bad_residue(name, m)
     try:
-        err = _delta_misfit(expects.delta, m, da, "output delta")
+        return _named(name, _delta_misfit(expects.delta, m, da, "output delta"))
     except Exception:
         return E.bad_residue(name, m)
+
+
+def _named(name: str, err: E.PrelensError | None) -> E.PrelensError | None:
+    """``err`` (if any) with its message prefixed by the lens's ``name``."""
     return None if err is None else type(err)(f"{name}: {err}")
 
 
@@ -687,7 +665,7 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
     seen = _Seen()
     test_in = test_back = None
     if leaf:  # compiled once, here; a composite's patterns are its parts'
-        test_in = quick_test(expects.params, expects.input)  # False: the walk decides (_check_inputs)
+        test_in = quick_test(expects.params, expects.input)  # False: the walk decides (inputs_misfit)
         test_back = _backward_test(expects)
 
     def name() -> str:
@@ -698,7 +676,9 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
             return fwd(p, s)
         try:
             if test_in is not None and not test_in(p, s):
-                _check_inputs(name(), expects, p, s)
+                err = _named(name(), inputs_misfit(expects, p, s))
+                if err is not None:
+                    raise err
             try:
                 out = fwd(p, s)
             except Exception as exc:
@@ -745,12 +725,6 @@ def _from(lens: Any, err: Exception) -> Exception:
     if not hasattr(err, "_prelens_lens"):
         E.mark(err, _prelens_lens=lens)
     return err
-
-
-def _check_inputs(name: str, expects: Expects, p: Any, s: Any) -> None:
-    err = inputs_misfit(expects, p, s)
-    if err is not None:
-        raise type(err)(f"{name}: {err}")
 
 
 def _pair(name: Callable[[], str], out: Any, which: str, layout: str) -> tuple[Any, Any]:
@@ -811,38 +785,26 @@ def diagnosed(
     if isinstance(exc, RecursionError):
         return E.too_deep(name)
     if which == "forward":
-        found = inputs_misfit(expects, p, s, ties)
-        if found is not None:
-            return type(found)(f"{name}: {found}")
+        found = _named(name, inputs_misfit(expects, p, s, ties))
+        given = f"the input {E.describe_tree(s)}"
     else:
-        named = backward_misfit(name, expects, p, s, ties)
-        if named is not None:
-            return named
+        found = backward_misfit(name, expects, p, s, ties)
+        given = f"the residue {E.describe_tree(p)} and the output delta {E.describe_tree(s)}"
+    if found is not None:
+        return found
     cls = E.NonFiniteError if isinstance(exc, (ArithmeticError, Warning)) else E.StructureError
-    given = (
-        f"the input {E.describe_tree(s)}"
-        if which == "forward"
-        else (f"the residue {E.describe_tree(p)} and the output delta {E.describe_tree(s)}")
-    )
     return cls(f"{name}: the {which} pass failed on {given}: {type(exc).__name__}: {exc}")
 
 
 # ------------------------------------------------------------ skeletons: structure and shapes only
 
 
+@dataclass(frozen=True, slots=True)
 class _Leaf:
     """A numeric leaf in a skeleton: its shape (what deltas are compared by) and how to show it."""
 
-    __slots__ = ("shape", "shown")
-
-    def __init__(self, shape: tuple[int, ...], shown: str) -> None:
-        self.shape, self.shown = shape, shown
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Leaf) and other.shape == self.shape
-
-    def __hash__(self) -> int:
-        return hash(self.shape)
+    shape: tuple[int, ...]
+    shown: str = field(compare=False)
 
 
 _NUMBERS = (int, float, complex, np.generic)
@@ -878,15 +840,12 @@ def _skeleton_misfit(primal: Any, delta: Any, path: str, data_ok: bool) -> tuple
     if isinstance(primal, dict):
         if not isinstance(delta, dict) or list(delta) != list(primal):
             return path, f"dict with keys {list(primal)}", _show(delta)
-        items = [(f"[{k!r}]", primal[k], delta[k]) for k in primal]
     elif isinstance(primal, (tuple, list)):
         if not _same_node(primal, delta):
             return path, _show(primal), _show(delta)
-        segs = [f".{f}" for f in primal._fields] if hasattr(primal, "_fields") else None
-        items = [(segs[i] if segs else f"[{i}]", v, d) for i, (v, d) in enumerate(zip(primal, delta))]
     else:
         return None  # a symbol: nothing to compare
-    for seg, v, d in items:
+    for (seg, v), (_, d) in zip(_items(primal), _items(delta)):
         found = _skeleton_misfit(v, d, path + seg, data_ok)
         if found is not None:
             return found
@@ -907,8 +866,4 @@ def _same_node(primal: tuple[Any, ...] | list[Any], delta: Any) -> bool:
 
 
 def _show(skeleton: Any) -> str:
-    if isinstance(skeleton, _Leaf):
-        return skeleton.shown
-    if isinstance(skeleton, (tuple, list)) and not hasattr(skeleton, "_fields"):
-        return f"{type(skeleton).__name__} of {len(skeleton)}"
-    return E.describe(skeleton)
+    return skeleton.shown if isinstance(skeleton, _Leaf) else E.describe(skeleton)

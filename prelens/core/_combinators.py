@@ -10,7 +10,7 @@ import contextlib
 import contextvars
 import functools
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ import numpy as np
 from prelens import errors as E
 from prelens.core import _args
 from prelens.core._check import LIKE_OUTPUT, Expects
-from prelens.core._lens import AnyLens, Passes, PreLens, as_lens, built_of
+from prelens.core._lens import AnyLens, Init, Passes, PreLens, as_lens, built_of
 from prelens.core._registry import constructor
 from prelens.core._tree import tree_sum
 
@@ -124,7 +124,7 @@ def _(lens: PreLens, n: int, shared: bool) -> AnyLens:  # type: ignore[type-arg]
     return PreLens(fwd, bwd, name, init, "", (lens,), Expects(params, [e.input] * n, [e.delta] * n))
 
 
-def _list_init(inits: list[Callable[[np.random.Generator], Any]]) -> Callable[[np.random.Generator], list[Any]]:
+def _list_init(inits: list[Init]) -> Init:
     def init(rng: np.random.Generator) -> list[Any]:
         return [i(rng) for i in inits]
 

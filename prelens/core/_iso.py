@@ -13,7 +13,6 @@ from typing_extensions import TypeVar
 
 from prelens import errors as E
 from prelens.core import _args
-from prelens.core._check import NOTHING
 from prelens.core._lens import AnyLens, PreLens
 
 X = TypeVar("X")
@@ -202,7 +201,7 @@ def iso_lens(name: str, to: Callable[[Any], Any], back: Callable[[Any], Any]) ->
     def bwd(dm: tuple[()], da: Any) -> tuple[tuple[()], Any]:
         return (), back(da)
 
-    return PreLens(fwd, bwd, name, expects=NOTHING)
+    return PreLens(fwd, bwd, name)
 
 
 #: The lenses of the isomorphisms that 0.3 exported as ``assoc_l``, ``sym_l``, ...: ``iso_lens`` of the pair.

@@ -257,6 +257,8 @@ AnyLens = PreLens[Any, Any, Any, Any, Any, Any, Any, Any]
 
 #: A lens's two passes, ``(fwd, bwd)``.
 Passes = tuple[Callable[..., Any], Callable[..., Any]]
+#: A lens's initializer, ``init_fn(rng) -> parameters``.
+Init = Callable[[np.random.Generator], Any]
 #: Where a composite keeps the function that makes its passes from its parts' (``>>``, ``@``, ``chain``).
 _BUILD = "_prelens_build"
 
@@ -316,9 +318,7 @@ def _wrap(lens: AnyLens, op: str, side: str) -> str:
     return lens.name if bare else f"({lens.name})"
 
 
-def _pair_init(
-    first: Callable[[np.random.Generator], Any] | None, second: Callable[[np.random.Generator], Any] | None, flip: bool
-) -> Callable[[np.random.Generator], Any] | None:
+def _pair_init(first: Init | None, second: Init | None, flip: bool) -> Init | None:
     """The initializer of a pair of parameters: ``first``'s drawn first (data flow); ``flip``: stored later-first."""
     if first is None or second is None:
         return None

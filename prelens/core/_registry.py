@@ -97,7 +97,7 @@ def _recording(fn: Callable[P, R], name: str) -> Callable[P, R]:
             if b.calls < 0:
                 raise OverBudget("constructor calls")
         out = fn(*args, **kwargs)
-        if not any(out is a for a in args) and not any(out is v for v in kwargs.values()):
+        if all(out is not a for a in (*args, *kwargs.values())):  # an argument handed back keeps its own record
             try:
                 snapshot = tuple(_snapshot(a, 0) for a in args), {k: _snapshot(v, 0) for k, v in kwargs.items()}
                 _MADE[out] = Call(name, *snapshot)
@@ -114,10 +114,8 @@ def _snapshot(x: Any, depth: int) -> Any:
     """``x`` with its lists, tuples and dicts copied (a caller may change them after the call)."""
     if depth > MAX_DEPTH:
         return x
-    if type(x) is list:
-        return [_snapshot(v, depth + 1) for v in x]
-    if type(x) is tuple:
-        return tuple(_snapshot(v, depth + 1) for v in x)
+    if type(x) in (list, tuple):
+        return type(x)(_snapshot(v, depth + 1) for v in x)
     if type(x) is dict:
         return {k: _snapshot(v, depth + 1) for k, v in x.items()}
     if isinstance(x, np.ndarray) and x.size <= _SNAPSHOT_ELEMENTS:

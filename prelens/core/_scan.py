@@ -105,11 +105,7 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     name = f"scan({cell!r}{'' if axis == 0 else f', axis={axis}'})"
 
     def fwd(p: Any, s: Any) -> tuple[Any, tuple[Any, Any]]:
-        match s:
-            case (h, xs):
-                pass
-            case _:
-                raise E.not_a_pair(name, "its input", "(h0, xs)", s)
+        h, xs = _halves(name, "its input", "(h0, xs)", s)
         if is_array(xs) and is_traced((h, xs)):
             traced = _scan_traced(fwd1, p, h, xs, name, axis)
             if traced is not None:
@@ -125,11 +121,7 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
         return ms, (h, stack_like(ys, xs, axis))
 
     def bwd(ms: Any, da: Any) -> tuple[Any, tuple[Any, Any]]:
-        match da:
-            case (dh, dys):
-                pass
-            case _:
-                raise E.not_a_pair(name, "its output delta", "(dh_T, dys)", da)
+        dh, dys = _halves(name, "its output delta", "(dh_T, dys)", da)
         if isinstance(ms, Stacked):
             traced = _scan_back_traced(bwd1, ms, dh, dys, name, axis)
             if traced is not None:
@@ -152,6 +144,13 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     h_pattern = e.input[0] if isinstance(e.input, tuple) and len(e.input) == 2 else ANY
     expects = Expects(params=e.params, input=(h_pattern, ANY), delta=ANY)
     return PreLens(fwd, bwd, name, cell.init_fn, "scan", (cell,), expects)
+
+
+def _halves(name: str, what: str, layout: str, x: Any) -> tuple[Any, Any]:
+    match x:
+        case (a, b):
+            return a, b
+    raise E.not_a_pair(name, what, layout, x)
 
 
 # ------------------------------------------------------------------ under JAX tracing: one jax.lax.scan
@@ -219,18 +218,14 @@ def _scan_traced(fwd1: Any, p: Any, h: Any, xs: Any, name: str, axis: int) -> tu
 
 def _scan_back_traced(bwd1: Any, ms: Stacked, dh: Any, dys: Any, name: str, axis: int) -> tuple[Any, Any] | None:
     """The backward pass of :func:`_scan_traced` as one reversed ``jax.lax.scan``, or ``None``."""
-    n = next((int(leaf.shape[0]) for leaf in _leaves(ms.residues)), None)
-    if n is None:  # residues without arrays: the delta's steps are the count
-        n = len(dys) if isinstance(dys, list) else int(_time_first(name, dys, axis).shape[0]) if is_array(dys) else 0
+    dyt = _time_first(name, dys, axis) if is_array(dys) else dys
+    steps = len(dys) if isinstance(dys, list) else int(dyt.shape[0]) if is_array(dyt) else E.describe(dys)
+    # the residues' steps, or without arrays among them, the delta's
+    n = next((int(leaf.shape[0]) for leaf in _leaves(ms.residues)), steps if isinstance(steps, int) else 0)
+    if steps != n:
+        raise E.list_length_error(name, "output delta's sequence dys", n, steps)
     if isinstance(dys, list):
-        if len(dys) != n:
-            raise E.list_length_error(name, "output delta's sequence dys", n, len(dys))
         dyt = stack(dys, 0)
-    else:
-        dyt = _time_first(name, dys, axis) if is_array(dys) else dys
-        if not is_array(dyt) or dyt.shape[0] != n:
-            got = len(dyt) if is_array(dyt) else E.describe(dys)
-            raise E.list_length_error(name, "output delta's sequence dys", n, got)
 
     def back(dh: Any, md: Any) -> tuple[Any, Any]:
         m, dy = md
@@ -244,6 +239,4 @@ def _scan_back_traced(bwd1: Any, ms: Stacked, dh: Any, dys: Any, name: str, axis
     except _Unscannable:
         return None
     dp = tree_map_arrays(lambda x: namespace(x).sum(x, axis=0), dps)  # the steps' parameter deltas added up
-    if isinstance(dys, list):
-        return dp, (dh, unstack(name, dxs, 0))
-    return dp, (dh, _time_to(name, dxs, axis))
+    return dp, (dh, unstack(name, dxs, 0) if isinstance(dys, list) else _time_to(name, dxs, axis))

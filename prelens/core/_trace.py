@@ -185,8 +185,7 @@ def forward(lens: Any, p: Any, s: Any) -> Any:
     >>> forward(id_pre_lens, (), 3.0)
     3.0
     """
-    out: Any = _run_fwd(lens if isinstance(lens, PreLens) else as_pre_lens(lens, "forward"), p, s, record=False)[1]
-    return out
+    return _run_fwd(lens if isinstance(lens, PreLens) else as_pre_lens(lens, "forward"), p, s, record=False)[1]
 
 
 def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
@@ -202,8 +201,7 @@ def backward(lens: Any, p: Any, s: Any, da: Any) -> tuple[Any, Any]:
     """
     lens_ = lens if isinstance(lens, PreLens) else as_pre_lens(lens, "backward")
     m, _, da_fits = _run_fwd(lens_, p, s, record=True)
-    out: tuple[Any, Any] = _pullback(lens_, m, (p, s), da_fits)(da)
-    return out
+    return _pullback(lens_, m, (p, s), da_fits)(da)
 
 
 def vjp(lens: Any, p: Any, s: Any) -> tuple[Any, Callable[[Any], tuple[Any, Any]]]:

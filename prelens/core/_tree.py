@@ -77,7 +77,8 @@ def structure_mismatch(a: Tree, b: Tree, *, shapes: bool = False, path: str = ""
 
 def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
     ka, kb = _kind(a), _kind(b)
-    if ka != kb or ((_is_namedtuple(a) or _is_namedtuple(b)) and type(a) is not type(b)):
+    named = _is_namedtuple(a) or _is_namedtuple(b)
+    if ka != kb or (named and type(a) is not type(b)) or (ka in ("tuple", "list") and len(a) != len(b)):
         return E.at_path(path, E.describe(a), E.describe(b))
     if ka == "leaf":
         if shapes and _backend.shape(a) != _backend.shape(b):
@@ -85,8 +86,6 @@ def _mismatch(a: Tree, b: Tree, shapes: bool, path: str) -> str | None:
         return None
     if ka == "dict" and list(a.keys()) != list(b.keys()):
         return E.at_path(path, f"keys {list(a)}", f"keys {list(b)}")
-    if ka in ("tuple", "list") and len(a) != len(b):
-        return E.at_path(path, E.describe(a), E.describe(b))
     for (seg, ca), (_, cb) in zip(_items(a), _items(b)):
         found = _mismatch(ca, cb, shapes, path + seg)
         if found:
@@ -160,8 +159,7 @@ def tree_paths(tree: Tree, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def _paths(tree: Tree, path: str) -> Iterator[tuple[str, Any]]:
-    kind = _kind(tree)
-    if kind == "leaf":
+    if _kind(tree) == "leaf":
         yield path, tree
     else:
         for seg, child in _items(tree):
@@ -193,9 +191,9 @@ def _is_number_leaf(x: Any) -> bool:
     return _backend.is_array(x) and _backend.dtype_kind(x.dtype) in "iufc"
 
 
-def _check_numbers(fn: str, what: str, tree: Tree) -> None:
+def _check_numbers(fn: str, what: str, tree: Tree, fits: Callable[[Any], bool] = _is_number_leaf) -> None:
     for path, leaf in _paths(tree, ""):
-        if not _is_number_leaf(leaf):
+        if not fits(leaf):
             raise E.must_be(fn, f"{what} at {E.path_str(path)}", "a number or a numeric array", E.describe(leaf))
 
 
@@ -251,15 +249,15 @@ def tree_zeros_like(tree: Tree) -> Tree:
     >>> tree_zeros_like((1.5, [np.ones(2)]))
     (0.0, [array([0., 0.])])
     """
-    for path, leaf in _paths(tree, ""):
-        if not (_is_number_leaf(leaf) or isinstance(leaf, (bool, np.bool_)) or _is_bool_array(leaf)):
-            where = f"the leaf at {E.path_str(path)}"
-            raise E.must_be("tree_zeros_like", where, "a number or a numeric array", E.describe(leaf))
+    _check_numbers("tree_zeros_like", "the leaf", tree, _has_zero)
     return _zip_map(_backend.zeros_like, tree, ())
 
 
-def _is_bool_array(x: Any) -> bool:
-    return _backend.is_array(x) and _backend.dtype_kind(x.dtype) == "b"
+def _has_zero(x: Any) -> bool:
+    """A number or a numeric array, bools too (their zero is False)."""
+    if _backend.is_array(x):
+        return _backend.dtype_kind(x.dtype) in "biufc"
+    return isinstance(x, (int, float, complex, np.number, np.bool_))
 
 
 def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:
