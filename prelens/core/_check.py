@@ -86,7 +86,12 @@ class _Binds(dict[str, tuple[Any, tuple[int, ...], str]]):
 
 @dataclass(frozen=True, init=False)
 class Arr:
-    """An array pattern: ``Arr(np.float64, ..., 784)`` is any float64 array whose last axis is 784 (docs/api.md).
+    """An array pattern: ``Arr(np.float64, ..., 784)`` is any float64 array whose last axis is 784.
+
+    ``dtype`` is a numpy dtype (arrays of other libraries match by the dtype's name),
+    ``None`` for any float dtype, or a :class:`Same`. Each axis is an ``int``, ``None``
+    (any length), a ``str`` (any length, shown by that name), or ``...`` or a :class:`Same`
+    (first only: any number of leading axes).
 
     >>> Arr(np.float32, ..., 10), Arr(None, 3), Arr(None, ...), Arr(Same("I", "iu"), Same("B"), "classes")
     (f32[...,10], float[3], a float array, int[...,classes])
