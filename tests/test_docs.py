@@ -1,9 +1,11 @@
 """Every code block of the README and docs/ runs: ``pycon`` blocks as doctests, ``python`` blocks as scripts."""
 
 import doctest
+import importlib
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,33 @@ def test_ci_runs_the_readme_test_command():
         line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")
     )
     assert "pytest" in command and command in readme
+
+
+#: A dotted name the prose or a notebook gives: ``prelens.nn.remat``, ``prelens_bench.mnist1d``.
+DOTTED = re.compile(r"\bprelens(?:_bench)?(?:\.\w+)+")
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def resolve(dotted: str) -> object:
+    """The object a dotted name names: its longest importable module, then attributes."""
+    parts = dotted.split(".")
+    obj = importlib.import_module(parts[0])
+    for k, name in enumerate(parts[1:], 2):
+        try:
+            obj = getattr(obj, name)
+        except AttributeError:
+            obj = importlib.import_module(".".join(parts[:k]))  # a module not imported by its package
+    return obj
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name != "api.md"] + NOTEBOOKS, ids=lambda p: p.name)
+def test_dotted_names_exist_and_are_current(page):
+    """Every ``prelens.…`` name of a page or notebook exists and is not a deprecated alias (docs/api.md
+    lists those on purpose, and tests/test_api_docs.py checks that page)."""
+    for name in sorted(set(DOTTED.findall(page.read_text()))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            try:
+                resolve(name)
+            except (AttributeError, ImportError, DeprecationWarning) as exc:
+                pytest.fail(f"{page.name}: {name}: {exc}")

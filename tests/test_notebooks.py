@@ -16,6 +16,7 @@ plot runs into another plot or its texts. String diagrams (axes switched off) ar
 """
 
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import nbformat
@@ -231,3 +232,62 @@ def test_the_figure_rules_can_fail(tmp_path, monkeypatch):
     for what, cell in zip(plots, nb.cells[-len(plots) :]):
         refused = [out for out in cell.outputs if out.output_type == "error" and "unreadable figure" in out.evalue]
         assert refused, f"the rules let a plot with {what} through"
+
+
+# ------------------------------------------------------------------ the lesson plan
+LECTURE = NOTEBOOKS.parent / "docs" / "lecture.md"
+#: A row of the plan: "| 0:05–0:20 | what | material | question |".
+PLAN_ROW = re.compile(r"^\| (\d):(\d\d)–(\d):(\d\d) \| (.*?) \| (.*?) \|", re.M)
+#: "`01_prelenses`: "The linear part" to "The backward pass"": a notebook and the sections it names.
+SECTIONS = re.compile(r"`(\d\w*)`:? \(?((?:\"[^\"]+\"(?:,| to| and)? ?)+)")
+
+
+def sections(name: str) -> dict[str, str]:
+    """Heading -> the code of the cells under it, up to the next heading of any level."""
+    found: dict[str, str] = {}
+    heading = ""
+    for cell in read(name).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    heading = line.lstrip("#").strip()
+                    found.setdefault(heading, "")
+        else:
+            found[heading] = found.get(heading, "") + cell.source + "\n"
+    return found
+
+
+def titles(quoted: str) -> list[str]:
+    """The section titles in quotes, their line breaks made spaces."""
+    return [" ".join(title.split()) for title in re.findall(r'"([^"]+)"', quoted)]
+
+
+def plan() -> list[tuple[int, int, str, str]]:
+    """(start, end in minutes, what, material) of each row of the lesson plan."""
+    rows = PLAN_ROW.findall(LECTURE.read_text())
+    return [(60 * int(h0) + int(m0), 60 * int(h1) + int(m1), what, where) for h0, m0, h1, m1, what, where in rows]
+
+
+def test_the_lesson_plan_fills_90_minutes_without_gaps():
+    rows = plan()
+    assert rows[0][0] == 0 and rows[-1][1] == 90
+    assert all(end == start for (_, end, _, _), (start, _, _, _) in pairwise(rows))
+
+
+def test_the_lesson_plan_names_sections_that_exist_and_run_what_it_says():
+    """Every notebook section the plan (and its homework) names is there, and a ``check_*`` the
+    plan's step says it runs is run in the sections that step names."""
+    text = LECTURE.read_text()
+    for name, quoted in SECTIONS.findall(text):
+        headings = sections(name)
+        for title in titles(quoted):
+            assert any(h.startswith(title) for h in headings), f"{name} has no section {title!r}"
+    for _, _, what, where in plan():
+        code = "".join(
+            body
+            for name, quoted in SECTIONS.findall(where)
+            for heading, body in sections(name).items()
+            if any(heading.startswith(t) for t in titles(quoted))
+        )
+        for check in re.findall(r"`(check_\w+)`", what):
+            assert f"{check}(" in code, f"the plan's step {what[:40]!r} runs {check}, which {where!r} never calls"
