@@ -62,6 +62,8 @@ def test_ci_runs_the_readme_test_command():
 
 #: A dotted name the prose or a notebook gives: ``prelens.nn.remat``, ``prelens_bench.mnist1d``.
 DOTTED = re.compile(r"\bprelens(?:_bench)?(?:\.\w+)+")
+#: ``from prelens.nn import a, b`` (also in parentheses over several lines), in code of a page or a notebook.
+FROM_IMPORT = re.compile(r"from (prelens[\w.]*) import (\([^)]*\)|[\w, ]+)")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
@@ -79,9 +81,11 @@ def resolve(dotted: str) -> object:
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.name != "api.md"] + NOTEBOOKS, ids=lambda p: p.name)
 def test_dotted_names_exist_and_are_current(page):
-    """Every ``prelens.…`` name of a page or notebook exists and is not a deprecated alias (docs/api.md
-    lists those on purpose, and tests/test_api_docs.py checks that page)."""
-    for name in sorted(set(DOTTED.findall(page.read_text()))):
+    """Every ``prelens.…`` name of a page or notebook, and every name its code imports from prelens, exists
+    and is not a deprecated alias (docs/api.md lists those on purpose; tests/test_api_docs.py checks it)."""
+    text = page.read_text().replace("\\n", "\n")  # a notebook's lines are JSON strings
+    imported = [f"{m}.{n}" for m, names in FROM_IMPORT.findall(text) for n in re.findall(r"(\w+)(?: as \w+)?", names)]
+    for name in sorted(set(DOTTED.findall(text)) | set(imported)):
         with warnings.catch_warnings():
             warnings.simplefilter("error", DeprecationWarning)
             try:
