@@ -3,6 +3,7 @@
 import doctest
 import importlib
 import re
+import shlex
 import subprocess
 import sys
 import warnings
@@ -92,3 +93,26 @@ def test_dotted_names_exist_and_are_current(page):
                 resolve(name)
             except (AttributeError, ImportError, DeprecationWarning) as exc:
                 pytest.fail(f"{page.name}: {name}: {exc}")
+
+
+def shell_commands() -> list[tuple[str, str]]:
+    """(page, command) for every ``prelens ...`` line of a ``bash`` or ``console`` block (also after ``&&``)."""
+    found = []
+    for page in PAGES:
+        for kind, body in FENCE.findall(page.read_text()):
+            for part in body.replace("&&", "\n").splitlines() if kind in ("bash", "console") else []:
+                line = re.sub(r"^(\w+=\S+ )*(\.venv/bin/)?(python3? -m )?", "", part.split("#")[0].strip())
+                if line.startswith("prelens "):
+                    found.append((page.name, line))
+    return found
+
+
+@pytest.mark.parametrize(("page", "command"), shell_commands())
+def test_shell_commands_parse(page, command, capsys):
+    """The commands the pages show are ones the CLI accepts (they are run by hand, with small settings)."""
+    from prelens.cli import build_parser
+
+    try:
+        build_parser().parse_args(shlex.split(command)[1:])
+    except SystemExit:
+        pytest.fail(f"{page}: {command}: {capsys.readouterr().err.strip()}")
