@@ -291,3 +291,9 @@ def test_the_lesson_plan_names_sections_that_exist_and_run_what_it_says():
         )
         for check in re.findall(r"`(check_\w+)`", what):
             assert f"{check}(" in code, f"the plan's step {what[:40]!r} runs {check}, which {where!r} never calls"
+
+
+def test_the_lesson_plan_says_which_notebooks_to_open_before_class():
+    before = re.search(r"\*\*Before class\.\*\*(.*?)\n\n", LECTURE.read_text(), re.S).group(1)
+    used = {name for _, _, _, where in plan() for name, _ in SECTIONS.findall(where)}
+    assert used and all(f"`{name}`" in before for name in used), f"open before class: {sorted(used)}"
