@@ -57,3 +57,20 @@ def test_notebook_figures_are_drawn_at_150_dpi_or_more(nb):
         return
     dpis = [int(d) for d in re.findall(r'figure\.dpi"\]\s*=\s*(\d+)', code)]
     assert dpis and min(dpis) >= 150, f"{nb.name} sets figure.dpi to {dpis or 'the default'}"
+
+
+#: What ``check_vjp`` does not judge: aliasing is ``check_no_alias``'s verdict, purity ``check_pure``'s.
+NOT_VJP = re.compile(r"\b(alias\w*|memory|pure|purity|mutat\w*|writes? into)\b", re.I)
+
+
+@pytest.mark.parametrize(("where", "text"), texts(), ids=lambda x: x if len(x) < 40 else "")
+def test_check_vjp_is_not_said_to_judge_aliasing_or_purity(where, text):
+    for sentence in re.split(r"(?<=[.;:])\s", text.replace("\n", " ")):
+        if (
+            "check_vjp" in sentence
+            and NOT_VJP.search(sentence)
+            and not re.search(r"check_(no_alias|pure|lens_laws)", sentence)
+        ):
+            pytest.fail(
+                f"{where}: check_vjp judges the derivative only (say check_no_alias or check_pure): {sentence[:200]!r}"
+            )
