@@ -116,3 +116,11 @@ def test_shell_commands_parse(page, command, capsys):
         build_parser().parse_args(shlex.split(command)[1:])
     except SystemExit:
         pytest.fail(f"{page}: {command}: {capsys.readouterr().err.strip()}")
+
+
+def test_every_page_is_linked_from_the_readme_and_the_index():
+    """A newcomer finds every page of docs/ from README.md ("Where to read on") and from docs/index.md."""
+    readme, index = (ROOT / "README.md").read_text(), (ROOT / "docs" / "index.md").read_text()
+    pages = [p.name for p in PAGES if p.parent.name == "docs"]
+    assert [p for p in pages if f"(docs/{p}" not in readme] == []
+    assert [p for p in pages if p != "index.md" and f"({p}" not in index] == []
