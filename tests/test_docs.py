@@ -2,6 +2,7 @@
 
 import doctest
 import importlib
+import json
 import re
 import shlex
 import subprocess
@@ -124,3 +125,35 @@ def test_every_page_is_linked_from_the_readme_and_the_index():
     pages = [p.name for p in PAGES if p.parent.name == "docs"]
     assert [p for p in pages if f"(docs/{p}" not in readme] == []
     assert [p for p in pages if p != "index.md" and f"({p}" not in index] == []
+
+
+def deprecated_only() -> set[str]:
+    """Names that exist only as deprecated aliases: the old names of docs/api.md's table that no public
+    module of prelens exports under the same name (``load``, ``rematerialize``, ``make_mlp_l``, ...)."""
+    import pkgutil
+
+    import prelens
+
+    api = (ROOT / "docs" / "api.md").read_text()
+    table = api[api.index("<!-- deprecated names") : api.index("<!-- end of deprecated names")]
+    old = {name.rsplit(".", 1)[-1] for name in re.findall(r"^\| `([\w.]+)` \|", table, re.M)}
+    modules = ["prelens", *(m.name for m in pkgutil.walk_packages(prelens.__path__, "prelens.") if "._" not in m.name)]
+    public = {name for m in modules for name in getattr(importlib.import_module(m), "__all__", [])}
+    return old - public
+
+
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if p.name not in ("api.md", "performance.md")] + NOTEBOOKS, ids=lambda p: p.name
+)
+def test_prose_names_no_deprecated_alias(page):
+    """The prose names the current API: no `load`, `rematerialize` or `make_mlp_l` (a notebook may reuse
+    such a name for a variable of its own, e.g. ``sym_l = iso_lens(...)``)."""
+    if page.suffix == ".ipynb":
+        cells = json.loads(page.read_text())["cells"]
+        prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    else:
+        prose = code = page.read_text()
+    local = set(re.findall(r"^\s*(\w+)\s*=", code, re.M)) | set(re.findall(r"def (\w+)", code))
+    named = [n for n in sorted(deprecated_only() - local) if re.search(rf"`(?:prelens[\w.]*\.)?{n}\b", prose)]
+    assert named == [], f"{page.name} names deprecated aliases: {named}"
