@@ -158,7 +158,7 @@ def test_demo_defaults_reach_96_percent_held_out_on_iris(capsys: pytest.CaptureF
     ("flags", "message"),
     [
         (["--epochs", "-1"], "prelens demo: --epochs must be an int >= 1, got -1"),
-        (["--folds", "1"], "prelens demo: --folds must be an int >= 2, got 1"),
+        (["--folds", "1"], "prelens demo: --folds must be 0 (skip) or an int from 2 to 150 (the Iris flowers), got 1"),
         (["--toy-rate", "0"], "prelens demo: --toy-rate must be a finite number > 0, got 0.0"),
         (["--batch-size", "0"], "prelens demo: --batch-size must be an int >= 1, got 0"),
     ],

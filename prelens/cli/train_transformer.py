@@ -40,7 +40,7 @@ from prelens.train import evaluate, fit, retain_freed_memory
 __all__ = ["add_arguments", "run", "token_accuracy"]
 
 #: Defaults that differ between the sequence tasks and the text.
-_SEQ = {"train_size": 20000, "epochs": 2, "batch_size": 64, "lr": 1e-3, "block": 0}
+_SEQ = {"train_size": 20000, "epochs": 2, "batch_size": 64, "lr": 1e-3}
 _TEXT = {"train_size": 4000, "epochs": 4, "batch_size": 32, "lr": 3e-3, "block": 64}
 
 
@@ -119,6 +119,8 @@ def check(args: argparse.Namespace) -> None:
     """
     if args.task == "text":
         C.at_least(COMMAND, "--block", args.block)
+    elif hasattr(args, "block"):  # (set by the user: its default is the text's only)
+        raise E.flag_needs(COMMAND, "--block", "--task text")
     else:
         C.at_least(COMMAND, "--length", args.length)
         C.at_least(COMMAND, "--symbols", args.symbols, 2)
@@ -179,14 +181,14 @@ def run(args: argparse.Namespace) -> int:
             blas_threads=args.blas_threads,
             backend=args.backend,
         )
-    except E.PrelensError as err:  # diverged (or refused mid-way)
-        return C.fail(err, COMMAND, code=1)
+    except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
+        return C.stopped(err, COMMAND, args.save, lambda params, last: _save(args, model, params, last.steps, extra))
     seconds = time.perf_counter() - started
     saved = _save(args, model, params, history.steps, extra)  # first: a Ctrl-C later loses nothing
     if history.interrupted:
         print(f"interrupted after {history.steps} steps: reporting the parameters so far")
     print(f"trained {history.steps} step{'' if history.steps == 1 else 's'} in {seconds:.1f} s")
-    losses = " ".join(f"{x:.4f}" for x in history.loss)
+    losses = " ".join(f"{x:.4f}" for x in history.loss) or "(no epoch finished)"
     print(f"training loss per epoch: {losses}")
     end_loss = evaluate(model, loss, params, x_test, y_test)
     print(f"held-out loss: {start_loss:.4f} before training, {end_loss:.4f} after")
