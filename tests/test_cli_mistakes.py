@@ -53,6 +53,8 @@ def test_a_test_fraction_that_leaves_no_training_rows_is_refused_before_training
     [
         ([*MLP, "--samples", "50"], "prelens train mlp: --samples needs --dataset moons, spirals or glyphs"),
         ([*LM, "--block", "16"], "prelens train transformer: --block needs --task text"),
+        ([*LM, "--prompt", "When"], "prelens train transformer: --prompt needs --task text"),
+        ([*LM, "--task", "text", "--length", "4"], "prelens train transformer: --length needs --task copy, reverse"),
         (["demo", "--folds", "151"], "prelens demo: --folds must be 0 (skip) or an int from 2 to 150"),
     ],
 )
@@ -166,3 +168,58 @@ def test_the_help_says_an_existing_output_is_replaced(flag: str, capsys: Any):
     option = out.split(f"  {flag} PATH")[1].split("\n  -")[0]
     assert code == 0 and "a file there" in " ".join(option.split()), option
     assert "(default: None)" not in out and "(default: False)" not in out
+
+
+def test_a_csv_with_a_byte_order_mark_keeps_its_first_row(models: dict[str, str], tmp_path: Path, capsys: Any):
+    (tmp_path / "x.csv").write_bytes(b"\xef\xbb\xbf5.1,3.5,1.4,0.2\n6.7,3.0,5.2,2.3\n")  # Excel's "CSV UTF-8"
+    code, out, err = cli(["predict", models["iris"], str(tmp_path / "x.csv")], capsys)
+    assert code == 0 and out.splitlines() == ["label", "setosa", "virginica"], (out, err)
+
+
+def test_predict_refuses_to_write_over_its_input(models: dict[str, str], tmp_path: Path, capsys: Any):
+    path = tmp_path / "x.csv"
+    path.write_text("5.1,3.5,1.4,0.2\n")
+    code, out, err = cli(["predict", models["iris"], str(path), "--output", str(path)], capsys)
+    assert_refused(code, out, err, "prelens predict: --output", "is INPUT")
+    assert path.read_text() == "5.1,3.5,1.4,0.2\n"
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly(models: dict[str, str], tmp_path: Path):
+    import subprocess
+    import sys
+
+    rows = np.tile([5.1, 3.5, 1.4, 0.2], (30000, 1))
+    np.savetxt(tmp_path / "x.csv", rows, delimiter=",")
+    np.savetxt(tmp_path / "xy.csv", np.c_[rows, np.zeros(len(rows))], delimiter=",")
+    for command, data in (("predict", "x.csv"), ("evaluate", "xy.csv")):  # a long output, a short one
+        argv = [sys.executable, "-m", "prelens", command, models["iris"], str(tmp_path / data)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        proc.stdout.close()  # prelens ... | head -0
+        _, err = proc.communicate(timeout=120)
+        assert err == "" and proc.returncode == 1, err
+
+
+def test_evaluate_reads_class_indices_written_as_floats(models: dict[str, str], tmp_path: Path, capsys: Any):
+    np.savetxt(tmp_path / "xy.csv", [[5.1, 3.5, 1.4, 0.2, 0], [6.7, 3.0, 5.2, 2.3, 2]], delimiter=",")  # 0.0e+00
+    code, out, err = cli(["evaluate", models["iris"], str(tmp_path / "xy.csv")], capsys)
+    assert code == 0 and "(2 of 2 examples)" in out, err
+    (tmp_path / "half.csv").write_text("5.1,3.5,1.4,0.2,1.5\n")
+    code, out, err = cli(["evaluate", models["iris"], str(tmp_path / "half.csv")], capsys)
+    assert_refused(code, out, err, "row 1: unknown label '1.5'")
+
+
+def test_ctrl_c_in_the_demos_training_ends_the_demo(capsys: Any, monkeypatch: pytest.MonkeyPatch):
+    from prelens.cli import demo
+
+    real = demo.fit
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        params, state, history = real(*args, **kwargs)
+        history.interrupted = True  # as fit hands back a run stopped by Ctrl-C
+        return params, state, history
+
+    monkeypatch.setattr(demo, "fit", interrupted)
+    monkeypatch.setattr(demo, "_iris_faithful", lambda args: None)
+    code, out, err = cli(["demo", "--toy-steps", "2", "--epochs", "2", "--folds", "2", "--no-progress"], capsys)
+    assert code == 130 and err == "prelens: interrupted\n" and "cross-validated" not in out

@@ -8,7 +8,8 @@ stderr and exit code 2 (a syntax error argparse finds raises ``SystemExit(2)``,
 one the command finds is returned as 2), never a traceback. Ctrl-C outside
 training (which keeps what it learned and goes on to report) ends with
 "interrupted" and exit code 130; a write or an allocation the machine refuses (a full
-disk, too little memory) is one line and exit code 1. ``prelens --version`` prints the version.
+disk, too little memory) is one line and exit code 1; output piped into a reader that stops
+early (``| head``) ends quietly with exit code 1. ``prelens --version`` prints the version.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -71,7 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet = np.errstate(all="ignore") if args.command == "train" else contextlib.nullcontext()
     try:
         with quiet:
-            return int(args.run(args))
+            code = int(args.run(args))
+        sys.stdout.flush()  # a reader that stopped early (| head) is met here, not at exit
+        return code
+    except BrokenPipeError:  # nothing to tell a reader that has gone
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # (a captured stdout has no file number)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130

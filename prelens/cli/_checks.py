@@ -180,7 +180,7 @@ def loss_lens(name: str) -> Any:
 def read_table(flag: str, path: str) -> list[list[str]]:
     """The rows of a CSV file as strings, without its header (a first row with a cell that is not a number)."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # (Excel's "CSV UTF-8" starts with a BOM)
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise UsageError(f"{flag} {path!r}: cannot be read as CSV ({err})") from None
@@ -203,12 +203,12 @@ def _is_header(rows: list[list[str]]) -> bool:
     >>> _is_header([["x", "label"], ["1.5", "cat"]]), _is_header([["1.5", "cat"], ["2", "dog"]])
     (True, False)
     """
-    first = [_is_number(cell) for cell in rows[0]]
+    first = [is_number(cell) for cell in rows[0]]
     second = rows[1] if len(rows) > 1 else []
-    return not all(first) and (not any(first) or any(not a and _is_number(b) for a, b in zip(first, second)))
+    return not all(first) and (not any(first) or any(not a and is_number(b) for a, b in zip(first, second)))
 
 
-def _is_number(cell: str) -> bool:
+def is_number(cell: str) -> bool:
     try:
         float(cell)
     except ValueError:

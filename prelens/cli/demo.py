@@ -171,4 +171,9 @@ def _cross_validate(args: argparse.Namespace, model: Any) -> int:
 
 def _fit(args: argparse.Namespace, model: Any, data: Any, rng: Any, **options: Any) -> Any:
     """fit's ``(params, state, history)``: the Iris MLP trained on ``data`` as the flags say (a split or a fold)."""
-    return fit(model, softmax_cross_entropy, data, args.epochs, args.batch_size, adam(args.lr), rng, **options)
+    params, state, history = fit(
+        model, softmax_cross_entropy, data, args.epochs, args.batch_size, adam(args.lr), rng, **options
+    )
+    if history.interrupted:  # fit stopped on Ctrl-C: the demo has nothing to keep, and ends
+        raise KeyboardInterrupt
+    return params, state, history

@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         C.readable_file("INPUT", args.input, (".csv", ".npy"))
         if args.output is not None:
             C.writable_file("--output", args.output, (".csv", ".npy"))
+            if os.path.exists(args.output) and os.path.samefile(args.output, args.input):
+                raise C.UsageError(f"--output {args.output!r} is INPUT: write the results to another file")
         C.at_least("prelens predict", "--batch-size", args.batch_size)
         model = C.load(args.model)
         names = C.classes(model)
