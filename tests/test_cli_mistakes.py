@@ -223,3 +223,19 @@ def test_ctrl_c_in_the_demos_training_ends_the_demo(capsys: Any, monkeypatch: py
     monkeypatch.setattr(demo, "_iris_faithful", lambda args: None)
     code, out, err = cli(["demo", "--toy-steps", "2", "--epochs", "2", "--folds", "2", "--no-progress"], capsys)
     assert code == 130 and err == "prelens: interrupted\n" and "cross-validated" not in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--peers", "--no-chain"], "prelens bench: --no-chain needs the plain timings (no --peers, --profile"),
+        (["--scaling", "--no-chain"], "prelens bench: --no-chain needs the plain timings"),
+        (["--scaling", "--case", "small"], "prelens bench: --case needs the plain timings, --peers or --profile"),
+    ],
+)
+def test_bench_flags_a_mode_would_ignore_are_refused(flags: list[str], message: str, capsys: Any, monkeypatch: Any):
+    import prelens_bench._command
+
+    monkeypatch.setattr(prelens_bench._command, "run_command", lambda *a: pytest.fail("the benchmark started"))
+    code, out, err = cli(["bench", *flags], capsys)
+    assert_refused(code, out, err, message)

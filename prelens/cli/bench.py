@@ -105,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
                 raise E.bad_argument(COMMAND, "--threads", threads, "a number of threads >= 1 or 'default'")
             if not (args.peers or args.scaling):
                 raise E.flag_needs(COMMAND, "--threads", "--peers or --scaling")
+        if args.no_chain and (args.peers or args.profile or args.scaling):
+            raise E.flag_needs(COMMAND, "--no-chain", "the plain timings (no --peers, --profile or --scaling)")
+        if args.case != "all" and args.scaling:
+            raise E.flag_needs(COMMAND, "--case", "the plain timings, --peers or --profile (--scaling times the LM)")
         for flag in ("grid", "out"):
             if hasattr(args, flag) and not args.scaling:
                 raise E.flag_needs(COMMAND, f"--{flag}", "--scaling")
