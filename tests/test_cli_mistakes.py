@@ -52,6 +52,7 @@ def test_a_test_fraction_that_leaves_no_training_rows_is_refused_before_training
     ("argv", "message"),
     [
         ([*MLP, "--samples", "50"], "prelens train mlp: --samples needs --dataset moons, spirals or glyphs"),
+        ([*MLP, "--momentum", "0.5"], "prelens train mlp: --momentum needs --optimizer momentum"),
         ([*LM, "--block", "16"], "prelens train transformer: --block needs --task text"),
         ([*LM, "--prompt", "When"], "prelens train transformer: --prompt needs --task text"),
         ([*LM, "--task", "text", "--length", "4"], "prelens train transformer: --length needs --task copy, reverse"),

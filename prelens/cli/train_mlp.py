@@ -58,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--batch-size", type=int, default=16, help="rows per optimiser step")
     train.add_argument("--optimizer", choices=OPTIMIZERS, default="adam", help="the descent rule")
     train.add_argument("--lr", type=float, default=0.01, help="learning rate (step size)")
-    train.add_argument("--momentum", type=float, default=0.9, help="momentum coefficient (--optimizer momentum)")
+    train.add_argument(
+        "--momentum", type=float, default=None, help="momentum coefficient (--optimizer momentum; default: 0.9)"
+    )
     train.add_argument("--seed", type=int, default=0, help="seeds the data, the split, the init and the shuffling")
     add_runtime_arguments(train)
     out = parser.add_argument_group("output")
@@ -108,6 +110,8 @@ def check(args: argparse.Namespace) -> None:
     C.counts(COMMAND, args, "--samples", "--epochs", "--batch-size", "--checkpoint-every")
     C.positive_real(COMMAND, "--lr", args.lr)
     C.non_negative_real(COMMAND, "--momentum", args.momentum, high=1.0)
+    if args.momentum is not None and args.optimizer != "momentum":
+        raise E.flag_needs(COMMAND, "--momentum", "--optimizer momentum")
     C.at_least(COMMAND, "--seed", args.seed, 0)
     if args.samples is not None and args.dataset == "iris":
         raise E.flag_needs(COMMAND, "--samples", "--dataset moons, spirals or glyphs")
@@ -136,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = np.float32 if args.float32 else np.float64
         sizes = [*args.hidden, split.n_classes]
         model = mlp(split.n_features, sizes, args.activation, last_activation=None, dtype=dtype, input_delta=False)
-        opt = make_optimizer(args.optimizer, args.lr, args.momentum)
+        opt = make_optimizer(args.optimizer, args.lr, 0.9 if args.momentum is None else args.momentum)
     except C.MISTAKES as err:
         return C.fail(err, COMMAND)
     x_train, x_test = split.x_train.astype(dtype), split.x_test.astype(dtype)
