@@ -206,7 +206,7 @@ def test_summary_of_a_file_without_input_metadata_needs_an_input_shape(tmp_path:
             ["evaluate", "{m}", "{badlabel}"],
             r"row 1: unknown label 'rose' \(the classes are setosa, versicolor, virginica\)",
         ),
-        (["generate", "{m}", "--prompt", "x"], r"MODEL is not a language model file"),
+        (["generate", "{m}", "--prompt", "x"], r"MODEL .*: a classifier, not a language model file"),
         (["generate", "{m}", "--prompt", "x", "--steps", "0"], r"--steps must be an int >= 1, got 0"),
         (["generate", "{m}", "--prompt", "x", "--temperature", "-1"], r"--temperature must be a finite number >= 0"),
         (["summary", "{m}", "--diagram", "{tmp}/d.gif"], r"--diagram .*: the name must end in \.png or \.svg or \.pdf"),

@@ -7,17 +7,23 @@ checks all its arguments before it starts any work; a mistake is one line on
 stderr and exit code 2 (a syntax error argparse finds raises ``SystemExit(2)``,
 one the command finds is returned as 2), never a traceback. Ctrl-C outside
 training (which keeps what it learned and goes on to report) ends with
-"interrupted" and exit code 130. ``prelens --version`` prints the version.
+"interrupted" and exit code 130; a write or an allocation the machine refuses (a full
+disk, too little memory) is one line and exit code 1; output piped into a reader that stops
+early (``| head``) ends quietly with exit code 1. ``prelens --version`` prints the version.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from prelens.cli._checks import Parser
+import numpy as np
+
+from prelens.cli._checks import Parser, fail
 from prelens.cli._runtime import Formatter
 
 #: (command, module, one-line help); ``train`` has one sub-command per model.
@@ -56,15 +62,26 @@ def _add(sub: argparse._SubParsersAction[Parser], name: str, module: str, help_:
     mod = importlib.import_module(module)
     p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip(), formatter_class=Formatter)
     mod.add_arguments(p)
-    p.set_defaults(run=mod.run)
+    p.set_defaults(run=mod.run, command_name=p.prog)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen command; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # fit stops a training whose loss or gradients overflow and says where: numpy's warnings would repeat it
+    quiet = np.errstate(all="ignore") if args.command == "train" else contextlib.nullcontext()
     try:
-        return int(args.run(args))
+        with quiet:
+            code = int(args.run(args))
+        sys.stdout.flush()  # a reader that stopped early (| head) is met here, not at exit
+        return code
+    except BrokenPipeError:  # nothing to tell a reader that has gone
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # (a captured stdout has no file number)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130
+    except (OSError, MemoryError) as err:  # the machine refused (a full disk, too little memory): one line
+        return fail(err, args.command_name, code=1)

@@ -53,7 +53,7 @@ def one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def fail(err: BaseException, command: str, code: int = 2) -> int:
+def fail(err: BaseException | str, command: str, code: int = 2) -> int:
     """Print a refused argument (or any error prelens raised on purpose) as one line; returns ``code`` (2: a
     usage error, 1: a run that failed, a diverged training say)."""
     text = one_line(str(err))
@@ -100,6 +100,17 @@ def saved(command: str, path: str | None, save: Callable[[], Any]) -> bool | Non
         fail(err, command)
         return False
     return True
+
+
+def stopped(err: BaseException, command: str, path: str | None, save: Callable[[Any, Any], bool | None]) -> int:
+    """A training that stopped on an error (it diverged, say): the reason as one line, and the last good parameters
+    that ride on the error (``err.params``, ``err.history``) saved with ``save(params, history)`` if ``--save`` names
+    a ``path``; returns 1."""
+    fail(str(err).split("; the last good parameters", 1)[0], command, code=1)  # (a Python caller's attributes)
+    history = getattr(err, "history", None)
+    if path is not None and history is not None and save(getattr(err, "params", None), history):
+        print(f"saved the parameters of the last good step ({history.steps}) to {path}")
+    return 1
 
 
 def finish(saved: bool | None, path: str | None, readers: str) -> int:
@@ -169,7 +180,7 @@ def loss_lens(name: str) -> Any:
 def read_table(flag: str, path: str) -> list[list[str]]:
     """The rows of a CSV file as strings, without its header (a first row with a cell that is not a number)."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # (Excel's "CSV UTF-8" starts with a BOM)
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise UsageError(f"{flag} {path!r}: cannot be read as CSV ({err})") from None
@@ -192,12 +203,12 @@ def _is_header(rows: list[list[str]]) -> bool:
     >>> _is_header([["x", "label"], ["1.5", "cat"]]), _is_header([["1.5", "cat"], ["2", "dog"]])
     (True, False)
     """
-    first = [_is_number(cell) for cell in rows[0]]
+    first = [is_number(cell) for cell in rows[0]]
     second = rows[1] if len(rows) > 1 else []
-    return not all(first) and (not any(first) or any(not a and _is_number(b) for a, b in zip(first, second)))
+    return not all(first) and (not any(first) or any(not a and is_number(b) for a, b in zip(first, second)))
 
 
-def _is_number(cell: str) -> bool:
+def is_number(cell: str) -> bool:
     try:
         float(cell)
     except ValueError:
@@ -205,16 +216,18 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def numbers(flag: str, path: str, rows: list[list[str]]) -> npt.NDArray[np.float64]:
-    """A table of number cells as floats (a cell that is not a finite number is named; :func:`as_model_input`
-    casts them to the model's dtype)."""
+def numbers(flag: str, path: str, rows: list[list[str]], hint: str = "") -> npt.NDArray[np.float64]:
+    """A table of number cells as floats (a cell that is not a finite number is named, a word with ``hint``;
+    :func:`as_model_input` casts them to the model's dtype)."""
     out = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=np.float64)
     for i, row in enumerate(rows):
         for j, cell in enumerate(row):
             try:
                 out[i, j] = float(cell)
             except ValueError:
-                raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1}: {cell!r} is not a number") from None
+                raise UsageError(
+                    f"{flag} {path!r}: row {i + 1}, column {j + 1}: {cell!r} is not a number{hint}"
+                ) from None
     if not np.isfinite(out).all():
         i, j = np.argwhere(~np.isfinite(out))[0]
         raise UsageError(f"{flag} {path!r}: row {i + 1}, column {j + 1} is not a finite number")
@@ -248,7 +261,10 @@ def read_npz(flag: str, path: str, keys: tuple[str, ...]) -> dict[str, npt.NDArr
 
 
 def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel) -> npt.NDArray[Any]:
-    """``x`` checked against the model's example shape and cast to the dtype the model takes."""
+    """``x`` checked against the model's example shape and cast to the dtype the model takes.
+
+    A table's row may hold an example flattened (a series of 40 numbers for a model that takes 40×1).
+    """
     dt = input_dtype(model)
     if x.dtype.kind not in "biuf":
         raise UsageError(f"{flag} {path!r}: expected numbers, got an array of {x.dtype}")
@@ -258,8 +274,12 @@ def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel
     elif x.dtype.kind == "f" and not np.isfinite(x).all():
         raise UsageError(f"{flag} {path!r}: NaN or infinite values")
     shape = input_shape(model)
+    if shape is not None and x.ndim == 2 and len(shape) > 1 and x.shape[1] == np.prod(shape):
+        x = x.reshape(len(x), *shape)
     if shape is not None and (x.ndim != len(shape) + 1 or x.shape[1:] != shape):
         example = "×".join(map(str, shape))
-        got = "×".join(map(str, x.shape))
+        got = "×".join(map(str, x.shape)) or "one number"
         raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
+    if x.ndim == 0 or len(x) == 0:
+        raise UsageError(f"{flag} {path!r}: no rows")
     return x.astype(dt, copy=False)

@@ -7,7 +7,13 @@ from typing import Any
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """The commands' help: the description's line breaks kept, the defaults shown."""
+    """The commands' help: the description's line breaks kept, the defaults shown (unless None or False, or the
+    help says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def threads_flag(value: str) -> int | str:
@@ -52,7 +58,7 @@ def add_output_arguments(out: Any, example: str, holds: str = "lens and paramete
         "--save",
         metavar="PATH",
         default=None,
-        help=f"write the trained model ({holds}) to this model file, e.g. {example}",
+        help=f"write the trained model ({holds}) to this model file, e.g. {example} (a file there is replaced)",
     )
     hidden = " (hidden anyway when piped)" if piped else ""
     out.add_argument("--no-progress", action="store_true", help=f"hide the progress line{hidden}")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 
 from prelens import errors as E
 from prelens.cli import _checks as C
@@ -104,12 +105,18 @@ def run(args: argparse.Namespace) -> int:
                 raise E.bad_argument(COMMAND, "--threads", threads, "a number of threads >= 1 or 'default'")
             if not (args.peers or args.scaling):
                 raise E.flag_needs(COMMAND, "--threads", "--peers or --scaling")
+        if args.no_chain and (args.peers or args.profile or args.scaling):
+            raise E.flag_needs(COMMAND, "--no-chain", "the plain timings (no --peers, --profile or --scaling)")
+        if args.case != "all" and args.scaling:
+            raise E.flag_needs(COMMAND, "--case", "the plain timings, --peers or --profile (--scaling times the LM)")
         for flag in ("grid", "out"):
             if hasattr(args, flag) and not args.scaling:
                 raise E.flag_needs(COMMAND, f"--{flag}", "--scaling")
         C.at_least(COMMAND, "--seed", args.seed, 0)
         if args.scaling and importlib.util.find_spec("matplotlib") is None:
             raise E.missing_extra(f"{COMMAND} --scaling", "matplotlib", "plot")  # before timing anything
+        if args.scaling and (why := _unwritable_directory(getattr(args, "out", "prelens-scaling"))) is not None:
+            raise E.unwritable_path(COMMAND, "--out", args.out, why)
         # The one import of the benchmark package from the library, here: the timing needs Unix's `resource`,
         # and `prelens --help` should not load the benchmarks.
         from prelens_bench._command import run_command
@@ -117,3 +124,13 @@ def run(args: argparse.Namespace) -> int:
         return run_command(args, repeats)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
+
+
+def _unwritable_directory(path: str) -> str | None:
+    """Why the directory ``path`` (made if missing) could not take the report, or None if it could."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{existing} is not a directory"
+    return None if os.access(existing, os.W_OK | os.X_OK) else f"the directory {existing} is not writable"

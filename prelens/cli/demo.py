@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="mini-batch size of the Iris MLP")
     parser.add_argument("--lr", type=float, default=0.01, help="Adam's learning rate for the Iris MLP")
     parser.add_argument("--standardize", action="store_true", help="standardize the Iris features (train statistics)")
-    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds on Iris (0 to skip, else >= 2)")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds on Iris (0: none; 2 to 150)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress lines (hidden anyway when piped)")
 
 
@@ -61,8 +61,8 @@ def check(args: argparse.Namespace) -> None:
     C.counts(COMMAND, args, "--toy-steps", "--hidden", "--epochs", "--batch-size")
     C.positive_real(COMMAND, "--toy-rate", args.toy_rate)
     C.positive_real(COMMAND, "--lr", args.lr)
-    if args.folds != 0:
-        C.at_least(COMMAND, "--folds", args.folds, 2)
+    if args.folds != 0 and not (isinstance(args.folds, int) and 2 <= args.folds <= 150):  # each flower in a fold
+        raise E.bad_argument(COMMAND, "--folds", args.folds, "0 (skip) or an int from 2 to 150 (the Iris flowers)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,4 +171,9 @@ def _cross_validate(args: argparse.Namespace, model: Any) -> int:
 
 def _fit(args: argparse.Namespace, model: Any, data: Any, rng: Any, **options: Any) -> Any:
     """fit's ``(params, state, history)``: the Iris MLP trained on ``data`` as the flags say (a split or a fold)."""
-    return fit(model, softmax_cross_entropy, data, args.epochs, args.batch_size, adam(args.lr), rng, **options)
+    params, state, history = fit(
+        model, softmax_cross_entropy, data, args.epochs, args.batch_size, adam(args.lr), rng, **options
+    )
+    if history.interrupted:  # fit stopped on Ctrl-C: the demo has nothing to keep, and ends
+        raise KeyboardInterrupt
+    return params, state, history

@@ -88,20 +88,20 @@ def read_data(path: str, label_column: int, model: Any, names: list[str] | None)
 
 
 def class_indices(path: str, labels: list[str], names: list[str] | None) -> npt.NDArray[np.int64]:
-    """Labels given as class names (of ``names``) or as class indices, as indices."""
+    """Labels given as class names (of ``names``) or as class indices (``2`` or ``2.0``, as np.savetxt writes), as
+    indices."""
     index = {name: i for i, name in enumerate(names or [])}
     out = np.empty(len(labels), dtype=np.int64)
     for i, label in enumerate(labels):
         if label in index:
             out[i] = index[label]
             continue
-        try:
-            value = int(label)
-        except ValueError:
+        value = float(label) if C.is_number(label) else None
+        if value is None or not value.is_integer():
             known = f" (the classes are {', '.join(names)})" if names else ""
-            raise C.UsageError(f"DATA {path!r}: row {i + 1}: unknown label {label!r}{known}") from None
+            raise C.UsageError(f"DATA {path!r}: row {i + 1}: unknown label {label!r}{known}")
         if value < 0 or (names is not None and value >= len(names)):
-            raise C.UsageError(f"DATA {path!r}: row {i + 1}: class index {value} out of range")
+            raise C.UsageError(f"DATA {path!r}: row {i + 1}: class index {value:g} out of range")
         out[i] = value
     return out
 

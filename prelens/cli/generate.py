@@ -53,29 +53,32 @@ def run(args: argparse.Namespace) -> int:
         C.non_negative_real("prelens generate", "--temperature", args.temperature)
         C.at_least("prelens generate", "--seed", args.seed, 0)
         model = C.load(args.model)
-        text = continue_prompt(model, args.prompt, args.steps, args.temperature, args.seed)
+        text = continue_prompt(model, args.prompt, args.steps, args.temperature, args.seed, f"MODEL {args.model!r}")
     except C.MISTAKES as err:
         return C.fail(err, "prelens generate")
     print(text)
     return 0
 
 
-def vocabulary(model: Any) -> CharVocab | SequenceTask:
-    """The vocabulary a language model file carries in its metadata."""
-    vocab = model.metadata.get("vocabulary")
-    if model.metadata.get("kind") != "language_model" or not isinstance(vocab, dict):
-        raise C.UsageError("MODEL is not a language model file with its vocabulary (prelens train transformer --save)")
+def vocabulary(model: Any, name: str = "MODEL") -> CharVocab | SequenceTask:
+    """The vocabulary a language model file (``name`` in messages) carries in its metadata."""
+    vocab, kind = model.metadata.get("vocabulary"), model.metadata.get("kind")
+    if kind != "language_model" or not isinstance(vocab, dict):
+        what = f"a {kind}, not" if isinstance(kind, str) and kind != "language_model" else "not"
+        raise C.UsageError(f"{name}: {what} a language model file with its vocabulary (prelens train transformer)")
     try:
         if "chars" in vocab:
             return CharVocab(vocab["chars"])
         return SequenceTask(vocab["task"], vocab["length"], vocab["symbols"])
     except (KeyError, E.PrelensError) as err:
-        raise C.UsageError(f"MODEL: the vocabulary in its metadata is damaged ({err})") from None
+        raise C.UsageError(f"{name}: the vocabulary in its metadata is damaged ({err})") from None
 
 
-def continue_prompt(model: Any, prompt: str, steps: int | None, temperature: float | None, seed: int) -> str:
+def continue_prompt(
+    model: Any, prompt: str, steps: int | None, temperature: float | None, seed: int, name: str = "MODEL"
+) -> str:
     """What ``prelens generate`` prints (the same as :func:`prelens.nn.generate` on the same model and prompt)."""
-    vocab = vocabulary(model)
+    vocab = vocabulary(model, name)
     if isinstance(vocab, CharVocab):
         prompts, steps, default_t = encode_text(vocab, prompt)[None], steps or 200, 0.5
     else:

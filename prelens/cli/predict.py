@@ -3,7 +3,8 @@
 MODEL is a model file (written by "prelens train ... --save" or
 prelens.save_model). INPUT is a .npy array or a .csv table of numbers (a first
 row of names is skipped), one example per row, raw as the model takes it (a
-model trained on standardised features carries its standardisation).
+model trained on standardised features carries its standardisation; a row may
+hold an example of more axes flattened, a series of 40 for a model of 40×1).
 
 What is written (--outputs): for a classifier, "label" (the predicted class
 name; class indices in a .npy), "proba" (the class probabilities, a softmax of
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         metavar="PATH",
         default=None,
-        help="write the results to this .csv or .npy file (default: print CSV)",
+        help="write the results to this .csv or .npy file (a file there is replaced; default: print CSV)",
     )
     parser.add_argument(
         "--outputs",
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         C.readable_file("INPUT", args.input, (".csv", ".npy"))
         if args.output is not None:
             C.writable_file("--output", args.output, (".csv", ".npy"))
+            if os.path.exists(args.output) and os.path.samefile(args.output, args.input):
+                raise C.UsageError(f"--output {args.output!r} is INPUT: write the results to another file")
         C.at_least("prelens predict", "--batch-size", args.batch_size)
         model = C.load(args.model)
         names = C.classes(model)
@@ -86,10 +89,7 @@ def read_input(flag: str, path: str, model: Any) -> npt.NDArray[Any]:
         x = C.read_npy(flag, path)
     else:
         rows = C.read_table(flag, path)
-        try:
-            x = C.numbers(flag, path, rows)
-        except C.UsageError as err:  # labelled data, most likely
-            raise C.UsageError(f"{err} (predict reads inputs only; labelled data: prelens evaluate)") from None
+        x = C.numbers(flag, path, rows, " (predict reads inputs only; labelled data: prelens evaluate)")
     return C.as_model_input(flag, path, x, model)
 
 

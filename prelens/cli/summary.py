@@ -32,7 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input-shape", default=None, metavar="SHAPE", help="an example input's shape, batch first (e.g. 1,4)"
     )
     parser.add_argument("--depth", type=int, default=None, help="open composites this deep only (default: all)")
-    parser.add_argument("--diagram", metavar="PATH", default=None, help="draw the string diagram into this image")
+    parser.add_argument(
+        "--diagram",
+        metavar="PATH",
+        default=None,
+        help="draw the string diagram into this image (replacing a file there)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ parameters) for ``prelens predict``, ``evaluate`` and ``summary``, or ``prelens.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from prelens import errors as E
 from prelens.cli import _checks as C
 from prelens.cli._runtime import add_output_arguments, add_runtime_arguments
-from prelens.datasets import DATASETS, load_dataset
+from prelens.datasets import DATASETS, load_dataset, standardize
 from prelens.io._train_metadata import save_classifier
 from prelens.learn import Optimizer, adam, momentum, sgd
 from prelens.nn import ACTIVATIONS, mlp, softmax_cross_entropy
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--samples",
         type=int,
         default=None,
-        help="points to generate for moons/spirals; None means 200 for moons, 300 for spirals",
+        help="points to generate for moons, spirals or glyphs; None means 200, 300 or 1000",
     )
     data.add_argument("--raw-features", action="store_true", help="do not standardise the features")
     model = parser.add_argument_group("model")
@@ -57,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--batch-size", type=int, default=16, help="rows per optimiser step")
     train.add_argument("--optimizer", choices=OPTIMIZERS, default="adam", help="the descent rule")
     train.add_argument("--lr", type=float, default=0.01, help="learning rate (step size)")
-    train.add_argument("--momentum", type=float, default=0.9, help="momentum coefficient (--optimizer momentum)")
+    train.add_argument(
+        "--momentum", type=float, default=None, help="momentum coefficient (--optimizer momentum; default: 0.9)"
+    )
     train.add_argument("--seed", type=int, default=0, help="seeds the data, the split, the init and the shuffling")
     add_runtime_arguments(train)
     out = parser.add_argument_group("output")
@@ -107,7 +110,11 @@ def check(args: argparse.Namespace) -> None:
     C.counts(COMMAND, args, "--samples", "--epochs", "--batch-size", "--checkpoint-every")
     C.positive_real(COMMAND, "--lr", args.lr)
     C.non_negative_real(COMMAND, "--momentum", args.momentum, high=1.0)
+    if args.momentum is not None and args.optimizer != "momentum":
+        raise E.flag_needs(COMMAND, "--momentum", "--optimizer momentum")
     C.at_least(COMMAND, "--seed", args.seed, 0)
+    if args.samples is not None and args.dataset == "iris":
+        raise E.flag_needs(COMMAND, "--samples", "--dataset moons, spirals or glyphs")
     if args.checkpoint_every is not None and args.save is None:
         raise E.flag_needs(COMMAND, "--checkpoint-every", "--save PATH")
     C.writable(COMMAND, "--save", args.save)
@@ -123,14 +130,18 @@ def run(args: argparse.Namespace) -> int:
     """
     try:
         check(args)
-        split = load_dataset(
-            args.dataset, args.test_fraction, args.seed, n=args.samples, standardize_features=not args.raw_features
-        )
+        raw = load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples)
+        if not len(raw.y_train):
+            raise C.UsageError(f"--test-fraction {args.test_fraction:g} leaves no training rows")
+        split = raw
+        if not args.raw_features:  # standardised on the training rows (the model file keeps raw's statistics)
+            x_train, x_test = standardize(raw.x_train, raw.x_test)
+            split = dataclasses.replace(raw, x_train=x_train, x_test=x_test)
         dtype = np.float32 if args.float32 else np.float64
         sizes = [*args.hidden, split.n_classes]
         model = mlp(split.n_features, sizes, args.activation, last_activation=None, dtype=dtype, input_delta=False)
-        opt = make_optimizer(args.optimizer, args.lr, args.momentum)
-    except E.PrelensError as err:
+        opt = make_optimizer(args.optimizer, args.lr, 0.9 if args.momentum is None else args.momentum)
+    except C.MISTAKES as err:
         return C.fail(err, COMMAND)
     x_train, x_test = split.x_train.astype(dtype), split.x_test.astype(dtype)
     print(f"{split!r}; model {model!r}; {args.optimizer} lr={args.lr}")
@@ -146,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             opt,
             args.seed,
             validation=(x_test, split.y_test) if len(split.y_test) else None,
-            metrics={"accuracy": accuracy},
+            metrics={"accuracy": accuracy} if len(split.y_test) else None,
             progress=False if args.no_progress else None,
             blas_threads=args.blas_threads,
             backend=args.backend,
@@ -154,13 +165,9 @@ def run(args: argparse.Namespace) -> int:
             checkpoint_path=checkpoint_path(args.save) if args.checkpoint_every else None,
         )
     except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
-        code = C.fail(err, COMMAND, code=1)
-        last = getattr(err, "history", None)  # the last good state rides on the error
-        if last is not None:
-            _save(args, getattr(err, "params", None), split, model, dtype, last.epochs)
-        return code
+        return C.stopped(err, COMMAND, args.save, lambda params, last: _save(args, params, raw, model, dtype, last))
     seconds = time.perf_counter() - started
-    saved = _save(args, params, split, model, dtype, history.epochs)  # first: a Ctrl-C while reporting loses nothing
+    saved = _save(args, params, raw, model, dtype, history)  # first: a Ctrl-C while reporting loses nothing
     if history.interrupted:
         print(f"interrupted after {history.epochs} epochs: reporting the parameters so far")
     train_loss = evaluate(model, softmax_cross_entropy, params, x_train, split.y_train)
@@ -174,24 +181,18 @@ def run(args: argparse.Namespace) -> int:
     return C.finish(saved, args.save, "prelens predict/evaluate/summary")
 
 
-def _save(args: argparse.Namespace, params: Any, split: Any, model: Any, dtype: Any, epochs: int) -> bool | None:
-    """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`)."""
+def _save(args: argparse.Namespace, params: Any, raw: Any, model: Any, dtype: Any, history: Any) -> bool | None:
+    """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`); ``raw``: the split, not standardised."""
     meta = {
         "model": repr(model),
         "dataset": args.dataset,
-        "classes": list(split.class_names),
+        "classes": list(raw.class_names),
         "hidden": list(args.hidden),
         "activation": args.activation,
         "seed": args.seed,
         "test_fraction": args.test_fraction,
         "standardized": not args.raw_features,
-        "epochs": epochs,
+        "epochs": history.epochs,
     }
-
-    def save() -> None:
-        raw = None
-        if not args.raw_features:  # the rows before standardisation (the same seeded split): their statistics
-            raw = load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples).x_train
-        save_classifier(args.save, model, params, split, dtype, meta, raw_train=raw)
-
-    return C.saved(COMMAND, args.save, save)
+    stats = None if args.raw_features else raw.x_train  # the statistics of the standardisation
+    return C.saved(COMMAND, args.save, lambda: save_classifier(args.save, model, params, raw, dtype, meta, stats))

@@ -114,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
             blas_threads=args.blas_threads,
         )
     except E.PrelensError as err:  # diverged (or refused mid-way)
-        return C.fail(err, COMMAND, code=1)
-    saved = _save(args, model, result.params, split, dtype)
+        return C.stopped(err, COMMAND, None, lambda params, last: None)
+    saved = _save(args, model, result, split, dtype)
+    if result.steps < args.steps:  # Ctrl-C: fit handed back the steps so far
+        print(f"interrupted after {result.steps} of {args.steps} steps: reporting the parameters so far")
     print(f"trained {result.steps} steps in {result.seconds:.1f} s")
     print(f"train accuracy {result.train_accuracy:.2%}")
     print(
@@ -125,17 +127,17 @@ def run(args: argparse.Namespace) -> int:
     return C.finish(saved, args.save, "prelens predict/evaluate/summary")
 
 
-def _save(args: argparse.Namespace, model: Any, params: Any, split: Split, dtype: Any) -> bool | None:
+def _save(args: argparse.Namespace, model: Any, result: Any, split: Split, dtype: Any) -> bool | None:
     """Write the model file ``--save`` (see :func:`prelens.cli._checks.saved`)."""
     meta = {
         "model": repr(model),
         "dataset": "mnist1d",
         "architecture": args.model,
         "seed": args.seed,
-        "steps": args.steps,
+        "steps": result.steps,
         "backend": args.backend,
     }
     shape = tuple(split.x_train.shape[1:])
     return C.saved(
-        COMMAND, args.save, lambda: save_classifier(args.save, model, params, split, dtype, meta, shape=shape)
+        COMMAND, args.save, lambda: save_classifier(args.save, model, result.params, split, dtype, meta, shape=shape)
     )

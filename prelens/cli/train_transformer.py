@@ -40,8 +40,11 @@ from prelens.train import evaluate, fit, retain_freed_memory
 __all__ = ["add_arguments", "run", "token_accuracy"]
 
 #: Defaults that differ between the sequence tasks and the text.
-_SEQ = {"train_size": 20000, "epochs": 2, "batch_size": 64, "lr": 1e-3, "block": 0}
-_TEXT = {"train_size": 4000, "epochs": 4, "batch_size": 32, "lr": 3e-3, "block": 64}
+_SEQ = {"train_size": 20000, "epochs": 2, "batch_size": 64, "lr": 1e-3}
+_TEXT = {"train_size": 4000, "epochs": 4, "batch_size": 32, "lr": 3e-3}
+#: The flags of the text only and of the sequence tasks only, with their defaults (given for the other, refused).
+_TEXT_ONLY = {"text": "sonnets", "block": 64, "sample": 300, "temperature": 0.5, "prompt": "Shall I compare thee"}
+_SEQ_ONLY = {"length": 8, "symbols": 10}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,15 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="; ".join(f"{k}: the answer is {v}" for k, v in TASKS.items())
         + "; text: a character-level model of --text",
     )
-    task.add_argument("--length", type=int, default=8, help="symbols in each prompt (sequence tasks)")
-    task.add_argument("--symbols", type=int, default=10, help="distinct symbols (sequence tasks)")
-    task.add_argument("--text", choices=sorted(TEXTS), default="sonnets", help="the shipped text for --task text")
-    task.add_argument(
-        "--block",
-        type=int,
-        default=argparse.SUPPRESS,
-        help=f"context length in characters for --task text (default: {_TEXT['block']})",
-    )
+    _only(task, "--length", int, "symbols in each prompt (sequence tasks)")
+    _only(task, "--symbols", int, "distinct symbols (sequence tasks)")
+    _only(task, "--text", str, "the shipped text for --task text", choices=sorted(TEXTS))
+    _only(task, "--block", int, "context length in characters for --task text")
     _per_task(task, "--train-size", int, "training sequences, or random text windows for --task text")
     task.add_argument("--test-size", type=int, default=1000, help="held-out sequences (or text windows) to evaluate on")
     model = parser.add_argument_group("model")
@@ -88,9 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_runtime_arguments(train)
     out = parser.add_argument_group("output")
-    out.add_argument("--sample", type=int, default=300, metavar="CHARS", help="characters to generate (--task text)")
-    out.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (--task text; 0 is greedy)")
-    out.add_argument("--prompt", default="Shall I compare thee", help="text to start sampling from (--task text)")
+    _only(out, "--sample", int, "characters to generate (--task text)", metavar="CHARS")
+    _only(out, "--temperature", float, "sampling temperature (--task text; 0 is greedy)")
+    _only(out, "--prompt", str, "text to start sampling from (--task text)")
     add_output_arguments(out, "reverse.prelens", "lens, vocabulary, parameters", piped=False)
 
 
@@ -99,6 +97,13 @@ def _per_task(group: Any, flag: str, type_: type, text: str) -> None:
     key = flag[2:].replace("-", "_")
     help_ = f"{text} (default: {_SEQ[key]:g}; text: {_TEXT[key]:g})"
     group.add_argument(flag, type=type_, default=argparse.SUPPRESS, help=help_)
+
+
+def _only(group: Any, flag: str, type_: type, text: str, **kwargs: Any) -> None:
+    """A flag of the text only (``_TEXT_ONLY``) or of the sequence tasks only (``_SEQ_ONLY``); ``run`` sets it."""
+    key = flag[2:]
+    default = {**_TEXT_ONLY, **_SEQ_ONLY}[key]
+    group.add_argument(flag, type=type_, default=argparse.SUPPRESS, help=f"{text} (default: {default})", **kwargs)
 
 
 def token_accuracy(model: Any, params: Any, xs: Any, labels: Any) -> float:
@@ -117,16 +122,21 @@ def check(args: argparse.Namespace) -> None:
     The prompt's characters are checked against the text's vocabulary when the text is loaded,
     still before training.
     """
-    if args.task == "text":
+    text = args.task == "text"
+    for key in _SEQ_ONLY if text else _TEXT_ONLY:  # given by the user for the other kind of task
+        if hasattr(args, key):
+            raise E.flag_needs(COMMAND, f"--{key}", "--task copy, reverse or sort" if text else "--task text")
+    if text:
         C.at_least(COMMAND, "--block", args.block)
+        C.at_least(COMMAND, "--sample", args.sample, 0)
+        C.non_negative_real(COMMAND, "--temperature", args.temperature)
     else:
         C.at_least(COMMAND, "--length", args.length)
         C.at_least(COMMAND, "--symbols", args.symbols, 2)
     sizes = ("--train-size", "--test-size", "--d-model", "--heads", "--d-ff", "--layers", "--epochs", "--batch-size")
     C.counts(COMMAND, args, *sizes)
     C.positive_real(COMMAND, "--lr", args.lr)
-    C.counts(COMMAND, args, "--seed", "--sample", least=0)
-    C.non_negative_real(COMMAND, "--temperature", args.temperature)
+    C.at_least(COMMAND, "--seed", args.seed, 0)
     C.writable(COMMAND, "--save", args.save)
 
 
@@ -136,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     0 on success; 1 if training diverged or the parameters could not be saved; 2 for bad arguments
     (found before any training).
     """
-    for k, default in (_TEXT if args.task == "text" else _SEQ).items():  # the flags whose defaults differ
+    defaults = {**_TEXT, **_TEXT_ONLY} if args.task == "text" else {**_SEQ, **_SEQ_ONLY}
+    for k, default in defaults.items():  # the flags whose defaults differ, and the task's own (check refuses others)
         if not hasattr(args, k):
             setattr(args, k, default)
     dtype = np.float32 if args.float32 else np.float64
@@ -179,14 +190,14 @@ def run(args: argparse.Namespace) -> int:
             blas_threads=args.blas_threads,
             backend=args.backend,
         )
-    except E.PrelensError as err:  # diverged (or refused mid-way)
-        return C.fail(err, COMMAND, code=1)
+    except E.PrelensError as err:  # diverged (or refused mid-way): keep the last good parameters
+        return C.stopped(err, COMMAND, args.save, lambda params, last: _save(args, model, params, last.steps, extra))
     seconds = time.perf_counter() - started
     saved = _save(args, model, params, history.steps, extra)  # first: a Ctrl-C later loses nothing
     if history.interrupted:
         print(f"interrupted after {history.steps} steps: reporting the parameters so far")
     print(f"trained {history.steps} step{'' if history.steps == 1 else 's'} in {seconds:.1f} s")
-    losses = " ".join(f"{x:.4f}" for x in history.loss)
+    losses = " ".join(f"{x:.4f}" for x in history.loss) or "(no epoch finished)"
     print(f"training loss per epoch: {losses}")
     end_loss = evaluate(model, loss, params, x_test, y_test)
     print(f"held-out loss: {start_loss:.4f} before training, {end_loss:.4f} after")
