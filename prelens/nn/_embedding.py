@@ -50,7 +50,7 @@ from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, dtype_token, float_dtype
 from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
@@ -198,7 +198,8 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
 def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     """The fixed sinusoidal positions added in: ``(..., T, d) -> (..., T, d)``, ``x + PE[:T]``.
 
-    Parameter-free; residue: the input's shape (to check the delta); backward ``dx = da``. The table (see
+    Parameter-free; residue: the input's shape and dtype (to check the delta); backward ``dx = da`` (``None``, the
+    delta of data, passes through). The table (see
     :func:`sinusoidal_table`) is built once per dtype for ``max_len``
     positions; longer sequences are a :class:`~prelens.ShapeError`. Keeps the
     input's float dtype.
@@ -218,18 +219,18 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
         table.flags.writeable = False  # one table for every call
         return table
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[tuple[int, ...], Array], Array]:
         """``x + PE[:T]``: numpy's table, its first ``T`` rows moved to ``x``'s library and device."""
         try:
             dt = np.dtype(dtype_name(x.dtype))
         except TypeError:  # a float numpy does not know (bfloat16): named by its own library
             raise E.lens_dtype_error(name, "input", "float32 or float64", E.describe(x)) from None
         _check_positions(name, x, n, d, dt)
-        return tuple(x.shape), x + constant_like(table_of(dt)[: x.shape[-2]], x)
+        return (tuple(x.shape), dtype_token(x)), x + constant_like(table_of(dt)[: x.shape[-2]], x)
 
-    def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
+    def bwd(m: tuple[tuple[int, ...], Array], da: Array | None) -> tuple[tuple[()], Array | None]:
         return (), da
 
-    # the residue is the input's shape: the delta is a float array of that shape
-    expects = Expects(input=Arr(None, ..., None, d), delta=Like(lambda shape: (None, shape)))
+    # the residue is the input's shape and dtype: the delta is an array of that shape and dtype (or None)
+    expects = Expects(input=Arr(None, ..., None, d), delta=Like(lambda m: (m[1], m[0]), or_none=True))
     return PreLens(fwd, bwd, name, expects=expects)

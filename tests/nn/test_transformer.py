@@ -130,6 +130,15 @@ def test_embedding_errors_name_the_lens():
         pos.fwd(pos.init(0), np.zeros((1, 2, 2), np.float32))  # no silent up-casting
 
 
+def test_sinusoidal_encoding_keeps_the_delta_dtype_and_passes_none_through():
+    enc = sinusoidal_encoding(4)
+    m, y = enc.fwd((), np.zeros((2, 3, 4), np.float32))
+    assert enc.bwd(m, np.ones_like(y))[1].dtype == np.float32
+    with pytest.raises(DTypeError, match=r"^sinusoidal_encoding\(4\): output delta: expected f32\[2,3,4\], got f64"):
+        enc.bwd(m, np.ones((2, 3, 4)))
+    assert enc.bwd(m, None) == ((), None)  # the delta of data (a next layer with input_delta=False)
+
+
 # ------------------------------------------------------------ norm, residual
 
 
