@@ -77,11 +77,15 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     op: str = ""
     parts: tuple[PreLens[Any, Any, Any, Any, Any, Any, Any, Any], ...] = ()
     expects: Expects = NOTHING
+    #: Not an operand of numpy's operators: ``x @ lens`` is Python's TypeError, not numpy's matmul on a 0-d array.
+    __array_ufunc__ = None
 
     def __post_init__(self) -> None:
         for slot in ("fwd", "bwd"):
             _args.function("PreLens", slot, getattr(self, slot))
         _args.name("PreLens", "name", self.name)
+        if not isinstance(self.expects, Expects):
+            raise E.must_be("PreLens", "expects", "an Expects(...)", E.describe(self.expects))
         if self.init_fn is not None:
             _args.function("PreLens", "init_fn", self.init_fn)
         if not getattr(self.fwd, "__prelens_checked__", False):
