@@ -159,7 +159,7 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
         xp, t = namespace(da), shape[-2]  # the rows past T get zeros
-        used = xp.sum(reshape(da, (-1, t, d)), axis=0)
+        used = xp.sum(reshape(da, (math.prod(shape[:-2]), t, d)), axis=0)  # not -1: T may be 0
         return xp.concat((used, xp.zeros((n - t, d), dtype=da.dtype, device=device(da))), axis=0), da
 
     return PreLens(fwd, bwd, name, init, expects=expects)

@@ -130,6 +130,13 @@ def test_embedding_errors_name_the_lens():
         pos.fwd(pos.init(0), np.zeros((1, 2, 2), np.float32))  # no silent up-casting
 
 
+def test_a_positional_embedding_of_no_positions_has_a_zero_gradient():
+    pos = positional_embedding(4, 2)
+    y, pullback = vjp(pos, pos.init(0), np.zeros((3, 0, 2)))
+    dp, dx = pullback(np.ones_like(y))
+    assert y.shape == dx.shape == (3, 0, 2) and dp.shape == (4, 2) and not dp.any()
+
+
 def test_sinusoidal_encoding_keeps_the_delta_dtype_and_passes_none_through():
     enc = sinusoidal_encoding(4)
     m, y = enc.fwd((), np.zeros((2, 3, 4), np.float32))
