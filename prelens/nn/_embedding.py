@@ -44,13 +44,12 @@ from prelens.backend._arrays import (
     namespace,
     namespace_name,
     scatter_add_rows,
-    to_numpy,
 )
 from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, dtype_suffix, dtype_token, float_dtype
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, dtype_token, float_dtype, out_of_range
 from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
@@ -124,10 +123,7 @@ def _token_ids(name: str, ids: Any, vocab: int, table: Any) -> Any:
         want = f"an integer array of the table's library ({namespace_name(namespace(table))})"
         raise E.must_be(name, "token ids", want, E.describe(ids))
     if _any_out_of_range(ids, vocab):  # names the first bad id
-        host = to_numpy(ids)
-        bad = np.flatnonzero((host < 0) | (host >= vocab))[0]
-        where = str(tuple(int(i) for i in np.unravel_index(bad, host.shape)))
-        raise E.out_of_range(name, "token ids", f"[0, {vocab})", host.flat[bad], where)
+        raise out_of_range(name, "token ids", ids, vocab, f"[0, {vocab})")
     return constant_like(ids, table)
 
 
