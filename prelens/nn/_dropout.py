@@ -80,7 +80,7 @@ def dropout(rate: float) -> AnyLens:
     array([0., 0., 0., 4., 4., 4., 4., 4.])
     """
     r = A.real("dropout", "rate", rate, low=0.0, high=1.0)
-    name = f"dropout({rate!r})"
+    name = f"dropout({r:g})"  # as the blocks show it (a numpy rate too)
     scale = 1.0 / (1.0 - r)
 
     def fwd(p: DropoutKey, x: Array) -> tuple[Any, Array]:

@@ -188,6 +188,10 @@ def test_a_training_loop_threads_the_keys() -> None:
     assert accuracy(model, params, iris.x_test, iris.y_test) >= 0.9
 
 
+def test_a_numpy_rate_is_shown_as_a_number() -> None:
+    assert repr(dropout(np.float64(0.5))) == repr(dropout(0.5)) == "dropout(0.5)" and repr(dropout(0)) == "dropout(0)"
+
+
 def test_the_delta_keeps_the_input_dtype_and_none_passes_through() -> None:
     """A float64 delta on a float32 input is refused (no silent float64 gradient); ``None`` (the delta of data:
     a next layer built with ``input_delta=False``) passes through in both modes."""
