@@ -376,3 +376,12 @@ def test_a_trusted_rerun_runs_the_parts_of_chains_products_and_named_composites_
     trained, params = net >> mse, (np.zeros((5, 2)), net.init(0))
     grads = [vjp(trained, params, np.ones((5, 3)))[1](1.0) for _ in range(3)]
     assert tree_allclose(grads[0], grads[2], rtol=0) and _trace._UNGUARDED in trained.__dict__
+
+
+def test_a_lens_is_not_an_array_operand_and_declares_with_an_expects():
+    """``x @ lens`` (matmul meant, or application) is Python's TypeError naming both operands, not numpy's
+    complaint about a 0-d operand; a declaration that is not an ``Expects`` is refused where the lens is built."""
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for @: 'numpy.ndarray' and 'PreLens'"):
+        np.ones(3) @ tanh_vec
+    with pytest.raises(StructureError, match=r"^PreLens: expects must be an Expects\(\.\.\.\), got int 3$"):
+        PreLens(lambda p, s: ((), s), lambda m, da: ((), da), expects=3)

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from prelens import PreLens, backward, forward, id_pre_lens, pre_compose, prod_lens, vjp
+from prelens import PreLens, PrelensError, backward, forward, id_pre_lens, pre_compose, prod_lens, vjp
 from prelens.testing._strategies import linear_vec, tanh_vec
 
 
@@ -68,6 +68,20 @@ def test_lens_without_initializer_says_so():
         Exception, match="bare >> f: cannot create parameters: its part bare was built without an initializer"
     ):
         (bare >> f).init(0)
+
+
+def test_a_loss_without_initializer_says_its_parameter_is_data():
+    """``(model >> loss).init(rng)``: the loss's parameter is the ground truth, which no initializer makes; the
+    error says so (building the loss "with init_fn=..." would be the wrong advice)."""
+    from prelens.nn import mlp, softmax_cross_entropy
+
+    with pytest.raises(
+        PrelensError,
+        match=r"^mlp\(2→3, tanh\) >> softmax_cross_entropy: cannot create parameters: its part "
+        r"softmax_cross_entropy takes the labels as its parameter \(data, not made by init\): pass the parameters "
+        r"explicitly, with the labels in their place$",
+    ):
+        (mlp(2, [3]) >> softmax_cross_entropy).init(0)
 
 
 def test_lenses_are_frozen():

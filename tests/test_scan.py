@@ -93,6 +93,8 @@ def test_lists_in_lists_out():
     stacked = scan(cell).fwd(p, (h0, np.stack(steps)))[1]
     np.testing.assert_allclose(ys[3][0], stacked[1][0][3])
     check_scan(cell, p, h0, steps, k=1)
+    as_tuple = scan(cell).fwd(p, (h0, tuple(steps)))[1]  # a tuple is a list of steps (docs/api.md), not a tree
+    assert isinstance(as_tuple[1], list) and np.array_equal(as_tuple[1][3][0], ys[3][0])
 
 
 def test_scan_t_both_forms_and_both_routes():

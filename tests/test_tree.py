@@ -46,6 +46,15 @@ def test_add_scale_zeros_sum():
     assert z[1][0].dtype == np.float64
 
 
+def test_scale_by_a_numpy_scalar_keeps_each_leaf_dtype():
+    """A rate that is a numpy scalar (``np.float64(0.1)``, from a schedule) scales a float32 tree as a Python
+    number does: the hand-written step ``tree_add(theta, tree_scale(-lr, dtheta))`` stays float32."""
+    tree = (np.ones(3, np.float32), [np.ones(2, np.float32)])
+    for c in (np.float64(0.5), np.float32(0.5), np.int64(2), 0.5):
+        assert all(leaf.dtype == np.float32 for leaf in tree_leaves(tree_scale(c, tree))), c
+    assert tree_scale(np.float64(0.5), (np.ones(2), 2.0))[0][0] == 0.5
+
+
 def test_structure_check_reports_path():
     other = (Pair(1.0, np.array([1.0, 2.0])), [np.ones((2, 2))], {"k": 3.0})
     with pytest.raises(StructureError, match=r"params: at \[1\]: expected list of 2, got list of 1"):

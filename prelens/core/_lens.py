@@ -77,11 +77,15 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
     op: str = ""
     parts: tuple[PreLens[Any, Any, Any, Any, Any, Any, Any, Any], ...] = ()
     expects: Expects = NOTHING
+    #: Not an operand of numpy's operators: ``x @ lens`` is Python's TypeError, not numpy's matmul on a 0-d array.
+    __array_ufunc__ = None
 
     def __post_init__(self) -> None:
         for slot in ("fwd", "bwd"):
             _args.function("PreLens", slot, getattr(self, slot))
         _args.name("PreLens", "name", self.name)
+        if not isinstance(self.expects, Expects):
+            raise E.must_be("PreLens", "expects", "an Expects(...)", E.describe(self.expects))
         if self.init_fn is not None:
             _args.function("PreLens", "init_fn", self.init_fn)
         if not getattr(self.fwd, "__prelens_checked__", False):
@@ -101,10 +105,7 @@ class PreLens(Generic[A, DA, M, DM, P, DP, S, DS]):
         ((), ())
         """
         if self.init_fn is None:
-            raise E.PrelensError(
-                f"{self.name}: cannot create parameters: {_without_init(self)} built without an initializer; "
-                "pass the parameters explicitly or build it with init_fn=..."
-            )
+            raise E.PrelensError(f"{self.name}: cannot create parameters: {_without_init(self)}")
         gen = rng if isinstance(rng, np.random.Generator) else _args.seed(f"{E.short_name(self.name)}.init", rng)
         try:
             return self.init_fn(gen)
@@ -304,11 +305,19 @@ def as_lens(fn: str, what: str, value: Any) -> AnyLens:
 
 
 def _without_init(lens: AnyLens) -> str:
-    """``this lens was`` or ``its part <p> was``: the innermost part that cannot create its parameters."""
+    """Why ``lens`` cannot create its parameters, naming the innermost part that cannot (``this lens``, ``its part
+    <p>``): built without an initializer, or one whose parameter is data (a loss's ground truth)."""
     inner = lens
     while (part := next((q for q in inner.parts if q.init_fn is None), None)) is not None:
         inner = part
-    return "this lens was" if inner is lens else f"its part {inner.name} was"
+    which = "this lens" if inner is lens else f"its part {inner.name}"
+    data = inner.expects.params_name
+    if data != "parameters":
+        return (
+            f"{which} takes the {data} as its parameter (data, not made by init): pass the parameters explicitly, "
+            f"with the {data} in their place"
+        )
+    return f"{which} was built without an initializer; pass the parameters explicitly or build it with init_fn=..."
 
 
 def _wrap(lens: AnyLens, op: str, side: str) -> str:

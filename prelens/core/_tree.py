@@ -232,13 +232,15 @@ def tree_sum(trees: list[Tree]) -> Tree:
 
 
 def tree_scale(c: float, tree: Tree) -> Tree:
-    """Multiply every leaf by ``c``.
+    """Multiply every leaf by the number ``c`` (a numpy scalar as the Python number it holds: leaves keep their dtype).
 
     >>> tree_scale(2.0, (1.0, [3.0]))
     (2.0, [6.0])
     """
     if not _is_number_leaf(c) or isinstance(c, np.ndarray):
         raise E.must_be("tree_scale", "c", "a number", E.describe(c))
+    if isinstance(c, np.generic):  # as a Python number: it keeps each leaf's dtype (np.float64 would up-cast float32)
+        c = c.item()
     _check_numbers("tree_scale", "tree", tree)
     return _zip_map(lambda x: x * c, tree, ())
 

@@ -247,7 +247,8 @@ def _gelu_apply(z: Array) -> Array:
 
 def _gelu_grad(z: Array, da: Array) -> Array:
     """``da ⊙ gelu'(z)``: with ``t = tanh(c (z + k z³))``,
-    ``gelu'(z) = ½ (1 + t) + ½ z (1 − t²) c (1 + 3k z²)``.
+    ``gelu'(z) = ½ (1 + t) + ½ z (1 − t²) c (1 + 3k z²)``, ``(1 − t²) z`` formed first: far out it is 0 before
+    ``c (1 + 3k z²)`` scales it, so an overflow of ``z³`` (to ``t = ±1``) never makes ``0 · inf``.
 
     >>> _gelu_grad(np.array([0.0]), np.array([1.0]))
     array([0.5])
@@ -255,8 +256,8 @@ def _gelu_grad(z: Array, da: Array) -> Array:
     if type(z) is not np.ndarray:
         zz = z * z
         th = namespace(z).tanh((zz * _GELU_K + 1) * z * _GELU_C)
-        cq = (zz * (3 * _GELU_K) + 1) * _GELU_C * z
-        return ((1 - th * th) * cq + th + 1) * 0.5 * da  # type: ignore[no-any-return]
+        cq = (zz * (3 * _GELU_K) + 1) * _GELU_C
+        return (((1 - th * th) * z) * cq + th + 1) * 0.5 * da  # type: ignore[no-any-return]
     z2 = np.multiply(z, z)
     t = np.multiply(z2, _GELU_K)
     t += 1
@@ -265,10 +266,10 @@ def _gelu_grad(z: Array, da: Array) -> Array:
     np.tanh(t, out=t)
     q = np.multiply(z2, 3 * _GELU_K, out=z2)
     q += 1
-    q *= _GELU_C
-    q *= z  # q = c z (1 + 3k z²)
+    q *= _GELU_C  # q = c (1 + 3k z²)
     g = np.multiply(t, t)
     np.subtract(1, g, out=g)
+    g *= z
     g *= q
     g += t
     g += 1

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from prelens import errors as E
 from prelens.backend._arrays import copy, device, namespace
 from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like, Same
@@ -118,7 +119,7 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 
     def fwd(p: tuple[()], qkv: tuple[tuple[Array, Array], Array]) -> tuple[AttentionResidue, Array]:
         qk, v = qkv
-        _agree(qk, v)
+        _agree(name, qkv)
         q, k = qk
         if type(q) is np.ndarray and causal and q.size and _row_blocks(q.shape[-2], k.shape[-2]):
             a, out = _causal_attention(q, k, v, scale)
@@ -151,10 +152,14 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 CHUNK_BYTES = 1 << 21
 
 
-def _agree(qk: tuple[Array, Array], v: Array) -> None:
-    """What the input's pattern cannot say (``(Q, K)`` a tuple; ``T_k >= 1`` keys in K and V), as a ``ValueError``."""
-    if type(qk) is not tuple or not (qk[1].shape[-2] == v.shape[-2] >= 1):
-        raise ValueError("((Q, K), V) must be a tuple of a tuple, K and V of the same T_k >= 1 keys")
+def _agree(name: str, qkv: tuple[tuple[Array, Array], Array]) -> None:
+    """What the input's pattern cannot say: ``((Q, K), V)`` tuples (not lists), ``T_k >= 1`` keys in K and V."""
+    qk, v = qkv
+    if type(qkv) is not tuple or type(qk) is not tuple:
+        raise E.must_be(name, "input", "((Q, K), V), tuples", E.describe_tree(qkv))
+    if not (qk[1].shape[-2] == v.shape[-2] >= 1):
+        expected = "K (..., T_k, d_k) and V (..., T_k, d_v) with the same T_k >= 1 keys"
+        raise E.lens_shape_error(name, "input", expected, f"K {E.describe(qk[1])} and V {E.describe(v)}")
 
 
 def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:

@@ -25,7 +25,6 @@ import numpy as np
 from prelens import errors as E
 from prelens.backend._arrays import (
     constant_like,
-    dtype_kind,
     dtype_name,
     is_array,
     is_concrete,
@@ -34,7 +33,7 @@ from prelens.backend._arrays import (
     to_numpy,
 )
 from prelens.core import _args as A
-from prelens.core._check import Arr, Expects
+from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
 from prelens.nn._fastcheck import Array
@@ -81,7 +80,7 @@ def dropout(rate: float) -> AnyLens:
     array([0., 0., 0., 4., 4., 4., 4., 4.])
     """
     r = A.real("dropout", "rate", rate, low=0.0, high=1.0)
-    name = f"dropout({rate!r})"
+    name = f"dropout({r:g})"  # as the blocks show it (a numpy rate too)
     scale = 1.0 / (1.0 - r)
 
     def fwd(p: DropoutKey, x: Array) -> tuple[Any, Array]:
@@ -91,21 +90,17 @@ def dropout(rate: float) -> AnyLens:
         mask = _host_mask(name, key, x, r, scale) if is_concrete(key) else _traced_mask(key, x, r, scale)
         return (mask, namespace(key).zeros_like(key)), x * mask  # the key's delta: zeros of its library
 
-    def bwd(m: Any, da: Array) -> tuple[DropoutKey, Array]:
+    def bwd(m: Any, da: Array | None) -> tuple[DropoutKey, Array | None]:
         if type(m) is tuple and m == ():
             return DropoutKey(()), da
         if type(m) is not tuple or len(m) != 2 or not is_float(m[0]) or not _is_key(m[1]):
             raise E.bad_residue(name, m)
         mask, zero = m
-        if not is_float(da) or tuple(da.shape) != tuple(mask.shape):
-            expected = f"a float array of the input's shape {tuple(mask.shape)}"
-            if not is_array(da):
-                raise E.must_be(name, "output delta", f"a numpy {expected}", E.describe(da))
-            error = E.lens_dtype_error if dtype_kind(da.dtype) != "f" else E.lens_shape_error
-            raise error(name, "output delta", expected, E.describe(da))
-        return DropoutKey(namespace(zero).zeros_like(zero)), da * mask
+        return DropoutKey(namespace(zero).zeros_like(zero)), None if da is None else da * mask  # None: data's
 
-    return PreLens(fwd, bwd, name, lambda rng: DropoutKey(()), expects=Expects(input=Arr(None, ...)))
+    # the delta: like the mask (training), any float array (evaluation), or None (the delta of data)
+    like = Like(lambda m: (m[0], tuple(m[0].shape)) if m else (None, (...,)), or_none=True)
+    return PreLens(fwd, bwd, name, lambda rng: DropoutKey(()), expects=Expects(input=Arr(None, ...), delta=like))
 
 
 def _key_of(name: str, p: Any) -> Any:

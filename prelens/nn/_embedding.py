@@ -44,13 +44,12 @@ from prelens.backend._arrays import (
     namespace,
     namespace_name,
     scatter_add_rows,
-    to_numpy,
 )
 from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
+from prelens.nn._fastcheck import Array, check_size, dtype_suffix, dtype_token, float_dtype, out_of_range
 from prelens.nn._rows import reshape
 
 __all__ = ["positional_embedding", "sinusoidal_encoding", "sinusoidal_table", "token_embedding"]
@@ -124,10 +123,7 @@ def _token_ids(name: str, ids: Any, vocab: int, table: Any) -> Any:
         want = f"an integer array of the table's library ({namespace_name(namespace(table))})"
         raise E.must_be(name, "token ids", want, E.describe(ids))
     if _any_out_of_range(ids, vocab):  # names the first bad id
-        host = to_numpy(ids)
-        bad = np.flatnonzero((host < 0) | (host >= vocab))[0]
-        where = str(tuple(int(i) for i in np.unravel_index(bad, host.shape)))
-        raise E.out_of_range(name, "token ids", f"[0, {vocab})", host.flat[bad], where)
+        raise out_of_range(name, "token ids", ids, vocab, f"[0, {vocab})")
     return constant_like(ids, table)
 
 
@@ -159,7 +155,7 @@ def positional_embedding(max_len: int, d_model: int, *, dtype: npt.DTypeLike = n
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[Array, Array]:
         xp, t = namespace(da), shape[-2]  # the rows past T get zeros
-        used = xp.sum(reshape(da, (-1, t, d)), axis=0)
+        used = xp.sum(reshape(da, (math.prod(shape[:-2]), t, d)), axis=0)  # not -1: T may be 0
         return xp.concat((used, xp.zeros((n - t, d), dtype=da.dtype, device=device(da))), axis=0), da
 
     return PreLens(fwd, bwd, name, init, expects=expects)
@@ -198,7 +194,8 @@ def sinusoidal_table(length: int, d_model: int, dtype: npt.DTypeLike = np.float6
 def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
     """The fixed sinusoidal positions added in: ``(..., T, d) -> (..., T, d)``, ``x + PE[:T]``.
 
-    Parameter-free; residue: the input's shape (to check the delta); backward ``dx = da``. The table (see
+    Parameter-free; residue: the input's shape and dtype (to check the delta); backward ``dx = da`` (``None``, the
+    delta of data, passes through). The table (see
     :func:`sinusoidal_table`) is built once per dtype for ``max_len``
     positions; longer sequences are a :class:`~prelens.ShapeError`. Keeps the
     input's float dtype.
@@ -218,18 +215,18 @@ def sinusoidal_encoding(d_model: int, max_len: int = 4096) -> AnyLens:
         table.flags.writeable = False  # one table for every call
         return table
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[tuple[int, ...], Array], Array]:
         """``x + PE[:T]``: numpy's table, its first ``T`` rows moved to ``x``'s library and device."""
         try:
             dt = np.dtype(dtype_name(x.dtype))
         except TypeError:  # a float numpy does not know (bfloat16): named by its own library
             raise E.lens_dtype_error(name, "input", "float32 or float64", E.describe(x)) from None
         _check_positions(name, x, n, d, dt)
-        return tuple(x.shape), x + constant_like(table_of(dt)[: x.shape[-2]], x)
+        return (tuple(x.shape), dtype_token(x)), x + constant_like(table_of(dt)[: x.shape[-2]], x)
 
-    def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
+    def bwd(m: tuple[tuple[int, ...], Array], da: Array | None) -> tuple[tuple[()], Array | None]:
         return (), da
 
-    # the residue is the input's shape: the delta is a float array of that shape
-    expects = Expects(input=Arr(None, ..., None, d), delta=Like(lambda shape: (None, shape)))
+    # the residue is the input's shape and dtype: the delta is an array of that shape and dtype (or None)
+    expects = Expects(input=Arr(None, ..., None, d), delta=Like(lambda m: (m[1], m[0]), or_none=True))
     return PreLens(fwd, bwd, name, expects=expects)

@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, is_array, is_real
+from prelens.backend._arrays import device, dtype_kind, is_array, is_real, namespace, to_numpy
 from prelens.core import _args as A
 
 #: A numpy array (the fast lenses keep float64 or float32 end to end).
@@ -42,6 +42,32 @@ def dtype_suffix(dt: np.dtype[Any]) -> str:
     ', f32'
     """
     return "" if dt == np.float64 else f", {E.dtype_name(dt)}"
+
+
+def dtype_token(x: Any) -> Any:
+    """An empty array of ``x``'s library, dtype and device: kept in the residue of a lens that keeps no array of
+    its output's dtype, so that its declared delta (a ``Like``) asks for that dtype without keeping ``x``.
+
+    >>> dtype_token(np.ones((2, 3), np.float32))
+    array([], dtype=float32)
+    """
+    if type(x) is np.ndarray:
+        return np.empty(0, x.dtype)
+    return namespace(x).empty((0,), dtype=x.dtype, device=device(x))
+
+
+def out_of_range(lens: str, what: str, ids: Any, n: int, allowed: str) -> E.StructureError:
+    """The error for integer ``ids`` (of any library, concrete) of which some lie outside ``[0, n)``: it names the
+    first such id and where it is, ``labels must lie in [0, 4), got 9 at index (1, 0)``.
+
+    >>> out_of_range("emb", "token ids", np.array([[0, 1], [9, -3]]), 4, "[0, 4)")
+    StructureError('emb: token ids must lie in [0, 4), got 9 at index (1, 0)')
+    """
+    host = to_numpy(ids)
+    bad = np.flatnonzero((host < 0) | (host >= n))[0]
+    return E.out_of_range(
+        lens, what, allowed, int(host.flat[bad]), str(tuple(map(int, np.unravel_index(bad, host.shape))))
+    )
 
 
 def scalar_delta(lens: str, da: Any) -> Any:

@@ -51,7 +51,7 @@ from prelens.backend._arrays import (
 from prelens.core._check import Arr, Expects, Same
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
-from prelens.nn._fastcheck import Array, scalar_delta
+from prelens.nn._fastcheck import Array, out_of_range, scalar_delta
 from prelens.nn._rows import row_max, row_sum
 
 __all__ = ["mse", "softmax_cross_entropy", "squared_distance", "token_cross_entropy"]
@@ -170,7 +170,7 @@ def _check_range(lens: str, y: Any, n: int, allowed: str) -> None:
         return
     lo, hi = (y.min(), y.max()) if type(y) is np.ndarray else (namespace(y).min(y), namespace(y).max(y))
     if lo < 0 or hi >= n:  # numpy: the methods (``np.min`` costs a wrapper call more)
-        raise E.out_of_range(lens, "labels", allowed, int(lo if lo < 0 else hi))
+        raise out_of_range(lens, "labels", y, n, allowed)
 
 
 def _softmax_rows(s: Any, y: Any) -> tuple[Any, Any]:

@@ -15,7 +15,6 @@ array([[3., 2.]])
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from prelens.nn._conv import (
     stack_windows,
     windows_numpy,
 )
+from prelens.nn._fastcheck import dtype_token
 from prelens.nn._rows import reshape
 from prelens.nn._transformer_wiring import reparam
 
@@ -53,16 +53,17 @@ def _pool_geometry(fn: str, kernel: Any, stride: Any, padding: Any) -> Geometry:
     return geo
 
 
-def _expects(name: str, geo: Geometry, shapes: Callable[[Any], tuple[Ints, Ints]]) -> Expects:
-    """A pool's patterns; ``shapes(m)`` reads ``(x_shape, out)`` from its residue: the delta is ``(N, *out, C)``."""
+def _expects(name: str, geo: Geometry) -> Expects:
+    """A pool's patterns; its residue ends ``(x_shape, out, token)``: the delta is ``(N, *out, C)``, of the input's
+    dtype (``token``'s), or None (the delta of data: a next layer built with ``input_delta=False``)."""
 
-    def like(m: Any) -> tuple[None, Ints]:  # any float dtype (the residue holds no array of the output's)
-        x_shape, out = shapes(m)
+    def like(m: Any) -> tuple[Any, Ints]:
+        x_shape, out, token = m[-3:]
         if len(x_shape) != geo.dims + 2 or tuple(out) != geo.out_sizes(name, Shaped(x_shape)):
             raise ValueError("a residue whose shapes disagree")  # reported as a residue this lens did not make
-        return None, (x_shape[0], *out, x_shape[-1])
+        return token, (x_shape[0], *out, x_shape[-1])
 
-    return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=Like(like))
+    return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=Like(like, or_none=True))
 
 
 @constructor
@@ -85,26 +86,28 @@ def max_pool(
     name = f"max_pool({geo.describe(geo.kernel)})"
     kk = geo.size
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, Ints, Ints], Array]:
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Array, Ints, Ints, Array], Array]:
         out = geo.out_sizes(name, x)
         if type(x) is np.ndarray:  # every window, (N, *out, K, C), as a fresh array
             win = np.array(windows_numpy(pad(x, geo, -np.inf), geo, out, 1)).reshape(x.shape[0], *out, kk, x.shape[-1])
             idx = win.argmax(axis=-2)
             y = np.take_along_axis(win, idx[..., None, :], axis=-2)[..., 0, :]
-            return (idx, tuple(x.shape), out), y
+            return (idx, tuple(x.shape), out, dtype_token(x)), y
         xp = namespace(x)
         win = stack_windows(pad(x, geo, -math.inf), geo, out)
-        return (xp.argmax(win, axis=-2), tuple(x.shape), out), xp.max(win, axis=-2)
+        return (xp.argmax(win, axis=-2), tuple(x.shape), out, dtype_token(x)), xp.max(win, axis=-2)
 
-    def bwd(res: tuple[Array, Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
-        idx, x_shape, out = res
+    def bwd(res: tuple[Array, Ints, Ints, Array], dy: Array | None) -> tuple[tuple[()], Array | None]:
+        idx, x_shape, out, _ = res
+        if dy is None:  # the delta of data
+            return (), None
         if type(dy) is np.ndarray:  # numpy's pieces have a groups axis
             return (), col2im(lambda i, o: np.where(idx == i, dy, 0.0)[..., None, :], geo, x_shape, out, dy)
         xp = namespace(dy)
         zero = xp.zeros_like(dy)
         return (), col2im(lambda i, o: xp.where(idx == i, dy, zero), geo, x_shape, out, dy)
 
-    return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[1], m[2])))
+    return PreLens(fwd, bwd, name, expects=_expects(name, geo))
 
 
 @constructor
@@ -124,25 +127,27 @@ def avg_pool(
     name = f"avg_pool({geo.describe(geo.kernel)})"
     kk = geo.size
 
-    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Ints, Ints], Array]:
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Ints, Ints, Array], Array]:
         out = geo.out_sizes(name, x)
         if type(x) is np.ndarray:
             win = windows_numpy(pad(x, geo, 0.0), geo, out, 1)  # (N, *out, 1, *k, C)
             y = win.sum(axis=tuple(range(1 + geo.dims, 2 + 2 * geo.dims)))
             y /= kk
-            return (tuple(x.shape), out), y
+            return (tuple(x.shape), out, dtype_token(x)), y
         xp = namespace(x)
         win = stack_windows(pad(x, geo, 0.0), geo, out)
-        return (tuple(x.shape), out), xp.sum(win, axis=-2) / kk
+        return (tuple(x.shape), out, dtype_token(x)), xp.sum(win, axis=-2) / kk
 
-    def bwd(res: tuple[Ints, Ints], dy: Array) -> tuple[tuple[()], Array]:
-        x_shape, out = res
+    def bwd(res: tuple[Ints, Ints, Array], dy: Array | None) -> tuple[tuple[()], Array | None]:
+        x_shape, out, _ = res
+        if dy is None:  # the delta of data
+            return (), None
         share = dy / kk
         if type(dy) is np.ndarray:  # numpy's pieces have a groups axis
             share = share[..., None, :]
         return (), col2im(lambda i, o: share, geo, x_shape, out, dy)
 
-    return PreLens(fwd, bwd, name, expects=_expects(name, geo, lambda m: (m[0], m[1])))
+    return PreLens(fwd, bwd, name, expects=_expects(name, geo))
 
 
 @constructor
@@ -157,14 +162,14 @@ def flatten() -> AnyLens:
     (2, 15)
     """
 
-    def fwd(p: tuple[()], x: Array) -> tuple[Ints, Array]:
-        shape = tuple(x.shape)
-        return shape, reshape(x, (shape[0], math.prod(shape[1:])))  # not -1: an empty batch has no size to divide
+    def fwd(p: tuple[()], x: Array) -> tuple[tuple[Ints, Array], Array]:
+        shape = tuple(x.shape)  # not -1: an empty batch has no size to divide
+        return (shape, dtype_token(x)), reshape(x, (shape[0], math.prod(shape[1:])))
 
-    def bwd(shape: Ints, dy: Array) -> tuple[tuple[()], Array]:
-        return (), reshape(dy, shape)
+    def bwd(m: tuple[Ints, Array], dy: Array | None) -> tuple[tuple[()], Array | None]:
+        return (), None if dy is None else reshape(dy, m[0])  # None: the delta of data
 
-    like = Like(lambda shape: (None, (shape[0], math.prod(shape[1:]))))  # any float dtype
+    like = Like(lambda m: (m[1], (m[0][0], math.prod(m[0][1:]))), or_none=True)  # the input's dtype
     return PreLens(fwd, bwd, "flatten", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=like))
 
 

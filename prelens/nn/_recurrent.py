@@ -208,6 +208,8 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
         w_ih, w_hh, b_ih, b_hh = p
         xp = namespace(xs)
         batch, steps, _ = xs.shape
+        if steps == 0:  # what the input's pattern cannot say
+            raise E.lens_shape_error(name, "input", f"{expects.input} with at least one time step", E.describe(xs))
         gis = xp.reshape(_flat(xs, n_in) @ w_ih + b_ih, (batch, steps, gn))
         h = xp.zeros_like(gis[:, 0, :n])
 

@@ -572,7 +572,8 @@ def generate(
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:
     greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
-    Returns ``(B, T0 + steps)`` ids.
+    Returns ``(B, T0 + steps)`` ids. The longest window is tried first, on one row: a model that
+    takes fewer positions fails before the first step, not after the steps that fit.
 
     >>> lm = decoder_lm(5, 8, 2, 16, 1, 8)
     >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape
@@ -592,8 +593,16 @@ def generate(
     gen = A.seed("generate", rng)
     # a model of another library (a leaf not numpy's): the ids go to it, the logits come back
     like = next((a for a in tree_leaves(params) if is_array(a) and not isinstance(a, np.ndarray)), None)
+    t0 = ids.shape[1]
+    longest = min(window, t0 + n_steps - 1)  # the longest window a step runs the model on
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
         _last_logits(lm, params, ids[:, -window:], 0, like)
+    elif longest > t0:  # checked before the first step, on one row: a model that refuses it fails now
+        try:
+            _last_logits(lm, params, np.zeros((1, longest), np.int64), 0, like)
+        except E.ShapeError as err:
+            said = f"{t0} prompt tokens and {n_steps} steps give the model windows of up to {longest} tokens"
+            raise type(err)(f"generate: {said} (max_len={max_len}), checked before the first step: {err}") from err
     for k in range(n_steps):
         logits = _last_logits(lm, params, ids[:, -window:], k, like)
         nxt = logits.argmax(axis=-1)  # greedy; sampling keeps it in rows where z overflows (the largest logits win)

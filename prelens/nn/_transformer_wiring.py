@@ -27,7 +27,8 @@ Fn = Callable[[Any], Any]
 #: name -> function from the lens's residue to an attention array ``(batch, heads, Tq, Tk)``.
 Probes = dict[str, Callable[[Any], Array]]
 
-_PROBES: weakref.WeakKeyDictionary[AnyLens, Probes] = weakref.WeakKeyDictionary()
+#: A lens's forward pass -> its probes (a lens under another name has the same pass and residue).
+_PROBES: weakref.WeakKeyDictionary[Callable[..., Any], Probes] = weakref.WeakKeyDictionary()
 
 
 def reparam(
@@ -151,23 +152,26 @@ def _copied(x: Any) -> Any:
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:
     """Record, for ``lens``, where its attention matrices lie in its residue; returns ``lens``."""
-    _PROBES[lens] = dict(probes)
+    _PROBES[lens.fwd] = dict(probes)  # by its forward pass: the lens under another name (``named``) has it too
     return lens
 
 
 def probes_of(lens: AnyLens) -> Probes:
     """The probes of ``lens``, its own or found through ``>>``, ``@`` and ``chain``, by name (``"block0.self"``;
     ``""``: a bare attention lens)."""
-    own = _PROBES.get(lens)
+    own = _PROBES.get(lens.fwd)
     if own is not None:
         return own
+    inner = REMAT_OF.get(lens)
+    if inner is not None:  # its residue is (p, s): the inner residue is made again
+        return {key: _recomputed(inner, get) for key, get in probes_of(inner).items()}
     if lens.op in (">>", "@", "chain"):
         found: Probes = {}
         for i, part in enumerate(lens.parts):
             for key, get in probes_of(part).items():
                 name, k = key, 2
                 while name in found:  # two parts with one name: "key#2", "key#3", ...
-                    name, k = f"{key}#{k}", k + 1
+                    name, k = f"{key or 'attention'}#{k}", k + 1
                 found[name] = _through(get, i)
         return found
     return {}
@@ -177,11 +181,16 @@ def _through(g: Callable[[Any], Array], i: int) -> Callable[[Any], Array]:
     return lambda m: g(m[i])
 
 
+def _recomputed(inner: AnyLens, g: Callable[[Any], Array]) -> Callable[[Any], Array]:
+    return lambda m: g(inner.fwd(*m)[0])
+
+
 def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     """The attention matrices of every attention lens in ``model``, read from a residue.
 
     ``residue`` is what ``model.fwd(p, s)`` returned as its residue (or what
-    :func:`prelens.vjp` closed over); nothing is recomputed. Keys name the
+    :func:`prelens.vjp` closed over); nothing is recomputed but inside a :func:`remat`, whose residue is
+    only ``(p, s)``: its weights are made again from them. Keys name the
     attention lens: ``"attention"`` for a bare one, ``"block0.self"``,
     ``"decoder1.cross"``, ... for models. Each value has shape
     ``(batch, heads, T_query, T_key)`` and rows that sum to 1. Lenses composed

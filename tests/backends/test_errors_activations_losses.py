@@ -89,7 +89,9 @@ def test_token_labels_are_data_numpy_labels_move_to_the_logits_library() -> None
         DTypeError, match=r"^token_cross_entropy: labels: expected int\[2,3\] \(leading axes of the logits\), got f64"
     ):
         ce.fwd(np.zeros((2, 3)), s)
-    with pytest.raises(StructureError, match=r"^token_cross_entropy: labels must lie in \[0, 5\) .*, got 5$"):
+    with pytest.raises(
+        StructureError, match=r"^token_cross_entropy: labels must lie in \[0, 5\) .*, got 5 at index \(0, 1\)$"
+    ):
         ce.fwd(np.array([[1, 5, 0], [0, 0, 0]]), s)
 
 

@@ -248,6 +248,20 @@ def _leaves(tree):
     return [tree]
 
 
+def test_attention_weights_are_found_through_remat_and_a_new_name():
+    """``remat`` keeps only ``(p, s)``: its weights are recomputed from them (never silently left out of a model);
+    a lens under another name (``named``) keeps its residue, so its weights are read from it."""
+    rng = np.random.default_rng(6)
+    mha = multi_head_attention(8, 2, causal=True)
+    p, x = mha.init(rng), rng.standard_normal((3, 4, 8))
+    plain = attention_weights(mha, mha.fwd(p, x)[0])["attention"]
+    for model in (remat(mha), mha.named("attn")):
+        assert np.allclose(attention_weights(model, model.fwd(p, x)[0])["attention"], plain), model
+    two = chain(remat(mha), mha)
+    found = attention_weights(two, two.fwd([p, p], x)[0])
+    assert list(found) == ["attention", "attention#2"] and np.allclose(found["attention"], plain)
+
+
 def test_attention_weights_of_a_lens_without_attention_is_an_error():
     with pytest.raises(StructureError, match="no attention lenses"):
         attention_weights(split_heads(2), ())

@@ -233,11 +233,20 @@ def test_bad_inputs_residues_and_deltas_are_errors_naming_the_lens():
     name = r"scaled_dot_product_attention\(d_k=2, causal\)"
     for bad, error, says in (
         (((np.ones((1, 3, 3)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), ShapeError, r"input at \[0\]\[0\]: expected"),
-        (((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 3, 5))), StructureError, "the same T_k >= 1"),
+        (
+            ((np.ones((1, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 3, 5))),
+            ShapeError,
+            r"input: expected K \(\.\.\., T_k, d_k\) and V \(\.\.\., T_k, d_v\) with the same T_k >= 1 keys, "
+            r"got K f64\[1,4,2\] and V f64\[1,3,5\]$",
+        ),
         (((np.ones((2, 3, 2)), np.ones((1, 4, 2))), np.ones((1, 4, 5))), ShapeError, r"input at \[0\]\[1\]: .*leading"),
         (((np.ones((1, 3, 2)), np.ones((1, 4, 2), np.float32)), np.ones((1, 4, 5))), DTypeError, r"\(dtype and"),
-        (((np.ones((1, 3, 2)), np.ones((1, 0, 2))), np.ones((1, 0, 5))), StructureError, "the same T_k >= 1"),
-        ([[np.ones((1, 3, 2)), np.ones((1, 4, 2))], np.ones((1, 4, 5))], StructureError, "a tuple of a tuple"),
+        (((np.ones((1, 3, 2)), np.ones((1, 0, 2))), np.ones((1, 0, 5))), ShapeError, "got K f64\\[1,0,2\\] and V"),
+        (
+            [[np.ones((1, 3, 2)), np.ones((1, 4, 2))], np.ones((1, 4, 5))],
+            StructureError,
+            r"input must be \(\(Q, K\), V\), tuples, got \[\[f64\[1,3,2\], f64\[1,4,2\]\], f64\[1,4,5\]\]$",
+        ),
         ((np.ones((1, 3, 2)), np.ones((1, 4, 5))), StructureError, r"input at \[0\]: expected tuple of 2"),
         (None, StructureError, "input: expected tuple of 2, got None"),
     ):

@@ -122,7 +122,7 @@ def test_clear_errors() -> None:
     with pytest.raises(DTypeError, match=r"^dropout\(0\.5\): input: expected a float array, got i64\[3\]$"):
         drop.fwd(DropoutKey(()), np.arange(3))
     m, _ = drop.fwd(with_dropout(drop.init(0), 0), np.ones(3))
-    with pytest.raises(ShapeError, match=r"^dropout\(0\.5\): output delta: expected a float array of the input's"):
+    with pytest.raises(ShapeError, match=r"^dropout\(0\.5\): output delta: expected f64\[3\], got f64\[4\]$"):
         drop.bwd(m, np.ones(4))
     with pytest.raises(ArgumentError, match=r"^with_dropout: key must be an int in \[0, 2\*\*64\), got -1$"):
         with_dropout(drop.init(0), -1)
@@ -186,3 +186,25 @@ def test_a_training_loop_threads_the_keys() -> None:
         params, state = opt.update(without_dropout(grads), state, params)
     assert params[1] == DropoutKey(())  # the parameters held between steps evaluate without noise
     assert accuracy(model, params, iris.x_test, iris.y_test) >= 0.9
+
+
+def test_a_numpy_rate_is_shown_as_a_number() -> None:
+    assert repr(dropout(np.float64(0.5))) == repr(dropout(0.5)) == "dropout(0.5)" and repr(dropout(0)) == "dropout(0)"
+
+
+def test_the_delta_keeps_the_input_dtype_and_none_passes_through() -> None:
+    """A float64 delta on a float32 input is refused (no silent float64 gradient); ``None`` (the delta of data:
+    a next layer built with ``input_delta=False``) passes through in both modes."""
+    drop = dropout(0.5)
+    x = np.ones((3, 4), np.float32)
+    m, _ = drop.fwd(with_dropout(drop.init(0), 2), x)
+    with pytest.raises(DTypeError, match=r"^dropout\(0\.5\): output delta: expected f32\[3,4\], got f64\[3,4\]$"):
+        drop.bwd(m, np.ones((3, 4)))
+    with pytest.raises(
+        StructureError, match=r"^dropout\(0\.5\): output delta: expected an array f32\[3,4\], got \[\[float"
+    ):
+        drop.bwd(m, [[1.0] * 4] * 3)
+    net = chain(dropout(0.2), dense(4, 3, input_delta=False))
+    for params in (net.init(0), with_dropout(net.init(0), 1)):
+        y, pullback = vjp(net, params, np.ones((5, 4)))
+        assert pullback(np.ones_like(y))[1] is None

@@ -89,6 +89,18 @@ def test_extreme_inputs_stay_finite_without_warnings():
     np.testing.assert_allclose(softmax.fwd((), big)[1][0], [0.0, 0.0, 1.0])
 
 
+@pytest.mark.parametrize("dtype, big", [(np.float32, 1e14), (np.float64, 1e104)])
+def test_gelu_gradient_of_huge_inputs_is_its_limit_not_nan(dtype, big):
+    """Far out gelu'(z) is 1 (or 0): ``(1 − t²) z`` is formed first (zero), then scaled, so ``z³`` never overflows
+    into ``0 · inf`` (PyTorch's tanh form gives the same limits)."""
+    z = np.array([-big, -10.0, 0.0, 10.0, big], dtype)
+    with np.errstate(over="ignore", invalid="raise"):  # z³ may overflow to inf (tanh(inf) = 1), never to 0 · inf
+        m, y = gelu.fwd((), z)
+        _, ds = gelu.bwd(m, np.ones_like(y))
+    np.testing.assert_allclose(ds[[0, -1]], [0.0, 1.0])
+    assert ds.dtype == dtype and np.isfinite(y).all()
+
+
 def test_softmax_rows_are_distributions():
     rng = np.random.default_rng(0)
     y = softmax.fwd((), rng.standard_normal((2, 3, 5)))[1]

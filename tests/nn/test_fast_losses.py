@@ -96,10 +96,16 @@ def test_cross_entropy_takes_leading_axes():
 
 def test_labels_out_of_range_or_malformed_are_errors_naming_the_lens():
     s = np.zeros((3, 4))
-    with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got 4"):
+    with pytest.raises(
+        StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got 4 at index \(1,\)$"
+    ):
         softmax_cross_entropy.fwd(np.array([0, 4, 1]), s)
-    with pytest.raises(StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got -1"):
+    with pytest.raises(
+        StructureError, match=r"softmax_cross_entropy: labels must lie in \[0, 4\).* got -1 at index \(1,\)$"
+    ):
         softmax_cross_entropy.fwd(np.array([0, -1, 1]), s)
+    with pytest.raises(StructureError, match=r"labels must lie in \[0, 4\).* got 9 at index \(1, 0\)$"):  # the first
+        softmax_cross_entropy.fwd(np.array([[0, 1], [9, -3]]), np.zeros((2, 2, 4)))
     with pytest.raises(
         DTypeError,
         match=r"^softmax_cross_entropy: labels: expected int\[3\] \(leading axes of the logits\), got f64\[3\]$",
@@ -145,7 +151,7 @@ def test_token_labels_and_logits_are_named_in_errors():
         ce.fwd(np.zeros((2, 3), np.int64), np.zeros((2, 3, 5), np.int64))
     with pytest.raises(
         StructureError,
-        match=r"^token_cross_entropy\(ignore_index=0\): labels must lie in \[0, 5\) or equal ignore_index=0, got -1$",
+        match=r"^token_cross_entropy\(ignore_index=0\): labels must lie in \[0, 5\) or equal ignore_index=0, got -1 at index \(0, 1\)$",
     ):
         token_cross_entropy(ignore_index=0).fwd(np.array([[0, -1, 2], [0, 0, 0]]), s)
     with pytest.raises(

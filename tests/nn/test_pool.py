@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from prelens import ShapeError, StructureError, vjp
+from prelens import DTypeError, ShapeError, StructureError, chain, vjp
 from prelens.errors import ArgumentError
-from prelens.nn import avg_pool, composed, flatten, max_pool
+from prelens.nn import avg_pool, composed, dense, flatten, max_pool
 from prelens.testing import check_lens_laws, check_vjp, seeds
 
 
@@ -144,3 +146,22 @@ def test_a_kernel_larger_than_the_padded_input_is_refused_at_call_time():
         avg_pool((2, 2)).fwd((), np.zeros((3, 4)))
     with pytest.raises(ShapeError, match=r"^flatten: input: expected float\[\.\.\.,\*,\*\], got f64\[3\]"):
         flatten().fwd((), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "lens, shape",
+    [(max_pool(2), (4, 6, 3)), (avg_pool((2, 2)), (2, 4, 4, 3)), (flatten(), (4, 6, 3))],
+    ids=repr,
+)
+def test_a_float32_pool_refuses_a_float64_delta_and_passes_none_through(lens, shape):  # type: ignore[no-untyped-def]
+    """The delta keeps the input's dtype (a float32 model never computes its gradient in float64), and no delta
+    (``None``, from a next layer with ``input_delta=False`` fed by this one) passes through, as data."""
+    x = np.ones(shape, np.float32)
+    y, pullback = vjp(lens, (), x)
+    assert pullback(np.ones_like(y))[1].dtype == np.float32
+    with pytest.raises(DTypeError, match=rf"^{re.escape(lens.name)}: output delta: expected f32\[.*\], got f64\["):
+        lens.bwd(lens.fwd((), x)[0], np.ones(y.shape))
+    assert lens.bwd(lens.fwd((), x)[0], None) == ((), None)
+    net = chain(lens, flatten(), dense(int(np.prod(y.shape[1:])), 2, dtype=np.float32, input_delta=False))
+    out, pullback = vjp(net, net.init(0), x)
+    assert pullback(np.ones_like(out))[1] is None  # e.g. images flattened into a first layer without input delta

@@ -131,3 +131,12 @@ def test_wrong_inputs_are_named():
         layer.fwd(p, np.ones((2, 5, 3), np.float32))
     with pytest.raises(ShapeError, match=r"weight_hh"):
         layer.fwd(p._replace(weight_hh=np.ones((4, 4))), np.ones((2, 5, 3)))
+
+
+@pytest.mark.parametrize("make", [rnn, gru, lstm, lambda n_in, n: bidirectional(gru(n_in, n))])
+def test_a_sequence_without_steps_is_refused_clearly(make):
+    layer = make(3, 4)
+    with pytest.raises(
+        ShapeError, match=r"\(3→4\): input: expected f64\[\*,\*,3\] with at least one time step, got f64\[2,0,3\]"
+    ):
+        layer.fwd(layer.init(0), np.ones((2, 0, 3)))

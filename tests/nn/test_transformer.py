@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prelens import DTypeError, PreLens, PrelensError, ShapeError, StructureError, chain, summary, vjp
+from prelens import DTypeError, PreLens, PrelensError, ShapeError, StructureError, chain, forward, summary, vjp
 from prelens.core import tree_allclose, tree_leaves, tree_paths
 from prelens.nn import (
     DecoderBlockParams,
@@ -128,6 +128,22 @@ def test_embedding_errors_name_the_lens():
         sinusoidal_encoding(2, max_len=3).fwd((), np.zeros((1, 4, 2)))
     with pytest.raises(DTypeError, match="positional_embedding"):
         pos.fwd(pos.init(0), np.zeros((1, 2, 2), np.float32))  # no silent up-casting
+
+
+def test_a_positional_embedding_of_no_positions_has_a_zero_gradient():
+    pos = positional_embedding(4, 2)
+    y, pullback = vjp(pos, pos.init(0), np.zeros((3, 0, 2)))
+    dp, dx = pullback(np.ones_like(y))
+    assert y.shape == dx.shape == (3, 0, 2) and dp.shape == (4, 2) and not dp.any()
+
+
+def test_sinusoidal_encoding_keeps_the_delta_dtype_and_passes_none_through():
+    enc = sinusoidal_encoding(4)
+    m, y = enc.fwd((), np.zeros((2, 3, 4), np.float32))
+    assert enc.bwd(m, np.ones_like(y))[1].dtype == np.float32
+    with pytest.raises(DTypeError, match=r"^sinusoidal_encoding\(4\): output delta: expected f32\[2,3,4\], got f64"):
+        enc.bwd(m, np.ones((2, 3, 4)))
+    assert enc.bwd(m, None) == ((), None)  # the delta of data (a next layer with input_delta=False)
 
 
 # ------------------------------------------------------------ norm, residual
@@ -479,6 +495,22 @@ def test_generate_is_greedy_and_extends_the_prompt():
     assert out[0, 4] == nxt[0]
     sampled = generate(lm, p, np.array([[1]]), 10, max_len=6, temperature=1.0, rng=0)
     assert sampled.shape == (1, 11) and sampled.max() < 7
+
+
+def test_generate_refuses_windows_longer_than_the_model_takes_before_the_first_step(monkeypatch):
+    """A prompt plus steps past the model's positions fails at once (one probe of the longest window), not after
+    the steps that fit have been run."""
+    import prelens.nn._transformer as transformer
+
+    calls = []
+    monkeypatch.setattr(transformer, "forward", lambda *a: calls.append(a[2].shape) or forward(*a))
+    lm = _small_lm()  # 6 positions
+    with pytest.raises(ShapeError, match=r"^generate: 2 prompt tokens and 9 steps give the model windows of up to 10 "):
+        generate(lm, lm.init(0), np.array([[1, 2], [3, 4]]), 9)
+    assert calls == [(1, 10)]
+    calls.clear()
+    assert generate(lm, lm.init(0), np.array([[1, 2]]), 9, max_len=6).shape == (1, 11)  # a sliding window fits
+    assert calls[0] == (1, 6) and len(calls) == 10
 
 
 def test_lm_params_are_named():
