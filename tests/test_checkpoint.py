@@ -290,6 +290,21 @@ def test_failed_fsync_leaves_the_old_file_untouched(saved: Path, monkeypatch: py
     assert os.listdir(saved.parent) == ["params.npz"]
 
 
+def test_a_path_that_cannot_be_a_file_is_refused_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A directory, a missing directory or a file taken for one: refused by name before any byte is written (no
+    temporary file in the parent, no message naming one)."""
+    (tmp_path / "plain").write_text("x")
+    monkeypatch.setattr(np.lib.format, "write_array", None)  # writing anything would fail differently
+    for target, why in [
+        (tmp_path, "it is a directory"),
+        (tmp_path / "missing" / "c.npz", "the directory .*missing does not exist"),
+        (tmp_path / "plain" / "c.npz", ".*plain is not a directory"),
+    ]:
+        with pytest.raises(CheckpointError, match=rf"^cannot write checkpoint {target}: {why}; nothing was written$"):
+            save_checkpoint(target, [np.ones(3)])
+    assert os.listdir(tmp_path) == ["plain"]
+
+
 def test_save_replaces_and_keeps_the_exact_name(tmp_path: Path):
     path = tmp_path / "weights"  # no suffix added
     save_checkpoint(path, [1.0])

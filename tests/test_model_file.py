@@ -48,7 +48,7 @@ from prelens import (
 )
 from prelens.core import _registry as C
 from prelens.core import tree_leaves
-from prelens.errors import ArgumentError, ModelFileError
+from prelens.errors import ArgumentError, CheckpointError, ModelFileError
 from prelens.faithful._branch import branch_t
 from prelens.io import LoadedModel, load_metadata, register_constructor, save_checkpoint
 from prelens.io import _describe as D
@@ -511,6 +511,8 @@ def test_bad_metadata_and_paths_are_refused_before_writing(tmp_path: Path):
         save_model(None, lens, lens.init(0))  # type: ignore[arg-type]
     with pytest.raises(StructureError, match=r"save_model: lens must be a PreLens or a TriLens"):
         save_model(tmp_path / "m.prelens", "mlp", ())
+    with pytest.raises(CheckpointError, match=rf"^cannot write checkpoint {tmp_path}: it is a directory"):
+        save_model(tmp_path, lens, lens.init(0))
     assert os.listdir(tmp_path) == []
 
 

@@ -121,8 +121,9 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     ``int`` keys, and ``None``.
 
     Raises :class:`prelens.errors.CheckpointError` for anything else (naming the path in the tree), for trees or
-    metadata nested more than 100 levels deep, and when writing fails; either way the file that was at ``path``
-    stays as it was. A Ctrl-C during the write is acted on when the file is complete.
+    metadata nested more than 100 levels deep, for a ``path`` that cannot be a file (a directory, or in a missing
+    one: refused before any work), and when writing fails; either way the file that was at ``path`` stays as it was.
+    A Ctrl-C during the write is acted on when the file is complete.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -130,7 +131,7 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     >>> load_metadata(path)
     {'epoch': 3}
     """
-    target = file_path("save_checkpoint", path)
+    target = target_path("save_checkpoint", path)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise _unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
@@ -511,6 +512,15 @@ def file_path(fn: str, path: Any) -> str:
     if not isinstance(name, str):
         raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
     return name
+
+
+def target_path(fn: str, path: Any) -> str:
+    """:func:`file_path` of a file that can be written there (a directory, say, is refused before any work)."""
+    target = file_path(fn, path)
+    why = unwritable_reason(target)
+    if why is not None:
+        raise E.CheckpointError(f"cannot write checkpoint {target}: {why}; nothing was written")
+    return target
 
 
 def _why(err: BaseException) -> str:
