@@ -13,7 +13,7 @@ from prelens import NonFiniteError, chain, forward, learn
 from prelens import learn as optim
 from prelens.core import tree_allclose, tree_leaves
 from prelens.datasets import load_iris
-from prelens.errors import ArgumentError, DTypeError, MissingExtraError, StructureError
+from prelens.errors import ArgumentError, DTypeError, MissingExtraError, ShapeError, StructureError
 from prelens.nn import (
     DropoutKey,
     decoder_lm,
@@ -237,6 +237,24 @@ def test_validation_data_holding_nan_is_refused_before_the_first_step():
     bad[4, 1] = np.nan
     with pytest.raises(NonFiniteError, match=r"^fit \(validation\): data\[0\] holds NaN or infinity, first in row 4"):
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), validation=(bad, VALID[1]), progress=False)
+
+
+@pytest.mark.parametrize(
+    ("validation", "error", "match"),
+    [
+        ((VALID[0][:, :3], VALID[1]), ShapeError, r"^dense\(4→16, tanh\): input: expected f64\[\.\.\.,4\]"),
+        ((VALID[0], VALID[1][:, None]), ShapeError, r"^softmax_cross_entropy: labels: expected int"),
+        ((VALID[0], VALID[1] * 1.0), DTypeError, r"^softmax_cross_entropy: labels: expected int"),
+    ],
+)
+def test_validation_data_that_does_not_fit_the_model_is_refused_before_the_first_step(
+    validation: Any, error: type, match: str
+):
+    """Not after a whole epoch of training: the model and loss run on its first rows before the first step."""
+    with pytest.raises(error, match=match) as caught:
+        fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), validation=validation, progress=False)
+    assert "fit: validation=(xs, targets) does not fit the model and loss" in "".join(caught.value.__notes__)
+    assert not hasattr(caught.value, "history")  # no training was done, no state to hand back
 
 
 # ------------------------------------------------------------------ data of another float dtype

@@ -80,7 +80,8 @@ def fit(
     ``penalty`` (``prelens.learn.l2(1e-4)``) is added to the loss minimised and to ``history.loss``, not to
     ``val_loss`` and ``train_loss``. ``params`` defaults to ``model.init(rng)``, ``opt_state`` to the optimiser's
     initial state. ``metrics`` (``{"accuracy": accuracy}``) are recorded after every epoch as ``val_<name>`` on
-    ``validation = (xs, targets)`` (with ``val_loss``) and, with ``train_metrics=True``, as ``train_<name>`` on the
+    ``validation = (xs, targets)`` (with ``val_loss``; its first row is run through the model and loss before
+    training, so that a misfit is an error then) and, with ``train_metrics=True``, as ``train_<name>`` on the
     training data (with ``train_loss``); ``metrics`` with neither is an error. ``callbacks``: objects with
     ``on_epoch_end(epoch, history, params, opt_state) -> bool`` (``True`` stops; see :class:`Callback`).
 

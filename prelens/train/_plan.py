@@ -22,6 +22,7 @@ from prelens.learn._optimizer import init_state
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
 from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
+from prelens.train._evaluate import evaluate
 from prelens.train._history import History
 from prelens.train._progress import Progress
 from prelens.train._resume import Resumed, read_checkpoint, resume_refused
@@ -228,6 +229,8 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     dtype = model_dtype(at.params)
     data = cast("fit", a.data, dtype)
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
+    if validation is not None:
+        _check_validation(a, at.params, validation)
     dropout = has_dropout(at.params)
     to_host, compiled = False, None
     if a.auto:
@@ -245,6 +248,15 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
     )
     return Plan(a, data, validation, n_batches, dropout, _strategy(a, dropout, compiled), bar, to_host), at
+
+
+def _check_validation(a: Args, params: Tree, validation: tuple[Any, Any]) -> None:
+    """The model and loss run on the first row of ``validation``: a misfit is found now, not after an epoch."""
+    try:
+        evaluate(a.model, a.loss, params, *take(validation, None, 0, 1))
+    except E.PrelensError as err:
+        err.add_note("fit: validation=(xs, targets) does not fit the model and loss (its first row, tried first)")
+        raise
 
 
 #: ``backend="auto"`` takes JAX for a run of at least this many multiply-adds (parameters x batch rows x
