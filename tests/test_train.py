@@ -220,6 +220,17 @@ def test_fit_argument_errors(kwargs: dict[str, Any], match: str):
         fit(affine_lens(), half_squares(), optimizer=sgd(0.1), **args)
 
 
+def test_a_stream_that_cannot_be_written_is_refused_before_training(tmp_path: Path):
+    """Not at the first progress line, after an epoch of work."""
+    closed = io.StringIO()
+    closed.close()
+    (tmp_path / "log.txt").write_text("")
+    with open(tmp_path / "log.txt") as read_only:
+        for stream, why in [(closed, "closed"), (read_only, "not writable")]:
+            with pytest.raises(PrelensError, match=rf"^fit: stream must be an open, writable text stream.*\({why}\)$"):
+                fit(affine_lens(), half_squares(), (XS, YS), 1, 4, sgd(0.1), stream=stream, progress=True)
+
+
 # ------------------------------------------------------- never lose work
 
 
