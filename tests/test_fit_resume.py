@@ -328,6 +328,11 @@ def test_callback_argument_errors(make: Any, match: str):
         (EarlyStopping(), r"^fit: callbacks must be a list of callbacks"),
         ([EarlyStopping], r"^fit: callbacks must be a list of callbacks"),
         ([print], r"^fit: callbacks must be a list of callbacks"),
+        (
+            [LearningRateLogger(optim.sgd(0.5))],  # it would log 0.5 while adam(0.01) trains
+            r"^fit: LearningRateLogger logs the lr of SGD\(lr=0\.5\), not the lr of the optimizer trained, "
+            r"Adam\(lr=0\.01, ",
+        ),
     ],
 )
 def test_fit_checks_its_callbacks_before_training(callbacks: Any, match: str):

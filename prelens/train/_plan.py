@@ -91,7 +91,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     train_metrics = _args.flag("fit", "train_metrics", train_metrics)
     progress = None if progress is None else _args.flag("fit", "progress", progress)
     measures = _check_metrics(metrics, validation is not None, train_metrics)
-    cbs = _check_callbacks(callbacks, measures, validation is not None, train_metrics)
+    cbs = _check_callbacks(callbacks, optimizer, measures, validation is not None, train_metrics)
     xs, ys = _args.batch("fit", data, "data")
     n = rows("fit", xs, ys)
     if validation is not None:
@@ -139,9 +139,9 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
 
 
 def _check_callbacks(
-    callbacks: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool
+    callbacks: Any, optimizer: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool
 ) -> tuple[Any, ...]:
-    """The callbacks, each monitoring a series this fit records."""
+    """The callbacks, each monitoring a series this fit records (a learning-rate log: the optimiser's own)."""
     expected = "a list of callbacks (objects with on_epoch_end), e.g. [EarlyStopping()]"
     if callbacks is None:
         return ()
@@ -156,7 +156,12 @@ def _check_callbacks(
         )
     measured_on = [prefix for prefix, on in (("train", on_train), ("val", has_validation)) if on]
     recorded = ["loss", *(f"{prefix}_{m}" for prefix in measured_on for m in ("loss", *metrics))]
-    if any(isinstance(cb, LearningRateLogger) for cb in callbacks):
+    for cb in (cb for cb in callbacks if isinstance(cb, LearningRateLogger)):
+        if not cb.follows(optimizer):
+            raise E.ArgumentError(
+                f"fit: LearningRateLogger logs the lr of {cb.optimizer!r}, not the lr of the optimizer trained, "
+                f"{optimizer!r}: give it that optimizer"
+            )
         recorded.append("lr")
     for cb in callbacks:
         if isinstance(cb, (EarlyStopping, CheckpointBest)) and cb.monitor not in recorded:
