@@ -209,6 +209,13 @@ def test_metrics_without_anything_to_measure_them_on_are_an_error():
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), metrics={"accuracy": accuracy}, progress=False)
 
 
+@pytest.mark.parametrize(("value", "got"), [(np.ones(2), r"f64\[2\]"), (None, "None"), ("0.5", "str")])
+def test_a_metric_that_gives_no_number_is_named(value: Any, got: str):
+    with pytest.raises(StructureError, match=rf"^fit: the metric 'odd' must give a number \(a float\), got {got}"):
+        fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), progress=False, train_metrics=True,
+            metrics={"odd": lambda model, params, xs, ys: value})  # fmt: skip
+
+
 def test_train_metrics_are_measured_on_the_training_data_after_each_epoch():
     out = fit(MODEL, softmax_cross_entropy, DATA, 3, 16, optim.adam(0.01), rng=0, progress=False,
               metrics={"accuracy": accuracy}, train_metrics=True)  # fmt: skip
