@@ -25,7 +25,7 @@ from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, tak
 from prelens.train._evaluate import evaluate
 from prelens.train._history import History
 from prelens.train._progress import Progress
-from prelens.train._resume import Resumed, read_checkpoint, resume_refused
+from prelens.train._resume import Resumed, read_checkpoint, resume_refused, run_record
 from prelens.train._runtime import batch_rows, resolve_threads
 from prelens.train._step import Check, optimizer_form, step_of
 
@@ -197,7 +197,7 @@ def _read_resume(a: Args) -> Resumed:
     if a.model.init_fn is not None:
         like = a.model.init(np.random.default_rng(0))
         state_like = _init_state(a.optimizer, a.lens_form, like)
-    resumed = read_checkpoint(a.resume or "", like, state_like)
+    resumed = read_checkpoint(a.resume or "", like, state_like, run=run_record(a.model, a.optimizer))
     if a.restorer is not None and resumed.best is None:
         best = a.restorer.best_epoch(resumed.history)
         if best is not None and (best != resumed.history.epochs or resumed.batch != 0):
