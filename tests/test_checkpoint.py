@@ -128,6 +128,14 @@ def test_metadata(tmp_path: Path):
     with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable"):
         save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"bad": object()})
     assert not (tmp_path / "n.npz").exists()
+    # numpy's scalars are numbers (a float32 model's loss, an argmax): stored as JSON's, NaN refused as ever
+    numbers = {"loss": np.float32(0.5), "best": np.int64(7), "done": np.bool_(True), "all": [np.float16(2)]}
+    save_checkpoint(tmp_path / "m.npz", [1.0], metadata=numbers)
+    assert load_metadata(tmp_path / "m.npz") == {"loss": 0.5, "best": 7, "done": True, "all": [2.0]}
+    with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable \(Out of range float"):
+        save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"loss": np.float32("nan")})
+    with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable \(Object of type ndarray"):
+        save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"xs": np.zeros(2)})
 
 
 # --------------------------------------------------------------- bad files

@@ -507,6 +507,9 @@ def test_bad_metadata_and_paths_are_refused_before_writing(tmp_path: Path):
         save_model(tmp_path / "m.prelens", lens, lens.init(0), metadata=[("a", 1)])  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match=r"^save_model: metadata must be JSON-serialisable"):
         save_model(tmp_path / "m.prelens", lens, lens.init(0), metadata={"f": len})
+    save_model(tmp_path / "ok.prelens", lens, lens.init(0), metadata={"accuracy": np.float32(0.75)})
+    assert load_model(tmp_path / "ok.prelens").metadata == {"accuracy": 0.75}
+    os.remove(tmp_path / "ok.prelens")
     with pytest.raises(ArgumentError, match=r"^save_model: path must be a file path"):
         save_model(None, lens, lens.init(0))  # type: ignore[arg-type]
     with pytest.raises(StructureError, match=r"save_model: lens must be a PreLens or a TriLens"):

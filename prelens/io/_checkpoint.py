@@ -113,7 +113,7 @@ def _known_namedtuples() -> dict[str, type]:
 
 
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
-    """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
+    """Write ``tree`` (and JSON-able ``metadata``: numpy's scalars are stored as numbers) to ``path`` atomically.
 
     The file is written exactly at ``path`` (no suffix is added). Leaves may be arrays of bool/int/uint/float/complex
     dtypes (numpy's, or another array-API library's, stored as the numpy arrays of the same values), numpy scalars,
@@ -141,11 +141,19 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
         raise _unsupported("metadata", f"nested more than {_MAX_DEPTH} levels deep")
     header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": meta}
     try:
-        text = json.dumps(header, allow_nan=False)
+        text = json.dumps(header, allow_nan=False, default=json_number)
     except (TypeError, ValueError) as err:
         raise _unsupported("metadata", f"must be JSON-serialisable ({err})") from None
     arrays[_HEADER] = np.array(text)
     _write_atomically(target, arrays)
+
+
+def json_number(x: Any) -> Any:
+    """A numpy scalar as JSON's number or bool (``json.dumps``'s ``default``); anything else is not JSON."""
+    value = x.item() if isinstance(x, (np.number, np.bool_)) else x
+    if isinstance(value, (bool, int, float)):
+        return value
+    raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
 
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:

@@ -70,7 +70,7 @@ def save_model(
         raise E.bad_argument("save_model", "metadata", E.describe(metadata), "a mapping with string keys, or None")
     user = dict(metadata or {})
     try:
-        json.dumps(user, allow_nan=False)
+        json.dumps(user, allow_nan=False, default=checkpoint.json_number)
     except (TypeError, ValueError, RecursionError) as err:
         raise E.bad_argument("save_model", "metadata", E.describe(metadata), f"JSON-serialisable ({err})") from None
     try:
