@@ -369,6 +369,15 @@ def test_fit_checks_its_callbacks_before_training(callbacks: Any, match: str):
         fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, callbacks=callbacks)
 
 
+def test_checkpoint_best_and_checkpoint_path_on_one_file_is_refused(tmp_path: Path):
+    """Each would overwrite the other's file: the best parameters would be lost without a word."""
+    path = tmp_path / "c.npz"
+    with pytest.raises(ArgumentError, match=r"^fit: CheckpointBest writes to checkpoint_path .*c\.npz"):
+        fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, checkpoint_path=path,
+            callbacks=[CheckpointBest(str(tmp_path / "." / "c.npz"))])  # fmt: skip
+    assert not path.exists()
+
+
 # ------------------------------------------------------------------ the issue's bar
 
 

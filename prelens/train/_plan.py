@@ -91,7 +91,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     train_metrics = _args.flag("fit", "train_metrics", train_metrics)
     progress = None if progress is None else _args.flag("fit", "progress", progress)
     measures = _check_metrics(metrics, validation is not None, train_metrics)
-    cbs = _check_callbacks(callbacks, optimizer, measures, validation is not None, train_metrics)
+    cbs = _check_callbacks(callbacks, optimizer, measures, validation is not None, train_metrics, checkpoint_path)
     xs, ys = _args.batch("fit", data, "data")
     n = rows("fit", xs, ys)
     if validation is not None:
@@ -139,9 +139,10 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
 
 
 def _check_callbacks(
-    callbacks: Any, optimizer: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool
+    callbacks: Any, optimizer: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool, path: Any
 ) -> tuple[Any, ...]:
-    """The callbacks, each monitoring a series this fit records (a learning-rate log: the optimiser's own)."""
+    """The callbacks, each monitoring a series this fit records (a learning-rate log: the optimiser's own; the best
+    checkpoint: in a file of its own)."""
     expected = "a list of callbacks (objects with on_epoch_end), e.g. [EarlyStopping()]"
     if callbacks is None:
         return ()
@@ -164,6 +165,10 @@ def _check_callbacks(
             )
         recorded.append("lr")
     for cb in callbacks:
+        if isinstance(cb, CheckpointBest) and path is not None and os.path.realpath(cb.path) == os.path.realpath(path):
+            raise E.ArgumentError(
+                f"fit: CheckpointBest writes to checkpoint_path {os.fspath(path)}: give it a file of its own"
+            )
         if isinstance(cb, (EarlyStopping, CheckpointBest)) and cb.monitor not in recorded:
             raise E.ArgumentError(
                 f"fit: {type(cb).__name__} monitors {cb.monitor!r}, which this fit does not record; it records "
