@@ -264,6 +264,24 @@ def test_validation_data_that_does_not_fit_the_model_is_refused_before_the_first
     assert not hasattr(caught.value, "history")  # no training was done, no state to hand back
 
 
+def test_data_of_another_library_than_the_parameters_needs_a_backend():
+    """Without ``backend=`` fit trains in the parameters' library and moves nothing: refused before the first step
+    (the step failed with a message about tree structures), naming the backend that would train on it."""
+    xps = pytest.importorskip("array_api_strict")
+    strict = (xps.asarray(DATA[0]), xps.asarray(DATA[1]))
+    for data, validation, where in [
+        (strict, None, r"data\[0\]"),
+        (DATA, (xps.asarray(VALID[0]), VALID[1]), r"validation\[0\]"),
+    ]:
+        with pytest.raises(ArgumentError, match=rf"^fit: {where} is array_api_strict's and the parameters are "
+                           r"numpy's: pass backend='array_api_strict' to train there \(the parameters move once\), "
+                           r"or give numpy arrays$"):  # fmt: skip
+            fit(MODEL, softmax_cross_entropy, data, 1, 16, optim.sgd(0.1), validation=validation, progress=False)
+    moved = fit(MODEL, softmax_cross_entropy, strict, 1, 16, optim.sgd(0.1), rng=0, progress=False,
+                backend="array_api_strict")  # fmt: skip
+    assert moved.history.epochs == 1
+
+
 # ------------------------------------------------------------------ data of another float dtype
 
 

@@ -13,10 +13,10 @@ from typing import Any, NamedTuple, TextIO
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, is_array, namespace_name, resolve_backend, to_backend
+from prelens.backend._arrays import copy, is_array, namespace, namespace_name, resolve_backend, to_backend
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
+from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
 from prelens.io._checkpoint import writable_path
 from prelens.learn._optimizer import init_state
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
@@ -239,6 +239,8 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     dtype = model_dtype(at.params)
     data = cast("fit", a.data, dtype)
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
+    if a.xp is None:
+        _check_library(at.params, {"data": data, "validation": validation})
     if validation is not None:
         _check_validation(a, at.params, validation)
     dropout = has_dropout(at.params)
@@ -258,6 +260,19 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
     )
     return Plan(a, data, validation, n_batches, dropout, _strategy(a, dropout, compiled), bar, to_host), at
+
+
+def _check_library(params: Tree, data: dict[str, Any]) -> None:
+    """Without ``backend=`` the run stays in the parameters' library: data of another is refused, not moved."""
+    libraries = {namespace_name(namespace(x)) for x in tree_leaves(params) if is_array(x)}
+    for what, tree in data.items() if len(libraries) == 1 else ():
+        for path, leaf in tree_paths(tree):
+            other, (lib,) = namespace_name(namespace(leaf)) if is_array(leaf) else None, libraries
+            if other not in (None, lib):
+                raise E.ArgumentError(
+                    f"fit: {what}{E.path_str(path)} is {other}'s and the parameters are {lib}'s: pass "
+                    f"backend={other!r} to train there (the parameters move once), or give {lib} arrays"
+                )
 
 
 def _check_validation(a: Args, params: Tree, validation: tuple[Any, Any]) -> None:
