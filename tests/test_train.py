@@ -204,7 +204,11 @@ def test_fit_trains_a_real_mlp_on_iris():
         ({"epochs": -1}, r"fit: epochs must be an int >= 0, got -1"),
         ({"batch_size": 0}, r"fit: batch_size must be an int >= 1, got 0"),
         ({"checkpoint_every": 2}, r"fit: checkpoint_path must be a file path when checkpoint_every is given"),
-        ({"data": (XS, YS[:5])}, r"fit: data must be \(xs, targets\) of one length, got 'leading lengths \[5, 12\]'"),
+        (
+            {"data": (XS, YS[:5])},
+            r"^fit: data must be \(xs, targets\) of one length, got xs of 12 rows, targets of 5 rows$",
+        ),
+        ({"data": ((XS, XS[:3]), YS)}, r"^fit: data must be .* got xs of 12 and 3 rows, targets of 12 rows$"),
         (
             {"checkpoint_path": "/nonexistent/dir/c.npz"},
             r"fit: checkpoint_path cannot be written to '/nonexistent/dir/c\.npz': the directory /nonexistent/dir does "
