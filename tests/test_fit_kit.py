@@ -211,7 +211,9 @@ def test_metrics_without_anything_to_measure_them_on_are_an_error():
 
 @pytest.mark.parametrize(("value", "got"), [(np.ones(2), r"f64\[2\]"), (None, "None"), ("0.5", "str")])
 def test_a_metric_that_gives_no_number_is_named(value: Any, got: str):
-    with pytest.raises(StructureError, match=rf"^fit: the metric 'odd' must give a number \(a float\), got {got}"):
+    with pytest.raises(
+        StructureError, match=rf"^fit: the value of the metric 'odd' must be a number \(a float\), got {got}"
+    ):
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), progress=False, train_metrics=True,
             metrics={"odd": lambda model, params, xs, ys: value})  # fmt: skip
 
@@ -356,6 +358,10 @@ def test_history_log_pads_earlier_epochs_and_keeps_one_value_per_epoch():
     assert len(lr) == 3 and np.isnan(lr[0]) and np.isnan(lr[1]) and lr[2] == 0.2
     with pytest.raises(ArgumentError, match=r"History\.log: name must be a non-empty string other than 'loss'"):
         h.log("loss", 1.0)
+    with pytest.raises(StructureError, match=r"^History\.log: value must be a number \(a float\), got str$"):
+        h.log("lr", "0.1")
+    h.log("lr", np.float32(0.5))
+    assert lr[2] == 0.5 and type(lr[2]) is float
 
 
 def test_a_model_without_dropout_sites_draws_no_keys():

@@ -13,14 +13,13 @@ from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
-from prelens import errors as E
 from prelens.backend._arrays import to_backend
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
 from prelens.io._sigint import deferred_sigint
 from prelens.train._data import take
 from prelens.train._evaluate import evaluate
-from prelens.train._history import History
+from prelens.train._history import History, number
 from prelens.train._plan import Metric, Plan, check_args, plan, start
 from prelens.train._run import Run
 from prelens.train._runtime import blas_threads as _blas_threads
@@ -183,16 +182,10 @@ def _scores(p: Plan, params: Tree) -> dict[str, float]:
     for prefix, (xs, ys) in sets:
         scores[f"{prefix}_loss"] = evaluate(a.model, a.loss, params, xs, ys)
         for name, metric in a.metrics.items():
-            scores[f"{prefix}_{name}"] = _number(name, metric(a.model, params, xs, ys))
+            scores[f"{prefix}_{name}"] = number(
+                f"fit: the value of the metric {name!r}", metric(a.model, params, xs, ys)
+            )
     return scores
-
-
-def _number(metric: str, value: Any) -> float:
-    """A metric's value as a float, or an error naming the metric."""
-    if not isinstance(value, (str, bytes)):
-        with contextlib.suppress(TypeError, ValueError):
-            return float(value)
-    raise E.StructureError(f"fit: the metric {metric!r} must give a number (a float), got {E.describe(value)}")
 
 
 def _threads(p: Plan, params: Tree) -> contextlib.AbstractContextManager[Any]:
