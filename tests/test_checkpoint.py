@@ -138,6 +138,20 @@ def test_metadata(tmp_path: Path):
         save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"xs": np.zeros(2)})
 
 
+def test_a_number_in_like_takes_a_0d_array_of_its_kind_from_the_file(tmp_path: Path):
+    """A JAX run's step counter is a 0-d int array where numpy's ``init`` makes an int: ``like`` decides (resuming a
+    run trained with ``backend="jax"`` read its AdamState.step as a mismatch)."""
+    path = tmp_path / "c.npz"
+    save_checkpoint(path, [np.array(3), np.array(4, np.int32), np.array(2.5), np.array([1])])
+    out = load_checkpoint(path, like=[0, 0, 0.0, np.array([0])])
+    assert out[:3] == [3, 4, 2.5] and [type(x) for x in out[:3]] == [int, int, float]  # a numpy scalar is no array
+    for like, got in [([0.0, 0, 0.0, np.array([0])], r"expected float, got i64\[\]"),
+                      ([0, 0, 0, np.array([0])], r"\[2\]: expected int, got f64\[\]"),
+                      ([0, 0, 0.0, 0], r"\[3\]: expected int, got i64\[1\]")]:  # fmt: skip
+        with pytest.raises(CheckpointError, match=got):
+            load_checkpoint(path, like=like)
+
+
 # --------------------------------------------------------------- bad files
 
 

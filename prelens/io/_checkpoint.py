@@ -58,6 +58,9 @@ _CHUNK = 1 << 20
 
 _registry: dict[str, type] = {}
 
+#: A number in ``like=`` takes a 0-d array of these kinds from the file, as a number (a JAX run's step count).
+_KINDS = {int: "iu", float: "f"}
+
 
 def _unreadable(path: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
@@ -669,6 +672,8 @@ class _Reader:
         if not isinstance(key, str) or dtype is None or shape is None or (not is_array and shape != ()):
             what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
             raise self.corrupt(path, f"malformed {kind} leaf ({what})")
+        if self.check and type(like) in (int, float) and is_array and shape == () and dtype.kind in _KINDS[type(like)]:
+            return type(like)(self.archive.read(key, path, "biufc", dtype, shape, charge=False)[()])  # a JAX step
         if self.check:
             same_kind = _backend.is_array(like) if is_array else isinstance(like, np.generic)
             if not same_kind or not _backend.has_dtype(like, dtype) or tuple(like.shape) != shape:
