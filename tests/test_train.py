@@ -19,7 +19,7 @@ from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteErro
 from prelens.io import load_checkpoint, load_metadata
 from prelens.learn import adam, momentum, sgd
 from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
-from prelens.train import Progress, accuracy, evaluate, fit, predict, step, value_and_grad
+from prelens.train import Progress, accuracy, confusion_matrix, evaluate, fit, predict, step, value_and_grad
 
 
 class Affine(NamedTuple):
@@ -465,6 +465,28 @@ def test_accuracy_reads_scores_one_hot_and_binary_outputs():
     assert accuracy(col, w1, xs, np.array([1, 0, 0, 1])) == 1.0  # 0/1 labels
     with pytest.raises(ArgumentError, match=r"accuracy: labels must be one label per row of xs \(4\)"):
         accuracy(ident, w, xs, np.array([0, 1]))
+
+
+def test_accuracy_and_the_confusion_matrix_read_labels_one_way_and_refuse_what_is_no_class():
+    """Float class indices (labels read from a CSV) were read as binary, int ±1 labels never matched class 0, and a
+    label no score column has counted as a miss: silent wrong answers."""
+    ident, w = linear(2, 3), np.eye(2, 3)
+    xs = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0], [5.0, 1.0]])  # argmax: 0, 1, 1, 0
+    assert accuracy(ident, w, xs, np.array([0.0, 2.0, 1.0, 0.0])) == 0.75  # binary reading: 1.0
+    assert confusion_matrix(ident, w, xs, np.array([0.0, 2.0, 1.0, 0.0]), n_classes=3).trace() == 3
+    for bad, got in [
+        (np.array([0, 1, 1, 3]), "3"),
+        (np.array([0.0, 1.5, 1.0, 0.0]), "1.5"),
+        (np.array([0, -1, 1, 0]), "-1"),
+    ]:
+        with pytest.raises(
+            PrelensError,
+            match=rf"^accuracy: labels must lie in \[0, 3\) \(class indices, one per score column\), got {got}$",
+        ):
+            accuracy(ident, w, xs, bad)
+    col, w1 = linear(2, 1), np.array([[1.0], [-1.0]])  # score x0 - x1: positive means class 1
+    assert accuracy(col, w1, xs, np.array([1, -1, -1, 1])) == 1.0  # ±1 labels as ints
+    assert confusion_matrix(col, w1, xs, np.array([1, -1, -1, 1])).trace() == 4
 
 
 def test_evaluate_is_the_loss_of_the_composite():
