@@ -279,9 +279,9 @@ def test_data_of_another_library_than_the_parameters_needs_a_backend():
                            r"numpy's: pass backend='array_api_strict' to train there \(the parameters move once\), "
                            r"or give numpy arrays$"):  # fmt: skip
             fit(MODEL, softmax_cross_entropy, data, 1, 16, optim.sgd(0.1), validation=validation, progress=False)
-    moved = fit(MODEL, softmax_cross_entropy, strict, 1, 16, optim.sgd(0.1), rng=0, progress=False,
-                backend="array_api_strict")  # fmt: skip
-    assert moved.history.epochs == 1
+    moved = fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), rng=0, progress=False,
+                backend="array_api_strict", validation=(xps.asarray(VALID[0]), xps.asarray(VALID[1])))  # fmt: skip
+    assert moved.history.epochs == 1  # the validation's first row is tried where every epoch evaluates it
 
 
 # ------------------------------------------------------------------ data of another float dtype

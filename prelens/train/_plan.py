@@ -241,10 +241,8 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
     if a.xp is None:
         _check_library(at.params, {"data": data, "validation": validation})
-    if validation is not None:
-        _check_validation(a, at.params, validation)
     dropout = has_dropout(at.params)
-    to_host, compiled = False, None
+    to_host, compiled, on_host = False, None, at.params
     if a.auto:
         chosen = choose_jax(a, at, data, validation, dropout, n_batches)
         if chosen is not None:  # the parameters and state on JAX; the data stays on numpy (a batch moves per step)
@@ -254,6 +252,8 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     elif a.xp is not None:
         params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
         at = at._replace(params=params, opt_state=opt_state)
+    if validation is not None:  # where and as _scores will evaluate it
+        _check_validation(a, on_host if to_host else at.params, validation)
     live = _isatty(a.stream)
     tag = ("compiled JAX step" if to_host else "numpy") + " (backend=auto)" if a.auto else ""
     bar = Progress(
