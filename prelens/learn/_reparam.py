@@ -117,14 +117,13 @@ def learner(
     if not isinstance(optimizer, PreLens):
         raise E.must_be("learner", "optimizer", "an optimiser of prelens.learn or its lens", E.describe(optimizer))
     if rate is None or (isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)):
-        rate = learning_rate(1.0 if rate is None else rate)  # a number: learning_rate(rate)
-    elif not isinstance(rate, PreLens):
+        rate = learning_rate(1.0 if rate is None else rate)  # a number α: learning_rate(α)
+    if not isinstance(rate, PreLens):
         raise E.must_be(
             "learner", "rate", "a learning-rate lens or a number (learning_rate(0.1), 0.1)", E.describe(rate)
         )
-    alpha = rate
     trained = model >> loss if penalty is None else penalised(model, loss, as_lens("learner", "penalty", penalty))
-    return reparameterise(trained, id_pre_lens @ optimizer) >> alpha
+    return reparameterise(trained, id_pre_lens @ optimizer) >> rate
 
 
 def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, float]:
