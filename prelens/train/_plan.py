@@ -265,10 +265,11 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
 def _check_library(params: Tree, data: dict[str, Any]) -> None:
     """Without ``backend=`` the run stays in the parameters' library: data of another is refused, not moved."""
     libraries = {namespace_name(namespace(x)) for x in tree_leaves(params) if is_array(x)}
-    for what, tree in data.items() if len(libraries) == 1 else ():
+    lib = libraries.pop() if len(libraries) == 1 else None  # none, or several: the step will say
+    for what, tree in data.items() if lib else ():
         for path, leaf in tree_paths(tree):
-            other, (lib,) = namespace_name(namespace(leaf)) if is_array(leaf) else None, libraries
-            if other not in (None, lib):
+            other = namespace_name(namespace(leaf)) if is_array(leaf) else lib
+            if other != lib:
                 raise E.ArgumentError(
                     f"fit: {what}{E.path_str(path)} is {other}'s and the parameters are {lib}'s: pass "
                     f"backend={other!r} to train there (the parameters move once), or give {lib} arrays"
