@@ -128,6 +128,28 @@ def test_metadata(tmp_path: Path):
     with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable"):
         save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"bad": object()})
     assert not (tmp_path / "n.npz").exists()
+    # numpy's scalars are numbers (a float32 model's loss, an argmax): stored as JSON's, NaN refused as ever
+    numbers = {"loss": np.float32(0.5), "best": np.int64(7), "done": np.bool_(True), "all": [np.float16(2)]}
+    save_checkpoint(tmp_path / "m.npz", [1.0], metadata=numbers)
+    assert load_metadata(tmp_path / "m.npz") == {"loss": 0.5, "best": 7, "done": True, "all": [2.0]}
+    with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable \(Out of range float"):
+        save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"loss": np.float32("nan")})
+    with pytest.raises(CheckpointError, match=r"at metadata: must be JSON-serialisable \(Object of type ndarray"):
+        save_checkpoint(tmp_path / "n.npz", [1.0], metadata={"xs": np.zeros(2)})
+
+
+def test_a_number_in_like_takes_a_0d_array_of_its_kind_from_the_file(tmp_path: Path):
+    """A JAX run's step counter is a 0-d int array where numpy's ``init`` makes an int: ``like`` decides (resuming a
+    run trained with ``backend="jax"`` read its AdamState.step as a mismatch)."""
+    path = tmp_path / "c.npz"
+    save_checkpoint(path, [np.array(3), np.array(4, np.int32), np.array(2.5), np.array([1])])
+    out = load_checkpoint(path, like=[0, 0, 0.0, np.array([0])])
+    assert out[:3] == [3, 4, 2.5] and [type(x) for x in out[:3]] == [int, int, float]  # a numpy scalar is no array
+    for like, got in [([0.0, 0, 0.0, np.array([0])], r"expected float, got i64\[\]"),
+                      ([0, 0, 0, np.array([0])], r"\[2\]: expected int, got f64\[\]"),
+                      ([0, 0, 0.0, 0], r"\[3\]: expected int, got i64\[1\]")]:  # fmt: skip
+        with pytest.raises(CheckpointError, match=got):
+            load_checkpoint(path, like=like)
 
 
 # --------------------------------------------------------------- bad files
@@ -288,6 +310,21 @@ def test_failed_fsync_leaves_the_old_file_untouched(saved: Path, monkeypatch: py
         save_checkpoint(saved, [np.ones(5)])
     assert saved.read_bytes() == before
     assert os.listdir(saved.parent) == ["params.npz"]
+
+
+def test_a_path_that_cannot_be_a_file_is_refused_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A directory, a missing directory or a file taken for one: refused by name before any byte is written (no
+    temporary file in the parent, no message naming one)."""
+    (tmp_path / "plain").write_text("x")
+    monkeypatch.setattr(np.lib.format, "write_array", None)  # writing anything would fail differently
+    for target, why in [
+        (tmp_path, "it is a directory"),
+        (tmp_path / "missing" / "c.npz", "the directory .*missing does not exist"),
+        (tmp_path / "plain" / "c.npz", ".*plain is not a directory"),
+    ]:
+        with pytest.raises(CheckpointError, match=rf"^cannot write checkpoint {target}: {why}; nothing was written$"):
+            save_checkpoint(target, [np.ones(3)])
+    assert os.listdir(tmp_path) == ["plain"]
 
 
 def test_save_replaces_and_keeps_the_exact_name(tmp_path: Path):

@@ -101,6 +101,14 @@ def test_stratified_split_rejects_bad_fractions(fraction: object):
         stratified_split([0, 1], fraction, 0)  # type: ignore[arg-type]
 
 
+def test_a_split_that_leaves_nothing_to_train_on_is_refused_and_numpy_fractions_are_numbers():
+    """``load_iris(0.99)`` rounds every species' 49.5 test rows up to 50: no training set (fit then said "data must
+    be at least one row"). A ``np.float32`` fraction is a number."""
+    with pytest.raises(ArgumentError, match=r"^stratified_split: test_fraction=0\.99 leaves no rows to train on"):
+        load_iris(test_fraction=0.99)
+    assert len(load_iris(test_fraction=np.float32(0.5)).y_test) == 75
+
+
 def test_stratified_folds_partition_and_balance():
     labels = np.array([0] * 7 + [1] * 5 + [2] * 3)
     folds = stratified_folds(labels, 3, rng=1)

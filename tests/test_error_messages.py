@@ -467,10 +467,10 @@ MESSAGES: dict[str, Case] = {
         E.CheckpointError,
         r"^cannot save a checkpoint: at \['f'\]: cannot store a leaf of type builtin_function_or_method$",
     ),
-    "checkpoint: write failed": _case(
+    "checkpoint: no such directory": _case(
         lambda tmp_path: save_checkpoint(tmp_path / "no" / "dir" / "c.npz", [np.ones(2)]),
         E.CheckpointError,
-        r"^cannot write checkpoint .*c\.npz: FileNotFoundError: .*; the file there \(if any\) is unchanged$",
+        r"^cannot write checkpoint .*c\.npz: the directory .*dir does not exist; nothing was written$",
     ),
     "checkpoint: unregistered named tuple": _case(
         lambda tmp_path: _with_file(tmp_path, lambda p: save_checkpoint(p, Unregistered(1.0)), load_checkpoint)(),

@@ -13,7 +13,7 @@ from prelens import NonFiniteError, chain, forward, learn
 from prelens import learn as optim
 from prelens.core import tree_allclose, tree_leaves
 from prelens.datasets import load_iris
-from prelens.errors import ArgumentError, DTypeError, MissingExtraError, StructureError
+from prelens.errors import ArgumentError, DTypeError, MissingExtraError, ShapeError, StructureError
 from prelens.nn import (
     DropoutKey,
     decoder_lm,
@@ -209,6 +209,15 @@ def test_metrics_without_anything_to_measure_them_on_are_an_error():
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), metrics={"accuracy": accuracy}, progress=False)
 
 
+@pytest.mark.parametrize(("value", "got"), [(np.ones(2), r"f64\[2\]"), (None, "None"), ("0.5", "str")])
+def test_a_metric_that_gives_no_number_is_named(value: Any, got: str):
+    with pytest.raises(
+        StructureError, match=rf"^fit: the value of the metric 'odd' must be a number \(a float\), got {got}"
+    ):
+        fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), progress=False, train_metrics=True,
+            metrics={"odd": lambda model, params, xs, ys: value})  # fmt: skip
+
+
 def test_train_metrics_are_measured_on_the_training_data_after_each_epoch():
     out = fit(MODEL, softmax_cross_entropy, DATA, 3, 16, optim.adam(0.01), rng=0, progress=False,
               metrics={"accuracy": accuracy}, train_metrics=True)  # fmt: skip
@@ -237,6 +246,42 @@ def test_validation_data_holding_nan_is_refused_before_the_first_step():
     bad[4, 1] = np.nan
     with pytest.raises(NonFiniteError, match=r"^fit \(validation\): data\[0\] holds NaN or infinity, first in row 4"):
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), validation=(bad, VALID[1]), progress=False)
+
+
+@pytest.mark.parametrize(
+    ("validation", "error", "match"),
+    [
+        ((VALID[0][:, :3], VALID[1]), ShapeError, r"^dense\(4→16, tanh\): input: expected f64\[\.\.\.,4\]"),
+        ((VALID[0], VALID[1][:, None]), ShapeError, r"^softmax_cross_entropy: labels: expected int"),
+        ((VALID[0], VALID[1] * 1.0), DTypeError, r"^softmax_cross_entropy: labels: expected int"),
+    ],
+)
+def test_validation_data_that_does_not_fit_the_model_is_refused_before_the_first_step(
+    validation: Any, error: type, match: str
+):
+    """Not after a whole epoch of training: the model and loss run on its first rows before the first step."""
+    with pytest.raises(error, match=match) as caught:
+        fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), validation=validation, progress=False)
+    assert "fit: validation=(xs, targets) does not fit the model and loss" in "".join(caught.value.__notes__)
+    assert not hasattr(caught.value, "history")  # no training was done, no state to hand back
+
+
+def test_data_of_another_library_than_the_parameters_needs_a_backend():
+    """Without ``backend=`` fit trains in the parameters' library and moves nothing: refused before the first step
+    (the step failed with a message about tree structures), naming the backend that would train on it."""
+    xps = pytest.importorskip("array_api_strict")
+    strict = (xps.asarray(DATA[0]), xps.asarray(DATA[1]))
+    for data, validation, where in [
+        (strict, None, r"data\[0\]"),
+        (DATA, (xps.asarray(VALID[0]), VALID[1]), r"validation\[0\]"),
+    ]:
+        with pytest.raises(ArgumentError, match=rf"^fit: {where} is array_api_strict's and the parameters are "
+                           r"numpy's: pass backend='array_api_strict' to train there \(the parameters move once\), "
+                           r"or give numpy arrays$"):  # fmt: skip
+            fit(MODEL, softmax_cross_entropy, data, 1, 16, optim.sgd(0.1), validation=validation, progress=False)
+    moved = fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), rng=0, progress=False,
+                backend="array_api_strict", validation=(xps.asarray(VALID[0]), xps.asarray(VALID[1])))  # fmt: skip
+    assert moved.history.epochs == 1  # the validation's first row is tried where every epoch evaluates it
 
 
 # ------------------------------------------------------------------ data of another float dtype
@@ -313,6 +358,10 @@ def test_history_log_pads_earlier_epochs_and_keeps_one_value_per_epoch():
     assert len(lr) == 3 and np.isnan(lr[0]) and np.isnan(lr[1]) and lr[2] == 0.2
     with pytest.raises(ArgumentError, match=r"History\.log: name must be a non-empty string other than 'loss'"):
         h.log("loss", 1.0)
+    with pytest.raises(StructureError, match=r"^History\.log: value must be a number \(a float\), got str$"):
+        h.log("lr", "0.1")
+    h.log("lr", np.float32(0.5))
+    assert lr[2] == 0.5 and type(lr[2]) is float
 
 
 def test_a_model_without_dropout_sites_draws_no_keys():

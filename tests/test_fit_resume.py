@@ -174,6 +174,35 @@ def test_resume_refusals(tmp_path: Path):
         fit(NET, softmax_cross_entropy, DATA, 2, 16, optim.adam(0.1), progress=False, resume=hostile)
 
 
+def test_a_checkpoint_of_another_model_or_optimiser_of_the_same_shapes_is_refused(tmp_path: Path):
+    """The parameters and state fit, but the run would not be the one resumed: tanh for relu, AdamW for Adam."""
+    path = tmp_path / "c.npz"
+    fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), rng=0, progress=False, checkpoint_path=path)
+    tanh_net = chain(dense(4, 32, "tanh"), dropout(0.3), dense(32, 3, None))
+    for model, opt, what, written in [
+        (tanh_net, optim.adam(0.01), "model", r"dense\(4→32, relu\)"),
+        (NET, optim.adamw(0.01), "optimizer", r"adam\(0\.01\)"),
+        (NET, optim.adam(0.02), "optimizer", r"adam\(0\.01\)"),
+    ]:
+        with pytest.raises(
+            CheckpointError, match=rf"cannot resume from it: it was written by a run of another {what}, .*{written}"
+        ):
+            fit(model, softmax_cross_entropy, DATA, 2, 16, opt, progress=False, resume=path)
+    # the optimiser's lens is the same optimiser
+    assert (
+        fit(NET, softmax_cross_entropy, DATA, 2, 16, optim.adam(0.01).lens, progress=False, resume=path).history.epochs
+        == 2
+    )
+    # a schedule written as a function is known by its name, not by where it sits in memory (another process)
+    fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.sgd(lambda t: 0.1), rng=0, progress=False, checkpoint_path=path)
+    assert (
+        fit(
+            NET, softmax_cross_entropy, DATA, 2, 16, optim.sgd(lambda t: 0.1), progress=False, resume=path
+        ).history.epochs
+        == 2
+    )
+
+
 def test_resuming_with_restore_best_needs_the_best_parameters_in_the_checkpoint(tmp_path: Path):
     path = tmp_path / "c.npz"
     kw: dict[str, Any] = {"rng": 0, "progress": False}
@@ -328,11 +357,25 @@ def test_callback_argument_errors(make: Any, match: str):
         (EarlyStopping(), r"^fit: callbacks must be a list of callbacks"),
         ([EarlyStopping], r"^fit: callbacks must be a list of callbacks"),
         ([print], r"^fit: callbacks must be a list of callbacks"),
+        (
+            [LearningRateLogger(optim.sgd(0.5))],  # it would log 0.5 while adam(0.01) trains
+            r"^fit: LearningRateLogger logs the lr of SGD\(lr=0\.5\), not the lr of the optimizer trained, "
+            r"Adam\(lr=0\.01, ",
+        ),
     ],
 )
 def test_fit_checks_its_callbacks_before_training(callbacks: Any, match: str):
     with pytest.raises(ArgumentError, match=match):
         fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, callbacks=callbacks)
+
+
+def test_checkpoint_best_and_checkpoint_path_on_one_file_is_refused(tmp_path: Path):
+    """Each would overwrite the other's file: the best parameters would be lost without a word."""
+    path = tmp_path / "c.npz"
+    with pytest.raises(ArgumentError, match=r"^fit: CheckpointBest writes to checkpoint_path .*c\.npz"):
+        fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, checkpoint_path=path,
+            callbacks=[CheckpointBest(str(tmp_path / "." / "c.npz"))])  # fmt: skip
+    assert not path.exists()
 
 
 # ------------------------------------------------------------------ the issue's bar

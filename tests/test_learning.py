@@ -367,3 +367,19 @@ def test_clear_errors() -> None:
     m, _ = bad.fwd((), (params, bad.init_state(params)))
     with pytest.raises(E.ArgumentError, match=r"^sgd: the lr schedule gave -1\.0 at step 0"):
         bad.bwd(m, params)
+
+
+def test_learner_takes_a_rate_as_a_number_and_names_what_an_optimizer_is() -> None:
+    """``rate=0.05`` is ``rate=learning_rate(0.05)`` (what a user types first); a wrong optimizer says what is one."""
+    net, xs, ys = mlp(2, [4, 1], last_activation=None), np.ones((3, 2)), np.zeros((3, 1))
+    by_number = learn.learner(net, mse, learn.sgd(1.0).lens, rate=0.05)
+    by_lens = learn.learner(net, mse, learn.sgd(1.0).lens, rate=learn.learning_rate(0.05))
+    assert repr(by_number) == repr(by_lens)
+    a, b = (learn.learner_step(s, net.init(0), (), (xs, ys)) for s in (by_number, by_lens))
+    assert tree_first_difference(a, b) is None
+    with pytest.raises(E.ArgumentError, match=r"^learning_rate: alpha must be a finite number > 0, got -1"):
+        learn.learner(net, mse, learn.sgd(0.1), rate=-1)
+    with pytest.raises(E.StructureError, match=r"^learner: rate must be a learning-rate lens or a number"):
+        learn.learner(net, mse, learn.sgd(0.1), rate="0.1")  # type: ignore[arg-type]
+    with pytest.raises(E.StructureError, match=r"^learner: optimizer must be an optimiser of prelens\.learn or its"):
+        learn.learner(net, mse, "adam")  # type: ignore[arg-type]

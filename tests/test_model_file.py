@@ -48,7 +48,7 @@ from prelens import (
 )
 from prelens.core import _registry as C
 from prelens.core import tree_leaves
-from prelens.errors import ArgumentError, ModelFileError
+from prelens.errors import ArgumentError, CheckpointError, ModelFileError
 from prelens.faithful._branch import branch_t
 from prelens.io import LoadedModel, load_metadata, register_constructor, save_checkpoint
 from prelens.io import _describe as D
@@ -507,10 +507,15 @@ def test_bad_metadata_and_paths_are_refused_before_writing(tmp_path: Path):
         save_model(tmp_path / "m.prelens", lens, lens.init(0), metadata=[("a", 1)])  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match=r"^save_model: metadata must be JSON-serialisable"):
         save_model(tmp_path / "m.prelens", lens, lens.init(0), metadata={"f": len})
+    save_model(tmp_path / "ok.prelens", lens, lens.init(0), metadata={"accuracy": np.float32(0.75)})
+    assert load_model(tmp_path / "ok.prelens").metadata == {"accuracy": 0.75}
+    os.remove(tmp_path / "ok.prelens")
     with pytest.raises(ArgumentError, match=r"^save_model: path must be a file path"):
         save_model(None, lens, lens.init(0))  # type: ignore[arg-type]
     with pytest.raises(StructureError, match=r"save_model: lens must be a PreLens or a TriLens"):
         save_model(tmp_path / "m.prelens", "mlp", ())
+    with pytest.raises(CheckpointError, match=rf"^cannot write checkpoint {tmp_path}: it is a directory"):
+        save_model(tmp_path, lens, lens.init(0))
     assert os.listdir(tmp_path) == []
 
 

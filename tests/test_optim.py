@@ -222,3 +222,35 @@ def test_bad_hyperparameters(make: Any, match: str):
 def test_integer_parameters_are_refused():
     with pytest.raises(DTypeError, match=r"adam: cannot update the parameter at \[1\]: expected floats, got i64\[2\]"):
         adam(0.1).init((np.zeros(1), np.arange(2)))
+
+
+def test_numpy_scalar_hyperparameters_are_numbers():
+    """``np.float32(0.1)`` (a float32 config, an element of ``np.linspace(..., dtype=np.float32)``) is a number, as
+    it is for the schedules: taken as the Python number, and the same optimiser as the Python number makes."""
+    from prelens.learn import adamw, clip_by_global_norm, rmsprop
+
+    pairs = [
+        (sgd(np.float32(0.5)), sgd(float(np.float32(0.5)))),
+        (momentum(np.float32(0.5), beta=np.float32(0.5)), momentum(0.5, beta=0.5)),
+        (
+            adamw(np.float64(0.5), b1=np.float32(0.5), weight_decay=np.float32(0.25)),
+            adamw(0.5, b1=0.5, weight_decay=0.25),
+        ),
+        (rmsprop(np.int64(1), rho=np.float32(0.5)), rmsprop(1, rho=0.5)),
+        (clip_by_global_norm(sgd(0.5), np.float32(2.0)), clip_by_global_norm(sgd(0.5), 2.0)),
+    ]
+    params, grads = np.float32([1.0, -2.0]), np.float32([0.5, 3.0])
+    for numpy_made, python_made in pairs:
+        assert numpy_made == python_made and repr(numpy_made) == repr(python_made)
+        a = numpy_made.update(grads, numpy_made.init(params), params)
+        b = python_made.update(grads, python_made.init(params), params)
+        same = [
+            np.array_equal(x, y) and np.asarray(x).dtype == np.asarray(y).dtype
+            for x, y in zip(*map(tree_leaves, (a, b)))
+        ]
+        assert all(same) and len(tree_leaves(a)) == len(tree_leaves(b))
+    assert repr(sgd(0.5) >> clip_by_global_norm(np.float32(2.0))) == "sgd(0.5) >> clip_by_global_norm(2.0)"
+    with pytest.raises(ArgumentError, match=r"sgd: lr must be a finite number > 0, got -0\.5$"):
+        sgd(np.float32(-0.5))
+    with pytest.raises(ArgumentError, match=r"sgd: lr must be a finite number > 0 or a schedule"):
+        sgd(np.bool_(True))

@@ -19,7 +19,7 @@ from prelens.errors import ArgumentError, CheckpointError, TrainingNonFiniteErro
 from prelens.io import load_checkpoint, load_metadata
 from prelens.learn import adam, momentum, sgd
 from prelens.nn import dense, linear, mlp, mse, softmax_cross_entropy
-from prelens.train import Progress, accuracy, evaluate, fit, predict, step, value_and_grad
+from prelens.train import Progress, accuracy, confusion_matrix, evaluate, fit, predict, step, value_and_grad
 
 
 class Affine(NamedTuple):
@@ -204,7 +204,11 @@ def test_fit_trains_a_real_mlp_on_iris():
         ({"epochs": -1}, r"fit: epochs must be an int >= 0, got -1"),
         ({"batch_size": 0}, r"fit: batch_size must be an int >= 1, got 0"),
         ({"checkpoint_every": 2}, r"fit: checkpoint_path must be a file path when checkpoint_every is given"),
-        ({"data": (XS, YS[:5])}, r"fit: data must be \(xs, targets\) of one length, got 'leading lengths \[5, 12\]'"),
+        (
+            {"data": (XS, YS[:5])},
+            r"^fit: data must be \(xs, targets\) of one length, got xs of 12 rows, targets of 5 rows$",
+        ),
+        ({"data": ((XS, XS[:3]), YS)}, r"^fit: data must be .* got xs of 12 and 3 rows, targets of 12 rows$"),
         (
             {"checkpoint_path": "/nonexistent/dir/c.npz"},
             r"fit: checkpoint_path cannot be written to '/nonexistent/dir/c\.npz': the directory /nonexistent/dir does "
@@ -218,6 +222,17 @@ def test_fit_argument_errors(kwargs: dict[str, Any], match: str):
     args.update(kwargs)
     with pytest.raises(ArgumentError, match=match):
         fit(affine_lens(), half_squares(), optimizer=sgd(0.1), **args)
+
+
+def test_a_stream_that_cannot_be_written_is_refused_before_training(tmp_path: Path):
+    """Not at the first progress line, after an epoch of work."""
+    closed = io.StringIO()
+    closed.close()
+    (tmp_path / "log.txt").write_text("")
+    with open(tmp_path / "log.txt") as read_only:
+        for stream, why in [(closed, "closed"), (read_only, "not writable")]:
+            with pytest.raises(PrelensError, match=rf"^fit: stream must be an open, writable text stream.*\({why}\)$"):
+                fit(affine_lens(), half_squares(), (XS, YS), 1, 4, sgd(0.1), stream=stream, progress=True)
 
 
 # ------------------------------------------------------- never lose work
@@ -450,6 +465,28 @@ def test_accuracy_reads_scores_one_hot_and_binary_outputs():
     assert accuracy(col, w1, xs, np.array([1, 0, 0, 1])) == 1.0  # 0/1 labels
     with pytest.raises(ArgumentError, match=r"accuracy: labels must be one label per row of xs \(4\)"):
         accuracy(ident, w, xs, np.array([0, 1]))
+
+
+def test_accuracy_and_the_confusion_matrix_read_labels_one_way_and_refuse_what_is_no_class():
+    """Float class indices (labels read from a CSV) were read as binary, int ±1 labels never matched class 0, and a
+    label no score column has counted as a miss: silent wrong answers."""
+    ident, w = linear(2, 3), np.eye(2, 3)
+    xs = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0], [5.0, 1.0]])  # argmax: 0, 1, 1, 0
+    assert accuracy(ident, w, xs, np.array([0.0, 2.0, 1.0, 0.0])) == 0.75  # binary reading: 1.0
+    assert confusion_matrix(ident, w, xs, np.array([0.0, 2.0, 1.0, 0.0]), n_classes=3).trace() == 3
+    for bad, got in [
+        (np.array([0, 1, 1, 3]), "3"),
+        (np.array([0.0, 1.5, 1.0, 0.0]), "1.5"),
+        (np.array([0, -1, 1, 0]), "-1"),
+    ]:
+        with pytest.raises(
+            PrelensError,
+            match=rf"^accuracy: labels must lie in \[0, 3\) \(class indices, one per score column\), got {got}$",
+        ):
+            accuracy(ident, w, xs, bad)
+    col, w1 = linear(2, 1), np.array([[1.0], [-1.0]])  # score x0 - x1: positive means class 1
+    assert accuracy(col, w1, xs, np.array([1, -1, -1, 1])) == 1.0  # ±1 labels as ints
+    assert confusion_matrix(col, w1, xs, np.array([1, -1, -1, 1])).trace() == 4
 
 
 def test_evaluate_is_the_loss_of_the_composite():

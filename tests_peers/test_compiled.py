@@ -106,6 +106,22 @@ def test_fit_on_torch_follows_fit_on_numpy() -> None:
     assert_close(on_np.params, on_torch.params, "fit's params")
 
 
+def test_a_run_on_jax_resumes_from_its_checkpoint(tmp_path) -> None:
+    """The compiled step keeps Adam's step count as a 0-d JAX array: the checkpoint holds it as one, and resuming
+    (on JAX or numpy) read it back against numpy's int and refused the file."""
+    model, loss, _, (xs, ys) = _mlp_problem(batch=64)
+    opt, path = learn.adamw(learn.warmup_cosine(0.01, 2, 20)), tmp_path / "c.npz"
+    common = dict(rng=0, progress=False, backend="jax")
+    whole = fit(model, loss, (xs, ys), 4, 16, opt, **common)  # type: ignore[arg-type]
+    fit(model, loss, (xs, ys), 2, 16, opt, checkpoint_path=path, **common)  # type: ignore[arg-type]
+    rest = fit(model, loss, (xs, ys), 4, 16, opt, resume=path, progress=False, backend="jax")  # type: ignore[arg-type]
+    assert rest.history.loss == whole.history.loss
+    leaves = lambda p: [np.asarray(x) for x in jax.tree_util.tree_leaves(p)]
+    assert all(np.array_equal(a, b) for a, b in zip(leaves(rest.params), leaves(whole.params)))
+    on_numpy = fit(model, loss, (xs, ys), 4, 16, opt, resume=path, progress=False)  # type: ignore[arg-type]
+    assert on_numpy.history.epochs == 4 and type(on_numpy.opt_state.step) is int
+
+
 def test_mistakes_are_one_clear_error() -> None:
     model, loss, params, batch = _mlp_problem(batch=10)
     with pytest.raises(prelens.errors.ArgumentError, match=r"mesh.*backend"):

@@ -158,8 +158,16 @@ def batch(fn: str, value: Any, what: str = "batch") -> tuple[Any, Any]:
 
 
 def text_stream(fn: str, what: str, value: Any) -> Any:
-    """``value`` if it is a text stream: an object with ``write`` (not a class, not a binary stream)."""
+    """``value`` if it is a text stream: an object with ``write`` (not a class, not a binary stream), open and
+    writable where it says (a closed or read-only file is refused now, not at its first line)."""
     binary = isinstance(value, (io.BufferedIOBase, io.RawIOBase))
     if isinstance(value, type) or binary or not callable(getattr(value, "write", None)):
         raise E.must_be(fn, what, "a text stream (with write), e.g. sys.stdout", E.describe(value))
+    try:
+        why = "closed" if getattr(value, "closed", False) is True else None
+        why = why or (None if getattr(value, "writable", lambda: True)() else "not writable")
+    except (ValueError, OSError):
+        why = "closed"
+    if why is not None:
+        raise E.must_be(fn, what, "an open, writable text stream, e.g. sys.stdout", f"{E.describe(value)} ({why})")
     return value

@@ -68,7 +68,7 @@ def stratified_split(
     >>> len(train), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[test].tolist())
     (6, 2, [0, 1])
     """
-    number = isinstance(test_fraction, (int, float)) and not isinstance(test_fraction, bool)
+    number = isinstance(test_fraction, (int, float, np.integer, np.floating)) and not isinstance(test_fraction, bool)
     if not (number and 0.0 <= test_fraction < 1.0):
         raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
     ys = _labels("stratified_split", labels)
@@ -80,6 +80,8 @@ def stratified_split(
     empty = [np.empty(0, dtype=np.intp)]  # no labels: no classes
     train = np.concatenate([rows[k:] for rows, k in zip(classes, cuts)] or empty)
     test = np.concatenate([rows[:k] for rows, k in zip(classes, cuts)] or empty)
+    if len(ys) and not len(train):
+        raise E.ArgumentError(f"stratified_split: test_fraction={test_fraction!r} leaves no rows to train on")
     return gen.permutation(train), gen.permutation(test)
 
 

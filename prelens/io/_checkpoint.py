@@ -58,6 +58,9 @@ _CHUNK = 1 << 20
 
 _registry: dict[str, type] = {}
 
+#: A number in ``like=`` takes a 0-d array of these kinds from the file, as a number (a JAX run's step count).
+_KINDS = {int: "iu", float: "f"}
+
 
 def _unreadable(path: str, detail: str) -> E.CheckpointError:
     return E.CheckpointError(f"checkpoint {path}: cannot be read: {detail}")
@@ -113,7 +116,7 @@ def _known_namedtuples() -> dict[str, type]:
 
 
 def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mapping[str, Any] | None = None) -> None:
-    """Write ``tree`` (and JSON-able ``metadata``) to ``path`` atomically.
+    """Write ``tree`` (and JSON-able ``metadata``: numpy's scalars are stored as numbers) to ``path`` atomically.
 
     The file is written exactly at ``path`` (no suffix is added). Leaves may be arrays of bool/int/uint/float/complex
     dtypes (numpy's, or another array-API library's, stored as the numpy arrays of the same values), numpy scalars,
@@ -121,8 +124,9 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     ``int`` keys, and ``None``.
 
     Raises :class:`prelens.errors.CheckpointError` for anything else (naming the path in the tree), for trees or
-    metadata nested more than 100 levels deep, and when writing fails; either way the file that was at ``path``
-    stays as it was. A Ctrl-C during the write is acted on when the file is complete.
+    metadata nested more than 100 levels deep, for a ``path`` that cannot be a file (a directory, or in a missing
+    one: refused before any work), and when writing fails; either way the file that was at ``path`` stays as it was.
+    A Ctrl-C during the write is acted on when the file is complete.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
@@ -130,7 +134,7 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
     >>> load_metadata(path)
     {'epoch': 3}
     """
-    target = file_path("save_checkpoint", path)
+    target = target_path("save_checkpoint", path)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise _unsupported("metadata", f"must be a mapping (a dict), got {E.describe(metadata)}")
     arrays: dict[str, np.ndarray] = {}
@@ -140,11 +144,19 @@ def save_checkpoint(path: str | os.PathLike[str], tree: Tree, *, metadata: Mappi
         raise _unsupported("metadata", f"nested more than {_MAX_DEPTH} levels deep")
     header = {"format": _FORMAT, "version": _VERSION, "tree": spec, "metadata": meta}
     try:
-        text = json.dumps(header, allow_nan=False)
+        text = json.dumps(header, allow_nan=False, default=json_number)
     except (TypeError, ValueError) as err:
         raise _unsupported("metadata", f"must be JSON-serialisable ({err})") from None
     arrays[_HEADER] = np.array(text)
     _write_atomically(target, arrays)
+
+
+def json_number(x: Any) -> Any:
+    """A numpy scalar as JSON's number or bool (``json.dumps``'s ``default``); anything else is not JSON."""
+    value = x.item() if isinstance(x, (np.number, np.bool_)) else x
+    if isinstance(value, (bool, int, float)):
+        return value
+    raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
 
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -513,6 +525,15 @@ def file_path(fn: str, path: Any) -> str:
     return name
 
 
+def target_path(fn: str, path: Any) -> str:
+    """:func:`file_path` of a file that can be written there (a directory, say, is refused before any work)."""
+    target = file_path(fn, path)
+    why = unwritable_reason(target)
+    if why is not None:
+        raise E.CheckpointError(f"cannot write checkpoint {target}: {why}; nothing was written")
+    return target
+
+
 def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
@@ -651,6 +672,8 @@ class _Reader:
         if not isinstance(key, str) or dtype is None or shape is None or (not is_array and shape != ()):
             what = {"key": spec["key"], "dtype": spec["dtype"], "shape": spec["shape"]}
             raise self.corrupt(path, f"malformed {kind} leaf ({what})")
+        if self.check and type(like) in (int, float) and is_array and shape == () and dtype.kind in _KINDS[type(like)]:
+            return type(like)(self.archive.read(key, path, "biufc", dtype, shape, charge=False)[()])  # a JAX step
         if self.check:
             same_kind = _backend.is_array(like) if is_array else isinstance(like, np.generic)
             if not same_kind or not _backend.has_dtype(like, dtype) or tuple(like.shape) != shape:

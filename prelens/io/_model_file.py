@@ -64,13 +64,13 @@ def save_model(
     >>> load_model(path).lens
     mlp(4→8→3, relu)
     """
-    target = checkpoint.file_path("save_model", path)
+    target = checkpoint.target_path("save_model", path)
     as_lens_or_trilens("save_model", "lens", lens)
     if metadata is not None and (not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata)):
         raise E.bad_argument("save_model", "metadata", E.describe(metadata), "a mapping with string keys, or None")
     user = dict(metadata or {})
     try:
-        json.dumps(user, allow_nan=False)
+        json.dumps(user, allow_nan=False, default=checkpoint.json_number)
     except (TypeError, ValueError, RecursionError) as err:
         raise E.bad_argument("save_model", "metadata", E.describe(metadata), f"JSON-serialisable ({err})") from None
     try:

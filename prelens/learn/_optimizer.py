@@ -158,6 +158,7 @@ class Rule(Optimizer[Any]):
     checks: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
+        python_numbers(self)
         if _is_number(self.lr) and not isinstance(self.lr, bool):
             check_number(self.name, "lr", self.lr)
         elif not callable(self.lr) or isinstance(self.lr, type):  # a schedule is a function of the step
@@ -255,6 +256,15 @@ _BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
     "decay": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
     "unit": (lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
 }
+
+
+def python_numbers(hyper: Any) -> None:
+    """The numpy scalars among a frozen dataclass's fields (``np.float32(0.1)``) made Python numbers, as the
+    schedules take them (a ``bool`` stays one: it is never a number here)."""
+    for field in dataclasses.fields(hyper):
+        value = getattr(hyper, field.name)
+        if isinstance(value, (np.integer, np.floating)):
+            object.__setattr__(hyper, field.name, value.item())
 
 
 def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> None:

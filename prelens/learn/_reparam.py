@@ -92,16 +92,17 @@ def reparameterise(lens: AnyLens, optimizer: AnyLens) -> AnyLens:
 def learner(
     model: AnyLens,
     loss: AnyLens,
-    optimizer: AnyLens,
+    optimizer: Any,
     *,
-    rate: AnyLens | None = None,
+    rate: AnyLens | float | None = None,
     penalty: AnyLens | None = None,
 ) -> AnyLens:
     """The supervised learning step as one lens: ``reparameterise(model >> loss, id @ optimizer) >> rate``.
 
     Parameters ``((), (targets, (params, state)))``, input the batch ``xs``, output the loss; ``pullback(())``
-    of its vjp is one step, its parameter part the new ``(params, state)``. ``rate`` defaults to
-    ``learning_rate(1.0)``; ``penalty`` (e.g. :func:`l2`) is added to the loss through :func:`penalised`.
+    of its vjp is one step, its parameter part the new ``(params, state)``. ``optimizer``: an optimiser or its
+    lens; ``rate``: a learning-rate lens, or a number ``α`` for ``learning_rate(α)`` (default 1.0); ``penalty``
+    (e.g. :func:`l2`) is added to the loss through :func:`penalised`.
 
     >>> import numpy as np
     >>> from prelens.nn import linear, mse
@@ -112,10 +113,17 @@ def learner(
     """
     model = as_lens("learner", "model", model)
     loss = as_lens("learner", "loss", loss)
-    optimizer = as_lens("learner", "optimizer", optimizer.lens if isinstance(optimizer, Optimizer) else optimizer)
-    alpha = learning_rate(1.0) if rate is None else as_lens("learner", "rate", rate)
+    optimizer = optimizer.lens if isinstance(optimizer, Optimizer) else optimizer
+    if not isinstance(optimizer, PreLens):
+        raise E.must_be("learner", "optimizer", "an optimiser of prelens.learn or its lens", E.describe(optimizer))
+    if rate is None or (isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool)):
+        rate = learning_rate(1.0 if rate is None else rate)  # a number α: learning_rate(α)
+    if not isinstance(rate, PreLens):
+        raise E.must_be(
+            "learner", "rate", "a learning-rate lens or a number (learning_rate(0.1), 0.1)", E.describe(rate)
+        )
     trained = model >> loss if penalty is None else penalised(model, loss, as_lens("learner", "penalty", penalty))
-    return reparameterise(trained, id_pre_lens @ optimizer) >> alpha
+    return reparameterise(trained, id_pre_lens @ optimizer) >> rate
 
 
 def learner_step(step: AnyLens, params: Tree, state: Any, batch: tuple[Any, Any]) -> tuple[Tree, Any, float]:

@@ -44,6 +44,7 @@ from prelens.learn._optimizer import (
     like,
     map_leaves,
     pass_through,
+    python_numbers,
     sqrt,
     walk,
 )
@@ -253,6 +254,7 @@ class ClipByGlobalNorm(Optimizer[Any]):
     max_norm: float
 
     def __post_init__(self) -> None:
+        python_numbers(self)
         _args.optimizer("clip_by_global_norm", self.optimizer)
         check_number("clip_by_global_norm", "max_norm", self.max_norm)
 
@@ -294,7 +296,7 @@ def clip_by_global_norm(optimizer: Any = None, max_norm: Any = None) -> Any:
         optimizer, max_norm = None, optimizer
     if optimizer is not None:
         return ClipByGlobalNorm(optimizer, max_norm)
-    check_number("clip_by_global_norm", "max_norm", max_norm)
+    max_norm = _args.real("clip_by_global_norm", "max_norm", max_norm, low=0.0, low_open=True)
     name = f"clip_by_global_norm({max_norm!r})"
     return pass_through(name, check_params, lambda delta: clip(delta, max_norm, name))
 

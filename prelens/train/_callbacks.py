@@ -183,6 +183,10 @@ class LearningRateLogger:
         history.log("lr", self.rate(opt_state))
         return False
 
+    def follows(self, optimizer: Any) -> bool:
+        """Whether it logs the ``lr`` of ``optimizer`` (the one ``fit`` trains with)."""
+        return bool(_lr_of(optimizer) == _lr_of(self.optimizer))
+
     def rate(self, opt_state: Any) -> float:
         """The step size of the last update that made ``opt_state`` (of the first, before any)."""
         lr = _lr_of(self.optimizer)

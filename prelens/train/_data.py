@@ -102,9 +102,11 @@ def rows(fn: str, xs: Any, ys: Any) -> int:
             raise E.bad_argument(
                 "fit", what, E.describe_tree((xs, ys)), "(xs, targets) of arrays with a leading batch axis"
             )
-    lengths = {int(a.shape[0]) for a in tree_leaves((xs, ys))}
+    sides = [list(dict.fromkeys(int(a.shape[0]) for a in tree_leaves(side))) for side in (xs, ys)]
+    lengths = set(sides[0] + sides[1])
     if len(lengths) != 1:
-        raise E.bad_argument("fit", what, f"leading lengths {sorted(lengths)}", "(xs, targets) of one length")
+        got = ", ".join(f"{name} of {' and '.join(map(str, n))} rows" for name, n in zip(("xs", "targets"), sides) if n)
+        raise E.ArgumentError(f"fit: {what} must be (xs, targets) of one length, got {got}")
     (n,) = lengths
     if n == 0:
         raise E.bad_argument("fit", what, "0 rows", "at least one row")

@@ -52,14 +52,26 @@ def row_slice(a: Any, lo: int, hi: int) -> Any:
     return a[lo:hi] if isinstance(a, np.ndarray) else a[lo : min(hi, a.shape[0]), ...]
 
 
-def _classes(values: npt.NDArray[Any], like_outputs: bool) -> npt.NDArray[Any]:
-    """Class indices from scores ``(n, k)`` (argmax), or from one column / 1-D (positive = 1)."""
+def _classes(
+    values: npt.NDArray[Any], k: int | None = None, fn: str = "", why: str = "class indices, one per score column"
+) -> npt.NDArray[Any]:
+    """Class indices from rows ``(n, k)`` (argmax), or from one column / 1-D: against ``k`` score columns class
+    indices (whole numbers in ``[0, k)``, else an error naming ``fn``), against one score (``k=None``) positive = 1
+    (±1 and 0/1 labels alike)."""
     if values.ndim >= 2 and values.shape[-1] > 1:
         return np.asarray(np.argmax(values, axis=-1))
     flat = values.reshape(len(values), -1)[:, 0] if values.ndim >= 2 else values
-    if like_outputs or flat.dtype.kind == "f":
+    if k is None:
         return (flat > 0).astype(np.int64)
-    return np.asarray(flat)
+    bad = flat[(flat < 0) | (flat >= k) | (flat != np.floor(flat))]
+    if bad.size:
+        raise E.out_of_range(fn, "labels", f"[0, {k}) ({why})", bad[0].item())
+    return flat.astype(np.int64)
+
+
+def _score_columns(out: npt.NDArray[Any]) -> int | None:
+    """``k`` for scores ``(n, k)`` with ``k > 1``; ``None`` for one score per row (a binary classifier)."""
+    return int(out.shape[-1]) if out.ndim >= 2 and out.shape[-1] > 1 else None
 
 
 def _truth(fn: str, labels: Any, outputs: npt.NDArray[Any], per_row: str) -> npt.NDArray[Any]:
@@ -88,9 +100,10 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
 
     Outputs of shape ``(n, k)`` with ``k > 1`` are scores (logits or probabilities): the prediction is the argmax. A
     single output column (or 1-D outputs) is a binary score: class 1 when positive (a tanh output against ±1
-    targets, or a logit). ``labels`` are class indices ``(n,)``, one-hot or score rows ``(n, k)`` (argmax), or ±1 /
-    0-1 values. Outputs and labels of another array library are compared on the host (one copy of the outputs): the
-    answer is a Python float either way.
+    targets, or a logit). ``labels`` are class indices ``(n,)`` (whole numbers in ``[0, k)``, ints or floats; any
+    other is an error), one-hot or score rows ``(n, k)`` (argmax), or against a single score ±1 / 0-1 values
+    (positive is class 1). Outputs and labels of another array library are compared on the host (one copy of the
+    outputs): the answer is a Python float either way.
 
     >>> import numpy as np
     >>> from prelens.nn import linear
@@ -102,7 +115,7 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     truth = _truth("accuracy", labels, outputs, "one per row of xs")
     if len(truth) == 0:
         return float("nan")
-    return float(np.mean(_classes(outputs, True) == _classes(truth, False)))
+    return float(np.mean(_classes(outputs) == _classes(truth, _score_columns(outputs), "accuracy")))
 
 
 def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any) -> float:
@@ -162,9 +175,10 @@ def confusion_matrix(
     other = is_array(outputs) and not isinstance(outputs, np.ndarray)  # another library's: counted on the host
     out = to_numpy(_logits("confusion_matrix", outputs if other else np.asarray(outputs)))
     truth = _truth("confusion_matrix", labels, out, "one per row")
-    width = out.shape[-1] if out.ndim >= 2 and out.shape[-1] > 1 else 2
+    width = _score_columns(out) or 2
     k = width if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
-    predicted, true = _classes(out, True), _classes(truth, False).astype(np.int64)
+    true = _classes(truth, _score_columns(out) and k, "confusion_matrix", f"n_classes={k}")
+    predicted = _classes(out)
     for what, cls in (("labels", true), ("predicted classes", predicted)):
         bad = cls[(cls < 0) | (cls >= k)]
         if bad.size:

@@ -19,7 +19,7 @@ from prelens.core._tree import tree_leaves
 from prelens.io._sigint import deferred_sigint
 from prelens.train._data import take
 from prelens.train._evaluate import evaluate
-from prelens.train._history import History
+from prelens.train._history import History, number
 from prelens.train._plan import Metric, Plan, check_args, plan, start
 from prelens.train._run import Run
 from prelens.train._runtime import blas_threads as _blas_threads
@@ -80,7 +80,8 @@ def fit(
     ``penalty`` (``prelens.learn.l2(1e-4)``) is added to the loss minimised and to ``history.loss``, not to
     ``val_loss`` and ``train_loss``. ``params`` defaults to ``model.init(rng)``, ``opt_state`` to the optimiser's
     initial state. ``metrics`` (``{"accuracy": accuracy}``) are recorded after every epoch as ``val_<name>`` on
-    ``validation = (xs, targets)`` (with ``val_loss``) and, with ``train_metrics=True``, as ``train_<name>`` on the
+    ``validation = (xs, targets)`` (with ``val_loss``; its first row is run through the model and loss before
+    training, so that a misfit is an error then) and, with ``train_metrics=True``, as ``train_<name>`` on the
     training data (with ``train_loss``); ``metrics`` with neither is an error. ``callbacks``: objects with
     ``on_epoch_end(epoch, history, params, opt_state) -> bool`` (``True`` stops; see :class:`Callback`).
 
@@ -93,10 +94,11 @@ def fit(
     ``backend``: train on another array library (``"jax"``, ``"torch"``, ``"array_api_strict"``): the parameters,
     optimiser state and data are moved there once and the result stays there; on ``"jax"`` each step is one
     compiled program (:func:`compile_step`), data-parallel over ``mesh`` (a :class:`jax.sharding.Mesh`). By default
-    the parameters' own library. ``backend="auto"``: the compiled JAX step when JAX is installed and the run suits
-    it (numpy parameters and data in float32/float64, no dropout, no mesh, the step traces on JAX, and the run is
-    large enough to repay compiling), numpy otherwise; the progress line says which, and the result (and the state
-    an error carries) is numpy either way, equal to numpy's run to about 1e-12 in float64 (docs/performance.md).
+    the parameters' own library (data of another is refused, before training). ``backend="auto"``: the compiled
+    JAX step when JAX is installed and the run suits it (numpy parameters and data in float32/float64, no dropout,
+    no mesh, the step traces on JAX, and the run is large enough to repay compiling), numpy otherwise; the progress
+    line says which, and the result (and the state an error carries) is numpy either way, equal to numpy's run to
+    about 1e-12 in float64 (docs/performance.md).
     ``blas_threads``: on numpy, the BLAS threads for the run (see :func:`blas_threads`; ``None`` leaves BLAS alone).
 
     Returns :class:`FitResult` ``(params, opt_state, history)`` (copies: never the objects passed in). On Ctrl-C it
@@ -180,7 +182,9 @@ def _scores(p: Plan, params: Tree) -> dict[str, float]:
     for prefix, (xs, ys) in sets:
         scores[f"{prefix}_loss"] = evaluate(a.model, a.loss, params, xs, ys)
         for name, metric in a.metrics.items():
-            scores[f"{prefix}_{name}"] = float(metric(a.model, params, xs, ys))
+            scores[f"{prefix}_{name}"] = number(
+                f"fit: the value of the metric {name!r}", metric(a.model, params, xs, ys)
+            )
     return scores
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prelens import errors as E
 
-__all__ = ["History"]
+__all__ = ["History", "number"]
 
 
 @dataclass
@@ -67,7 +68,7 @@ class History:
             raise E.bad_argument("History.log", "name", name, "logged after an epoch (the history holds none yet)")
         series = self.metrics.setdefault(name, [])
         series.extend([math.nan] * (self.epochs - len(series)))
-        series[self.epochs - 1] = float(value)
+        series[self.epochs - 1] = number("History.log: value", value)
 
     def plot(self, *names: str, ax: Any = None) -> Any:
         """Draw series of the history against the epoch (matplotlib, the ``plot`` extra); returns the ``Axes``.
@@ -149,3 +150,11 @@ def _numbers(values: Any) -> list[float] | None:
 def count(x: Any) -> int | None:
     """``x`` if it is an int >= 0, else ``None``."""
     return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None
+
+
+def number(what: str, value: Any) -> float:
+    """``value`` as a float (a number, a numpy scalar, a 0-d array of any library), or an error naming ``what``."""
+    if not isinstance(value, (str, bytes)):
+        with contextlib.suppress(TypeError, ValueError):
+            return float(value)
+    raise E.StructureError(f"{what} must be a number (a float), got {E.describe(value)}")

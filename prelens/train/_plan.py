@@ -13,18 +13,19 @@ from typing import Any, NamedTuple, TextIO
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, is_array, namespace_name, resolve_backend, to_backend
+from prelens.backend._arrays import copy, is_array, namespace, namespace_name, resolve_backend, to_backend
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
+from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
 from prelens.io._checkpoint import writable_path
 from prelens.learn._optimizer import init_state
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
 from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
+from prelens.train._evaluate import evaluate
 from prelens.train._history import History
 from prelens.train._progress import Progress
-from prelens.train._resume import Resumed, read_checkpoint, resume_refused
+from prelens.train._resume import Resumed, read_checkpoint, resume_refused, run_record
 from prelens.train._runtime import batch_rows, resolve_threads
 from prelens.train._step import Check, optimizer_form, step_of
 
@@ -90,7 +91,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     train_metrics = _args.flag("fit", "train_metrics", train_metrics)
     progress = None if progress is None else _args.flag("fit", "progress", progress)
     measures = _check_metrics(metrics, validation is not None, train_metrics)
-    cbs = _check_callbacks(callbacks, measures, validation is not None, train_metrics)
+    cbs = _check_callbacks(callbacks, optimizer, measures, validation is not None, train_metrics, checkpoint_path)
     xs, ys = _args.batch("fit", data, "data")
     n = rows("fit", xs, ys)
     if validation is not None:
@@ -138,9 +139,10 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
 
 
 def _check_callbacks(
-    callbacks: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool
+    callbacks: Any, optimizer: Any, metrics: dict[str, Metric], has_validation: bool, on_train: bool, path: Any
 ) -> tuple[Any, ...]:
-    """The callbacks, each monitoring a series this fit records."""
+    """The callbacks, each monitoring a series this fit records (a learning-rate log: the optimiser's own; the best
+    checkpoint: in a file of its own)."""
     expected = "a list of callbacks (objects with on_epoch_end), e.g. [EarlyStopping()]"
     if callbacks is None:
         return ()
@@ -155,9 +157,18 @@ def _check_callbacks(
         )
     measured_on = [prefix for prefix, on in (("train", on_train), ("val", has_validation)) if on]
     recorded = ["loss", *(f"{prefix}_{m}" for prefix in measured_on for m in ("loss", *metrics))]
-    if any(isinstance(cb, LearningRateLogger) for cb in callbacks):
+    for cb in (cb for cb in callbacks if isinstance(cb, LearningRateLogger)):
+        if not cb.follows(optimizer):
+            raise E.ArgumentError(
+                f"fit: LearningRateLogger logs the lr of {cb.optimizer!r}, not the lr of the optimizer trained, "
+                f"{optimizer!r}: give it that optimizer"
+            )
         recorded.append("lr")
     for cb in callbacks:
+        if isinstance(cb, CheckpointBest) and path is not None and os.path.realpath(cb.path) == os.path.realpath(path):
+            raise E.ArgumentError(
+                f"fit: CheckpointBest writes to checkpoint_path {os.fspath(path)}: give it a file of its own"
+            )
         if isinstance(cb, (EarlyStopping, CheckpointBest)) and cb.monitor not in recorded:
             raise E.ArgumentError(
                 f"fit: {type(cb).__name__} monitors {cb.monitor!r}, which this fit does not record; it records "
@@ -191,7 +202,7 @@ def _read_resume(a: Args) -> Resumed:
     if a.model.init_fn is not None:
         like = a.model.init(np.random.default_rng(0))
         state_like = _init_state(a.optimizer, a.lens_form, like)
-    resumed = read_checkpoint(a.resume or "", like, state_like)
+    resumed = read_checkpoint(a.resume or "", like, state_like, run=run_record(a.model, a.optimizer))
     if a.restorer is not None and resumed.best is None:
         best = a.restorer.best_epoch(resumed.history)
         if best is not None and (best != resumed.history.epochs or resumed.batch != 0):
@@ -228,8 +239,10 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     dtype = model_dtype(at.params)
     data = cast("fit", a.data, dtype)
     validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
+    if a.xp is None:
+        _check_library(at.params, {"data": data, "validation": validation})
     dropout = has_dropout(at.params)
-    to_host, compiled = False, None
+    to_host, compiled, on_host = False, None, at.params
     if a.auto:
         chosen = choose_jax(a, at, data, validation, dropout, n_batches)
         if chosen is not None:  # the parameters and state on JAX; the data stays on numpy (a batch moves per step)
@@ -239,12 +252,37 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
     elif a.xp is not None:
         params, opt_state, data, validation = to_backend((at.params, at.opt_state, data, validation), a.xp)
         at = at._replace(params=params, opt_state=opt_state)
+    if validation is not None:  # where and as _scores will evaluate it
+        _check_validation(a, on_host if to_host else at.params, validation)
     live = _isatty(a.stream)
     tag = ("compiled JAX step" if to_host else "numpy") + " (backend=auto)" if a.auto else ""
     bar = Progress(
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
     )
     return Plan(a, data, validation, n_batches, dropout, _strategy(a, dropout, compiled), bar, to_host), at
+
+
+def _check_library(params: Tree, data: dict[str, Any]) -> None:
+    """Without ``backend=`` the run stays in the parameters' library: data of another is refused, not moved."""
+    libraries = {namespace_name(namespace(x)) for x in tree_leaves(params) if is_array(x)}
+    lib = libraries.pop() if len(libraries) == 1 else None  # none, or several: the step will say
+    for what, tree in data.items() if lib else ():
+        for path, leaf in tree_paths(tree):
+            other = namespace_name(namespace(leaf)) if is_array(leaf) else lib
+            if other != lib:
+                raise E.ArgumentError(
+                    f"fit: {what}{E.path_str(path)} is {other}'s and the parameters are {lib}'s: pass "
+                    f"backend={other!r} to train there (the parameters move once), or give {lib} arrays"
+                )
+
+
+def _check_validation(a: Args, params: Tree, validation: tuple[Any, Any]) -> None:
+    """The model and loss run on the first row of ``validation``: a misfit is found now, not after an epoch."""
+    try:
+        evaluate(a.model, a.loss, params, *take(validation, None, 0, 1))
+    except E.PrelensError as err:
+        err.add_note("fit: validation=(xs, targets) does not fit the model and loss (its first row, tried first)")
+        raise
 
 
 #: ``backend="auto"`` takes JAX for a run of at least this many multiply-adds (parameters x batch rows x

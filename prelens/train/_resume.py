@@ -5,13 +5,17 @@ A checkpoint written by ``fit`` is ``{"params", "opt_state"}`` (plus ``"best"``,
 training (written by :meth:`~prelens.train._run.Run.checkpoint`): ``rng``, the shuffling generator's state at the
 start of the epoch in progress; ``batch``, how many of the epoch's ``batches`` are done, and ``loss_sum`` their
 summed losses (exact: JSON keeps every bit of a float); ``callbacks_done``, the last epoch whose callbacks all
-answered; ``early_stopped``, whether a callback ended the run. From the epoch's start state ``fit`` draws the same
-permutation and dropout keys again and skips the batches done, so a resumed run takes exactly the same steps.
+answered; ``early_stopped``, whether a callback ended the run; ``run``, the model and optimiser as they print (a
+checkpoint is resumed only by the run that wrote it: the same model, the same optimiser in either form). From the
+epoch's start state ``fit`` draws the same permutation and dropout keys again and skips the batches done, so a
+resumed run takes exactly the same steps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -19,11 +23,12 @@ import numpy as np
 from prelens import errors as E
 from prelens.backend._arrays import resolve_backend
 from prelens.io._checkpoint import load_checkpoint, load_metadata
+from prelens.learn._optimizer import Optimizer
 from prelens.train._history import History, count, history_from_dict
 
 Tree = Any
 
-__all__ = ["FORMAT", "Resumed", "generator_state", "read_checkpoint"]
+__all__ = ["FORMAT", "Resumed", "generator_state", "read_checkpoint", "run_record"]
 
 #: The version of the ``"fit"`` metadata this code writes and reads.
 FORMAT = 1
@@ -92,13 +97,24 @@ def _generator(state: Any) -> np.random.Generator | None:
     return np.random.Generator(bits)
 
 
+def run_record(model: Any, optimizer: Any) -> dict[str, str]:
+    """The model and optimiser of a run as they print (an optimiser as its lens does; no memory addresses)."""
+    if isinstance(optimizer, Optimizer):
+        with contextlib.suppress(Exception):  # an optimiser of the user's without a lens prints as itself
+            optimizer = optimizer.lens
+    return {
+        what: re.sub(r" at 0x[0-9a-fA-F]+", "", repr(x)) for what, x in (("model", model), ("optimizer", optimizer))
+    }
+
+
 def read_checkpoint(
-    path: str | os.PathLike[str], params_like: Tree, state_like: Any, *, backend: Any = "numpy"
+    path: str | os.PathLike[str], params_like: Tree, state_like: Any, *, backend: Any = "numpy", run: Any = None
 ) -> Resumed:
     """Read a checkpoint of ``fit`` back, its trees checked against ``params_like`` and ``state_like`` (``None``
     when the model cannot make parameters: the file's own structure is taken), the arrays in ``backend``'s library;
     a :class:`~prelens.errors.CheckpointError` for a file that is not a checkpoint of ``fit``, is damaged, or belongs
-    to another model."""
+    to another model or optimiser than ``run`` (:func:`run_record`; files written before it was kept: structure
+    only)."""
     resolve_backend("fit", backend)  # before the file is read
     name = os.fspath(path)
     meta = load_metadata(name)
@@ -117,6 +133,15 @@ def read_checkpoint(
     tree = load_checkpoint(name, like=like, backend=backend)
     if not isinstance(tree, dict) or not {"params", "opt_state"} <= set(tree):
         raise resume_refused(name, "it does not hold params and opt_state")
+    written = position.get("run")  # the parameters and state fit; the model and optimiser must be the same too
+    for what in ("model", "optimizer"):
+        if isinstance(written, dict) and run is not None and written.get(what) != run[what]:
+            raise resume_refused(
+                name,
+                f"it was written by a run of another {what}, {E.short_name(str(written.get(what)), 100)}, not "
+                f"{E.short_name(run[what], 100)}; to train on from its parameters, pass them as params= and "
+                "opt_state= (read with prelens.io.load_checkpoint)",
+            )
     history = history_from_dict(meta.get("history"))
     if isinstance(history, str):
         raise resume_refused(name, history)

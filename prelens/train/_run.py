@@ -23,7 +23,7 @@ from prelens.io._sigint import deferred_sigint
 from prelens.train._callbacks import EarlyStopping, checkpoint_not_saved
 from prelens.train._history import History
 from prelens.train._plan import Plan
-from prelens.train._resume import FORMAT, Resumed, generator_state
+from prelens.train._resume import FORMAT, Resumed, generator_state, run_record
 
 Tree = Any
 
@@ -53,6 +53,7 @@ class Run:
         if self.best is None and at.batch == 0:
             self._keep_if_best()  # the checkpoint is the best epoch's
         self.where = "the start"
+        self.record = run_record(plan.args.model, plan.args.optimizer)  # what a resume must run again
 
     @property
     def state(self) -> tuple[Tree, Any]:
@@ -202,6 +203,7 @@ class Run:
             "callbacks_done": self.callbacks_done,
             "early_stopped": self.early_stopped,
             "best": "best" in tree,
+            "run": self.record,
         }
         meta = {"history": self.history.as_dict(), "epoch": self.history.epochs, "fit": fit_meta}
         try:
