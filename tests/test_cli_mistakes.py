@@ -45,7 +45,7 @@ def test_a_test_fraction_that_leaves_no_training_rows_is_refused_before_training
     raw: list[str], capsys: pytest.CaptureFixture[str], no_training: None
 ):
     code, out, err = cli([*MLP, "--test-fraction", "0.99", *raw], capsys)
-    assert_refused(code, out, err, "prelens train mlp: --test-fraction 0.99 leaves no training rows")
+    assert_refused(code, out, err, "prelens train mlp: stratified_split: test_fraction=0.99 leaves no rows to train on")
 
 
 @pytest.mark.parametrize(

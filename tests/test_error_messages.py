@@ -557,8 +557,8 @@ MESSAGES: dict[str, Case] = {
     "training_non_finite": _case(
         _overflowing_fit,
         E.TrainingNonFiniteError,
-        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = inf.*\); the last good "
-        r"parameters, optimiser state and history are attached",
+        r"^training stopped: the loss became non-finite at epoch 1/1, batch 1/1 \(loss = inf.*\)\n"
+        r"fit: the last good parameters, optimiser state and history are attached",  # a note: not in str(err)
     ),
     "data_non_finite": _case(
         lambda: fit(nn.linear(3, 1), nn.mse, (X3, np.array([[1.0], [np.nan]])), 1, 2, sgd(0.1), 0, progress=False),

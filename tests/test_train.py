@@ -264,6 +264,7 @@ def test_nan_loss_stops_with_the_step_and_the_last_good_params():
         fit(lens, half_squares(), (XS, YS), 5, 4, sgd(0.01), rng=0, params=start, progress=False)
     err = info.value
     assert isinstance(err, TrainingNonFiniteError)
+    assert any("attached as .params, .opt_state and .history" in note for note in err.__notes__)  # shown, not in str
     assert tree_allclose(err.params, seen[7], rtol=0)  # the params the failing step started from
     assert err.history.steps == 6 and err.history.epochs == 2 and len(err.history.loss) == 2
     assert "non-finite" in err.history.stopped

@@ -106,7 +106,7 @@ def stopped(err: BaseException, command: str, path: str | None, save: Callable[[
     """A training that stopped on an error (it diverged, say): the reason as one line, and the last good parameters
     that ride on the error (``err.params``, ``err.history``) saved with ``save(params, history)`` if ``--save`` names
     a ``path``; returns 1."""
-    fail(str(err).split("; the last good parameters", 1)[0], command, code=1)  # (a Python caller's attributes)
+    fail(err, command, code=1)  # (fit's notes, for a Python caller, are not in str(err))
     history = getattr(err, "history", None)
     if path is not None and history is not None and save(getattr(err, "params", None), history):
         print(f"saved the parameters of the last good step ({history.steps}) to {path}")

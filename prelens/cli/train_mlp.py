@@ -130,9 +130,7 @@ def run(args: argparse.Namespace) -> int:
     """
     try:
         check(args)
-        raw = load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples)
-        if not len(raw.y_train):
-            raise C.UsageError(f"--test-fraction {args.test_fraction:g} leaves no training rows")
+        raw = load_dataset(args.dataset, args.test_fraction, args.seed, n=args.samples)  # (refuses an empty train)
         split = raw
         if not args.raw_features:  # standardised on the training rows (the model file keeps raw's statistics)
             x_train, x_test = standardize(raw.x_train, raw.x_test)

@@ -103,13 +103,16 @@ class Run:
 
     def _stop_non_finite(self, what: str, detail: str) -> E.TrainingNonFiniteError:
         self.history.steps = self.position.steps
-        return E.TrainingNonFiniteError(
-            f"training stopped: {what} became non-finite at {self.where} ({detail}); "
-            "the last good parameters, optimiser state and history are attached to this error "
-            "as .params, .opt_state and .history",
+        err = E.TrainingNonFiniteError(
+            f"training stopped: {what} became non-finite at {self.where} ({detail})",
             *self._handed_back(self.state),
             self.history,
         )
+        err.add_note(
+            "fit: the last good parameters, optimiser state and history are attached as .params, "
+            ".opt_state and .history"
+        )
+        return err
 
     def epoch_done(self, loss: float, scores: dict[str, float], seconds: float) -> None:
         """Record the epoch, whole or not at all: the next starts at batch 0 from the generator's state now."""
