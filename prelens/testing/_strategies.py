@@ -164,8 +164,10 @@ def _primitive(draw: st.DrawFn, in_type: ValueType, max_dim: int) -> GeneratedLe
 
 
 @st.composite
-def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1) -> list[GeneratedLens]:
-    """``n`` generated lenses where each one's output type is the next one's input type.
+def chains(
+    draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1, max_dim: int = 3
+) -> list[GeneratedLens]:
+    """``n`` generated lenses where each one's output type is the next one's input type (vectors up to ``max_dim``).
 
     >>> from hypothesis import find, settings
     >>> quiet = settings(database=None, derandomize=True)
@@ -173,9 +175,9 @@ def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth:
     [(linear_vec(1→2), 1, 2), (bias_vec(2), 2, 2)]
     """
     out: list[GeneratedLens] = []
-    t = in_type if in_type is not None else draw(value_types(1))
+    t = in_type if in_type is not None else draw(value_types(1, max_dim))
     for _ in range(n):
-        gl = draw(lenses(t, max_depth))
+        gl = draw(lenses(t, max_depth, max_dim))
         out.append(gl)
         t = gl.out_type
     return out

@@ -47,7 +47,8 @@ def check_vjp(
 
     Also checked: ``dp`` and ``ds`` have the structure, shapes and float dtypes of ``p`` and ``s``, and
     the first forward pass writes into neither. Purity is :func:`check_pure`'s verdict and aliasing
-    :func:`check_no_alias`'s. Raises :class:`LawError` naming the first wrong leaf. Float64 only.
+    :func:`check_no_alias`'s. Raises :class:`LawError` naming the first wrong leaf. Float64 only: the leaves of
+    ``p``, ``s`` and of the output.
 
     >>> from prelens import PreLens
     >>> cube = PreLens(lambda p, s: (s, s ** 3), lambda s, da: ((), 3 * s ** 2 * da), name="cube")
@@ -68,8 +69,17 @@ def check_vjp(
     for path, leaf in tree_paths((p, s)):
         if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
             got, where = E.describe(np.asarray(leaf)), slot_path(path)
-            raise E.LawError(f"check_vjp: {name}: needs float64 leaves, got {got} at {where}")
+            raise E.LawError(
+                f"check_vjp: {name}: needs float64 leaves, got {got} at {where}: finite differences are taken in "
+                "float64, so check the lens built in float64 (dtype=np.float64)"
+            )
     a, pullback = fwd_on_copies("check_vjp", name, lambda *x: vjp(pl, *x), (p, s))
+    for path, leaf in tree_paths(a):  # differences of a float32 output resolve ~1e-3 of a derivative, not 1e-9
+        if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
+            raise E.LawError(
+                f"check_vjp: {name}: fwd's output at a{path} has dtype {E.dtype_name(np.asarray(leaf).dtype)} for "
+                "float64 parameters and input: finite differences need the forward pass in float64 throughout"
+            )
     pulled: Callable[[Any], tuple[Any, Any]] = lambda d: (d, _pull(name, pullback, (p, s), d))
     fixed = None if da is None else pulled(da)  # the deltas' structure and dtypes are checked first
     side = _Side(pl, (p, s), a, eps, rtol, atol)

@@ -1,0 +1,114 @@
+"""What a researcher who tests lenses of their own met in the law kit (fourth wave): each defect, pinned."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from prelens import PreLens, to_tamb
+from prelens.errors import LawError, StructureError
+from prelens.nn import dense, linear
+from prelens.tambara import Cost, Shapes
+from prelens.testing import (
+    chains,
+    check_assoc,
+    check_interchange,
+    check_lens_equal,
+    check_no_alias,
+    check_vjp,
+    module_equal,
+    seeds,
+)
+
+
+def _tanh_linear(rel_error: float, *, inside=np.float64) -> PreLens:
+    """``tanh(W s)``, its forward pass computed in ``inside``; ``ds`` off by ``rel_error``."""
+
+    def fwd(w, s):
+        return (w.copy(), s.copy()), np.tanh(w.astype(inside) @ s.astype(inside))
+
+    def bwd(m, da):
+        w, s = m
+        dz = da * (1 - np.tanh(w @ s) ** 2)
+        return np.outer(dz, s), (w.T @ dz) * (1 + rel_error)
+
+    return PreLens(fwd, bwd, name="tanh_linear")
+
+
+def test_check_vjp_refuses_a_float32_output_of_float64_inputs_instead_of_differencing_it():
+    # Finite differences of a float32 output resolve about 1e-3 of the derivative: a 1e-4 error passed.
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal((20, 30)) / 5, rng.standard_normal(30)
+    check_vjp(_tanh_linear(0.0), w, x)  # in float64 throughout: right
+    with pytest.raises(LawError, match=r"check_vjp: tanh_linear: fwd's output at a has dtype f32"):
+        check_vjp(_tanh_linear(1e-4, inside=np.float32), w, x)
+
+
+def test_check_vjp_says_how_to_check_a_float32_lens():
+    lens = linear(3, 2, dtype=np.float32)
+    with pytest.raises(LawError, match=r"needs float64 .* got f32\[3,2\] at p: .*dtype=np\.float64"):
+        check_vjp(lens, lens.init(0), np.ones((1, 3), np.float32))
+
+
+def test_a_law_whose_two_sides_overflow_alike_is_not_reported_as_two_different_values():
+    # 300 dense layers run backward on random residues overflow to NaN: alike on both sides.
+    net = dense(16, 16)
+    for _ in range(299):
+        net = net >> dense(16, 16)
+    p, x = net.init(0), np.random.default_rng(0).standard_normal((8, 16))
+    with np.errstate(all="ignore"), pytest.raises(LawError, match=r"not finite on both sides") as caught:
+        check_assoc(net, net, net, p, p, p, x)
+    assert "left:" not in str(caught.value)
+
+
+def test_a_law_with_a_nan_on_one_side_only_still_shows_both_values():
+    double = PreLens(lambda p, s: ((), 2 * s), lambda m, da: ((), 2 * da), name="double")
+    nan_bwd = PreLens(double.fwd, lambda m, da: ((), np.full_like(da, np.nan)), name="nan_bwd")
+    with pytest.raises(LawError, match=r"input deltas differ at <root>:\n  left: "):
+        check_lens_equal("nan on one side", double, nan_bwd, (), np.ones(2))
+
+
+@settings(max_examples=5)
+@given(chains(3, in_type=200, max_dim=300), seeds())
+def test_chains_draw_lenses_at_real_widths(ls, seed):
+    rng = np.random.default_rng(seed)
+    f, g, h = ls
+    pf, pg, ph = (gl.lens.init(rng) for gl in ls)
+    check_assoc(f.lens, g.lens, h.lens, pf, pg, ph, f.sample(rng)[1])
+
+
+def test_chains_keep_to_max_dim():
+    from hypothesis import find
+    from hypothesis import settings as hsettings
+
+    wide = find(
+        chains(2, in_type=50, max_dim=300),
+        lambda c: any(isinstance(gl.out_type, int) and gl.out_type > 3 for gl in c[1:]),
+        settings=hsettings(database=None, derandomize=True),
+    )
+    assert wide
+
+
+def test_the_category_laws_take_trilenses():
+    f, g, h = (to_tamb(linear(3, 3)) for _ in range(3))
+    p = linear(3, 3).init(0)
+    x = np.ones((2, 3))
+    check_assoc(f, g, h, p, p, p, x)  # tri_compose is associative up to the associator
+    check_interchange(f, g, h, f, p, p, p, p, x, x)
+
+
+def test_a_law_given_something_that_is_not_a_lens_says_so():
+    with pytest.raises(StructureError, match=r"module_equal: lhs must be a PreLens .*got int"):
+        module_equal(1, 2, (), 1.0)
+
+
+def test_a_crash_inside_check_no_alias_is_named_as_aliasing_not_purity():
+    refusing = PreLens(lambda p, s: ((), float(s)), lambda m, da: ((), da), name="scalar_only")
+    with pytest.raises(LawError, match=r"law 'check_no_alias: aliasing of scalar_only' fails"):
+        check_no_alias(refusing, (), np.ones(3))
+
+
+@pytest.mark.parametrize("reading", [Shapes, Cost])
+def test_shapes_and_cost_of_a_pre_lens_name_themselves(reading):
+    lens = linear(3, 2)
+    with pytest.raises(StructureError, match=rf"{reading.__name__}\.of: tri must be a TriLens .*to_tamb"):
+        reading.of(lens, lens.init(0), np.ones(3))
