@@ -15,6 +15,7 @@ import pytest
 
 from prelens import batch_n, from_tamb, id_pre_lens, to_tamb, vec_lens, vjp
 from prelens.core import tree_leaves
+from prelens.errors import DepthError
 from prelens.faithful import Para, init_mlp, layer, make_mlp, train_faithful, train_step
 from prelens.faithful._loss import loss_l
 from prelens.faithful._network import make_mlp_l
@@ -230,3 +231,27 @@ def test_the_free_module_shows_its_steps():
     text = repr(prog)
     assert text.startswith("Program(") and "alpha" in text and "*" in text
     assert len(prog) == len(prog.steps())
+
+
+def _nested_biases(n: int) -> tuple[object, object]:
+    """``n + 1`` of the blog's ``bias_t`` nested by ``>>``, and their parameters (all zero)."""
+    from prelens.faithful import bias_t
+
+    tri, params = bias_t, 0.0
+    for _ in range(n):
+        tri, params = tri >> bias_t, (0.0, params)
+    return tri, params
+
+
+def test_the_posts_route_too_deep_for_the_stack_says_so_and_what_to_do():
+    tri, params = _nested_biases(200)
+    assert from_tamb(tri).fwd(params, 1.0)[1] == 1.0  # the program route runs it
+    closures = interpret(tri, id_pre_lens)  # the post's route: a nest of closures 200 deep
+    with pytest.raises(DepthError, match=r"nested too deeply: .*from_tamb"):
+        closures.fwd(params, 1.0)
+
+
+def test_a_trilens_composed_too_deep_to_build_says_so():
+    tri, _ = _nested_biases(450)  # tri_compose is function composition: f(g(t)) 450 deep
+    with pytest.raises(DepthError, match=r"nested too deeply"):
+        from_tamb(tri)
