@@ -255,3 +255,23 @@ def test_a_trilens_composed_too_deep_to_build_says_so():
     tri, _ = _nested_biases(450)  # tri_compose is function composition: f(g(t)) 450 deep
     with pytest.raises(DepthError, match=r"nested too deeply"):
         from_tamb(tri)
+
+
+def test_the_posts_training_step_takes_the_fast_paths_step():
+    """``train_step`` (the TriLens route, one neuron at a time) and ``prelens.train.step`` of ``mlp``
+    with ``squared_distance`` and ``sgd``: the same loss and the same new parameters."""
+    from prelens.faithful import mlp_from_paras
+    from prelens.learn import sgd
+    from prelens.nn import mlp, squared_distance
+    from prelens.train import step
+
+    rng = np.random.default_rng(1)
+    m_in, sizes, n = 8, [32, 16, 3], 64
+    paras = init_mlp(m_in, sizes, rng)
+    xs, ys = rng.standard_normal((n, m_in)), rng.standard_normal((n, sizes[-1]))
+    new_paras, loss = train_step(make_mlp(m_in, sizes), paras, xs, ys, 0.01)
+    fast, opt = mlp_from_paras(paras), sgd(0.01)
+    new_fast, _, fast_loss = step(mlp(m_in, sizes), squared_distance, fast, (xs, ys), opt, opt.init(fast))
+    assert loss == pytest.approx(float(fast_loss), rel=1e-13)
+    for a, b in zip(tree_leaves(mlp_from_paras(new_paras)), tree_leaves(new_fast)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
