@@ -10,7 +10,7 @@ import numpy as np
 
 from prelens import errors as E
 from prelens.backend._loop import stack
-from prelens.core import first, second
+from prelens.core import _args, first, second
 from prelens.core._combinators import add_trees, batch_n, branch, vec_lens
 from prelens.core._iso import assoc, iso_lens, lunit, runit, skip_right, sym, sym_l, unassoc, unlunit, unrunit
 from prelens.core._lens import AnyLens, id_pre_lens
@@ -81,7 +81,9 @@ def check_lens_equal(
       left:  1.0
       right: 2.0
     """
-    gen = np.random.default_rng(rng)
+    gen = _args.seed(law, rng)
+    _args.real(law, "rtol", rtol, low=0.0)
+    _args.real(law, "atol", atol, low=0.0)
     lhs, rhs = (_pre_lens(law, side, x) for side, x in (("lhs", lhs), ("rhs", rhs)))
     m1, a1 = run_law(law, "left side, forward", lambda: lhs.fwd(p, s))
     m2, a2 = run_law(law, "right side, forward", lambda: rhs.fwd(p_iso(p), s_iso(s)))
@@ -255,7 +257,7 @@ def check_dimap_composition(t: Any, p: Any, s: Any, *, rng: Rng = 0, **kw: Any) 
     >>> from prelens import id_pre_lens
     >>> check_dimap_composition(id_pre_lens, (), np.ones(2))
     """
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("check_dimap_composition", rng)
     f, f2, g, g2 = (random_affine(gen) for _ in range(4))
     for name, dimap in (("s", dimap_s), ("p", dimap_p)):
         lhs, rhs = dimap(lambda x: f(f2(x)), lambda x: g2(g(x)), t), dimap(f2, g2, dimap(f, g, t))
@@ -330,7 +332,7 @@ def check_naturality(t: Any, p: Any, s: Any, n: Any, *, rng: Rng = 0, **kw: Any)
     >>> from prelens import id_pre_lens
     >>> check_naturality(id_pre_lens, (), (1.0, 2.0), 3.0)
     """
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("check_naturality", rng)
     f, g = random_affine(gen), random_affine(gen)
     f2, g2 = second(f), second(g)
     squares = [
@@ -431,7 +433,7 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     >>> from prelens import id_pre_lens
     >>> check_lens_laws(id_pre_lens, (), np.ones(3))
     """
-    gen = np.random.default_rng(rng)
+    gen = _args.seed("check_lens_laws", rng)
     check_pure(l, p, s, rng=gen, fn="check_lens_laws")
     try:
         check_no_alias(l, p, s, rng=0)  # its own draws: the laws below see the same ones as before

@@ -5,14 +5,17 @@ import pytest
 from hypothesis import given, settings
 
 from prelens import PreLens, to_tamb
-from prelens.errors import LawError, StructureError
+from prelens.errors import ArgumentError, LawError, StructureError
 from prelens.nn import dense, linear
 from prelens.tambara import Cost, Shapes
 from prelens.testing import (
     chains,
     check_assoc,
+    check_dimap_composition,
     check_interchange,
     check_lens_equal,
+    check_lens_laws,
+    check_naturality,
     check_no_alias,
     check_vjp,
     module_equal,
@@ -112,3 +115,19 @@ def test_shapes_and_cost_of_a_pre_lens_name_themselves(reading):
     lens = linear(3, 2)
     with pytest.raises(StructureError, match=rf"{reading.__name__}\.of: tri must be a TriLens .*to_tamb"):
         reading.of(lens, lens.init(0), np.ones(3))
+
+
+@pytest.mark.parametrize(
+    ("run", "match"),
+    [
+        (lambda l, p, x: check_assoc(l, l, l, p, p, p, x, rng="a"), r"^associativity of >>: rng must be"),
+        (lambda l, p, x: check_assoc(l, l, l, p, p, p, x, rtol=-1), r"^associativity of >>: rtol must be"),
+        (lambda l, p, x: check_lens_laws(l, p, x, rng=-1), r"^check_lens_laws: rng must be"),
+        (lambda l, p, x: check_naturality(l, p, x, x, rng=1.5), r"^check_naturality: rng must be"),
+        (lambda l, p, x: check_dimap_composition(l, p, x, rng="x"), r"^check_dimap_composition: rng must be"),
+    ],
+)
+def test_a_bad_rng_or_tolerance_names_the_checker(run, match):
+    l = linear(3, 3)
+    with pytest.raises(ArgumentError, match=match):
+        run(l, l.init(0), np.ones((2, 3)))
