@@ -131,3 +131,15 @@ def test_a_bad_rng_or_tolerance_names_the_checker(run, match):
     l = linear(3, 3)
     with pytest.raises(ArgumentError, match=match):
         run(l, l.init(0), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("bad", [(3,), "3", -1, 2.0, True, (3, (2,))])
+def test_a_value_type_that_is_not_one_is_named_up_front(bad):
+    from prelens.testing import lenses, random_value
+
+    with pytest.raises(ArgumentError, match=r"^lenses: in_type must be a value type: an int"):
+        lenses(bad)
+    with pytest.raises(ArgumentError, match=r"^chains: in_type must be a value type"):
+        chains(2, bad)
+    with pytest.raises(ArgumentError, match=r"^random_value: t must be a value type"):
+        random_value(bad, np.random.default_rng(0))
