@@ -25,12 +25,13 @@ ValueType = Union[int, tuple["ValueType", "ValueType"]]  # noqa: UP007 (a recurs
 
 @dataclass(frozen=True)
 class GeneratedLens:
-    """A generated lens with its input and output value types.
+    """A generated lens with its input and output value types; wrap a lens of your own to draw its data.
 
-    >>> gl = GeneratedLens(linear_vec(3, 2), 3, 2)
+    >>> from prelens.nn import linear
+    >>> gl = GeneratedLens(linear(3, 2), 3, 2)
     >>> p, s = gl.sample(0)
     >>> p.shape, s.shape, gl.lens.fwd(p, s)[1].shape
-    ((2, 3), (3,), (2,))
+    ((3, 2), (3,), (2,))
     """
 
     lens: AnyLens

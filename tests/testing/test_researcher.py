@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prelens import PreLens, to_tamb
 from prelens.errors import ArgumentError, LawError, StructureError
@@ -17,6 +18,7 @@ from prelens.testing import (
     check_lens_laws,
     check_naturality,
     check_no_alias,
+    check_tri_compose,
     check_vjp,
     module_equal,
     seeds,
@@ -143,3 +145,30 @@ def test_a_value_type_that_is_not_one_is_named_up_front(bad):
         chains(2, bad)
     with pytest.raises(ArgumentError, match=r"^random_value: t must be a value type"):
         random_value(bad, np.random.default_rng(0))
+
+
+def _composed(gls):
+    lens = gls[0].lens
+    for gl in gls[1:]:
+        lens = lens >> gl.lens
+    return lens
+
+
+@settings(max_examples=5)
+@given(st.data(), seeds())
+def test_the_category_laws_at_real_widths_and_depth_at_the_default_recursion_limit(data, seed):
+    """A composite 30 lenses deep, then two more, vectors of hundreds: the laws of >>, @ and the TriLens
+    route as a researcher runs them, at Python's default recursion limit."""
+    from tests.conftest import default_recursion_limit
+
+    deep = data.draw(chains(30, in_type=200, max_dim=300))
+    g, h = (gl.lens for gl in data.draw(chains(2, in_type=deep[-1].out_type, max_dim=300)))
+    rng = np.random.default_rng(seed)
+    f, s = _composed(deep), deep[0].sample(rng)[1]
+    pf, pg, ph = f.init(rng), g.init(rng), h.init(rng)
+    with default_recursion_limit():
+        check_assoc(f, g, h, pf, pg, ph, s)
+        check_tri_compose(f, g, pf, pg, s)
+        check_interchange(f, f, g, g, pf, pf, pg, pg, s, s)
+        check_assoc(to_tamb(f), to_tamb(g), to_tamb(h), pf, pg, ph, s)  # tri_compose is associative
+        check_vjp(f >> g >> h, (ph, (pg, pf)), s, directions=1)
