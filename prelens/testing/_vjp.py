@@ -211,10 +211,13 @@ class _Side:
         if diff is not None and np.isfinite(rhs) and not agree(diff):
             # A second opinion before crying wolf: measure the rounding noise of the forward
             # pass itself (cancellation inside it hides from the sizes) and try the steps again.
-            # Below one unit in the last place of unit-sized intermediate values (ε·Σ|da|), the
-            # forward pass cannot show a change (a loss of log(1 + 1e-247) is computed as 0).
-            unit = EPS * sum(float(np.sum(np.abs(d))) for d in das)
-            noise = max(noise_level(probe, g0), unit)
+            # A forward pass that shows no change at all over those steps is below its own resolution
+            # there (a loss of log(1 + 1e-247) is computed as 0): differences under ε·Σ|da|, one unit in
+            # the last place of unit-sized intermediate values, are not reported. One that does change
+            # is resolved (a lens whose values are all 1e-20 keeps their sixteen digits).
+            noise = noise_level(probe, g0)
+            if noise == 0.0:
+                noise = EPS * sum(float(np.sum(np.abs(d))) for d in das)
             if math.isfinite(noise) and noise > 0:
                 again = directional_derivative(
                     probe, g0, size0, input_size, first_step=self.eps, done=settled, noise=noise
