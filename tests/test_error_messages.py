@@ -348,7 +348,8 @@ MESSAGES: dict[str, Case] = {
     "vjp_needs_float64": _case(
         lambda: check_vjp(nn.tanh, (), np.ones(3, np.float32)),
         E.LawError,
-        r"^check_vjp: tanh: needs float64 leaves, got f32\[3\] at s$",
+        r"^check_vjp: tanh: needs float64 leaves, got f32\[3\] at s: finite differences are taken in float64, "
+        r"so check the lens built in float64 \(dtype=np\.float64\)$",
     ),
     "vjp_delta_structure": _case(
         lambda: check_vjp(nn.dense(3, 2, input_delta=False), D32.init(0), X3),

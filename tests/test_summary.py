@@ -106,3 +106,13 @@ def test_summary_of_recurrent_layers():
     assert "bidirectional(gru(1→6))" in str(s)
     s = summary(scan(gru_cell(1, 6), axis=1), ((100, 6), (100, 40, 1)))
     assert s.stages[0].output == "(f64[100,6], f64[100,40,6])" and s.total_params == 162
+
+
+def test_summary_shows_the_types_of_scalars_never_their_values():
+    from prelens import from_tamb
+    from prelens.faithful import Para, neuron_t
+
+    s = summary(from_tamb(neuron_t(3)), np.array([0.5, -1.0, 2.0]), params=Para(0.25, np.ones(3)))
+    assert s.input == "f64[3]"
+    assert s.stages[0].output == "float" and s.stages[0].params == "Para(bias=float, weight=f64[3])"
+    assert "0.25" not in str(s) and "0.9" not in str(s)

@@ -136,3 +136,21 @@ def test_batch_n_rejects_wrong_batch():
 
 def test_tagged_helpers_are_consistent():
     assert tagged("x").init(0) == "p_x"
+
+
+def test_the_faithful_pages_table_names_no_deprecated_piece():
+    """docs/faithful.md's table of the post's pieces: every Python name in it is current (no warning)."""
+    import re
+    import warnings
+    from pathlib import Path
+
+    import prelens.faithful
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "faithful.md").read_text()
+    rows = [line.split("|")[2] for line in page.splitlines() if line.startswith("| `")]
+    names = {m for cell in rows for m in re.findall(r"`([a-z_]+)[(`]", cell)}
+    assert {"linear_l", "make_mlp", "loss_l"} <= names
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in sorted(names):
+            getattr(prelens.faithful, name)

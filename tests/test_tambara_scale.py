@@ -15,6 +15,7 @@ import pytest
 
 from prelens import batch_n, from_tamb, id_pre_lens, to_tamb, vec_lens, vjp
 from prelens.core import tree_leaves
+from prelens.errors import DepthError
 from prelens.faithful import Para, init_mlp, layer, make_mlp, train_faithful, train_step
 from prelens.faithful._loss import loss_l
 from prelens.faithful._network import make_mlp_l
@@ -230,3 +231,72 @@ def test_the_free_module_shows_its_steps():
     text = repr(prog)
     assert text.startswith("Program(") and "alpha" in text and "*" in text
     assert len(prog) == len(prog.steps())
+
+
+def _nested_biases(n: int) -> tuple[object, object]:
+    """``n + 1`` of the blog's ``bias_t`` nested by ``>>``, and their parameters (all zero)."""
+    from prelens.faithful import bias_t
+
+    tri, params = bias_t, 0.0
+    for _ in range(n):
+        tri, params = tri >> bias_t, (0.0, params)
+    return tri, params
+
+
+def test_the_posts_route_too_deep_for_the_stack_says_so_and_what_to_do():
+    tri, params = _nested_biases(200)
+    assert from_tamb(tri).fwd(params, 1.0)[1] == 1.0  # the program route runs it
+    closures = interpret(tri, id_pre_lens)  # the post's route: a nest of closures 200 deep
+    with pytest.raises(DepthError, match=r"nested too deeply: .*from_tamb"):
+        closures.fwd(params, 1.0)
+
+
+def test_a_trilens_composed_too_deep_to_build_says_so():
+    tri, _ = _nested_biases(450)  # tri_compose is function composition: f(g(t)) 450 deep
+    with pytest.raises(DepthError, match=r"nested too deeply"):
+        from_tamb(tri)
+
+
+def test_the_posts_training_step_takes_the_fast_paths_step():
+    """``train_step`` (the TriLens route, one neuron at a time) and ``prelens.train.step`` of ``mlp``
+    with ``squared_distance`` and ``sgd``: the same loss and the same new parameters."""
+    from prelens.faithful import mlp_from_paras
+    from prelens.learn import sgd
+    from prelens.nn import mlp, squared_distance
+    from prelens.train import step
+
+    rng = np.random.default_rng(1)
+    m_in, sizes, n = 8, [32, 16, 3], 64
+    paras = init_mlp(m_in, sizes, rng)
+    xs, ys = rng.standard_normal((n, m_in)), rng.standard_normal((n, sizes[-1]))
+    new_paras, loss = train_step(make_mlp(m_in, sizes), paras, xs, ys, 0.01)
+    fast, opt = mlp_from_paras(paras), sgd(0.01)
+    new_fast, _, fast_loss = step(mlp(m_in, sizes), squared_distance, fast, (xs, ys), opt, opt.init(fast))
+    assert loss == pytest.approx(float(fast_loss), rel=1e-13)
+    for a, b in zip(tree_leaves(mlp_from_paras(new_paras)), tree_leaves(new_fast)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+
+
+def test_costs_residue_bytes_are_what_a_fast_models_forward_pass_keeps_alive():
+    """Measured by tracemalloc: the memory a forward pass of a decoder LM leaves allocated, its output
+    dropped, is the residue Cost counts (Python's small objects, some KB, come on top)."""
+    import gc
+    import tracemalloc
+
+    from prelens.nn import decoder_lm
+
+    lm = decoder_lm(50, 32, 4, 64, 2, 16)
+    params, ids = lm.init(0), np.random.default_rng(0).integers(0, 50, (4, 16))
+    counted = Cost.of(to_tamb(lm), params, ids).residue_bytes
+    lm.fwd(params, ids)  # first run: the lens's checks and caches
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        m, a = lm.fwd(params, ids)
+        del a
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert m is not None and counted <= kept <= counted * 1.01 + 16384

@@ -20,7 +20,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
-from prelens.show._summary import StageNode, example_run, run_stages
+from prelens.show._summary import StageNode, _type_of, example_run, run_stages
 
 # Geometry, in data units (one unit is about 0.45 inch at the default figure size).
 BOX_W, BOX_H = 2.0, 0.9  #: a stage's box
@@ -104,39 +104,6 @@ def _backward(node: _Node, da: Any) -> Any:
 
 
 # ------------------------------------------------------------------ types, never values
-
-
-def _type_of(x: Any, depth: int = 0) -> str:
-    """The type of a value as a wire label: ``f64[3,2]``, ``float``, ``(f64[2], ())``, ``[float × 4]``.
-
-    >>> _type_of((np.zeros((3, 2)), 0.5, ()))
-    '(f64[3,2], float, ())'
-    >>> _type_of([1.0, 2.0, 3.0])
-    '[float × 3]'
-    """
-    if isinstance(x, np.ndarray):
-        return E.describe(x)
-    if isinstance(x, np.generic):
-        return E.dtype_name(x.dtype)
-    if x is None:
-        return "None"
-    if isinstance(x, (bool, int, float, complex, str, bytes)):
-        return type(x).__name__
-    if depth > 4 and isinstance(x, (tuple, list, dict)):
-        return "…"
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        inner = ", ".join(f"{k}={_type_of(v, depth + 1)}" for k, v in zip(x._fields, x))
-        return f"{type(x).__name__}({inner})"
-    if isinstance(x, tuple):
-        return "(" + ", ".join(_type_of(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
-    if isinstance(x, list):
-        kinds = [_type_of(v, depth + 1) for v in x]
-        if kinds and all(k == kinds[0] for k in kinds):
-            return f"[{kinds[0]} × {len(kinds)}]"
-        return "[" + ", ".join(kinds[:3]) + (", …" if len(kinds) > 3 else "") + "]"
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{k}: {_type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
-    return type(x).__name__
 
 
 # ------------------------------------------------------------------ drawing

@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from prelens import errors as E
 from prelens.backend import _arrays as _backend
 from prelens.backend._loop import rebuild
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_leaves
-from prelens.errors import describe_tree
 
 
 @dataclass(frozen=True)
@@ -203,14 +203,53 @@ def summary(
     todo: list[tuple[StageNode, int]] = [(run_stages(lens, p, s, depth), 0)]
     while todo:
         node, d = todo.pop()
-        has_params, a = bool(tree_leaves(node.p)), describe_tree(node.a)
+        has_params, a = bool(tree_leaves(node.p)), _shown(node.a)
         if node.children:
             rows.append(Stage(d, node.name, node.op, a, "", _count(node.p), has_params, True, node.opened))
             todo.extend((child, d + 1) for child in reversed(node.children))
         else:
-            shapes = describe_tree(node.p) if has_params else ""
+            shapes = _shown(node.p) if has_params else ""
             rows.append(Stage(d, node.name, "", a, shapes, _count(node.p), has_params, bool(tree_leaves(node.m))))
-    return Summary(repr(lens), describe_tree(s), tuple(rows))
+    return Summary(repr(lens), _shown(s), tuple(rows))
+
+
+def _shown(x: Any, limit: int = 160) -> str:
+    """A summary's cell: the type of ``x`` (:func:`_type_of`), cut to ``limit`` characters."""
+    text = _type_of(x)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _type_of(x: Any, depth: int = 0) -> str:
+    """The type of a value as a wire label: ``f64[3,2]``, ``float``, ``(f64[2], ())``, ``[float × 4]``.
+
+    >>> _type_of((np.zeros((3, 2)), 0.5, ()))
+    '(f64[3,2], float, ())'
+    >>> _type_of([1.0, 2.0, 3.0])
+    '[float × 3]'
+    """
+    if isinstance(x, np.generic):
+        return E.dtype_name(x.dtype)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # an array of any library: f64[3,2], f32[4] (torch)
+        return E.describe(x)
+    if x is None:
+        return "None"
+    if isinstance(x, (bool, int, float, complex, str, bytes)):
+        return type(x).__name__
+    if depth > 4 and isinstance(x, (tuple, list, dict)):
+        return "…"
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        inner = ", ".join(f"{k}={_type_of(v, depth + 1)}" for k, v in zip(x._fields, x))
+        return f"{type(x).__name__}({inner})"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_type_of(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
+    if isinstance(x, list):
+        kinds = [_type_of(v, depth + 1) for v in x]
+        if kinds and all(k == kinds[0] for k in kinds):
+            return f"[{kinds[0]} × {len(kinds)}]"
+        return "[" + ", ".join(kinds[:3]) + (", …" if len(kinds) > 3 else "") + "]"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k}: {_type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
+    return type(x).__name__
 
 
 def example_run(

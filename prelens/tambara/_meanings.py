@@ -22,7 +22,7 @@ from prelens.core._combinators import REMAT_OF, full_residues
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import tree_leaves, tree_map
 from prelens.tambara._program import DIMAP_S, Program, Step, compile_passes
-from prelens.tambara._trilens import AnyTriLens, LensPass, interpret
+from prelens.tambara._trilens import AnyTriLens, LensPass, as_trilens, interpret
 
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
@@ -182,7 +182,7 @@ class Shapes(Program):
     @staticmethod
     def of(tri: AnyTriLens, p: Any, s: Any) -> dict[str, str]:
         """The shapes of ``tri``'s output, residue and deltas on ``(p, s)``, each as prelens describes a tree."""
-        r = read(interpret(tri, Shapes()), p, s)
+        r = read(interpret(as_trilens("Shapes.of", "tri", tri), Shapes()), p, s)
         slots = (r.output, r.residue, r.param_delta, r.input_delta)
         return dict(zip(("output", "residue", "parameter delta", "input delta"), map(shape_of, slots)))
 
@@ -285,7 +285,7 @@ class Cost(Program):
     @staticmethod
     def of(tri: AnyTriLens, p: Any, s: Any) -> CostTable:
         """The :class:`CostTable` of one forward and backward pass of ``tri`` on ``(p, s)``."""
-        r = read(interpret(tri, Cost()), p, s)
+        r = read(interpret(as_trilens("Cost.of", "tri", tri), Cost()), p, s)
         rows: dict[str, list[Any]] = {}
         for box in r.boxes:
             row = rows.setdefault(box.lens, [box.lens, 0, 0, 0, 0])

@@ -274,7 +274,28 @@ def interpret(tri: AnyTriLens, unit: Any) -> Any:
     """
     as_trilens("interpret", "tri", tri)
     as_module("interpret", "unit", unit)
-    return dimap_m(runit, unrunit, dimap_p(unlunit, lunit, _module(tri(unit))))
+    try:  # tri_compose is function composition: a TriLens nested hundreds deep nests its calls as deep
+        out = dimap_m(runit, unrunit, dimap_p(unlunit, lunit, _module(tri(unit))))
+    except RecursionError:
+        raise E.too_deep(repr(tri)) from None
+    if not isinstance(out, PreLens):
+        return out
+    fwd, bwd = (_depth_guarded(run, f"interpret({E.short_name(repr(tri))}, {unit!r})") for run in (out.fwd, out.bwd))
+    return PreLens(fwd, bwd, out.name, out.init_fn, out.op, out.parts)
+
+
+def _depth_guarded(run: Callable[[Any, Any], Any], name: str) -> Callable[[Any, Any], Any]:
+    """``run``, a pass of the post's nest of closures (unchecked, as it was), raising
+    :class:`~prelens.errors.DepthError` if too deep for the stack."""
+
+    def guarded(x: Any, y: Any) -> Any:
+        try:
+            return run(x, y)
+        except RecursionError:
+            raise E.too_deep(name) from None
+
+    guarded.__prelens_checked__ = True  # type: ignore[attr-defined]
+    return guarded
 
 
 def _module(t: Any) -> Any:

@@ -49,9 +49,11 @@ def noise_level(probe: Probe, g0: float, step: float = 1e-8) -> float:
             return math.inf
         ts.append(k * step)
         gs.append(got[0])
+    g = np.array(gs)
+    if np.all(g == g0):  # no change at all: no noise to see (the caller knows what that means)
+        return 0.0
     t = np.array(ts) / step
     basis = np.stack([np.ones_like(t), t, t * t], axis=1)
-    g = np.array(gs)
     coef = np.linalg.lstsq(basis, g, rcond=None)[0]
     return float(np.max(np.abs(g - basis @ coef)))
 

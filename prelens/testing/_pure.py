@@ -154,7 +154,7 @@ def check_no_alias(lens: AnyLens, p: Any, s: Any, *, da: Any = None, rng: Rng = 
     gen = _args.seed("check_no_alias", rng)
     pl = _as_prelens(lens, "check_no_alias")
     name = repr(pl)
-    law = f"check_no_alias: purity of {E.short_name(name)}"
+    law = f"check_no_alias: aliasing of {E.short_name(name)}"
     run_law(law, "a pass run on copies", lambda: _check_alias(pl, name, (p, s), da, gen))
 
 

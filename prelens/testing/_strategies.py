@@ -14,6 +14,7 @@ from typing import Any, Union
 import numpy as np
 from hypothesis import strategies as st
 
+from prelens import errors as E
 from prelens.core._combinators import add_l, copy_l
 from prelens.core._iso import sym_l
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens, parameter_free
@@ -24,12 +25,13 @@ ValueType = Union[int, tuple["ValueType", "ValueType"]]  # noqa: UP007 (a recurs
 
 @dataclass(frozen=True)
 class GeneratedLens:
-    """A generated lens with its input and output value types.
+    """A generated lens with its input and output value types; wrap a lens of your own to draw its data.
 
-    >>> gl = GeneratedLens(linear_vec(3, 2), 3, 2)
+    >>> from prelens.nn import linear
+    >>> gl = GeneratedLens(linear(3, 2), 3, 2)
     >>> p, s = gl.sample(0)
     >>> p.shape, s.shape, gl.lens.fwd(p, s)[1].shape
-    ((2, 3), (3,), (2,))
+    ((3, 2), (3,), (2,))
     """
 
     lens: AnyLens
@@ -39,7 +41,7 @@ class GeneratedLens:
     def sample(self, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
         """Parameters (from ``lens.init``) and an input, drawn with ``rng``."""
         gen = np.random.default_rng(rng)
-        return self.lens.init(gen), random_value(self.in_type, gen)
+        return self.lens.init(gen), _random_value(self.in_type, gen)
 
     def deltas(self, p: Any, s: Any, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
         """Random deltas ``(dm, da)`` shaped like the residue and output of ``lens.fwd(p, s)`` (other leaves kept).
@@ -59,9 +61,26 @@ def random_value(t: ValueType, rng: np.random.Generator) -> Any:
     >>> random_value((2, 1), np.random.default_rng(0))[1].shape
     (1,)
     """
+    return _random_value(value_type("random_value", "t", t), rng)
+
+
+def _random_value(t: ValueType, rng: np.random.Generator) -> Any:
     if isinstance(t, int):
         return rng.standard_normal(t)
-    return random_value(t[0], rng), random_value(t[1], rng)
+    return _random_value(t[0], rng), _random_value(t[1], rng)
+
+
+def value_type(fn: str, what: str, t: Any) -> ValueType:
+    """``t`` if it is a value type (an int >= 0, or a pair of value types), else an error naming ``fn``."""
+    todo = [t]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, tuple) and len(x) == 2:
+            todo.extend(x)
+        elif isinstance(x, bool) or not isinstance(x, int) or x < 0:
+            expected = "a value type: an int (a vector's length) or a pair of value types such as (3, (2, 2))"
+            raise E.bad_argument(fn, what, t, expected)
+    return t  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------ the generator's primitives (no longer public)
@@ -116,14 +135,18 @@ def value_types(draw: st.DrawFn, max_depth: int = 1, max_dim: int = 3) -> ValueT
     return draw(value_types(max_depth - 1, max_dim)), draw(value_types(max_depth - 1, max_dim))
 
 
-@st.composite
-def lenses(draw: st.DrawFn, in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 3) -> GeneratedLens:
+def lenses(in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 3) -> st.SearchStrategy[GeneratedLens]:
     """A random differentiable pre-lens from ``in_type`` (drawn if not given).
 
     >>> from hypothesis import find, settings
     >>> find(lenses((1, 1)), lambda g: g.out_type == 1, settings=settings(database=None, derandomize=True))
     GeneratedLens(lens=add_l, in_type=(1, 1), out_type=1)
     """
+    return _lenses(None if in_type is None else value_type("lenses", "in_type", in_type), max_depth, max_dim)
+
+
+@st.composite
+def _lenses(draw: st.DrawFn, in_type: ValueType | None, max_depth: int, max_dim: int) -> GeneratedLens:
     if in_type is None:
         in_type = draw(value_types(1, max_dim))
     options = ["prim"]
@@ -133,13 +156,13 @@ def lenses(draw: st.DrawFn, in_type: ValueType | None = None, max_depth: int = 2
             options += ["par"]
     choice = draw(st.sampled_from(options))
     if choice == "seq":
-        f = draw(lenses(in_type, max_depth - 1, max_dim))
-        g = draw(lenses(f.out_type, max_depth - 1, max_dim))
+        f = draw(_lenses(in_type, max_depth - 1, max_dim))
+        g = draw(_lenses(f.out_type, max_depth - 1, max_dim))
         return GeneratedLens(f.lens >> g.lens, in_type, g.out_type)
     if choice == "par":
         assert isinstance(in_type, tuple)
-        f = draw(lenses(in_type[0], max_depth - 1, max_dim))
-        g = draw(lenses(in_type[1], max_depth - 1, max_dim))
+        f = draw(_lenses(in_type[0], max_depth - 1, max_dim))
+        g = draw(_lenses(in_type[1], max_depth - 1, max_dim))
         return GeneratedLens(f.lens @ g.lens, in_type, (f.out_type, g.out_type))
     if choice == "copy":
         return GeneratedLens(copy_l, in_type, (in_type, in_type))
@@ -163,19 +186,25 @@ def _primitive(draw: st.DrawFn, in_type: ValueType, max_dim: int) -> GeneratedLe
     return pairs[draw(st.sampled_from(list(pairs)))]
 
 
-@st.composite
-def chains(draw: st.DrawFn, n: int, in_type: ValueType | None = None, max_depth: int = 1) -> list[GeneratedLens]:
-    """``n`` generated lenses where each one's output type is the next one's input type.
+def chains(
+    n: int, in_type: ValueType | None = None, max_depth: int = 1, max_dim: int = 3
+) -> st.SearchStrategy[list[GeneratedLens]]:
+    """``n`` generated lenses where each one's output type is the next one's input type (vectors up to ``max_dim``).
 
     >>> from hypothesis import find, settings
     >>> quiet = settings(database=None, derandomize=True)
     >>> [(g.lens, g.in_type, g.out_type) for g in find(chains(2, 1, 0), lambda c: c[-1].out_type == 2, settings=quiet)]
     [(linear_vec(1→2), 1, 2), (bias_vec(2), 2, 2)]
     """
+    return _chains(n, None if in_type is None else value_type("chains", "in_type", in_type), max_depth, max_dim)
+
+
+@st.composite
+def _chains(draw: st.DrawFn, n: int, in_type: ValueType | None, max_depth: int, max_dim: int) -> list[GeneratedLens]:
     out: list[GeneratedLens] = []
-    t = in_type if in_type is not None else draw(value_types(1))
+    t = in_type if in_type is not None else draw(value_types(1, max_dim))
     for _ in range(n):
-        gl = draw(lenses(t, max_depth))
+        gl = draw(_lenses(t, max_depth, max_dim))
         out.append(gl)
         t = gl.out_type
     return out

@@ -47,7 +47,8 @@ def check_vjp(
 
     Also checked: ``dp`` and ``ds`` have the structure, shapes and float dtypes of ``p`` and ``s``, and
     the first forward pass writes into neither. Purity is :func:`check_pure`'s verdict and aliasing
-    :func:`check_no_alias`'s. Raises :class:`LawError` naming the first wrong leaf. Float64 only.
+    :func:`check_no_alias`'s. Raises :class:`LawError` naming the first wrong leaf. Float64 only: the leaves of
+    ``p``, ``s`` and of the output.
 
     >>> from prelens import PreLens
     >>> cube = PreLens(lambda p, s: (s, s ** 3), lambda s, da: ((), 3 * s ** 2 * da), name="cube")
@@ -68,8 +69,17 @@ def check_vjp(
     for path, leaf in tree_paths((p, s)):
         if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
             got, where = E.describe(np.asarray(leaf)), slot_path(path)
-            raise E.LawError(f"check_vjp: {name}: needs float64 leaves, got {got} at {where}")
+            raise E.LawError(
+                f"check_vjp: {name}: needs float64 leaves, got {got} at {where}: finite differences are taken in "
+                "float64, so check the lens built in float64 (dtype=np.float64)"
+            )
     a, pullback = fwd_on_copies("check_vjp", name, lambda *x: vjp(pl, *x), (p, s))
+    for path, leaf in tree_paths(a):  # differences of a float32 output resolve ~1e-3 of a derivative, not 1e-9
+        if is_float_leaf(leaf) and np.asarray(leaf).dtype != np.float64:
+            raise E.LawError(
+                f"check_vjp: {name}: fwd's output at a{path} has dtype {E.dtype_name(np.asarray(leaf).dtype)} for "
+                "float64 parameters and input: finite differences need the forward pass in float64 throughout"
+            )
     pulled: Callable[[Any], tuple[Any, Any]] = lambda d: (d, _pull(name, pullback, (p, s), d))
     fixed = None if da is None else pulled(da)  # the deltas' structure and dtypes are checked first
     side = _Side(pl, (p, s), a, eps, rtol, atol)
@@ -201,10 +211,13 @@ class _Side:
         if diff is not None and np.isfinite(rhs) and not agree(diff):
             # A second opinion before crying wolf: measure the rounding noise of the forward
             # pass itself (cancellation inside it hides from the sizes) and try the steps again.
-            # Below one unit in the last place of unit-sized intermediate values (ε·Σ|da|), the
-            # forward pass cannot show a change (a loss of log(1 + 1e-247) is computed as 0).
-            unit = EPS * sum(float(np.sum(np.abs(d))) for d in das)
-            noise = max(noise_level(probe, g0), unit)
+            # A forward pass that shows no change at all over those steps is below its own resolution
+            # there (a loss of log(1 + 1e-247) is computed as 0): differences under ε·Σ|da|, one unit in
+            # the last place of unit-sized intermediate values, are not reported. One that does change
+            # is resolved (a lens whose values are all 1e-20 keeps their sixteen digits).
+            noise = noise_level(probe, g0)
+            if noise == 0.0:
+                noise = EPS * sum(float(np.sum(np.abs(d))) for d in das)
             if math.isfinite(noise) and noise > 0:
                 again = directional_derivative(
                     probe, g0, size0, input_size, first_step=self.eps, done=settled, noise=noise

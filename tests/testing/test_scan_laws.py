@@ -58,3 +58,14 @@ def test_a_cell_that_passes_its_state_maps_its_sequence(data, nx, T, seed, axis)
     shape = [(T, nx), (nx, T), (nx, T)][[0, 1, -1].index(axis)]
     # steps along axis 1 or -1 of a (nx, T) array are the nx-vectors; along 0 of (T, nx) too
     check_scan_map(g.lens, g.lens.init(rng), random_value(2, rng), rng.standard_normal(shape), axis=axis)
+
+
+def test_check_scan_runs_at_sequence_lengths_in_the_hundreds():
+    """The post-style cons recursion nests with its length (quadratic work, the stack at ~400 steps):
+    check_scan checks it on a prefix; the other laws see every step."""
+    from prelens import PreLens
+    from tests.conftest import default_recursion_limit
+
+    add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
+    with default_recursion_limit():
+        check_scan(add, (), np.zeros(2), np.ones((400, 2)) / 400)

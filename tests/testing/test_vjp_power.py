@@ -88,3 +88,23 @@ def test_a_wrong_small_leaf_beside_a_large_one_is_named():
     check_vjp(affine(1.0), (w, b), s)
     with pytest.raises(LawError, match=r"affine\(1.01\): .* the first wrong leaf is p\[1\]"):
         check_vjp(affine(1.01), (w, b), s)
+
+
+@pytest.mark.parametrize("scale", [1e-5, 1e-20, 1e-150])
+def test_a_wrong_derivative_of_a_lens_whose_values_are_all_tiny_is_caught(scale):
+    """``W s`` with ``W`` and ``s`` of size ``scale``: its forward pass resolves its outputs to full
+    precision, so ``ε·Σ|da|`` (the floor for a forward pass that shows no change at all) must not hide a
+    0.1% error in ``ds``."""
+
+    def linear(error: float) -> PreLens:
+        return PreLens(
+            lambda w, s: ((w.copy(), s.copy()), w @ s),
+            lambda m, da: (np.outer(da, m[1]), (m[0].T @ da) * (1 + error)),
+            name="tiny_linear",
+        )
+
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal((5, 4)) * scale, rng.standard_normal(4) * scale
+    check_vjp(linear(0.0), w, x)
+    with pytest.raises(LawError, match=r"the first wrong leaf is s"):
+        check_vjp(linear(1e-3), w, x)
