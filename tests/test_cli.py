@@ -401,7 +401,7 @@ def test_train_backend_flag(backend: str, capsys: pytest.CaptureFixture[str]):
     tiny = ["--d-model", "8", "--heads", "2", "--d-ff", "8", "--layers", "1", "--epochs", "1", "--length", "2"]
     code, out, _ = cli(["train", "transformer", *tiny, "--train-size", "8", "--test-size", "4", "--backend", backend],
                        capsys)  # fmt: skip
-    assert code == 0
+    assert code == 0 and "(warm-up 1 step, " in out  # one step of 8 sequences: "step", not "steps"
     if backend == "auto":
         assert "[numpy (backend=auto)]" in out  # a small run: compiling the JAX step would cost more
     else:

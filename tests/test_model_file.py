@@ -829,3 +829,16 @@ def test_a_0_4_0_file_naming_rematerialize_loads_as_remat(tmp_path: Path):
     assert _same((dp, ds), (dp0, ds0))
     assert C.registered("prelens.nn.rematerialize") is C.registered("prelens.nn.remat") is nn.remat
     assert "prelens.nn.rematerialize" not in C._CONSTRUCTORS
+
+
+
+def test_the_attention_twin_is_named_as_the_other_twins(tmp_path: Path):
+    """It prints as ``multi_head_attention_composed`` (as ``feed_forward_composed``), not as the deprecated
+    ``multi_head_attention_faithful`` (the faithful level is ``prelens.faithful``); files still name its
+    registered 0.3 name, so they keep loading."""
+    lens = nn.composed.multi_head_attention(4, 2, causal=True)
+    assert repr(lens) == "multi_head_attention_composed(4, heads=2, causal)"
+    assert D.describe(lens)["call"] == "prelens.nn.multi_head_attention_faithful"
+    path = tmp_path / "twin.prelens"
+    save_model(path, lens, lens.init(0))
+    assert repr(load_model(path).lens) == repr(lens)

@@ -40,6 +40,15 @@ def test_summary_uses_given_parameters_and_dtype():
     assert s.stages[0].output == "f32[2]"
 
 
+def test_summary_of_a_float32_model_is_shown_float32_data():
+    """Without ``dtype`` the example takes the parameters' float dtype (it was float64: a DTypeError)."""
+    from prelens.nn import mlp
+
+    s = summary(mlp(4, [8, 3], dtype=np.float32), (5, 4))
+    assert s.input == "f32[5,4]" and s.stages[0].output == "f32[5,3]"
+    assert summary(tanh_vec, (3,)).input == "f64[3]"  # no parameters: float64, as before
+
+
 LM = decoder_lm(16, 8, 2, 16, 2, 6)
 TOKENS = np.zeros((2, 6), dtype=np.int64)
 

@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"model {model!r}")
     print(
         f"{len(x_train)} training sequences of {x_train.shape[1]} tokens, {len(x_test)} held out; "
-        f"Adam, peak lr {args.lr:g} (warm-up {warmup} steps, cosine decay to step {steps}), "
+        f"Adam, peak lr {args.lr:g} (warm-up {warmup} step{'' if warmup == 1 else 's'}, cosine decay to step {steps}), "
         f"batch {args.batch_size}, {args.epochs} epoch{'' if args.epochs == 1 else 's'}; "
         f"held-out loss before training {start_loss:.4f}"
     )

@@ -426,12 +426,12 @@ def multi_head_attention_faithful(
     ``cross=True``, :func:`cross_attention`). Parameters :class:`FaithfulAttentionParams`.
 
     >>> mha = multi_head_attention_faithful(4, 2)
-    >>> mha
-    multi_head_attention_faithful(4, heads=2)
+    >>> mha  # named as the other twins are, feed_forward_composed, ...
+    multi_head_attention_composed(4, heads=2)
     >>> [w.shape for w in mha.init(0).heads[0]]
     [(4, 2), (4, 2), (4, 2)]
     """
-    kind = "multi_head_attention_faithful"
+    kind = "multi_head_attention_composed"
     d, h = check_heads(kind, d_model, n_heads)
     dt = float_dtype(kind, dtype)
     causal, cross = A.flag(kind, "causal", causal), A.flag(kind, "cross", cross)

@@ -368,7 +368,7 @@ def draw(
     params: Any = None,
     ax: Any = None,
     rng: np.random.Generator | int | None = 0,
-    dtype: Any = np.float64,
+    dtype: Any = None,
     depth: int | None = None,
     backward: bool = True,
     da: Any = None,
@@ -381,7 +381,7 @@ def draw(
     between stages). ``backward=False`` draws the forward half alone. A delta wire carries its forward twin's type,
     unless ``da`` is given: the backward pass is then run stage by stage from it and each delta wire gets the type
     that flows on it. ``names`` renames the outer wires (``{"ds": "new (params, state)"}``, or a list, one per
-    wire, top to bottom). ``input_shape`` and ``depth`` are as for :func:`prelens.summary`.
+    wire, top to bottom). ``input_shape``, ``dtype`` and ``depth`` are as for :func:`prelens.summary`.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")

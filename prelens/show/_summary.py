@@ -178,12 +178,13 @@ def summary(
     *,
     params: Any = None,
     rng: np.random.Generator | int | None = 0,
-    dtype: Any = np.float64,
+    dtype: Any = None,
     depth: int | None = None,
 ) -> Summary:
     """A table of the stages of ``lens`` with output shapes, parameter shapes and counts.
 
-    ``input_shape`` is a shape tuple (random normal data of ``dtype``), an example value (token ids), or
+    ``input_shape`` is a shape tuple (random normal data of ``dtype``; by default the parameters' float
+    dtype, float64 if they have none), an example value (token ids), or
     a tuple/list tree of those. Parameters come from ``lens.init(rng)`` unless given (of any array-API
     library: the data is then made in theirs). Composites deeper than ``depth`` are one stage.
 
@@ -260,7 +261,9 @@ def example_run(
     if depth is not None:
         _args.count(fn, "depth", depth, least=0)
     gen = _args.seed(fn, rng)
+    p = lens.init(gen) if params is None else params
+    if dtype is None:  # the parameters' floats: a float32 model is shown float32 data
+        floats = (_backend.dtype_name(a.dtype) for a in tree_leaves(p) if _backend.is_float(a))
+        dtype = next(floats, "float64")
     example = _example(fn, input_shape, gen, _args.float_dtype(fn, "dtype", dtype))
-    if params is None:
-        return example, lens.init(gen)
-    return _like_params(example, params), params
+    return (example, p) if params is None else (_like_params(example, params), params)

@@ -277,7 +277,7 @@ def test_d_model_not_divisible_by_heads_is_an_error_naming_the_lens():
         multi_head_attention(10, 4)
     with pytest.raises(StructureError, match="cross_attention: d_model must be divisible"):
         cross_attention(6, 4)
-    with pytest.raises(StructureError, match="multi_head_attention_faithful: d_model must be divisible"):
+    with pytest.raises(StructureError, match="multi_head_attention_composed: d_model must be divisible"):
         multi_head_attention_faithful(6, 4)
 
 
