@@ -831,7 +831,6 @@ def test_a_0_4_0_file_naming_rematerialize_loads_as_remat(tmp_path: Path):
     assert "prelens.nn.rematerialize" not in C._CONSTRUCTORS
 
 
-
 def test_the_attention_twin_is_named_as_the_other_twins(tmp_path: Path):
     """It prints as ``multi_head_attention_composed`` (as ``feed_forward_composed``), not as the deprecated
     ``multi_head_attention_faithful`` (the faithful level is ``prelens.faithful``); files still name its
