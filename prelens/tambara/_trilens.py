@@ -14,7 +14,7 @@ TriLenses compose by plain function composition, modulo associators.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, Protocol, Self, runtime_checkable
 
 import numpy as np
@@ -281,7 +281,7 @@ def interpret(tri: AnyTriLens, unit: Any) -> Any:
     if not isinstance(out, PreLens):
         return out
     fwd, bwd = (_depth_guarded(run, f"interpret({E.short_name(repr(tri))}, {unit!r})") for run in (out.fwd, out.bwd))
-    return PreLens(fwd, bwd, out.name, out.init_fn, out.op, out.parts)
+    return replace(out, fwd=fwd, bwd=bwd)
 
 
 def _depth_guarded(run: Callable[[Any, Any], Any], name: str) -> Callable[[Any, Any], Any]:
