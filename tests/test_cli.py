@@ -332,7 +332,10 @@ def test_a_real_ctrl_c_during_train_mlp_keeps_and_saves_the_work(tmp_path: Path)
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()  # a child that missed the signal must not train on after the test
     assert proc.returncode == 0, err
     assert "interrupted after" in out and f"to {path}" in out and path.exists()
     assert load_metadata(tmp_path / "p.checkpoint.npz")["history"]["interrupted"] is True

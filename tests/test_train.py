@@ -567,6 +567,26 @@ def test_a_second_ctrl_c_during_the_last_checkpoint_still_returns_the_work(
     assert tree_allclose(saved["params"], out.params, rtol=0)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped exception, reported
+def test_a_ctrl_c_that_a_finalizer_drops_still_stops_training():
+    """Python raises KeyboardInterrupt wherever the main thread is; raised inside a ``__del__`` or a weakref callback
+    (a lens's registry entry dying) it is printed and dropped. fit notes the signal and stops at the next batch."""
+    import signal
+
+    class Dropper:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)  # the handler runs here, inside __del__: its exception is dropped
+
+    def interrupt(call: int, p: Affine, a: np.ndarray) -> np.ndarray:
+        if call == 5:
+            Dropper()
+        return a
+
+    out = fit(affine_lens(interrupt), half_squares(), (XS, YS), 50, 4, sgd(0.01), 0, progress=False)
+    assert out.history.interrupted and out.history.steps == 5  # the step of call 5 finished; the next did not start
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own handler again
+
+
 class Failing:
     """An optimiser (sgd underneath) whose update raises ``RuntimeError`` on call ``k``."""
 
@@ -707,7 +727,10 @@ def test_a_real_sigint_during_fit_with_checkpoints_returns_the_work(tmp_path: Pa
         time.sleep(0.05)
     time.sleep(0.1)  # some more epochs, each ending in a checkpoint write
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()  # a child that missed the signal must not train on after the test
     assert proc.returncode == 0, err
     _, interrupted, steps = out.split()
     assert interrupted == "True" and int(steps) > 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
-__all__ = ["deferred_sigint"]
+__all__ = ["deferred_sigint", "noted_sigint"]
 
 
 @contextlib.contextmanager
@@ -38,3 +38,36 @@ def deferred_sigint(*, absorb: bool = False) -> Iterator[None]:
                 previous(signal.SIGINT, received[-1])  # usually raises KeyboardInterrupt, here, after the block
             else:
                 signal.raise_signal(signal.SIGINT)  # SIG_DFL: what SIGINT would have done, end the process
+
+
+@contextlib.contextmanager
+def noted_sigint() -> Iterator[Callable[[], None]]:
+    """Within it, a SIGINT is also noted where nothing can drop it; the function it gives raises the
+    ``KeyboardInterrupt`` again if one came and was lost.
+
+    Python raises ``KeyboardInterrupt`` wherever the main thread is, and one raised inside a weakref callback
+    or a ``__del__`` is printed ("Exception ignored in ...") and dropped: a training loop that frees objects
+    would then go on. Only with Python's own SIGINT handler, in the main thread; elsewhere the function does
+    nothing.
+    """
+    noted: list[bool] = []
+
+    def lost() -> None:
+        if noted:
+            noted.clear()
+            raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    if not in_main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield lambda: None
+        return
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(True)
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield lost
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

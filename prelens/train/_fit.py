@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from prelens.backend._arrays import to_backend
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
-from prelens.io._sigint import deferred_sigint
+from prelens.io._sigint import deferred_sigint, noted_sigint
 from prelens.train._data import take
 from prelens.train._evaluate import evaluate
 from prelens.train._history import History, number
@@ -126,38 +126,41 @@ def fit(
 def _train(run: Run) -> FitResult:
     """The epochs, and whatever ends them: the last epoch, a callback, Ctrl-C, an error (the last good state kept)."""
     a = run.plan.args
-    try:
-        stopped = run.early_stopped
-        if not stopped and run.history.epochs > run.callbacks_done:
-            stopped = run.ask_callbacks(run.history.epochs)  # a stop cut them short: ask them again
-        for epoch in range(run.history.epochs + 1, a.epochs + 1):
-            if stopped:
-                break
-            _epoch(run, epoch)
-            stopped = run.ask_callbacks(epoch)
-            if a.checkpoint_every and epoch % a.checkpoint_every == 0 and epoch < a.epochs and not stopped:
+    with noted_sigint() as lost:  # a Ctrl-C that a finalizer dropped still stops at the next batch
+        try:
+            stopped = run.early_stopped
+            if not stopped and run.history.epochs > run.callbacks_done:
+                stopped = run.ask_callbacks(run.history.epochs)  # a stop cut them short: ask them again
+            for epoch in range(run.history.epochs + 1, a.epochs + 1):
+                if stopped:
+                    break
+                _epoch(run, epoch, lost)
+                stopped = run.ask_callbacks(epoch)
+                if a.checkpoint_every and epoch % a.checkpoint_every == 0 and epoch < a.epochs and not stopped:
+                    run.checkpoint(warn=True)
+            run.plan.bar.close(run.history.stopped or "")
+            if a.checkpoint_path is not None:
                 run.checkpoint(warn=True)
-        run.plan.bar.close(run.history.stopped or "")
-        if a.checkpoint_path is not None:
-            run.checkpoint(warn=True)
-    except KeyboardInterrupt:
-        with deferred_sigint(absorb=True):  # already stopping: a second Ctrl-C must not lose the result
-            return FitResult(*run.interrupted())
-    except BaseException as err:
-        with deferred_sigint(absorb=True):
-            run.failed(err)
-        raise
+        except KeyboardInterrupt:
+            with deferred_sigint(absorb=True):  # already stopping: a second Ctrl-C must not lose the result
+                return FitResult(*run.interrupted())
+        except BaseException as err:
+            with deferred_sigint(absorb=True):
+                run.failed(err)
+            raise
     return FitResult(*run.result(finished=True))
 
 
-def _epoch(run: Run, epoch: int) -> None:
-    """One epoch: its batches (from where a resumed run stopped), then its scores, recorded whole."""
+def _epoch(run: Run, epoch: int, lost: Callable[[], None]) -> None:
+    """One epoch: its batches (from where a resumed run stopped), then its scores, recorded whole; ``lost()``
+    raises a Ctrl-C that came and was dropped (:func:`~prelens.io._sigint.noted_sigint`)."""
     p, a = run.plan, run.plan.args
     started = time.perf_counter()
     order = run.gen.permutation(a.n) if a.shuffle else None
     keys = run.gen.integers(0, 2**63, size=p.n_batches) if p.dropout else None
     xs, ys = p.data
     for b in range(run.position.batch, p.n_batches):
+        lost()
         lo, hi = b * a.batch_size, min(a.n, (b + 1) * a.batch_size)
         inputs = take(xs, order, lo, hi)
         batch = ((int(keys[b]), inputs) if keys is not None else inputs, take(ys, order, lo, hi))
@@ -166,6 +169,7 @@ def _epoch(run: Run, epoch: int) -> None:
         p.bar.batch_end(epoch, b + 1, value, hi - lo)
     run.where = f"the end of epoch {epoch}/{a.epochs}"
     scores = _scores(p, run.position.params)
+    lost()
     run.epoch_done(run.position.total / p.n_batches, scores, time.perf_counter() - started)
     p.bar.epoch_end(epoch, run.history.loss[-1], scores)
 
