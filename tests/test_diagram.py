@@ -11,7 +11,8 @@ from prelens import PreLens, StructureError, add_l, copy_l
 from prelens.errors import ArgumentError
 from prelens.nn import decoder_lm, mlp
 from prelens.nn.composed import attention_head
-from prelens.show._diagram import _type_of, draw
+from prelens.show._diagram import draw
+from prelens.show._summary import type_of
 from prelens.testing._strategies import bias_vec, linear_vec, tanh_vec
 
 matplotlib.use("Agg")
@@ -95,9 +96,9 @@ def test_labels_show_types_never_values():
 def test_type_of_describes_structure_without_values():
     from prelens.faithful import Para
 
-    assert _type_of(Para(0.5, np.zeros(3))) == "Para(bias=float, weight=f64[3])"
-    assert _type_of([np.float32(1)] * 4) == "[f32 × 4]"
-    assert _type_of(((), (1, None))) == "((), (int, None))"
+    assert type_of(Para(0.5, np.zeros(3))) == "Para(bias=float, weight=f64[3])"
+    assert type_of([np.float32(1)] * 4) == "[f32 × 4]"
+    assert type_of(((), (1, None))) == "((), (int, None))"
 
 
 def label_overflows(ax):

@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -567,7 +568,7 @@ def test_a_second_ctrl_c_during_the_last_checkpoint_still_returns_the_work(
     assert tree_allclose(saved["params"], out.params, rtol=0)
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped exception, reported
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # not printed: it is acted on
 def test_a_ctrl_c_that_a_finalizer_drops_still_stops_training():
     """Python raises KeyboardInterrupt wherever the main thread is; raised inside a ``__del__`` or a weakref callback
     (a lens's registry entry dying) it is printed and dropped. fit notes the signal and stops at the next batch."""
@@ -582,9 +583,11 @@ def test_a_ctrl_c_that_a_finalizer_drops_still_stops_training():
             Dropper()
         return a
 
+    hook = sys.unraisablehook
     out = fit(affine_lens(interrupt), half_squares(), (XS, YS), 50, 4, sgd(0.01), 0, progress=False)
     assert out.history.interrupted and out.history.steps == 5  # the step of call 5 finished; the next did not start
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own handler again
+    assert sys.unraisablehook is hook  # and its hook for dropped exceptions (pytest's, here)
 
 
 class Failing:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 __all__ = ["deferred_sigint", "noted_sigint"]
 
@@ -47,8 +49,8 @@ def noted_sigint() -> Iterator[Callable[[], None]]:
 
     Python raises ``KeyboardInterrupt`` wherever the main thread is, and one raised inside a weakref callback
     or a ``__del__`` is printed ("Exception ignored in ...") and dropped: a training loop that frees objects
-    would then go on. Only with Python's own SIGINT handler, in the main thread; elsewhere the function does
-    nothing.
+    would then go on. Within the block such a dropped interrupt is not printed either (it is acted on). Only
+    with Python's own SIGINT handler, in the main thread; elsewhere the function does nothing.
     """
     noted: list[bool] = []
 
@@ -66,8 +68,16 @@ def noted_sigint() -> Iterator[Callable[[], None]]:
         noted.append(True)
         signal.default_int_handler(signum, frame)
 
+    printed = sys.unraisablehook
+
+    def unprinted(dropped: Any) -> None:
+        if not (noted and dropped.exc_type is KeyboardInterrupt):
+            printed(dropped)
+
     signal.signal(signal.SIGINT, note)
+    sys.unraisablehook = unprinted
     try:
         yield lost
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = printed

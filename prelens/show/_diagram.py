@@ -20,7 +20,7 @@ from prelens import errors as E
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._tree import tree_leaves
-from prelens.show._summary import StageNode, _type_of, example_run, run_stages
+from prelens.show._summary import StageNode, example_run, run_stages, type_of
 
 # Geometry, in data units (one unit is about 0.45 inch at the default figure size).
 BOX_W, BOX_H = 2.0, 0.9  #: a stage's box
@@ -191,7 +191,7 @@ def _connect(pic: _Picture, outs: Ports, ins: Ports, gap: float) -> None:
         pic.wire([o.x, turn, turn, i.x], [o.y, o.y, i.y, i.y])
         if pic.lead is not None and (one_to_one or len(flat_out) == 1):  # the type on the wire, before the next box
             room = (lead - 0.08, 0.4)
-            kind, dkind = _type_of(o.value), _type_of(o.delta if one_to_one else i.delta)
+            kind, dkind = type_of(o.value), type_of(o.delta if one_to_one else i.delta)
             pic.label(turn + 0.04, i.y + 0.06, kind, _short(kind), room, {**_LEFT, "gid": "wire-type"})
             if pic.backward:
                 style = {**_LEFT, "color": DELTA, "gid": "wire-type"}
@@ -243,7 +243,7 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], columns: dict[int, list[_No
     for idx, leaf in enumerate(leaves):  # in the order their boxes were drawn
         cx, cy = _centre(leaf, gap)
         top = cy + BOX_H / 2
-        kind = _type_of(leaf.p)
+        kind = type_of(leaf.p)
         halves = [("p", 1.0, 0.0, _ABOVE)] + ([("dp", -1.0, pic.mirror, _BELOW)] if pic.backward else [])
         for w, sign, base, style in halves if tree_leaves(leaf.p) else []:  # dp: the mirror image below
             ys = [base + sign * v for v in (top + PARAM_WIRE, top, top + PARAM_WIRE / 2, top + PARAM_WIRE + 0.05)]
@@ -269,10 +269,10 @@ def _stage_wires(pic: _Picture, leaves: list[_Node], columns: dict[int, list[_No
         pic.ax.plot([right + d], [y0 - 0.3 if pic.backward else y1], marker="v", color=RESIDUE, ms=4, zorder=3)
         room = (BOX_W + gap - d - 0.3, 0.3)
         if not pic.backward:
-            pic.label(right + d + 0.08, y1 + 0.05, f"m: {_type_of(leaf.m)}", "m", room, _RESIDUE)
+            pic.label(right + d + 0.08, y1 + 0.05, f"m: {type_of(leaf.m)}", "m", room, _RESIDUE)
         else:
             y = pic.mirror / 2 + (k - (n - 1) / 2) * 0.3  # labels of one column one above the other
-            pic.label(right + d + 0.06, y, f"m: {_type_of(leaf.m)}", "m", room, {**_RESIDUE, "bbox": _PLATE})
+            pic.label(right + d + 0.06, y, f"m: {type_of(leaf.m)}", "m", room, {**_RESIDUE, "bbox": _PLATE})
 
 
 def _outer_wires(
@@ -290,10 +290,10 @@ def _outer_wires(
         for k, port in enumerate(_flat(ports)):
             pic.wire(sorted([edge, port.x]), [port.y, port.y], arrow=0)
             v, d = name(kinds[0], k), name(kinds[1], k)
-            pic.label(edge, port.y + 0.08, f"{v}: {_type_of(port.value)}", v, (width, 0.4), style)
+            pic.label(edge, port.y + 0.08, f"{v}: {type_of(port.value)}", v, (width, 0.4), style)
             if pic.backward:
                 y, back = pic.mirror - port.y + 0.08, {**style, "color": DELTA}
-                pic.label(edge, y, f"{d}: {_type_of(port.delta)}", d, (width, 0.4), back)
+                pic.label(edge, y, f"{d}: {type_of(port.delta)}", d, (width, 0.4), back)
 
 
 def _pixels(ax: Any, width: float, height: float) -> tuple[float, float]:

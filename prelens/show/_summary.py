@@ -215,17 +215,17 @@ def summary(
 
 
 def _shown(x: Any, limit: int = 160) -> str:
-    """A summary's cell: the type of ``x`` (:func:`_type_of`), cut to ``limit`` characters."""
-    text = _type_of(x)
+    """A summary's cell: the type of ``x`` (:func:`type_of`), cut to ``limit`` characters."""
+    text = type_of(x)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _type_of(x: Any, depth: int = 0) -> str:
+def type_of(x: Any, depth: int = 0) -> str:
     """The type of a value as a wire label: ``f64[3,2]``, ``float``, ``(f64[2], ())``, ``[float × 4]``.
 
-    >>> _type_of((np.zeros((3, 2)), 0.5, ()))
+    >>> type_of((np.zeros((3, 2)), 0.5, ()))
     '(f64[3,2], float, ())'
-    >>> _type_of([1.0, 2.0, 3.0])
+    >>> type_of([1.0, 2.0, 3.0])
     '[float × 3]'
     """
     if isinstance(x, np.generic):
@@ -239,17 +239,17 @@ def _type_of(x: Any, depth: int = 0) -> str:
     if depth > 4 and isinstance(x, (tuple, list, dict)):
         return "…"
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        inner = ", ".join(f"{k}={_type_of(v, depth + 1)}" for k, v in zip(x._fields, x))
+        inner = ", ".join(f"{k}={type_of(v, depth + 1)}" for k, v in zip(x._fields, x))
         return f"{type(x).__name__}({inner})"
     if isinstance(x, tuple):
-        return "(" + ", ".join(_type_of(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
+        return "(" + ", ".join(type_of(v, depth + 1) for v in x) + ("," if len(x) == 1 else "") + ")"
     if isinstance(x, list):
-        kinds = [_type_of(v, depth + 1) for v in x]
+        kinds = [type_of(v, depth + 1) for v in x]
         if kinds and all(k == kinds[0] for k in kinds):
             return f"[{kinds[0]} × {len(kinds)}]"
         return "[" + ", ".join(kinds[:3]) + (", …" if len(kinds) > 3 else "") + "]"
     if isinstance(x, dict):
-        return "{" + ", ".join(f"{k}: {_type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
+        return "{" + ", ".join(f"{k}: {type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
     return type(x).__name__
 
 
