@@ -175,9 +175,9 @@ def confusion_matrix(
     other = is_array(outputs) and not isinstance(outputs, np.ndarray)  # another library's: counted on the host
     out = to_numpy(_logits("confusion_matrix", outputs if other else np.asarray(outputs)))
     truth = _truth("confusion_matrix", labels, out, "one per row")
-    width = _score_columns(out) or 2
-    k = width if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
-    true = _classes(truth, _score_columns(out) and k, "confusion_matrix", f"n_classes={k}")
+    columns = _score_columns(out)  # None: one binary score per row (two classes)
+    k = (columns or 2) if n_classes is None else _args.count("confusion_matrix", "n_classes", n_classes)
+    true = _classes(truth, k if columns else None, "confusion_matrix", f"n_classes={k}")
     predicted = _classes(out)
     for what, cls in (("labels", true), ("predicted classes", predicted)):
         bad = cls[(cls < 0) | (cls >= k)]
