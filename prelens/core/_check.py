@@ -493,20 +493,35 @@ def _const(consts: dict[str, Any], value: Any) -> str:
     return name
 
 
-def _like_fits(like: Like, m: Any, da: Any) -> bool:
-    """``da`` fits ``like`` for the residue ``m`` (raises when ``of`` cannot read ``m``)."""
+def _like_misfit(like: Like, m: Any, da: Any, what: str) -> E.PrelensError | None:
+    """The error for an output delta ``da`` (``what``) that does not fit ``like`` for the residue ``m``, or None;
+    raises when ``of`` cannot read ``m``."""
     if da is None and like.or_none:
-        return True
+        return None
     t, want = like.of(m)
     if not (isinstance(want, tuple) and all(type(n) is int for n in (want[1:] if want[:1] == (...,) else want))):
         raise TypeError("not a shape")
-    if not _is_array(da) or not _shape_fits(want, tuple(da.shape)):
-        return False
+    of_array = t is not None and not isinstance(t, np.dtype)  # then of its library too
+    cls: type[E.PrelensError] = E.StructureError
+    if _is_array(da) and (not of_array or same_library(da, t)):
+        if t is None:
+            dtype_ok = _dtype_name(da.dtype)[0] == "f"
+        else:
+            dtype_ok = da.dtype == t.dtype if of_array else _dtype_name(da.dtype) == _dtype_name(t)
+        shape_ok = _shape_fits(want, tuple(da.shape))
+        if shape_ok and dtype_ok:
+            return None
+        cls = E.DTypeError if shape_ok else E.ShapeError
+    shape = ",".join("..." if n is ... else str(n) for n in want)
     if t is None:
-        return _dtype_name(da.dtype)[0] == "f"
-    if isinstance(t, np.dtype):
-        return _dtype_name(da.dtype) == _dtype_name(t)
-    return same_library(da, t) and da.dtype == t.dtype
+        expected = f"a float array of shape ({shape}{',' if len(want) == 1 else ''})"
+    else:
+        expected = f"{E.dtype_name(t.dtype if of_array else t)}[{shape}]"
+    if of_array and type(t) is not _ND:
+        expected += f" ({namespace_name(namespace(t))})"
+    if cls is E.StructureError and t is not None:
+        expected = "an array " + expected
+    return cls(f"{what}: expected {expected}, got {E.describe_tree(da)}")
 
 
 def _shape_fits(want: tuple[Any, ...], got: tuple[int, ...]) -> bool:
@@ -514,24 +529,6 @@ def _shape_fits(want: tuple[Any, ...], got: tuple[int, ...]) -> bool:
     if want[:1] != (...,):
         return got == want
     return len(got) >= len(want) - 1 and got[len(got) - len(want) + 1 :] == want[1:]
-
-
-def _like_error(like: Like, m: Any, da: Any, what: str) -> E.PrelensError:
-    t, want = like.of(m)
-    shape = ",".join("..." if n is ... else str(n) for n in want)
-    of_array = t is not None and not isinstance(t, np.dtype)  # then of its library too
-    if t is None:
-        expected = f"a float array of shape ({shape}{',' if len(want) == 1 else ''})"
-    else:
-        expected = f"{E.dtype_name(t.dtype if of_array else t)}[{shape}]"
-    if of_array and type(t) is not _ND:
-        expected += f" ({namespace_name(namespace(t))})"
-    cls: type[E.PrelensError] = E.StructureError
-    if not is_array(da) or (of_array and not same_library(da, t)):
-        expected = ("an array " if t is not None else "") + expected
-    else:
-        cls = E.DTypeError if _shape_fits(want, tuple(da.shape)) else E.ShapeError
-    return cls(f"{what}: expected {expected}, got {E.describe_tree(da)}")
 
 
 def _has_like(pattern: Any) -> bool:
@@ -546,7 +543,7 @@ def _delta_misfit(pattern: Any, m: Any, da: Any, what: str) -> E.PrelensError | 
     :class:`Like` and other patterns) for the residue ``m``, or None; raises when a ``Like``
     cannot read ``m``."""
     if isinstance(pattern, Like):
-        return None if _like_fits(pattern, m, da) else _like_error(pattern, m, da, what)
+        return _like_misfit(pattern, m, da, what)
     if not _has_like(pattern):
         return misfit(pattern, da, what)
     if not _node_fits(pattern, da):

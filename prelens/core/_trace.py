@@ -106,8 +106,7 @@ def _run_fwd(lens: AnyLens, p: Any, s: Any, record: bool) -> tuple[Any, Any, Cal
             for fits, da_fits in memo.get(_CHECKED, ()):
                 if fits(p, s):
                     return (*_trusted(lens, 0, p, s), da_fits)
-            return (*trusting(False, lens.fwd, p, s), None)
-        with recording() if record else nullcontext():
+        with recording() if record and state != DELTAS else nullcontext():
             return (*trusting(False, lens.fwd, p, s), None)
     except Exception as exc:
         raise _failed(lens, "forward", exc, (p, s)) from exc

@@ -5,7 +5,6 @@ e.g. ``[1][0].weight``.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -182,18 +181,21 @@ def tree_add(a: Tree, b: Tree) -> Tree:
     return numeric_sum("tree_add", [a, b])
 
 
-def _is_number_leaf(x: Any) -> bool:
-    """A leaf of the vector space of deltas: a number or a numeric array (bools do not add)."""
+def _is_number_leaf(x: Any, kinds: str = "iufc") -> bool:
+    """A leaf of the vector space of deltas: a number or a numeric array (bools do not add; ``kinds="biufc"``
+    takes them too, for their zero is False)."""
     if isinstance(x, np.ndarray):
-        return x.dtype.kind in "iufc"
+        return x.dtype.kind in kinds
+    if isinstance(x, (bool, np.bool_)):
+        return "b" in kinds
     if isinstance(x, (int, float, complex, np.number)):
-        return not isinstance(x, (bool, np.bool_))
-    return _backend.is_array(x) and _backend.dtype_kind(x.dtype) in "iufc"
+        return True
+    return _backend.is_array(x) and _backend.dtype_kind(x.dtype) in kinds
 
 
-def _check_numbers(fn: str, what: str, tree: Tree, fits: Callable[[Any], bool] = _is_number_leaf) -> None:
+def _check_numbers(fn: str, what: str, tree: Tree, kinds: str = "iufc") -> None:
     for path, leaf in _paths(tree, ""):
-        if not fits(leaf):
+        if not _is_number_leaf(leaf, kinds):
             raise E.must_be(fn, f"{what} at {E.path_str(path)}", "a number or a numeric array", E.describe(leaf))
 
 
@@ -215,8 +217,6 @@ def numeric_sum(fn: str, trees: list[Tree], what: str = "tree") -> Tree:
             raise E.tree_mismatch(f"{fn}: {what} {i} does not have the structure and shapes of {what} 0", found)
     for i, tree in enumerate(trees):
         _check_numbers(fn, f"{what} {i}", tree)
-    if len(trees) == 2:
-        return _zip_map(operator.add, first, (trees[1],))
     return _zip_map(lambda *xs: sum(xs[1:], start=xs[0]), first, tuple(trees[1:]))
 
 
@@ -251,15 +251,8 @@ def tree_zeros_like(tree: Tree) -> Tree:
     >>> tree_zeros_like((1.5, [np.ones(2)]))
     (0.0, [array([0., 0.])])
     """
-    _check_numbers("tree_zeros_like", "the leaf", tree, _has_zero)
+    _check_numbers("tree_zeros_like", "the leaf", tree, "biufc")
     return _zip_map(_backend.zeros_like, tree, ())
-
-
-def _has_zero(x: Any) -> bool:
-    """A number or a numeric array, bools too (their zero is False)."""
-    if _backend.is_array(x):
-        return _backend.dtype_kind(x.dtype) in "biufc"
-    return isinstance(x, (int, float, complex, np.number, np.bool_))
 
 
 def tree_allclose(a: Tree, b: Tree, *, rtol: float = 1e-7, atol: float = 0.0) -> bool:

@@ -247,7 +247,7 @@ class CostTable:
         rows.append(("total", sum(r[1] for r in self.rows), *self.total, self.residue_bytes))
         if self.residue_bytes_without_remat != self.residue_bytes:
             rows.append(("without remat", "", "", "", self.residue_bytes_without_remat))
-        cells = [[_num(c) for c in row] for row in rows]
+        cells = [["?" if c is None else str(c) for c in row] for row in rows]  # ?: a count not known
         widths = [max(len(row[i]) for row in cells) for i in range(5)]
         return "\n".join(
             "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
@@ -257,11 +257,6 @@ class CostTable:
 
 def _known_sum(xs: list[int | None]) -> int | None:
     return None if None in xs else sum(x for x in xs if x is not None)
-
-
-def _num(x: Any) -> str:
-    """A table cell: ``?`` for a count that is not known."""
-    return "?" if x is None else str(x)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
