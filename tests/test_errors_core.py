@@ -385,3 +385,19 @@ def test_a_lens_is_not_an_array_operand_and_declares_with_an_expects():
         np.ones(3) @ tanh_vec
     with pytest.raises(StructureError, match=r"^PreLens: expects must be an Expects\(\.\.\.\), got int 3$"):
         PreLens(lambda p, s: ((), s), lambda m, da: ((), da), expects=3)
+
+
+def test_the_sums_of_branch_copy_l_add_l_and_batch_n_name_the_lens_not_tree_sum():
+    from prelens import add_l, batch_n, branch, copy_l
+
+    with pytest.raises(
+        StructureError, match=r"^branch\(2\): delta 1 does not have the structure and shapes of delta 0"
+    ):
+        branch(2).bwd((), [np.ones(2), np.ones((3, 2))])
+    with pytest.raises(StructureError, match=r"^copy_l: delta 1 does not have the structure and shapes of delta 0"):
+        copy_l.bwd((), (np.ones(2), np.ones(3)))
+    with pytest.raises(StructureError, match=r"^add_l: input 1 does not have the structure and shapes of input 0"):
+        add_l.fwd((), (np.ones(2), np.ones((3, 2))))
+    shared = batch_n(2, PreLens(lambda p, s: ((), s), lambda m, da: (da, da), name="pass"))
+    with pytest.raises(StructureError, match=r"^batch_n\(2, pass\): parameter delta 1 does not have the structure"):
+        shared.bwd([(), ()], [np.ones(2), np.ones(3)])

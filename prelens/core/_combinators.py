@@ -20,11 +20,12 @@ from prelens.core import _args
 from prelens.core._check import LIKE_OUTPUT, Expects
 from prelens.core._lens import AnyLens, Init, Passes, PreLens, as_lens, built_of
 from prelens.core._registry import constructor
-from prelens.core._tree import tree_sum
+from prelens.core._tree import numeric_sum
 
 
-def add_trees(trees: Any) -> Any:
-    """The leaf-wise sum of a list (or pair) of trees of one structure and shape (never broadcast).
+def add_trees(trees: Any, fn: str = "tree_sum", what: str = "tree") -> Any:
+    """The leaf-wise sum of a non-empty list (or pair) of trees of one structure and shape (never broadcast); a
+    misfit names ``fn`` and calls the trees ``what`` 0, 1, ...
 
     >>> add_trees([np.ones(2), np.ones(2)])
     array([2., 2.])
@@ -33,7 +34,7 @@ def add_trees(trees: Any) -> Any:
         a, b = trees
         if not isinstance(a, (tuple, list, dict)) and np.shape(a) == np.shape(b):
             return a + b  # two arrays or numbers of one shape: the common case
-    return tree_sum(list(trees))
+    return numeric_sum(fn, list(trees), what)
 
 
 @constructor
@@ -57,7 +58,7 @@ def branch(n: int) -> AnyLens:
     def bwd(dm: tuple[()], da: list[Any]) -> tuple[tuple[()], Any]:
         if not isinstance(da, (list, tuple)) or len(da) != n:  # a sum of fewer deltas would be silently wrong
             raise E.must_be(f"branch({n})", "its output delta", f"a list of {n} deltas", E.describe_tree(da))
-        return (), add_trees(da)
+        return (), add_trees(da, f"branch({n})", "delta")
 
     return PreLens(fwd, bwd, f"branch({n})", expects=Expects(params=(), delta=LIKE_OUTPUT))
 
@@ -114,7 +115,7 @@ def _(lens: PreLens, n: int, shared: bool) -> AnyLens:  # type: ignore[type-arg]
     def bwd(dms: list[Any], das: list[Any]) -> tuple[Any, list[Any]]:
         outs = [bwd1(dm, da) for dm, da in zip(dms, das, strict=True)]
         dps = [dp for dp, _ in outs]
-        return (add_trees(dps) if shared else dps), [ds for _, ds in outs]
+        return (add_trees(dps, name, "parameter delta") if shared else dps), [ds for _, ds in outs]
 
     if shared:
         name, init, params = f"batch_n({n}, {lens!r})", lens.init_fn, e.params
@@ -184,7 +185,7 @@ def _copy_fwd(p: tuple[()], s: Any) -> tuple[tuple[()], tuple[Any, Any]]:
 def _copy_bwd(dm: tuple[()], da: tuple[Any, Any]) -> tuple[tuple[()], Any]:
     match da:
         case (d1, d2):
-            return (), add_trees([d1, d2])
+            return (), add_trees([d1, d2], "copy_l", "delta")
     raise E.not_a_pair("copy_l", "its output delta", "(da1, da2)", da)
 
 
@@ -196,7 +197,9 @@ copy_l: AnyLens = PreLens(_copy_fwd, _copy_bwd, "copy_l", expects=Expects(params
 def _add_fwd(p: tuple[()], s: tuple[Any, Any]) -> tuple[tuple[()], Any]:
     match s:
         case (s1, s2):
-            return (), tree_sum([s1, s2])  # checked each time: arrays of two shapes would broadcast
+            return (), numeric_sum(
+                "add_l", [s1, s2], "input"
+            )  # checked each time: arrays of two shapes would broadcast
     raise E.not_a_pair("add_l", "its input", "(s1, s2)", s)
 
 

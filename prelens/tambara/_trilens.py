@@ -480,7 +480,8 @@ def _(lens: TriLens, n: int, shared: bool) -> AnyTriLens:  # type: ignore[type-a
     vec = _vec_lens_t(n, lens, name)
     if not shared:
         return vec
-    return TriLens(lambda t: dimap_p(second(lambda p: [p] * n), second(add_trees), vec(t)), name)
+    add = second(lambda dps: add_trees(dps, name, "parameter delta"))
+    return TriLens(lambda t: dimap_p(second(lambda p: [p] * n), add, vec(t)), name)
 
 
 def _vec_lens_t(n: int, lens: AnyTriLens, name: str) -> AnyTriLens:
