@@ -401,3 +401,25 @@ def test_the_sums_of_branch_copy_l_add_l_and_batch_n_name_the_lens_not_tree_sum(
     shared = batch_n(2, PreLens(lambda p, s: ((), s), lambda m, da: (da, da), name="pass"))
     with pytest.raises(StructureError, match=r"^batch_n\(2, pass\): parameter delta 1 does not have the structure"):
         shared.bwd([(), ()], [np.ones(2), np.ones(3)])
+
+
+def test_a_diagnosed_failure_keeps_the_exception_it_diagnosed_as_its_cause_through_composites_and_the_trace():
+    def fwd(p, s):
+        raise ValueError("the user's own line")
+
+    def bwd(m, da):
+        raise KeyError("the user's own key")
+
+    own = PreLens(fwd, bwd, name="own")
+    model = id_pre_lens >> own
+    for run in (
+        lambda: own.fwd((), V3),
+        lambda: model.fwd(((), ()), V3),
+        lambda: forward(own, (), V3),
+        lambda: forward(model, ((), ()), V3),
+        lambda: own.bwd((), V3),
+        lambda: vjp(PreLens(lambda p, s: ((), s), bwd, name="own"), (), V3)[1](V3),
+    ):
+        with pytest.raises(StructureError, match=r"^own: the (forward|backward) pass failed") as info:
+            run()
+        assert type(info.value.__cause__) in (ValueError, KeyError), repr(info.value.__cause__)  # the user's own

@@ -683,6 +683,8 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
                     raise err
             try:
                 out = fwd(p, s)
+            except E.PrelensError:
+                raise  # a part's own, diagnosed where it arose (with its cause)
             except Exception as exc:
                 raise diagnosed(name(), expects, "forward", exc, p, s, ties=leaf) from exc
             if not seen.checked:
@@ -705,6 +707,8 @@ def guard(owner: Callable[[], Any], fwd: Pass, bwd: Pass, expects: Expects, *, l
                     raise err
             try:
                 out = bwd(m, da)
+            except E.PrelensError:
+                raise  # a part's own, diagnosed where it arose (with its cause)
             except Exception as exc:
                 raise diagnosed(name(), expects, "backward", exc, m, da, ties=leaf) from exc
             if not seen.checked:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, NoReturn
 
 from prelens import errors as E
 from prelens.core._check import diagnosed, exact_test, misfit, recording, trusting
@@ -57,9 +57,11 @@ def _check_first(lens: AnyLens, p: Any, s: Any) -> int:
     return INPUTS
 
 
-def _failed(lens: AnyLens, which: str, exc: Exception, given: tuple[Any, Any]) -> Exception:
-    """``exc``, met in the ``which`` pass of ``lens`` run on ``given``, as the error to show (see ``diagnosed``)."""
-    return _located(lens, diagnosed(E.short_name(lens.name), lens.expects, which, exc, *given))
+def _fail(lens: AnyLens, which: str, exc: Exception, given: tuple[Any, Any]) -> NoReturn:
+    """Raise ``exc``, met in the ``which`` pass of ``lens`` run on ``given``, as the error to show (see
+    ``diagnosed``), caused by ``exc`` or, where ``exc`` is already one, by what caused it."""
+    err = _located(lens, diagnosed(E.short_name(lens.name), lens.expects, which, exc, *given))
+    raise err from (exc.__cause__ if isinstance(exc, E.PrelensError) else exc)
 
 
 def _located(root: AnyLens, err: E.PrelensError) -> E.PrelensError:
@@ -109,7 +111,7 @@ def _run_fwd(lens: AnyLens, p: Any, s: Any, record: bool) -> tuple[Any, Any, Cal
         with recording() if record and state != DELTAS else nullcontext():
             return (*trusting(False, lens.fwd, p, s), None)
     except Exception as exc:
-        raise _failed(lens, "forward", exc, (p, s)) from exc
+        _fail(lens, "forward", exc, (p, s))
 
 
 def _pullback(
@@ -128,7 +130,7 @@ def _pullback(
                 with recording():
                     out = trusting(False, bwd, m, da)
         except Exception as exc:
-            raise _failed(lens, "backward", exc, (m, da)) from exc
+            _fail(lens, "backward", exc, (m, da))
         memo[_STATE] = DELTAS
         if rerun and not trusted:
             _remember_checked(memo, given, da)
