@@ -267,11 +267,9 @@ def _array_misfit(
     got = tuple(x.shape)
     lead = axes[:1] == (...,) or tie is not None
     fixed = axes[1:] if lead else axes
-    if lead and len(got) >= len(fixed):
-        run = got[: len(got) - len(fixed)]
-        fits = _axes_fit(fixed, got[len(run) :])
-    else:
-        run, fits = (), not lead and len(got) == len(axes) and _axes_fit(axes, got)
+    k = len(got) - len(fixed)  # the leading axes' count: any (>= 0) with ``lead``, else none
+    run = got[:k] if lead and k >= 0 else ()
+    fits = (k >= 0 if lead else k == 0) and _axes_fit(fixed, got[k:])
     for s in named:  # arrays that share a name are of one library (numpy too, where they are data)
         first = bound[s.name][0] if s.name in bound else None
         if first is not None and not same_library(x, first) and not (s.data and type(x) is np.ndarray):

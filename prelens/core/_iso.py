@@ -24,6 +24,19 @@ def _misfit(fn: str, layout: str, x: Any) -> E.StructureError:
     return E.not_a_pair(fn, "its argument", layout, x)
 
 
+def halves(fn: str, what: str, layout: str, x: Any) -> tuple[Any, Any]:
+    """The two halves of ``x``, a tuple or list of two, or an error naming ``fn``, ``what`` and its ``layout``.
+
+    >>> halves("scan", "its input", "(h0, xs)", [0.0, [1.0]])
+    (0.0, [1.0])
+    """
+    if type(x) is tuple and len(x) == 2:
+        return x  # the common case: the pair itself
+    if isinstance(x, (tuple, list)) and len(x) == 2:
+        return x[0], x[1]
+    raise E.not_a_pair(fn, what, layout, x)
+
+
 def lunit(x: tuple[tuple[()], X]) -> X:
     """The left unit law: drop the unit on the left.
 

@@ -1,18 +1,8 @@
 """``scan``: a cell lens unrolled over a sequence, the state threaded forward and its delta backward.
 
-Haskell's ``mapAccumL :: (h -> x -> (h, y)) -> h -> [x] -> (h, [y])`` as a pre-lens. A
-*cell* is a lens with parameters ``p``, input ``(h, x)`` and output ``(h', y)``;
-``scan(cell)`` has parameters ``p`` (the same for every step), input ``(h0, xs)`` and
-output ``(h_T, ys)``. It is the composition of ``T`` copies of the cell, each one's
-state fed to the next (``chain``), with one parameter shared by all of them
-(as ``batch_n`` shares it, so the deltas are summed)::
-
-    scan(cell) on T steps  ==  (cell @ id) >> move >> (id @ (cell @ id)) >> ... >> join
-                               with p copied to every step and the dp's summed
-
-run as two loops, never nested calls (stack depth constant in ``T``); the backward loop
-threads ``dh`` from the last step to the first. Its laws are :func:`prelens.testing.check_scan`
-and :func:`prelens.testing.check_scan_map`.
+Haskell's ``mapAccumL :: (h -> x -> (h, y)) -> h -> [x] -> (h, [y])`` as a pre-lens: ``T`` copies of the cell
+chained by their state, one parameter shared by all (its deltas summed, as ``batch_n``'s), run as two loops,
+never nested calls (stack depth constant in ``T``). Its laws: docs/laws.md ("Recurrence").
 """
 
 from __future__ import annotations
@@ -24,6 +14,7 @@ from prelens.backend._arrays import is_array, namespace, tree_map_arrays
 from prelens.backend._loop import _leaves, is_traced, scan_loop, stack
 from prelens.backend._loop import unstack as unstack_steps
 from prelens.core._check import ANY, Expects
+from prelens.core._iso import halves
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
 from prelens.core._tree import tree_sum
@@ -105,7 +96,7 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     name = f"scan({cell!r}{'' if axis == 0 else f', axis={axis}'})"
 
     def fwd(p: Any, s: Any) -> tuple[Any, tuple[Any, Any]]:
-        h, xs = _halves(name, "its input", "(h0, xs)", s)
+        h, xs = halves(name, "its input", "(h0, xs)", s)
         if is_array(xs) and is_traced((h, xs)):
             traced = _scan_traced(fwd1, p, h, xs, name, axis)
             if traced is not None:
@@ -121,7 +112,7 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
         return ms, (h, stack_like(ys, xs, axis))
 
     def bwd(ms: Any, da: Any) -> tuple[Any, tuple[Any, Any]]:
-        dh, dys = _halves(name, "its output delta", "(dh_T, dys)", da)
+        dh, dys = halves(name, "its output delta", "(dh_T, dys)", da)
         if isinstance(ms, Stacked):
             traced = _scan_back_traced(bwd1, ms, dh, dys, name, axis)
             if traced is not None:
@@ -144,13 +135,6 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     h_pattern = e.input[0] if isinstance(e.input, tuple) and len(e.input) == 2 else ANY
     expects = Expects(params=e.params, input=(h_pattern, ANY), delta=ANY)
     return PreLens(fwd, bwd, name, cell.init_fn, "scan", (cell,), expects)
-
-
-def _halves(name: str, what: str, layout: str, x: Any) -> tuple[Any, Any]:
-    match x:
-        case (a, b):
-            return a, b
-    raise E.not_a_pair(name, what, layout, x)
 
 
 # ------------------------------------------------------------------ under JAX tracing: one jax.lax.scan

@@ -26,6 +26,7 @@ from typing import Any, Final
 import numpy as np
 
 from prelens import errors as E
+from prelens.core._iso import halves
 
 Fn = Callable[[Any], Any]
 Path = tuple[Any, ...]
@@ -40,7 +41,7 @@ DIMAP_S, DIMAP_P, DIMAP_M, ALPHA, BETA = "dimap_s", "dimap_p", "dimap_m", "alpha
 class Focus:
     """Where a step acts: one path into each of the residue, parameter and input slots.
 
-    >>> Focus().left()
+    >>> Focus().half(0)
     Focus(m=(0,), p=(0,), s=(0,))
     """
 
@@ -48,11 +49,9 @@ class Focus:
     p: Path = ()
     s: Path = ()
 
-    def left(self) -> Focus:
-        return Focus((*self.m, 0), (*self.p, 0), (*self.s, 0))
-
-    def right(self) -> Focus:
-        return Focus((*self.m, 1), (*self.p, 1), (*self.s, 1))
+    def half(self, i: int) -> Focus:
+        """The left (0) or right (1) halves of the pairs at this focus: ``PLeft``'s or ``PRight``'s."""
+        return Focus((*self.m, i), (*self.p, i), (*self.s, i))
 
     def each(self) -> Focus:
         """The elements of ``vec_lens``'s lists: residues at ``m@(0, *)``, parameters at ``p@(1, *)``."""
@@ -223,14 +222,6 @@ def _park(parked: list[Any], kept: Any, taken: Any) -> Any:
 # ------------------------------------------------------------ values at a path
 
 
-def _pair(x: Any, what: str, layout: str) -> tuple[Any, Any]:
-    if type(x) is tuple and len(x) == 2:
-        return x  # a tuple of two is the pair itself
-    if isinstance(x, (tuple, list)) and len(x) == 2:
-        return x[0], x[1]
-    raise E.not_a_pair("program", what, layout, x)
-
-
 def _elements(x: Any) -> Any:
     """The elements under an :data:`EACH`: a list's (or tuple's), or a 1-D array's rows."""
     if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim >= 1):
@@ -249,7 +240,7 @@ def update(x: Any, path: Path, f: Fn) -> Any:
     head, rest = path[0], path[1:]
     if head == EACH:
         return [update(e, rest, f) for e in _elements(x)]
-    a, b = _pair(x, "value", "(left, right)")
+    a, b = halves("program", "value", "(left, right)", x)
     return (update(a, rest, f), b) if head == 0 else (a, update(b, rest, f))
 
 
@@ -262,13 +253,13 @@ def take(x: Any, path: Path, side: int, what: str, layout: str) -> tuple[Any, An
     ((2, 3), 1)
     """
     if not path:
-        pair = _pair(x, what, layout)
+        pair = halves("program", what, layout, x)
         return pair[1 - side], pair[side]
     head, rest = path[0], path[1:]
     if head == EACH:
         split = [take(e, rest, side, what, layout) for e in _elements(x)]
         return [kept for kept, _ in split], [taken for _, taken in split]
-    a, b = _pair(x, "value", "(left, right)")
+    a, b = halves("program", "value", "(left, right)", x)
     kept, taken = take(a if head == 0 else b, rest, side, what, layout)
     return ((kept, b) if head == 0 else (a, kept)), taken
 
@@ -289,5 +280,5 @@ def put(x: Any, path: Path, v: Any, side: int) -> Any:
         if len(xs) != len(vs):
             raise E.list_length_error("program", "a list under vec_lens", len(vs), len(xs))
         return [put(e, rest, ve, side) for e, ve in zip(xs, vs)]
-    a, b = _pair(x, "value", "(left, right)")
+    a, b = halves("program", "value", "(left, right)", x)
     return (put(a, rest, v, side), b) if head == 0 else (a, put(b, rest, v, side))

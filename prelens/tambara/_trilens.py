@@ -432,8 +432,8 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
     def run(t: Any) -> Any:
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
         if isinstance(t, Program):  # a Program focuses on each half instead of wrapping it
-            t = _module(l1(t.at(t.focus.left()))).at(t.focus)
-            t = _module(l2(t.at(t.focus.right()))).at(t.focus)
+            t = _module(l1(t.at(t.focus.half(0)))).at(t.focus)
+            t = _module(l2(t.at(t.focus.half(1)))).at(t.focus)
         else:
             t = l1(PLeft(t)).t
             t = l2(PRight(t)).t
