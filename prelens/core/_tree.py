@@ -5,6 +5,7 @@ e.g. ``[1][0].weight``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -217,6 +218,8 @@ def numeric_sum(fn: str, trees: list[Tree], what: str = "tree") -> Tree:
             raise E.tree_mismatch(f"{fn}: {what} {i} does not have the structure and shapes of {what} 0", found)
     for i, tree in enumerate(trees):
         _check_numbers(fn, f"{what} {i}", tree)
+    if len(trees) == 2:  # the common case (tree_add, a residual block): one call per leaf
+        return _zip_map(operator.add, first, (trees[1],))
     return _zip_map(lambda *xs: sum(xs[1:], start=xs[0]), first, tuple(trees[1:]))
 
 
