@@ -423,3 +423,17 @@ def test_a_diagnosed_failure_keeps_the_exception_it_diagnosed_as_its_cause_throu
         with pytest.raises(StructureError, match=r"^own: the (forward|backward) pass failed") as info:
             run()
         assert type(info.value.__cause__) in (ValueError, KeyError), repr(info.value.__cause__)  # the user's own
+
+
+def test_the_sum_of_scan_t_s_parameter_deltas_names_scan_t():
+    from prelens import from_tamb, to_tamb
+    from prelens.tambara import scan_t
+
+    def bwd(m, d):  # a parameter delta of the step's shape: steps of two lengths do not add up
+        return np.ones(len(d[1])), (d[0], d[1])
+
+    cell = PreLens(lambda p, hx: ((), (hx[0], hx[1])), bwd, name="cell")
+    lens = from_tamb(scan_t(to_tamb(cell), n=2))
+    m, _ = lens.fwd((), (0.0, [np.ones(2), np.ones(3)]))
+    with pytest.raises(StructureError, match=r"^scan_t\(to_tamb\(cell\), n=2\): parameter delta 1 does not have"):
+        lens.bwd(m, (0.0, [np.ones(2), np.ones(3)]))

@@ -65,7 +65,8 @@ def scan_t(tri: AnyTriLens, *, n: int | None = None, axis: int = 0) -> AnyTriLen
 
     def run(t: Any) -> Any:
         t = nest(dimap_s(_same, checked_delta, t))
-        return dimap_p(second(lambda p: [p] * n), second(add_trees), t)
+        add = second(lambda dps: add_trees(dps, name, "parameter delta"))
+        return dimap_p(second(lambda p: [p] * n), add, t)
 
     return TriLens(run, name)
 
