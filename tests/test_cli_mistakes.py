@@ -240,3 +240,18 @@ def test_bench_flags_a_mode_would_ignore_are_refused(flags: list[str], message: 
     monkeypatch.setattr(prelens_bench._command, "run_command", lambda *a: pytest.fail("the benchmark started"))
     code, out, err = cli(["bench", *flags], capsys)
     assert_refused(code, out, err, message)
+
+
+def test_evaluate_refuses_labels_that_are_one_number_or_too_large_a_class_index(tmp_path: Path, capsys: Any):
+    from prelens import save_model
+    from prelens.nn import mlp
+
+    net = mlp(4, [3], None)
+    path = str(tmp_path / "m.prelens")  # no class names in its metadata: any class index is read
+    save_model(path, net, net.init(0), metadata={"loss": "softmax_cross_entropy", "input": {"shape": [4]}})
+    np.savez(tmp_path / "d.npz", x=np.ones((2, 4)), y=np.array(1))
+    code, out, err = cli(["evaluate", path, str(tmp_path / "d.npz")], capsys)
+    assert_refused(code, out, err, "y must hold one label (row) of numbers per example of x")
+    (tmp_path / "big.csv").write_text("5.1,3.5,1.4,0.2,1e30\n")
+    code, out, err = cli(["evaluate", path, str(tmp_path / "big.csv")], capsys)
+    assert_refused(code, out, err, "row 1: class index 1e+30 out of range")

@@ -68,10 +68,10 @@ def at_least(command: str, flag: str, value: Any, least: int = 1) -> int | None:
     return None if value is None else _args.count(command, flag, value, least)
 
 
-def counts(command: str, args: argparse.Namespace, *flags: str, least: int = 1) -> None:
-    """:func:`at_least` for each flag's value (``--batch-size``'s is ``args.batch_size``)."""
+def counts(command: str, args: argparse.Namespace, *flags: str) -> None:
+    """:func:`at_least` 1 for each flag's value (``--batch-size``'s is ``args.batch_size``)."""
     for flag in flags:
-        at_least(command, flag, getattr(args, flag[2:].replace("-", "_")), least)
+        at_least(command, flag, getattr(args, flag[2:].replace("-", "_")))
 
 
 def positive_real(command: str, flag: str, value: Any) -> float:
