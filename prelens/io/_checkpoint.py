@@ -640,6 +640,8 @@ class _Reader:
         if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
             raise self.corrupt(path, "malformed dict keys")
         if self.check and (type(like) is not dict or list(like) != keys):
+            if type(like) is dict and len(like) == len(keys) and set(like) == set(keys):  # (trees are ordered)
+                raise _mismatch(self.path, E.at_path(path, f"dict keys in the order {list(like)}", str(keys)))
             raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
         likes = like.values() if self.check else None  # in the order of keys, checked above
         return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, depth)))
