@@ -255,3 +255,20 @@ def test_evaluate_refuses_labels_that_are_one_number_or_too_large_a_class_index(
     (tmp_path / "big.csv").write_text("5.1,3.5,1.4,0.2,1e30\n")
     code, out, err = cli(["evaluate", path, str(tmp_path / "big.csv")], capsys)
     assert_refused(code, out, err, "row 1: class index 1e+30 out of range")
+
+
+def test_summary_refuses_an_example_no_array_can_hold(tmp_path: Path, capsys: Any):
+    from prelens import save_model
+    from prelens.nn import mlp
+
+    net = mlp(4, [3], None)
+    path = str(tmp_path / "m.prelens")  # a damaged file's metadata: 70 axes and the batch axis, then too many numbers
+    save_model(path, net, net.init(0), metadata={"input": {"shape": [1] * 70}})
+    code, out, err = cli(["summary", path], capsys)
+    assert_refused(code, out, err, "the model file does not say what its input is: pass --input-shape")
+    for shape in (",".join(["1"] * 65), "99999999999,99999999999,99999999999"):
+        code, out, err = cli(["summary", path, "--input-shape", shape], capsys)
+        assert_refused(code, out, err, f"--input-shape {shape!r}: more axes (at most 64) or numbers than an array")
+    save_model(path, net, net.init(0), metadata={"input": {"shape": [2**40, 2**40]}})
+    code, out, err = cli(["summary", path], capsys)
+    assert_refused(code, out, err, "the model file does not say what its input is: pass --input-shape")

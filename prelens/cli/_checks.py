@@ -22,6 +22,7 @@ from prelens.core import _args
 from prelens.io import LoadedModel, load_model
 from prelens.io._checkpoint import unwritable_reason
 from prelens.io._train_metadata import classes as classes  # the commands read the metadata through here
+from prelens.io._train_metadata import holdable
 from prelens.io._train_metadata import input_dtype as input_dtype
 from prelens.io._train_metadata import input_shape as input_shape
 
@@ -157,6 +158,8 @@ def shape_flag(flag: str, text: str | None) -> tuple[int, ...] | None:
         raise UsageError(f"{flag} must be sizes separated by commas, e.g. 1,4; got {text!r}") from None
     if not shape or any(d < 1 for d in shape):
         raise UsageError(f"{flag} must be sizes >= 1 separated by commas, e.g. 1,4; got {text!r}")
+    if not holdable(shape):
+        raise UsageError(f"{flag} {text!r}: more axes (at most 64) or numbers than an array can hold")
     return shape
 
 
