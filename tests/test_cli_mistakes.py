@@ -272,3 +272,19 @@ def test_summary_refuses_an_example_no_array_can_hold(tmp_path: Path, capsys: An
     save_model(path, net, net.init(0), metadata={"input": {"shape": [2**40, 2**40]}})
     code, out, err = cli(["summary", path], capsys)
     assert_refused(code, out, err, "the model file does not say what its input is: pass --input-shape")
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_value_the_models_dtype_cannot_hold_is_refused_not_read_as_infinity(
+    command: str, tmp_path: Path, capsys: Any
+):
+    from prelens import save_model
+    from prelens.nn import mlp
+
+    net = mlp(4, [3], None, dtype=np.float32)
+    path = str(tmp_path / "m.prelens")
+    meta = {"classes": ["a", "b", "c"], "loss": "softmax_cross_entropy", "input": {"shape": [4], "dtype": "float32"}}
+    save_model(path, net, net.init(0), metadata=meta)
+    (tmp_path / "x.csv").write_text("1e39,1,1,1\n1,1,1,1\n" if command == "predict" else "1e39,1,1,1,a\n1,1,1,1,b\n")
+    code, out, err = cli([command, path, str(tmp_path / "x.csv")], capsys)  # 1e39 is past float32's largest
+    assert_refused(code, out, err, "x.csv': a value too large for the model's float32")

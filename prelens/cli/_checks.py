@@ -285,4 +285,8 @@ def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel
         raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
     if x.ndim == 0 or len(x) == 0:
         raise UsageError(f"{flag} {path!r}: no rows")
-    return x.astype(dt, copy=False)
+    with np.errstate(over="ignore"):  # (said below, as one line)
+        out = x.astype(dt, copy=False)
+    if dt.kind == "f" and not np.isfinite(out).all():  # finite before the cast: too large for the model's floats
+        raise UsageError(f"{flag} {path!r}: a value too large for the model's {dt.name}")
+    return out
