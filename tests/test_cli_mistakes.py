@@ -287,4 +287,17 @@ def test_a_value_the_models_dtype_cannot_hold_is_refused_not_read_as_infinity(
     save_model(path, net, net.init(0), metadata=meta)
     (tmp_path / "x.csv").write_text("1e39,1,1,1\n1,1,1,1\n" if command == "predict" else "1e39,1,1,1,a\n1,1,1,1,b\n")
     code, out, err = cli([command, path, str(tmp_path / "x.csv")], capsys)  # 1e39 is past float32's largest
-    assert_refused(code, out, err, "x.csv': a value too large for the model's float32")
+    assert_refused(code, out, err, "x.csv': a value outside the range of the model's float32")
+
+
+def test_a_token_id_the_models_ints_cannot_hold_is_refused_not_wrapped_around(tmp_path: Path, capsys: Any):
+    from prelens import save_model
+    from prelens.nn import decoder_lm
+
+    lm = decoder_lm(5, 8, 2, 8, 1, 4)
+    path = str(tmp_path / "lm.prelens")
+    save_model(path, lm, lm.init(0), metadata={"input": {"shape": [4], "dtype": "int64"}})
+    for ids in (np.array([[2**64 - 1, 1, 1, 1]], dtype=np.uint64), np.array([[1e30, 1, 1, 1]])):
+        np.save(tmp_path / "x.npy", ids)  # read as -1, or as int64's smallest, the embedding's error named those
+        code, out, err = cli(["predict", path, str(tmp_path / "x.npy")], capsys)
+        assert_refused(code, out, err, "x.npy': a value outside the range of the model's int64")

@@ -285,8 +285,7 @@ def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel
         raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
     if x.ndim == 0 or len(x) == 0:
         raise UsageError(f"{flag} {path!r}: no rows")
-    with np.errstate(over="ignore"):  # (said below, as one line)
-        out = x.astype(dt, copy=False)
-    if dt.kind == "f" and not np.isfinite(out).all():  # finite before the cast: too large for the model's floats
-        raise UsageError(f"{flag} {path!r}: a value too large for the model's {dt.name}")
-    return out
+    limits: Any = np.iinfo(dt) if dt.kind in "iu" else np.finfo(dt)  # the cast would make inf, or wrap around
+    if x.size and not limits.min <= x.min() <= x.max() <= limits.max:
+        raise UsageError(f"{flag} {path!r}: a value outside the range of the model's {dt.name}")
+    return x.astype(dt, copy=False)
