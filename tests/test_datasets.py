@@ -196,6 +196,17 @@ def test_generator_argument_errors(call: object, match: str):
         call()  # type: ignore[operator]
 
 
+def test_generators_take_numpy_numbers():
+    # a numpy float (the result of a computation) was refused as "not a number >= 0"
+    a, b = make_moons(50, noise=np.float32(0.5), rng=0), make_moons(50, noise=0.5, rng=0)
+    np.testing.assert_array_equal(a[0], b[0])
+    c, d = (
+        make_spirals(np.int64(30), noise=np.float64(0.1), turns=np.float32(2.0)),
+        make_spirals(30, noise=0.1, turns=2.0),
+    )
+    np.testing.assert_array_equal(c[0], d[0])
+
+
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_load_dataset_by_name(name: str):
     split = load_dataset(name, 0.25, rng=0, standardize_features=True)

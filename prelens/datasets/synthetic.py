@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
+from prelens.backend._arrays import is_real
 from prelens.core import _args
 from prelens.datasets._split import Seed
 
@@ -28,14 +29,9 @@ Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
 def _check(fn: str, n: int, noise: float, least: int, rng: Seed) -> np.random.Generator:
     """Check ``n`` and ``noise``; the generator ``rng`` seeds."""
     _args.count(fn, "n", n, least)
-    if not (_finite(noise) and noise >= 0):
+    if not (is_real(noise) and math.isfinite(noise) and noise >= 0):
         raise E.bad_argument(fn, "noise", noise, "a number >= 0")
     return _args.seed(fn, rng)
-
-
-def _finite(x: object) -> bool:
-    """A finite real number (a bool is not one)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _shuffled(xs: npt.NDArray[np.float64], ys: npt.NDArray[np.int64], gen: np.random.Generator) -> Points:
@@ -76,7 +72,7 @@ def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: floa
     """
     gen = _check("make_spirals", n, noise, classes if isinstance(classes, int) else 1, rng)
     _args.count("make_spirals", "classes", classes, 2)
-    if not (_finite(turns) and turns > 0):
+    if not (is_real(turns) and math.isfinite(turns) and turns > 0):
         raise E.bad_argument("make_spirals", "turns", turns, "a number > 0")
     counts = [n // classes + (1 if k < n % classes else 0) for k in range(classes)]
     parts = []

@@ -30,6 +30,8 @@ def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
     if isinstance(xs, np.ndarray):
         if xs.ndim != 2:
             raise E.lens_shape_error(fn, what, "a 2-D array (batch, features)", E.describe(xs))
+        if len(xs) == 0:
+            raise E.lens_shape_error(fn, what, "a 2-D array (batch, features) with at least one row", E.describe(xs))
         if xs.dtype.kind not in "iuf":
             raise E.lens_dtype_error(fn, what, "a 2-D array of real numbers (batch, features)", E.describe(xs))
         return [np.array(x, dtype=np.float64) for x in xs]

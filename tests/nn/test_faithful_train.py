@@ -81,6 +81,19 @@ def test_train_step_names_bad_batches():
         train_step(mlp, params, TOY_XS[0], TOY_YS, 0.5)
 
 
+def test_an_empty_batch_array_is_named_by_the_command():
+    # an empty list was named ("a non-empty list of vectors"); an empty 2-D array fell through to
+    # "batch_n: n must be an int >= 1, got 0", naming neither the command nor its argument
+    mlp, params = fresh()
+    empty = r"expected a 2-D array \(batch, features\) with at least one row, got f64\[0,3\]"
+    with pytest.raises(ShapeError, match=r"^train_step: inputs: " + empty):
+        train_step(mlp, params, np.zeros((0, 3)), np.zeros((0, 1)), 0.5)
+    with pytest.raises(ShapeError, match=r"^train_faithful: inputs: " + empty):
+        train_faithful(mlp, params, np.zeros((0, 3)), np.zeros((0, 1)), 0.5, 2)
+    with pytest.raises(ShapeError, match=r"^predict_faithful: inputs: " + empty):
+        predict_faithful(mlp, params, np.zeros((0, 3)))
+
+
 def test_a_non_finite_loss_stops_training():
     mlp, params = fresh()
     with pytest.raises(NonFiniteError, match="train_step: loss"):
