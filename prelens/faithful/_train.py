@@ -103,9 +103,9 @@ def _batch_loss(mlp: Any, n: int) -> AnyLens:
 
 def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
     loss, pullback = vjp(net, (ys, params), xs)  # forward once; the residues stay in the pullback
-    (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
     if not np.isfinite(loss):
         raise E.non_finite("train_step: loss", "")
+    (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
     return tree_add(params, tree_scale(-rate, d_params)), loss  # θ ← θ − rate·dθ
 
 

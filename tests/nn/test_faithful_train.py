@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, ShapeError, StructureError, vjp
+from prelens import NonFiniteError, PreLens, ShapeError, StructureError, vjp
 from prelens.core import tree_leaves
 from prelens.datasets import TOY_XS, TOY_YS
 from prelens.faithful import init_mlp, make_mlp, predict_faithful, train_faithful, train_step
@@ -98,3 +98,16 @@ def test_a_non_finite_loss_stops_training():
     mlp, params = fresh()
     with pytest.raises(NonFiniteError, match="train_step: loss"):
         train_step(mlp, params, TOY_XS, np.full((4, 1), np.nan), 0.5)
+
+
+def test_a_non_finite_loss_is_found_before_the_backward_pass():
+    backward_calls = []
+
+    def bwd(m, da):
+        backward_calls.append(1)
+        return 0.0, np.zeros(3)
+
+    net = PreLens(lambda p, s: ((), np.array([np.nan])), bwd, name="nan_net")
+    with pytest.raises(NonFiniteError, match="train_step: loss"):
+        train_step(net, 0.0, TOY_XS, TOY_YS, 0.5)
+    assert backward_calls == []
