@@ -282,7 +282,7 @@ def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
     1
     """
     shapes = _layer_shapes("make_mlp_l", m_in, sizes)
-    return chain(*(layer_l(m, n) for m, n in shapes)).named(f"make_mlp_l({m_in}, {list(sizes)})")
+    return chain(*(layer_l(m, n) for m, n in shapes)).named(f"make_mlp_l({m_in}, {[n for _, n in shapes]})")
 
 
 # ---------------------------------------------------------------- TriLenses
@@ -403,7 +403,7 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
     (1, True)
     """
     shapes = _layer_shapes("make_mlp", m_in, sizes)
-    name = f"make_mlp({m_in}, {list(sizes)})"
+    name = f"make_mlp({m_in}, {[n for _, n in shapes]})"
     k = len(shapes)
 
     def layers(what: str, xs: Any) -> Any:
@@ -440,13 +440,12 @@ def _cons_layers(t: Any) -> Any:
 
 
 def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
-    """``[(inputs, neurons)]`` per layer, checked: ``m_in`` then each size feeds the next layer."""
-    _args.count(fn, "m_in", m_in)
+    """``[(inputs, neurons)]`` per layer as Python ints, checked: ``m_in`` then each size feeds the next layer."""
+    m_in = _args.count(fn, "m_in", m_in)
     if not isinstance(sizes, (list, tuple)) or len(sizes) == 0:
         raise E.must_be(fn, "sizes", "a list of at least one layer width", repr(sizes))
-    for n in sizes:
-        _args.count(fn, "every size", n)
-    return list(zip([m_in, *sizes[:-1]], sizes))
+    widths = [_args.count(fn, "every size", n) for n in sizes]
+    return list(zip([m_in, *widths[:-1]], widths))
 
 
 # ------------------------------------------------------- rules for Shapes and Cost: what each box makes and

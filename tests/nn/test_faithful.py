@@ -506,6 +506,18 @@ def test_sizes_must_be_positive_ints(bad):
         linear_l(bad)
 
 
+def test_an_mlp_of_numpy_sizes_is_named_and_saved_as_one_of_ints(tmp_path):
+    """``np.int64`` sizes showed in the name (``make_mlp(3, [np.int64(4), 1])``), so save_model refused the lens:
+    its description rebuilt ``make_mlp(3, [4, 1])``, a lens of another name."""
+    from prelens import from_tamb, load_model, save_model
+
+    sizes = [np.int64(4), 1]
+    for lens in (from_tamb(make_mlp(3, sizes)), make_mlp_l(3, sizes)):
+        assert "np." not in repr(lens)
+        save_model(tmp_path / "m.prelens", lens, init_mlp(3, sizes, np.random.default_rng(0)))
+        assert repr(load_model(tmp_path / "m.prelens").lens) == repr(lens)
+
+
 def test_an_mlp_needs_a_layer():
     with pytest.raises(PrelensError, match="at least one layer"):
         make_mlp(3, [])
