@@ -99,6 +99,7 @@ def test_type_of_describes_structure_without_values():
     assert type_of(Para(0.5, np.zeros(3))) == "Para(bias=float, weight=f64[3])"
     assert type_of([np.float32(1)] * 4) == "[f32 × 4]"
     assert type_of(((), (1, None))) == "((), (int, None))"
+    assert type_of({k: 1.0 for k in "abcd"}) == "{a: float, b: float, c: float, …}"  # cut short, as a list is
 
 
 def label_overflows(ax):

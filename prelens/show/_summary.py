@@ -246,7 +246,8 @@ def type_of(x: Any, depth: int = 0) -> str:
             return f"[{kinds[0]} × {len(kinds)}]"
         return "[" + ", ".join(kinds[:3]) + (", …" if len(kinds) > 3 else "") + "]"
     if isinstance(x, dict):
-        return "{" + ", ".join(f"{k}: {type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
+        items = [f"{k}: {type_of(v, depth + 1)}" for k, v in list(x.items())[:3]]
+        return "{" + ", ".join(items) + (", …" if len(x) > 3 else "") + "}"
     return type(x).__name__
 
 

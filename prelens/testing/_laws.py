@@ -497,7 +497,7 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     check_lens_equal(law, cell, lens, p, (h0, steps[0]), s_iso=wrap, a_iso=wrap, m_iso=lambda m: [m], **kw)
     if T >= 2:
         k = T // 2 if k is None else k
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 < k < T:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 < k < T:
             raise E.bad_argument("check_scan", "k", k, f"an int in [1, {T}) (where to cut the {T} steps)")
         split = iso_lens(
             "split",
