@@ -135,6 +135,22 @@ def test_a_bad_rng_or_tolerance_names_the_checker(run, match):
         run(l, l.init(0), np.ones((2, 3)))
 
 
+def test_the_generators_name_a_bad_rng_and_take_a_seed():
+    """``GeneratedLens.sample("x")`` was numpy's bare TypeError (a bool a seed), ``random_value(2, 0)`` an
+    AttributeError: they take seeds and refuse what is not one, as the checkers do."""
+    from prelens.testing import GeneratedLens, random_value
+
+    gl = GeneratedLens(linear(3, 2), 3, 2)
+    for bad in ("x", 1.5, True):
+        with pytest.raises(ArgumentError, match=r"^GeneratedLens\.sample: rng must be"):
+            gl.sample(bad)
+        with pytest.raises(ArgumentError, match=r"^GeneratedLens\.deltas: rng must be"):
+            gl.deltas(*gl.sample(0), rng=bad)
+        with pytest.raises(ArgumentError, match=r"^random_value: rng must be"):
+            random_value(2, bad)
+    np.testing.assert_array_equal(random_value(2, 0), random_value(2, np.random.default_rng(0)))
+
+
 @pytest.mark.parametrize("bad", [(3,), "3", -1, 2.0, True, (3, (2,))])
 def test_a_value_type_that_is_not_one_is_named_up_front(bad):
     from prelens.testing import lenses, random_value
