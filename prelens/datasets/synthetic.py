@@ -54,7 +54,10 @@ def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
     t0, t1 = np.linspace(0.0, np.pi, n0), np.linspace(0.0, np.pi, n - n0)
     upper = np.column_stack([np.cos(t0), np.sin(t0)])
     lower = np.column_stack([1.0 - np.cos(t1), 0.5 - np.sin(t1)])
-    xs = np.concatenate([upper, lower]) + noise * gen.standard_normal((n, 2))
+    with np.errstate(over="ignore"):
+        xs = np.concatenate([upper, lower]) + noise * gen.standard_normal((n, 2))
+    if not np.isfinite(xs).all():  # a noise too large for float64
+        raise E.bad_argument("make_moons", "noise", noise, "a number small enough for finite points")
     ys = np.concatenate([np.zeros(n0, np.int64), np.ones(n - n0, np.int64)])
     return _shuffled(xs, ys, gen)
 
@@ -78,7 +81,11 @@ def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: floa
     parts = []
     for k, m in enumerate(counts):
         r = np.linspace(0.0, 1.0, m)
-        angle = 2.0 * np.pi * (k / classes + turns * r) + noise * gen.standard_normal(m)
-        parts.append(np.column_stack([r * np.cos(angle), r * np.sin(angle)]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            angle = 2.0 * np.pi * (k / classes + turns * r) + noise * gen.standard_normal(m)
+            parts.append(np.column_stack([r * np.cos(angle), r * np.sin(angle)]))
+    xs = np.concatenate(parts)
+    if not np.isfinite(xs).all():  # an angle beyond float64
+        raise E.ArgumentError(f"make_spirals: noise={noise!r} and turns={turns!r} are too large for finite points")
     ys = np.concatenate([np.full(m, k, np.int64) for k, m in enumerate(counts)])
-    return _shuffled(np.concatenate(parts), ys, gen)
+    return _shuffled(xs, ys, gen)
