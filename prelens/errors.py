@@ -168,8 +168,7 @@ def describe_tree(x: Any, limit: int = 160) -> str:
 
     Named tuples show their fields: ``DenseParams(weight=f64[4,16], bias=f64[16])``.
     """
-    text = _describe_tree(x, depth=0)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return short_name(_describe_tree(x, depth=0), limit)
 
 
 def _describe_tree(x: Any, depth: int) -> str:

@@ -6,8 +6,9 @@ sequence length 32 → 512, d_model 64 → 512 (the FFN stays 4·d_model), batch
 1 → 256 and depth (blocks) 1 → 8. At each point the step of
 :mod:`prelens_bench.peers` (forward, backward, SGD) runs in prelens on numpy,
 prelens on JAX (:func:`~prelens.train.compile_step`), PyTorch eager and
-hand-written JAX under ``jit``, whichever are installed: every side's
-gradient is checked equal to prelens's first, then the sides run interleaved
+hand-written JAX under ``jit``, whichever are installed, and the step's matrix
+products alone (the matmul floor): every side's gradient is checked equal to
+prelens's first, then the sides run interleaved
 (:func:`~prelens_bench._timing.time_interleaved`) and the table gives medians.
 
 Along the sequence axis it also reads the memory: the residue bytes that
@@ -112,8 +113,9 @@ SCALING_GRIDS: dict[str, ScalingGrid] = {
 
 #: prelens on numpy (:func:`~prelens.vjp` and :func:`prelens.learn.sgd`): every other side is checked against it.
 PRELENS_NUMPY: P.Peer = P.PRELENS
-#: The columns of ``prelens bench --scaling``: prelens on numpy and on JAX, PyTorch eager, JAX jit.
-SCALING_SIDES: tuple[P.Peer, ...] = (PRELENS_NUMPY, P.PRELENS_JAX, P.TORCH_EAGER, P.JAX_JIT)
+#: The columns of ``prelens bench --scaling``: prelens on numpy and on JAX, PyTorch eager, JAX jit, and the
+#: step's matrix products alone (the floor: where a side beats it, it does not make every product prelens makes).
+SCALING_SIDES: tuple[P.Peer, ...] = (PRELENS_NUMPY, P.PRELENS_JAX, P.TORCH_EAGER, P.JAX_JIT, P.MATMUL_FLOOR)
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,8 @@ class ScalingReport:
     |---|---:|---:|
     | batch | 1 | 1.00 |
     <BLANKLINE>
-    medians of 7 interleaved repetitions per point; every side's gradient checked equal to prelens's first
+    medians of 7 interleaved repetitions per point; every side's gradient (the floor has none) checked equal to
+    prelens's first
     """
 
     rows: list[ScalingRow]
@@ -201,8 +204,8 @@ class ScalingReport:
                 r = row.ratio(a, b)
                 cells.append("—" if r is None else f"{r:.2f}")
             lines.append(_row(cells))
-        lines += ["", f"medians of {self.repeats} interleaved repetitions per point; every side's gradient checked "
-                  "equal to prelens's first"]  # fmt: skip
+        lines += ["", f"medians of {self.repeats} interleaved repetitions per point; every side's gradient (the floor "
+                  "has none) checked equal to prelens's first"]  # fmt: skip
         failures = dict.fromkeys(
             f"- ✗ {row.axis}={row.value}, {name}: the gradient check failed: {why}"
             for row in self.rows
@@ -296,6 +299,8 @@ _RATIOS = (
     ("prelens", "PyTorch eager"),
     ("prelens JAX", "JAX jit"),
     ("prelens JAX", "PyTorch eager"),
+    ("prelens", "matmul floor"),
+    ("PyTorch eager", "matmul floor"),
 )
 
 

@@ -152,6 +152,15 @@ def test_a_number_in_like_takes_a_0d_array_of_its_kind_from_the_file(tmp_path: P
             load_checkpoint(path, like=like)
 
 
+def test_a_dict_with_its_keys_in_another_order_is_told_apart(tmp_path: Path):
+    """Trees are ordered (a dict's keys too): the refusal says so, not 'expected keys [a, b], got keys [a, b]'."""
+    save_checkpoint(tmp_path / "d.npz", {"a": np.ones(2), "b": 1.0})
+    with pytest.raises(
+        CheckpointError, match=r"at <root>: expected dict keys in the order \['b', 'a'\], got \['a', 'b'\]"
+    ):
+        load_checkpoint(tmp_path / "d.npz", like={"b": 0.0, "a": np.zeros(2)})
+
+
 # --------------------------------------------------------------- bad files
 
 

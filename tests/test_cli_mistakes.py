@@ -240,3 +240,64 @@ def test_bench_flags_a_mode_would_ignore_are_refused(flags: list[str], message: 
     monkeypatch.setattr(prelens_bench._command, "run_command", lambda *a: pytest.fail("the benchmark started"))
     code, out, err = cli(["bench", *flags], capsys)
     assert_refused(code, out, err, message)
+
+
+def test_evaluate_refuses_labels_that_are_one_number_or_too_large_a_class_index(tmp_path: Path, capsys: Any):
+    from prelens import save_model
+    from prelens.nn import mlp
+
+    net = mlp(4, [3], None)
+    path = str(tmp_path / "m.prelens")  # no class names in its metadata: any class index is read
+    save_model(path, net, net.init(0), metadata={"loss": "softmax_cross_entropy", "input": {"shape": [4]}})
+    np.savez(tmp_path / "d.npz", x=np.ones((2, 4)), y=np.array(1))
+    code, out, err = cli(["evaluate", path, str(tmp_path / "d.npz")], capsys)
+    assert_refused(code, out, err, "y must hold one label (row) of numbers per example of x")
+    (tmp_path / "big.csv").write_text("5.1,3.5,1.4,0.2,1e30\n")
+    code, out, err = cli(["evaluate", path, str(tmp_path / "big.csv")], capsys)
+    assert_refused(code, out, err, "row 1: class index 1e+30 out of range")
+
+
+def test_summary_refuses_an_example_no_array_can_hold(tmp_path: Path, capsys: Any):
+    from prelens import save_model
+    from prelens.nn import mlp
+
+    net = mlp(4, [3], None)
+    path = str(tmp_path / "m.prelens")  # a damaged file's metadata: 70 axes and the batch axis, then too many numbers
+    save_model(path, net, net.init(0), metadata={"input": {"shape": [1] * 70}})
+    code, out, err = cli(["summary", path], capsys)
+    assert_refused(code, out, err, "the model file does not say what its input is: pass --input-shape")
+    for shape in (",".join(["1"] * 65), "99999999999,99999999999,99999999999"):
+        code, out, err = cli(["summary", path, "--input-shape", shape], capsys)
+        assert_refused(code, out, err, f"--input-shape {shape!r}: more axes (at most 64) or numbers than an array")
+    save_model(path, net, net.init(0), metadata={"input": {"shape": [2**40, 2**40]}})
+    code, out, err = cli(["summary", path], capsys)
+    assert_refused(code, out, err, "the model file does not say what its input is: pass --input-shape")
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_value_the_models_dtype_cannot_hold_is_refused_not_read_as_infinity(
+    command: str, tmp_path: Path, capsys: Any
+):
+    from prelens import save_model
+    from prelens.nn import mlp
+
+    net = mlp(4, [3], None, dtype=np.float32)
+    path = str(tmp_path / "m.prelens")
+    meta = {"classes": ["a", "b", "c"], "loss": "softmax_cross_entropy", "input": {"shape": [4], "dtype": "float32"}}
+    save_model(path, net, net.init(0), metadata=meta)
+    (tmp_path / "x.csv").write_text("1e39,1,1,1\n1,1,1,1\n" if command == "predict" else "1e39,1,1,1,a\n1,1,1,1,b\n")
+    code, out, err = cli([command, path, str(tmp_path / "x.csv")], capsys)  # 1e39 is past float32's largest
+    assert_refused(code, out, err, "x.csv': a value outside the range of the model's float32")
+
+
+def test_a_token_id_the_models_ints_cannot_hold_is_refused_not_wrapped_around(tmp_path: Path, capsys: Any):
+    from prelens import save_model
+    from prelens.nn import decoder_lm
+
+    lm = decoder_lm(5, 8, 2, 8, 1, 4)
+    path = str(tmp_path / "lm.prelens")
+    save_model(path, lm, lm.init(0), metadata={"input": {"shape": [4], "dtype": "int64"}})
+    for ids in (np.array([[2**64 - 1, 1, 1, 1]], dtype=np.uint64), np.array([[1e30, 1, 1, 1]])):
+        np.save(tmp_path / "x.npy", ids)  # read as -1, or as int64's smallest, the embedding's error named those
+        code, out, err = cli(["predict", path, str(tmp_path / "x.npy")], capsys)
+        assert_refused(code, out, err, "x.npy': a value outside the range of the model's int64")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -194,6 +195,33 @@ def test_spirals_geometry_and_seeding():
 def test_generator_argument_errors(call: object, match: str):
     with pytest.raises(ArgumentError, match=match):
         call()  # type: ignore[operator]
+
+
+def test_points_made_non_finite_by_a_huge_noise_are_refused():
+    """They came back as inf and NaN (with numpy's RuntimeWarnings); make_glyphs already refused."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ArgumentError, match=r"^make_moons: noise must be a number small enough for finite points"):
+            make_moons(100, noise=1e308)
+        with pytest.raises(
+            ArgumentError, match=r"^make_spirals: noise=1e\+308 and turns=1\.0 are too large for finite"
+        ):
+            make_spirals(100, noise=1e308)
+        with pytest.raises(
+            ArgumentError, match=r"^make_spirals: noise=0\.2 and turns=1e\+308 are too large for finite"
+        ):
+            make_spirals(100, turns=1e308)
+
+
+def test_generators_take_numpy_numbers():
+    # a numpy float (the result of a computation) was refused as "not a number >= 0"
+    a, b = make_moons(50, noise=np.float32(0.5), rng=0), make_moons(50, noise=0.5, rng=0)
+    np.testing.assert_array_equal(a[0], b[0])
+    c, d = (
+        make_spirals(np.int64(30), noise=np.float64(0.1), turns=np.float32(2.0)),
+        make_spirals(30, noise=0.1, turns=2.0),
+    )
+    np.testing.assert_array_equal(c[0], d[0])
 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))

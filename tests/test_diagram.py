@@ -99,6 +99,7 @@ def test_type_of_describes_structure_without_values():
     assert type_of(Para(0.5, np.zeros(3))) == "Para(bias=float, weight=f64[3])"
     assert type_of([np.float32(1)] * 4) == "[f32 × 4]"
     assert type_of(((), (1, None))) == "((), (int, None))"
+    assert type_of({k: 1.0 for k in "abcd"}) == "{a: float, b: float, c: float, …}"  # cut short, as a list is
 
 
 def label_overflows(ax):
@@ -197,3 +198,18 @@ def test_deltas_are_typed_by_the_backward_pass_when_da_is_given():
     assert {"da: ()", "new s: f64[3]"} <= texts
     with pytest.raises(ArgumentError, match=r"draw: names must be a dict"):
         draw(lens, (3,), names=["s"])
+
+
+def test_names_of_the_wrong_kind_are_named_errors():
+    """A name that is neither a string nor one per wire was a bare TypeError or IndexError; an unknown key was
+    ignored."""
+    pair = linear_vec(3, 2) @ tanh_vec
+    with pytest.raises(ArgumentError, match=r"^draw: names\['s'\] must be a string or a list of 2 names"):
+        draw(pair, ((3,), (2,)), names={"s": ["x"]})
+    with pytest.raises(ArgumentError, match=r"^draw: names\['a'\] must be a string or a list of 2 names"):
+        draw(pair, ((3,), (2,)), names={"a": 3})
+    with pytest.raises(ArgumentError, match=r"^draw: names must be a dict from 's', 'ds', 'a', 'da' to names"):
+        draw(pair, ((3,), (2,)), names={"x": "input"})
+    texts = {t.get_text() for t in draw(pair, ((3,), (2,)), names={"s": ("u", "v"), "da": "back"}).texts}
+    assert {"u: f64[3]", "v: f64[2]", "back: f64[2]"} <= texts
+    plt.close("all")

@@ -45,6 +45,14 @@ def test_bad_task_arguments_are_errors():
         make_sequences("copy", 0)
 
 
+def test_sizes_may_be_numpy_ints():
+    # np.int64(3) was refused as "length must be a positive int, got np.int64(3)"
+    task = SequenceTask("copy", np.int64(3), np.int64(5))
+    assert (task.seq_len, task.vocab_size) == (7, 7)
+    inputs, labels = make_sequences(task, np.int64(2), rng=0)
+    assert inputs.shape == labels.shape == (2, 7)
+
+
 def test_shipped_text_and_character_vocabulary_round_trip():
     text = load_text("sonnets")
     assert text.startswith("Shall I compare thee to a summer's day?")

@@ -49,6 +49,15 @@ def test_summary_of_a_float32_model_is_shown_float32_data():
     assert summary(tanh_vec, (3,)).input == "f64[3]"  # no parameters: float64, as before
 
 
+def test_a_shape_of_numpy_ints_is_a_shape():
+    """``(np.int64(3),)`` (a size computed with numpy) was taken as an example value: the lens got a tuple."""
+    assert summary(linear_vec(3, 2), (np.int64(3),)).input == "f64[3]"
+    with pytest.raises(
+        ArgumentError, match=r"summary: every size in input_shape must be an int >= 0, got np.int64\(-1\)"
+    ):
+        summary(linear_vec(3, 2), (np.int64(-1),))
+
+
 LM = decoder_lm(16, 8, 2, 16, 2, 6)
 TOKENS = np.zeros((2, 6), dtype=np.int64)
 

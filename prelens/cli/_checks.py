@@ -22,6 +22,7 @@ from prelens.core import _args
 from prelens.io import LoadedModel, load_model
 from prelens.io._checkpoint import unwritable_reason
 from prelens.io._train_metadata import classes as classes  # the commands read the metadata through here
+from prelens.io._train_metadata import holdable
 from prelens.io._train_metadata import input_dtype as input_dtype
 from prelens.io._train_metadata import input_shape as input_shape
 
@@ -68,10 +69,10 @@ def at_least(command: str, flag: str, value: Any, least: int = 1) -> int | None:
     return None if value is None else _args.count(command, flag, value, least)
 
 
-def counts(command: str, args: argparse.Namespace, *flags: str, least: int = 1) -> None:
-    """:func:`at_least` for each flag's value (``--batch-size``'s is ``args.batch_size``)."""
+def counts(command: str, args: argparse.Namespace, *flags: str) -> None:
+    """:func:`at_least` 1 for each flag's value (``--batch-size``'s is ``args.batch_size``)."""
     for flag in flags:
-        at_least(command, flag, getattr(args, flag[2:].replace("-", "_")), least)
+        at_least(command, flag, getattr(args, flag[2:].replace("-", "_")))
 
 
 def positive_real(command: str, flag: str, value: Any) -> float:
@@ -157,6 +158,8 @@ def shape_flag(flag: str, text: str | None) -> tuple[int, ...] | None:
         raise UsageError(f"{flag} must be sizes separated by commas, e.g. 1,4; got {text!r}") from None
     if not shape or any(d < 1 for d in shape):
         raise UsageError(f"{flag} must be sizes >= 1 separated by commas, e.g. 1,4; got {text!r}")
+    if not holdable(shape):
+        raise UsageError(f"{flag} {text!r}: more axes (at most 64) or numbers than an array can hold")
     return shape
 
 
@@ -282,4 +285,7 @@ def as_model_input(flag: str, path: str, x: npt.NDArray[Any], model: LoadedModel
         raise UsageError(f"{flag} {path!r}: the model takes rows of shape {example}, the file holds {got}")
     if x.ndim == 0 or len(x) == 0:
         raise UsageError(f"{flag} {path!r}: no rows")
+    limits: Any = np.iinfo(dt) if dt.kind in "iu" else np.finfo(dt)  # the cast would make inf, or wrap around
+    if x.size and not limits.min <= x.min() <= x.max() <= limits.max:
+        raise UsageError(f"{flag} {path!r}: a value outside the range of the model's {dt.name}")
     return x.astype(dt, copy=False)

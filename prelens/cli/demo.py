@@ -61,7 +61,7 @@ def check(args: argparse.Namespace) -> None:
     C.counts(COMMAND, args, "--toy-steps", "--hidden", "--epochs", "--batch-size")
     C.positive_real(COMMAND, "--toy-rate", args.toy_rate)
     C.positive_real(COMMAND, "--lr", args.lr)
-    if args.folds != 0 and not (isinstance(args.folds, int) and 2 <= args.folds <= 150):  # each flower in a fold
+    if args.folds != 0 and not 2 <= args.folds <= 150:  # each flower in a fold
         raise E.bad_argument(COMMAND, "--folds", args.folds, "0 (skip) or an int from 2 to 150 (the Iris flowers)")
 
 

@@ -73,7 +73,7 @@ def read_data(path: str, label_column: int, model: Any, names: list[str] | None)
         arrays = C.read_npz("DATA", path, ("x", "y"))
         x = C.as_model_input("DATA", path, arrays["x"], model)
         y = arrays["y"]
-        if y.dtype.kind not in "biuf" or len(y) != len(x):
+        if y.dtype.kind not in "biuf" or y.ndim == 0 or len(y) != len(x):
             raise C.UsageError(f"DATA {path!r}: y must hold one label (row) of numbers per example of x")
         return x, y
     rows = C.read_table("DATA", path)
@@ -100,7 +100,7 @@ def class_indices(path: str, labels: list[str], names: list[str] | None) -> npt.
         if value is None or not value.is_integer():
             known = f" (the classes are {', '.join(names)})" if names else ""
             raise C.UsageError(f"DATA {path!r}: row {i + 1}: unknown label {label!r}{known}")
-        if value < 0 or (names is not None and value >= len(names)):
+        if not 0 <= value < (2**63 if names is None else len(names)):  # (an int64 holds it)
             raise C.UsageError(f"DATA {path!r}: row {i + 1}: class index {value:g} out of range")
         out[i] = value
     return out

@@ -57,11 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="; ".join(f"{k}: the answer is {v}" for k, v in TASKS.items())
         + "; text: a character-level model of --text",
     )
-    _only(task, "--length", int, "symbols in each prompt (sequence tasks)")
-    _only(task, "--symbols", int, "distinct symbols (sequence tasks)")
-    _only(task, "--text", str, "the shipped text for --task text", choices=sorted(TEXTS))
-    _only(task, "--block", int, "context length in characters for --task text")
-    _per_task(task, "--train-size", int, "training sequences, or random text windows for --task text")
+    _by_task(task, "--length", int, "symbols in each prompt (sequence tasks)")
+    _by_task(task, "--symbols", int, "distinct symbols (sequence tasks)")
+    _by_task(task, "--text", str, "the shipped text for --task text", choices=sorted(TEXTS))
+    _by_task(task, "--block", int, "context length in characters for --task text")
+    _by_task(task, "--train-size", int, "training sequences, or random text windows for --task text")
     task.add_argument("--test-size", type=int, default=1000, help="held-out sequences (or text windows) to evaluate on")
     model = parser.add_argument_group("model")
     model.add_argument("--d-model", type=int, default=64, help="width of the token vectors")
@@ -76,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     model.add_argument("--float32", action="store_true", help="train in float32 instead of float64")
     train = parser.add_argument_group("training (Adam)")
-    _per_task(train, "--epochs", int, "passes over the training set")
-    _per_task(train, "--batch-size", int, "sequences per step")
-    _per_task(
+    _by_task(train, "--epochs", int, "passes over the training set")
+    _by_task(train, "--batch-size", int, "sequences per step")
+    _by_task(
         train, "--lr", float, "Adam's peak step size, reached after a linear warm-up and decayed to 0 along a cosine"
     )
     train.add_argument(
@@ -86,23 +86,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_runtime_arguments(train)
     out = parser.add_argument_group("output")
-    _only(out, "--sample", int, "characters to generate (--task text)", metavar="CHARS")
-    _only(out, "--temperature", float, "sampling temperature (--task text; 0 is greedy)")
-    _only(out, "--prompt", str, "text to start sampling from (--task text)")
+    _by_task(out, "--sample", int, "characters to generate (--task text)", metavar="CHARS")
+    _by_task(out, "--temperature", float, "sampling temperature (--task text; 0 is greedy)")
+    _by_task(out, "--prompt", str, "text to start sampling from (--task text)")
     add_output_arguments(out, "reverse.prelens", "lens, vocabulary, parameters", piped=False)
 
 
-def _per_task(group: Any, flag: str, type_: type, text: str) -> None:
-    """A flag whose default differs between the sequence tasks (``_SEQ``) and the text (``_TEXT``); ``run`` sets it."""
+def _by_task(group: Any, flag: str, type_: type, text: str, **kwargs: Any) -> None:
+    """A flag whose default ``run`` sets by the task: it differs (``_SEQ``, ``_TEXT``), or the flag is of one kind of
+    task only (``_TEXT_ONLY``, ``_SEQ_ONLY``)."""
     key = flag[2:].replace("-", "_")
-    help_ = f"{text} (default: {_SEQ[key]:g}; text: {_TEXT[key]:g})"
-    group.add_argument(flag, type=type_, default=argparse.SUPPRESS, help=help_)
-
-
-def _only(group: Any, flag: str, type_: type, text: str, **kwargs: Any) -> None:
-    """A flag of the text only (``_TEXT_ONLY``) or of the sequence tasks only (``_SEQ_ONLY``); ``run`` sets it."""
-    key = flag[2:]
-    default = {**_TEXT_ONLY, **_SEQ_ONLY}[key]
+    default = f"{_SEQ[key]:g}; text: {_TEXT[key]:g}" if key in _SEQ else {**_TEXT_ONLY, **_SEQ_ONLY}[key]
     group.add_argument(flag, type=type_, default=argparse.SUPPRESS, help=f"{text} (default: {default})", **kwargs)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
+from prelens.backend._arrays import is_real
 from prelens.core import _args
 
 Floats = npt.NDArray[np.floating]
@@ -68,8 +69,7 @@ def stratified_split(
     >>> len(train), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[test].tolist())
     (6, 2, [0, 1])
     """
-    number = isinstance(test_fraction, (int, float, np.integer, np.floating)) and not isinstance(test_fraction, bool)
-    if not (number and 0.0 <= test_fraction < 1.0):
+    if not (is_real(test_fraction) and 0.0 <= test_fraction < 1.0):
         raise E.bad_argument("stratified_split", "test_fraction", test_fraction, "a number in [0, 1)")
     ys = _labels("stratified_split", labels)
     if ys.ndim != 1:

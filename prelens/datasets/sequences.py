@@ -64,9 +64,8 @@ class SequenceTask:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or self.name not in TASKS:
             raise E.not_one_of("SequenceTask", "task", sorted(TASKS), self.name)
-        for what, value in (("length", self.length), ("n_symbols", self.n_symbols)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise E.not_positive_int("SequenceTask", what, value)
+        for what in ("length", "n_symbols"):
+            object.__setattr__(self, what, _size("SequenceTask", what, getattr(self, what)))
 
     @property
     def bos(self) -> int:
@@ -124,6 +123,13 @@ class SequenceTask:
         return np.concatenate([np.full((n, 1), self.bos), x, np.full((n, 1), self.sep)], axis=1).astype(np.int64)
 
 
+def _size(fn: str, what: str, value: Any) -> int:
+    """``value`` as an int if it is a positive one (Python's or numpy's), else an error naming ``fn``."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise E.not_positive_int(fn, what, value)
+    return int(value)
+
+
 def make_sequences(
     task: SequenceTask | str, n: int, *, rng: np.random.Generator | int | None = None
 ) -> tuple[IntArray, IntArray]:
@@ -139,8 +145,7 @@ def make_sequences(
     if not isinstance(task, (SequenceTask, str)):
         raise E.must_be("make_sequences", "task", "a SequenceTask or a task name", E.describe(task))
     t = task if isinstance(task, SequenceTask) else SequenceTask(task)
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise E.not_positive_int("make_sequences", "n", n)
+    n = _size("make_sequences", "n", n)
     gen = _args.seed("make_sequences", rng)
     x = gen.integers(0, t.n_symbols, (n, t.length))
     full = np.concatenate([t.prompts(x), t.answer(x)], axis=1)

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
+from prelens.backend._arrays import is_real
 from prelens.core import _args
 from prelens.datasets._split import Seed
 
@@ -28,14 +29,9 @@ Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
 def _check(fn: str, n: int, noise: float, least: int, rng: Seed) -> np.random.Generator:
     """Check ``n`` and ``noise``; the generator ``rng`` seeds."""
     _args.count(fn, "n", n, least)
-    if not (_finite(noise) and noise >= 0):
+    if not (is_real(noise) and math.isfinite(noise) and noise >= 0):
         raise E.bad_argument(fn, "noise", noise, "a number >= 0")
     return _args.seed(fn, rng)
-
-
-def _finite(x: object) -> bool:
-    """A finite real number (a bool is not one)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _shuffled(xs: npt.NDArray[np.float64], ys: npt.NDArray[np.int64], gen: np.random.Generator) -> Points:
@@ -58,7 +54,10 @@ def make_moons(n: int = 200, noise: float = 0.1, rng: Seed = 0) -> Points:
     t0, t1 = np.linspace(0.0, np.pi, n0), np.linspace(0.0, np.pi, n - n0)
     upper = np.column_stack([np.cos(t0), np.sin(t0)])
     lower = np.column_stack([1.0 - np.cos(t1), 0.5 - np.sin(t1)])
-    xs = np.concatenate([upper, lower]) + noise * gen.standard_normal((n, 2))
+    with np.errstate(over="ignore"):
+        xs = np.concatenate([upper, lower]) + noise * gen.standard_normal((n, 2))
+    if not np.isfinite(xs).all():  # a noise too large for float64
+        raise E.bad_argument("make_moons", "noise", noise, "a number small enough for finite points")
     ys = np.concatenate([np.zeros(n0, np.int64), np.ones(n - n0, np.int64)])
     return _shuffled(xs, ys, gen)
 
@@ -76,13 +75,17 @@ def make_spirals(n: int = 300, classes: int = 3, noise: float = 0.2, turns: floa
     """
     gen = _check("make_spirals", n, noise, classes if isinstance(classes, int) else 1, rng)
     _args.count("make_spirals", "classes", classes, 2)
-    if not (_finite(turns) and turns > 0):
+    if not (is_real(turns) and math.isfinite(turns) and turns > 0):
         raise E.bad_argument("make_spirals", "turns", turns, "a number > 0")
     counts = [n // classes + (1 if k < n % classes else 0) for k in range(classes)]
     parts = []
     for k, m in enumerate(counts):
         r = np.linspace(0.0, 1.0, m)
-        angle = 2.0 * np.pi * (k / classes + turns * r) + noise * gen.standard_normal(m)
-        parts.append(np.column_stack([r * np.cos(angle), r * np.sin(angle)]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            angle = 2.0 * np.pi * (k / classes + turns * r) + noise * gen.standard_normal(m)
+            parts.append(np.column_stack([r * np.cos(angle), r * np.sin(angle)]))
+    xs = np.concatenate(parts)
+    if not np.isfinite(xs).all():  # an angle beyond float64
+        raise E.ArgumentError(f"make_spirals: noise={noise!r} and turns={turns!r} are too large for finite points")
     ys = np.concatenate([np.full(m, k, np.int64) for k, m in enumerate(counts)])
-    return _shuffled(np.concatenate(parts), ys, gen)
+    return _shuffled(xs, ys, gen)

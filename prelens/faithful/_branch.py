@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._combinators import add_trees
 from prelens.core._registry import constructor
 from prelens.tambara._trilens import AnyTriLens, TriLens, dimap_m, dimap_p, dimap_s
@@ -22,6 +23,7 @@ def branch_t(n: int) -> AnyTriLens:
     >>> from_tamb(branch_t(3)).fwd((), 1.0)
     ((), [1.0, 1.0, 1.0])
     """
+    n = _args.count("branch_t", "n", n)
     name = f"branch_t({n})"
 
     def accumulate(ds: list[Any]) -> Any:

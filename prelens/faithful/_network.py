@@ -255,6 +255,7 @@ def neuron_l(m_in: int) -> PreLens[D, D, NeuronResidue, NeuronResidue, Para, Par
     >>> dp.weight.round(6), ds.round(6)
     (array([0.419974, 0.      ]), array([ 0.209987, -0.209987]))
     """
+    m_in = _args.count("neuron_l", "m_in", m_in)
     composite = (linear_l(m_in) >> bias_l) >> activ_l
     neuron = composite.dimap_m(first(runit), _unrunit_residue).dimap_p(_para_to_blog, _blog_to_para)
     return replace(neuron.named(f"neuron_l({m_in})"), init_fn=lambda rng: init_para(m_in, rng))
@@ -282,7 +283,7 @@ def make_mlp_l(m_in: int, sizes: Sequence[int]) -> AnyLens:
     1
     """
     shapes = _layer_shapes("make_mlp_l", m_in, sizes)
-    return chain(*(layer_l(m, n) for m, n in shapes)).named(f"make_mlp_l({m_in}, {list(sizes)})")
+    return chain(*(layer_l(m, n) for m, n in shapes)).named(f"make_mlp_l({m_in}, {[n for _, n in shapes]})")
 
 
 # ---------------------------------------------------------------- TriLenses
@@ -306,6 +307,7 @@ def linear_t(n: int) -> AnyTriLens:
     >>> round(from_tamb(linear_t(2)).fwd(np.array([-0.1, 0.1]), [2.0, 30.0])[1], 10)
     2.8
     """
+    n = _args.count("linear_t", "n", n)
     return TriLens(to_tamb(linear_l(n)).run, f"linear_t({n})")
 
 
@@ -329,6 +331,7 @@ def affine_t(n: int) -> AnyTriLens:
     >>> round(from_tamb(affine_t(2)).fwd((0.01, np.array([-0.1, 0.1])), [2.0, 30.0])[1], 10)
     2.81
     """
+    n = _args.count("affine_t", "n", n)
     return TriLens(tri_compose(linear_t(n), bias_t).run, f"affine_t({n})")
 
 
@@ -347,6 +350,7 @@ def neuron_t(m_in: int) -> AnyTriLens:
     >>> round(forward(neuron_t(2), Para(0.01, np.array([-0.1, 0.1])), [2.0, 30.0]), 11)
     0.99277689893
     """
+    m_in = _args.count("neuron_t", "m_in", m_in)
     affine = _after(affine_t(m_in), lambda t: dimap_m(first(runit), first(unrunit), t), "affine")
     body = tri_compose(affine, activ_t)
     return _after(body, lambda t: dimap_p(second(_para_to_blog), second(_blog_to_para), t), f"neuron_t({m_in})")
@@ -370,7 +374,8 @@ def layer(m_in: int, n_out: int) -> AnyTriLens:
     >>> [round(a, 6) for a in forward(layer(2, 2), ps, [0.5, -0.5])]
     [0.462117, -0.462117]
     """
-    _args.count("layer", "m_in", m_in)
+    m_in = _args.count("layer", "m_in", m_in)
+    n_out = _args.count("layer", "n_out", n_out)
     body = tri_compose(branch_t(n_out), vec_lens(n_out, neuron_t(m_in)))
 
     def strip_units(t: Any) -> Any:
@@ -403,7 +408,7 @@ def make_mlp(m_in: int, sizes: Sequence[int]) -> AnyTriLens:
     (1, True)
     """
     shapes = _layer_shapes("make_mlp", m_in, sizes)
-    name = f"make_mlp({m_in}, {list(sizes)})"
+    name = f"make_mlp({m_in}, {[n for _, n in shapes]})"
     k = len(shapes)
 
     def layers(what: str, xs: Any) -> Any:
@@ -440,13 +445,12 @@ def _cons_layers(t: Any) -> Any:
 
 
 def _layer_shapes(fn: str, m_in: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
-    """``[(inputs, neurons)]`` per layer, checked: ``m_in`` then each size feeds the next layer."""
-    _args.count(fn, "m_in", m_in)
+    """``[(inputs, neurons)]`` per layer as Python ints, checked: ``m_in`` then each size feeds the next layer."""
+    m_in = _args.count(fn, "m_in", m_in)
     if not isinstance(sizes, (list, tuple)) or len(sizes) == 0:
         raise E.must_be(fn, "sizes", "a list of at least one layer width", repr(sizes))
-    for n in sizes:
-        _args.count(fn, "every size", n)
-    return list(zip([m_in, *sizes[:-1]], sizes))
+    widths = [_args.count(fn, "every size", n) for n in sizes]
+    return list(zip([m_in, *widths[:-1]], widths))
 
 
 # ------------------------------------------------------- rules for Shapes and Cost: what each box makes and

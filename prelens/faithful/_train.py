@@ -30,6 +30,8 @@ def _rows(fn: str, what: str, xs: Any) -> list[Vec]:
     if isinstance(xs, np.ndarray):
         if xs.ndim != 2:
             raise E.lens_shape_error(fn, what, "a 2-D array (batch, features)", E.describe(xs))
+        if len(xs) == 0:
+            raise E.lens_shape_error(fn, what, "a 2-D array (batch, features) with at least one row", E.describe(xs))
         if xs.dtype.kind not in "iuf":
             raise E.lens_dtype_error(fn, what, "a 2-D array of real numbers (batch, features)", E.describe(xs))
         return [np.array(x, dtype=np.float64) for x in xs]
@@ -101,9 +103,9 @@ def _batch_loss(mlp: Any, n: int) -> AnyLens:
 
 def _step(net: AnyLens, params: Params, xs: list[Vec], ys: list[Vec], rate: float) -> tuple[Params, float]:
     loss, pullback = vjp(net, (ys, params), xs)  # forward once; the residues stay in the pullback
-    (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
     if not np.isfinite(loss):
         raise E.non_finite("train_step: loss", "")
+    (_, d_params), _ = pullback(1.0)  # da = 1: the plain gradient, summed over the batch
     return tree_add(params, tree_scale(-rate, d_params)), loss  # θ ← θ − rate·dθ
 
 

@@ -246,17 +246,13 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def unwritable_reason(path: Any) -> str | None:
+def unwritable_reason(path: str) -> str | None:
     """Why :func:`save_checkpoint` could not write to ``path`` (checked before any work), or None if it could."""
-    try:
-        target = os.fspath(path)
-    except TypeError:
-        target = None
-    if not isinstance(target, str) or target == "":
+    if path == "":
         return "it is not a file path"
-    if os.path.isdir(target):
+    if os.path.isdir(path):
         return "it is a directory"
-    directory = os.path.dirname(os.path.abspath(target))
+    directory = os.path.dirname(os.path.abspath(path))
     if not os.path.exists(directory):
         return f"the directory {directory} does not exist"
     if not os.path.isdir(directory):
@@ -268,11 +264,10 @@ def unwritable_reason(path: Any) -> str | None:
 
 def writable_path(fn: str, name: str, path: Any, expected: str = "a file path (str or os.PathLike)") -> None:
     """Refuse, before any work, an argument ``name`` of ``fn`` that is not a path :func:`save_checkpoint` can write."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise E.bad_argument(fn, name, path, expected)
-    why = unwritable_reason(path)
+    target = file_path(fn, path, name, expected)
+    why = unwritable_reason(target)
     if why is not None:
-        raise E.unwritable_path(fn, name, os.fspath(path), why)
+        raise E.unwritable_path(fn, name, target, why)
 
 
 def _fsync_directory(directory: str) -> None:
@@ -514,15 +509,15 @@ def _open(path: str) -> Iterator[_Archive]:
             yield _Archive(path, zip_, size)
 
 
-def file_path(fn: str, path: Any) -> str:
-    """``path`` as a ``str`` (an ``os.PathLike`` is read with ``os.fspath``), or an error naming ``fn``."""
+def file_path(fn: str, path: Any, name: str = "path", expected: str = "a file path (str or os.PathLike)") -> str:
+    """``path`` as a ``str`` (an ``os.PathLike`` is read with ``os.fspath``), or an error naming ``fn``'s ``name``."""
     try:
-        name = os.fspath(path)
+        text = os.fspath(path)
     except TypeError:
-        name = None
-    if not isinstance(name, str):
-        raise E.bad_argument(fn, "path", path, "a file path (str or os.PathLike)")
-    return name
+        text = None
+    if not isinstance(text, str):
+        raise E.bad_argument(fn, name, path, expected)
+    return text
 
 
 def target_path(fn: str, path: Any) -> str:
@@ -645,6 +640,8 @@ class _Reader:
         if not isinstance(keys, list) or any(type(k) not in (str, int) for k in keys):
             raise self.corrupt(path, "malformed dict keys")
         if self.check and (type(like) is not dict or list(like) != keys):
+            if type(like) is dict and len(like) == len(keys) and set(like) == set(keys):  # (trees are ordered)
+                raise _mismatch(self.path, E.at_path(path, f"dict keys in the order {list(like)}", str(keys)))
             raise self.mismatch(path, like, f"dict with keys {sorted(map(str, keys))}")
         likes = like.values() if self.check else None  # in the order of keys, checked above
         return dict(zip(keys, self._children(spec, path, [f"[{k!r}]" for k in keys], likes, depth)))

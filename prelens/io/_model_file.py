@@ -169,12 +169,8 @@ def _read(read: Callable[[str], Any], path: str) -> Any:
     try:
         return read(path)
     except E.CheckpointError as err:
-        text = str(err)
-        for prefix in (f"checkpoint {path}: cannot be read: ", f"checkpoint {path}: "):
-            if text.startswith(prefix):
-                text = text[len(prefix) :]
-                break
-        raise _file_bad(path, text) from None
+        detail = str(err).removeprefix(f"checkpoint {path}: ").removeprefix("cannot be read: ")
+        raise _file_bad(path, detail) from None
 
 
 def _header(path: str, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

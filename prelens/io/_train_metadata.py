@@ -7,6 +7,8 @@ parameters' dtype) when the metadata does not say.
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any, cast
 
 import numpy as np
@@ -15,7 +17,7 @@ from prelens.core._tree import tree_leaves
 from prelens.io._model_file import LoadedModel, save_model
 from prelens.nn import normalize
 
-__all__ = ["classes", "input_dtype", "input_shape", "save_classifier", "save_language_model"]
+__all__ = ["classes", "holdable", "input_dtype", "input_shape", "save_classifier", "save_language_model"]
 
 
 def input_dtype(model: LoadedModel) -> np.dtype[Any]:
@@ -38,9 +40,14 @@ def input_shape(model: LoadedModel) -> tuple[int, ...] | None:
     """One example's shape (no batch axis), from the metadata, if the file says it."""
     spec = model.metadata.get("input")
     shape = spec.get("shape") if isinstance(spec, dict) else None
-    if isinstance(shape, list) and all(type(d) is int and d >= 1 for d in shape):
+    if isinstance(shape, list) and all(type(d) is int and d >= 1 for d in shape) and holdable((1, *shape)):
         return tuple(shape)
     return None
+
+
+def holdable(shape: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` can be made: at most 64 axes, and its bytes countable (numpy's limits)."""
+    return len(shape) <= 64 and math.prod(shape) <= sys.maxsize // 16
 
 
 def classes(model: LoadedModel) -> list[str] | None:

@@ -89,6 +89,16 @@ def _place(node: _Node, col: int, row: float) -> None:
             col += cw
 
 
+def _wires(node: _Node) -> tuple[int, int]:
+    """How many outer input and output wires ``node`` has (its ports as :func:`_draw_node` makes them)."""
+    if not node.children:
+        return 1, 1
+    ends = [_wires(child) for child in node.children]
+    if node.op == "@":
+        return sum(i for i, _ in ends), sum(o for _, o in ends)
+    return ends[0][0], ends[-1][1]
+
+
 def _backward(node: _Node, da: Any) -> Any:
     """Run the backward pass stage by stage from ``da``, recording each stage's ``da`` and ``ds``; the ``ds``."""
     node.da = da
@@ -101,9 +111,6 @@ def _backward(node: _Node, da: Any) -> Any:
             da = _backward(child, da)
         node.ds = da
     return node.ds
-
-
-# ------------------------------------------------------------------ types, never values
 
 
 # ------------------------------------------------------------------ drawing
@@ -284,7 +291,7 @@ def _outer_wires(
 
     def name(kind: str, k: int) -> str:
         given = (names or {}).get(kind, kind)
-        return given if isinstance(given, str) else str(list(given)[k])
+        return given if isinstance(given, str) else str(given[k])
 
     for ports, edge, kinds, style in ((ins, left, ("s", "ds"), _LEFT), (outs, right, ("a", "da"), _RIGHT)):
         for k, port in enumerate(_flat(ports)):
@@ -398,10 +405,15 @@ def draw(
     if ax is not None and not callable(getattr(ax, "add_patch", None)):
         raise E.bad_argument("draw", "ax", ax, "a matplotlib Axes or None")
     s, p = example_run("draw", lens, input_shape, params, rng, dtype, depth)
-    if names is not None and not isinstance(names, dict):
+    if names is not None and not (isinstance(names, dict) and set(names) <= {"s", "ds", "a", "da"}):
         raise E.bad_argument("draw", "names", names, "a dict from 's', 'ds', 'a', 'da' to names, or None")
     _args.flag("draw", "wire_types", wire_types)
     root = run_stages(lens, p, s, depth, _Node)
+    for key, given in (names or {}).items():
+        n = _wires(root)[key in ("a", "da")]
+        if not (isinstance(given, str) or (isinstance(given, (list, tuple)) and len(given) == n)):
+            expected = f"a string or a list of {n} names (one per wire, top to bottom)"
+            raise E.bad_argument("draw", f"names[{key!r}]", given, expected)
     if da is not None:
         _backward(root, da)
     _place(root, 0, 0.0)

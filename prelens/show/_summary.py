@@ -95,7 +95,7 @@ class Summary:
 
 def _example(fn: str, spec: Any, rng: np.random.Generator, dtype: np.dtype[Any]) -> Any:
     """Random data for a shape tuple; a tuple or list tree of shapes; any other value as it is."""
-    if isinstance(spec, tuple) and spec and all(isinstance(d, int) for d in spec):
+    if isinstance(spec, tuple) and spec and all(isinstance(d, (int, np.integer)) for d in spec):
         for d in spec:
             _args.count(fn, "every size in input_shape", d, least=0)
         return rng.standard_normal(spec).astype(dtype)
@@ -154,9 +154,7 @@ def _like_params(example: Any, params: Any) -> Any:
     other = [x for x in tree_leaves(params) if _backend.is_array(x) and not isinstance(x, np.ndarray)]
     if not other:
         return example
-    import array_api_compat
-
-    xp, where = _backend.namespace(other[0]), array_api_compat.device(other[0])
+    xp, where = _backend.namespace(other[0]), _backend.device(other[0])
     return _backend.tree_map_arrays(
         lambda a: _backend.to_backend(a, xp, device=where) if isinstance(a, np.ndarray) else a, example
     )
@@ -214,10 +212,9 @@ def summary(
     return Summary(repr(lens), _shown(s), tuple(rows))
 
 
-def _shown(x: Any, limit: int = 160) -> str:
-    """A summary's cell: the type of ``x`` (:func:`type_of`), cut to ``limit`` characters."""
-    text = type_of(x)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _shown(x: Any) -> str:
+    """A summary's cell: the type of ``x`` (:func:`type_of`), cut to 160 characters."""
+    return E.short_name(type_of(x), 160)
 
 
 def type_of(x: Any, depth: int = 0) -> str:
@@ -249,7 +246,8 @@ def type_of(x: Any, depth: int = 0) -> str:
             return f"[{kinds[0]} × {len(kinds)}]"
         return "[" + ", ".join(kinds[:3]) + (", …" if len(kinds) > 3 else "") + "]"
     if isinstance(x, dict):
-        return "{" + ", ".join(f"{k}: {type_of(v, depth + 1)}" for k, v in list(x.items())[:3]) + "}"
+        items = [f"{k}: {type_of(v, depth + 1)}" for k, v in list(x.items())[:3]]
+        return "{" + ", ".join(items) + (", …" if len(x) > 3 else "") + "}"
     return type(x).__name__
 
 

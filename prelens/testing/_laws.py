@@ -414,6 +414,7 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
     >>> from prelens import id_pre_lens
     >>> check_combinators(id_pre_lens, (), 1.0)
     """
+    n = _args.count("check_combinators", "n", n)
     t = to_tamb(l)
     law = "vec_lens on TriLens agrees with vec_lens"
     check_lens_equal(law, vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw)
@@ -434,6 +435,7 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     >>> check_lens_laws(id_pre_lens, (), np.ones(3))
     """
     gen = _args.seed("check_lens_laws", rng)
+    _args.flag("check_lens_laws", "vjp", vjp)
     check_pure(l, p, s, rng=gen, fn="check_lens_laws")
     try:
         check_no_alias(l, p, s, rng=0)  # its own draws: the laws below see the same ones as before
@@ -471,6 +473,13 @@ def _join_steps(a: Any, b: Any, axis: int) -> Any:
     return stack(unstack("check_scan", a, axis) + unstack("check_scan", b, axis), axis)
 
 
+def _steps(fn: str, xs: Any, axis: int) -> list[Any]:
+    steps = steps_of(fn, xs, axis)
+    if not steps:
+        raise E.must_be(fn, "its sequence xs", "an array or a list of at least one step", E.describe_tree(xs))
+    return steps
+
+
 #: How many steps :func:`check_scan` runs the cons recursion ``scan_t(..., n=...)`` on (a prefix of ``xs``).
 CONS_STEPS = 8
 
@@ -489,7 +498,7 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     >>> check_scan(add, (), np.zeros(2), np.ones((4, 2)))
     """
     lens = scan(cell, axis=axis)
-    steps = steps_of("check_scan", xs, axis)
+    steps = _steps("check_scan", xs, axis)
     T = len(steps)
 
     wrap: Fn = lambda v: (v[0], stack_like([v[1]], xs, axis))
@@ -497,7 +506,7 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     check_lens_equal(law, cell, lens, p, (h0, steps[0]), s_iso=wrap, a_iso=wrap, m_iso=lambda m: [m], **kw)
     if T >= 2:
         k = T // 2 if k is None else k
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 < k < T:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 < k < T:
             raise E.bad_argument("check_scan", "k", k, f"an int in [1, {T}) (where to cut the {T} steps)")
         split = iso_lens(
             "split",
@@ -543,7 +552,7 @@ def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw:
     >>> from prelens.nn import linear
     >>> check_scan_map(linear(2, 3), np.ones((2, 3)), np.zeros(1), np.ones((4, 5, 2)), axis=1)
     """
-    steps = steps_of("check_scan_map", xs, axis)
+    steps = _steps("check_scan_map", xs, axis)
     T = len(steps)
     lhs = id_pre_lens @ batch_n(T, f)
     rhs = scan(id_pre_lens @ f, axis=axis)

@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from prelens import errors as E
+from prelens.core import _args
 from prelens.core._combinators import add_l, copy_l
 from prelens.core._iso import sym_l
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens, parameter_free
@@ -40,7 +41,7 @@ class GeneratedLens:
 
     def sample(self, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
         """Parameters (from ``lens.init``) and an input, drawn with ``rng``."""
-        gen = np.random.default_rng(rng)
+        gen = _args.seed("GeneratedLens.sample", rng)
         return self.lens.init(gen), _random_value(self.in_type, gen)
 
     def deltas(self, p: Any, s: Any, rng: np.random.Generator | int | None = 0) -> tuple[Any, Any]:
@@ -50,18 +51,18 @@ class GeneratedLens:
         >>> [x.shape for x in gl.lens.bwd(*gl.deltas(*gl.sample(0), 1))]
         [(2,), (2,)]
         """
+        gen = _args.seed("GeneratedLens.deltas", rng)
         m, a = self.lens.fwd(p, s)
-        gen = np.random.default_rng(rng)
         return random_like(m, gen), random_like(a, gen)
 
 
-def random_value(t: ValueType, rng: np.random.Generator) -> Any:
+def random_value(t: ValueType, rng: np.random.Generator | int | None) -> Any:
     """A random value of type ``t``: standard-normal float64 vectors in nested pairs.
 
     >>> random_value((2, 1), np.random.default_rng(0))[1].shape
     (1,)
     """
-    return _random_value(value_type("random_value", "t", t), rng)
+    return _random_value(value_type("random_value", "t", t), _args.seed("random_value", rng))
 
 
 def _random_value(t: ValueType, rng: np.random.Generator) -> Any:

@@ -209,12 +209,10 @@ class _Side:
 
         diff = directional_derivative(probe, g0, size0, input_size, first_step=self.eps, done=settled)
         if diff is not None and np.isfinite(rhs) and not agree(diff):
-            # A second opinion before crying wolf: measure the rounding noise of the forward
-            # pass itself (cancellation inside it hides from the sizes) and try the steps again.
-            # A forward pass that shows no change at all over those steps is below its own resolution
-            # there (a loss of log(1 + 1e-247) is computed as 0): differences under ε·Σ|da|, one unit in
-            # the last place of unit-sized intermediate values, are not reported. One that does change
-            # is resolved (a lens whose values are all 1e-20 keeps their sixteen digits).
+            # A second opinion before crying wolf: the forward pass's own rounding noise (cancellation inside
+            # it hides from the sizes), then the steps again. A pass that does not change at all over those
+            # steps is below its resolution (log(1 + 1e-247) is 0): differences under ε·Σ|da| are not
+            # reported; one that does change is resolved (values all 1e-20 keep their sixteen digits).
             noise = noise_level(probe, g0)
             if noise == 0.0:
                 noise = EPS * sum(float(np.sum(np.abs(d))) for d in das)

@@ -34,6 +34,7 @@ from prelens.faithful import (
     affine_t,
     bias_l,
     bias_t,
+    branch_t,
     init_mlp,
     init_para,
     layer,
@@ -504,6 +505,37 @@ def test_sizes_must_be_positive_ints(bad):
         make_mlp(3, [4, bad])
     with pytest.raises(PrelensError, match="must be an int >= 1"):
         linear_l(bad)
+
+
+def test_an_mlp_of_numpy_sizes_is_named_and_saved_as_one_of_ints(tmp_path):
+    """``np.int64`` sizes showed in the name (``make_mlp(3, [np.int64(4), 1])``), so save_model refused the lens:
+    its description rebuilt ``make_mlp(3, [4, 1])``, a lens of another name."""
+    from prelens import from_tamb, load_model, save_model
+
+    sizes = [np.int64(4), 1]
+    for lens in (from_tamb(make_mlp(3, sizes)), make_mlp_l(3, sizes)):
+        assert "np." not in repr(lens)
+        save_model(tmp_path / "m.prelens", lens, init_mlp(3, sizes, np.random.default_rng(0)))
+        assert repr(load_model(tmp_path / "m.prelens").lens) == repr(lens)
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        # branch_t(-1) fanned out to [], branch_t(2.5) failed when run, layer(2, 0) was a layer of no neurons
+        (lambda: branch_t(-1), r"^branch_t: n must be an int >= 1, got -1"),
+        (lambda: branch_t(2.5), r"^branch_t: n must be an int >= 1, got 2\.5"),
+        (lambda: layer(2, 0), r"^layer: n_out must be an int >= 1, got 0"),
+        # these named linear_l and its n, which the caller never wrote
+        (lambda: neuron_l(0), r"^neuron_l: m_in must be an int >= 1, got 0"),
+        (lambda: neuron_t(0), r"^neuron_t: m_in must be an int >= 1, got 0"),
+        (lambda: affine_t(0), r"^affine_t: n must be an int >= 1, got 0"),
+        (lambda: linear_t(0), r"^linear_t: n must be an int >= 1, got 0"),
+    ],
+)
+def test_a_bad_size_names_the_constructor_called(build, match):
+    with pytest.raises(PrelensError, match=match):
+        build()
 
 
 def test_an_mlp_needs_a_layer():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from prelens import NonFiniteError, ShapeError, StructureError, vjp
+from prelens import NonFiniteError, PreLens, ShapeError, StructureError, vjp
 from prelens.core import tree_leaves
 from prelens.datasets import TOY_XS, TOY_YS
 from prelens.faithful import init_mlp, make_mlp, predict_faithful, train_faithful, train_step
@@ -81,7 +81,33 @@ def test_train_step_names_bad_batches():
         train_step(mlp, params, TOY_XS[0], TOY_YS, 0.5)
 
 
+def test_an_empty_batch_array_is_named_by_the_command():
+    # an empty list was named ("a non-empty list of vectors"); an empty 2-D array fell through to
+    # "batch_n: n must be an int >= 1, got 0", naming neither the command nor its argument
+    mlp, params = fresh()
+    empty = r"expected a 2-D array \(batch, features\) with at least one row, got f64\[0,3\]"
+    with pytest.raises(ShapeError, match=r"^train_step: inputs: " + empty):
+        train_step(mlp, params, np.zeros((0, 3)), np.zeros((0, 1)), 0.5)
+    with pytest.raises(ShapeError, match=r"^train_faithful: inputs: " + empty):
+        train_faithful(mlp, params, np.zeros((0, 3)), np.zeros((0, 1)), 0.5, 2)
+    with pytest.raises(ShapeError, match=r"^predict_faithful: inputs: " + empty):
+        predict_faithful(mlp, params, np.zeros((0, 3)))
+
+
 def test_a_non_finite_loss_stops_training():
     mlp, params = fresh()
     with pytest.raises(NonFiniteError, match="train_step: loss"):
         train_step(mlp, params, TOY_XS, np.full((4, 1), np.nan), 0.5)
+
+
+def test_a_non_finite_loss_is_found_before_the_backward_pass():
+    backward_calls = []
+
+    def bwd(m, da):
+        backward_calls.append(1)
+        return 0.0, np.zeros(3)
+
+    net = PreLens(lambda p, s: ((), np.array([np.nan])), bwd, name="nan_net")
+    with pytest.raises(NonFiniteError, match="train_step: loss"):
+        train_step(net, 0.0, TOY_XS, TOY_YS, 0.5)
+    assert backward_calls == []

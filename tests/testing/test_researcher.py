@@ -6,18 +6,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prelens import PreLens, to_tamb
-from prelens.errors import ArgumentError, LawError, StructureError
+from prelens.errors import ArgumentError, LawError, PrelensError, StructureError
 from prelens.nn import dense, linear
 from prelens.tambara import Cost, Shapes
 from prelens.testing import (
     chains,
     check_assoc,
+    check_combinators,
     check_dimap_composition,
     check_interchange,
     check_lens_equal,
     check_lens_laws,
     check_naturality,
     check_no_alias,
+    check_scan,
+    check_scan_map,
     check_tri_compose,
     check_vjp,
     module_equal,
@@ -133,6 +136,40 @@ def test_a_bad_rng_or_tolerance_names_the_checker(run, match):
     l = linear(3, 3)
     with pytest.raises(ArgumentError, match=match):
         run(l, l.init(0), np.ones((2, 3)))
+
+
+def test_the_generators_name_a_bad_rng_and_take_a_seed():
+    """``GeneratedLens.sample("x")`` was numpy's bare TypeError (a bool a seed), ``random_value(2, 0)`` an
+    AttributeError: they take seeds and refuse what is not one, as the checkers do."""
+    from prelens.testing import GeneratedLens, random_value
+
+    gl = GeneratedLens(linear(3, 2), 3, 2)
+    for bad in ("x", 1.5, True):
+        with pytest.raises(ArgumentError, match=r"^GeneratedLens\.sample: rng must be"):
+            gl.sample(bad)
+        with pytest.raises(ArgumentError, match=r"^GeneratedLens\.deltas: rng must be"):
+            gl.deltas(*gl.sample(0), rng=bad)
+        with pytest.raises(ArgumentError, match=r"^random_value: rng must be"):
+            random_value(2, bad)
+    np.testing.assert_array_equal(random_value(2, 0), random_value(2, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize(
+    ("run", "match"),
+    [
+        # an empty sequence was a bare IndexError (check_scan) or named batch_n (check_scan_map)
+        (lambda l, p, x: check_scan(l, p, x, []), r"^check_scan: its sequence xs must be an array or a list of at"),
+        (lambda l, p, x: check_scan_map(l, p, x, np.ones((0, 3))), r"^check_scan_map: its sequence xs must be"),
+        # n named batch_n or vec_lens; vjp=1 or "no" ran check_vjp
+        (lambda l, p, x: check_combinators(l, p, x, n=0), r"^check_combinators: n must be an int >= 1, got 0"),
+        (lambda l, p, x: check_combinators(l, p, x, n=2.0), r"^check_combinators: n must be an int >= 1, got 2\.0"),
+        (lambda l, p, x: check_lens_laws(l, p, x, vjp="no"), r"^check_lens_laws: vjp must be True or False"),
+    ],
+)
+def test_a_bad_sequence_count_or_flag_names_the_checker(run, match):
+    l = linear(3, 3)
+    with pytest.raises(PrelensError, match=match):
+        run(l, l.init(0), np.ones(3))
 
 
 @pytest.mark.parametrize("bad", [(3,), "3", -1, 2.0, True, (3, (2,))])

@@ -60,6 +60,14 @@ def test_a_cell_that_passes_its_state_maps_its_sequence(data, nx, T, seed, axis)
     check_scan_map(g.lens, g.lens.init(rng), random_value(2, rng), rng.standard_normal(shape), axis=axis)
 
 
+def test_the_cut_may_be_a_numpy_int():
+    """``k=np.int64(2)`` was refused as "k must be an int in [1, 4)"."""
+    from prelens import PreLens
+
+    add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
+    check_scan(add, (), np.zeros(2), np.ones((4, 2)), k=np.int64(2))
+
+
 def test_check_scan_runs_at_sequence_lengths_in_the_hundreds():
     """The post-style cons recursion nests with its length (quadratic work, the stack at ~400 steps):
     check_scan checks it on a prefix; the other laws see every step."""
