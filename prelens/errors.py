@@ -153,13 +153,16 @@ DTYPE_KINDS = {"float": "f", "bfloat": "f", "int": "i", "uint": "u", "bool": "b"
 
 
 def dtype_name(dtype: Any) -> str:
-    """``float64 -> f64``, ``int32 -> i32``: the short names used in reprs."""
+    """``float64 -> f64``, ``int32 -> i32``, ``bfloat16 -> bf16``: the short names used in reprs."""
     if not isinstance(dtype, np.dtype):
         try:
             dtype = np.dtype(dtype)
         except TypeError:  # another library's dtype (torch.float32, ...): by its name
             name = str(dtype).rpartition(".")[2]
-            return f"{DTYPE_KINDS.get(name.rstrip('0123456789'), '?')}{name.lstrip('abcdefghijklmnopqrstuvwxyz')}"
+            kind = "bf" if name.startswith("bfloat") else DTYPE_KINDS.get(name.rstrip("0123456789"), "?")
+            return f"{kind}{name.lstrip('abcdefghijklmnopqrstuvwxyz')}"
+    if dtype.name == "bfloat16":  # ml_dtypes' (JAX's): numpy calls its kind V
+        return "bf16"
     return f"{dtype.kind}{dtype.itemsize * 8}"
 
 

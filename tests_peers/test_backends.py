@@ -14,7 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-import torch  # noqa: F401  (the extra must be there: a missing peer fails, never skips)
+import torch  # the extra must be there: a missing peer fails, never skips
 
 import prelens
 from tests.backends.harness import Case, all_cases, assert_close, check_case
@@ -117,3 +117,33 @@ def test_training_functions_on_peer(check: Callable[[str, Path], None], backend:
 @pytest.mark.parametrize("check", JAX_CHECKS, ids=lambda c: c.__name__)
 def test_training_functions_under_jit(check: Callable[[str, Path], None], tmp_path: Path) -> None:
     check("jax", tmp_path)
+
+
+def test_bfloat16_is_named_bf16_and_not_taken_for_float16() -> None:
+    """A bfloat16 array (torch's, JAX's) is named ``bf16``, is a float to a lens that takes any float, and is not
+    the ``float16`` a lens declares (it was named ``f16`` by torch's and ``V16`` by JAX's dtype)."""
+    import jax.numpy as jnp
+
+    from prelens import errors as E
+    from prelens.core import Arr, Expects, PreLens
+
+    assert E.dtype_name(torch.bfloat16) == E.dtype_name(jnp.bfloat16) == "bf16"
+    assert E.dtype_name(torch.float16) == "f16"
+    ident = lambda p, s: (None, s)
+    back = lambda m, da: ((), da)
+    halves = PreLens(ident, back, "halves", expects=Expects(params=(), input=Arr(np.float16, ...)))
+    floats = PreLens(ident, back, "floats", expects=Expects(params=(), input=Arr(None, ...)))
+    x = torch.ones(2, dtype=torch.bfloat16)
+    with pytest.raises(E.DTypeError, match=r"halves.*f16.*bf16"):
+        halves.fwd((), x)
+    assert floats.fwd((), x)[1] is x
+    assert halves.fwd((), torch.ones(2, dtype=torch.float16))[1].dtype == torch.float16
+
+
+def test_bfloat16_is_of_the_float_kind() -> None:
+    """``dtype_kind`` reads torch's and JAX's bfloat16 as a float (JAX's, an ml_dtypes dtype numpy calls ``V``)."""
+    import jax.numpy as jnp
+
+    from prelens.backend._arrays import dtype_kind
+
+    assert dtype_kind(torch.bfloat16) == dtype_kind(jnp.ones(1, jnp.bfloat16).dtype) == dtype_kind(jnp.bfloat16) == "f"

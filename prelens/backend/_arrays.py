@@ -185,7 +185,7 @@ def dtype_kind(dtype: Any) -> str:
     >>> dtype_kind(np.float32), dtype_kind(np.int8)
     ('f', 'i')
     """
-    if isinstance(dtype, np.dtype):
+    if isinstance(dtype, np.dtype) and dtype.kind != "V":  # (V: ml_dtypes' bfloat16, JAX's, is read by its name)
         return dtype.kind
     return DTYPE_KINDS.get(dtype_name(dtype).rstrip("0123456789"), "?")
 

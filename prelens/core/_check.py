@@ -276,7 +276,7 @@ def _array_misfit(
             lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
             return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
     if not isinstance(dt, Same):
-        dtype_ok = _dtype_name(x.dtype)[0] == "f" if dt is None else _dtype_name(x.dtype) == _dtype_name(dt)
+        dtype_ok = _is_float_name(_dtype_name(x.dtype)) if dt is None else _dtype_name(x.dtype) == _dtype_name(dt)
     elif dt.name in bound:
         dtype_ok = _dtype_name(x.dtype) == _dtype_name(bound[dt.name][0].dtype)
     else:
@@ -327,6 +327,11 @@ def _is_array(x: Any) -> bool:
     if len(_ARRAY_TYPES) < 64:
         _ARRAY_TYPES.add(type(x))
     return True
+
+
+def _is_float_name(name: str) -> bool:
+    """A short dtype name (:func:`_dtype_name`) of a float: ``f…`` or ``bf16``."""
+    return name[0] == "f" or name == "bf16"
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -503,7 +508,7 @@ def _like_misfit(like: Like, m: Any, da: Any, what: str) -> E.PrelensError | Non
     cls: type[E.PrelensError] = E.StructureError
     if _is_array(da) and (not of_array or same_library(da, t)):
         if t is None:
-            dtype_ok = _dtype_name(da.dtype)[0] == "f"
+            dtype_ok = _is_float_name(_dtype_name(da.dtype))
         else:
             dtype_ok = da.dtype == t.dtype if of_array else _dtype_name(da.dtype) == _dtype_name(t)
         shape_ok = _shape_fits(want, tuple(da.shape))
