@@ -398,6 +398,11 @@ def test_the_sums_of_branch_copy_l_add_l_and_batch_n_name_the_lens_not_tree_sum(
         copy_l.bwd((), (np.ones(2), np.ones(3)))
     with pytest.raises(StructureError, match=r"^add_l: input 1 does not have the structure and shapes of input 0"):
         add_l.fwd((), (np.ones(2), np.ones((3, 2))))
+    from prelens import from_tamb
+    from prelens.faithful import branch_t
+
+    with pytest.raises(StructureError, match=r"^branch_t\(2\): delta 1 does not have the structure and shapes"):
+        from_tamb(branch_t(2)).bwd((), [np.ones(2), np.ones((3, 2))])
     shared = batch_n(2, PreLens(lambda p, s: ((), s), lambda m, da: (da, da), name="pass"))
     with pytest.raises(StructureError, match=r"^batch_n\(2, pass\): parameter delta 1 does not have the structure"):
         shared.bwd([(), ()], [np.ones(2), np.ones(3)])

@@ -29,7 +29,7 @@ def branch_t(n: int) -> AnyTriLens:
     def accumulate(ds: list[Any]) -> Any:
         if not isinstance(ds, list) or len(ds) != n:
             raise E.list_length_error(name, "output delta", n, len(ds) if isinstance(ds, list) else E.describe_tree(ds))
-        return add_trees(ds)
+        return add_trees(ds, name, "delta")
 
     def run(t: Any) -> Any:
         t = dimap_s(lambda s: [s] * n, accumulate, t)
