@@ -175,10 +175,9 @@ class Rule(Optimizer[Any]):
 
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
         """One step along ``grads``; returns ``(new_params, new_state)``."""
-        lr = self.lr
-        if isinstance(lr, (int, float)):
-            return self._step(grads, of_type(self.name, self.state_type, state), params, float(lr))
-        name = self.name
+        lr, name = self.lr, self.name
+        if _is_number(lr):
+            return self._step(grads, of_type(name, self.state_type, state), params, float(lr))
         t, inner = scheduled_state(name, state)
         new_params, new_inner = self._step(grads, of_type(name, self.state_type, inner), params, lr_at(name, lr, t))
         return new_params, ScheduledState(t + 1, new_inner)
@@ -213,8 +212,6 @@ def _is_number(lr: Any) -> bool:
 
 def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
     """``(step, inner state)`` of a :class:`ScheduledState`; the step an int, or a 0-d integer array kept as it is."""
-    if type(state) is ScheduledState and isinstance(state.step, (int, np.integer)) and state.step >= 0:
-        return int(state.step), state.state
     step = as_step(state.step) if type(state) is ScheduledState else None
     if step is None:
         raise _bad_state(opt, "a ScheduledState with an int step >= 0 (lr is a schedule)", state)
@@ -223,7 +220,7 @@ def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
 
 def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
     """The schedule's value at ``step``: a finite number >= 0 (a traced 0-d float array at a traced step)."""
-    n = step if isinstance(step, int) else known(step)
+    n = known(step)
     if n is not None:
         return _checked_lr(opt, n, schedule(n))
     value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
@@ -250,14 +247,6 @@ def _is_real_scalar_array(x: Any) -> bool:
 # ------------------------------------------------------------------- checks
 
 
-#: How a hyperparameter is checked (see :attr:`Rule.checks`): a test of a finite number, and what it must be.
-_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
-    "positive": (lambda v: math.isfinite(v) and v > 0, "a finite number > 0"),
-    "decay": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
-    "unit": (lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
-}
-
-
 def python_numbers(hyper: Any) -> None:
     """The numpy scalars among a frozen dataclass's fields (``np.float32(0.1)``) made Python numbers, as the
     schedules take them (a ``bool`` stays one: it is never a number here)."""
@@ -268,13 +257,13 @@ def python_numbers(hyper: Any) -> None:
 
 
 def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> None:
-    """``value`` must be a number (not a bool) within the bounds of ``kind``; ``"flag"``: True or False."""
+    """``value`` must be a number (not a bool) within the bounds of ``kind`` (see :attr:`Rule.checks`)."""
     if kind == "flag":
         _args.flag(opt, name, value)
-        return
-    ok, expected = _BOUNDS[kind]
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and ok(value)):
-        raise E.bad_argument(opt, name, value, expected)
+    elif kind != "unit":
+        _args.real(opt, name, value, low=0.0, low_open=kind == "positive")
+    elif not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
+        raise E.bad_argument(opt, name, value, "a number in [0, 1)")
 
 
 def check_params(opt: str, params: Tree) -> None:
@@ -534,7 +523,7 @@ def _check_inner(name: str, state_type: Any, params: Tree, inner: Any) -> Any:
 
 def own_copy(tree: Tree) -> Tree:
     """A copy of every array of ``tree`` (a residue never aliases its caller's values)."""
-    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
+    return tree_map(lambda x: copy(x) if is_array(x) else x, tree)
 
 
 def no_params(name: str, p: Any, expected: str = "()") -> None:

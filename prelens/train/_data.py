@@ -32,8 +32,6 @@ def model_dtype(params: Tree) -> np.dtype[Any] | None:
 
 
 def _float_dtype(x: Any) -> np.dtype[Any] | None:
-    if isinstance(x, np.ndarray):
-        return typing.cast(np.dtype[Any], x.dtype)
     try:
         return np.dtype(dtype_name(x.dtype))
     except TypeError:

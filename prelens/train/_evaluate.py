@@ -42,8 +42,6 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     parts: list[Any] = [forward(model, params, row_slice(xs, i, i + batch_size)) for i in range(0, n, batch_size)]
     if not parts:
         return forward(model, params, xs)
-    if type(parts[0]) is np.ndarray:
-        return np.concatenate(parts)
     return namespace(parts[0]).concat(parts, axis=0)
 
 
