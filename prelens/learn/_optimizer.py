@@ -176,7 +176,7 @@ class Rule(Optimizer[Any]):
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
         """One step along ``grads``; returns ``(new_params, new_state)``."""
         lr, name = self.lr, self.name
-        if _is_number(lr):
+        if isinstance(lr, (int, float)):
             return self._step(grads, of_type(name, self.state_type, state), params, float(lr))
         t, inner = scheduled_state(name, state)
         new_params, new_inner = self._step(grads, of_type(name, self.state_type, inner), params, lr_at(name, lr, t))
