@@ -110,6 +110,8 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     0.6666666666666666
     """
     outputs = np.asarray(host(predict(model, params, xs, batch_size)))
+    if outputs.dtype.kind in "fc" and not all_finite(outputs):
+        raise E.non_finite("accuracy: the model's output", "")
     truth = _truth("accuracy", labels, outputs, "one per row of xs")
     if len(truth) == 0:
         return float("nan")

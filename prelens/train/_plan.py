@@ -13,12 +13,12 @@ from typing import Any, NamedTuple, TextIO
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, is_array, namespace, namespace_name, resolve_backend, to_backend
+from prelens.backend._arrays import is_array, namespace, namespace_name, resolve_backend, to_backend
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
+from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_paths
 from prelens.io._checkpoint import writable_path
-from prelens.learn._optimizer import init_state
+from prelens.learn._optimizer import init_state, own_copy
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
 from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
@@ -182,7 +182,7 @@ def start(a: Args) -> Resumed:
     if a.resume is not None:
         at = _read_resume(a)
     else:
-        copied = tree_map(lambda x: copy(x) if is_array(x) else x, (a.params, a.opt_state))  # never the caller's
+        copied = own_copy((a.params, a.opt_state))  # never the caller's
         params = a.model.init(a.gen) if a.params is None else copied[0]
         opt_state = _init_state(a.optimizer, a.lens_form, params) if a.opt_state is None else copied[1]
         at = Resumed(params, opt_state, None, History(), a.gen, 0, 0, 0.0, 0, False)
