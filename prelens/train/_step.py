@@ -95,10 +95,12 @@ def step(
     model = as_lens("step", "model", model)
     loss = as_lens("step", "loss", loss)
     xs, targets = _args.batch("step", batch)
+    dropout = key is not None
     if key is not None:  # the key is checked here, before any lens runs
         with_dropout((), key)
-        model, xs = keyed(model), (key, xs)
-    core = _made((model, loss, optimizer), lambda: step_of(model, loss, optimizer, lens_form))
+        xs = (key, xs)
+    make = lambda: step_of(keyed(model) if dropout else model, loss, optimizer, lens_form)
+    core = _made((model, loss, optimizer, dropout), make)  # keyed by the model, not a new keyed lens per call
     new_params, new_state, value = core(params, state, xs, targets)
     return new_params, new_state, float(value)
 
