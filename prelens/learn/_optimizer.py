@@ -224,7 +224,7 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
     if n is not None:
         return _checked_lr(opt, n, schedule(n))
     value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
-    if not _is_real_scalar_array(value) or is_concrete(value):
+    if is_concrete(value) or not (is_array(value) and is_real_scalar(value)):
         return _checked_lr(opt, step, value)
     xp = namespace(value)
     return xp.astype(value, wide_float(xp))
@@ -232,16 +232,11 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
     """A finite number >= 0 (a concrete 0-d array: a schedule written with array operations, at a known step)."""
-    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if (number or (_is_real_scalar_array(value) and is_concrete(value))) and 0.0 <= float(value) < math.inf:
+    if is_real_scalar(value) and is_concrete(value) and 0.0 <= float(value) < math.inf:
         return float(value)
     raise E.ArgumentError(
         f"{opt}: the lr schedule gave {value!r} at step {step}; a schedule must give a finite number >= 0"
     )
-
-
-def _is_real_scalar_array(x: Any) -> bool:
-    return is_array(x) and is_real_scalar(x)
 
 
 # ------------------------------------------------------------------- checks
@@ -350,7 +345,7 @@ def like(p: Any, x: Any) -> Any:
     if isinstance(p, np.generic):
         return p.dtype.type(x)
     if is_array(p):
-        return x if not is_array(x) or x.dtype == p.dtype else namespace(x).astype(x, p.dtype)
+        return as_leaf(x, p)
     if is_array(x) and not is_concrete(x):
         return x
     return float(x)
