@@ -518,7 +518,7 @@ def _check_inner(name: str, state_type: Any, params: Tree, inner: Any) -> Any:
 
 def own_copy(tree: Tree) -> Tree:
     """A copy of every array of ``tree`` (a residue never aliases its caller's values)."""
-    return tree_map(lambda x: copy(x) if is_array(x) else x, tree)
+    return tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x, tree)
 
 
 def no_params(name: str, p: Any, expected: str = "()") -> None:
