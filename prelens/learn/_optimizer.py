@@ -30,6 +30,7 @@ from prelens.backend._arrays import (
     dtype_name,
     is_array,
     is_concrete,
+    is_real,
     is_real_scalar,
     namespace,
     shape,
@@ -232,7 +233,7 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
     """A finite number >= 0 (a concrete 0-d array: a schedule written with array operations, at a known step)."""
-    if is_real_scalar(value) and is_concrete(value) and 0.0 <= float(value) < math.inf:
+    if (is_real(value) or (is_real_scalar(value) and is_concrete(value))) and 0.0 <= float(value) < math.inf:
         return float(value)
     raise E.ArgumentError(
         f"{opt}: the lr schedule gave {value!r} at step {step}; a schedule must give a finite number >= 0"
