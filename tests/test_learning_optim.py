@@ -219,6 +219,7 @@ def test_clip_by_global_norm() -> None:
         (lambda: one_cycle(0.1, total=10, warmup_fraction=1.0), r"^one_cycle: warmup_fraction must be a finite"),
         (lambda: constant(0.1)(-1), r"^constant: step must be an int >= 0, got -1$"),
         (lambda: constant(0.1)(1.5), r"^constant: step must be an int >= 0, got 1\.5$"),
+        (lambda: constant(0.1)(np.True_), r"^constant: step must be an int >= 0, got np\.True_$"),  # was step 1
     ],
 )
 def test_bad_arguments(make: Any, match: str) -> None:
