@@ -291,17 +291,6 @@ def _check_validation(a: Args, params: Tree, validation: tuple[Any, Any]) -> Non
 AUTO_JAX_MIN_WORK = 5e10
 
 
-def run_work(a: Args, at: Resumed, n_batches: int) -> float:
-    """The run's size for ``backend="auto"``: parameters x rows of a batch x the steps still to take."""
-    n_params = sum(int(x.size) for x in tree_leaves(at.params) if isinstance(x, np.ndarray) and x.dtype.kind == "f")
-    try:
-        rows = batch_rows(take(a.data[0], None, 0, a.batch_size))
-    except E.PrelensError:
-        rows = a.batch_size
-    steps = max(0, a.epochs - at.history.epochs) * n_batches
-    return float(n_params) * rows * steps
-
-
 def jax_importable() -> bool:
     """Whether JAX imports here (``backend="auto"`` asks this once per ``fit``)."""
     try:
@@ -313,9 +302,17 @@ def jax_importable() -> bool:
 
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
     """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``
-    (not with dropout: JAX would draw other masks than numpy from the same seed)."""
-    work = run_work(a, at, n_batches)  # 0: no numpy float parameters (or no steps left), nothing to compile
-    if a.mesh is not None or dropout or not work or work < AUTO_JAX_MIN_WORK or not jax_importable():
+    (not with dropout: JAX would draw other masks than numpy from the same seed). The run's size: its numpy float
+    parameters x rows of a batch x the steps still to take."""
+    if a.mesh is not None or dropout:
+        return None
+    n_params = sum(int(x.size) for x in tree_leaves(at.params) if isinstance(x, np.ndarray) and x.dtype.kind == "f")
+    try:
+        rows = batch_rows(take(a.data[0], None, 0, a.batch_size))
+    except E.PrelensError:
+        rows = a.batch_size
+    work = float(n_params) * rows * (max(0, a.epochs - at.history.epochs) * n_batches)
+    if not work or work < AUTO_JAX_MIN_WORK or not jax_importable():  # 0: no float parameters, or no steps left
         return None
     for leaf in tree_leaves((at.params, at.opt_state, data, validation)):
         if is_array(leaf) and not (  # numpy's arrays only (another library's: the caller chose it)
