@@ -178,14 +178,26 @@ def _check_callbacks(
 
 
 def start(a: Args) -> Resumed:
-    """Where training starts: a checkpoint's position (``resume=``), or step 0 with copies of what was given."""
-    if a.resume is not None:
-        at = _read_resume(a)
-    else:
+    """Where training starts: the position of the checkpoint ``resume=`` (read back against the model's parameters and
+    the optimiser's state), or step 0 with copies of what was given."""
+    if a.resume is None:
         copied = own_copy((a.params, a.opt_state))  # never the caller's
         params = a.model.init(a.gen) if a.params is None else copied[0]
         opt_state = _init_state(a.optimizer, a.lens_form, params) if a.opt_state is None else copied[1]
         at = Resumed(params, opt_state, None, History(), a.gen, 0, 0, 0.0, 0, False)
+    else:
+        like = state_like = None
+        if a.model.init_fn is not None:
+            like = a.model.init(np.random.default_rng(0))
+            state_like = _init_state(a.optimizer, a.lens_form, like)
+        at = read_checkpoint(a.resume, like, state_like, run=run_record(a.model, a.optimizer))
+        best = None if a.restorer is None or at.best is not None else a.restorer.best_epoch(at.history)
+        if best is not None and (best != at.history.epochs or at.batch != 0):
+            raise resume_refused(
+                os.fspath(a.resume),
+                f"it holds no best parameters for {a.restorer!r} (the best epoch, {best}, is behind it: it was "
+                "written by a run without restore_best)",
+            )
     bad = tree_first_nonfinite(at.params)
     if bad is not None:
         raise E.non_finite("fit: params", bad)
@@ -194,24 +206,6 @@ def start(a: Args) -> Resumed:
 
 def _init_state(optimizer: Any, lens_form: bool, params: Tree) -> Any:
     return init_state(optimizer, params) if lens_form else optimizer.init(params)
-
-
-def _read_resume(a: Args) -> Resumed:
-    """The checkpoint ``a.resume`` read back against the model's parameters and the optimiser's state."""
-    like = state_like = None
-    if a.model.init_fn is not None:
-        like = a.model.init(np.random.default_rng(0))
-        state_like = _init_state(a.optimizer, a.lens_form, like)
-    resumed = read_checkpoint(a.resume or "", like, state_like, run=run_record(a.model, a.optimizer))
-    if a.restorer is not None and resumed.best is None:
-        best = a.restorer.best_epoch(resumed.history)
-        if best is not None and (best != resumed.history.epochs or resumed.batch != 0):
-            raise resume_refused(
-                os.fspath(a.resume or ""),
-                f"it holds no best parameters for {a.restorer!r} (the best epoch, {best}, is behind it: it was "
-                "written by a run without restore_best)",
-            )
-    return resumed
 
 
 class Plan(NamedTuple):
