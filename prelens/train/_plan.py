@@ -248,10 +248,7 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
         at = at._replace(params=params, opt_state=opt_state)
     if validation is not None:  # where and as _scores will evaluate it
         _check_validation(a, on_host if to_host else at.params, validation)
-    try:
-        live = bool(a.stream.isatty())
-    except (AttributeError, ValueError):  # not a file, or a closed one
-        live = False
+    live = _isatty(a.stream)
     tag = ("compiled JAX step" if to_host else "numpy") + " (backend=auto)" if a.auto else ""
     bar = Progress(
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
@@ -364,3 +361,10 @@ def _check_mesh_batches(mesh: Any, axis: str | None, n: int, batch_size: int) ->
     if batch_size % n_dev or last % n_dev:
         expected = f"a size whose batches ({batch_size}, and the last {last} of {n} rows) divide among the mesh's"
         raise E.bad_argument("fit", "batch_size", batch_size, f"{expected} {n_dev} devices")
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
