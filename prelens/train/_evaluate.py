@@ -13,6 +13,7 @@ from prelens.backend._arrays import dtype_kind, host, is_array, is_concrete, nam
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import forward
+from prelens.nn._activations import _softmax_any
 
 Tree = Any
 
@@ -146,10 +147,9 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     array([[0.25, 0.75]])
     """
     z = _logits("predict_proba", predict(model, params, xs, batch_size))
-    xp = namespace(z)
     if z.ndim >= 2 and z.shape[-1] > 1:
-        e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
-        return e / xp.sum(e, axis=-1, keepdims=True)
+        return _softmax_any(z)
+    xp = namespace(z)
     flat = z[..., 0] if z.ndim >= 2 else z
     positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))  # σ(z), stable for large |z|
     return xp.stack([1.0 - positive, positive], axis=-1)
