@@ -77,3 +77,12 @@ def test_clear_errors() -> None:
         confusion_matrix(model, p, xs, "cats")
     with pytest.raises(NonFiniteError, match=r"^predict_proba: the model's output: non-finite value at <root>$"):
         predict_proba(model, np.full((2, 3), np.nan), xs)
+
+
+def test_accuracy_refuses_non_finite_outputs_as_confusion_matrix_does() -> None:
+    # a row of NaN scores was read as class 0 (numpy's argmax of NaN): 1.0 here, where the counts were refused
+    model, xs, labels = linear(2, 2), np.array([[np.nan, 0.0], [0.0, 1.0]]), np.array([0, 1])
+    with pytest.raises(NonFiniteError, match=r"^accuracy: the model's output: non-finite value at <root>$"):
+        accuracy(model, np.eye(2), xs, labels)
+    with pytest.raises(NonFiniteError, match=r"^confusion_matrix: the model's output: non-finite value at <root>$"):
+        confusion_matrix(model, np.eye(2), xs, labels)

@@ -219,6 +219,7 @@ def test_clip_by_global_norm() -> None:
         (lambda: one_cycle(0.1, total=10, warmup_fraction=1.0), r"^one_cycle: warmup_fraction must be a finite"),
         (lambda: constant(0.1)(-1), r"^constant: step must be an int >= 0, got -1$"),
         (lambda: constant(0.1)(1.5), r"^constant: step must be an int >= 0, got 1\.5$"),
+        (lambda: constant(0.1)(np.True_), r"^constant: step must be an int >= 0, got np\.True_$"),  # was step 1
     ],
 )
 def test_bad_arguments(make: Any, match: str) -> None:
@@ -234,3 +235,14 @@ def test_a_schedule_that_gives_a_bad_value_is_named_with_its_step() -> None:
         opt.update(np.ones(2), s, p)
     with pytest.raises(StructureError, match=r"^adam: the optimiser state must be a ScheduledState"):
         opt.update(np.ones(2), adam(0.1).init(np.zeros(2)), p)
+
+
+def test_a_bool_is_no_step_count_of_a_scheduled_state() -> None:
+    # True was read as step 1 (ScheduledState's step, in both views), where AdamState's step refused it
+    opt = sgd(warmup_cosine(0.1, 2, 10))
+    bad = ScheduledState(True, ())
+    with pytest.raises(StructureError, match=r"^sgd: the optimiser state must be a ScheduledState with an int step"):
+        opt.update(np.ones(2), bad, np.zeros(2))
+    with pytest.raises(StructureError, match=r"the optimiser state must be a ScheduledState with an int step"):
+        opt.lens.fwd((), (np.zeros(2), bad))
+    assert opt.update(np.ones(2), ScheduledState(np.int64(1), ()), np.zeros(2))[1] == ScheduledState(2, ())

@@ -785,3 +785,18 @@ def test_progress_tag_follows_the_epoch():
     assert out.getvalue() == "epoch 1/2  [numpy]  loss 0.5000\n"
     with pytest.raises(PrelensError, match="tag"):
         Progress(2, 3, out, tag=3)  # type: ignore[arg-type]
+
+
+def test_a_step_with_a_dropout_key_reuses_the_step_it_composed() -> None:
+    # with key= every call composed (and checked in full) a new step lens: about twice a step's time in a loop
+    from prelens import chain
+    from prelens.nn import dropout, relu
+    from prelens.train import _step
+
+    model, opt = chain(dense(3, 4, relu), dropout(0.5), dense(4, 1, None)), sgd(0.1)
+    params, batch = model.init(0), (np.ones((2, 3)), np.zeros((2, 1)))
+    state = opt.init(params)
+    _step._MADE.clear()
+    for key in range(3):
+        params, state, _ = step(model, mse, params, batch, opt, state, key=key)
+    assert len(_step._MADE) == 1

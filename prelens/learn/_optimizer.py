@@ -30,6 +30,7 @@ from prelens.backend._arrays import (
     dtype_name,
     is_array,
     is_concrete,
+    is_real,
     is_real_scalar,
     namespace,
     shape,
@@ -175,10 +176,9 @@ class Rule(Optimizer[Any]):
 
     def update(self, grads: Tree, state: Any, params: Tree) -> tuple[Tree, Any]:
         """One step along ``grads``; returns ``(new_params, new_state)``."""
-        lr = self.lr
+        lr, name = self.lr, self.name
         if isinstance(lr, (int, float)):
-            return self._step(grads, of_type(self.name, self.state_type, state), params, float(lr))
-        name = self.name
+            return self._step(grads, of_type(name, self.state_type, state), params, float(lr))
         t, inner = scheduled_state(name, state)
         new_params, new_inner = self._step(grads, of_type(name, self.state_type, inner), params, lr_at(name, lr, t))
         return new_params, ScheduledState(t + 1, new_inner)
@@ -213,8 +213,6 @@ def _is_number(lr: Any) -> bool:
 
 def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
     """``(step, inner state)`` of a :class:`ScheduledState`; the step an int, or a 0-d integer array kept as it is."""
-    if type(state) is ScheduledState and isinstance(state.step, (int, np.integer)) and state.step >= 0:
-        return int(state.step), state.state
     step = as_step(state.step) if type(state) is ScheduledState else None
     if step is None:
         raise _bad_state(opt, "a ScheduledState with an int step >= 0 (lr is a schedule)", state)
@@ -223,11 +221,11 @@ def scheduled_state(opt: str, state: Any) -> tuple[Any, Any]:
 
 def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
     """The schedule's value at ``step``: a finite number >= 0 (a traced 0-d float array at a traced step)."""
-    n = step if isinstance(step, int) else known(step)
+    n = known(step)
     if n is not None:
         return _checked_lr(opt, n, schedule(n))
     value = traced_value(schedule, step, lambda n: lr_at(opt, schedule, n))
-    if not _is_real_scalar_array(value) or is_concrete(value):
+    if is_concrete(value) or not (is_array(value) and is_real_scalar(value)):
         return _checked_lr(opt, step, value)
     xp = namespace(value)
     return xp.astype(value, wide_float(xp))
@@ -235,27 +233,14 @@ def lr_at(opt: str, schedule: Callable[[int], float], step: Any) -> Any:
 
 def _checked_lr(opt: str, step: Any, value: Any) -> float:
     """A finite number >= 0 (a concrete 0-d array: a schedule written with array operations, at a known step)."""
-    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if (number or (_is_real_scalar_array(value) and is_concrete(value))) and 0.0 <= float(value) < math.inf:
+    if (is_real(value) or (is_real_scalar(value) and is_concrete(value))) and 0.0 <= float(value) < math.inf:
         return float(value)
     raise E.ArgumentError(
         f"{opt}: the lr schedule gave {value!r} at step {step}; a schedule must give a finite number >= 0"
     )
 
 
-def _is_real_scalar_array(x: Any) -> bool:
-    return is_array(x) and is_real_scalar(x)
-
-
 # ------------------------------------------------------------------- checks
-
-
-#: How a hyperparameter is checked (see :attr:`Rule.checks`): a test of a finite number, and what it must be.
-_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
-    "positive": (lambda v: math.isfinite(v) and v > 0, "a finite number > 0"),
-    "decay": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
-    "unit": (lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
-}
 
 
 def python_numbers(hyper: Any) -> None:
@@ -268,13 +253,13 @@ def python_numbers(hyper: Any) -> None:
 
 
 def check_number(opt: str, name: str, value: Any, kind: str = "positive") -> None:
-    """``value`` must be a number (not a bool) within the bounds of ``kind``; ``"flag"``: True or False."""
+    """``value`` must be a number (not a bool) within the bounds of ``kind`` (see :attr:`Rule.checks`)."""
     if kind == "flag":
         _args.flag(opt, name, value)
-        return
-    ok, expected = _BOUNDS[kind]
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and ok(value)):
-        raise E.bad_argument(opt, name, value, expected)
+    elif kind != "unit":
+        _args.real(opt, name, value, low=0.0, low_open=kind == "positive")
+    elif not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0):
+        raise E.bad_argument(opt, name, value, "a number in [0, 1)")
 
 
 def check_params(opt: str, params: Tree) -> None:
@@ -361,7 +346,7 @@ def like(p: Any, x: Any) -> Any:
     if isinstance(p, np.generic):
         return p.dtype.type(x)
     if is_array(p):
-        return x if not is_array(x) or x.dtype == p.dtype else namespace(x).astype(x, p.dtype)
+        return as_leaf(x, p)
     if is_array(x) and not is_concrete(x):
         return x
     return float(x)

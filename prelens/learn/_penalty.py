@@ -1,9 +1,5 @@
-"""L2 regularisation as a term of the loss: a lens on the loss wire, parametrised by the weights.
-
-:func:`penalised` ties the penalty's parameters to the model's (the wire copied, the deltas summed),
-so its gradient joins the loss's before the optimiser sees it: unlike decoupled weight decay
-(:func:`~prelens.learn.adamw`), under Adam an L2 term is divided by ``√v̂`` like the rest.
-"""
+"""L2 regularisation as a term of the loss: a lens on the loss wire, parametrised by the weights; how it differs
+from decoupled weight decay (:func:`~prelens.learn.adamw`) under Adam: docs/learning.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The learning-rate lens: the one place where the loss becomes a delta.
+"""The learning-rate lens: the one place where the loss becomes a delta (docs/learning.md, "learning rate").
 
-In the paper the learning rate is a lens ``α : (L, L') → (1, 1)`` that closes the diagram: its
-backward map *makes* the loss's delta, the constant ``−α``, and the parameter delta that reaches the
-optimiser is ``−α·∇L``. Here it keeps ``L`` as its output (``(L, L') → (L, 1)``) so that a vjp of the
-whole training lens reports the loss. Its backward pass is no derivative (it ignores its delta ``()``).
+Unlike the paper's ``α : (L, L') → (1, 1)`` it keeps ``L`` as its output, so that a vjp of the training lens
+reports the loss.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Reparameterisation, and the whole training step as one lens.
+"""Reparameterisation, and the whole training step as one lens (docs/learning.md draws and unfolds both).
 
-A lens ``f`` with parameters ``P`` is *reparameterised* by a lens ``U`` from ``Q`` to ``P`` (an
-optimiser, ``Q = (P, S)``) run on its parameter wire: ``beta((U @ id_pre_lens) >>
-parameters_as_input(f))``, units dropped. The paper's supervised learning step is then one lens,
-``learner(model, loss, U) = reparameterise(model >> loss, id_pre_lens @ U) >> learning_rate(α)``:
-one :func:`~prelens.vjp` and one pullback of ``()`` computes the loss, turns it into the delta
-``−α``, carries it back to the parameters, and returns the optimiser's new parameters and state.
+``reparameterise(f, U) = beta((U @ id_pre_lens) >> parameters_as_input(f))``, units dropped; ``learner`` is
+``reparameterise(model >> loss, id_pre_lens @ U) >> learning_rate(α)``, one vjp and one pullback of ``()``.
 """
 
 from __future__ import annotations

@@ -191,7 +191,16 @@ class Adam(Rule):
 
     def _step(self, grads: Tree, state: Any, params: Tree, lr: Any) -> tuple[Tree, Any]:
         b1, b2, wd = self.b1, self.b2, getattr(self, "weight_decay", 0.0)
-        t, lr_t, eps_t = self._scalars(state, lr)
+        step = as_step(state.step)
+        if step is None:
+            raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
+        t = step + 1
+        c1, c2 = power_gap(b1, t), power_gap(b2, t)
+        if isinstance(c2, float):  # the step count known: floats; traced: 0-d arrays
+            lr_t, eps_t = lr * math.sqrt(c2) / c1, self.eps * math.sqrt(c2)
+        else:
+            root_c2 = namespace(c2).sqrt(c2)
+            lr_t, eps_t = cast(lr, c2) * root_c2 / c1, self.eps * root_c2
         keep = 1.0 - lr * wd  # decoupled decay: p ← p − lr·wd·p, besides the Adam step
 
         def leaf(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -203,18 +212,6 @@ class Adam(Rule):
 
         new, mu, nu = map_leaves(self.name, leaf, params, (grads, state.mu, state.nu), ("mu", "nu"))
         return new, AdamState(t, mu, nu)
-
-    def _scalars(self, state: AdamState, lr: Any) -> tuple[Any, Any, Any]:
-        """``(t, lr_t, eps_t)``: floats while the step count is known, 0-d arrays under a trace."""
-        step = as_step(state.step)
-        if step is None:
-            raise _bad_state(self.name, "an AdamState with an int step >= 0", state)
-        t = step + 1
-        c1, c2 = power_gap(self.b1, t), power_gap(self.b2, t)
-        if isinstance(c2, float):
-            return t, lr * math.sqrt(c2) / c1, self.eps * math.sqrt(c2)
-        root_c2 = namespace(c2).sqrt(c2)
-        return t, cast(lr, c2) * root_c2 / c1, self.eps * root_c2
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
+import numpy as np
+
 from prelens import errors as E
 from prelens.backend._arrays import dtype_kind, is_array, is_concrete, namespace
 from prelens.core import _args
@@ -49,7 +51,7 @@ class Schedule:
             out: float = self.value(xp, t, xp.astype(t, wide_float(xp)))
             return out
         try:
-            ok = not isinstance(step, bool) and int(step) == step and step >= 0
+            ok = not isinstance(step, (bool, np.bool_)) and int(step) == step and step >= 0
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:

@@ -6,12 +6,6 @@ Off numpy, and under ``jax.jit`` (where every leaf of the state is traced), a st
 schedule's value) are Python floats whenever the step is known, exactly as numpy computes them;
 traced, they are 0-d arrays of the widest float (:func:`wide_float`), which :func:`cast` turns into
 each leaf's dtype before they meet it (float32 stays float32, as numpy keeps it).
-
->>> import numpy as np
->>> as_step(3), as_step(np.int64(2)), as_step(-1), as_step(1.5)
-(3, 2, None, None)
->>> known(4), power_gap(0.5, 2)
-(4, 0.75)
 """
 
 from __future__ import annotations
@@ -45,8 +39,8 @@ def as_step(x: Any) -> Any:
     """``x`` as a step count (an int ``>= 0``; another library's 0-d integer array as it is, checked when
     concrete), or None if it is not one.
 
-    >>> as_step(np.asarray(7)), as_step(True) is None
-    (7, True)
+    >>> as_step(3), as_step(np.int64(2)), as_step(np.asarray(7)), as_step(-1), as_step(1.5), as_step(True)
+    (3, 2, 7, None, None, None)
     """
     if isinstance(x, (bool, np.bool_)):
         return None
@@ -73,8 +67,8 @@ def power_gap(b: float, t: Any) -> Any:
     """``1 − bᵗ`` for a step ``t >= 1``: numpy's float when ``t`` is known; traced, ``−expm1(t·log b)`` in the
     widest float (its digits kept where ``1 − bᵗ`` is small, even in float32).
 
-    >>> power_gap(0.9, 1)
-    0.09999999999999998
+    >>> power_gap(0.9, 1), power_gap(0.5, 2)
+    (0.09999999999999998, 0.75)
     """
     n = known(t)
     if n is not None:

@@ -16,7 +16,6 @@ from prelens.core import _args
 from prelens.core._lens import PreLens
 from prelens.io._checkpoint import save_checkpoint, writable_path
 from prelens.learn._optimizer import ScheduledState, find_optimizer, lr_at
-from prelens.learn._rules import ClipByGlobalNorm
 from prelens.train._history import History
 
 Tree = Any
@@ -203,8 +202,6 @@ def checkpoint_not_saved(fn: str, why: str) -> str:
 
 def _lr_of(optimizer: Any) -> Any:
     """The ``lr`` (a number or a schedule) of a plain optimiser, a clipped one, or an optimiser lens."""
-    while isinstance(optimizer, ClipByGlobalNorm):
-        optimizer = optimizer.optimizer
     if isinstance(optimizer, PreLens):
         optimizer = find_optimizer(optimizer)
     lr = getattr(optimizer, "lr", None)

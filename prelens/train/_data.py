@@ -27,17 +27,14 @@ __all__ = ["cast", "has_dropout", "keyed", "model_dtype", "rows", "take"]
 def model_dtype(params: Tree) -> np.dtype[Any] | None:
     """The one float dtype of the parameters' arrays as a numpy dtype (``torch.float32`` is ``float32``); ``None``
     if they have none, several, or one numpy lacks (``bfloat16``)."""
-    kinds = {_float_dtype(x) for x in tree_leaves(params) if is_array(x) and dtype_kind(x.dtype) == "f"}
+    kinds: set[np.dtype[Any] | None] = set()
+    for x in tree_leaves(params):
+        if is_array(x) and dtype_kind(x.dtype) == "f":
+            try:
+                kinds.add(np.dtype(dtype_name(x.dtype)))
+            except TypeError:  # a dtype numpy lacks
+                kinds.add(None)
     return kinds.pop() if len(kinds) == 1 else None
-
-
-def _float_dtype(x: Any) -> np.dtype[Any] | None:
-    if isinstance(x, np.ndarray):
-        return typing.cast(np.dtype[Any], x.dtype)
-    try:
-        return np.dtype(dtype_name(x.dtype))
-    except TypeError:
-        return None
 
 
 def _first_bad_row(a: Any, n: int) -> int:

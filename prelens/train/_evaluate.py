@@ -13,6 +13,7 @@ from prelens.backend._arrays import dtype_kind, host, is_array, is_concrete, nam
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import forward
+from prelens.nn._activations import _softmax_any
 
 Tree = Any
 
@@ -42,8 +43,6 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     parts: list[Any] = [forward(model, params, row_slice(xs, i, i + batch_size)) for i in range(0, n, batch_size)]
     if not parts:
         return forward(model, params, xs)
-    if type(parts[0]) is np.ndarray:
-        return np.concatenate(parts)
     return namespace(parts[0]).concat(parts, axis=0)
 
 
@@ -112,6 +111,8 @@ def accuracy(model: AnyLens, params: Tree, xs: Any, labels: Any, batch_size: int
     0.6666666666666666
     """
     outputs = np.asarray(host(predict(model, params, xs, batch_size)))
+    if outputs.dtype.kind in "fc" and not all_finite(outputs):
+        raise E.non_finite("accuracy: the model's output", "")
     truth = _truth("accuracy", labels, outputs, "one per row of xs")
     if len(truth) == 0:
         return float("nan")
@@ -146,10 +147,9 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     array([[0.25, 0.75]])
     """
     z = _logits("predict_proba", predict(model, params, xs, batch_size))
-    xp = namespace(z)
     if z.ndim >= 2 and z.shape[-1] > 1:
-        e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
-        return e / xp.sum(e, axis=-1, keepdims=True)
+        return _softmax_any(z)
+    xp = namespace(z)
     flat = z[..., 0] if z.ndim >= 2 else z
     positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))  # σ(z), stable for large |z|
     return xp.stack([1.0 - positive, positive], axis=-1)

@@ -13,12 +13,12 @@ from typing import Any, NamedTuple, TextIO
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import copy, is_array, namespace, namespace_name, resolve_backend, to_backend
+from prelens.backend._arrays import is_array, namespace, namespace_name, resolve_backend, to_backend
 from prelens.core import _args
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map, tree_paths
+from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_paths
 from prelens.io._checkpoint import writable_path
-from prelens.learn._optimizer import init_state
+from prelens.learn._optimizer import init_state, own_copy
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
 from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
@@ -178,14 +178,26 @@ def _check_callbacks(
 
 
 def start(a: Args) -> Resumed:
-    """Where training starts: a checkpoint's position (``resume=``), or step 0 with copies of what was given."""
-    if a.resume is not None:
-        at = _read_resume(a)
-    else:
-        copied = tree_map(lambda x: copy(x) if is_array(x) else x, (a.params, a.opt_state))  # never the caller's
+    """Where training starts: the position of the checkpoint ``resume=`` (read back against the model's parameters and
+    the optimiser's state), or step 0 with copies of what was given."""
+    if a.resume is None:
+        copied = own_copy((a.params, a.opt_state))  # never the caller's
         params = a.model.init(a.gen) if a.params is None else copied[0]
         opt_state = _init_state(a.optimizer, a.lens_form, params) if a.opt_state is None else copied[1]
         at = Resumed(params, opt_state, None, History(), a.gen, 0, 0, 0.0, 0, False)
+    else:
+        like = state_like = None
+        if a.model.init_fn is not None:
+            like = a.model.init(np.random.default_rng(0))
+            state_like = _init_state(a.optimizer, a.lens_form, like)
+        at = read_checkpoint(a.resume, like, state_like, run=run_record(a.model, a.optimizer))
+        best = None if a.restorer is None or at.best is not None else a.restorer.best_epoch(at.history)
+        if best is not None and (best != at.history.epochs or at.batch != 0):
+            raise resume_refused(
+                os.fspath(a.resume),
+                f"it holds no best parameters for {a.restorer!r} (the best epoch, {best}, is behind it: it was "
+                "written by a run without restore_best)",
+            )
     bad = tree_first_nonfinite(at.params)
     if bad is not None:
         raise E.non_finite("fit: params", bad)
@@ -194,24 +206,6 @@ def start(a: Args) -> Resumed:
 
 def _init_state(optimizer: Any, lens_form: bool, params: Tree) -> Any:
     return init_state(optimizer, params) if lens_form else optimizer.init(params)
-
-
-def _read_resume(a: Args) -> Resumed:
-    """The checkpoint ``a.resume`` read back against the model's parameters and the optimiser's state."""
-    like = state_like = None
-    if a.model.init_fn is not None:
-        like = a.model.init(np.random.default_rng(0))
-        state_like = _init_state(a.optimizer, a.lens_form, like)
-    resumed = read_checkpoint(a.resume or "", like, state_like, run=run_record(a.model, a.optimizer))
-    if a.restorer is not None and resumed.best is None:
-        best = a.restorer.best_epoch(resumed.history)
-        if best is not None and (best != resumed.history.epochs or resumed.batch != 0):
-            raise resume_refused(
-                os.fspath(a.resume or ""),
-                f"it holds no best parameters for {a.restorer!r} (the best epoch, {best}, is behind it: it was "
-                "written by a run without restore_best)",
-            )
-    return resumed
 
 
 class Plan(NamedTuple):
@@ -291,17 +285,6 @@ def _check_validation(a: Args, params: Tree, validation: tuple[Any, Any]) -> Non
 AUTO_JAX_MIN_WORK = 5e10
 
 
-def run_work(a: Args, at: Resumed, n_batches: int) -> float:
-    """The run's size for ``backend="auto"``: parameters x rows of a batch x the steps still to take."""
-    n_params = sum(int(x.size) for x in tree_leaves(at.params) if isinstance(x, np.ndarray) and x.dtype.kind == "f")
-    try:
-        rows = batch_rows(take(a.data[0], None, 0, a.batch_size))
-    except E.PrelensError:
-        rows = a.batch_size
-    steps = max(0, a.epochs - at.history.epochs) * n_batches
-    return float(n_params) * rows * steps
-
-
 def jax_importable() -> bool:
     """Whether JAX imports here (``backend="auto"`` asks this once per ``fit``)."""
     try:
@@ -313,9 +296,17 @@ def jax_importable() -> bool:
 
 def choose_jax(a: Args, at: Resumed, data: Any, validation: Any, dropout: bool, n_batches: int) -> Any:
     """``backend="auto"``: ``((params, opt_state) on JAX, the compiled step)`` if JAX takes this run, else ``None``
-    (not with dropout: JAX would draw other masks than numpy from the same seed)."""
-    work = run_work(a, at, n_batches)  # 0: no numpy float parameters (or no steps left), nothing to compile
-    if a.mesh is not None or dropout or not work or work < AUTO_JAX_MIN_WORK or not jax_importable():
+    (not with dropout: JAX would draw other masks than numpy from the same seed). The run's size: its numpy float
+    parameters x rows of a batch x the steps still to take."""
+    if a.mesh is not None or dropout:
+        return None
+    n_params = sum(int(x.size) for x in tree_leaves(at.params) if isinstance(x, np.ndarray) and x.dtype.kind == "f")
+    try:
+        rows = batch_rows(take(a.data[0], None, 0, a.batch_size))
+    except E.PrelensError:
+        rows = a.batch_size
+    work = float(n_params) * rows * (max(0, a.epochs - at.history.epochs) * n_batches)
+    if not work or work < AUTO_JAX_MIN_WORK or not jax_importable():  # 0: no float parameters, or no steps left
         return None
     for leaf in tree_leaves((at.params, at.opt_state, data, validation)):
         if is_array(leaf) and not (  # numpy's arrays only (another library's: the caller chose it)

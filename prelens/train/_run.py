@@ -16,11 +16,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, is_array, namespace, to_backend
+from prelens.backend._arrays import dtype_kind, is_array, to_backend
 from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_map
 from prelens.io._checkpoint import save_checkpoint
 from prelens.io._sigint import deferred_sigint
 from prelens.train._callbacks import EarlyStopping, checkpoint_not_saved
+from prelens.train._evaluate import all_finite
 from prelens.train._history import History
 from prelens.train._plan import Plan
 from prelens.train._resume import FORMAT, Resumed, generator_state, run_record
@@ -238,10 +239,8 @@ def _all_finite(tree: Tree) -> bool:
                 return tree_first_nonfinite(tree) is None  # x·x can overflow on finite values
         elif isinstance(leaf, (float, np.floating)) and not math.isfinite(leaf):
             return False
-        elif is_array(leaf) and dtype_kind(leaf.dtype) in "fc":  # another library's array
-            xp = namespace(leaf)
-            if not bool(xp.all(xp.isfinite(leaf))):
-                return False
+        elif is_array(leaf) and dtype_kind(leaf.dtype) in "fc" and not all_finite(leaf):  # another library's
+            return False
     return True
 
 

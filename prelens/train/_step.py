@@ -1,12 +1,9 @@
 """One training step: forward, the trace with ``da = 1``, and an optimiser update.
 
-The trained lens is ``model >> loss``. As in the post's ``lossL``, the loss lens takes the ground truth as its
-*parameter*, so the composite's parameters are ``(targets, model_params)`` (the later lens first) and its input is
-the batch of inputs. :func:`~prelens.vjp` runs the forward pass once and returns a pullback; seeding it with
-``da = 1`` gives ``((d_targets, d_params), d_xs)``, of which the optimiser takes ``d_params`` only.
-
-With an optimiser lens the whole step is one lens, ``learner(model, loss, optimizer)``. :func:`step_of` composes
-either form once; :func:`step`, ``fit`` and :func:`~prelens.train.compile_step` all run it.
+The trained lens is ``model >> loss``, its parameters ``(targets, model_params)`` (the loss takes the ground truth as
+its parameter: docs/api.md); the optimiser takes ``d_params`` of the pullback of ``da = 1``. With an optimiser lens
+the step is one lens, ``learner(model, loss, optimizer)``. :func:`step_of` composes either form once; :func:`step`,
+``fit`` and :func:`~prelens.train.compile_step` all run it.
 """
 
 from __future__ import annotations
@@ -95,10 +92,12 @@ def step(
     model = as_lens("step", "model", model)
     loss = as_lens("step", "loss", loss)
     xs, targets = _args.batch("step", batch)
+    dropout = key is not None
     if key is not None:  # the key is checked here, before any lens runs
         with_dropout((), key)
-        model, xs = keyed(model), (key, xs)
-    core = _made((model, loss, optimizer), lambda: step_of(model, loss, optimizer, lens_form))
+        xs = (key, xs)
+    make = lambda: step_of(keyed(model) if dropout else model, loss, optimizer, lens_form)
+    core = _made((model, loss, optimizer, dropout), make)  # keyed by the model, not a new keyed lens per call
     new_params, new_state, value = core(params, state, xs, targets)
     return new_params, new_state, float(value)
 
