@@ -171,6 +171,28 @@ def test_an_upward_import_of_the_benchmark_is_found(tmp_path: Path) -> None:
     assert layer("prelens.cli.bench") > layer("prelens_bench.peers") > layer("prelens.testing")
 
 
+def private_imports_across_packages() -> list[str]:
+    """``module -> other.module._name``: a private name (not a module) imported from another package of prelens."""
+    mods = modules()
+    found = []
+    for name, path in mods.items():
+        if not name.startswith("prelens."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prelens."):
+                other = node.module or ""
+                for a in node.names:
+                    private = a.name.startswith("_") and not a.name.endswith("__") and f"{other}.{a.name}" not in mods
+                    if private and other.split(".")[1] != name.split(".")[1]:
+                        found.append(f"{name} -> {other}.{a.name}")
+    return found
+
+
+def test_no_package_imports_another_packages_private_names() -> None:
+    """A name one package lends another is named without an underscore: a private name stays in its package."""
+    assert private_imports_across_packages() == []
+
+
 def test_public_api_size() -> None:
     """Half of 0.3.2's 92 names each, at most."""
     assert len(prelens.__all__) <= 47  # 46, then scan

@@ -107,14 +107,15 @@ def is_traced(tree: Any) -> bool:
     >>> is_traced((np.zeros(2), None, [np.ones(1)]))
     False
     """
-    return "jax" in sys.modules and not all(is_concrete(x) for x in _leaves(tree))  # numpy users: one dict lookup
+    return "jax" in sys.modules and not all(is_concrete(x) for x in scan_leaves(tree))  # numpy users: one dict lookup
 
 
-def _leaves(tree: Any) -> list[Any]:
+def scan_leaves(tree: Any) -> list[Any]:
+    """The arrays of a tree of tuples and lists (``None`` and :class:`Steps` have none)."""
     if tree is None or isinstance(tree, Steps):
         return []
     if isinstance(tree, (tuple, list)):
-        return [leaf for kid in tree for leaf in _leaves(kid)]
+        return [leaf for kid in tree for leaf in scan_leaves(kid)]
     return [tree]
 
 

@@ -35,7 +35,7 @@ from prelens.learn import adam
 from prelens.nn import mlp, softmax_cross_entropy
 from prelens.tambara._meanings import Cost
 from prelens.train import Progress, accuracy, evaluate, fit
-from prelens.train._plan import _isatty
+from prelens.train._plan import isatty
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         check(args)
     except E.PrelensError as err:
         return C.fail(err, COMMAND)
-    show = False if args.no_progress else _isatty(sys.stdout)
+    show = False if args.no_progress else isatty(sys.stdout)
     started = time.perf_counter()
     _toy(args, show)
     _iris_faithful(args)

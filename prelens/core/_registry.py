@@ -64,7 +64,7 @@ class _Budget:
     size: int
 
 
-_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("prelens_construction_budget", default=None)
+BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("prelens_construction_budget", default=None)
 
 
 class OverBudget(Exception):  # a signal between two modules, never shown to users
@@ -79,11 +79,11 @@ class OverBudget(Exception):  # a signal between two modules, never shown to use
 def budget(stored: int) -> Iterator[_Budget]:
     """Bound the work of rebuilding a description that came with ``stored`` parameter numbers."""
     b = _Budget(MAX_CALLS_BASE + 10 * stored, MAX_DRAWS_BASE + 2 * stored, max(MAX_SIZE_BASE, stored))
-    token = _BUDGET.set(b)
+    token = BUDGET.set(b)
     try:
         yield b
     finally:
-        _BUDGET.reset(token)
+        BUDGET.reset(token)
 
 
 def _recording(fn: Callable[P, R], name: str) -> Callable[P, R]:
@@ -91,7 +91,7 @@ def _recording(fn: Callable[P, R], name: str) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def made(*args: P.args, **kwargs: P.kwargs) -> R:
-        b = _BUDGET.get()
+        b = BUDGET.get()
         if b is not None:
             b.calls -= 1
             if b.calls < 0:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace, tree_map_arrays
-from prelens.backend._loop import _leaves, is_traced, scan_loop, stack
+from prelens.backend._loop import is_traced, scan_leaves, scan_loop, stack
 from prelens.backend._loop import unstack as unstack_steps
 from prelens.core._check import ANY, Expects
 from prelens.core._iso import halves
@@ -119,7 +119,7 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
                 return traced
             ms = (
                 unstack(name, ms.residues, 0)
-                if _leaves(ms.residues)
+                if scan_leaves(ms.residues)
                 else [ms.residues] * len(steps_of(name, dys, axis))
             )
         dy_steps = dys if isinstance(dys, list) else unstack(name, dys, axis)
@@ -151,7 +151,7 @@ class _Unscannable(Exception):
 
 
 def _all_arrays(tree: Any) -> bool:
-    return all(is_array(leaf) for leaf in _leaves(tree))
+    return all(is_array(leaf) for leaf in scan_leaves(tree))
 
 
 def _axis(fn: str, x: Any, axis: int) -> int:
@@ -205,7 +205,7 @@ def _scan_back_traced(bwd1: Any, ms: Stacked, dh: Any, dys: Any, name: str, axis
     dyt = _time_first(name, dys, axis) if is_array(dys) else dys
     steps = len(dys) if isinstance(dys, list) else int(dyt.shape[0]) if is_array(dyt) else E.describe(dys)
     # the residues' steps, or without arrays among them, the delta's
-    n = next((int(leaf.shape[0]) for leaf in _leaves(ms.residues)), steps if isinstance(steps, int) else 0)
+    n = next((int(leaf.shape[0]) for leaf in scan_leaves(ms.residues)), steps if isinstance(steps, int) else 0)
     if steps != n:
         raise E.list_length_error(name, "output delta's sequence dys", n, steps)
     if isinstance(dys, list):

@@ -20,7 +20,7 @@ import prelens.tambara
 from prelens import errors as E
 from prelens.core._lens import PreLens
 from prelens.core._registry import (
-    _BUDGET,
+    BUDGET,
     MAX_DEPTH,
     MAX_NODES,
     OverBudget,
@@ -194,7 +194,7 @@ def _rebuild_lens(node: Any, where: str, depth: int, counter: list[int]) -> Any:
     raw_args, raw_kwargs = node.get("args", []), node.get("kwargs", {})
     if not isinstance(raw_args, list) or not isinstance(raw_kwargs, dict):
         raise DescriptionError(where, "args must be a list and kwargs an object")
-    b = _BUDGET.get()  # while loading, prelens's own ints (sizes and counts) are bounded by the file's parameters
+    b = BUDGET.get()  # while loading, prelens's own ints (sizes and counts) are bounded by the file's parameters
     limit = b.size if b is not None and name.startswith("prelens.") else None
     args = [_rebuild_value(a, f"{where}.args[{i}]", depth + 1, counter, limit) for i, a in enumerate(raw_args)]
     kwargs = {}
@@ -300,7 +300,7 @@ def _budgeted(method: str, size_at: int) -> Callable[..., Any]:
     draw = getattr(np.random.Generator, method)
 
     def budgeted(self: np.random.Generator, *args: Any, **kwargs: Any) -> Any:
-        b = _BUDGET.get()
+        b = BUDGET.get()
         if b is not None:
             size = kwargs.get("size", args[size_at] if len(args) > size_at else None)
             b.draws -= 1 if size is None else math.prod(np.atleast_1d(np.asarray(size, dtype=np.int64)).tolist())

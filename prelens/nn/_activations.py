@@ -286,7 +286,7 @@ def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
     if s.ndim == 0 or s.shape[-1] == 0:
         raise E.lens_shape_error("softmax", "input", "a float array (..., n) with n >= 1", E.describe(s))
     if type(s) is not np.ndarray:
-        y = _softmax_any(s)
+        y = softmax_any(s)
         return y, y
     top = row_max(s)
     if not np.isfinite(top).all():  # rows of -inf (a mask written with -inf): weights as for MASKED
@@ -298,7 +298,7 @@ def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
     return y, y
 
 
-def _softmax_any(s: Any) -> Any:
+def softmax_any(s: Any) -> Any:
     """numpy's softmax on another library's array, without a branch (a JAX ``jit`` traces it): every entry
     raised to at least ``-1e30`` when some row's maximum is not finite, to ``-inf`` (no change) otherwise."""
     xp = namespace(s)

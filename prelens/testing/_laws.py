@@ -35,15 +35,18 @@ from prelens.tambara._trilens import (
     tri_compose,
     tri_tensor,
 )
-from prelens.tambara._trilens import _same as _ident
 from prelens.testing._pure import AliasWarning, check_no_alias, check_pure, law_raised, run_law
 from prelens.testing._random import random_affine, random_like
 from prelens.testing._vjp import check_vjp
 
 Fn = Callable[[Any], Any]
-#: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
+#: ``equal(lhs, rhs, p, s)``: whether two values of a Tambara module are the same, seen on ``(p, s)``.
 Equal = Callable[[Any, Any, Any, Any], bool]
 Rng = np.random.Generator | int | None
+
+
+def _ident(x: Any) -> Any:
+    return x
 
 
 def check_lens_equal(
@@ -141,7 +144,7 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
 
 
 def module_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
-    """Whether two values of a Trimbara module are the same, seen on ``(p, s)``.
+    """Whether two values of a Tambara module are the same, seen on ``(p, s)``.
 
     Pre-lenses and :class:`~prelens.tambara.Program` values must run alike (:class:`LawError` names the
     difference); ``Shapes`` and ``Cost`` values must read the same. The Trimbara laws compare with it

@@ -13,7 +13,7 @@ from prelens.backend._arrays import dtype_kind, host, is_array, is_concrete, nam
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import forward
-from prelens.nn._activations import _softmax_any
+from prelens.nn._activations import softmax_any
 
 Tree = Any
 
@@ -148,7 +148,7 @@ def predict_proba(model: AnyLens, params: Tree, xs: Any, batch_size: int | None 
     """
     z = _logits("predict_proba", predict(model, params, xs, batch_size))
     if z.ndim >= 2 and z.shape[-1] > 1:
-        return _softmax_any(z)
+        return softmax_any(z)
     xp = namespace(z)
     flat = z[..., 0] if z.ndim >= 2 else z
     positive = xp.exp(-xp.logaddexp(xp.zeros_like(flat), -flat))  # σ(z), stable for large |z|

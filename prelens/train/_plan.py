@@ -248,7 +248,7 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
         at = at._replace(params=params, opt_state=opt_state)
     if validation is not None:  # where and as _scores will evaluate it
         _check_validation(a, on_host if to_host else at.params, validation)
-    live = _isatty(a.stream)
+    live = isatty(a.stream)
     tag = ("compiled JAX step" if to_host else "numpy") + " (backend=auto)" if a.auto else ""
     bar = Progress(
         a.epochs, n_batches, a.stream, live=live, enabled=live if a.progress is None else a.progress, tag=tag
@@ -363,7 +363,7 @@ def _check_mesh_batches(mesh: Any, axis: str | None, n: int, batch_size: int) ->
         raise E.bad_argument("fit", "batch_size", batch_size, f"{expected} {n_dev} devices")
 
 
-def _isatty(stream: TextIO) -> bool:
+def isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
