@@ -104,7 +104,7 @@ def _pre_lens(law: str, side: str, x: Any) -> AnyLens:
     return from_tamb(x) if isinstance(as_lens_or_trilens(law, side, x), TriLens) else x
 
 
-def _in_kind_of(law: str, side: str, x: Any, lens: AnyLens) -> AnyLens:
+def _in_kind_of(law: str, side: str, x: Any, lens: AnyLens) -> Any:
     """``lens`` (a unit or a symmetry of a law about ``x``) as ``x`` is: ``to_tamb(lens)`` beside a TriLens."""
     return to_tamb(lens) if isinstance(as_lens_or_trilens(law, side, x), TriLens) else lens
 
