@@ -90,12 +90,13 @@ class Rule:
 _RULES: weakref.WeakKeyDictionary[AnyLens, Rule] = weakref.WeakKeyDictionary()
 
 
-def register_rule(lens: AnyLens, rule: Rule) -> None:
-    """Give ``lens`` a :class:`Rule`, so that :class:`Shapes` and :class:`Cost` read its box abstractly.
+def register_rule(lens: AnyLens, rule: Rule) -> AnyLens:
+    """Give ``lens`` a :class:`Rule`, so that :class:`Shapes` and :class:`Cost` read its box abstractly; returns it.
 
     >>> from prelens import PreLens, to_tamb
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
     >>> register_rule(double, Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (3, 3)))
+    double
     >>> Cost.of(to_tamb(double), (), placeholder((3,))).total
     (3, 3)
     """
@@ -103,6 +104,7 @@ def register_rule(lens: AnyLens, rule: Rule) -> None:
     if not isinstance(rule, Rule):
         raise E.must_be("register_rule", "rule", "a prelens.tambara.Rule", E.describe(rule))
     _RULES[lens] = rule
+    return lens
 
 
 @dataclass(frozen=True)

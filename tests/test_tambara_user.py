@@ -1,0 +1,28 @@
+"""What a researcher who works in the Tambara encoding met (sixth wave): each defect, pinned."""
+
+import re
+from pathlib import Path
+
+
+from prelens import PreLens, to_tamb
+from prelens.tambara import Cost, Program, Rule, placeholder, register_rule
+
+API = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+
+
+def test_register_rule_returns_the_lens_as_documented():
+    # docs/api.md: "register_rule(lens, rule) — give a lens its Rule; returns the lens". It returned None.
+    double = register_rule(
+        PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double"),
+        Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (3, 3)),
+    )
+    assert isinstance(double, PreLens)
+    assert Cost.of(to_tamb(double), (), placeholder((3,))).total == (3, 3)
+
+
+def test_the_methods_docs_list_for_program_exist():
+    # docs/api.md listed Program's `pre_lens()`, removed in 0.4 (CHANGELOG: "use from_tamb").
+    entry = re.search(r"^- `Program\(\)` — (.*?)(?=^- )", API.read_text(), re.S | re.M)
+    assert entry
+    for name in re.findall(r"`(\w+)\(\)`", entry.group(1)):
+        assert hasattr(Program, name), name
