@@ -3,7 +3,6 @@
 import re
 from pathlib import Path
 
-
 from prelens import PreLens, to_tamb
 from prelens.tambara import Cost, Program, Rule, placeholder, register_rule
 
