@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import numpy as np
+
 from prelens import PreLens, from_tamb, to_tamb
 from prelens.tambara import Cost, Program, Rule, placeholder, register_rule
 
@@ -37,3 +39,16 @@ def test_scan_t_by_the_cons_recursion_records_a_program_linear_in_its_length():
     assert steps[2] - steps[1] == steps[1] - steps[0], steps
     lens = from_tamb(scan_t(to_tamb(add), n=150))
     assert lens.fwd((), (0.0, [1.0] * 150))[1][0] == 150.0
+
+
+def test_the_faithful_neuron_takes_a_0d_array_where_it_takes_a_float():
+    # loss_l took a 0-d array as its delta; activ_l, bias_l and linear_l refused one ("must be a real number").
+    from prelens import backward
+    from prelens.faithful import Para, activ_l, bias_l, neuron_t
+
+    p, x = Para(0.1, np.array([0.5, -0.2, 0.3])), np.array([1.0, 2.0, -1.0])
+    want = backward(neuron_t(3), p, x, 1.0)
+    got = backward(neuron_t(3), p, x, np.array(1.0))
+    assert got[0].bias == want[0].bias and np.array_equal(got[1], want[1])
+    assert activ_l.fwd((), np.array(0.5))[1] == activ_l.fwd((), 0.5)[1]
+    assert bias_l.fwd(np.array(0.5), np.array(1.0)) == ((), 1.5)
