@@ -7,6 +7,7 @@ from prelens import to_tamb
 from prelens.faithful import init_mlp, make_mlp
 from prelens.nn import linear, tanh
 from prelens.testing import (
+    chains,
     check_combinators,
     check_left_unit,
     check_lens_laws,
@@ -15,6 +16,7 @@ from prelens.testing import (
     check_tamb_roundtrip,
     check_tri_compose,
     check_tri_tensor,
+    lenses,
 )
 
 
@@ -39,3 +41,34 @@ def test_each_law_that_builds_from_a_lens_takes_a_trilens():
 def test_a_law_given_a_non_lens_names_the_law_not_the_operator():
     with pytest.raises(Exception, match=r"^left unit of >>: f must be a PreLens or a TriLens, got int"):
         check_left_unit(42, (), 1.0)
+
+
+def test_a_value_type_may_be_a_numpy_int():
+    # chains(2, np.int64(300)): a width read from an array was refused as "not a value type".
+    from hypothesis import find, settings
+
+    from prelens.testing import random_value
+
+    assert random_value((np.int64(2), np.int32(1)), 0)[0].shape == (2,)
+    quiet = settings(database=None, derandomize=True, max_examples=5)
+    assert find(chains(1, np.int64(3)), lambda c: True, settings=quiet)[0].in_type == 3
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: chains(-1), r"^chains: n must be an int >= 0, got -1"),
+        (lambda: chains("2"), r"^chains: n must be an int >= 0"),
+        (lambda: chains(True), r"^chains: n must be an int >= 0"),
+        (lambda: chains(2, max_dim=0), r"^chains: max_dim must be an int >= 1"),
+        (lambda: lenses(max_dim=0), r"^lenses: max_dim must be an int >= 1"),
+        (lambda: lenses(max_depth=-1), r"^lenses: max_depth must be an int >= 0"),
+    ],
+)
+def test_the_generators_name_a_bad_count_when_made_not_when_drawn(make, match):
+    # chains(-1) drew [] and chains(True) one lens; chains("2") was a bare TypeError and max_dim=0 hypothesis's
+    # "Cannot have max_value=0 < min_value=1", raised inside the test that drew from it.
+    from prelens.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=match):
+        make()
