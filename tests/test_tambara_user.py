@@ -52,3 +52,11 @@ def test_the_faithful_neuron_takes_a_0d_array_where_it_takes_a_float():
     assert got[0].bias == want[0].bias and np.array_equal(got[1], want[1])
     assert activ_l.fwd((), np.array(0.5))[1] == activ_l.fwd((), 0.5)[1]
     assert bias_l.fwd(np.array(0.5), np.array(1.0)) == ((), 1.5)
+
+
+def test_placeholder_takes_a_shape_as_numpy_does():
+    # np.zeros(4) and np.zeros([2, 3]) work; placeholder(4) and placeholder([2, 3]) were "must be a tuple".
+    assert placeholder(4).shape == (4,)
+    assert placeholder(np.int64(4)).shape == (4,)
+    assert placeholder([2, 3], np.float32).shape == (2, 3)
+    assert placeholder([2, 3], np.float32).dtype == np.float32

@@ -10,7 +10,7 @@ the bytes of residue held between the passes.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,19 +27,21 @@ from prelens.tambara._trilens import AnyTriLens, LensPass, as_trilens, interpret
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
 
-def placeholder(shape: tuple[int, ...] = (), dtype: Any = np.float64) -> Any:
-    """A value of ``shape`` and ``dtype`` that holds no data: a scalar, or one zero broadcast to ``shape``.
+def placeholder(shape: int | Sequence[int] = (), dtype: Any = np.float64) -> Any:
+    """A value of ``shape`` (as numpy's: an int, a tuple or a list) and ``dtype`` that holds no data: a scalar, or
+    one zero broadcast to ``shape``.
 
     >>> x = placeholder((1000, 1000))
     >>> x.shape, x.nbytes, x.strides
     ((1000, 1000), 8000000, (0, 0))
     """
-    if not isinstance(shape, tuple) or not all(_is_size(d) for d in shape):
-        raise E.must_be("placeholder", "shape", "a tuple of sizes (ints >= 0)", E.describe(shape))
+    dims: Any = (shape,) if _is_size(shape) else tuple(shape) if isinstance(shape, list) else shape
+    if not isinstance(dims, tuple) or not all(_is_size(d) for d in dims):
+        raise E.must_be("placeholder", "shape", "a size or a tuple of sizes (ints >= 0)", E.describe(shape))
     dt = _args.float_dtype("placeholder", "dtype", dtype)
-    if shape == ():
+    if dims == ():
         return 0.0 if dt == np.float64 else dt.type(0)
-    return np.broadcast_to(np.zeros((), dt), tuple(int(d) for d in shape))
+    return np.broadcast_to(np.zeros((), dt), tuple(int(d) for d in dims))
 
 
 def _is_size(d: Any) -> bool:
