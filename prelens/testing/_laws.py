@@ -514,6 +514,7 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
     >>> check_scan(add, (), np.zeros(2), np.ones((4, 2)))
     """
+    cell = _pre_lens("check_scan", "cell", cell)
     lens = scan(cell, axis=axis)
     steps = _steps("check_scan", xs, axis)
     T = len(steps)
@@ -569,6 +570,7 @@ def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw:
     >>> from prelens.nn import linear
     >>> check_scan_map(linear(2, 3), np.ones((2, 3)), np.zeros(1), np.ones((4, 5, 2)), axis=1)
     """
+    f = _pre_lens("check_scan_map", "f", f)
     steps = _steps("check_scan_map", xs, axis)
     T = len(steps)
     lhs = id_pre_lens @ batch_n(T, f)

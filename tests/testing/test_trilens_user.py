@@ -72,3 +72,14 @@ def test_the_generators_name_a_bad_count_when_made_not_when_drawn(make, match):
 
     with pytest.raises(ArgumentError, match=match):
         make()
+
+
+def test_the_scan_laws_take_a_trilens_cell():
+    # check_scan(to_tamb(cell), ...) stopped with "scan: cell must be a PreLens", naming neither the checker nor the law.
+    from prelens.nn.composed import rnn_cell
+    from prelens.testing import check_scan, check_scan_map
+
+    cell = rnn_cell(3, 4)
+    xs = np.random.default_rng(0).standard_normal((5, 2, 3))
+    check_scan(to_tamb(cell), cell.init(0), np.zeros((2, 4)), xs)
+    check_scan_map(to_tamb(linear(3, 2)), linear(3, 2).init(0), np.zeros(1), xs)
