@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from prelens import PreLens, from_tamb, to_tamb
 from prelens.tambara import Cost, Program, Rule, placeholder, register_rule
@@ -60,3 +61,37 @@ def test_placeholder_takes_a_shape_as_numpy_does():
     assert placeholder(np.int64(4)).shape == (4,)
     assert placeholder([2, 3], np.float32).shape == (2, 3)
     assert placeholder([2, 3], np.float32).dtype == np.float32
+
+
+def _double():
+    return PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
+
+
+@pytest.mark.parametrize(
+    ("rule", "match"),
+    [
+        (
+            Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: 3),
+            r"double's Rule: what madds returns must be a pair of ints",
+        ),
+        (
+            Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (1, "2")),
+            r"double's Rule: what madds returns must be",
+        ),
+        (
+            Rule(lambda p, s: s, lambda dm, da: ((), da), lambda p, s: (1, 1)),
+            r"double's Rule: what forward returns must be a pair \(m, a\)",
+        ),
+        (
+            Rule(lambda p, s: ((), s), lambda dm, da: da, lambda p, s: (1, 1)),
+            r"double's Rule: what backward returns must be a pair \(dp, ds\)",
+        ),
+    ],
+)
+def test_a_rule_that_returns_the_wrong_structure_is_named(rule, match):
+    # A madds of 3, not (3, 3), was "TypeError: 'int' object is not subscriptable"; a forward rule returning the
+    # output alone "ValueError: too many values to unpack": nothing named the lens or its rule.
+    from prelens.errors import PrelensError
+
+    with pytest.raises(PrelensError, match=match):
+        Cost.of(to_tamb(register_rule(_double(), rule)), (), placeholder(3))

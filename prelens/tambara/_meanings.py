@@ -149,8 +149,8 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 
         def fwd(ps: Any) -> Any:
             p_, s_ = ps
-            m, a = rule.forward(p_, s_) if rule else like(lens.fwd(p_, s_))
-            madds = rule.madds(p_, s_) if rule else (None, None)
+            m, a = _returned(lens, "forward", rule.forward(p_, s_)) if rule else like(lens.fwd(p_, s_))
+            madds = _returned(lens, "madds", rule.madds(p_, s_)) if rule else (None, None)
             plain = None
             if rule is None and len(REMAT_OF):  # a remat lens exists: this box may hold one
                 with full_residues():
@@ -160,7 +160,7 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 
         def bwd(dm_da: Any) -> Any:
             dm, da = dm_da
-            return rule.backward(dm, da) if rule else like(lens.bwd(dm, da))
+            return _returned(lens, "backward", rule.backward(dm, da)) if rule else like(lens.bwd(dm, da))
 
         return Step(step.kind, step.at, fwd, bwd)
 
@@ -168,6 +168,17 @@ def read(program: Program, p: Any, s: Any) -> Reading:
     m, a = fwd(like(p), like(s))
     dp, ds = bwd(like(m), like(a))
     return Reading(m, a, dp, ds, tuple(boxes))
+
+
+#: What each function of a :class:`Rule` returns: a pair.
+_RETURNS = {"forward": "(m, a)", "backward": "(dp, ds)", "madds": "of ints (the forward and backward multiply-adds)"}
+
+
+def _returned(lens: AnyLens, what: str, out: Any) -> Any:
+    """``out``, what ``lens``'s rule's function ``what`` returned, if it is the pair it must be; else an error."""
+    if isinstance(out, tuple) and len(out) == 2 and (what != "madds" or all(_is_size(n) for n in out)):
+        return out
+    raise E.must_be(f"{lens.name}'s Rule", f"what {what} returns", f"a pair {_RETURNS[what]}", E.describe_tree(out))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
