@@ -39,7 +39,7 @@ from prelens.nn._dropout import keyed_params, then_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
 from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import DenseParams, dense
-from prelens.nn._norm import LayerNormParams, layer_norm
+from prelens.nn._norm import LayerNormParams, check_eps, layer_norm
 from prelens.nn._residual import residual
 from prelens.nn._rows import column_sum, matmul, reshape
 from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
@@ -238,14 +238,15 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
 
 
 def _block_args(
-    fn: str, d_model: int, n_heads: int, d_ff: int, norm: str, dtype: npt.DTypeLike, dropout: float
+    fn: str, d_model: int, n_heads: int, d_ff: int, norm: str, eps: float, dtype: npt.DTypeLike, dropout: float
 ) -> tuple[int, int, np.dtype[Any], Norm, float]:
-    """``(d_model, d_ff, dtype, norm, dropout)`` of a block or a model, checked for the constructor ``fn``."""
+    """``(d_model, d_ff, dtype, norm, dropout)`` of a block or a model, checked (and ``eps``) for ``fn``."""
     d, _ = check_heads(fn, d_model, n_heads)
     f = check_size(fn, "d_ff", d_ff)
     dt = float_dtype(fn, dtype)
     if not isinstance(norm, str) or norm not in ("post", "pre"):
         raise E.not_one_of(fn, "norm", ("post", "pre"), norm)
+    check_eps(fn, eps)
     rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
     return d, f, dt, "post" if norm == "post" else "pre", rate
 
@@ -305,7 +306,7 @@ def encoder_block(
     (2, 3, 8)
     """
     fn = "encoder_block"
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     causal = A.flag(fn, "causal", causal)
     mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self"), rate)
     ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
@@ -369,7 +370,7 @@ def decoder_block(
     ((2, 3, 8), (2, 5, 8))
     """
     fn = "decoder_block"
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self"), rate)
     cross = then_dropout(_named(cross_attention(d, n_heads, dtype=dt), "cross"), rate)
     ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
@@ -455,7 +456,7 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     blocks = [
@@ -515,7 +516,7 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
