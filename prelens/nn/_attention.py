@@ -5,17 +5,11 @@ One head, as the seeds describe it, is a pipeline of small lenses on ``x (B, T, 
     x ─copy─> (x, x, x) ─W_Q ⊗ W_K ⊗ W_V─> (Q, K, V)
       ─scores ⊗ id─> (Q Kᵀ/√d_k, V) ─mask ⊗ id─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
 
-(``⊗`` is the parallel product ``@``); cross-attention takes ``(x, context)``, keys and values
-from ``context``. Two layouts of multi-head attention, tested equal: the faithful one
-(:func:`multi_head_attention_faithful`: ``branch`` to ``h`` heads, ``vec_lens``, :func:`concat_heads`,
-``W_O``; :class:`FaithfulAttentionParams`), and the fast one (:func:`multi_head_attention`,
-:func:`cross_attention`: the pipeline once on wide projections, the heads on an array axis;
-:class:`AttentionParams`). :func:`stack_heads` and :func:`unstack_heads` map between them.
-
-Each piece's passes are written once with the array namespace of their arguments, branch-free
-(``jax.jit`` traces them). What a piece expects is declared and checked by the core; only what a
-pattern cannot say (two arrays of one dtype and leading axes, a width divisible by the heads) is
-tested in the forward pass.
+(``⊗`` is ``@``). Two layouts of multi-head attention, tested equal, mapped by :func:`stack_heads` and
+:func:`unstack_heads`: the faithful one (:func:`multi_head_attention_faithful`: ``branch`` to ``h`` heads,
+:func:`concat_heads`, ``W_O``), and the fast one (:func:`multi_head_attention`, :func:`cross_attention`: the
+pipeline once on wide projections, the heads on an array axis). The forward passes test only what a
+declared pattern cannot say (two arrays of one dtype and leading axes, a width divisible by the heads).
 
 >>> mha = multi_head_attention(8, 2, causal=True)
 >>> mha
@@ -126,10 +120,8 @@ def _product_shape(x: Array, y: Array, transposed: bool) -> tuple[int, ...] | No
 
 
 def _product(name: str, transposed: bool, scale: float, xy: Any, operands: str, copy_input: bool) -> AnyLens:
-    """The parameter-free lens ``(x, y) -> scale · x @ yᵀ`` (``transposed``) or ``x @ y``, residue ``(x, y)``.
-
-    ``copy_input=False`` inside an attention lens, which made ``x`` and ``y`` itself: its residue keeps
-    them without a copy, as no caller holds them."""
+    """The lens ``(x, y) -> scale · x @ yᵀ`` (``transposed``) or ``x @ y``, residue ``(x, y)`` (copies, but with
+    ``copy_input=False``: inside an attention lens, which made them)."""
 
     def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
         x, y = s

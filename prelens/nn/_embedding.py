@@ -1,11 +1,9 @@
-"""Embeddings: token ids to vectors (:func:`token_embedding`), and the position of each token added in
-(:func:`positional_embedding`, learned; :func:`sinusoidal_encoding`, the fixed table of "Attention Is All
-You Need").
+"""Embeddings: token ids to vectors (:func:`token_embedding`), and positions added in (learned:
+:func:`positional_embedding`; fixed: :func:`sinusoidal_encoding`).
 
-Every lens here takes the arrays of any array-API library as well as numpy's and returns arrays of
-that library: the table's for :func:`token_embedding` (numpy ids given with another library's table
-move to it), the input's for the positional encodings. Ids out of range are refused wherever their
-values are known (under ``jax.jit`` the first call, outside the compiled program, checks them).
+On the arrays of any array-API library: :func:`token_embedding` returns the table's (numpy ids move to
+it), the positional encodings the input's. Ids out of range are refused wherever their values are known
+(under ``jax.jit`` by the first call, outside the compiled program).
 
 >>> emb = token_embedding(5, 3)
 >>> table = np.arange(15.0).reshape(5, 3)

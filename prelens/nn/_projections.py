@@ -1,10 +1,8 @@
 """The projections of the fast attention in one lens: ``x -> ((Q, K), V)``, heads on an axis.
 
-:func:`projections` is the first four stages of :func:`~prelens.nn.multi_head_attention`
-(``copy_l, copy_l @ id, (linear @ linear) @ linear, (split_heads @ split_heads) @ split_heads``;
-for cross-attention ``id @ copy_l, unassoc_l`` first) in one Python call per pass: one product
-``x [W_Q | W_K | W_V]`` forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (which sums the three input
-deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` views of it with the heads on an axis.
+:func:`projections` is the first four stages of :func:`~prelens.nn.multi_head_attention` (``copy_l,
+copy_l @ id``, three ``linear`` and three ``split_heads`` side by side) in one Python call per pass: one
+product ``x [W_Q | W_K | W_V]`` each way (backward, it sums the three input deltas ``copy_l`` fans in).
 """
 
 from __future__ import annotations
@@ -120,9 +118,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         dc = reshape(dkv @ w[:, d:].T, c_shape)
         return (x2.T @ dqy, dw_kv[:, :d], dw_kv[:, d:]), (dx, dc)
 
-    def init(rng: np.random.Generator) -> tuple[Array, Array, Array]:
-        # the three linears' draws, in their order: the same parameters from the same seed
-        w_q, w_k, w_v = (init_weight("glorot", d, d, dt, rng) for _ in range(3))
-        return w_q, w_k, w_v
+    def init(rng: np.random.Generator) -> tuple[Array, ...]:  # the three linears' draws, in their order
+        return tuple(init_weight("glorot", d, d, dt, rng) for _ in range(3))
 
     return PreLens(fwd, bwd, name, init, expects=expects)

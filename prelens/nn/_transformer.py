@@ -1,9 +1,5 @@
 """Transformer blocks and models, composed from the attention, norm, residual and dense lenses.
 
-:func:`feed_forward` (fused; :func:`feed_forward_composed` is the composition, tested equal),
-:func:`encoder_block` (post-LN as in "Attention Is All You Need", or pre-LN; causal, it is the block
-of a GPT-style language model), :func:`decoder_block` (``(y, memory) -> (y', memory)``, so that
-blocks chain), the models :func:`decoder_lm` and :func:`encoder_decoder`, and :func:`generate`.
 Every model keeps its composition's residue, so :func:`~prelens.nn.attention_weights` reads every
 attention matrix from it. Every lens here runs on the arrays of any array-API library (and under
 ``jax.jit``); :func:`generate` moves the ids to the model's library and samples with numpy.
