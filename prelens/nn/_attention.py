@@ -37,11 +37,10 @@ from prelens.core._iso import unassoc_l
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens
 from prelens.core._registry import constructor
 from prelens.nn._activations import softmax
-from prelens.nn._dot_attention import _scaled_dot_product_attention, keep_like, masked_like, swap_heads_axes
+from prelens.nn._dot_attention import _scaled_dot_product_attention, keep_like, masked_like
 from prelens.nn._fastcheck import check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import _linear, linear
-from prelens.nn._projections import heads_shape, projections
-from prelens.nn._rows import reshape
+from prelens.nn._projections import heads_shape, merge_heads_of, projections, split_heads_of
 from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 
 #: An array of any array-API library (numpy's on the fast path).
@@ -230,18 +229,6 @@ def causal_mask() -> AnyLens:
     return PreLens(fwd, bwd, "causal_mask", expects=expects)
 
 
-def _split(h: int, x: Array) -> Array:
-    """``(..., T, h·d_k) -> (..., h, T, d_k)``; on numpy a view (the matmuls after it read each head in place)."""
-    *lead, t, d = x.shape
-    return namespace(x).permute_dims(reshape(x, (*lead, t, h, d // h)), swap_heads_axes(len(lead)))
-
-
-def _merge(h: int, x: Array) -> Array:
-    """``(..., h, T, d_k) -> (..., T, h·d_k)``, the inverse of :func:`_split`."""
-    *lead, _, t, dk = x.shape
-    return reshape(namespace(x).permute_dims(x, swap_heads_axes(len(lead))), (*lead, t, h * dk))
-
-
 @constructor
 def split_heads(n_heads: int) -> AnyLens:
     """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
@@ -259,10 +246,10 @@ def split_heads(n_heads: int) -> AnyLens:
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
         if x.shape[-1] % h:  # the rest of x's pattern is declared
             raise E.lens_shape_error(name, "input", f"(..., T, d) with d divisible by {h}", E.describe(x))
-        return tuple(x.shape), _split(h, x)
+        return tuple(x.shape), split_heads_of(h, x)
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        return (), _merge(h, da)
+        return (), merge_heads_of(h, da)
 
     def delta(shape: tuple[int, ...]) -> tuple[None, tuple[int, ...]]:  # from the input's (..., T, d)
         if shape[-1] % h:
@@ -284,10 +271,10 @@ def merge_heads(n_heads: int) -> AnyLens:
     h = check_size("merge_heads", "n_heads", n_heads)
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
-        return tuple(x.shape), _merge(h, x)
+        return tuple(x.shape), merge_heads_of(h, x)
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        return (), _split(h, da)
+        return (), split_heads_of(h, da)
 
     # the residue is the input's shape (..., h, T, d_k): the delta is (..., T, h d_k)
     delta = Like(lambda shape: (None, (*shape[:-3], shape[-2], h * shape[-1])))

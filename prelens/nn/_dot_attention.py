@@ -64,15 +64,6 @@ def keep_like(x: Array, tq: int, tk: int) -> Array:
     return keep
 
 
-def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
-    """The order of axes that swaps the two after ``n_lead`` leading ones: ``(..., T, h, d) -> (..., h, T, d)``.
-
-    >>> swap_heads_axes(1)
-    (0, 2, 1, 3)
-    """
-    return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
-
-
 @constructor
 def scaled_dot_product_attention(d_k: int, *, causal: bool = False) -> AnyLens:
     """``((Q, K), V) -> softmax(mask(Q Kᵀ / √d_k)) V``, the attention pipeline fused into one lens.
