@@ -99,8 +99,12 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 
     def fwd(p: tuple[()], qkv: tuple[tuple[Array, Array], Array]) -> tuple[AttentionResidue, Array]:
         qk, v = qkv
-        _agree(name, qkv)
+        if type(qkv) is not tuple or type(qk) is not tuple:  # what the pattern cannot say: tuples, T_k >= 1 keys
+            raise E.must_be(name, "input", "((Q, K), V), tuples", E.describe_tree(qkv))
         q, k = qk
+        if not (k.shape[-2] == v.shape[-2] >= 1):
+            expected = "K (..., T_k, d_k) and V (..., T_k, d_v) with the same T_k >= 1 keys"
+            raise E.lens_shape_error(name, "input", expected, f"K {E.describe(k)} and V {E.describe(v)}")
         if type(q) is np.ndarray and causal and q.size and _row_blocks(q.shape[-2], k.shape[-2]):
             a, out = _causal_attention(q, k, v, scale)
         elif type(q) is np.ndarray:
@@ -129,16 +133,6 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 #: The backward pass on numpy holds ``dS`` for at most this many bytes at a time (``(4, 4, 512, 512)`` float64:
 #: one matrix of 16; less would not lower a long-sequence LM step's peak, its feed-forward's, docs/performance.md).
 CHUNK_BYTES = 1 << 21
-
-
-def _agree(name: str, qkv: tuple[tuple[Array, Array], Array]) -> None:
-    """What the input's pattern cannot say: ``((Q, K), V)`` tuples (not lists), ``T_k >= 1`` keys in K and V."""
-    qk, v = qkv
-    if type(qkv) is not tuple or type(qk) is not tuple:
-        raise E.must_be(name, "input", "((Q, K), V), tuples", E.describe_tree(qkv))
-    if not (qk[1].shape[-2] == v.shape[-2] >= 1):
-        expected = "K (..., T_k, d_k) and V (..., T_k, d_v) with the same T_k >= 1 keys"
-        raise E.lens_shape_error(name, "input", expected, f"K {E.describe(qk[1])} and V {E.describe(v)}")
 
 
 def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
