@@ -130,8 +130,8 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
     return PreLens(fwd, bwd, name, expects=expects)
 
 
-#: The backward pass on numpy holds ``dS`` for at most this many bytes at a time (``(4, 4, 512, 512)`` float64:
-#: one matrix of 16; less would not lower a long-sequence LM step's peak, its feed-forward's, docs/performance.md).
+#: The backward pass on numpy holds ``dS`` for at most this many bytes at a time (``(4, 4, 512, 512)`` float64: one
+#: matrix of 16). Smaller would not lower a long-sequence LM step's peak, its feed-forward's (docs/performance.md).
 CHUNK_BYTES = 1 << 21
 
 
