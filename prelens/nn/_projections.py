@@ -55,7 +55,7 @@ def _swap_heads(n_lead: int) -> tuple[int, ...]:
 def _heads(y: Array, shape: tuple[int, ...], parts: int, h: int) -> list[Array]:
     """The ``parts`` column blocks of rows ``y (N, parts·d)`` of an input ``(..., T, d)`` as ``(..., h, T, d/h)``
     (numpy: views)."""
-    y3, d = reshape(y, (*shape[:-1], -1)), shape[-1]
+    y3, d = reshape(y, (*shape[:-1], y.shape[-1])), shape[-1]
     return [split_heads_of(h, y3[..., i * d : (i + 1) * d]) for i in range(parts)]
 
 
@@ -68,7 +68,8 @@ def _rows(deltas: tuple[Array, ...], rows: int) -> Array:
         for view, delta in zip(_heads(out, (*lead, t, h * dk), len(deltas), h), deltas):
             view[...] = delta
         return out
-    return reshape(namespace(a).concat([merge_heads_of(h, delta) for delta in deltas], axis=-1), (rows, -1))
+    merged = namespace(a).concat([merge_heads_of(h, delta) for delta in deltas], axis=-1)
+    return reshape(merged, (rows, len(deltas) * h * dk))  # not -1: rows may be 0
 
 
 def heads_shape(shape: tuple[int, ...], h: int) -> tuple[int, ...]:

@@ -583,14 +583,12 @@ def generate(
     if ids.ndim != 2 or ids.shape[1] == 0:
         expected = "token ids (batch, time) with at least one token"
         raise E.lens_shape_error("generate", "prompt", expected, E.describe(ids))
-    n_steps = A.count("generate", "steps", steps, least=0)
-    # None: every token, the last ids.shape[1] + n_steps
-    window = ids.shape[1] + n_steps if max_len is None else A.count("generate", "max_len", max_len)
+    t0, n_steps = ids.shape[1], A.count("generate", "steps", steps, least=0)
+    window = t0 + n_steps if max_len is None else A.count("generate", "max_len", max_len)  # None: every token
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
     # a model of another library (a leaf not numpy's): the ids go to it, the logits come back
     like = next((a for a in tree_leaves(params) if is_array(a) and not isinstance(a, np.ndarray)), None)
-    t0 = ids.shape[1]
     longest = min(window, t0 + n_steps - 1)  # the longest window a step runs the model on
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
         _last_logits(lm, params, ids[:, -window:], 0, like)
@@ -614,7 +612,7 @@ def generate(
     return ids
 
 
-def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any = None) -> Array:
+def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any) -> Array:
     """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked, as numpy's."""
     logits = forward(lm, params, window if like is None else constant_like(window, like))
     logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's
