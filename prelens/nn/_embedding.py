@@ -113,10 +113,10 @@ def _any_out_of_range(ids: Any, vocab: int) -> bool:
 
 def _token_ids(name: str, ids: Any, vocab: int, table: Any) -> Any:
     """The ids, checked: integers in ``[0, vocab)`` of the table's library (numpy ids are moved to it)."""
-    if not is_array(ids) or dtype_kind(ids.dtype) not in "iu":
-        if is_array(ids):
-            raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
+    if not is_array(ids):
         raise E.must_be(name, "token ids", "an integer numpy array", E.describe(ids))
+    if dtype_kind(ids.dtype) not in "iu":
+        raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
     if not isinstance(ids, np.ndarray) and namespace(ids) is not namespace(table):
         want = f"an integer array of the table's library ({namespace_name(namespace(table))})"
         raise E.must_be(name, "token ids", want, E.describe(ids))
