@@ -73,6 +73,9 @@ def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
     raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
 
 
+#: Weight initialisations by name; see :func:`~prelens.nn._linear.init_weight`.
+INIT_SCHEMES = ("glorot", "he", "lecun")
+
 #: A float array of any shape, and an output delta like the residue (shaped as the output).
 _FLOATS = Expects(input=Arr(None, ...), residue=Arr(None, ...), delta=Like(lambda m: (m, m.shape)))
 
@@ -104,8 +107,8 @@ def pointwise(
     A.name("pointwise", "name", name)
     A.function("pointwise", "apply", apply)
     A.function("pointwise", "grad", grad)
-    if init_scheme not in ("glorot", "he", "lecun"):
-        raise E.not_one_of("pointwise", "init_scheme", ("glorot", "he", "lecun"), init_scheme)
+    if init_scheme not in INIT_SCHEMES:
+        raise E.not_one_of("pointwise", "init_scheme", INIT_SCHEMES, init_scheme)
 
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         # the residue keeps its own copy: the caller may write into s afterwards
