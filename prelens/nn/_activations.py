@@ -251,7 +251,8 @@ def _gelu_apply(z: Array) -> Array:
 def _gelu_grad(z: Array, da: Array) -> Array:
     """``da ⊙ gelu'(z)``: with ``t = tanh(c (z + k z³))``,
     ``gelu'(z) = ½ (1 + t) + ½ z (1 − t²) c (1 + 3k z²)``, ``(1 − t²) z`` formed first: far out it is 0 before
-    ``c (1 + 3k z²)`` scales it, so an overflow of ``z³`` (to ``t = ±1``) never makes ``0 · inf``.
+    ``c (1 + 3k z²)`` scales it, so an overflow of ``z³`` (to ``t = ±1``) makes no ``0 · inf`` (one of ``z²``,
+    past ``|z| ≈ 1e154`` in float64, ``2e19`` in float32, does: NaN, as in PyTorch and JAX).
 
     >>> _gelu_grad(np.array([0.0]), np.array([1.0]))
     array([0.5])
