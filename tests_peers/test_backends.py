@@ -147,3 +147,17 @@ def test_bfloat16_is_of_the_float_kind() -> None:
     from prelens.backend._arrays import dtype_kind
 
     assert dtype_kind(torch.bfloat16) == dtype_kind(jnp.ones(1, jnp.bfloat16).dtype) == dtype_kind(jnp.bfloat16) == "f"
+
+
+def test_a_constant_lens_on_torch_makes_pytorch_warn_of_nothing() -> None:
+    """``normalize``'s statistics (read-only numpy constants) reach a torch input as tensors of their own: PyTorch
+    warned once per process that the NumPy array it shared was not writable."""
+    import warnings
+
+    from prelens.nn import normalize
+
+    lens = normalize(np.array([1.0, 2.0]), np.array([2.0, 4.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = lens.fwd((), torch.ones(3, 2, dtype=torch.float64))[1]
+    assert out.tolist() == [[0.0, -0.25]] * 3

@@ -5,7 +5,7 @@ Usage::
     python tools/time_sdpa_paths.py
 
 For the LM benchmark's attention ``(16, 4, 32, 16)`` and a long sequence ``(4, 4, 512, 16)``, causal, in
-float32 and float64: the lens's forward pass (numpy's path: ``_numpy_weights`` and ``_weighted``) and
+float32 and float64: the lens's forward pass (numpy's path: ``_numpy_weights`` and ``_weighted_buffer``) and
 the standard's (``_weights``, then ``A @ V``) run on the same numpy arrays. Prints the best of 7 CPU
 times (``time.process_time``: it moves less than the wall clock when other programs load the machine)
 and the peak bytes under ``tracemalloc`` of one pass each.

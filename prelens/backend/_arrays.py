@@ -144,7 +144,9 @@ def constant_like(c: Any, x: Any) -> Any:
     """
     if isinstance(x, np.ndarray):
         return c
-    return namespace(x).asarray(c, device=device(x))
+    # a copy of a read-only constant: a library that would share its memory (torch) warns that it cannot write it
+    read_only = isinstance(c, np.ndarray) and not c.flags.writeable
+    return namespace(x).asarray(c, device=device(x), copy=True if read_only else None)
 
 
 def namespace_name(xp: Any) -> str:

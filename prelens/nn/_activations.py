@@ -60,18 +60,25 @@ class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array
     init_scheme: str
 
 
-def checked_result(lens: str, what: str, out: Any, like: Any) -> Any:
-    """``out`` (what a user's function made from ``like``) if it is an array of ``like``'s library, else an error.
+def checking(lens: str, what: str, f: Callable[..., Array]) -> Callable[..., Array]:
+    """A user's ``f`` whose result must be an array of its first argument's library, else an error naming ``lens``.
 
-    >>> checked_result("softplus", "apply", np.ones(2), np.zeros(2))
+    >>> checking("softplus", "apply", np.exp)(np.zeros(2))
     array([1., 1.])
     """
-    if same_library(out, like):
-        return out
-    lib = namespace_name(namespace(like))
-    expected = f"an array of {lib}, like its argument (write {what} for that library)"
-    raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
 
+    def checked(z: Array, *rest: Array) -> Array:
+        out = f(z, *rest)
+        if same_library(out, z):
+            return out
+        expected = f"an array of {namespace_name(namespace(z))}, like its argument (write {what} for that library)"
+        raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
+
+    return checked
+
+
+#: Weight initialisations by name; see :func:`~prelens.nn._linear.init_weight`.
+INIT_SCHEMES = ("glorot", "he", "lecun")
 
 #: A float array of any shape, and an output delta like the residue (shaped as the output).
 _FLOATS = Expects(input=Arr(None, ...), residue=Arr(None, ...), delta=Like(lambda m: (m, m.shape)))
@@ -104,20 +111,27 @@ def pointwise(
     A.name("pointwise", "name", name)
     A.function("pointwise", "apply", apply)
     A.function("pointwise", "grad", grad)
-    if init_scheme not in ("glorot", "he", "lecun"):
-        raise E.not_one_of("pointwise", "init_scheme", ("glorot", "he", "lecun"), init_scheme)
+    if init_scheme not in INIT_SCHEMES:
+        raise E.not_one_of("pointwise", "init_scheme", INIT_SCHEMES, init_scheme)
+    return _activation(name, checking(name, "apply", apply), checking(name, "grad", grad), init_scheme)
+
+
+def _activation(
+    name: str, apply: Callable[[Array], Array], grad: Callable[[Array, Array], Array], init_scheme: str
+) -> Activation:
+    """:func:`pointwise` without its checks, for the library's own functions (trusted: no call more in dense)."""
 
     def fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:
         # the residue keeps its own copy: the caller may write into s afterwards
         if type(s) is not np.ndarray:
-            return copy(s), checked_result(name, "apply", apply(s), s)
+            return copy(s), apply(s)
         if s.ndim == 0:  # numpy turns 0-d results into scalars: run on one element
             return s.copy(), apply(s.reshape(1)).reshape(())
         return s.copy(), apply(s)
 
     def bwd(s: Array, da: Array) -> tuple[tuple[()], Array]:
         if type(s) is not np.ndarray:
-            return (), checked_result(name, "grad", grad(s, da), s)
+            return (), grad(s, da)
         if s.ndim == 0:
             return (), grad(s.reshape(1), da.reshape(1)).reshape(())
         return (), grad(s, da)
@@ -153,7 +167,7 @@ def _tanh_grad(z: Array, da: Array) -> Array:
 
 
 #: ``tanh`` on every entry (the post's activation); Glorot initialisation suits it.
-tanh: Activation = pointwise("tanh", _tanh_apply, _tanh_grad, "glorot")
+tanh: Activation = _activation("tanh", _tanh_apply, _tanh_grad, "glorot")
 
 #: The numpy ufunc an ``apply`` is on numpy arrays: a fused layer calls it directly (one Python call less).
 NUMPY_APPLY: dict[Callable[[Array], Array], Callable[[Array], Array]] = {_tanh_apply: np.tanh}
@@ -183,7 +197,7 @@ def _relu_grad(z: Array, da: Array) -> Array:
 
 
 #: ``max(s, 0)`` on every entry; He initialisation suits it.
-relu: Activation = pointwise("relu", _relu_apply, _relu_grad, "he")
+relu: Activation = _activation("relu", _relu_apply, _relu_grad, "he")
 
 
 def _sigmoid_apply(z: Array) -> Array:
@@ -217,7 +231,7 @@ def _sigmoid_grad(z: Array, da: Array) -> Array:
 
 
 #: The logistic function ``1 / (1 + e^−s)`` on every entry; Glorot initialisation suits it.
-sigmoid: Activation = pointwise("sigmoid", _sigmoid_apply, _sigmoid_grad, "glorot")
+sigmoid: Activation = _activation("sigmoid", _sigmoid_apply, _sigmoid_grad, "glorot")
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)
@@ -248,7 +262,8 @@ def _gelu_apply(z: Array) -> Array:
 def _gelu_grad(z: Array, da: Array) -> Array:
     """``da ⊙ gelu'(z)``: with ``t = tanh(c (z + k z³))``,
     ``gelu'(z) = ½ (1 + t) + ½ z (1 − t²) c (1 + 3k z²)``, ``(1 − t²) z`` formed first: far out it is 0 before
-    ``c (1 + 3k z²)`` scales it, so an overflow of ``z³`` (to ``t = ±1``) never makes ``0 · inf``.
+    ``c (1 + 3k z²)`` scales it, so an overflow of ``z³`` (to ``t = ±1``) makes no ``0 · inf`` (one of ``z²``,
+    past ``|z| ≈ 1e154`` in float64, ``2e19`` in float32, does: NaN, as in PyTorch and JAX).
 
     >>> _gelu_grad(np.array([0.0]), np.array([1.0]))
     array([0.5])
@@ -279,7 +294,7 @@ def _gelu_grad(z: Array, da: Array) -> Array:
 
 
 #: GELU in its tanh form (GPT-2's; numpy has no ``erf``); He initialisation suits it.
-gelu: Activation = pointwise("gelu", _gelu_apply, _gelu_grad, "he")
+gelu: Activation = _activation("gelu", _gelu_apply, _gelu_grad, "he")
 
 
 def _softmax_fwd(p: tuple[()], s: Array) -> tuple[Array, Array]:

@@ -5,17 +5,11 @@ One head, as the seeds describe it, is a pipeline of small lenses on ``x (B, T, 
     x ─copy─> (x, x, x) ─W_Q ⊗ W_K ⊗ W_V─> (Q, K, V)
       ─scores ⊗ id─> (Q Kᵀ/√d_k, V) ─mask ⊗ id─> ─softmax ⊗ id─> (A, V) ─weighted_sum─> A V
 
-(``⊗`` is the parallel product ``@``); cross-attention takes ``(x, context)``, keys and values
-from ``context``. Two layouts of multi-head attention, tested equal: the faithful one
-(:func:`multi_head_attention_faithful`: ``branch`` to ``h`` heads, ``vec_lens``, :func:`concat_heads`,
-``W_O``; :class:`FaithfulAttentionParams`), and the fast one (:func:`multi_head_attention`,
-:func:`cross_attention`: the pipeline once on wide projections, the heads on an array axis;
-:class:`AttentionParams`). :func:`stack_heads` and :func:`unstack_heads` map between them.
-
-Each piece's passes are written once with the array namespace of their arguments, branch-free
-(``jax.jit`` traces them). What a piece expects is declared and checked by the core; only what a
-pattern cannot say (two arrays of one dtype and leading axes, a width divisible by the heads) is
-tested in the forward pass.
+(``⊗`` is ``@``). Two layouts of multi-head attention, tested equal, mapped by :func:`stack_heads` and
+:func:`unstack_heads`: the faithful one (:func:`multi_head_attention_faithful`: ``branch`` to ``h`` heads,
+:func:`concat_heads`, ``W_O``), and the fast one (:func:`multi_head_attention`, :func:`cross_attention`: the
+pipeline once on wide projections, the heads on an array axis). The forward passes test only what a
+declared pattern cannot say (two arrays of one dtype and leading axes, a width divisible by the heads).
 
 >>> mha = multi_head_attention(8, 2, causal=True)
 >>> mha
@@ -43,11 +37,10 @@ from prelens.core._iso import unassoc_l
 from prelens.core._lens import AnyLens, PreLens, id_pre_lens
 from prelens.core._registry import constructor
 from prelens.nn._activations import softmax
-from prelens.nn._dot_attention import _scaled_dot_product_attention, keep_like, masked_like, swap_heads_axes
+from prelens.nn._dot_attention import _scaled_dot_product_attention, keep_like, masked_like
 from prelens.nn._fastcheck import check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import _linear, linear
-from prelens.nn._projections import heads_shape, projections
-from prelens.nn._rows import reshape
+from prelens.nn._projections import heads_shape, merge_heads_of, projections, split_heads_of
 from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
 
 #: An array of any array-API library (numpy's on the fast path).
@@ -126,10 +119,8 @@ def _product_shape(x: Array, y: Array, transposed: bool) -> tuple[int, ...] | No
 
 
 def _product(name: str, transposed: bool, scale: float, xy: Any, operands: str, copy_input: bool) -> AnyLens:
-    """The parameter-free lens ``(x, y) -> scale · x @ yᵀ`` (``transposed``) or ``x @ y``, residue ``(x, y)``.
-
-    ``copy_input=False`` inside an attention lens, which made ``x`` and ``y`` itself: its residue keeps
-    them without a copy, as no caller holds them."""
+    """The lens ``(x, y) -> scale · x @ yᵀ`` (``transposed``) or ``x @ y``, residue ``(x, y)`` (copies, but with
+    ``copy_input=False``: inside an attention lens, which made them)."""
 
     def fwd(p: tuple[()], s: tuple[Array, Array]) -> tuple[tuple[Array, Array], Array]:
         x, y = s
@@ -238,18 +229,6 @@ def causal_mask() -> AnyLens:
     return PreLens(fwd, bwd, "causal_mask", expects=expects)
 
 
-def _split(h: int, x: Array) -> Array:
-    """``(..., T, h·d_k) -> (..., h, T, d_k)``; on numpy a view (the matmuls after it read each head in place)."""
-    *lead, t, d = x.shape
-    return namespace(x).permute_dims(reshape(x, (*lead, t, h, d // h)), swap_heads_axes(len(lead)))
-
-
-def _merge(h: int, x: Array) -> Array:
-    """``(..., h, T, d_k) -> (..., T, h·d_k)``, the inverse of :func:`_split`."""
-    *lead, _, t, dk = x.shape
-    return reshape(namespace(x).permute_dims(x, swap_heads_axes(len(lead))), (*lead, t, h * dk))
-
-
 @constructor
 def split_heads(n_heads: int) -> AnyLens:
     """Put the heads on an axis: ``(..., T, h·d_k) -> (..., h, T, d_k)`` (head ``i`` gets
@@ -267,10 +246,10 @@ def split_heads(n_heads: int) -> AnyLens:
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
         if x.shape[-1] % h:  # the rest of x's pattern is declared
             raise E.lens_shape_error(name, "input", f"(..., T, d) with d divisible by {h}", E.describe(x))
-        return tuple(x.shape), _split(h, x)
+        return tuple(x.shape), split_heads_of(h, x)
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        return (), _merge(h, da)
+        return (), merge_heads_of(h, da)
 
     def delta(shape: tuple[int, ...]) -> tuple[None, tuple[int, ...]]:  # from the input's (..., T, d)
         if shape[-1] % h:
@@ -292,10 +271,10 @@ def merge_heads(n_heads: int) -> AnyLens:
     h = check_size("merge_heads", "n_heads", n_heads)
 
     def fwd(p: tuple[()], x: Array) -> tuple[tuple[int, ...], Array]:
-        return tuple(x.shape), _merge(h, x)
+        return tuple(x.shape), merge_heads_of(h, x)
 
     def bwd(shape: tuple[int, ...], da: Array) -> tuple[tuple[()], Array]:
-        return (), _split(h, da)
+        return (), split_heads_of(h, da)
 
     # the residue is the input's shape (..., h, T, d_k): the delta is (..., T, h d_k)
     delta = Like(lambda shape: (None, (*shape[:-3], shape[-2], h * shape[-1])))
@@ -343,13 +322,7 @@ def concat_heads(n_heads: int) -> AnyLens:
 
 
 def check_heads(fn: str, d_model: int, n_heads: int) -> tuple[int, int]:
-    """``(d_model, n_heads)``, checked for the constructor ``fn``: sizes, and the heads divide ``d_model``.
-
-    >>> check_heads("decoder_lm", 6, 4)
-    Traceback (most recent call last):
-    ...
-    prelens.errors.StructureError: decoder_lm: d_model must be divisible by the number of heads: d_model=6, n_heads=4
-    """
+    """``(d_model, n_heads)``, checked for the constructor ``fn``: sizes, and the heads divide ``d_model``."""
     d = check_size(fn, "d_model", d_model)
     h = check_size(fn, "n_heads", n_heads)
     if d % h:

@@ -233,8 +233,9 @@ def _spread(piece: Array, geo: Geometry, offset: Ints, padded: Ints) -> Array:
 
 def _conv(
     fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, groups: Any,
-    dtype: npt.DTypeLike, init: Any,
+    dtype: npt.DTypeLike, init: Any, composed: bool = False,
 ) -> AnyLens:  # fmt: skip
+    """The convolution ``fn``, or with ``composed`` its twin (built after the same checks)."""
     c_in, c_out = A.count(fn, "c_in", c_in), A.count(fn, "c_out", c_out)
     geo = geometry(fn, dims, kernel, stride, padding, dilation)
     g = A.count(fn, "groups", groups)
@@ -313,7 +314,8 @@ def _conv(
             return ConvParams(*(rng.uniform(-bound, bound, s).astype(dt) for s in (w_shape, c_out)))
         return ConvParams(init_weight(scheme, kc, c_out, dt, rng).reshape(w_shape), np.zeros(c_out, dt))
 
-    return PreLens(fwd, bwd, name, init_params, expects=expects)
+    fast = PreLens(fwd, bwd, name, init_params, expects=expects)
+    return _twin(fast, fn, geo, c_in, c_out, g, dt) if composed else fast
 
 
 @constructor
@@ -449,7 +451,8 @@ def patches(
         n, *_, c = res[1]
         return None, (n, *geo.out_sizes(name, Shaped(res[1])), kk, c)
 
-    return PreLens(fwd, bwd, name, expects=Expects(params=(), delta=Like(like)))
+    expects = Expects(params=(), input=Arr(None, None, *([None] * dims), None), delta=Like(like))
+    return PreLens(fwd, bwd, name, expects=expects)
 
 
 def geometry_patches(geo: Geometry, pad_value: float = 0.0) -> AnyLens:
@@ -465,11 +468,8 @@ class Shaped(NamedTuple):
     shape: Ints
 
 
-def _composed_conv(fn: str, dims: int, c_in: Any, c_out: Any, kernel: Any, stride: Any, padding: Any,
-                   dilation: Any, groups: Any, dtype: npt.DTypeLike, init: Any) -> AnyLens:  # fmt: skip
-    fast = _conv(fn, dims, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init)  # the checks
-    geo = geometry(fn, dims, kernel, stride, padding, dilation)
-    c_in, c_out, g, dt = int(c_in), int(c_out), int(groups), A.float_dtype(fn, "dtype", dtype)
+def _twin(fast: AnyLens, fn: str, geo: Geometry, c_in: int, c_out: int, g: int, dt: np.dtype[Any]) -> AnyLens:
+    """The convolution ``fast`` as the composition it is (its name, parameters and init)."""
     cg, og, kk = c_in // g, c_out // g, geo.size
 
     def split(pm: Array) -> list[Array]:  # (..., K, C) -> g arrays (..., K·cg)
@@ -525,7 +525,7 @@ def conv1d_composed(
     >>> composed.conv1d(4, 6, 3, groups=2)
     conv1d_composed(4→6, kernel=3, groups=2)
     """
-    return _composed_conv("conv1d", 1, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init)
+    return _conv("conv1d", 1, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init, composed=True)
 
 
 def conv2d_composed(
@@ -547,7 +547,7 @@ def conv2d_composed(
     >>> composed.conv2d(3, 4, 2)
     conv2d_composed(3→4, kernel=(2, 2))
     """
-    return _composed_conv("conv2d", 2, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init)
+    return _conv("conv2d", 2, c_in, c_out, kernel, stride, padding, dilation, groups, dtype, init, composed=True)
 
 
 def composed_constructor(fn: Any, public: str) -> Any:

@@ -1,16 +1,11 @@
 """Scaled dot-product attention in one lens: the fused form of scores ≫ (mask) ≫ softmax ≫ weighted sum.
 
-:func:`scaled_dot_product_attention` is the composite of :mod:`prelens.nn._attention`'s four small
-lenses after the projections, ``((Q, K), V) -> A V``, in one Python call per pass (property tests
-check it equal to them). Its backward pass is one formula for every library (:func:`_deltas`; no mask but
-for wholly hidden rows: hidden keys' weights, and so their score deltas, are exactly 0); its
-forward pass is the array API standard's, branch-free for ``jax.jit`` (:func:`_weights`), and on
-numpy arrays a path of its own (:func:`_numpy_weights`) measured to pay (docs/performance.md,
-``tools/time_sdpa_paths.py``): it masks the scores, an array it makes, and turns them into weights
-in place, scales the smaller factor, and shifts each row by a bound read from the small factors.
-On numpy the backward pass holds ``dS`` for at most :data:`CHUNK_BYTES` of rows at a time, so a
-long-sequence step (``prelens_bench.memory``) adds a few MB to the residue, not a ``B·h·T²`` array; under a
-causal mask from ``T_q = 2·ROWS`` on, both passes run in blocks of query rows that skip the hidden keys.
+:func:`scaled_dot_product_attention` is :mod:`prelens.nn._attention`'s four small lenses after the
+projections, ``((Q, K), V) -> A V``, in one Python call per pass (tested equal). Its backward pass is one
+formula for every library (:func:`_deltas`), its forward pass the array API standard's, branch-free for
+``jax.jit`` (:func:`_weights`). numpy has paths of its own, each measured to pay (docs/performance.md,
+"which numpy path remains, and why"): the forward pass in place (:func:`_numpy_weights`), the backward
+pass in chunks of :data:`CHUNK_BYTES`, and under a causal mask both in blocks of :data:`ROWS` query rows.
 """
 
 from __future__ import annotations
@@ -40,8 +35,7 @@ AttentionResidue = tuple[Array, Array, Array, Array]
 
 
 def masked_value(dtype: np.dtype[Any]) -> Any:
-    """What a hidden score becomes: :data:`MASKED`, or the lowest finite value of a narrower float
-    (``dtype`` a numpy dtype; for an array of any library see :func:`masked_like`)."""
+    """What a hidden score of the numpy ``dtype`` becomes: :data:`MASKED`, or a narrower float's lowest value."""
     return MASKED if dtype.itemsize >= 4 else np.finfo(dtype).min
 
 
@@ -51,35 +45,23 @@ def masked_like(x: Array) -> float:
     >>> masked_like(np.zeros(1, np.float32)), masked_like(np.zeros(1, np.float16))
     (-1e+30, -65504.0)
     """
-    if isinstance(x, np.ndarray):
-        return float(masked_value(x.dtype))
     info = namespace(x).finfo(x.dtype)
     return MASKED if info.bits >= 32 else float(info.min)
 
 
 def keep_like(x: Array, tq: int, tk: int) -> Array:
-    """``keep[i, j]``: key ``j`` is not after query ``i`` (the last ``T_q`` of ``T_k`` positions), a boolean array
-    of ``x``'s library and device (numpy: :func:`_mask`'s shared read-only one; others: made with the standard's
-    ``arange``, so that ``jax.jit`` folds it into a constant).
+    """``keep[i, j]``: key ``j`` is not after query ``i`` (the last ``T_q`` of ``T_k`` positions), on ``x``'s
+    library and device (numpy: :func:`_mask`'s; others: ``arange``'s, which ``jax.jit`` folds to a constant).
 
     >>> keep_like(np.zeros(1), 2, 3).astype(int)
     array([[1, 1, 0],
            [1, 1, 1]])
     """
     if isinstance(x, np.ndarray):
-        return _mask(tq, tk)  # read-only, made once per shape
+        return _mask(tq, tk)
     xp, dev = namespace(x), device(x)
     keep: Array = xp.arange(tk, device=dev)[None, :] <= xp.arange(tq, device=dev)[:, None] + (tk - tq)
     return keep
-
-
-def swap_heads_axes(n_lead: int) -> tuple[int, ...]:
-    """The order of axes that swaps the two after ``n_lead`` leading ones: ``(..., T, h, d) -> (..., h, T, d)``.
-
-    >>> swap_heads_axes(1)
-    (0, 2, 1, 3)
-    """
-    return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
 
 
 @constructor
@@ -109,9 +91,7 @@ def scaled_dot_product_attention(d_k: int, *, causal: bool = False) -> AnyLens:
 
 
 def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input: bool = True) -> AnyLens:
-    """:func:`scaled_dot_product_attention`. ``copy_input=False`` is for the attention lenses, which
-    made ``Q``, ``K`` and ``V`` themselves (``split_heads``'s outputs): the residue keeps them without a
-    copy, as no caller holds them."""
+    """``copy_input=False``: for the attention lenses, whose residue keeps the ``Q``, ``K``, ``V`` they made."""
     dk = check_size("scaled_dot_product_attention", "d_k", d_k)
     causal = A.flag("scaled_dot_product_attention", "causal", causal)
     name = f"scaled_dot_product_attention(d_k={dk}{', causal' if causal else ''})"
@@ -119,13 +99,17 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
 
     def fwd(p: tuple[()], qkv: tuple[tuple[Array, Array], Array]) -> tuple[AttentionResidue, Array]:
         qk, v = qkv
-        _agree(name, qkv)
+        if type(qkv) is not tuple or type(qk) is not tuple:  # what the pattern cannot say: tuples, T_k >= 1 keys
+            raise E.must_be(name, "input", "((Q, K), V), tuples", E.describe_tree(qkv))
         q, k = qk
+        if not (k.shape[-2] == v.shape[-2] >= 1):
+            expected = "K (..., T_k, d_k) and V (..., T_k, d_v) with the same T_k >= 1 keys"
+            raise E.lens_shape_error(name, "input", expected, f"K {E.describe(k)} and V {E.describe(v)}")
         if type(q) is np.ndarray and causal and q.size and _row_blocks(q.shape[-2], k.shape[-2]):
             a, out = _causal_attention(q, k, v, scale)
         elif type(q) is np.ndarray:
             a = _numpy_weights(q, k, causal, scale)
-            out = _weighted(a, v)
+            out = np.matmul(a, v, out=_weighted_buffer(a, v))
         else:
             a = _weights(q, k, causal, scale)
             out = a @ v
@@ -146,20 +130,9 @@ def _scaled_dot_product_attention(d_k: int, *, causal: bool = False, copy_input:
     return PreLens(fwd, bwd, name, expects=expects)
 
 
-#: The backward pass on numpy holds ``dS`` for at most this many bytes of ``T×T`` blocks at a time
-#: (``(4, 4, 512, 512)`` float64: one of its 16 matrices per block, a few calls each; more would not lower
-#: the peak of a long-sequence LM step, ``prelens_bench.memory``, whose feed-forward backward pass is as high).
+#: The backward pass on numpy holds ``dS`` for at most this many bytes at a time (``(4, 4, 512, 512)`` float64: one
+#: matrix of 16). Smaller would not lower a long-sequence LM step's peak, its feed-forward's (docs/performance.md).
 CHUNK_BYTES = 1 << 21
-
-
-def _agree(name: str, qkv: tuple[tuple[Array, Array], Array]) -> None:
-    """What the input's pattern cannot say: ``((Q, K), V)`` tuples (not lists), ``T_k >= 1`` keys in K and V."""
-    qk, v = qkv
-    if type(qkv) is not tuple or type(qk) is not tuple:
-        raise E.must_be(name, "input", "((Q, K), V), tuples", E.describe_tree(qkv))
-    if not (qk[1].shape[-2] == v.shape[-2] >= 1):
-        expected = "K (..., T_k, d_k) and V (..., T_k, d_v) with the same T_k >= 1 keys"
-        raise E.lens_shape_error(name, "input", expected, f"K {E.describe(qk[1])} and V {E.describe(v)}")
 
 
 def _output_like(m: AttentionResidue) -> tuple[Array, tuple[int, ...]]:
@@ -224,9 +197,8 @@ def _chunked_deltas(
 
 # ---------------------------------------------------------------- numpy under a causal mask, in blocks of rows
 
-#: Under a causal mask numpy's passes run in blocks of this many query rows once ``T_q`` is at least twice it:
-#: the rows of a block see only the keys up to their own, so the hidden triangle's products and ``exp`` are
-#: skipped (about half of the ``T×T`` work at long sequences) and a block's scores stay in cache.
+#: Under a causal mask numpy's passes run in blocks of this many query rows once ``T_q`` is at least twice it,
+#: each block against the keys it sees: the hidden triangle's work is skipped and a block stays in cache.
 ROWS = 128
 #: The bytes of scores :func:`_causal_attention` works on at a time: about a core's L2 cache.
 BLOCK_BYTES = 1 << 20
@@ -241,11 +213,8 @@ def _row_blocks(tq: int, tk: int) -> list[tuple[int, int, int]]:
 
 
 def _causal_attention(q: Array, k: Array, v: Array, scale: float) -> tuple[Array, Array]:
-    """The weights ``A`` and the output ``A V`` of numpy arrays under a causal mask, a block of rows at a time
-    (and, with leading axes, a few of their first indices at a time, so that a block's scores stay in cache):
-    each block is the attention of its queries to the keys they see (the same mask, offset by ``r0``), written
-    into ``A``'s rows, whose hidden rest is set to 0. The factors of the scores' product are made once for
-    every block of rows (a row's shift does not depend on its block)."""
+    """``A`` and ``A V`` of numpy arrays under a causal mask, a block of rows (and a few first indices) at a time,
+    the hidden rest of ``A``'s rows set to 0; the factors are made once for all blocks (a shift is a row's)."""
     d, tq, tk = q.shape[-1], q.shape[-2], k.shape[-2]
     a = np.empty((*q.shape[:-1], tk), q.dtype)
     out = _weighted_buffer(a, v)
@@ -313,22 +282,18 @@ FOLD_KEYS = 128
 
 
 def _numpy_weights(q: Array, k: Array, causal: bool, scale: float) -> Array:
-    """:func:`_weights` of numpy arrays: one ``T×T`` array, made by the scores' product and turned into the
-    weights in place."""
+    """:func:`_weights` of numpy arrays: the scores' product turned into the weights in place."""
     s = np.empty((*q.shape[:-1], k.shape[-2]), q.dtype)
     _weights_into(s, *_factors(q, k, causal, scale), q.shape[-1], causal)
     return s
 
 
 def _factors(q: Array, k: Array, causal: bool, scale: float) -> tuple[Array, Array, Array]:
-    """The factors of the scores' product, ``Q/√d_k`` and ``Kᵀ``, and the softmax's shift per row; from
-    :data:`FOLD_KEYS` keys on with one more column of ``Q`` (``−shift``) and row of ``Kᵀ`` (ones), so that the
-    product subtracts the shift (a row-wise broadcast costs numpy two or three plain passes over the scores).
+    """The factors of the scores' product, ``Q/√d_k`` and ``Kᵀ`` (from :data:`FOLD_KEYS` keys on with a ``−shift``
+    column and a ones row, so that the product subtracts the shift), and the softmax's shift per row.
 
-    The shift is not a row's maximum (a slow search over short rows) but Cauchy-Schwarz's bound on it,
-    ``|Q_i/√d_k|·max_j |K_j|`` over the keys row ``i`` sees: two passes over ``Q`` and ``K``, the small arrays,
-    and a running maximum under the mask, so that no row depends on a later key, even in its rounding (and
-    a block of rows gets the shifts the whole would). ``exp`` then never overflows."""
+    The shift is Cauchy-Schwarz's bound on a row's maximum, ``|Q_i/√d_k|·max_j |K_j|`` over the keys row ``i``
+    sees (a running maximum: no row depends on a later key, even in its rounding); ``exp`` never overflows."""
     d, tq, tk = q.shape[-1], q.shape[-2], k.shape[-2]
     fold = tk >= FOLD_KEYS
     qa, ka = np.empty((*q.shape[:-1], d + fold), q.dtype), np.empty((*k.shape[:-2], d + fold, tk), k.dtype)
@@ -349,10 +314,9 @@ def _factors(q: Array, k: Array, causal: bool, scale: float) -> tuple[Array, Arr
 
 
 def _weights_into(s: Array, qa: Array, ka: Array, shift: Array, d: int, causal: bool) -> None:
-    """The weights of the rows of ``qa`` against the keys (columns) of ``ka`` (:func:`_factors`), written into
-    ``s``. A shift so far above a row's maximum that the row's sum underflows (below 1e-18), or scores beyond
-    1e13 (where ``s + MASKED`` stops being ``MASKED`` exactly), or a row whose keys are all hidden, send the
-    pass to the exact maximum, in the same buffer."""
+    """The weights of ``qa``'s rows against ``ka``'s columns (:func:`_factors`), written into ``s``. A row sum
+    below 1e-18, scores beyond 1e13 (where ``s + MASKED`` is no longer ``MASKED``) or a wholly hidden row send
+    the pass to the exact maximum."""
     tq, tk = s.shape[-2:]
     fast = s.dtype.itemsize >= 4 and not (causal and tq > tk) and bool(np.all(shift < 1e13))
     if fast:
@@ -376,13 +340,8 @@ def _weights_into(s: Array, qa: Array, ka: Array, shift: Array, d: int, causal: 
 
 
 def _exp(s: Array, causal: bool) -> None:
-    """``exp`` in place on shifted scores, hidden ones (under a causal mask) to exactly 0.
-
-    float32: the mask value is added to the hidden scores first. float64 exp is up to 8x slower below -708
-    (where it underflows), as every hidden score is: it runs on arguments clipped to [-700, 700] (a hidden score
-    may lie above its row's shift) and the hidden weights are then zeroed (a kept score 700 below its row's
-    shift gets e^-700 ≈ 1e-304 instead of a smaller number: 0 to any use).
-    """
+    """``exp`` in place on shifted scores, hidden ones (under a causal mask) to exactly 0: float32 adds the mask
+    value first; float64 (whose exp is up to 8x slower where it underflows) clips to [-700, 700], then zeroes."""
     if not causal:
         np.exp(s, out=s)
         return
@@ -397,17 +356,15 @@ def _exp(s: Array, causal: bool) -> None:
 
 
 def _hidden_part(s: Array) -> tuple[Array, tuple[int, int]]:
-    """The part of causal scores ``s`` ``(..., T_q, T_k)`` that holds every hidden one, and its mask's shape: with
-    ``T_q <= T_k`` every query sees the first ``T_k − T_q`` keys, so the last ``T_q`` columns (one triangle, one
-    mask for every block of rows of one size)."""
+    """The part of causal scores ``s (..., T_q, T_k)`` that holds every hidden one (with ``T_q <= T_k`` the last
+    ``T_q`` columns), and its mask's shape."""
     tq, tk = s.shape[-2:]
     return (s[..., tk - tq :], (tq, tq)) if tq <= tk else (s, (tq, tk))
 
 
 def _transposed(x: Array) -> Array:
-    """``x`` with its last two axes swapped, for the second factor of a product: on numpy contiguous when
-    there are leading axes (numpy's stacked ``matmul`` runs a transposed second factor at half
-    speed: 44 µs on ``(16, 4, 32, 16)`` float32 keys, against 23 for the product and 11 for the copy).
+    """``x`` with its last two axes swapped, for the second factor of a product; on numpy contiguous when there
+    are leading axes (a stacked ``matmul`` runs a transposed second factor at half speed, docs/performance.md).
 
     >>> _transposed(np.arange(6.0).reshape(1, 3, 2)).flags.c_contiguous
     True
@@ -417,16 +374,9 @@ def _transposed(x: Array) -> Array:
     return np.ascontiguousarray(x.swapaxes(-1, -2)) if x.ndim > 2 else x.swapaxes(-1, -2)
 
 
-def _weighted(a: Array, v: Array) -> Array:
-    """``A V`` of numpy arrays; with heads on an axis ``(..., h, T, d_v)``, written into a ``(..., T, h, d_v)``
-    array and returned as its view, so that merging the heads after it is a reshape, not a copy."""
-    out = _weighted_buffer(a, v)
-    np.matmul(a, v, out=out)
-    return out
-
-
 def _weighted_buffer(a: Array, v: Array) -> Array:
-    """An empty ``(..., T_q, d_v)`` array for ``A V``; with heads on an axis, a view of ``(..., T_q, h, d_v)``."""
+    """An empty ``(..., T_q, d_v)`` array for ``A V``; with heads on an axis a view of ``(..., T_q, h, d_v)``,
+    so that merging the heads after it is a reshape, not a copy."""
     if a.ndim < 3:
         return np.empty((*a.shape[:-1], v.shape[-1]), a.dtype)
     *lead, h, tq, _ = a.shape

@@ -1,11 +1,9 @@
-"""Embeddings: token ids to vectors (:func:`token_embedding`), and the position of each token added in
-(:func:`positional_embedding`, learned; :func:`sinusoidal_encoding`, the fixed table of "Attention Is All
-You Need").
+"""Embeddings: token ids to vectors (:func:`token_embedding`), and positions added in (learned:
+:func:`positional_embedding`; fixed: :func:`sinusoidal_encoding`).
 
-Every lens here takes the arrays of any array-API library as well as numpy's and returns arrays of
-that library: the table's for :func:`token_embedding` (numpy ids given with another library's table
-move to it), the input's for the positional encodings. Ids out of range are refused wherever their
-values are known (under ``jax.jit`` the first call, outside the compiled program, checks them).
+On the arrays of any array-API library: :func:`token_embedding` returns the table's (numpy ids move to
+it), the positional encodings the input's. Ids out of range are refused wherever their values are known
+(under ``jax.jit`` by the first call, outside the compiled program).
 
 >>> emb = token_embedding(5, 3)
 >>> table = np.arange(15.0).reshape(5, 3)
@@ -115,10 +113,10 @@ def _any_out_of_range(ids: Any, vocab: int) -> bool:
 
 def _token_ids(name: str, ids: Any, vocab: int, table: Any) -> Any:
     """The ids, checked: integers in ``[0, vocab)`` of the table's library (numpy ids are moved to it)."""
-    if not is_array(ids) or dtype_kind(ids.dtype) not in "iu":
-        if is_array(ids):
-            raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
+    if not is_array(ids):
         raise E.must_be(name, "token ids", "an integer numpy array", E.describe(ids))
+    if dtype_kind(ids.dtype) not in "iu":
+        raise E.lens_dtype_error(name, "token ids", "an integer array", E.describe(ids))
     if not isinstance(ids, np.ndarray) and namespace(ids) is not namespace(table):
         want = f"an integer array of the table's library ({namespace_name(namespace(table))})"
         raise E.must_be(name, "token ids", want, E.describe(ids))

@@ -31,7 +31,7 @@ from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import PreLens
 from prelens.core._registry import constructor
-from prelens.nn._activations import NUMPY_APPLY, Activation, resolve_activation, tanh
+from prelens.nn._activations import INIT_SCHEMES, NUMPY_APPLY, Activation, resolve_activation, tanh
 from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._rows import column_sum, matmul, ones, reshape
 
@@ -53,9 +53,6 @@ class DenseParams(NamedTuple):
 
 #: The residue of :func:`dense`: the input ``x``, the weight ``W`` and the pre-activation ``z``.
 DenseResidue = tuple[Array, Array, Array]
-
-#: Weight initialisations by name; see :func:`init_weight`.
-INIT_SCHEMES = ("glorot", "he", "lecun")
 
 
 def init_weight(scheme: str, n_in: int, n_out: int, dtype: npt.DTypeLike, rng: np.random.Generator) -> Array:

@@ -4,21 +4,9 @@ As in the post's ``lossL``, the target is the loss lens's *parameter* and the ne
 the output is a scalar (a numpy scalar of the input's dtype; elsewhere a 0-d array of the input's library)
 and training seeds ``da = 1``. ``model >> loss`` has parameters ``(target, model_params)``.
 
-Sum or mean, decided once for all three:
-
-============================  =======================================  ====================
-lens                          loss ``L``                               ``ds``
-============================  =======================================  ====================
-``squared_distance``          ``½ Σ (s − g)²``, summed over every      ``da (s − g)``
-                              axis (the post's; batch included)
-``mse``                       ``Σ (s − g)² / K``, ``K`` = number of    ``2 da (s − g) / K``
-                              entries (mean over batch and outputs)
-``softmax_cross_entropy``     ``Σ_r (logsumexp(s_r) − s_r[y_r]) / R``  ``da (softmax − 1ᵧ) / R``
-                              over the ``R`` rows (mean over batch)
-============================  =======================================  ====================
-
-So ``mse = (2 / K) · squared_distance`` exactly: the twin tests compare the post's sum; the other two are the
-conventional means (PyTorch's and Keras's defaults), whose step sizes do not change with the batch size.
+``squared_distance`` sums over every axis (the post's); ``mse`` and the cross-entropies are means (PyTorch's and
+Keras's defaults: their step sizes do not change with the batch size); ``mse = (2 / K) · squared_distance``
+exactly, over the ``K`` entries. Each constant below states its formula.
 
 The input and the parameter must be arrays of one library (:func:`token_cross_entropy` also takes numpy
 labels: they are data, moved to the logits' library). The one check that needs values (labels in range)
@@ -91,8 +79,7 @@ def _total(x: Any) -> Any:
 def _sum_squares(d: Any) -> Any:
     """``Σ d²`` over every axis: numpy's ``vdot`` (one BLAS call, no temporary), else the namespace's sum."""
     if isinstance(d, (np.ndarray, np.generic)):
-        flat: Any = d  # vdot flattens
-        return np.vdot(flat, flat)
+        return np.vdot(d, d)  # type: ignore[arg-type]
     return namespace(d).sum(d * d)
 
 

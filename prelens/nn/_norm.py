@@ -6,7 +6,7 @@ library run the same formulas through the standard's functions.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -60,9 +60,7 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
     """
     n = check_size("layer_norm", "d", d)
     dt = float_dtype("layer_norm", dtype)
-    if not (isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, bool) and 0 < eps < np.inf):
-        raise E.StructureError(f"layer_norm: eps must be positive, got {eps!r}")
-    eps_ = float(eps)  # a Python float never up-casts float32
+    eps_ = check_eps("layer_norm", eps)
     name = f"layer_norm({n}{'' if eps_ == 1e-5 else f', eps={eps_:g}'}{dtype_suffix(dt)})"
     vec, rows = Arr(dt, n), Arr(dt, ..., n)
     expects = Expects(
@@ -118,3 +116,10 @@ def layer_norm(d: int, *, eps: float = 1e-5, dtype: npt.DTypeLike = np.float64) 
         return LayerNormParams(dgain, dbias), g
 
     return PreLens(fwd, bwd, name, lambda rng: LayerNormParams(np.ones(n, dt), np.zeros(n, dt)), expects=expects)
+
+
+def check_eps(fn: str, eps: Any) -> float:
+    """``eps`` as a Python float (which never up-casts float32), checked positive for the constructor ``fn``."""
+    if not (isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, bool) and 0 < eps < np.inf):
+        raise E.StructureError(f"{fn}: eps must be positive, got {eps!r}")
+    return float(eps)

@@ -46,14 +46,16 @@ def normalize(
     sigma = real_vector("normalize", "std", std, len(mu))
     if len(mu) == 0:
         raise E.lens_shape_error("normalize", "mean", "a vector of at least 1 number", E.describe(mu))
-    if not np.isfinite(mu).all():
-        raise E.bad_argument("normalize", "mean", _shown(mu), "finite numbers")
-    if not (np.isfinite(sigma).all() and (sigma > 0).all()):
-        raise E.bad_argument("normalize", "std", _shown(sigma), "finite numbers > 0")
     dt = float_dtype("normalize", dtype)
+    with np.errstate(over="ignore", under="ignore"):  # checked as kept: a float32 overflow or 0 is refused
+        shift, scale = mu.astype(dt), sigma.astype(dt)
+    kept = "" if dt == np.float64 else f" as {dt.name}"
+    if not np.isfinite(shift).all():
+        raise E.bad_argument("normalize", "mean", _shown(mu), f"finite numbers{kept}")
+    if not (np.isfinite(scale).all() and (scale > 0).all()):
+        raise E.bad_argument("normalize", "std", _shown(sigma), f"finite numbers > 0{kept}")
     n = len(mu)
     name = f"normalize({n}{dtype_suffix(dt)})"
-    shift, scale = mu.astype(dt), sigma.astype(dt)
     shift.flags.writeable = False
     scale.flags.writeable = False
     # the residue is the input's shape; a delta of None (the next lens takes the output as data) passes

@@ -198,7 +198,8 @@ def window_max() -> AnyLens:
         one_hot = xp.astype(idx[..., None, :] == offsets, dy.dtype)
         return (), one_hot * dy[..., None, :]
 
-    return PreLens(fwd, bwd, "window_max", expects=Expects(params=(), delta=Like(lambda m: (None, tuple(m[0].shape)))))
+    like = Like(lambda m: (None, tuple(m[0].shape)))
+    return PreLens(fwd, bwd, "window_max", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=like))
 
 
 def window_mean() -> AnyLens:
@@ -219,7 +220,7 @@ def window_mean() -> AnyLens:
         return (), xp.broadcast_to(dy[..., None, :] / shape[-2], shape) * 1.0
 
     like = Like(lambda m: (None, (*m[:-2], m[-1])))  # (..., K, C) -> (..., C)
-    return PreLens(fwd, bwd, "window_mean", expects=Expects(params=(), delta=like))
+    return PreLens(fwd, bwd, "window_mean", expects=Expects(params=(), input=Arr(None, ..., None, None), delta=like))
 
 
 def _pool_twin(fn: str, kernel: Any, stride: Any, padding: Any, reduce: AnyLens, value: float) -> AnyLens:

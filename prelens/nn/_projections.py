@@ -1,10 +1,8 @@
 """The projections of the fast attention in one lens: ``x -> ((Q, K), V)``, heads on an axis.
 
-:func:`projections` is the first four stages of :func:`~prelens.nn.multi_head_attention`
-(``copy_l, copy_l @ id, (linear @ linear) @ linear, (split_heads @ split_heads) @ split_heads``;
-for cross-attention ``id @ copy_l, unassoc_l`` first) in one Python call per pass: one product
-``x [W_Q | W_K | W_V]`` forward and one ``dY [W_Q | W_K | W_V]ᵀ`` backward (which sums the three input
-deltas that ``copy_l`` fans in), ``Q``, ``K`` and ``V`` views of it with the heads on an axis.
+:func:`projections` is the first four stages of :func:`~prelens.nn.multi_head_attention` (``copy_l,
+copy_l @ id``, three ``linear`` and three ``split_heads`` side by side) in one Python call per pass: one
+product ``x [W_Q | W_K | W_V]`` each way (backward, it sums the three input deltas ``copy_l`` fans in).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from prelens import errors as E
 from prelens.backend._arrays import copy, namespace
 from prelens.core._check import ANY, Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
-from prelens.nn._dot_attention import swap_heads_axes
 from prelens.nn._fastcheck import Array
 from prelens.nn._linear import init_weight
 from prelens.nn._rows import reshape
@@ -37,26 +34,44 @@ class QKV(NamedTuple):
     W_V: Any
 
 
-def _heads(y: Array, lead: tuple[int, ...], t: int, parts: int, h: int, dk: int) -> list[Array]:
-    """The ``parts`` column blocks of ``y (N, parts·h·d_k)`` as ``(*lead, h, t, d_k)`` (numpy: views)."""
-    xp = namespace(y)
-    y5 = reshape(y, (*lead, t, parts, h, dk))
-    order = swap_heads_axes(len(lead))  # (*lead, t, h, d_k) -> (*lead, h, t, d_k)
+def split_heads_of(h: int, x: Array) -> Array:
+    """``(..., T, h·d_k) -> (..., h, T, d_k)``; on numpy a view (the matmuls after it read each head in place)."""
+    *lead, t, d = x.shape
+    heads: Array = namespace(x).permute_dims(reshape(x, (*lead, t, h, d // h)), _swap_heads(len(lead)))
+    return heads
+
+
+def merge_heads_of(h: int, x: Array) -> Array:
+    """``(..., h, T, d_k) -> (..., T, h·d_k)``, the inverse of :func:`split_heads_of`."""
+    *lead, _, t, dk = x.shape
+    return reshape(namespace(x).permute_dims(x, _swap_heads(len(lead))), (*lead, t, h * dk))
+
+
+def _swap_heads(n_lead: int) -> tuple[int, ...]:
+    """The order of axes that swaps the two after ``n_lead`` leading ones, ``(..., T, h, d) <-> (..., h, T, d)``."""
+    return (*range(n_lead), n_lead + 1, n_lead, n_lead + 2)
+
+
+def _heads(y: Array, shape: tuple[int, ...], parts: int, h: int) -> list[Array]:
+    """The ``parts`` column blocks of rows ``y (N, parts·d)`` of an input ``(..., T, d)`` as ``(..., h, T, d/h)``
+    (numpy: views; one reshape for all, half the time of :func:`split_heads_of` on each)."""
+    *lead, t, d = shape
+    xp, order = namespace(y), _swap_heads(len(lead))
+    y5 = reshape(y, (*lead, t, parts, h, d // h))
     return [xp.permute_dims(y5[..., i, :, :], order) for i in range(parts)]
 
 
 def _rows(deltas: tuple[Array, ...], rows: int) -> Array:
-    """Deltas ``(*lead, h, t, d_k)`` side by side as rows ``(N, parts·h·d_k)``, heads merged (one copy)."""
+    """Deltas ``(..., h, T, d_k)`` side by side as rows ``(N, parts·h·d_k)``, heads merged (one copy)."""
     a = deltas[0]
     *lead, h, t, dk = a.shape
     if type(a) is np.ndarray:  # written through views into one buffer: 1.7x faster than np.stack (measured)
         out = np.empty((rows, len(deltas) * h * dk), a.dtype)
-        for view, delta in zip(_heads(out, tuple(lead), t, len(deltas), h, dk), deltas):
+        for view, delta in zip(_heads(out, (*lead, t, h * dk), len(deltas), h), deltas):
             view[...] = delta
         return out
-    xp = namespace(a)
-    merged = [xp.permute_dims(delta, swap_heads_axes(len(lead))) for delta in deltas]  # (*lead, t, h, d_k)
-    return reshape(xp.stack(merged, axis=-3), (rows, -1))  # (*lead, t, parts, h, d_k) -> rows
+    merged = namespace(a).concat([merge_heads_of(h, delta) for delta in deltas], axis=-1)
+    return reshape(merged, (rows, len(deltas) * h * dk))  # not -1: rows may be 0
 
 
 def heads_shape(shape: tuple[int, ...], h: int) -> tuple[int, ...]:
@@ -78,7 +93,6 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
     >>> q.shape, q[0, 1].tolist()
     ((1, 2, 2, 2), [[2.0, 3.0], [6.0, 7.0]])
     """
-    dk = d // h
     name = f"projections({d}, heads={h}{', cross' if cross else ''})"
     w, x_rows = Arr(dt, d, d), Arr(dt, ..., None, d)
     # ((dQ, dK), dV): of W's library and dtype, heads on an axis; K, V from the context's rows
@@ -96,13 +110,12 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
             raise E.lens_shape_error(name, "context", f"the leading axes of x {tuple(x.shape[:-2])}", E.describe(c))
         w = namespace(x).concat(p, axis=1)  # the lens's own array: the residue needs no other copy
         x2 = copy(reshape(x, (-1, d)))  # the caller's x (and c): the residue keeps copies
-        lead, t = tuple(x.shape[:-2]), x.shape[-2]
         if c is None:
-            q, k, v = _heads(x2 @ w, lead, t, 3, h, dk)
+            q, k, v = _heads(x2 @ w, x.shape, 3, h)
             return (x2, None, w, tuple(x.shape), tuple(x.shape)), ((q, k), v)
         c2 = copy(reshape(c, (-1, d)))
-        (q,) = _heads(x2 @ w[:, :d], lead, t, 1, h, dk)
-        k, v = _heads(c2 @ w[:, d:], lead, c.shape[-2], 2, h, dk)
+        (q,) = _heads(x2 @ w[:, :d], x.shape, 1, h)
+        k, v = _heads(c2 @ w[:, d:], c.shape, 2, h)
         return (x2, c2, w, tuple(x.shape), tuple(c.shape)), ((q, k), v)
 
     def bwd(m: ProjectionResidue, da: Any) -> tuple[tuple[Array, Array, Array], Any]:
@@ -120,9 +133,7 @@ def projections(d: int, h: int, dt: np.dtype[Any], *, cross: bool = False) -> An
         dc = reshape(dkv @ w[:, d:].T, c_shape)
         return (x2.T @ dqy, dw_kv[:, :d], dw_kv[:, d:]), (dx, dc)
 
-    def init(rng: np.random.Generator) -> tuple[Array, Array, Array]:
-        # the three linears' draws, in their order: the same parameters from the same seed
-        w_q, w_k, w_v = (init_weight("glorot", d, d, dt, rng) for _ in range(3))
-        return w_q, w_k, w_v
+    def init(rng: np.random.Generator) -> tuple[Array, ...]:  # the three linears' draws, in their order
+        return tuple(init_weight("glorot", d, d, dt, rng) for _ in range(3))
 
     return PreLens(fwd, bwd, name, init, expects=expects)

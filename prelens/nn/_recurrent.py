@@ -1,9 +1,7 @@
 """Recurrent layers: ``rnn``, ``gru``, ``lstm`` (PyTorch's gate equations), and ``bidirectional``.
 
-A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time by :func:`prelens.core.scan`;
-the fast layers here run that unrolling in one lens, each loop a :func:`~prelens.backend._loop.scan_loop`
-(one ``jax.lax.scan`` under JAX tracing: the compiled program holds one step, not ``T``). The per-step
-formulas (:func:`_step`, :func:`_step_back`) are written once and shared by the cells
+A recurrent layer is a *cell* ``(h, x) -> (h', h')`` unrolled over time (docs/api.md, "Recurrent layers").
+The per-step formulas (:func:`_step`, :func:`_step_back`) are written once and shared by the cells
 (:mod:`prelens.nn.composed`) and the layers, so the twin test compares the plumbing and the torch tests
 the formulas.
 

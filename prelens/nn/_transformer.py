@@ -1,9 +1,5 @@
 """Transformer blocks and models, composed from the attention, norm, residual and dense lenses.
 
-:func:`feed_forward` (fused; :func:`feed_forward_composed` is the composition, tested equal),
-:func:`encoder_block` (post-LN as in "Attention Is All You Need", or pre-LN; causal, it is the block
-of a GPT-style language model), :func:`decoder_block` (``(y, memory) -> (y', memory)``, so that
-blocks chain), the models :func:`decoder_lm` and :func:`encoder_decoder`, and :func:`generate`.
 Every model keeps its composition's residue, so :func:`~prelens.nn.attention_weights` reads every
 attention matrix from it. Every lens here runs on the arrays of any array-API library (and under
 ``jax.jit``); :func:`generate` moves the ids to the model's library and samples with numpy.
@@ -39,7 +35,7 @@ from prelens.nn._dropout import keyed_params, then_dropout
 from prelens.nn._embedding import positional_embedding, sinusoidal_encoding, token_embedding
 from prelens.nn._fastcheck import Array, check_size, dtype_suffix, float_dtype
 from prelens.nn._linear import DenseParams, dense
-from prelens.nn._norm import LayerNormParams, layer_norm
+from prelens.nn._norm import LayerNormParams, check_eps, layer_norm
 from prelens.nn._residual import residual
 from prelens.nn._rows import column_sum, matmul, reshape
 from prelens.nn._transformer_wiring import probes_of, reparam, with_probes
@@ -238,14 +234,15 @@ def feed_forward(d_model: int, d_ff: int, *, dtype: npt.DTypeLike = np.float64) 
 
 
 def _block_args(
-    fn: str, d_model: int, n_heads: int, d_ff: int, norm: str, dtype: npt.DTypeLike, dropout: float
+    fn: str, d_model: int, n_heads: int, d_ff: int, norm: str, eps: float, dtype: npt.DTypeLike, dropout: float
 ) -> tuple[int, int, np.dtype[Any], Norm, float]:
-    """``(d_model, d_ff, dtype, norm, dropout)`` of a block or a model, checked for the constructor ``fn``."""
+    """``(d_model, d_ff, dtype, norm, dropout)`` of a block or a model, checked (and ``eps``) for ``fn``."""
     d, _ = check_heads(fn, d_model, n_heads)
     f = check_size(fn, "d_ff", d_ff)
     dt = float_dtype(fn, dtype)
     if not isinstance(norm, str) or norm not in ("post", "pre"):
         raise E.not_one_of(fn, "norm", ("post", "pre"), norm)
+    check_eps(fn, eps)
     rate = A.real(fn, "dropout", dropout, low=0.0, high=1.0)
     return d, f, dt, "post" if norm == "post" else "pre", rate
 
@@ -305,7 +302,7 @@ def encoder_block(
     (2, 3, 8)
     """
     fn = "encoder_block"
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     causal = A.flag(fn, "causal", causal)
     mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=causal, dtype=dt), "self"), rate)
     ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
@@ -369,7 +366,7 @@ def decoder_block(
     ((2, 3, 8), (2, 5, 8))
     """
     fn = "decoder_block"
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     mha = then_dropout(_named(multi_head_attention(d, n_heads, causal=True, dtype=dt), "self"), rate)
     cross = then_dropout(_named(cross_attention(d, n_heads, dtype=dt), "cross"), rate)
     ffn = then_dropout(feed_forward(d, f, dtype=dt), rate)
@@ -455,7 +452,7 @@ def decoder_lm(
     """
     fn = "decoder_lm"
     v = check_size(fn, "vocab_size", vocab_size)
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     blocks = [
@@ -515,7 +512,7 @@ def encoder_decoder(
     fn = "encoder_decoder"
     vs = check_size(fn, "source_vocab", source_vocab)
     vt = check_size(fn, "target_vocab", target_vocab)
-    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, dtype, dropout)
+    d, f, dt, norm_, rate = _block_args(fn, d_model, n_heads, d_ff, norm, eps, dtype, dropout)
     n, t = _model_args(fn, n_layers, max_len, positional)
     pre = norm_ == "pre"
     kw: dict[str, Any] = {"norm": norm_, "eps": eps, "dtype": dt, "dropout": rate}
@@ -586,14 +583,12 @@ def generate(
     if ids.ndim != 2 or ids.shape[1] == 0:
         expected = "token ids (batch, time) with at least one token"
         raise E.lens_shape_error("generate", "prompt", expected, E.describe(ids))
-    n_steps = A.count("generate", "steps", steps, least=0)
-    # None: every token, the last ids.shape[1] + n_steps
-    window = ids.shape[1] + n_steps if max_len is None else A.count("generate", "max_len", max_len)
+    t0, n_steps = ids.shape[1], A.count("generate", "steps", steps, least=0)
+    window = t0 + n_steps if max_len is None else A.count("generate", "max_len", max_len)  # None: every token
     temp = A.real("generate", "temperature", temperature, low=0.0)
     gen = A.seed("generate", rng)
     # a model of another library (a leaf not numpy's): the ids go to it, the logits come back
     like = next((a for a in tree_leaves(params) if is_array(a) and not isinstance(a, np.ndarray)), None)
-    t0 = ids.shape[1]
     longest = min(window, t0 + n_steps - 1)  # the longest window a step runs the model on
     if n_steps == 0:  # nothing to generate: still check the model, its parameters and the prompt
         _last_logits(lm, params, ids[:, -window:], 0, like)
@@ -617,7 +612,7 @@ def generate(
     return ids
 
 
-def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any = None) -> Array:
+def _last_logits(lm: AnyLens, params: Any, window: Array, step: int, like: Any) -> Array:
     """The logits ``(B, vocab)`` that ``lm`` gives the last position of ``window``, checked, as numpy's."""
     logits = forward(lm, params, window if like is None else constant_like(window, like))
     logits = to_numpy(logits) if is_array(logits) else logits  # the sampling is numpy's

@@ -147,7 +147,7 @@ def remat(lens: AnyLens) -> AnyLens:
 
 
 def _copied(x: Any) -> Any:
-    return x.copy() if isinstance(x, np.ndarray) else copy(x) if is_array(x) else x
+    return copy(x) if is_array(x) else x
 
 
 def with_probes(lens: AnyLens, probes: Mapping[str, Callable[[Any], Array]]) -> AnyLens:

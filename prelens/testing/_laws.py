@@ -40,7 +40,7 @@ from prelens.testing._random import random_affine, random_like
 from prelens.testing._vjp import check_vjp
 
 Fn = Callable[[Any], Any]
-#: ``equal(lhs, rhs, p, s)``: whether two values of a Tambara module are the same, seen on ``(p, s)``.
+#: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 Equal = Callable[[Any, Any, Any, Any], bool]
 Rng = np.random.Generator | int | None
 
@@ -149,7 +149,7 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
 
 
 def module_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
-    """Whether two values of a Tambara module are the same, seen on ``(p, s)``.
+    """Whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 
     Pre-lenses and :class:`~prelens.tambara.Program` values must run alike (:class:`LawError` names the
     difference); ``Shapes`` and ``Cost`` values must read the same. The Trimbara laws compare with it

@@ -13,7 +13,17 @@ import pytest
 
 from prelens import DTypeError, ShapeError, StructureError
 from prelens.backend._arrays import namespace, namespace_name
-from prelens.nn import mse, pointwise, softmax, softmax_cross_entropy, squared_distance, tanh, token_cross_entropy
+from prelens.nn import (
+    DenseParams,
+    dense,
+    mse,
+    pointwise,
+    softmax,
+    softmax_cross_entropy,
+    squared_distance,
+    tanh,
+    token_cross_entropy,
+)
 
 
 def test_activation_deltas_of_another_library_dtype_or_shape_are_refused() -> None:
@@ -38,6 +48,21 @@ def test_a_user_activation_written_for_numpy_is_refused_on_another_library() -> 
     softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
     with pytest.raises(StructureError, match=r"softplus: the result of apply must be an array of array_api_strict"):
         softplus.fwd((), xs.asarray([0.5, 1.0]))
+
+
+def test_a_user_activation_answering_in_another_library_is_refused_on_numpy_and_inside_dense() -> None:
+    """The promise above held only for the activation lens on other libraries: on numpy its result went
+    unchecked, and dense (which fuses the functions) passed another library's array on as its output."""
+    strict = pointwise("strict_softplus", lambda z: xs.asarray(np.logaddexp(z, 0)), lambda z, da: xs.asarray(da))
+    with pytest.raises(StructureError, match=r"strict_softplus: the result of apply must be an array of numpy"):
+        strict.fwd((), np.array([0.5, 1.0]))
+    with pytest.raises(StructureError, match=r"strict_softplus: the result of grad must be an array of numpy"):
+        strict.bwd(np.array([0.5, 1.0]), np.ones(2))
+    softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
+    layer = dense(2, 3, softplus)
+    p = DenseParams(*(xs.asarray(a) for a in layer.init(0)))
+    with pytest.raises(StructureError, match=r"softplus: the result of apply must be an array of array_api_strict"):
+        layer.fwd(p, xs.ones((4, 2), dtype=xs.float64))
 
 
 def test_a_loss_parameter_must_be_of_the_input_library() -> None:

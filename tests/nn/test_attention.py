@@ -291,3 +291,18 @@ def test_wrong_shapes_are_errors_naming_the_lens():
         ShapeError, match=r"projections\(8, heads=2\): input: expected f64\[\.\.\.,\*,8\], got f64\[2,3,6\]"
     ):
         mha.fwd(mha.init(0), np.ones((2, 3, 6)))
+
+
+@pytest.mark.parametrize("library", ["numpy", "array_api_strict"])
+@pytest.mark.parametrize("cross", [False, True])
+def test_an_empty_batch_passes_both_ways_on_every_library(library, cross):
+    xp = pytest.importorskip(library)
+    lens = cross_attention(4, 2) if cross else multi_head_attention(4, 2, causal=True)
+    p = AttentionParams(*(xp.asarray(w) for w in lens.init(0)))
+    x = xp.zeros((0, 3, 4), dtype=xp.float64)
+    m, y = lens.fwd(p, (x, xp.zeros((0, 5, 4), dtype=xp.float64)) if cross else x)
+    dp, dx = lens.bwd(m, xp.zeros_like(y))
+    assert y.shape == (0, 3, 4)
+    assert [tuple(d.shape) for d in (dx if cross else (dx,))] == [(0, 3, 4), (0, 5, 4)][: 1 + cross]
+    assert [tuple(w.shape) for w in dp] == [(4, 4)] * 4
+    assert float(xp.sum(dp.W_Q)) == 0.0

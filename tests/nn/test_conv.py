@@ -196,3 +196,19 @@ def test_misfits_are_named_by_the_declaration(x, p, cls, match):  # type: ignore
     lens = conv1d(3, 4, 3)
     with pytest.raises(cls, match=match):
         lens.fwd(lens.init(0) if p is None else p, x)
+
+
+@pytest.mark.parametrize(
+    "lens, shape, match",
+    [
+        (composed.patches((2, 2)), (2, 5, 5, 1, 1), r"^patches\(kernel=\(2, 2\)\): input: expected float\[\*,\*,\*,\*\], got f64\[2,5,5,1,1\]"),
+        (composed.patches(2), (2, 5, 1, 1), r"^patches\(kernel=2\): input: expected float\[\*,\*,\*\], got f64\[2,5,1,1\]"),
+        (composed.patches((2, 2)), (3, 4), r"^patches\(kernel=\(2, 2\)\): input: expected float\[\*,\*,\*,\*\], got f64\[3,4\]"),
+        (composed.window_max(), (3,), r"^window_max: input: expected float\[\.\.\.,\*,\*\], got f64\[3\]"),
+        (composed.window_mean(), (3,), r"^window_mean: input: expected float\[\.\.\.,\*,\*\], got f64\[3\]"),
+    ],
+)  # fmt: skip
+def test_the_twins_pieces_refuse_an_input_of_the_wrong_rank(lens, shape, match):  # type: ignore[no-untyped-def]
+    """An input with an axis too many was read as one of the right rank (a wrong result, no error)."""
+    with pytest.raises(ShapeError, match=match):
+        lens.fwd((), np.zeros(shape))

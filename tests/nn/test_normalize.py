@@ -102,3 +102,16 @@ def test_bad_inputs_and_deltas_name_the_lens():
         lens.bwd(m, np.ones((2, 2)))
     with pytest.raises(StructureError, match=r"^normalize\(2\): the residue must be the one"):
         lens.bwd("nonsense", np.ones((3, 2)))
+
+
+@pytest.mark.parametrize(
+    ("mean", "std", "match"),
+    [
+        ([1e40], [1.0], r"^normalize: mean must be finite numbers as float32, got \[1e\+40\]$"),
+        ([0.0], [1e-50], r"^normalize: std must be finite numbers > 0 as float32, got \[1e-50\]$"),
+        ([0.0], [1e39], r"^normalize: std must be finite numbers > 0 as float32, got \[1e\+39\]$"),
+    ],
+)
+def test_statistics_that_float32_cannot_hold_are_refused_not_made_inf(mean, std, match):
+    with pytest.raises(ArgumentError, match=match):
+        normalize(mean, std, dtype=np.float32)

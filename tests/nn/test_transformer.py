@@ -448,6 +448,20 @@ def test_lm_errors_name_the_lens():
         decoder_lm(7, 4, 2, 8, 1, 5, norm="middle")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("build", "fn"),
+    [
+        (lambda eps: decoder_lm(7, 4, 2, 8, 1, 5, eps=eps), "decoder_lm"),
+        (lambda eps: encoder_decoder(5, 7, 4, 2, 8, 1, 5, eps=eps), "encoder_decoder"),
+        (lambda eps: encoder_block(4, 2, 8, eps=eps), "encoder_block"),
+        (lambda eps: decoder_block(4, 2, 8, eps=eps), "decoder_block"),
+    ],
+)
+def test_a_bad_eps_is_named_by_the_constructor_called(build, fn):
+    with pytest.raises(StructureError, match=rf"^{fn}: eps must be positive, got 0\.0$"):
+        build(0.0)
+
+
 def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
     lm = _small_lm()
     p = lm.init(0)
