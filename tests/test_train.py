@@ -225,6 +225,49 @@ def test_fit_argument_errors(kwargs: dict[str, Any], match: str):
         fit(affine_lens(), half_squares(), optimizer=sgd(0.1), **args)
 
 
+def test_checkpoint_every_takes_numpys_ints_as_epochs_and_batch_size_do(tmp_path: Path):
+    out = fit(affine_lens(), half_squares(), (XS, YS), np.int64(2), np.int64(4), sgd(0.1), 0, progress=False,
+              checkpoint_every=np.int64(1), checkpoint_path=tmp_path / "c.npz")  # fmt: skip
+    assert out.history.epochs == 2 and load_metadata(tmp_path / "c.npz")["epoch"] == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"params": "cut"}, "StructureError", r"^fit: params do not fit mlp\(3→4→2.*: params: expected list of 2, got"),
+        (
+            {"params": "float32"},
+            "DTypeError",
+            r"^fit: params do not fit .*: params at \[0\]\.weight: expected f64\[3,4\], got f32",
+        ),
+        ({"opt_state": "sgd's"}, "StructureError", r"^fit: opt_state: at <root>: expected AdamState, got tuple of 0$"),
+        (
+            {"opt_state": "reversed"},
+            "StructureError",
+            r"^fit: opt_state: at \.mu\[0\]\.weight: expected shape \(3, 4\)",
+        ),
+    ],
+)
+def test_params_and_opt_state_that_do_not_fit_are_refused_before_training_naming_them(
+    kwargs: dict[str, Any], error: str, match: str, tmp_path: Path
+):
+    """Not at the first step, and not blamed on validation= (whose first row runs before training)."""
+    net = mlp(3, [4, 2], last_activation=None)
+    good = net.init(0)
+    given = {
+        "cut": good[:1],
+        "float32": [type(d)(d.weight.astype(np.float32), d.bias.astype(np.float32)) for d in good],
+        "sgd's": (),
+        "reversed": adam(0.1).init(good[::-1]),
+    }
+    labels = (XS[:, 0] > 0).astype(int)
+    path = tmp_path / "c.npz"
+    with pytest.raises(PrelensError, match=match) as info:
+        fit(net, softmax_cross_entropy, (XS, labels), 1, 4, adam(0.1), 0, validation=(XS, labels), progress=False,
+            checkpoint_path=path, **{k: given[v] for k, v in kwargs.items()})  # fmt: skip
+    assert type(info.value).__name__ == error and not hasattr(info.value, "__notes__") and not path.exists()
+
+
 def test_a_stream_that_cannot_be_written_is_refused_before_training(tmp_path: Path):
     """Not at the first progress line, after an epoch of work."""
     closed = io.StringIO()

@@ -438,7 +438,7 @@ def _check_leaf(p: Any, o: Any) -> None:
 def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], fields: tuple[str, ...]) -> E.PrelensError:
     """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
     check_params(opt, params)
-    for name, other in zip(("grads", *(f"{opt} {f}" for f in fields)), others):
+    for name, other in zip(("grads", *(f"the state's {f}" for f in fields)), others):
         check_like(opt, name, params, other)
     return E.StructureError(
         f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
