@@ -496,6 +496,12 @@ def test_predict_in_chunks_equals_all_at_once():
     np.testing.assert_allclose(predict(model, params, XS, batch_size=5), predict(model, params, XS), rtol=1e-12)
     with pytest.raises(ArgumentError, match=r"predict: batch_size must be an int >= 1 or None, got 0"):
         predict(model, params, XS, batch_size=0)
+    labels = np.arange(12) % 2
+    chunk = np.int64(5)  # numpy's ints, as fit takes them (a size computed with numpy)
+    np.testing.assert_allclose(predict(model, params, XS, batch_size=chunk), predict(model, params, XS), rtol=1e-12)
+    assert accuracy(model, params, XS, labels, batch_size=chunk) == accuracy(model, params, XS, labels)
+    assert (confusion_matrix(model, params, XS, labels, batch_size=chunk) ==
+            confusion_matrix(model, params, XS, labels)).all()  # fmt: skip
 
 
 def test_accuracy_reads_scores_one_hot_and_binary_outputs():
