@@ -210,6 +210,12 @@ def test_clip_by_global_norm() -> None:
         (lambda: adamw(0.1, weight_decay=-1.0), r"^adamw: weight_decay must be a finite number >= 0, got -1\.0$"),
         (lambda: sgd("0.1"), r"^sgd: lr must be a finite number > 0 or a schedule .*, got '0\.1'$"),
         (lambda: sgd(None), r"^sgd: lr must be a finite number > 0 or a schedule .*, got None$"),
+        (  # found when made, not at the first update as a bare TypeError
+            lambda: adam(lambda epoch, base_lr: 0.1),
+            r"^adam: lr must be a finite number > 0 or a schedule \(a function of the step\), got '<lambda>\(epoch, "
+            r"base_lr\)'$",
+        ),
+        (lambda: momentum(lambda: 0.1), r"^momentum: lr must be .* got '<lambda>\(\)'$"),
         (lambda: clip_by_global_norm(sgd(0.1), 0.0), r"^clip_by_global_norm: max_norm must be a finite number > 0"),
         (lambda: clip_by_global_norm(sgd, 1.0), r"^clip_by_global_norm: optimizer must be an optimiser"),
         (lambda: warmup_cosine(0.1, warmup=20, total=10), r"^warmup_cosine: warmup must be an int in \[0, total=10\]"),

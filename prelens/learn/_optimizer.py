@@ -15,6 +15,7 @@ numbers at the leaves.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -162,8 +163,11 @@ class Rule(Optimizer[Any]):
         python_numbers(self)
         if _is_number(self.lr) and not isinstance(self.lr, bool):
             check_number(self.name, "lr", self.lr)
-        elif not callable(self.lr) or isinstance(self.lr, type):  # a schedule is a function of the step
-            raise E.bad_argument(self.name, "lr", self.lr, "a finite number > 0 or a schedule (a function of the step)")
+        elif not callable(self.lr) or isinstance(self.lr, type) or refuses_call(self.lr, 1):  # a function of the step
+            what = refuses_call(self.lr, 1) if callable(self.lr) else None
+            raise E.bad_argument(
+                self.name, "lr", what or self.lr, "a finite number > 0 or a schedule (a function of the step)"
+            )
         for field, kind in self.checks.items():
             check_number(self.name, field, getattr(self, field), kind)
 
@@ -241,6 +245,23 @@ def _checked_lr(opt: str, step: Any, value: Any) -> float:
 
 
 # ------------------------------------------------------------------- checks
+
+
+def refuses_call(fn: Callable[..., Any], n: int) -> str | None:
+    """``fn`` and its signature (``f1(y_true, y_pred)``) when it cannot take ``n`` positional arguments (a schedule
+    takes one; ``fit``'s callbacks and metrics four, after an epoch's work); ``None`` when it can, or its signature
+    cannot be read, so that the mistake is named when it is made."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to read (a builtin): the call will tell
+        return None
+    try:
+        sig.bind(*range(n))
+    except TypeError:
+        bare = [p.replace(annotation=p.empty) for p in sig.parameters.values()]
+        bare_sig = sig.replace(parameters=bare, return_annotation=sig.empty)
+        return f"{str(getattr(fn, '__qualname__', E.describe(fn))).rsplit('<locals>.', 1)[-1]}{bare_sig}"
+    return None
 
 
 def python_numbers(hyper: Any) -> None:

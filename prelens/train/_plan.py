@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import sys
@@ -20,7 +19,7 @@ from prelens.core._check import misfit
 from prelens.core._lens import AnyLens, as_lens
 from prelens.core._tree import check_structure, tree_first_nonfinite, tree_leaves, tree_paths
 from prelens.io._checkpoint import writable_path
-from prelens.learn._optimizer import Optimizer, init_state, own_copy
+from prelens.learn._optimizer import Optimizer, init_state, own_copy, refuses_call
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
 from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
@@ -133,7 +132,7 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
             raise E.bad_argument(
                 "fit", "metrics", f"{name!r}: {E.describe(metric)}", "{name: metric(model, params, xs, targets)}"
             )
-        misfit_call = _refuses_call(metric, 4)
+        misfit_call = refuses_call(metric, 4)
         if misfit_call:
             raise E.bad_argument(
                 "fit", "metrics", f"{name}: {misfit_call}", "{name: metric(model, params, xs, targets)}"
@@ -159,7 +158,7 @@ def _check_callbacks(
     for cb in callbacks:
         if isinstance(cb, type) or not callable(getattr(cb, "on_epoch_end", None)):
             raise E.bad_argument("fit", "callbacks", E.describe(cb), expected)
-        misfit_call = _refuses_call(cb.on_epoch_end, 4)
+        misfit_call = refuses_call(cb.on_epoch_end, 4)
         if misfit_call:
             takes = "callbacks whose on_epoch_end takes (epoch, history, params, opt_state)"
             raise E.bad_argument("fit", "callbacks", misfit_call, takes)
@@ -187,23 +186,6 @@ def _check_callbacks(
                 + ", ".join(map(repr, recorded))
             )
     return tuple(callbacks)
-
-
-def _refuses_call(fn: Callable[..., Any], n: int) -> str | None:
-    """``fn`` and its signature (``f1(y_true, y_pred)``) when it cannot take ``n`` positional arguments, as ``fit``
-    will call it after an epoch's work; ``None`` when it can, or its signature cannot be read."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # no signature to read (a builtin): the call will tell
-        return None
-    try:
-        sig.bind(*range(n))
-    except TypeError:
-        bare = [p.replace(annotation=p.empty) for p in sig.parameters.values()]
-        return (
-            f"{getattr(fn, '__qualname__', E.describe(fn))}{sig.replace(parameters=bare, return_annotation=sig.empty)}"
-        )
-    return None
 
 
 def start(a: Args) -> Resumed:
