@@ -321,6 +321,17 @@ def test_non_finite_data_is_refused_before_the_first_step(where: int, row: int):
     data[where][row, -1] = np.inf if where else np.nan
     with pytest.raises(NonFiniteError, match=rf"fit: data\[{where}\] holds NaN or infinity, first in row {row}"):
         fit(affine_lens(), half_squares(), (data[0], data[1]), 5, 4, sgd(0.01), rng=0, progress=False)
+    with pytest.raises(NonFiniteError, match=rf"^fit: validation\[{where}\] holds NaN or infinity, first in row {row}"):
+        fit(affine_lens(), half_squares(), (XS, YS), 5, 4, sgd(0.01), validation=(data[0], data[1]), progress=False)
+
+
+def test_validation_that_overflows_the_models_dtype_is_named_as_validation():
+    model = linear(3, 2, dtype=np.float32)
+    huge = XS * 1e39
+    with pytest.raises(NonFiniteError, match=r"^fit: validation\[0\] overflows when cast to the model's float32"):
+        fit(model, mse, (XS, YS), 1, 4, sgd(0.01), validation=(huge, YS), progress=False)
+    with pytest.raises(NonFiniteError, match=r"^fit: data\[0\] overflows when cast to the model's float32"):
+        fit(model, mse, (huge, YS), 1, 4, sgd(0.01), progress=False)
 
 
 def test_nan_gradient_is_named_by_its_tree_path():

@@ -94,10 +94,10 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     measures = _check_metrics(metrics, validation is not None, train_metrics)
     cbs = _check_callbacks(callbacks, optimizer, measures, validation is not None, train_metrics, checkpoint_path)
     xs, ys = _args.batch("fit", data, "data")
-    n = rows("fit", xs, ys)
+    n = rows("data", xs, ys)
     if validation is not None:
         validation = _args.batch("fit", validation, "validation")
-        rows("fit (validation)", *validation)
+        rows("validation", *validation)
     if resume is not None:
         for name, value in (("params", params), ("opt_state", opt_state)):
             if value is not None:
@@ -253,8 +253,8 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
             f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
         )
     dtype = model_dtype(at.params)
-    data = cast("fit", a.data, dtype)
-    validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
+    data = cast("data", a.data, dtype)
+    validation = None if a.validation is None else cast("validation", a.validation, dtype)
     if a.xp is None:
         _check_library(at.params, {"data": data, "validation": validation})
     dropout = has_dropout(at.params)
