@@ -134,6 +134,10 @@ class Optimizer(Generic[StateT]):
         """The update as a reparameterisation lens on the parameter wire (see the module's docstring)."""
         return optimizer_lens(self)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps: the hyperparameters, not the cached lens (closures; made again when asked for)."""
+        return {k: v for k, v in vars(self).items() if k != "lens"}
+
     def __rshift__(self, other: Any) -> Any:
         """``opt >> lens`` is ``opt.lens >> lens`` (say ``adam(1e-3) >> clip_by_global_norm(1.0)``)."""
         return self.lens >> (other.lens if isinstance(other, Optimizer) else other)
