@@ -724,6 +724,20 @@ def test_a_non_finite_loss_at_step_one_hands_back_a_copy():
     assert tree_allclose(got, start, rtol=0) and info.value.history.steps == 0
 
 
+def test_the_error_that_stops_training_pickles_with_the_state_it_carries():
+    """A sweep in a process pool gets the error back from its worker (pickled), the last good state with it."""
+    import pickle
+
+    on_call, _ = nan_on_call(5)
+    with pytest.raises(TrainingNonFiniteError) as info:
+        fit(affine_lens(on_call), half_squares(), (XS, YS), 3, 4, momentum(0.1), 0, progress=False)
+    err = info.value
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is TrainingNonFiniteError and str(again) == str(err) and again.__notes__ == err.__notes__
+    assert tree_allclose(again.params, err.params, rtol=0) and tree_allclose(again.opt_state, err.opt_state, rtol=0)
+    assert again.history == err.history and again.history.steps == 4
+
+
 def test_parameters_that_overflow_after_good_steps_give_back_the_last_finite_ones():
     """Two good steps, then one whose update overflows: the parameters after step 2 come back."""
     calls: list[Any] = []
