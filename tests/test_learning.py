@@ -391,3 +391,26 @@ def test_numpy_scalars_are_named_as_the_numbers_they_are() -> None:
     assert repr(learn.l2(np.float32(0.25))) == "l2(0.25)"
     net = linear(1, 1)
     assert repr(learn.learner(net, mse, learn.sgd(0.1), rate=np.float64(0.5))).endswith(">> learning_rate(0.5)")
+
+
+class CountingSGD(learn.Optimizer[dict[str, int]]):
+    """A user's optimiser: SGD that counts its steps in a state of its own kind (a dict)."""
+
+    def init(self, params: Any) -> dict[str, int]:
+        return {"n": 0}
+
+    def update(self, grads: Any, state: dict[str, int], params: Any) -> tuple[Any, dict[str, int]]:
+        return tree_zip_map(lambda p, g: p - 0.1 * g, params, grads), {"n": state["n"] + 1}
+
+    def __repr__(self) -> str:
+        return "CountingSGD()"
+
+
+def test_a_users_optimiser_with_a_state_of_its_own_has_a_working_lens() -> None:
+    """``Optimizer`` is the base class to subclass: its lens passes the state to ``update`` as it is (the built-in
+    optimisers' state checks are theirs); it refused every state but ``()``."""
+    net, xs, ys = mlp(2, [4, 1], last_activation=None), np.ones((3, 2)), np.zeros((3, 1))
+    opt = CountingSGD()
+    by_object = train_step(net, mse, net.init(0), (xs, ys), opt, opt.init(net.init(0)))
+    by_lens = learn.learner_step(learn.learner(net, mse, opt.lens), net.init(0), opt.init(net.init(0)), (xs, ys))
+    assert tree_first_difference(by_object, by_lens) is None and by_lens[1] == {"n": 1}

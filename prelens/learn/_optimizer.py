@@ -495,13 +495,17 @@ class OptimizerLens(PreLens[Any, Any, Any, Any, Any, Any, Any, Any]):
 
 
 def optimizer_lens(opt: Optimizer[Any]) -> OptimizerLens:
-    """``opt`` as a lens: ``get (p, s) = p``, ``put ((p, s), p') = update(−p', s, p)``, checked on both passes."""
-    name = opt.label() if isinstance(opt, Rule) else repr(opt)
-    scheduled = not _is_number(getattr(opt, "lr", 0.0))
+    """``opt`` as a lens: ``get (p, s) = p``, ``put ((p, s), p') = update(−p', s, p)``, checked on both passes (the
+    state of a :class:`Rule` against its ``state_type``; another optimiser's is its own ``update``'s to check)."""
+    rule = opt if isinstance(opt, Rule) else None
+    name = repr(opt) if rule is None else rule.label()
+    scheduled = rule is not None and not _is_number(rule.lr)
     state_type: type = getattr(opt, "state_type", tuple)
 
     def checked(params: Tree, state: Any) -> Any:
         check_params(name, params)
+        if rule is None:
+            return state
         if not scheduled:
             return _check_inner(name, state_type, params, state)
         t, inner = scheduled_state(name, state)
