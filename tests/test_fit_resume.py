@@ -383,6 +383,11 @@ def f1_score(y_true: Any, y_pred: Any) -> float:  # scikit-learn's signature
     return 0.0
 
 
+def test_a_metric_named_loss_is_refused_it_would_overwrite_val_loss():
+    with pytest.raises(ArgumentError, match=r"^fit: metrics must be named other than 'loss' .*, got 'loss'$"):
+        fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, metrics={"loss": accuracy})
+
+
 def test_fit_checks_its_metrics_take_model_params_xs_targets_before_training():
     """Not after the first epoch's work, when the metric is first called."""
     with pytest.raises(

@@ -132,6 +132,10 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
             raise E.bad_argument(
                 "fit", "metrics", f"{name!r}: {E.describe(metric)}", "{name: metric(model, params, xs, targets)}"
             )
+        if name == "loss":
+            raise E.bad_argument(
+                "fit", "metrics", name, "named other than 'loss' (fit records val_loss and train_loss)"
+            )
         misfit_call = refuses_call(metric, 4)
         if misfit_call:
             raise E.bad_argument(
