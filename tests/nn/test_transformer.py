@@ -462,6 +462,21 @@ def test_a_bad_eps_is_named_by_the_constructor_called(build, fn):
         build(0.0)
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda eps: decoder_lm(7, 4, 2, 8, 1, 5, eps=eps),
+        lambda eps: encoder_decoder(5, 7, 4, 2, 8, 1, 5, eps=eps),
+        lambda eps: encoder_block(4, 2, 8, eps=eps),
+        lambda eps: decoder_block(4, 2, 8, eps=eps),
+    ],
+)
+def test_a_model_with_another_eps_says_so_in_its_name(build):
+    """Every option off its default is in the name (as layer_norm's own is): two models that compute different
+    functions do not print alike (in `prelens train`'s report, a model file's metadata, summaries)."""
+    assert ", eps=1e-06" in build(1e-6).name and "eps" not in build(1e-5).name
+
+
 def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
     lm = _small_lm()
     p = lm.init(0)
