@@ -546,3 +546,25 @@ def test_lm_params_are_named():
     p = _small_lm("pre", "sinusoidal").init(0)
     assert isinstance(p, LMParams) and p.positions == () and p.norm.gain.shape == (4,)
     assert p.blocks[1].attention.W_Q.shape == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("model", "array"),
+    [
+        (encoder_decoder(5, 7, 4, 2, 8, 1, 6), np.ones((2, 4), np.int64)),  # target ids only, a batch of 2
+        (decoder_block(4, 2, 8), np.ones((2, 3, 4))),  # y only, without the memory
+    ],
+)
+def test_a_model_of_a_pair_refuses_an_array_whose_first_axis_is_2(model, array):
+    """``(source, target)``: a batch of two sequences is not a pair; it was split along its first axis and run
+    as source = row 0, target = row 1 (logits (T, vocab), no error). A batch of 3 was refused already."""
+    for ids in (array, array[:1].repeat(3, axis=0)):
+        with pytest.raises(StructureError, match=r"expected tuple of 2, got [if]64\["):
+            model.fwd(model.init(0), ids)
+
+
+def test_a_pair_delta_is_not_an_array_whose_first_axis_is_2():
+    block = decoder_block(4, 2, 8)
+    m, (y, _) = block.fwd(block.init(0), (np.ones((2, 3, 4)), np.ones((2, 5, 4))))
+    with pytest.raises(StructureError, match=r"output delta: expected a tuple of 2, got f64\[2,3,4\]"):
+        block.bwd(m, np.ones_like(y))
