@@ -477,6 +477,21 @@ def test_a_model_with_another_eps_says_so_in_its_name(build):
     assert ", eps=1e-06" in build(1e-6).name and "eps" not in build(1e-5).name
 
 
+def test_a_checkpoint_of_one_eps_does_not_resume_a_model_of_another(tmp_path):
+    """fit's resume refuses a checkpoint of another model by its printed name: with eps not in it, a run of a model
+    with eps=1e-3 resumed from the checkpoint of one with eps=1e-5, no error."""
+    from prelens.errors import CheckpointError
+    from prelens.learn import adam
+    from prelens.train import fit
+
+    ids = np.random.default_rng(0).integers(0, 7, (8, 5))
+    data, path = (ids, np.roll(ids, -1, axis=1)), str(tmp_path / "run.npz")
+    fit(_small_lm(), token_cross_entropy(), data, 1, 8, adam(1e-3), 0, progress=False, checkpoint_path=path)
+    other = decoder_lm(7, 4, 2, 8, 2, 6, eps=1e-3)
+    with pytest.raises(CheckpointError, match="another model"):
+        fit(other, token_cross_entropy(), data, 2, 8, adam(1e-3), 0, progress=False, resume=path)
+
+
 def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
     lm = _small_lm()
     p = lm.init(0)
