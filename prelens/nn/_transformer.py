@@ -571,7 +571,7 @@ def generate(
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:
     greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
-    Returns ``(B, T0 + steps)`` ids. The longest window is tried first, on one row: a model that
+    Returns ``(B, T0 + steps)`` numpy ids (the prompt may be another library's). The longest window is tried first, on one row: a model that
     takes fewer positions fails before the first step, not after the steps that fit.
 
     >>> lm = decoder_lm(5, 8, 2, 16, 1, 8)
@@ -579,7 +579,8 @@ def generate(
     (1, 5)
     """
     as_lens("generate", "lm", lm)
-    ids = A.int_array("generate", "prompt", prompt).copy()  # float ids are an error, never truncated
+    # float ids are an error, never truncated; another library's ids are read as numpy's (the sampling is numpy's)
+    ids = A.int_array("generate", "prompt", to_numpy(prompt) if is_array(prompt) else prompt).copy()
     if ids.ndim == 1:
         ids = ids[None]
     if ids.ndim != 2 or ids.shape[1] == 0:

@@ -541,6 +541,21 @@ def test_generate_is_greedy_and_extends_the_prompt():
     assert sampled.shape == (1, 11) and sampled.max() < 7
 
 
+def test_generate_takes_a_prompt_of_another_array_library():
+    """A model of another library is prompted with its ids: they were refused as "must be an integer array (token
+    ids), got i64[1,2] (array_api_strict)", an integer array. The ids come back as numpy's, as documented."""
+    import array_api_strict as xp
+
+    from prelens.backend import to_backend
+
+    lm = decoder_lm(7, 4, 2, 8, 1, 6)
+    p = lm.init(0)
+    expected = generate(lm, p, np.array([[1, 2]]), 3)
+    for params in (p, to_backend(p, xp)):
+        out = generate(lm, params, xp.asarray([[1, 2]]), 3)
+        assert type(out) is np.ndarray and np.array_equal(out, expected)
+
+
 def test_generate_refuses_windows_longer_than_the_model_takes_before_the_first_step(monkeypatch):
     """A prompt plus steps past the model's positions fails at once (one probe of the longest window), not after
     the steps that fit have been run."""
