@@ -571,8 +571,9 @@ def generate(
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:
     greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
-    Returns ``(B, T0 + steps)`` numpy ids (the prompt may be another library's). The longest window is tried first, on one row: a model that
-    takes fewer positions fails before the first step, not after the steps that fit.
+    Returns ``(B, T0 + steps)`` numpy ids (the prompt may be another library's). The longest window is
+    tried first, on one row: a model that takes fewer positions fails before the first step, not after
+    the steps that fit.
 
     >>> lm = decoder_lm(5, 8, 2, 16, 1, 8)
     >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape
