@@ -241,7 +241,7 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
         dxs = xp.reshape(dgi_all @ w_ih.T, (batch, steps, n_in))
         dw_ih = _flat(xs, n_in).T @ dgi_all
         db_ih = xp.sum(dgi_all, axis=0)
-        db_hh = xp.sum(_flat(dghs, gn), axis=0) if kind == "gru" else db_ih
+        db_hh = xp.sum(_flat(dghs, gn), axis=0) if kind == "gru" else copy(db_ih)  # not one array twice
         # h_{t-1} against step t's delta, for t >= 1 (h0 = 0 adds nothing; one step: a zero product)
         dw_hh = _flat(hs[:, 1:, :], n).T @ _flat((dghs if kind == "gru" else dgis)[:, 1:, :], gn)
         return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs

@@ -140,3 +140,33 @@ def test_a_sequence_without_steps_is_refused_clearly(make):
         ShapeError, match=r"\(3→4\): input: expected f64\[\*,\*,3\] with at least one time step, got f64\[2,0,3\]"
     ):
         layer.fwd(layer.init(0), np.ones((2, 0, 3)))
+
+
+def _no_two_share_memory(tree):
+    from prelens.core import tree_leaves
+
+    leaves = [a for a in tree_leaves(tree) if isinstance(a, np.ndarray)]
+    for i, a in enumerate(leaves):
+        for b in leaves[i + 1 :]:
+            assert not np.shares_memory(a, b), "two returned deltas are the same memory"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_returned_deltas_share_no_memory(kind):
+    # a user accumulating gradients in place (g += dp) must not add the bias delta twice
+    make, make_cell, kw = KINDS[kind]
+    rng = np.random.default_rng(4)
+    layer = make(3, 5, **kw)
+    m, ys = layer.fwd(layer.init(rng), rng.standard_normal((4, 6, 3)))
+    _no_two_share_memory(layer.bwd(m, rng.standard_normal(ys.shape)))
+    cell = make_cell(3, 5, **kw)
+    h = rng.standard_normal((4, 5))
+    m, (s2, y) = cell.fwd(cell.init(rng), ((h, h) if kind == "lstm" else h, rng.standard_normal((4, 3))))
+    ds = (np.ones_like(s2[0]), np.ones_like(s2[1])) if kind == "lstm" else np.ones_like(s2)
+    _no_two_share_memory(cell.bwd(m, (ds, np.ones_like(y))))
+    _no_two_share_memory(bidirectional(layer).bwd(*_fb(bidirectional(layer), rng)))
+
+
+def _fb(lens, rng):
+    m, ys = lens.fwd(lens.init(rng), rng.standard_normal((4, 6, 3)))
+    return m, rng.standard_normal(ys.shape)
