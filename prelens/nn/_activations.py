@@ -352,6 +352,6 @@ def resolve_activation(fn: str, activation: Activation | str | None) -> Activati
         return activation
     if isinstance(activation, str) and activation in ACTIVATIONS:
         return ACTIVATIONS[activation]
-    is_softmax = getattr(activation, "name", None) == "softmax"
+    is_softmax = (activation if isinstance(activation, str) else getattr(activation, "name", None)) == "softmax"
     hint = " (softmax is not pointwise: put it after the layer)" if is_softmax else ""
     raise E.not_one_of(fn, "activation", sorted(ACTIVATIONS), activation, hint, or_none=True)
