@@ -293,7 +293,7 @@ def _gelu_grad(z: Array, da: Array) -> Array:
     return g
 
 
-#: GELU in its tanh form (GPT-2's; numpy has no ``erf``); He initialisation suits it.
+#: GELU in its tanh form (GPT-2's, PyTorch's ``GELU(approximate="tanh")``; numpy has no ``erf``); He suits it.
 gelu: Activation = _activation("gelu", _gelu_apply, _gelu_grad, "he")
 
 
