@@ -170,3 +170,16 @@ def test_returned_deltas_share_no_memory(kind):
 def _fb(lens, rng):
     m, ys = lens.fwd(lens.init(rng), rng.standard_normal((4, 6, 3)))
     return m, rng.standard_normal(ys.shape)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_cell_refuses_a_state_whose_leading_axes_differ_from_the_input_s_before_running(kind):
+    # the forward pass broadcast an unbatched h0 (H,) against x (N, n_in), and the backward pass (after a
+    # whole scan) then failed inside a matrix product; as PyTorch's cells, the batch axes must agree
+    _, make_cell, kw = KINDS[kind]
+    cell = make_cell(3, 4, **kw)
+    h = np.zeros(4)
+    with pytest.raises(
+        ShapeError, match=r"_cell\(3→4.*\): input at \[1\]: expected f64\[3\] \(leading axes of the input at \[0\]"
+    ):
+        cell.fwd(cell.init(0), ((h, h) if kind == "lstm" else h, np.ones((5, 3))))
