@@ -250,9 +250,9 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
     like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
     expects = Expects(
         params=params,
-        input=Arr(dt, None, None, n_in),
+        input=Arr(dt, "N", "T", n_in),  # batch first (PyTorch's batch_first=True), as errors show
         delta=like,
-        residue=(Arr(dt, None, None, n_in), params.weight_ih, params.weight_hh, ANY),
+        residue=(Arr(dt, "N", "T", n_in), params.weight_ih, params.weight_hh, ANY),
     )
     return PreLens(fwd, bwd, name, init, expects=expects)
 

@@ -125,7 +125,7 @@ def test_constructor_arguments_are_checked_up_front():
 def test_wrong_inputs_are_named():
     layer = gru(3, 4)
     p = layer.init(0)
-    with pytest.raises(ShapeError, match=r"gru\(3→4\): input: expected f64\[\*,\*,3\], got f64\[2,5,2\]"):
+    with pytest.raises(ShapeError, match=r"gru\(3→4\): input: expected f64\[N,T,3\], got f64\[2,5,2\]"):
         layer.fwd(p, np.ones((2, 5, 2)))
     with pytest.raises(DTypeError, match=r"gru\(3→4\): input"):
         layer.fwd(p, np.ones((2, 5, 3), np.float32))
@@ -137,7 +137,7 @@ def test_wrong_inputs_are_named():
 def test_a_sequence_without_steps_is_refused_clearly(make):
     layer = make(3, 4)
     with pytest.raises(
-        ShapeError, match=r"\(3→4\): input: expected f64\[\*,\*,3\] with at least one time step, got f64\[2,0,3\]"
+        ShapeError, match=r"\(3→4\): input: expected f64\[N,T,3\] with at least one time step, got f64\[2,0,3\]"
     ):
         layer.fwd(layer.init(0), np.ones((2, 0, 3)))
 
@@ -183,3 +183,9 @@ def test_a_cell_refuses_a_state_whose_leading_axes_differ_from_the_input_s_befor
         ShapeError, match=r"_cell\(3→4.*\): input at \[1\]: expected f64\[3\] \(leading axes of the input at \[0\]"
     ):
         cell.fwd(cell.init(0), ((h, h) if kind == "lstm" else h, np.ones((5, 3))))
+
+
+def test_a_time_first_input_is_told_the_layout():
+    # PyTorch's layers default to (T, N, F); prelens's are batch first: the error shows (N, T, F)
+    with pytest.raises(ShapeError, match=r"^lstm\(3→4\): input: expected f64\[N,T,3\], got f64\[5,4\]"):
+        lstm(3, 4).fwd(lstm(3, 4).init(0), np.zeros((5, 4)))
