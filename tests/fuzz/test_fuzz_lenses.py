@@ -299,6 +299,18 @@ CASES: list[Case] = [
         covers=(nn.linear,),
     ),
     Case("linear data", lambda: nn.linear(3, 2, input_delta=False), rows(3), lambda w, x: x @ w, covers=(nn.linear,)),
+    Case(  # register_rule hands back the lens it gives a rule to: that lens, run as it is
+        "linear with a rule",
+        lambda: prelens.tambara.register_rule(
+            nn.linear(3, 2),
+            prelens.tambara.Rule(
+                lambda w, x: ((w, x), x @ w), lambda m, d: (m[1].T @ d, d @ m[0].T), lambda w, x: (0, 0)
+            ),
+        ),
+        rows(3),
+        lambda w, x: x @ w,
+        covers=(prelens.tambara.register_rule,),
+    ),
     Case(
         "bias",
         lambda: nn.bias(3),
