@@ -23,9 +23,9 @@ def test_parameters_and_input_of_two_libraries_are_refused_naming_the_lens() -> 
     expected += r"\({}, the library of the input\), got f32\[3,2\]{}$"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(prelens.StructureError, match=expected.format("torch", r" \(numpy\)")):
+        with pytest.raises(prelens.errors.StructureError, match=expected.format("torch", r" \(numpy\)")):
             layer.fwd(layer.init(0), torch.ones(5, 3))
-        with pytest.raises(prelens.StructureError, match=expected.format("numpy", r" \(torch\)")):
+        with pytest.raises(prelens.errors.StructureError, match=expected.format("numpy", r" \(torch\)")):
             layer.fwd(to_backend(layer.init(0), "torch"), np.ones((5, 3), np.float32))
 
 
@@ -101,9 +101,45 @@ def test_a_loss_refusing_numpy_ground_truth_says_it_is_numpy() -> None:
     expected: the message did not say what was wrong with it (numpy's)."""
     from prelens.nn import mse
 
-    with pytest.raises(prelens.StructureError) as err:
+    with pytest.raises(prelens.errors.StructureError) as err:
         mse.fwd(np.ones((5, 2)), torch.ones(5, 2, dtype=torch.float64))
     assert str(err.value) == (
         "mse: ground truth: expected an array f64[5,2] (torch, the library, dtype and shape of the input), "
         "got f64[5,2] (numpy)"
     )
+
+
+@pytest.mark.parametrize(("backend", "device"), [("torch", "gpu"), ("jax", "cpu"), ("torch", "cuda:0")])
+def test_a_device_the_library_refuses_is_an_error_naming_to_backend(backend: str, device: str) -> None:
+    """``to_backend(tree, "jax", device="cpu")`` failed in ``jax.device_put`` (a ValueError listing JAX's types),
+    ``device="gpu"`` in torch's device parser, and ``"cuda:0"`` on a CPU build with a bare AssertionError."""
+    if backend == "torch" and device.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("a CUDA build takes this device")
+    with pytest.raises(
+        prelens.errors.ArgumentError, match=rf"^to_backend: device must be a device of {backend} .*, got "
+    ):
+        to_backend((np.ones(2), [np.zeros(3)]), backend, device=device)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="train/_step.py: value_and_grad and step read float(value) of a loss that carries "
+    "torch's graph; fix there (detach the parameters once per call, as fit's copy does), then drop this",
+)
+def test_value_and_grad_and_step_on_parameters_that_require_grad_warn_of_nothing() -> None:
+    """``value_and_grad`` and ``step`` on parameters that require grad: torch warns 'Converting a tensor with
+    requires_grad=True to a scalar', the gradients carry a ``grad_fn``, and a loop of ``step`` chains every step's
+    parameters to the last through torch's autograd graph."""
+    from prelens.learn import sgd
+    from prelens.train import step, value_and_grad
+
+    model = mlp(4, [8, 3], last_activation=None, dtype=np.float32)
+    params = tree_map_arrays(lambda t: t.requires_grad_(), to_backend(model.init(0), "torch"))
+    batch = (torch.ones(8, 4), torch.zeros(8, dtype=torch.int64))
+    opt = sgd(0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, grads = value_and_grad(model, softmax_cross_entropy, params, batch)
+        new_params, _, _ = step(model, softmax_cross_entropy, params, batch, opt, opt.init(params))
+    assert all(g.grad_fn is None for g in prelens.core.tree_leaves(grads))
+    assert all(p.grad_fn is None for p in prelens.core.tree_leaves(new_params))

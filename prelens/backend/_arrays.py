@@ -406,6 +406,13 @@ def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
             return jax.device_put(host, device)
         return xp.asarray(host) if device is None else xp.asarray(host, device=device)
 
+    if device is not None:  # a device the library refuses: refused before anything moves
+        try:
+            move(np.zeros(0))
+        except Exception as err:
+            said = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            kind = "a jax.Device, e.g. jax.devices()[0]" if name == "jax" else "its name, e.g. 'cpu'"
+            raise E.bad_argument("to_backend", "device", device, f"a device of {name} ({kind}; {said})") from None
     return tree_map_arrays(move, tree)
 
 
