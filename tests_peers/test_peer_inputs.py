@@ -143,3 +143,22 @@ def test_value_and_grad_and_step_on_parameters_that_require_grad_warn_of_nothing
         new_params, _, _ = step(model, softmax_cross_entropy, params, batch, opt, opt.init(params))
     assert all(g.grad_fn is None for g in prelens.core.tree_leaves(grads))
     assert all(p.grad_fn is None for p in prelens.core.tree_leaves(new_params))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax", "array_api_strict"])
+def test_to_backend_copies_share_nothing_with_what_they_were_made_from(backend: str) -> None:
+    """``to_backend`` promises copies: on the CPU ``jax.device_put`` and ``array_api_strict`` shared the numpy
+    array's memory (writing into the numpy parameters changed the "immutable" JAX arrays made from them), a tensor
+    moved to numpy shared the tensor's, and a JAX array moved to numpy was read-only."""
+    import jax.numpy as jnp
+
+    from prelens.backend import to_numpy
+
+    source = np.zeros((2, 3))
+    moved = to_backend(source, backend)
+    source[0, 0] = 5.0
+    assert to_numpy(moved)[0, 0] == 0.0
+    for other in (torch.zeros(2, 3, dtype=torch.float64), jnp.zeros((2, 3))):
+        home = to_backend(other, "numpy")
+        home[0, 0] = 7.0  # writeable, and its own
+        assert to_numpy(other)[0, 0] == 0.0

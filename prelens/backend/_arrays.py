@@ -388,17 +388,18 @@ def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
         jax.config.update("jax_enable_x64", True)
 
     def move(a: Any) -> Any:
-        host = to_numpy(a)
+        # a C-ordered copy of its own (0-d kept 0-d): a tensor's numpy view, a JAX array's read-only one, and the
+        # numpy array that jax.device_put and array_api_strict would share on the CPU are never handed on
+        host = np.array(to_numpy(a), order="C")
         if xp is np:
-            return host.copy() if host is a else host
+            return host
         if name == "torch":
             import torch
 
-            c_ordered = np.array(host, order="C")  # a copy, 0-d kept 0-d
-            if c_ordered.dtype.name == "bfloat16":  # ml_dtypes' (JAX's): torch's from its 16 bits
-                t = torch.from_numpy(c_ordered.view(np.int16)).view(torch.bfloat16)
+            if host.dtype.name == "bfloat16":  # ml_dtypes' (JAX's): torch's from its 16 bits
+                t = torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
             else:
-                t = torch.from_numpy(c_ordered)
+                t = torch.from_numpy(host)
             return t if device is None else t.to(device)
         if name == "jax":
             import jax
