@@ -162,3 +162,22 @@ def test_to_backend_copies_share_nothing_with_what_they_were_made_from(backend: 
         home = to_backend(other, "numpy")
         home[0, 0] = 7.0  # writeable, and its own
         assert to_numpy(other)[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_a_model_of_another_library_is_evaluated_on_numpy_data(backend: str) -> None:
+    """docs/backends.md: ``accuracy(model, on_jax.params, x_test, y_test)``, numpy data for parameters of another
+    library: predict, accuracy and evaluate move the data to the parameters' library (torch failed inside its
+    concatenation, and a lens now refuses the two libraries mixed)."""
+    from prelens.train import accuracy, evaluate, predict
+
+    model = mlp(4, [8, 3], last_activation=None)
+    rng = np.random.default_rng(0)
+    xs, ys = rng.standard_normal((10, 4)), rng.integers(0, 3, 10)
+    params = to_backend(model.init(0), backend)
+    out = predict(model, params, xs, batch_size=4)
+    assert type(out).__module__.split(".")[0] in (backend, "jaxlib")
+    np.testing.assert_allclose(np.asarray(out), predict(model, model.init(0), xs), rtol=1e-12)
+    assert accuracy(model, params, xs, ys) == accuracy(model, model.init(0), xs, ys)
+    loss = evaluate(model, softmax_cross_entropy, params, xs, ys)
+    assert loss == pytest.approx(evaluate(model, softmax_cross_entropy, model.init(0), xs, ys), rel=1e-12)
