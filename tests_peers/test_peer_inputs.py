@@ -181,3 +181,13 @@ def test_a_model_of_another_library_is_evaluated_on_numpy_data(backend: str) -> 
     assert accuracy(model, params, xs, ys) == accuracy(model, model.init(0), xs, ys)
     loss = evaluate(model, softmax_cross_entropy, params, xs, ys)
     assert loss == pytest.approx(evaluate(model, softmax_cross_entropy, model.init(0), xs, ys), rel=1e-12)
+
+
+def test_prelens_train_mlp_on_jax_reports_its_losses(capsys: pytest.CaptureFixture[str]) -> None:
+    """``prelens train mlp --backend jax`` trained, then failed reporting: its evaluate ran the JAX parameters on the
+    numpy labels ('labels: expected an array int[120] (jax, ...), got i64[120]')."""
+    from prelens.cli import main
+
+    assert main(["train", "mlp", "--dataset", "iris", "--hidden", "8", "--epochs", "2", "--backend", "jax",
+                 "--no-progress"]) == 0  # fmt: skip
+    assert "held-out accuracy" in capsys.readouterr().out
