@@ -322,10 +322,11 @@ class TrainingNonFiniteError(NonFiniteError):
     """Training met a non-finite loss or gradient; the last good state rides along.
 
     ``params`` and ``opt_state`` are the last finite parameters and optimiser
-    state, ``history`` the training history up to the failing step.
+    state, ``history`` the training history up to the failing step (``None`` by default, so that the
+    error unpickles: pickle calls it with the message, then restores the three).
     """
 
-    def __init__(self, message: str, params: Any, opt_state: Any, history: Any) -> None:
+    def __init__(self, message: str, params: Any = None, opt_state: Any = None, history: Any = None) -> None:
         super().__init__(message)
         self.params = params
         self.opt_state = opt_state

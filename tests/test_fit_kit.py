@@ -244,7 +244,7 @@ def test_metric_and_penalty_argument_errors(kwargs: dict[str, Any], match: str):
 def test_validation_data_holding_nan_is_refused_before_the_first_step():
     bad = VALID[0].copy()
     bad[4, 1] = np.nan
-    with pytest.raises(NonFiniteError, match=r"^fit \(validation\): data\[0\] holds NaN or infinity, first in row 4"):
+    with pytest.raises(NonFiniteError, match=r"^fit: validation\[0\] holds NaN or infinity, first in row 4"):
         fit(MODEL, softmax_cross_entropy, DATA, 1, 16, optim.sgd(0.1), validation=(bad, VALID[1]), progress=False)
 
 

@@ -344,6 +344,11 @@ def test_callback_argument_errors(make: Any, match: str):
         make()
 
 
+class KerasStyle:
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        pass
+
+
 @pytest.mark.parametrize(
     ("callbacks", "match"),
     [
@@ -357,6 +362,11 @@ def test_callback_argument_errors(make: Any, match: str):
         (EarlyStopping(), r"^fit: callbacks must be a list of callbacks"),
         ([EarlyStopping], r"^fit: callbacks must be a list of callbacks"),
         ([print], r"^fit: callbacks must be a list of callbacks"),
+        (  # Keras's signature: it would fail after the first epoch's work
+            [KerasStyle()],
+            r"^fit: callbacks must be callbacks whose on_epoch_end takes \(epoch, history, params, opt_state\), "
+            r"got 'KerasStyle\.on_epoch_end\(epoch, logs=None\)'$",
+        ),
         (
             [LearningRateLogger(optim.sgd(0.5))],  # it would log 0.5 while adam(0.01) trains
             r"^fit: LearningRateLogger logs the lr of SGD\(lr=0\.5\), not the lr of the optimizer trained, "
@@ -367,6 +377,26 @@ def test_callback_argument_errors(make: Any, match: str):
 def test_fit_checks_its_callbacks_before_training(callbacks: Any, match: str):
     with pytest.raises(ArgumentError, match=match):
         fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, callbacks=callbacks)
+
+
+def f1_score(y_true: Any, y_pred: Any) -> float:  # scikit-learn's signature
+    return 0.0
+
+
+def test_a_metric_named_loss_is_refused_it_would_overwrite_val_loss():
+    with pytest.raises(ArgumentError, match=r"^fit: metrics must be named other than 'loss' .*, got 'loss'$"):
+        fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, metrics={"loss": accuracy})
+
+
+def test_fit_checks_its_metrics_take_model_params_xs_targets_before_training():
+    """Not after the first epoch's work, when the metric is first called."""
+    with pytest.raises(
+        ArgumentError,
+        match=r"^fit: metrics must be \{name: metric\(model, params, xs, targets\)\}, got 'f1: f1_score\(y_true, y_pred\)'$",
+    ):
+        fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, metrics={"f1": f1_score})
+    fit(NET, softmax_cross_entropy, DATA, 1, 16, optim.adam(0.01), validation=VALID, progress=False,
+        metrics={"acc": accuracy, "any": lambda *args: 0.5, "kw": lambda model, params, xs, ys, **kw: 0.5})  # fmt: skip
 
 
 def test_checkpoint_best_and_checkpoint_path_on_one_file_is_refused(tmp_path: Path):

@@ -20,7 +20,7 @@ from prelens import PreLens, forward, id_pre_lens, learn, vjp
 from prelens import errors as E
 from prelens import learn as optim
 from prelens.core import tree_first_difference, tree_map, tree_zip_map
-from prelens.nn import mlp, mse, softmax_cross_entropy
+from prelens.nn import linear, mlp, mse, softmax_cross_entropy
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 from prelens.train import step as train_step
 
@@ -383,3 +383,34 @@ def test_learner_takes_a_rate_as_a_number_and_names_what_an_optimizer_is() -> No
         learn.learner(net, mse, learn.sgd(0.1), rate="0.1")  # type: ignore[arg-type]
     with pytest.raises(E.StructureError, match=r"^learner: optimizer must be an optimiser of prelens\.learn or its"):
         learn.learner(net, mse, "adam")  # type: ignore[arg-type]
+
+
+def test_numpy_scalars_are_named_as_the_numbers_they_are() -> None:
+    """As the optimisers and ``clip_by_global_norm(1.0)`` print them: a rate computed with numpy reads as a number."""
+    assert repr(learn.learning_rate(np.float64(0.5))) == "learning_rate(0.5)"
+    assert repr(learn.l2(np.float32(0.25))) == "l2(0.25)"
+    net = linear(1, 1)
+    assert repr(learn.learner(net, mse, learn.sgd(0.1), rate=np.float64(0.5))).endswith(">> learning_rate(0.5)")
+
+
+class CountingSGD(learn.Optimizer[dict[str, int]]):
+    """A user's optimiser: SGD that counts its steps in a state of its own kind (a dict)."""
+
+    def init(self, params: Any) -> dict[str, int]:
+        return {"n": 0}
+
+    def update(self, grads: Any, state: dict[str, int], params: Any) -> tuple[Any, dict[str, int]]:
+        return tree_zip_map(lambda p, g: p - 0.1 * g, params, grads), {"n": state["n"] + 1}
+
+    def __repr__(self) -> str:
+        return "CountingSGD()"
+
+
+def test_a_users_optimiser_with_a_state_of_its_own_has_a_working_lens() -> None:
+    """``Optimizer`` is the base class to subclass: its lens passes the state to ``update`` as it is (the built-in
+    optimisers' state checks are theirs); it refused every state but ``()``."""
+    net, xs, ys = mlp(2, [4, 1], last_activation=None), np.ones((3, 2)), np.zeros((3, 1))
+    opt = CountingSGD()
+    by_object = train_step(net, mse, net.init(0), (xs, ys), opt, opt.init(net.init(0)))
+    by_lens = learn.learner_step(learn.learner(net, mse, opt.lens), net.init(0), opt.init(net.init(0)), (xs, ys))
+    assert tree_first_difference(by_object, by_lens) is None and by_lens[1] == {"n": 1}

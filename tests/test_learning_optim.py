@@ -210,6 +210,12 @@ def test_clip_by_global_norm() -> None:
         (lambda: adamw(0.1, weight_decay=-1.0), r"^adamw: weight_decay must be a finite number >= 0, got -1\.0$"),
         (lambda: sgd("0.1"), r"^sgd: lr must be a finite number > 0 or a schedule .*, got '0\.1'$"),
         (lambda: sgd(None), r"^sgd: lr must be a finite number > 0 or a schedule .*, got None$"),
+        (  # found when made, not at the first update as a bare TypeError
+            lambda: adam(lambda epoch, base_lr: 0.1),
+            r"^adam: lr must be a finite number > 0 or a schedule \(a function of the step\), got '<lambda>\(epoch, "
+            r"base_lr\)'$",
+        ),
+        (lambda: momentum(lambda: 0.1), r"^momentum: lr must be .* got '<lambda>\(\)'$"),
         (lambda: clip_by_global_norm(sgd(0.1), 0.0), r"^clip_by_global_norm: max_norm must be a finite number > 0"),
         (lambda: clip_by_global_norm(sgd, 1.0), r"^clip_by_global_norm: optimizer must be an optimiser"),
         (lambda: warmup_cosine(0.1, warmup=20, total=10), r"^warmup_cosine: warmup must be an int in \[0, total=10\]"),
@@ -246,3 +252,24 @@ def test_a_bool_is_no_step_count_of_a_scheduled_state() -> None:
     with pytest.raises(StructureError, match=r"the optimiser state must be a ScheduledState with an int step"):
         opt.lens.fwd((), (np.zeros(2), bad))
     assert opt.update(np.ones(2), ScheduledState(np.int64(1), ()), np.zeros(2))[1] == ScheduledState(2, ())
+
+
+@pytest.mark.parametrize(
+    "opt",
+    [
+        adam(warmup_cosine(0.1, 2, 10)),
+        momentum(0.1, nesterov=True),
+        clip_by_global_norm(adamw(step_decay(0.1, every=3)), 1.0),
+    ],
+    ids=repr,
+)
+def test_an_optimiser_pickles_after_its_lens_was_made(opt: Any) -> None:
+    """A frozen value, as a process pool or a saved config needs it, also once ``opt.lens`` (which ``fit`` makes)
+    exists: the lens (closures) is made again after unpickling."""
+    import pickle
+
+    lens = opt.lens
+    again = pickle.loads(pickle.dumps(opt))
+    assert again == opt and repr(again.lens) == repr(lens)
+    params = [np.ones(3)]
+    assert_identical(again.update(params, again.init(params), params), opt.update(params, opt.init(params), params))

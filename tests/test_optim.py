@@ -198,7 +198,7 @@ def test_structure_mismatch_names_the_tree_and_path():
         adam(0.1).update([(np.zeros(2), np.zeros((2, 3)))], adam(0.1).init(params), params)
     state = momentum(0.1).init(params)
     with pytest.raises(
-        StructureError, match=r"momentum: momentum velocity: at <root>: expected list of 1, got list of 0"
+        StructureError, match=r"^momentum: the state's velocity: at <root>: expected list of 1, got list of 0$"
     ):
         momentum(0.1).update(params, MomentumState([]), params)
     assert state.velocity[0].weight.shape == (2, 3)

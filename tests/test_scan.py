@@ -140,4 +140,8 @@ def test_errors_name_scan():
 def test_repr_and_init():
     cell = _tanh_cell()
     assert repr(scan(cell)) == "scan(tanh_cell)" and repr(scan(cell, axis=1)) == "scan(tanh_cell, axis=1)"
+    # a numpy int (an axis computed as x.ndim - 2, say) is an int; a numpy bool is not
+    assert repr(scan(cell, axis=np.int64(1))) == "scan(tanh_cell, axis=1)"
+    with pytest.raises(ArgumentError, match="axis"):
+        scan(cell, axis=np.True_)
     assert [w.shape for w in scan(cell).init(0)] == [(3, 3), (2, 3)]

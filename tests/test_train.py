@@ -225,6 +225,49 @@ def test_fit_argument_errors(kwargs: dict[str, Any], match: str):
         fit(affine_lens(), half_squares(), optimizer=sgd(0.1), **args)
 
 
+def test_checkpoint_every_takes_numpys_ints_as_epochs_and_batch_size_do(tmp_path: Path):
+    out = fit(affine_lens(), half_squares(), (XS, YS), np.int64(2), np.int64(4), sgd(0.1), 0, progress=False,
+              checkpoint_every=np.int64(1), checkpoint_path=tmp_path / "c.npz")  # fmt: skip
+    assert out.history.epochs == 2 and load_metadata(tmp_path / "c.npz")["epoch"] == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"params": "cut"}, "StructureError", r"^fit: params do not fit mlp\(3→4→2.*: params: expected list of 2, got"),
+        (
+            {"params": "float32"},
+            "DTypeError",
+            r"^fit: params do not fit .*: params at \[0\]\.weight: expected f64\[3,4\], got f32",
+        ),
+        ({"opt_state": "sgd's"}, "StructureError", r"^fit: opt_state: at <root>: expected AdamState, got tuple of 0$"),
+        (
+            {"opt_state": "reversed"},
+            "StructureError",
+            r"^fit: opt_state: at \.mu\[0\]\.weight: expected shape \(3, 4\)",
+        ),
+    ],
+)
+def test_params_and_opt_state_that_do_not_fit_are_refused_before_training_naming_them(
+    kwargs: dict[str, Any], error: str, match: str, tmp_path: Path
+):
+    """Not at the first step, and not blamed on validation= (whose first row runs before training)."""
+    net = mlp(3, [4, 2], last_activation=None)
+    good = net.init(0)
+    given = {
+        "cut": good[:1],
+        "float32": [type(d)(d.weight.astype(np.float32), d.bias.astype(np.float32)) for d in good],
+        "sgd's": (),
+        "reversed": adam(0.1).init(good[::-1]),
+    }
+    labels = (XS[:, 0] > 0).astype(int)
+    path = tmp_path / "c.npz"
+    with pytest.raises(PrelensError, match=match) as info:
+        fit(net, softmax_cross_entropy, (XS, labels), 1, 4, adam(0.1), 0, validation=(XS, labels), progress=False,
+            checkpoint_path=path, **{k: given[v] for k, v in kwargs.items()})  # fmt: skip
+    assert type(info.value).__name__ == error and not hasattr(info.value, "__notes__") and not path.exists()
+
+
 def test_a_stream_that_cannot_be_written_is_refused_before_training(tmp_path: Path):
     """Not at the first progress line, after an epoch of work."""
     closed = io.StringIO()
@@ -278,6 +321,17 @@ def test_non_finite_data_is_refused_before_the_first_step(where: int, row: int):
     data[where][row, -1] = np.inf if where else np.nan
     with pytest.raises(NonFiniteError, match=rf"fit: data\[{where}\] holds NaN or infinity, first in row {row}"):
         fit(affine_lens(), half_squares(), (data[0], data[1]), 5, 4, sgd(0.01), rng=0, progress=False)
+    with pytest.raises(NonFiniteError, match=rf"^fit: validation\[{where}\] holds NaN or infinity, first in row {row}"):
+        fit(affine_lens(), half_squares(), (XS, YS), 5, 4, sgd(0.01), validation=(data[0], data[1]), progress=False)
+
+
+def test_validation_that_overflows_the_models_dtype_is_named_as_validation():
+    model = linear(3, 2, dtype=np.float32)
+    huge = XS * 1e39
+    with pytest.raises(NonFiniteError, match=r"^fit: validation\[0\] overflows when cast to the model's float32"):
+        fit(model, mse, (XS, YS), 1, 4, sgd(0.01), validation=(huge, YS), progress=False)
+    with pytest.raises(NonFiniteError, match=r"^fit: data\[0\] overflows when cast to the model's float32"):
+        fit(model, mse, (huge, YS), 1, 4, sgd(0.01), progress=False)
 
 
 def test_nan_gradient_is_named_by_its_tree_path():
@@ -453,6 +507,12 @@ def test_predict_in_chunks_equals_all_at_once():
     np.testing.assert_allclose(predict(model, params, XS, batch_size=5), predict(model, params, XS), rtol=1e-12)
     with pytest.raises(ArgumentError, match=r"predict: batch_size must be an int >= 1 or None, got 0"):
         predict(model, params, XS, batch_size=0)
+    labels = np.arange(12) % 2
+    chunk = np.int64(5)  # numpy's ints, as fit takes them (a size computed with numpy)
+    np.testing.assert_allclose(predict(model, params, XS, batch_size=chunk), predict(model, params, XS), rtol=1e-12)
+    assert accuracy(model, params, XS, labels, batch_size=chunk) == accuracy(model, params, XS, labels)
+    assert (confusion_matrix(model, params, XS, labels, batch_size=chunk) ==
+            confusion_matrix(model, params, XS, labels)).all()  # fmt: skip
 
 
 def test_accuracy_reads_scores_one_hot_and_binary_outputs():
@@ -662,6 +722,20 @@ def test_a_non_finite_loss_at_step_one_hands_back_a_copy():
     got = info.value.params
     assert got is not start and not np.shares_memory(got.weight, start.weight)
     assert tree_allclose(got, start, rtol=0) and info.value.history.steps == 0
+
+
+def test_the_error_that_stops_training_pickles_with_the_state_it_carries():
+    """A sweep in a process pool gets the error back from its worker (pickled), the last good state with it."""
+    import pickle
+
+    on_call, _ = nan_on_call(5)
+    with pytest.raises(TrainingNonFiniteError) as info:
+        fit(affine_lens(on_call), half_squares(), (XS, YS), 3, 4, momentum(0.1), 0, progress=False)
+    err = info.value
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is TrainingNonFiniteError and str(again) == str(err) and again.__notes__ == err.__notes__
+    assert tree_allclose(again.params, err.params, rtol=0) and tree_allclose(again.opt_state, err.opt_state, rtol=0)
+    assert again.history == err.history and again.history.steps == 4
 
 
 def test_parameters_that_overflow_after_good_steps_give_back_the_last_finite_ones():

@@ -230,6 +230,28 @@ def test_backend_auto_takes_the_compiled_step_and_equals_jax_and_numpy(problem: 
     assert np.allclose(auto.history.loss, on_numpy.history.loss, rtol=1e-12, atol=0)
 
 
+def test_backend_auto_shows_callbacks_numpy_as_it_shows_metrics(monkeypatch) -> None:
+    """auto is the caller's numpy run, made faster: what the caller's code sees is numpy throughout."""
+    from prelens.train import _plan
+
+    monkeypatch.setattr(_plan, "AUTO_JAX_MIN_WORK", 0)
+    model, loss, _, (xs, ys) = _mlp_problem(32)
+    seen: dict[str, set[str]] = {"callback": set(), "metric": set()}
+
+    class Spy:
+        def on_epoch_end(self, epoch: int, history: object, params: object, opt_state: object) -> bool:
+            seen["callback"] |= {type(x).__name__ for x in prelens.core.tree_leaves((params, opt_state.mu))}
+            return False
+
+    def metric(model: object, params: object, xs: object, ys: object) -> float:
+        seen["metric"] |= {type(x).__name__ for x in prelens.core.tree_leaves(params)}
+        return 0.0
+
+    fit(model, loss, (xs, ys), 2, 8, adam(0.01), rng=0, backend="auto", progress=False, callbacks=[Spy()],
+        validation=(xs, ys), metrics={"m": metric})  # type: ignore[arg-type]  # fmt: skip
+    assert seen == {"callback": {"ndarray"}, "metric": {"ndarray"}}
+
+
 def test_backend_auto_keeps_numpy_for_dropout_and_small_runs(monkeypatch) -> None:
     import io
 

@@ -190,3 +190,19 @@ def test_the_mnist1d_cnn_compiled_on_jax_equals_numpy() -> None:
         assert abs(float(loss_jx) - loss_np) <= 1e-12 * max(1.0, abs(loss_np))
     assert_in_library(p_jx, "jax", "compiled params")
     assert_close(p_np, p_jx, "params after 3 steps")
+
+
+@pytest.mark.xfail(strict=True, reason="core/_check.diagnosed does not name a mix of libraries (see the w6seq report)")
+@pytest.mark.parametrize(
+    "make, shape",
+    [(lambda: nn.conv1d(3, 4, 2), (2, 5, 3)), (lambda: nn.dense(3, 4), (2, 3)), (lambda: nn.lstm(3, 4), (2, 5, 3))],
+    ids=["conv1d", "dense", "lstm"],
+)
+def test_parameters_of_one_library_and_input_of_another_are_named(make, shape) -> None:  # type: ignore[no-untyped-def]
+    # a PyTorch user who copies the weights as tensors (forgetting .numpy()) and runs numpy data
+    from prelens.backend import to_backend
+
+    layer = make()
+    params = to_backend(layer.init(0), "torch")
+    with pytest.raises(Exception, match=r"torch.*numpy|numpy.*torch"):
+        layer.fwd(params, np.zeros(shape))

@@ -231,6 +231,11 @@ def _text_setup(args: argparse.Namespace, dtype: Any) -> tuple[Any, Any, Any]:
     vocab.encode(args.prompt or "\n")  # a character the model cannot read: refused now, not after training
     ids = vocab.encode(text)
     cut = int(len(ids) * 0.9)  # the last tenth is held out
+    if args.block >= len(ids) - cut:  # a window and its next character must fit in it (and in the rest)
+        held_out = f"its held-out last tenth has {len(ids) - cut} characters"
+        raise E.bad_argument(
+            COMMAND, "--block", args.block, f"at most {len(ids) - cut - 1} for --text {args.text} ({held_out})"
+        )
     train = text_windows(ids[:cut], args.block, args.train_size, rng=args.seed)
     test = text_windows(ids[cut:], args.block, args.test_size, rng=args.seed + 1)
     return (train, test), _model(args, vocab.size, args.block, dtype), vocab

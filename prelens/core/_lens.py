@@ -426,18 +426,27 @@ def _parallel(f: Passes, g: Passes) -> Passes:
     g_fwd, g_bwd = g
 
     def fwd(p: tuple[Any, Any], s: tuple[Any, Any]) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
-        (p1, p2), (s1, s2) = p, s
+        (p1, p2), (s1, s2) = p, s if type(s) is tuple else _pair(s)
         m1, a1 = f_fwd(p1, s1)
         m2, a2 = g_fwd(p2, s2)
         return (m1, m2), (a1, a2)
 
     def bwd(dm: tuple[Any, Any], da: tuple[Any, Any]) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
-        (dm1, dm2), (da1, da2) = dm, da
+        (dm1, dm2), (da1, da2) = dm, da if type(da) is tuple else _pair(da)
         dp1, ds1 = f_bwd(dm1, da1)
         dp2, ds2 = g_bwd(dm2, da2)
         return (dp1, dp2), (ds1, ds2)
 
     return fwd, bwd
+
+
+def _pair(s: Any) -> tuple[Any, Any]:
+    """The halves of an input (or output delta) that is not a tuple: a list of two; an array (whose first axis is 2,
+    a batch of two, say) raises the TypeError the guard diagnoses, never unpacked as a pair."""
+    if not isinstance(s, (tuple, list)):
+        raise TypeError("not a pair")
+    s1, s2 = s
+    return s1, s2
 
 
 def _identity_fwd(p: tuple[()], s: Any) -> tuple[tuple[()], Any]:

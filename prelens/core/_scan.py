@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace, tree_map_arrays
 from prelens.backend._loop import is_traced, scan_leaves, scan_loop, stack
@@ -90,8 +92,9 @@ def scan(cell: AnyLens, *, axis: int = 0) -> AnyLens:
     ((), (np.float64(3.0), array([3., 2., 1.])))
     """
     cell = as_lens("scan", "cell", cell)
-    if isinstance(axis, bool) or not isinstance(axis, int):
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise E.bad_argument("scan", "axis", axis, "an int")
+    axis = int(axis)
     fwd1, bwd1 = cell.fwd, cell.bwd
     name = f"scan({cell!r}{'' if axis == 0 else f', axis={axis}'})"
 

@@ -148,7 +148,7 @@ def linear_l(n: int) -> PreLens[D, D, tuple[Vec, Vec], tuple[Vec, Vec], Vec, Vec
         return (s_, p_), float(p_ @ s_)
 
     def bwd(m: tuple[Vec, Vec], da: D) -> tuple[Vec, Vec]:
-        _real(name, "output delta", da)
+        da = _real(name, "output delta", da)
         try:
             s, p = m
             ok = s.shape == (n,) and p.shape == (n,) and s.dtype == np.float64 and p.dtype == np.float64
@@ -170,9 +170,11 @@ def own_vector(lens: str, what: str, x: Any, n: int | None = None) -> Vec:
 
 
 def _real(lens: str, what: str, x: Any) -> Any:
-    """``x`` if it is a real number (a ``D``), else an error naming the lens."""
+    """``x`` if it is a real number (a ``D``; a 0-d array's, as loss_l takes), else an error naming the lens."""
     if is_real(x):
         return x
+    if isinstance(x, np.ndarray) and x.shape == () and is_real(x[()]):
+        return x[()]
     raise E.must_be(lens, what, "a real number (a float)", E.describe_tree(x))
 
 
@@ -181,7 +183,7 @@ def _bias_fwd(p: D, s: D) -> tuple[tuple[()], D]:
 
 
 def _bias_bwd(dm: tuple[()], da: D) -> tuple[D, D]:
-    _real("bias_l", "output delta", da)
+    da = _real("bias_l", "output delta", da)
     return da, da  # da/dp = 1, da/ds = 1
 
 
@@ -190,11 +192,12 @@ bias_l: PreLens[D, D, tuple[()], tuple[()], D, D, D, D] = PreLens(_bias_fwd, _bi
 
 
 def _activ_fwd(p: tuple[()], s: D) -> tuple[D, D]:
-    return s, float(np.tanh(float(_real("activ_l", "input", s))))  # in float64, whatever the input's type
+    s = _real("activ_l", "input", s)
+    return s, float(np.tanh(float(s)))  # in float64, whatever the input's type
 
 
 def _activ_bwd(s: D, da: D) -> tuple[tuple[()], D]:
-    _real("activ_l", "output delta", da)
+    da = _real("activ_l", "output delta", da)
     if not is_real(s):
         raise E.bad_residue("activ_l", s)
     return (), da * (1.0 - float(np.tanh(float(s))) ** 2)  # d tanh(s)/ds = 1 - tanh(s)²

@@ -15,6 +15,7 @@ numbers at the leaves.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +134,10 @@ class Optimizer(Generic[StateT]):
         """The update as a reparameterisation lens on the parameter wire (see the module's docstring)."""
         return optimizer_lens(self)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps: the hyperparameters, not the cached lens (closures; made again when asked for)."""
+        return {k: v for k, v in vars(self).items() if k != "lens"}
+
     def __rshift__(self, other: Any) -> Any:
         """``opt >> lens`` is ``opt.lens >> lens`` (say ``adam(1e-3) >> clip_by_global_norm(1.0)``)."""
         return self.lens >> (other.lens if isinstance(other, Optimizer) else other)
@@ -162,8 +167,11 @@ class Rule(Optimizer[Any]):
         python_numbers(self)
         if _is_number(self.lr) and not isinstance(self.lr, bool):
             check_number(self.name, "lr", self.lr)
-        elif not callable(self.lr) or isinstance(self.lr, type):  # a schedule is a function of the step
-            raise E.bad_argument(self.name, "lr", self.lr, "a finite number > 0 or a schedule (a function of the step)")
+        elif not callable(self.lr) or isinstance(self.lr, type) or refuses_call(self.lr, 1):  # a function of the step
+            what = refuses_call(self.lr, 1) if callable(self.lr) else None
+            raise E.bad_argument(
+                self.name, "lr", what or self.lr, "a finite number > 0 or a schedule (a function of the step)"
+            )
         for field, kind in self.checks.items():
             check_number(self.name, field, getattr(self, field), kind)
 
@@ -241,6 +249,23 @@ def _checked_lr(opt: str, step: Any, value: Any) -> float:
 
 
 # ------------------------------------------------------------------- checks
+
+
+def refuses_call(fn: Callable[..., Any], n: int) -> str | None:
+    """``fn`` and its signature (``f1(y_true, y_pred)``) when it cannot take ``n`` positional arguments (a schedule
+    takes one; ``fit``'s callbacks and metrics four, after an epoch's work); ``None`` when it can, or its signature
+    cannot be read, so that the mistake is named when it is made."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to read (a builtin): the call will tell
+        return None
+    try:
+        sig.bind(*range(n))
+    except TypeError:
+        bare = [p.replace(annotation=p.empty) for p in sig.parameters.values()]
+        bare_sig = sig.replace(parameters=bare, return_annotation=sig.empty)
+        return f"{str(getattr(fn, '__qualname__', E.describe(fn))).rsplit('<locals>.', 1)[-1]}{bare_sig}"
+    return None
 
 
 def python_numbers(hyper: Any) -> None:
@@ -438,7 +463,7 @@ def _check_leaf(p: Any, o: Any) -> None:
 def diagnose(opt: str, params: Tree, others: tuple[Tree, ...], fields: tuple[str, ...]) -> E.PrelensError:
     """The error for an update that failed: the first bad leaf or structure, named by its tree path."""
     check_params(opt, params)
-    for name, other in zip(("grads", *(f"{opt} {f}" for f in fields)), others):
+    for name, other in zip(("grads", *(f"the state's {f}" for f in fields)), others):
         check_like(opt, name, params, other)
     return E.StructureError(
         f"{opt}: parameters, grads and state do not share a structure the optimisers rebuild "
@@ -470,13 +495,17 @@ class OptimizerLens(PreLens[Any, Any, Any, Any, Any, Any, Any, Any]):
 
 
 def optimizer_lens(opt: Optimizer[Any]) -> OptimizerLens:
-    """``opt`` as a lens: ``get (p, s) = p``, ``put ((p, s), p') = update(−p', s, p)``, checked on both passes."""
-    name = opt.label() if isinstance(opt, Rule) else repr(opt)
-    scheduled = not _is_number(getattr(opt, "lr", 0.0))
+    """``opt`` as a lens: ``get (p, s) = p``, ``put ((p, s), p') = update(−p', s, p)``, checked on both passes (the
+    state of a :class:`Rule` against its ``state_type``; another optimiser's is its own ``update``'s to check)."""
+    rule = opt if isinstance(opt, Rule) else None
+    name = repr(opt) if rule is None else rule.label()
+    scheduled = rule is not None and not _is_number(rule.lr)
     state_type: type = getattr(opt, "state_type", tuple)
 
     def checked(params: Tree, state: Any) -> Any:
         check_params(name, params)
+        if rule is None:
+            return state
         if not scheduled:
             return _check_inner(name, state_type, params, state)
         t, inner = scheduled_state(name, state)

@@ -30,7 +30,7 @@ def l2(lam: float) -> AnyLens:
     (2.25, ([array([0.3, 0.4])], 1.0))
     """
     lam_ = _args.real("l2", "lam", lam, low=0.0)
-    name = f"l2({lam!r})"
+    name = f"l2({lam_!r})"
 
     def fwd(p: Any, loss: Any) -> tuple[Any, Any]:
         check_params(name, _floats_only(p))  # floats, and integer arrays (dropout keys) left out

@@ -30,7 +30,7 @@ def learning_rate(alpha: float) -> PreLens[Any, Any, tuple[()], tuple[()], tuple
     """
     a = _args.real("learning_rate", "alpha", alpha, low=0.0, low_open=True)
     delta = -a
-    return pass_through(f"learning_rate({alpha!r})", check_loss, lambda da: delta)
+    return pass_through(f"learning_rate({a!r})", check_loss, lambda da: delta)
 
 
 def check_loss(name: str, loss: Any) -> None:

@@ -202,6 +202,9 @@ def one_cycle(
 
     Half-cosine ramps, up over ``round(warmup_fraction · total)`` steps, down to ``peak / (div · final_div)``
     at ``t = total``; PyTorch's ``OneCycleLR`` defaults. ``0 < warmup_fraction < 1``, ``div, final_div >= 1``.
+    ``OneCycleLR(max_lr=peak, total_steps=total)`` differs by a step: it rises over one step fewer (its peak at
+    ``warmup_fraction · total − 1``) and falls along the same values one step earlier, to the floor at its last
+    step, ``total − 1`` (here a run of ``total`` steps ends at ``t = total − 1``, one step short of the floor).
 
     >>> s = one_cycle(1.0, total=10)
     >>> round(s(0), 4), s(3), round(s(10), 8)

@@ -61,7 +61,8 @@ class Activation(PreLens[Array, Array, Array, Array, tuple[()], tuple[()], Array
 
 
 def checking(lens: str, what: str, f: Callable[..., Array]) -> Callable[..., Array]:
-    """A user's ``f`` whose result must be an array of its first argument's library, else an error naming ``lens``.
+    """A user's ``f`` whose result must be an array of its first argument's library, dtype and shape, else an error
+    naming ``lens`` (``np.where(z > 0, 1.0, 0.01)`` is float64: a float32 model would silently compute in float64).
 
     >>> checking("softplus", "apply", np.exp)(np.zeros(2))
     array([1., 1.])
@@ -70,7 +71,10 @@ def checking(lens: str, what: str, f: Callable[..., Array]) -> Callable[..., Arr
     def checked(z: Array, *rest: Array) -> Array:
         out = f(z, *rest)
         if same_library(out, z):
-            return out
+            if out.dtype == z.dtype and out.shape == z.shape:
+                return out
+            error = E.lens_dtype_error if out.dtype != z.dtype else E.lens_shape_error
+            raise error(lens, f"the result of {what}", f"{E.describe(z)}, like its argument", E.describe(out))
         expected = f"an array of {namespace_name(namespace(z))}, like its argument (write {what} for that library)"
         raise E.must_be(lens, f"the result of {what}", expected, E.describe(out))
 
@@ -93,7 +97,8 @@ def pointwise(
     arrays as they are (numpy, PyTorch tensors, JAX tracers under ``jax.jit``): written with numpy functions
     (``softplus`` below) the activation is for numpy only; written with their argument's namespace
     (``array_api_compat.array_namespace(z)``) and without a Python ``if`` on values (``softsign`` below),
-    for every library. A function that answers with another library's array is an error naming it.
+    for every library. A function that answers with another library's array, or another dtype or shape than its
+    argument's, is an error naming it.
 
     >>> softplus = pointwise("softplus", lambda z: np.logaddexp(z, 0), lambda z, da: da / (1 + np.exp(-z)))
     >>> from prelens.testing import check_vjp
@@ -293,7 +298,7 @@ def _gelu_grad(z: Array, da: Array) -> Array:
     return g
 
 
-#: GELU in its tanh form (GPT-2's; numpy has no ``erf``); He initialisation suits it.
+#: GELU in its tanh form (GPT-2's, PyTorch's ``GELU(approximate="tanh")``; numpy has no ``erf``); He suits it.
 gelu: Activation = _activation("gelu", _gelu_apply, _gelu_grad, "he")
 
 
@@ -352,6 +357,6 @@ def resolve_activation(fn: str, activation: Activation | str | None) -> Activati
         return activation
     if isinstance(activation, str) and activation in ACTIVATIONS:
         return ACTIVATIONS[activation]
-    is_softmax = getattr(activation, "name", None) == "softmax"
+    is_softmax = (activation if isinstance(activation, str) else getattr(activation, "name", None)) == "softmax"
     hint = " (softmax is not pointwise: put it after the layer)" if is_softmax else ""
     raise E.not_one_of(fn, "activation", sorted(ACTIVATIONS), activation, hint, or_none=True)

@@ -78,6 +78,11 @@ def _show(t: Ints) -> str:
     return str(t[0]) if len(t) == 1 else f"({', '.join(map(str, t))})"
 
 
+#: The batch and spatial axes of an input of 1 or 2 spatial dimensions, as errors show them (channels last:
+#: ``conv2d(1, 8, 3)`` expects ``f64[N,H,W,1]``, which a PyTorch user's ``(N, C, H, W)`` batch is told).
+LAYOUT = {1: ("N", "L"), 2: ("N", "H", "W")}
+
+
 class Geometry(NamedTuple):
     """Where the windows of a convolution or pooling lie: per spatial axis, kernel, stride, padding, dilation."""
 
@@ -249,7 +254,7 @@ def _conv(
     w_shape = (*geo.kernel, cg, c_out)
     expects = Expects(
         params=ConvParams(Arr(dt, *w_shape), Arr(dt, c_out)),
-        input=Arr(dt, None, *([None] * dims), c_in),
+        input=Arr(dt, *LAYOUT[dims], c_in),
         delta=Like(lambda m: (m[1], (m[2][0], *m[3], c_out))),  # (pm, wk, x_shape, out): wk has the dtype
     )
 
@@ -451,7 +456,7 @@ def patches(
         n, *_, c = res[1]
         return None, (n, *geo.out_sizes(name, Shaped(res[1])), kk, c)
 
-    expects = Expects(params=(), input=Arr(None, None, *([None] * dims), None), delta=Like(like))
+    expects = Expects(params=(), input=Arr(None, *LAYOUT[dims], "C"), delta=Like(like))
     return PreLens(fwd, bwd, name, expects=expects)
 
 

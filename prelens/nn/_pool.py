@@ -25,6 +25,7 @@ from prelens.core._check import Arr, Expects, Like
 from prelens.core._lens import AnyLens, PreLens
 from prelens.core._registry import constructor
 from prelens.nn._conv import (
+    LAYOUT,
     Geometry,
     Ints,
     Shaped,
@@ -63,7 +64,7 @@ def _expects(name: str, geo: Geometry) -> Expects:
             raise ValueError("a residue whose shapes disagree")  # reported as a residue this lens did not make
         return token, (x_shape[0], *out, x_shape[-1])
 
-    return Expects(params=(), input=Arr(None, None, *([None] * geo.dims), None), delta=Like(like, or_none=True))
+    return Expects(params=(), input=Arr(None, *LAYOUT[geo.dims], "C"), delta=Like(like, or_none=True))
 
 
 @constructor

@@ -37,7 +37,7 @@ from prelens import errors as E
 from prelens.backend._arrays import copy, namespace
 from prelens.backend._loop import as_steps, scan_loop
 from prelens.core import _args as A
-from prelens.core._check import ANY, LIKE_OUTPUT, Arr, Expects, Like
+from prelens.core._check import ANY, LIKE_OUTPUT, Arr, Expects, Like, Same
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._registry import constructor
 from prelens.nn._activations import _sigmoid_apply
@@ -180,16 +180,17 @@ def cell(
         ds_state = (dh_out, direct) if kind == "lstm" else (dh_out if direct is None else dh_out + direct)
         return dp, (ds_state, dgi @ w_ih.T)
 
-    h_pattern = Arr(dt, ..., n)
+    batch = Same("B")  # the state's leading axes are the input's (as PyTorch's cells: no broadcasting)
+    h_pattern = Arr(dt, batch, n)
     state = (h_pattern, h_pattern) if kind == "lstm" else h_pattern
     # the residue (x, W_ih, W_hh, saved): x has the dtype; the output's shape is that of the step's last
-    # activation (rnn h', gru n, lstm tanh(c')), which broadcasts every input's leading axes
+    # activation (rnn h', gru n, lstm tanh(c')): (*B, H)
     last = {"rnn": 1, "gru": 3, "lstm": 6}[kind]
     like = Like(lambda m: (m[0], tuple(m[3][last].shape)))
     kept = tuple(Arr(dt, ..., n) for _ in range(SAVED[kind]))  # the step's activations
     expects = Expects(
         params=params,
-        input=(state, Arr(dt, ..., n_in)),
+        input=(state, Arr(dt, batch, n_in)),
         delta=((like, like) if kind == "lstm" else like, like),  # (h', y) or ((h', c'), y)
         residue=(Arr(dt, ..., n_in), params.weight_ih, params.weight_hh, kept),
     )
@@ -241,7 +242,7 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
         dxs = xp.reshape(dgi_all @ w_ih.T, (batch, steps, n_in))
         dw_ih = _flat(xs, n_in).T @ dgi_all
         db_ih = xp.sum(dgi_all, axis=0)
-        db_hh = xp.sum(_flat(dghs, gn), axis=0) if kind == "gru" else db_ih
+        db_hh = xp.sum(_flat(dghs, gn), axis=0) if kind == "gru" else copy(db_ih)  # not one array twice
         # h_{t-1} against step t's delta, for t >= 1 (h0 = 0 adds nothing; one step: a zero product)
         dw_hh = _flat(hs[:, 1:, :], n).T @ _flat((dghs if kind == "gru" else dgis)[:, 1:, :], gn)
         return RecurrentParams(dw_ih, dw_hh, db_ih, db_hh), dxs
@@ -249,9 +250,9 @@ def _layer(kind: str, n_in: Any, n_hidden: Any, *, nonlinearity: str = "tanh", d
     like = Like(lambda m: (m[0], (*m[0].shape[:2], n)))  # residue (xs, W_ih, W_hh, saved): (N, T, H), xs's dtype
     expects = Expects(
         params=params,
-        input=Arr(dt, None, None, n_in),
+        input=Arr(dt, "N", "T", n_in),  # batch first (PyTorch's batch_first=True), as errors show
         delta=like,
-        residue=(Arr(dt, None, None, n_in), params.weight_ih, params.weight_hh, ANY),
+        residue=(Arr(dt, "N", "T", n_in), params.weight_ih, params.weight_hh, ANY),
     )
     return PreLens(fwd, bwd, name, init, expects=expects)
 

@@ -247,10 +247,12 @@ def _block_args(
     return d, f, dt, "post" if norm == "post" else "pre", rate
 
 
-def _flags(norm: str, rate: float, *, causal: bool = False, sinusoidal: bool = False) -> str:
+def _flags(norm: str, rate: float, eps: float, *, causal: bool = False, sinusoidal: bool = False) -> str:
     """The options of a block or a model that differ from the defaults, as its name shows them."""
-    flags = (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "")
-    return flags + (", sinusoidal" if sinusoidal else "") + (f", dropout={rate:g}" if rate else "")
+    flags = (
+        (", causal" if causal else "") + (", pre-LN" if norm == "pre" else "") + (", sinusoidal" if sinusoidal else "")
+    )
+    return flags + ("" if eps == 1e-5 else f", eps={eps:g}") + (f", dropout={rate:g}" if rate else "")
 
 
 def _named(lens: AnyLens, prefix: str) -> AnyLens:
@@ -315,7 +317,7 @@ def encoder_block(
         body = chain(residual(ln1 >> mha), residual(ln2 >> ffn))
         p_to = lambda p: [(p.attention, p.norm1), (p.feed_forward, p.norm2)]
         p_from = lambda dp: EncoderBlockParams(*dp[0], *dp[1])
-    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate, causal=causal)}{dtype_suffix(dt)})"
+    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate, eps, causal=causal)}{dtype_suffix(dt)})"
     return _block(body, name, rate, ("attention", "feed_forward"), p_to, p_from)
 
 
@@ -390,7 +392,7 @@ def decoder_block(
 
     # each sub-layer on y beside the memory; (y, memory) -> ((y, memory), memory) before the cross-attention
     body = chain(sub1 @ id_pre_lens, id_pre_lens @ copy_l, unassoc_l, sub2 @ id_pre_lens, sub3 @ id_pre_lens)
-    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate)}{dtype_suffix(dt)})"
+    name = f"{fn}({d}, heads={n_heads}, d_ff={f}{_flags(norm_, rate, eps)}{dtype_suffix(dt)})"
     return _block(body, name, rate, ("self_attention", "cross_attention", "feed_forward"), p_to, p_from)
 
 
@@ -465,7 +467,7 @@ def decoder_lm(
         *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
         dense(d, v, None, dtype=dt),
     )
-    flags = _flags(norm_, rate, sinusoidal=positional == "sinusoidal")
+    flags = _flags(norm_, rate, eps, sinusoidal=positional == "sinusoidal")
     name = f"{fn}(vocab={v}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags}{dtype_suffix(dt)})"
     p_to = lambda p: [p.embedding, p.positions, *p.blocks, *([p.norm] if pre else []), p.unembedding]
     p_from = lambda dp: LMParams(dp[0], dp[1], list(dp[2 : 2 + n]), dp[2 + n] if pre else (), dp[-1])
@@ -528,7 +530,7 @@ def encoder_decoder(
         *([layer_norm(d, eps=eps, dtype=dt)] if pre else []),
         dense(d, vt, None, dtype=dt),
     )
-    flags = f"{_flags(norm_, rate, sinusoidal=positional == 'sinusoidal')}{dtype_suffix(dt)}"
+    flags = f"{_flags(norm_, rate, eps, sinusoidal=positional == 'sinusoidal')}{dtype_suffix(dt)}"
     name = f"{fn}(vocab={vs}→{vt}, d_model={d}, heads={n_heads}, d_ff={f}, layers={n}, max_len={t}{flags})"
 
     def p_to(p: EncoderDecoderParams) -> list[Any]:
@@ -569,15 +571,17 @@ def generate(
     Each step runs ``lm.fwd`` on the last ``max_len`` tokens (all of them if
     ``None``) and picks the next token from the last position's logits:
     greedily with ``temperature=0``, else by sampling ``softmax(logits / temperature)``.
-    Returns ``(B, T0 + steps)`` ids. The longest window is tried first, on one row: a model that
-    takes fewer positions fails before the first step, not after the steps that fit.
+    Returns ``(B, T0 + steps)`` numpy ids (the prompt may be another library's). The longest window is
+    tried first, on one row: a model that takes fewer positions fails before the first step, not after
+    the steps that fit.
 
     >>> lm = decoder_lm(5, 8, 2, 16, 1, 8)
     >>> generate(lm, lm.init(0), np.array([[1, 2]]), 3).shape
     (1, 5)
     """
     as_lens("generate", "lm", lm)
-    ids = A.int_array("generate", "prompt", prompt).copy()  # float ids are an error, never truncated
+    # float ids are an error, never truncated; another library's ids are read as numpy's (the sampling is numpy's)
+    ids = A.int_array("generate", "prompt", to_numpy(prompt) if is_array(prompt) else prompt).copy()
     if ids.ndim == 1:
         ids = ids[None]
     if ids.ndim != 2 or ids.shape[1] == 0:

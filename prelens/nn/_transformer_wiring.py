@@ -193,7 +193,8 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
     only ``(p, s)``: its weights are made again from them. Keys name the
     attention lens: ``"attention"`` for a bare one, ``"block0.self"``,
     ``"decoder1.cross"``, ... for models. Each value has shape
-    ``(batch, heads, T_query, T_key)`` and rows that sum to 1. Lenses composed
+    ``(batch, heads, T_query, T_key)`` (``(heads, T_query, T_key)`` for one unbatched sequence) and rows that
+    sum to 1; numpy's are read-only views of the residue (other libraries': copies). Lenses composed
     with ``>>``, ``@`` and :func:`~prelens.chain` are searched.
 
     >>> import numpy as np
@@ -215,10 +216,20 @@ def attention_weights(model: AnyLens, residue: Any) -> dict[str, Array]:
             weights = get(residue)
         except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise E.not_a_residue_of(repr(model), f"{type(exc).__name__}: {exc}") from exc
-        if not (is_array(weights) and weights.ndim == 4 and dtype_kind(weights.dtype) == "f"):
+        if not (is_array(weights) and weights.ndim >= 3 and dtype_kind(weights.dtype) == "f"):
             got = E.describe(weights)
             raise E.not_a_residue_of(
-                repr(model), f"at {key or 'attention'}: expected float weights (B, H, T_q, T_k), got {got}"
+                repr(model), f"at {key or 'attention'}: expected float weights (..., H, T_q, T_k), got {got}"
             )
-        out[key or "attention"] = weights
+        out[key or "attention"] = _read_only(weights)
     return out
+
+
+def _read_only(weights: Array) -> Array:
+    """The residue's weights as the caller may hold them: numpy's a read-only view, another library's a copy (the
+    backward pass reads them: written into, they would change its gradients)."""
+    if not isinstance(weights, np.ndarray):
+        return copy(weights)
+    view = weights.view()
+    view.flags.writeable = False
+    return view

@@ -10,7 +10,7 @@ the bytes of residue held between the passes.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,19 +27,21 @@ from prelens.tambara._trilens import AnyTriLens, LensPass, as_trilens, interpret
 Pass = Callable[[Any, Any], tuple[Any, Any]]
 
 
-def placeholder(shape: tuple[int, ...] = (), dtype: Any = np.float64) -> Any:
-    """A value of ``shape`` and ``dtype`` that holds no data: a scalar, or one zero broadcast to ``shape``.
+def placeholder(shape: int | Sequence[int] = (), dtype: Any = np.float64) -> Any:
+    """A value of ``shape`` (as numpy's: an int, a tuple or a list) and ``dtype`` that holds no data: a scalar, or
+    one zero broadcast to ``shape``.
 
     >>> x = placeholder((1000, 1000))
     >>> x.shape, x.nbytes, x.strides
     ((1000, 1000), 8000000, (0, 0))
     """
-    if not isinstance(shape, tuple) or not all(_is_size(d) for d in shape):
-        raise E.must_be("placeholder", "shape", "a tuple of sizes (ints >= 0)", E.describe(shape))
+    dims: Any = (shape,) if _is_size(shape) else tuple(shape) if isinstance(shape, list) else shape
+    if not isinstance(dims, tuple) or not all(_is_size(d) for d in dims):
+        raise E.must_be("placeholder", "shape", "a size or a tuple of sizes (ints >= 0)", E.describe(shape))
     dt = _args.float_dtype("placeholder", "dtype", dtype)
-    if shape == ():
+    if dims == ():
         return 0.0 if dt == np.float64 else dt.type(0)
-    return np.broadcast_to(np.zeros((), dt), tuple(int(d) for d in shape))
+    return np.broadcast_to(np.zeros((), dt), tuple(int(d) for d in dims))
 
 
 def _is_size(d: Any) -> bool:
@@ -90,12 +92,13 @@ class Rule:
 _RULES: weakref.WeakKeyDictionary[AnyLens, Rule] = weakref.WeakKeyDictionary()
 
 
-def register_rule(lens: AnyLens, rule: Rule) -> None:
-    """Give ``lens`` a :class:`Rule`, so that :class:`Shapes` and :class:`Cost` read its box abstractly.
+def register_rule(lens: AnyLens, rule: Rule) -> AnyLens:
+    """Give ``lens`` a :class:`Rule`, so that :class:`Shapes` and :class:`Cost` read its box abstractly; returns it.
 
     >>> from prelens import PreLens, to_tamb
     >>> double = PreLens(lambda p, s: ((), 2 * s), lambda dm, da: ((), 2 * da), name="double")
     >>> register_rule(double, Rule(lambda p, s: ((), s), lambda dm, da: ((), da), lambda p, s: (3, 3)))
+    double
     >>> Cost.of(to_tamb(double), (), placeholder((3,))).total
     (3, 3)
     """
@@ -103,6 +106,7 @@ def register_rule(lens: AnyLens, rule: Rule) -> None:
     if not isinstance(rule, Rule):
         raise E.must_be("register_rule", "rule", "a prelens.tambara.Rule", E.describe(rule))
     _RULES[lens] = rule
+    return lens
 
 
 @dataclass(frozen=True)
@@ -145,8 +149,8 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 
         def fwd(ps: Any) -> Any:
             p_, s_ = ps
-            m, a = rule.forward(p_, s_) if rule else like(lens.fwd(p_, s_))
-            madds = rule.madds(p_, s_) if rule else (None, None)
+            m, a = _returned(lens, "forward", rule.forward(p_, s_)) if rule else like(lens.fwd(p_, s_))
+            madds = _returned(lens, "madds", rule.madds(p_, s_)) if rule else (None, None)
             plain = None
             if rule is None and len(REMAT_OF):  # a remat lens exists: this box may hold one
                 with full_residues():
@@ -156,7 +160,7 @@ def read(program: Program, p: Any, s: Any) -> Reading:
 
         def bwd(dm_da: Any) -> Any:
             dm, da = dm_da
-            return rule.backward(dm, da) if rule else like(lens.bwd(dm, da))
+            return _returned(lens, "backward", rule.backward(dm, da)) if rule else like(lens.bwd(dm, da))
 
         return Step(step.kind, step.at, fwd, bwd)
 
@@ -164,6 +168,17 @@ def read(program: Program, p: Any, s: Any) -> Reading:
     m, a = fwd(like(p), like(s))
     dp, ds = bwd(like(m), like(a))
     return Reading(m, a, dp, ds, tuple(boxes))
+
+
+#: What each function of a :class:`Rule` returns: a pair.
+_RETURNS = {"forward": "(m, a)", "backward": "(dp, ds)", "madds": "of ints (the forward and backward multiply-adds)"}
+
+
+def _returned(lens: AnyLens, what: str, out: Any) -> Any:
+    """``out``, what ``lens``'s rule's function ``what`` returned, if it is the pair it must be; else an error."""
+    if isinstance(out, tuple) and len(out) == 2 and (what != "madds" or all(_is_size(n) for n in out)):
+        return out
+    raise E.must_be(f"{lens.name}'s Rule", f"what {what} returns", f"a pair {_RETURNS[what]}", E.describe_tree(out))
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -23,8 +23,6 @@ from prelens.core._lens import id_pre_lens  # noqa: F401  (doctests)
 from prelens.core._scan import scan
 from prelens.tambara._trilens import (
     AnyTriLens,
-    PLeft,
-    PRight,
     TriLens,
     _same,
     as_trilens,
@@ -32,6 +30,7 @@ from prelens.tambara._trilens import (
     dimap_p,
     dimap_s,
     from_tamb,
+    on_half,
     to_tamb,
 )
 
@@ -40,7 +39,7 @@ def scan_t(tri: AnyTriLens, *, n: int | None = None, axis: int = 0) -> AnyTriLen
     """The TriLens of ``scan``: ``from_tamb(scan_t(to_tamb(cell))) == scan(cell)``.
 
     With ``n`` (a fixed length, like ``vec_lens(n, ...)``), it is built from ``tri`` by the post's
-    cons recursion on a *list* of ``n`` steps (nesting grows with ``n``: teaching sizes). Without
+    cons recursion on a *list* of ``n`` steps (its calls nest ``n`` deep: up to some 250 steps). Without
     ``n``, any length and arrays along ``axis``: :func:`~prelens.core.scan` of ``from_tamb(tri)``.
 
     >>> from prelens import PreLens
@@ -92,10 +91,10 @@ def _cons(cell: AnyTriLens, rest: AnyTriLens) -> AnyTriLens:
         t = dimap_s(lambda v: (v[1][0], [v[0], *v[1][1]]), lambda d: (d[1][0], (d[0], list(d[1][1:]))), t)
         # input (y, (h_T, ys_rest)); make room for the two halves' residues and parameters
         t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
-        t = rest(PRight(t)).t
+        t = on_half(rest, 1, t)
         # residue ((), (m_rest, m1)), parameters (p1, ((), p_rest)), input (y, (h', xs_rest))
         t = dimap_s(lambda v: (v[0][1], (v[0][0], v[1])), lambda d: ((d[1][0], d[0]), d[1][1]), t)
-        t = cell(PLeft(t)).t
+        t = on_half(cell, 0, t)
         # residue ((m, ()), (m_rest, m1)), parameters ((p1, p), ((), p_rest)), input ((h, x), xs_rest)
         t = dimap_s(_uncons_input, lambda d: (d[0][0], [d[0][1], *d[1]]), t)
         t = dimap_m(lambda m: ([m[0][0], *m[1][0]], m[1][1]), lambda dm: ((dm[0][0], ()), (list(dm[0][1:]), dm[1])), t)

@@ -430,17 +430,24 @@ def tri_tensor(l1: AnyTriLens, l2: AnyTriLens) -> AnyTriLens:
     as_trilens("tri_tensor", "l2", l2)
 
     def run(t: Any) -> Any:
-        t = dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))
-        if isinstance(t, Program):  # a Program focuses on each half instead of wrapping it
-            t = _module(l1(t.at(t.focus.half(0)))).at(t.focus)
-            t = _module(l2(t.at(t.focus.half(1)))).at(t.focus)
-        else:
-            t = l1(PLeft(t)).t
-            t = l2(PRight(t)).t
+        t = on_half(l2, 1, on_half(l1, 0, dimap_p(runit, unrunit, dimap_m(unlunit, lunit, t))))
         t = dimap_p(second(unlunit), second(lunit), dimap_m(first(runit), first(unrunit), t))
         return dimap_p(unassoc, assoc, dimap_m(unassoc, assoc, t))
 
     return TriLens(run, f"{_paren(repr(l1))} @ {_paren(repr(l2))}")
+
+
+def on_half(tri: AnyTriLens, i: int, t: Any) -> Any:
+    """``tri`` run on the left (``i = 0``, through ``PLeft``) or right (``1``, ``PRight``) halves of ``t``'s pairs.
+
+    A :class:`Program` focuses on the half instead of wrapping it: its steps stay one per step taken.
+
+    >>> on_half(to_tamb(id_pre_lens), 1, Program()).steps()[0]
+    alpha @1/1/1
+    """
+    if isinstance(t, Program):
+        return _module(tri(t.at(t.focus.half(i)))).at(t.focus)
+    return tri((PLeft, PRight)[i](t)).t
 
 
 _OWN_MODULES = (PreLens, PLeft, PRight, Program)

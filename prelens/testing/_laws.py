@@ -40,7 +40,7 @@ from prelens.testing._random import random_affine, random_like
 from prelens.testing._vjp import check_vjp
 
 Fn = Callable[[Any], Any]
-#: ``equal(lhs, rhs, p, s)``: whether two values of a Tambara module are the same, seen on ``(p, s)``.
+#: ``equal(lhs, rhs, p, s)``: whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 Equal = Callable[[Any, Any, Any, Any], bool]
 Rng = np.random.Generator | int | None
 
@@ -104,6 +104,11 @@ def _pre_lens(law: str, side: str, x: Any) -> AnyLens:
     return from_tamb(x) if isinstance(as_lens_or_trilens(law, side, x), TriLens) else x
 
 
+def _in_kind_of(law: str, side: str, x: Any, lens: AnyLens) -> Any:
+    """``lens`` (a unit or a symmetry of a law about ``x``) as ``x`` is: ``to_tamb(lens)`` beside a TriLens."""
+    return to_tamb(lens) if isinstance(as_lens_or_trilens(law, side, x), TriLens) else lens
+
+
 def _same(law: str, where: str, left: Any, right: Any, rtol: float, atol: float) -> None:
     found = tree_first_difference(left, right, rtol=rtol, atol=atol)
     if found is not None:
@@ -144,7 +149,7 @@ def _modules_equal(law: str, lhs: Any, rhs: Any, p: Any, s: Any, *, equal: Equal
 
 
 def module_equal(lhs: Any, rhs: Any, p: Any, s: Any) -> bool:
-    """Whether two values of a Tambara module are the same, seen on ``(p, s)``.
+    """Whether two values of a Trimbara module are the same, seen on ``(p, s)``.
 
     Pre-lenses and :class:`~prelens.tambara.Program` values must run alike (:class:`LawError` names the
     difference); ``Shapes`` and ``Cost`` values must read the same. The Trimbara laws compare with it
@@ -185,7 +190,8 @@ def check_left_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_left_unit(id_pre_lens, (), 1.0)
     """
-    check_lens_equal("left unit of >>", id_pre_lens >> f, f, (p, ()), s, p_iso=runit, m_iso=lunit, **kw)
+    unit = _in_kind_of("left unit of >>", "f", f, id_pre_lens)
+    check_lens_equal("left unit of >>", unit >> f, f, (p, ()), s, p_iso=runit, m_iso=lunit, **kw)
 
 
 def check_right_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
@@ -194,7 +200,8 @@ def check_right_unit(f: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_right_unit(id_pre_lens, (), 1.0)
     """
-    check_lens_equal("right unit of >>", f >> id_pre_lens, f, ((), p), s, p_iso=lunit, m_iso=runit, **kw)
+    unit = _in_kind_of("right unit of >>", "f", f, id_pre_lens)
+    check_lens_equal("right unit of >>", f >> unit, f, ((), p), s, p_iso=lunit, m_iso=runit, **kw)
 
 
 def _middle_four(x: Any) -> Any:
@@ -233,7 +240,8 @@ def check_sym_natural(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any
     >>> check_sym_natural(i, i, (), (), 1.0, 2.0)
     """
     p_iso, m_iso = (lambda q: (sym(q[1]), ())), (lambda m: ((), sym(m[0])))
-    lhs, rhs = (f @ g) >> sym_l, sym_l >> (g @ f)
+    sym_ = _in_kind_of("naturality of sym", "f", f, sym_l)
+    lhs, rhs = (f @ g) >> sym_, sym_ >> (g @ f)
     check_lens_equal("naturality of sym", lhs, rhs, ((), (pf, pg)), (s1, s2), p_iso=p_iso, m_iso=m_iso, **kw)
 
 
@@ -385,6 +393,7 @@ def check_tamb_roundtrip(l: AnyLens, p: Any, s: Any, **kw: Any) -> None:
     >>> from prelens import id_pre_lens
     >>> check_tamb_roundtrip(id_pre_lens, (), 1.0)
     """
+    l = _pre_lens("from_tamb . to_tamb = id", "l", l)
     for route, run in _ROUTES:
         check_lens_equal(f"from_tamb . to_tamb = id{route}", l, run(to_tamb(l)), p, s, **kw)
 
@@ -395,6 +404,7 @@ def check_tri_compose(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s: Any, **kw: An
     >>> from prelens import id_pre_lens as i
     >>> check_tri_compose(i, i, (), (), 1.0)
     """
+    f, g = (_pre_lens("tri_compose agrees with >>", side, x) for side, x in (("f", f), ("g", g)))
     for route, run in _ROUTES:
         rhs = run(tri_compose(to_tamb(f), to_tamb(g)))
         check_lens_equal(f"tri_compose agrees with >>{route}", f >> g, rhs, (pg, pf), s, **kw)
@@ -406,6 +416,7 @@ def check_tri_tensor(f: AnyLens, g: AnyLens, pf: Any, pg: Any, s1: Any, s2: Any,
     >>> from prelens import id_pre_lens as i
     >>> check_tri_tensor(i, i, (), (), 1.0, 2.0)
     """
+    f, g = (_pre_lens("tri_tensor agrees with @", side, x) for side, x in (("f", f), ("g", g)))
     for route, run in _ROUTES:
         rhs = run(tri_tensor(to_tamb(f), to_tamb(g)))
         check_lens_equal(f"tri_tensor agrees with @{route}", f @ g, rhs, (pf, pg), (s1, s2), **kw)
@@ -418,6 +429,7 @@ def check_combinators(l: AnyLens, p: Any, s: Any, n: int = 3, **kw: Any) -> None
     >>> check_combinators(id_pre_lens, (), 1.0)
     """
     n = _args.count("check_combinators", "n", n)
+    l = _pre_lens("check_combinators", "l", l)
     t = to_tamb(l)
     law = "vec_lens on TriLens agrees with vec_lens"
     check_lens_equal(law, vec_lens(n, l), from_tamb(vec_lens(n, t)), [p] * n, [s] * n, **kw)
@@ -431,7 +443,8 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
 
     :func:`check_pure` first; :func:`check_no_alias` (an :class:`AliasWarning`, the rest goes on); the
     units, dimaps, alpha and beta laws, the TriLens round trip, the combinators; with ``vjp=True``
-    :func:`check_vjp`. Raises :class:`LawError` on the first failed law.
+    :func:`check_vjp`. Raises :class:`LawError` on the first failed law. A TriLens is checked as
+    ``from_tamb`` of it.
 
     >>> import numpy as np
     >>> from prelens import id_pre_lens
@@ -439,6 +452,7 @@ def check_lens_laws(l: AnyLens, p: Any, s: Any, *, rng: Rng = 0, vjp: bool = Tru
     """
     gen = _args.seed("check_lens_laws", rng)
     _args.flag("check_lens_laws", "vjp", vjp)
+    l = _pre_lens("check_lens_laws", "l", l)  # a TriLens's laws are those of its pre-lens
     check_pure(l, p, s, rng=gen, fn="check_lens_laws")
     try:
         check_no_alias(l, p, s, rng=0)  # its own draws: the laws below see the same ones as before
@@ -500,6 +514,7 @@ def check_scan(cell: AnyLens, p: Any, h0: Any, xs: Any, *, k: int | None = None,
     >>> add = PreLens(lambda p, hx: ((), (hx[0] + hx[1],) * 2), lambda m, d: ((), (d[0] + d[1],) * 2), name="add")
     >>> check_scan(add, (), np.zeros(2), np.ones((4, 2)))
     """
+    cell = _pre_lens("check_scan", "cell", cell)
     lens = scan(cell, axis=axis)
     steps = _steps("check_scan", xs, axis)
     T = len(steps)
@@ -555,6 +570,7 @@ def check_scan_map(f: AnyLens, p: Any, h0: Any, xs: Any, *, axis: int = 0, **kw:
     >>> from prelens.nn import linear
     >>> check_scan_map(linear(2, 3), np.ones((2, 3)), np.zeros(1), np.ones((4, 5, 2)), axis=1)
     """
+    f = _pre_lens("check_scan_map", "f", f)
     steps = _steps("check_scan_map", xs, axis)
     T = len(steps)
     lhs = id_pre_lens @ batch_n(T, f)

@@ -72,16 +72,18 @@ def _random_value(t: ValueType, rng: np.random.Generator) -> Any:
 
 
 def value_type(fn: str, what: str, t: Any) -> ValueType:
-    """``t`` if it is a value type (an int >= 0, or a pair of value types), else an error naming ``fn``."""
-    todo = [t]
-    while todo:
-        x = todo.pop()
+    """``t`` if it is a value type (an int >= 0, numpy's too, or a pair of value types), its ints Python's; else an
+    error naming ``fn``."""
+
+    def checked(x: Any) -> ValueType:
         if isinstance(x, tuple) and len(x) == 2:
-            todo.extend(x)
-        elif isinstance(x, bool) or not isinstance(x, int) or x < 0:
-            expected = "a value type: an int (a vector's length) or a pair of value types such as (3, (2, 2))"
-            raise E.bad_argument(fn, what, t, expected)
-    return t  # type: ignore[no-any-return]
+            return checked(x[0]), checked(x[1])
+        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and x >= 0:
+            return int(x)
+        expected = "a value type: an int (a vector's length) or a pair of value types such as (3, (2, 2))"
+        raise E.bad_argument(fn, what, t, expected)
+
+    return checked(t)
 
 
 # ------------------------------------------------ the generator's primitives (no longer public)
@@ -143,7 +145,8 @@ def lenses(in_type: ValueType | None = None, max_depth: int = 2, max_dim: int = 
     >>> find(lenses((1, 1)), lambda g: g.out_type == 1, settings=settings(database=None, derandomize=True))
     GeneratedLens(lens=add_l, in_type=(1, 1), out_type=1)
     """
-    return _lenses(None if in_type is None else value_type("lenses", "in_type", in_type), max_depth, max_dim)
+    t = None if in_type is None else value_type("lenses", "in_type", in_type)
+    return _lenses(t, _args.count("lenses", "max_depth", max_depth, least=0), _args.count("lenses", "max_dim", max_dim))
 
 
 @st.composite
@@ -197,7 +200,9 @@ def chains(
     >>> [(g.lens, g.in_type, g.out_type) for g in find(chains(2, 1, 0), lambda c: c[-1].out_type == 2, settings=quiet)]
     [(linear_vec(1→2), 1, 2), (bias_vec(2), 2, 2)]
     """
-    return _chains(n, None if in_type is None else value_type("chains", "in_type", in_type), max_depth, max_dim)
+    t = None if in_type is None else value_type("chains", "in_type", in_type)
+    n, max_depth = (_args.count("chains", what, x, least=0) for what, x in (("n", n), ("max_depth", max_depth)))
+    return _chains(n, t, max_depth, _args.count("chains", "max_dim", max_dim))
 
 
 @st.composite

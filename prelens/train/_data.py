@@ -44,8 +44,9 @@ def _first_bad_row(a: Any, n: int) -> int:
     return int(np.argmax(bad_rows))
 
 
-def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[Any, Any]:
-    """``data`` with its float arrays of another float dtype cast to ``dtype`` (once); overflow refused."""
+def cast(what: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[Any, Any]:
+    """``data`` (fit's ``what``: ``"data"`` or ``"validation"``) with its float arrays of another float dtype cast to
+    ``dtype`` (once); overflow refused."""
     if dtype is None:
         return data
 
@@ -64,7 +65,7 @@ def cast(fn: str, data: tuple[Any, Any], dtype: np.dtype[Any] | None) -> tuple[A
         if a is not before and not all_finite(a):  # only a cast leaf: rows() found the data finite
             row = _first_bad_row(a, a.shape[0])
             raise E.NonFiniteError(
-                f"{fn}: data{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
+                f"fit: {what}{E.path_str(path)} overflows when cast to the model's {dtype}, first in row {row}; "
                 "scale the data first"
             )
     return typing.cast(tuple[Any, Any], out)
@@ -92,8 +93,8 @@ def _take_rows(a: Any, idx: np.ndarray, moved: dict[tuple[int, str], Any]) -> An
     return xp.take(a, moved[key], axis=0)
 
 
-def rows(fn: str, xs: Any, ys: Any) -> int:
-    what = "validation" if "validation" in fn else "data"
+def rows(what: str, xs: Any, ys: Any) -> int:
+    """The rows of fit's ``what`` (``"data"`` or ``"validation"``): one length, at least one, every float finite."""
     for leaf in tree_leaves((xs, ys)):
         if not is_array(leaf) or leaf.ndim == 0:
             raise E.bad_argument(
@@ -110,7 +111,7 @@ def rows(fn: str, xs: Any, ys: Any) -> int:
     for path, leaf in tree_paths((xs, ys)):
         if dtype_kind(leaf.dtype) in "fc" and not all_finite(leaf):
             raise E.NonFiniteError(
-                f"{fn}: data{E.path_str(path)} holds NaN or infinity, first in row {_first_bad_row(leaf, n)}; "
+                f"fit: {what}{E.path_str(path)} holds NaN or infinity, first in row {_first_bad_row(leaf, n)}; "
                 "clean or drop such rows first"
             )
     return n

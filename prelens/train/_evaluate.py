@@ -47,8 +47,9 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     xs = _beside(params, xs)
     if batch_size is None:
         return forward(model, params, xs)
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
         raise E.bad_argument("predict", "batch_size", batch_size, "an int >= 1 or None")
+    batch_size = int(batch_size)
     if not is_array(xs) or xs.ndim == 0:
         raise E.bad_argument("predict", "xs", E.describe_tree(xs), "an array with a leading batch axis")
     n = xs.shape[0]

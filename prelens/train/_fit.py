@@ -97,8 +97,8 @@ def fit(
     the parameters' own library (data of another is refused, before training). ``backend="auto"``: the compiled
     JAX step when JAX is installed and the run suits it (numpy parameters and data in float32/float64, no dropout,
     no mesh, the step traces on JAX, and the run is large enough to repay compiling), numpy otherwise; the progress
-    line says which, and the result (and the state an error carries) is numpy either way, equal to numpy's run to
-    about 1e-12 in float64 (docs/performance.md).
+    line says which, and the result (and the state callbacks are shown and an error carries) is numpy either way,
+    equal to numpy's run to about 1e-12 in float64 (docs/performance.md).
     ``blas_threads``: on numpy, the BLAS threads for the run (see :func:`blas_threads`; ``None`` leaves BLAS alone).
 
     Returns :class:`FitResult` ``(params, opt_state, history)`` (copies: never the objects passed in). On Ctrl-C it

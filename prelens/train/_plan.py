@@ -15,10 +15,11 @@ import numpy as np
 from prelens import errors as E
 from prelens.backend._arrays import is_array, namespace, namespace_name, resolve_backend, to_backend
 from prelens.core import _args
+from prelens.core._check import misfit
 from prelens.core._lens import AnyLens, as_lens
-from prelens.core._tree import tree_first_nonfinite, tree_leaves, tree_paths
+from prelens.core._tree import check_structure, tree_first_nonfinite, tree_leaves, tree_paths
 from prelens.io._checkpoint import writable_path
-from prelens.learn._optimizer import init_state, own_copy
+from prelens.learn._optimizer import Optimizer, init_state, own_copy, refuses_call
 from prelens.train._callbacks import CheckpointBest, EarlyStopping, LearningRateLogger
 from prelens.train._compiled import compile_step
 from prelens.train._data import cast, has_dropout, keyed, model_dtype, rows, take
@@ -77,7 +78,7 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
                checkpoint_path: Any, resume: Any, backend: Any, mesh: Any, blas_threads: Any) -> Args:  # fmt: skip
     """Every argument of ``fit`` checked, in the order of its signature's groups, before any work."""
     epochs, batch_size = _args.count("fit", "epochs", epochs, 0), _args.count("fit", "batch_size", batch_size)
-    _check_checkpoints(checkpoint_every, checkpoint_path, resume)
+    checkpoint_every = _check_checkpoints(checkpoint_every, checkpoint_path, resume)
     auto = isinstance(backend, str) and backend == "auto"
     xp = None if backend is None or auto else resolve_backend("fit", backend)
     if blas_threads is not None and blas_threads != "auto":
@@ -93,10 +94,10 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
     measures = _check_metrics(metrics, validation is not None, train_metrics)
     cbs = _check_callbacks(callbacks, optimizer, measures, validation is not None, train_metrics, checkpoint_path)
     xs, ys = _args.batch("fit", data, "data")
-    n = rows("fit", xs, ys)
+    n = rows("data", xs, ys)
     if validation is not None:
         validation = _args.batch("fit", validation, "validation")
-        rows("fit (validation)", *validation)
+        rows("validation", *validation)
     if resume is not None:
         for name, value in (("params", params), ("opt_state", opt_state)):
             if value is not None:
@@ -109,15 +110,16 @@ def check_args(*, model: Any, loss: Any, data: Any, epochs: Any, batch_size: Any
                 checkpoint_every, checkpoint_path, resume, xp, auto, mesh, blas_threads)  # fmt: skip
 
 
-def _check_checkpoints(every: Any, path: Any, resume: Any) -> None:
-    if every is not None and (not isinstance(every, int) or isinstance(every, bool) or every < 1):
-        raise E.bad_argument("fit", "checkpoint_every", every, "an int >= 1 or None")
+def _check_checkpoints(every: Any, path: Any, resume: Any) -> int | None:
+    """``checkpoint_every`` as an int (numpy's too, as ``epochs``), or None; the paths checked."""
+    count = None if every is None else _args.count("fit", "checkpoint_every", every)
     if resume is not None and not isinstance(resume, (str, os.PathLike)):
         raise E.bad_argument("fit", "resume", resume, "a checkpoint's path (str or os.PathLike) or None")
-    if every is not None and path is None:
+    if count is not None and path is None:
         raise E.bad_argument("fit", "checkpoint_path", path, "a file path when checkpoint_every is given")
     if path is not None:
         writable_path("fit", "checkpoint_path", path, "a file path (str or os.PathLike) or None")
+    return count
 
 
 def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[str, Metric]:
@@ -129,6 +131,15 @@ def _check_metrics(metrics: Any, has_validation: bool, on_train: bool) -> dict[s
         if not isinstance(name, str) or not name or not callable(metric) or isinstance(metric, type):
             raise E.bad_argument(
                 "fit", "metrics", f"{name!r}: {E.describe(metric)}", "{name: metric(model, params, xs, targets)}"
+            )
+        if name == "loss":
+            raise E.bad_argument(
+                "fit", "metrics", name, "named other than 'loss' (fit records val_loss and train_loss)"
+            )
+        misfit_call = refuses_call(metric, 4)
+        if misfit_call:
+            raise E.bad_argument(
+                "fit", "metrics", f"{name}: {misfit_call}", "{name: metric(model, params, xs, targets)}"
             )
     if metrics and not (has_validation or on_train):
         raise E.ArgumentError(
@@ -151,6 +162,10 @@ def _check_callbacks(
     for cb in callbacks:
         if isinstance(cb, type) or not callable(getattr(cb, "on_epoch_end", None)):
             raise E.bad_argument("fit", "callbacks", E.describe(cb), expected)
+        misfit_call = refuses_call(cb.on_epoch_end, 4)
+        if misfit_call:
+            takes = "callbacks whose on_epoch_end takes (epoch, history, params, opt_state)"
+            raise E.bad_argument("fit", "callbacks", misfit_call, takes)
     if sum(isinstance(cb, EarlyStopping) and cb.restore_best for cb in callbacks) > 1:
         raise E.bad_argument(
             "fit", "callbacks", "two EarlyStopping(restore_best=True)", "at most one callback that restores parameters"
@@ -198,10 +213,21 @@ def start(a: Args) -> Resumed:
                 f"it holds no best parameters for {a.restorer!r} (the best epoch, {best}, is behind it: it was "
                 "written by a run without restore_best)",
             )
-    bad = tree_first_nonfinite(at.params)
+    _check_start(a, at.params, at.opt_state)
+    return at
+
+
+def _check_start(a: Args, params: Tree, opt_state: Any) -> None:
+    """The parameters fit the model's declaration and are finite; a given optimiser state (of an optimiser of
+    ``prelens.learn``) is shaped like its ``init``: a mistake is named now, not at the first step."""
+    err = misfit(a.model.expects.params, params, "params")
+    if err is not None:
+        raise type(err)(f"fit: params do not fit {E.short_name(a.model.name, 80)}: {err}")
+    bad = tree_first_nonfinite(params)
     if bad is not None:
         raise E.non_finite("fit: params", bad)
-    return at
+    if a.opt_state is not None and (a.lens_form or isinstance(a.optimizer, Optimizer)):
+        check_structure(_init_state(a.optimizer, a.lens_form, params), opt_state, what="fit: opt_state", shapes=True)
 
 
 def _init_state(optimizer: Any, lens_form: bool, params: Tree) -> Any:
@@ -231,8 +257,8 @@ def plan(a: Args, at: Resumed) -> tuple[Plan, Resumed]:
             f"{n_batches} batches per epoch: resume mid-epoch with the same data and batch_size",
         )
     dtype = model_dtype(at.params)
-    data = cast("fit", a.data, dtype)
-    validation = None if a.validation is None else cast("fit (validation)", a.validation, dtype)
+    data = cast("data", a.data, dtype)
+    validation = None if a.validation is None else cast("validation", a.validation, dtype)
     if a.xp is None:
         _check_library(at.params, {"data": data, "validation": validation})
     dropout = has_dropout(at.params)

@@ -136,7 +136,7 @@ class Run:
         stop_by = None
         callbacks = self.plan.args.callbacks
         if callbacks:
-            params, opt_state = tree_map(_readonly, self.state)
+            params, opt_state = tree_map(_readonly, self._handed_back(self.state))  # numpy under backend="auto"
             for cb in callbacks:
                 if cb.on_epoch_end(epoch, self.history, params, opt_state) and stop_by is None:
                     stop_by = cb

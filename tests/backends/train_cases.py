@@ -155,10 +155,10 @@ def check_data(backend: str, tmp: Path) -> None:
     ys = np.eye(3)[labels]  # float64 targets: cast to the model's float32
     data = (xs, (ys, labels))
     bx = B.to_backend(data, backend)
-    assert rows("fit", *bx) == rows("fit", *data) == N
+    assert rows("data", *bx) == rows("data", *data) == N
     dtype = model_dtype(B.to_backend(params, backend))
     assert dtype == model_dtype(params) == np.float32
-    cast_ref, cast_got = cast("fit", data, dtype), cast("fit", bx, dtype)
+    cast_ref, cast_got = cast("data", data, dtype), cast("data", bx, dtype)
     for r, g in zip(_leaves(cast_ref), _leaves(cast_got)):
         _assert_same_array(r, g, lib, f"cast on {lib}")
     order = np.random.default_rng(3).permutation(N)
@@ -170,7 +170,7 @@ def check_data(backend: str, tmp: Path) -> None:
     bad[123, 4] = np.nan
     for what, arrays in (("numpy", (bad, ys)), (lib, B.to_backend((bad, ys), backend))):
         with pytest.raises(PrelensError, match=r"fit: data\[0\] holds NaN or infinity, first in row 123;") as err:
-            rows("fit", *arrays)
+            rows("data", *arrays)
         assert str(err.value).startswith("fit: data[0]"), what
     huge = ys.copy()
     huge[200, 1] = 1e300
@@ -178,9 +178,9 @@ def check_data(backend: str, tmp: Path) -> None:
         with pytest.raises(
             PrelensError, match=r"fit: data\[1\] overflows when cast to the model's float32, first in row 200"
         ):
-            cast("fit", arrays, np.dtype(np.float32))
+            cast("data", arrays, np.dtype(np.float32))
     with pytest.raises(PrelensError, match=r"fit: data must be \(xs, targets\) of arrays with a leading batch axis"):
-        rows("fit", B.to_backend(np.float64(1.0) + np.zeros(()), backend), B.to_backend(ys, backend))
+        rows("data", B.to_backend(np.float64(1.0) + np.zeros(()), backend), B.to_backend(ys, backend))
 
 
 # ---------------------------------------------------------------- checkpoints and model files

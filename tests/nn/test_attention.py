@@ -234,8 +234,8 @@ def test_attention_weights_come_from_the_residue_without_recomputation():
     w = attention_weights(mha, m)["attention"]
     assert w.shape == (3, 2, 4, 4)
     assert np.allclose(w.sum(axis=-1), 1.0) and np.all(w[..., 0, 1:] == 0.0)
-    # the weights are the softmax's residue itself: the very array the backward pass uses
-    assert any(leaf is w for leaf in _leaves(m))
+    # the weights are the softmax's residue itself (read-only): the very memory the backward pass uses
+    assert any(np.shares_memory(leaf, w) for leaf in _leaves(m))
     q = (x @ p.W_Q).reshape(3, 4, 2, 4).transpose(0, 2, 1, 3)
     k = (x @ p.W_K).reshape(3, 4, 2, 4).transpose(0, 2, 1, 3)
     s = q @ k.swapaxes(-1, -2) / 2.0 + np.triu(np.full((4, 4), -np.inf), 1)
@@ -260,6 +260,31 @@ def test_attention_weights_are_found_through_remat_and_a_new_name():
     two = chain(remat(mha), mha)
     found = attention_weights(two, two.fwd([p, p], x)[0])
     assert list(found) == ["attention", "attention#2"] and np.allclose(found["attention"], plain)
+
+
+def test_attention_weights_cannot_change_the_gradient():
+    """The weights are the residue's own array, read-only: a user who masks or rescales them in place for a
+    plot gets an error, not silently wrong gradients from the next backward pass (it wrote into the residue)."""
+    rng = np.random.default_rng(7)
+    mha = multi_head_attention(8, 2, causal=True)
+    p, x = mha.init(rng), rng.standard_normal((3, 4, 8))
+    m, y = mha.fwd(p, x)
+    before = mha.bwd(m, np.ones_like(y))[0]
+    w = attention_weights(mha, m)["attention"]
+    assert any(np.shares_memory(leaf, w) for leaf in _leaves(m))  # not a copy
+    with pytest.raises(ValueError, match="read-only"):
+        w *= 2.0
+    assert tree_allclose(mha.bwd(m, np.ones_like(y))[0], before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(5, 8), (2, 3, 5, 8)])
+def test_attention_weights_of_inputs_with_fewer_or_more_leading_axes(shape):
+    """multi_head_attention takes ``(..., T, d)``: an unbatched ``(T, d)`` (as PyTorch's ``MultiheadAttention``
+    takes) has weights ``(heads, T, T)``, not a residue refused as "not a residue of this model"."""
+    mha = multi_head_attention(8, 2, causal=True)
+    m, _ = mha.fwd(mha.init(0), np.ones(shape))
+    w = attention_weights(mha, m)["attention"]
+    assert w.shape == (*shape[:-2], 2, 5, 5) and np.allclose(w.sum(axis=-1), 1.0)
 
 
 def test_attention_weights_of_a_lens_without_attention_is_an_error():

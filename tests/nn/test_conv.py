@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from prelens import DTypeError, ShapeError, StructureError, vjp
 from prelens.errors import ArgumentError
-from prelens.nn import ConvParams, composed, conv1d, conv2d
+from prelens.nn import ConvParams, composed, conv1d, conv2d, max_pool
 from prelens.testing import check_lens_laws, check_no_alias, check_pure, check_vjp, seeds
 
 RNG = np.random.default_rng(0)
@@ -185,9 +185,9 @@ def test_a_kernel_larger_than_the_padded_input_is_refused_at_call_time():
 @pytest.mark.parametrize(
     "x, p, cls, match",
     [
-        (np.zeros((2, 9, 4)), None, ShapeError, r"^conv1d\(3→4, kernel=3\): input: expected f64\[\*,\*,3\], got f64\[2,9,4\]"),
-        (np.zeros((9, 3)), None, ShapeError, r"input: expected f64\[\*,\*,3\], got f64\[9,3\]"),
-        (np.zeros((2, 9, 3), np.float32), None, DTypeError, r"input: expected f64\[\*,\*,3\], got f32"),
+        (np.zeros((2, 9, 4)), None, ShapeError, r"^conv1d\(3→4, kernel=3\): input: expected f64\[N,L,3\], got f64\[2,9,4\]"),
+        (np.zeros((9, 3)), None, ShapeError, r"input: expected f64\[N,L,3\], got f64\[9,3\]"),
+        (np.zeros((2, 9, 3), np.float32), None, DTypeError, r"input: expected f64\[N,L,3\], got f32"),
         (np.zeros((2, 9, 3)), (np.zeros((3, 3, 4)),), StructureError, r"parameters: expected ConvParams"),
         (np.zeros((2, 9, 3)), ConvParams(np.zeros((3, 4, 3)), np.zeros(4)), ShapeError, r"parameters at \.weight: expected f64\[3,3,4\]"),
     ],
@@ -201,9 +201,9 @@ def test_misfits_are_named_by_the_declaration(x, p, cls, match):  # type: ignore
 @pytest.mark.parametrize(
     "lens, shape, match",
     [
-        (composed.patches((2, 2)), (2, 5, 5, 1, 1), r"^patches\(kernel=\(2, 2\)\): input: expected float\[\*,\*,\*,\*\], got f64\[2,5,5,1,1\]"),
-        (composed.patches(2), (2, 5, 1, 1), r"^patches\(kernel=2\): input: expected float\[\*,\*,\*\], got f64\[2,5,1,1\]"),
-        (composed.patches((2, 2)), (3, 4), r"^patches\(kernel=\(2, 2\)\): input: expected float\[\*,\*,\*,\*\], got f64\[3,4\]"),
+        (composed.patches((2, 2)), (2, 5, 5, 1, 1), r"^patches\(kernel=\(2, 2\)\): input: expected float\[N,H,W,C\], got f64\[2,5,5,1,1\]"),
+        (composed.patches(2), (2, 5, 1, 1), r"^patches\(kernel=2\): input: expected float\[N,L,C\], got f64\[2,5,1,1\]"),
+        (composed.patches((2, 2)), (3, 4), r"^patches\(kernel=\(2, 2\)\): input: expected float\[N,H,W,C\], got f64\[3,4\]"),
         (composed.window_max(), (3,), r"^window_max: input: expected float\[\.\.\.,\*,\*\], got f64\[3\]"),
         (composed.window_mean(), (3,), r"^window_mean: input: expected float\[\.\.\.,\*,\*\], got f64\[3\]"),
     ],
@@ -212,3 +212,18 @@ def test_the_twins_pieces_refuse_an_input_of_the_wrong_rank(lens, shape, match):
     """An input with an axis too many was read as one of the right rank (a wrong result, no error)."""
     with pytest.raises(ShapeError, match=match):
         lens.fwd((), np.zeros(shape))
+
+
+@pytest.mark.parametrize(
+    "lens, x, match",
+    [
+        (conv2d(1, 8, 3), np.zeros((4, 1, 28, 28)), r"^conv2d\(1→8, kernel=\(3, 3\)\): input: expected f64\[N,H,W,1\], got f64\[4,1,28,28\]"),
+        (conv1d(1, 8, 3), np.zeros((4, 1, 100)), r"^conv1d\(1→8, kernel=3\): input: expected f64\[N,L,1\], got f64\[4,1,100\]"),
+        (max_pool((2, 2)), np.zeros((4, 28, 28)), r"^max_pool\(kernel=\(2, 2\)\): input: expected float\[N,H,W,C\], got f64\[4,28,28\]"),
+        (composed.patches(2), np.zeros((2, 5, 1, 1)), r"^patches\(kernel=2\): input: expected float\[N,L,C\], got f64\[2,5,1,1\]"),
+    ],
+)  # fmt: skip
+def test_a_channels_first_input_is_told_the_layout(lens, x, match):  # type: ignore[no-untyped-def]
+    """A PyTorch user's (N, C, H, W) batch: the error shows the layout, channels last, not ``[*,*,*,1]``."""
+    with pytest.raises(ShapeError, match=match):
+        lens.fwd(lens.init(0) if lens.init_fn else (), x)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prelens import DTypeError, StructureError, batch_n, chain, from_tamb, vec_lens
+from prelens import DTypeError, ShapeError, StructureError, batch_n, chain, from_tamb, vec_lens
 from prelens.faithful import activ_t
 from prelens.nn import ACTIVATIONS, Activation, bias, dense, gelu, linear, pointwise, relu, sigmoid, softmax, tanh
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
@@ -151,3 +151,30 @@ def test_a_user_made_pointwise_activation_is_fused_by_dense():
         m_iso=lambda m: [(m[0], m[1]), (), m[2]],
     )
     assert layer.init_fn is not None and repr(layer) == "dense(2→3, softplus)"
+
+
+def test_a_user_activation_answering_in_another_dtype_or_shape_is_refused_naming_it():
+    """``np.where(z > 0, 1.0, 0.01)`` is float64: a float32 dense layer's deltas silently became float64 (and its
+    parameters too, after an optimiser step); a float64 ``apply`` was blamed on the caller's output delta."""
+    from prelens.nn import mlp
+
+    leaky = pointwise("leaky", lambda z: np.where(z > 0, z, 0.01 * z), lambda z, da: da * np.where(z > 0, 1.0, 0.01))
+    x = np.full((5, 3), -0.5, np.float32)
+    layer = dense(3, 4, leaky, dtype=np.float32)
+    m, y = layer.fwd(layer.init(0), x)
+    with pytest.raises(
+        DTypeError, match=r"^leaky: the result of grad: expected f32\[5,4\], like its argument, got f64"
+    ):
+        layer.bwd(m, np.ones_like(y))
+    with pytest.raises(
+        DTypeError, match=r"^leaky: the result of grad: expected f32\[5,3\], like its argument, got f64"
+    ):
+        leaky.bwd(leaky.fwd((), x)[0], np.ones_like(x))
+    wide = pointwise("wide", lambda z: z.astype(np.float64), lambda z, da: da)
+    with pytest.raises(DTypeError, match=r"wide: the result of apply: expected f32\[5,4\], like its argument, got f64"):
+        mlp(3, [4, 2], wide, dtype=np.float32).fwd(mlp(3, [4, 2], wide, dtype=np.float32).init(0), x)
+    summed = pointwise("summed", lambda z: z.sum(axis=-1), lambda z, da: da)
+    with pytest.raises(
+        ShapeError, match=r"summed: the result of apply: expected f64\[2,3\], like its argument, got f64\[2\]"
+    ):
+        summed.fwd((), np.ones((2, 3)))

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from prelens import DTypeError, ShapeError, StructureError, chain, vjp
 from prelens.core import tree_allclose, tree_shapes
-from prelens.nn import DenseParams, bias, dense, gelu, linear, relu, sigmoid, softmax, tanh
+from prelens.nn import DenseParams, bias, dense, gelu, linear, mlp, relu, sigmoid, softmax, tanh
 from prelens.nn._linear import init_weight
 from prelens.testing import check_lens_equal, check_lens_laws, check_vjp, seeds
 
@@ -201,6 +201,8 @@ def test_bad_constructor_arguments():
         dense(2, 3, "swish")
     with pytest.raises(StructureError, match="softmax is not pointwise"):
         dense(2, 3, softmax)
+    with pytest.raises(StructureError, match="softmax is not pointwise"):  # by name, as a PyTorch user would
+        mlp(2, [3], "relu", last_activation="softmax")
 
 
 @pytest.mark.parametrize("act", ACTS)

@@ -125,7 +125,7 @@ def test_constructor_arguments_are_checked_up_front():
 def test_wrong_inputs_are_named():
     layer = gru(3, 4)
     p = layer.init(0)
-    with pytest.raises(ShapeError, match=r"gru\(3→4\): input: expected f64\[\*,\*,3\], got f64\[2,5,2\]"):
+    with pytest.raises(ShapeError, match=r"gru\(3→4\): input: expected f64\[N,T,3\], got f64\[2,5,2\]"):
         layer.fwd(p, np.ones((2, 5, 2)))
     with pytest.raises(DTypeError, match=r"gru\(3→4\): input"):
         layer.fwd(p, np.ones((2, 5, 3), np.float32))
@@ -137,6 +137,55 @@ def test_wrong_inputs_are_named():
 def test_a_sequence_without_steps_is_refused_clearly(make):
     layer = make(3, 4)
     with pytest.raises(
-        ShapeError, match=r"\(3→4\): input: expected f64\[\*,\*,3\] with at least one time step, got f64\[2,0,3\]"
+        ShapeError, match=r"\(3→4\): input: expected f64\[N,T,3\] with at least one time step, got f64\[2,0,3\]"
     ):
         layer.fwd(layer.init(0), np.ones((2, 0, 3)))
+
+
+def _no_two_share_memory(tree):
+    from prelens.core import tree_leaves
+
+    leaves = [a for a in tree_leaves(tree) if isinstance(a, np.ndarray)]
+    for i, a in enumerate(leaves):
+        for b in leaves[i + 1 :]:
+            assert not np.shares_memory(a, b), "two returned deltas are the same memory"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_returned_deltas_share_no_memory(kind):
+    # a user accumulating gradients in place (g += dp) must not add the bias delta twice
+    make, make_cell, kw = KINDS[kind]
+    rng = np.random.default_rng(4)
+    layer = make(3, 5, **kw)
+    m, ys = layer.fwd(layer.init(rng), rng.standard_normal((4, 6, 3)))
+    _no_two_share_memory(layer.bwd(m, rng.standard_normal(ys.shape)))
+    cell = make_cell(3, 5, **kw)
+    h = rng.standard_normal((4, 5))
+    m, (s2, y) = cell.fwd(cell.init(rng), ((h, h) if kind == "lstm" else h, rng.standard_normal((4, 3))))
+    ds = (np.ones_like(s2[0]), np.ones_like(s2[1])) if kind == "lstm" else np.ones_like(s2)
+    _no_two_share_memory(cell.bwd(m, (ds, np.ones_like(y))))
+    _no_two_share_memory(bidirectional(layer).bwd(*_fb(bidirectional(layer), rng)))
+
+
+def _fb(lens, rng):
+    m, ys = lens.fwd(lens.init(rng), rng.standard_normal((4, 6, 3)))
+    return m, rng.standard_normal(ys.shape)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_cell_refuses_a_state_whose_leading_axes_differ_from_the_input_s_before_running(kind):
+    # the forward pass broadcast an unbatched h0 (H,) against x (N, n_in), and the backward pass (after a
+    # whole scan) then failed inside a matrix product; as PyTorch's cells, the batch axes must agree
+    _, make_cell, kw = KINDS[kind]
+    cell = make_cell(3, 4, **kw)
+    h = np.zeros(4)
+    with pytest.raises(
+        ShapeError, match=r"_cell\(3→4.*\): input at \[1\]: expected f64\[3\] \(leading axes of the input at \[0\]"
+    ):
+        cell.fwd(cell.init(0), ((h, h) if kind == "lstm" else h, np.ones((5, 3))))
+
+
+def test_a_time_first_input_is_told_the_layout():
+    # PyTorch's layers default to (T, N, F); prelens's are batch first: the error shows (N, T, F)
+    with pytest.raises(ShapeError, match=r"^lstm\(3→4\): input: expected f64\[N,T,3\], got f64\[5,4\]"):
+        lstm(3, 4).fwd(lstm(3, 4).init(0), np.zeros((5, 4)))

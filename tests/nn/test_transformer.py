@@ -462,6 +462,36 @@ def test_a_bad_eps_is_named_by_the_constructor_called(build, fn):
         build(0.0)
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda eps: decoder_lm(7, 4, 2, 8, 1, 5, eps=eps),
+        lambda eps: encoder_decoder(5, 7, 4, 2, 8, 1, 5, eps=eps),
+        lambda eps: encoder_block(4, 2, 8, eps=eps),
+        lambda eps: decoder_block(4, 2, 8, eps=eps),
+    ],
+)
+def test_a_model_with_another_eps_says_so_in_its_name(build):
+    """Every option off its default is in the name (as layer_norm's own is): two models that compute different
+    functions do not print alike (in `prelens train`'s report, a model file's metadata, summaries)."""
+    assert ", eps=1e-06" in build(1e-6).name and "eps" not in build(1e-5).name
+
+
+def test_a_checkpoint_of_one_eps_does_not_resume_a_model_of_another(tmp_path):
+    """fit's resume refuses a checkpoint of another model by its printed name: with eps not in it, a run of a model
+    with eps=1e-3 resumed from the checkpoint of one with eps=1e-5, no error."""
+    from prelens.errors import CheckpointError
+    from prelens.learn import adam
+    from prelens.train import fit
+
+    ids = np.random.default_rng(0).integers(0, 7, (8, 5))
+    data, path = (ids, np.roll(ids, -1, axis=1)), str(tmp_path / "run.npz")
+    fit(_small_lm(), token_cross_entropy(), data, 1, 8, adam(1e-3), 0, progress=False, checkpoint_path=path)
+    other = decoder_lm(7, 4, 2, 8, 2, 6, eps=1e-3)
+    with pytest.raises(CheckpointError, match="another model"):
+        fit(other, token_cross_entropy(), data, 2, 8, adam(1e-3), 0, progress=False, resume=path)
+
+
 def test_a_misfit_parameter_deep_in_a_model_is_named_by_its_path():
     lm = _small_lm()
     p = lm.init(0)
@@ -511,6 +541,21 @@ def test_generate_is_greedy_and_extends_the_prompt():
     assert sampled.shape == (1, 11) and sampled.max() < 7
 
 
+def test_generate_takes_a_prompt_of_another_array_library():
+    """A model of another library is prompted with its ids: they were refused as "must be an integer array (token
+    ids), got i64[1,2] (array_api_strict)", an integer array. The ids come back as numpy's, as documented."""
+    import array_api_strict as xp
+
+    from prelens.backend import to_backend
+
+    lm = decoder_lm(7, 4, 2, 8, 1, 6)
+    p = lm.init(0)
+    expected = generate(lm, p, np.array([[1, 2]]), 3)
+    for params in (p, to_backend(p, xp)):
+        out = generate(lm, params, xp.asarray([[1, 2]]), 3)
+        assert type(out) is np.ndarray and np.array_equal(out, expected)
+
+
 def test_generate_refuses_windows_longer_than_the_model_takes_before_the_first_step(monkeypatch):
     """A prompt plus steps past the model's positions fails at once (one probe of the longest window), not after
     the steps that fit have been run."""
@@ -531,3 +576,25 @@ def test_lm_params_are_named():
     p = _small_lm("pre", "sinusoidal").init(0)
     assert isinstance(p, LMParams) and p.positions == () and p.norm.gain.shape == (4,)
     assert p.blocks[1].attention.W_Q.shape == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("model", "array"),
+    [
+        (encoder_decoder(5, 7, 4, 2, 8, 1, 6), np.ones((2, 4), np.int64)),  # target ids only, a batch of 2
+        (decoder_block(4, 2, 8), np.ones((2, 3, 4))),  # y only, without the memory
+    ],
+)
+def test_a_model_of_a_pair_refuses_an_array_whose_first_axis_is_2(model, array):
+    """``(source, target)``: a batch of two sequences is not a pair; it was split along its first axis and run
+    as source = row 0, target = row 1 (logits (T, vocab), no error). A batch of 3 was refused already."""
+    for ids in (array, array[:1].repeat(3, axis=0)):
+        with pytest.raises(StructureError, match=r"expected tuple of 2, got [if]64\["):
+            model.fwd(model.init(0), ids)
+
+
+def test_a_pair_delta_is_not_an_array_whose_first_axis_is_2():
+    block = decoder_block(4, 2, 8)
+    m, (y, _) = block.fwd(block.init(0), (np.ones((2, 3, 4)), np.ones((2, 5, 4))))
+    with pytest.raises(StructureError, match=r"output delta: expected a tuple of 2, got f64\[2,3,4\]"):
+        block.bwd(m, np.ones_like(y))

@@ -114,3 +114,35 @@ def test_help_explains_every_flag(capsys):
 def test_bad_sizes_are_reported(capsys):
     assert main(["train", "transformer", "--d-model", "6", "--heads", "4", "--train-size", "8"]) == 2
     assert "d_model must be divisible" in capsys.readouterr().err
+
+
+def test_a_block_longer_than_the_held_out_text_names_the_flag_and_its_limit(capsys):
+    """The sonnets' held-out tenth is 493 characters: ``--block 512`` was refused by ``text_windows`` ("need at
+    least block+1 tokens, got ... 493 tokens"), naming neither the flag nor the longest block that works."""
+    assert main(["train", "transformer", "--task", "text", "--block", "512", *TINY]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(
+        r"prelens train transformer: --block must be at most 492 for --text sonnets \(its held-out last tenth has "
+        r"493 characters\), got 512\n",
+        err,
+    ), err
+    assert (
+        main(
+            [
+                "train",
+                "transformer",
+                "--task",
+                "text",
+                "--block",
+                "492",
+                "--train-size",
+                "2",
+                "--test-size",
+                "1",
+                "--sample",
+                "1",
+                *TINY,
+            ]
+        )
+        == 0
+    )
