@@ -192,7 +192,6 @@ def test_the_mnist1d_cnn_compiled_on_jax_equals_numpy() -> None:
     assert_close(p_np, p_jx, "params after 3 steps")
 
 
-@pytest.mark.xfail(strict=True, reason="core/_check.diagnosed does not name a mix of libraries (see the w6seq report)")
 @pytest.mark.parametrize(
     "make, shape",
     [(lambda: nn.conv1d(3, 4, 2), (2, 5, 3)), (lambda: nn.dense(3, 4), (2, 3)), (lambda: nn.lstm(3, 4), (2, 5, 3))],

@@ -205,6 +205,9 @@ def has_dtype(x: Any, dt: np.dtype[Any]) -> bool:
 def copy(x: Any) -> Any:
     """A copy of an array that no one else can write into (JAX arrays are immutable: ``x`` itself).
 
+    A tensor that requires grad is copied detached: prelens computes its own gradients, and a copy kept in
+    PyTorch's autograd graph would chain every training step's parameters to the last (``fit`` copies them once).
+
     >>> a = np.ones(2); b = copy(a); b[0] = 5.0; a
     array([1., 1.])
     """
@@ -214,7 +217,7 @@ def copy(x: Any) -> Any:
     if c.is_jax_array(x):
         return x
     if c.is_torch_array(x):
-        return x.clone()
+        return x.detach().clone()
     return namespace(x).asarray(x, copy=True)
 
 
@@ -242,10 +245,26 @@ def to_numpy(x: Any) -> Any:
         raise E.must_be("to_numpy", "x", "an array of numpy, PyTorch, JAX or another array API library", E.describe(x))
     c = _compat()
     if c.is_torch_array(x):
-        return x.detach().cpu().numpy()
+        t = x.detach().cpu()
+        if dtype_name(t.dtype) != "bfloat16":
+            return t.numpy()
+        import torch  # numpy has no bfloat16: ml_dtypes' (JAX's), the same 16 bits
+
+        return t.view(torch.int16).numpy().view(_bfloat16("to_numpy"))
     if c.is_jax_array(x):
         return np.asarray(x)
     return np.from_dlpack(x)
+
+
+def _bfloat16(fn: str) -> Any:
+    """numpy's bfloat16, ml_dtypes' (installed with JAX), or an error naming ``fn``."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise E.MissingExtraError(
+            f"{fn}: a bfloat16 tensor needs ml_dtypes for its numpy dtype (pip install ml_dtypes), or cast it first"
+        ) from None
+    return ml_dtypes.bfloat16
 
 
 def host(x: Any) -> Any:
@@ -303,12 +322,32 @@ def scatter_add_rows(n_rows: int, idx: Any, values: Any) -> Any:
         import torch
 
         out = torch.zeros((n_rows, values.shape[1]), dtype=values.dtype, device=values.device)
-        return out.index_add(0, idx, values)
+        return out.index_add(0, _index(idx), values)
     if c.is_jax_array(values):
         return xp.zeros((n_rows, values.shape[1]), values.dtype).at[idx].add(values)
     rows = xp.arange(n_rows, dtype=idx.dtype, device=c.device(idx))
     one_hot = xp.astype(idx[None, :] == rows[:, None], values.dtype)
     return one_hot @ values
+
+
+def take_rows(table: Any, idx: Any) -> Any:
+    """``table[idx]``: the rows of ``table (n_rows, d)`` at the integers ``idx (N,)``, of any integer dtype; the table
+    lookup whose gradient :func:`scatter_add_rows` is.
+
+    >>> take_rows(np.arange(6.0).reshape(3, 2), np.array([2, 0], np.uint8))
+    array([[4., 5.],
+           [0., 1.]])
+    """
+    return namespace(table).take(table, _index(idx), axis=0)
+
+
+def _index(idx: Any) -> Any:
+    """Integer indices as their library takes them: PyTorch's int32 and int64 only (a narrower dtype widened)."""
+    if isinstance(idx, np.ndarray) or not _compat().is_torch_array(idx):
+        return idx
+    import torch
+
+    return idx if idx.dtype in (torch.int32, torch.int64) else idx.to(torch.int64)
 
 
 def tree_map_arrays(f: Callable[[Any], Any], tree: Any) -> Any:
@@ -349,13 +388,18 @@ def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
         jax.config.update("jax_enable_x64", True)
 
     def move(a: Any) -> Any:
-        host = to_numpy(a)
+        # a C-ordered copy of its own (0-d kept 0-d): a tensor's numpy view, a JAX array's read-only one, and the
+        # numpy array that jax.device_put and array_api_strict would share on the CPU are never handed on
+        host = np.array(to_numpy(a), order="C")
         if xp is np:
-            return host.copy() if host is a else host
+            return host
         if name == "torch":
             import torch
 
-            t = torch.from_numpy(np.array(host, order="C"))  # a C-ordered copy, 0-d kept 0-d
+            if host.dtype.name == "bfloat16":  # ml_dtypes' (JAX's): torch's from its 16 bits
+                t = torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
+            else:
+                t = torch.from_numpy(host)
             return t if device is None else t.to(device)
         if name == "jax":
             import jax
@@ -363,6 +407,13 @@ def to_backend(tree: Any, backend: Any = "numpy", *, device: Any = None) -> Any:
             return jax.device_put(host, device)
         return xp.asarray(host) if device is None else xp.asarray(host, device=device)
 
+    if device is not None:  # a device the library refuses: refused before anything moves
+        try:
+            move(np.zeros(0))
+        except Exception as err:
+            said = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            kind = "a jax.Device, e.g. jax.devices()[0]" if name == "jax" else "its name, e.g. 'cpu'"
+            raise E.bad_argument("to_backend", "device", device, f"a device of {name} ({kind}; {said})") from None
     return tree_map_arrays(move, tree)
 
 

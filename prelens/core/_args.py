@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
+from prelens.backend._arrays import is_array, to_numpy
 
 
 def seed(fn: str, rng: Any) -> np.random.Generator:
@@ -104,7 +105,8 @@ def float_dtype(fn: str, what: str, dtype: Any) -> np.dtype[Any]:
 
 
 def int_array(fn: str, what: str, value: Any, *, ndim: int | None = None) -> npt.NDArray[np.int64]:
-    """``value`` (an integer array, or nested lists of ints) as an int64 array, of ``ndim`` axes if given.
+    """``value`` (an integer array of any library, or nested lists of ints) as an int64 numpy array, of ``ndim`` axes
+    if given.
 
     Floats (never truncated: ``1.7`` is no token id), bools, strings and ragged nests are errors.
 
@@ -113,6 +115,8 @@ def int_array(fn: str, what: str, value: Any, *, ndim: int | None = None) -> npt
     """
     if isinstance(value, np.ndarray):
         arr = value
+    elif is_array(value):  # a tensor's ids, brought home
+        arr = to_numpy(value)
     elif isinstance(value, (list, tuple, int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         try:
             arr = np.asarray(value)

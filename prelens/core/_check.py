@@ -202,8 +202,44 @@ def inputs_misfit(expects: Expects, p: Any, s: Any, ties: bool = True) -> E.Prel
     pn, sn = expects.params_name, expects.input_name
     if ties and _has_same((expects.params, expects.input)):
         binds = _Binds()
-        return misfit(expects.input, s, sn, binds) or misfit(expects.params, p, pn, binds)
-    return misfit(expects.params, p, pn) or misfit(expects.input, s, sn)
+        found = misfit(expects.input, s, sn, binds) or misfit(expects.params, p, pn, binds)
+    else:
+        found = misfit(expects.params, p, pn) or misfit(expects.input, s, sn)
+    return found or (_library_misfit(expects, p, s) if ties else None)
+
+
+def _library_misfit(expects: Expects, p: Any, s: Any) -> E.PrelensError | None:
+    """The arrays a leaf lens declares are of one library, its input's (numpy data excepted): a numpy weight met by a
+    torch input handed its product to torch through numpy's ``@``, a torch weight failed inside torch."""
+    first: tuple[str, Any] | None = None
+    for what, pattern, x in ((expects.input_name, expects.input, s), (expects.params_name, expects.params, p)):
+        for path, pat, a in _declared_arrays(pattern, x, ""):
+            if type(a) is np.ndarray and any(isinstance(t, Same) and t.data for t in (pat.dtype, *pat.axes[:1])):
+                continue  # numpy data the lens moves itself
+            if first is None:
+                first = (what, a)
+            elif not same_library(a, first[1]):
+                lib, where = namespace_name(namespace(first[1])), what if not path else f"{what} at {path}"
+                return E.StructureError(
+                    f"{where}: expected an array {pat!r} ({lib}, the library of the {first[0]}), got {_of_library(a)}"
+                )
+    return None
+
+
+def _of_library(x: Any) -> str:
+    """``x`` described with its library, numpy's too (an error about libraries names both)."""
+    return E.describe(x) + " (numpy)" * (type(x) is np.ndarray)
+
+
+def _declared_arrays(pattern: Any, x: Any, path: str) -> Iterator[tuple[str, Arr, Any]]:
+    """``(path, pattern, array)`` for each array of ``x`` (a tree fitting ``pattern``) that an :class:`Arr` declares."""
+    if isinstance(pattern, Arr):
+        if _is_array(x):
+            yield path, pattern, x
+    elif isinstance(pattern, (tuple, list)) and isinstance(x, (tuple, list)):
+        fields = getattr(pattern, "_fields", ())
+        for i, (kid, v) in enumerate(zip(pattern, x)):
+            yield from _declared_arrays(kid, v, path + (f".{fields[i]}" if fields else f"[{i}]"))
 
 
 def _has_same(pattern: Any) -> bool:
@@ -274,7 +310,7 @@ def _array_misfit(
         first = bound[s.name][0] if s.name in bound else None
         if first is not None and not same_library(x, first) and not (s.data and type(x) is np.ndarray):
             lib = ("numpy or " if s.data else "") + namespace_name(namespace(first))
-            return path, f"an array {_bound_repr(pattern, bound, lib)}", E.describe(x), E.StructureError
+            return path, f"an array {_bound_repr(pattern, bound, lib)}", _of_library(x), E.StructureError
     if not isinstance(dt, Same):
         dtype_ok = _is_float_name(_dtype_name(x.dtype)) if dt is None else _dtype_name(x.dtype) == _dtype_name(dt)
     elif dt.name in bound:

@@ -42,6 +42,7 @@ from prelens.backend._arrays import (
     namespace,
     namespace_name,
     scatter_add_rows,
+    take_rows,
 )
 from prelens.core import _args as A
 from prelens.core._check import Arr, Expects, Like
@@ -93,7 +94,7 @@ def token_embedding(vocab_size: int, d_model: int, *, dtype: npt.DTypeLike = np.
 
     def fwd(table: Array, ids: Array) -> tuple[Array, Array]:
         given, ids = ids, _token_ids(name, ids, v, table)  # numpy ids are moved to the table's library
-        rows = namespace(table).take(table, reshape(ids, (-1,)), axis=0)
+        rows = take_rows(table, reshape(ids, (-1,)))
         return (copy(ids) if ids is given else ids), reshape(rows, (*ids.shape, d))
 
     def bwd(ids: Array, da: Array) -> tuple[Array, Array]:

@@ -9,10 +9,21 @@ import numpy as np
 import numpy.typing as npt
 
 from prelens import errors as E
-from prelens.backend._arrays import dtype_kind, host, is_array, is_concrete, namespace, to_backend, to_numpy
+from prelens.backend._arrays import (
+    constant_like,
+    dtype_kind,
+    host,
+    is_array,
+    is_concrete,
+    namespace,
+    to_backend,
+    to_numpy,
+    tree_map_arrays,
+)
 from prelens.core import _args
 from prelens.core._lens import AnyLens
 from prelens.core._trace import forward
+from prelens.core._tree import tree_leaves
 from prelens.nn._activations import softmax_any
 
 Tree = Any
@@ -33,6 +44,7 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     >>> predict(model, model.init(0), np.ones((5, 3)), batch_size=2).shape
     (5, 2)
     """
+    xs = _beside(params, xs)
     if batch_size is None:
         return forward(model, params, xs)
     if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
@@ -45,6 +57,17 @@ def predict(model: AnyLens, params: Tree, xs: Any, batch_size: int | None = None
     if not parts:
         return forward(model, params, xs)
     return namespace(parts[0]).concat(parts, axis=0)
+
+
+def _beside(params: Tree, data: Any) -> Any:
+    """numpy ``data`` for ``params`` of another library, moved to it (and its device): a model trained on JAX or
+    PyTorch is evaluated on numpy data (a lens refuses the two libraries mixed)."""
+    like = next((a for a in tree_leaves(params) if is_array(a) and not isinstance(a, np.ndarray)), None)
+    return (
+        data
+        if like is None
+        else tree_map_arrays(lambda a: constant_like(a, like) if type(a) is np.ndarray else a, data)
+    )
 
 
 def row_slice(a: Any, lo: int, hi: int) -> Any:
@@ -130,6 +153,7 @@ def evaluate(model: AnyLens, loss: AnyLens, params: Tree, xs: Any, targets: Any)
     >>> evaluate(linear(2, 1), mse, np.zeros((2, 1)), np.ones((3, 2)), np.ones((3, 1)))
     1.0
     """
+    targets, xs = _beside(params, (targets, xs))
     return float(forward(model >> loss, (targets, params), xs))
 
 

@@ -70,7 +70,7 @@ def test_a_loss_parameter_must_be_of_the_input_library() -> None:
     with pytest.raises(
         StructureError,
         match=r"^mse: ground truth: expected an array f64\[3,4\] \(array_api_strict, the library, dtype and shape of the "
-        r"input\), got f64\[3,4\]$",
+        r"input\), got f64\[3,4\] \(numpy\)$",
     ):
         mse.fwd(np.zeros((3, 4)), s)
     with pytest.raises(
@@ -81,9 +81,25 @@ def test_a_loss_parameter_must_be_of_the_input_library() -> None:
     with pytest.raises(
         StructureError,
         match=r"^softmax_cross_entropy: labels: expected an array int\[3\] \(array_api_strict, the library and leading "
-        r"axes of the logits\), got i64\[3\]$",
+        r"axes of the logits\), got i64\[3\] \(numpy\)$",
     ):
         softmax_cross_entropy.fwd(np.array([0, 1, 2]), s)
+
+
+def test_a_layer_parameter_must_be_of_the_input_library() -> None:
+    """numpy weights with another library's input (or the reverse) are refused before the pass runs, naming the leaf."""
+    layer = dense(2, 3)
+    with pytest.raises(
+        StructureError,
+        match=r"^dense\(2→3, tanh\): parameters at \.weight: expected an array f64\[2,3\] \(array_api_strict, the "
+        r"library of the input\), got f64\[2,3\] \(numpy\)$",
+    ):
+        layer.fwd(layer.init(0), xs.ones((4, 2), dtype=xs.float64))
+    p = DenseParams(xs.asarray(layer.init(0).weight), layer.init(0).bias)
+    with pytest.raises(StructureError, match=r"^dense.*: parameters at \.bias: .*\(array_api_strict, the library "):
+        layer.fwd(p, xs.ones((4, 2), dtype=xs.float64))
+    with pytest.raises(StructureError, match=r"^dense.*: parameters at \.weight: .*\(numpy, the library of the input"):
+        layer.fwd(p, np.ones((4, 2)))
 
 
 def test_labels_of_another_library_are_checked_while_their_values_are_known() -> None:
