@@ -121,11 +121,6 @@ def test_a_device_the_library_refuses_is_an_error_naming_to_backend(backend: str
         to_backend((np.ones(2), [np.zeros(3)]), backend, device=device)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="train/_step.py: value_and_grad and step read float(value) of a loss that carries "
-    "torch's graph; fix there (detach the parameters once per call, as fit's copy does), then drop this",
-)
 def test_value_and_grad_and_step_on_parameters_that_require_grad_warn_of_nothing() -> None:
     """``value_and_grad`` and ``step`` on parameters that require grad: torch warns 'Converting a tensor with
     requires_grad=True to a scalar', the gradients carry a ``grad_fn``, and a loop of ``step`` chains every step's

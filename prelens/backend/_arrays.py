@@ -14,6 +14,7 @@ of the same name (:func:`has_dtype`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import sys
@@ -200,6 +201,17 @@ def has_dtype(x: Any, dt: np.dtype[Any]) -> bool:
     """
     d = x.dtype
     return d == dt if isinstance(d, np.dtype) else dtype_name(d) == dt.name
+
+
+def autograd_off() -> contextlib.AbstractContextManager[Any]:
+    """PyTorch's autograd off (``torch.no_grad()``) while prelens computes its own gradients, so that parameters
+    that require grad build no graph; nothing to do (a null context) in a process without torch.
+
+    >>> with autograd_off():
+    ...     pass
+    """
+    torch = sys.modules.get("torch")
+    return contextlib.nullcontext() if torch is None else torch.no_grad()
 
 
 def copy(x: Any) -> Any:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prelens import errors as E
+from prelens.backend._arrays import autograd_off
 from prelens.core import _args
 from prelens.core._lens import AnyLens, PreLens, as_lens
 from prelens.core._trace import vjp as _vjp
@@ -55,8 +56,9 @@ def value_and_grad(
     loss = as_lens("value_and_grad", "loss", loss)
     xs, targets = _args.batch("value_and_grad", batch)
     trained = _made((model, loss), lambda: model >> loss)
-    value, grads = _value_and_grad(trained, params if key is None else with_dropout(params, key), xs, targets)
-    return float(value), grads if key is None else without_dropout(grads)
+    with autograd_off():  # prelens's own gradients: tensors that require grad build no graph
+        value, grads = _value_and_grad(trained, params if key is None else with_dropout(params, key), xs, targets)
+        return float(value), grads if key is None else without_dropout(grads)
 
 
 def _value_and_grad(trained: AnyLens, params: Tree, xs: Any, targets: Any) -> tuple[Any, Tree]:
@@ -98,8 +100,9 @@ def step(
         xs = (key, xs)
     make = lambda: step_of(keyed(model) if dropout else model, loss, optimizer, lens_form)
     core = _made((model, loss, optimizer, dropout), make)  # keyed by the model, not a new keyed lens per call
-    new_params, new_state, value = core(params, state, xs, targets)
-    return new_params, new_state, float(value)
+    with autograd_off():  # as in value_and_grad
+        new_params, new_state, value = core(params, state, xs, targets)
+        return new_params, new_state, float(value)
 
 
 #: The last few lenses and steps :func:`value_and_grad` and :func:`step` composed, by the identity of their parts:
