@@ -197,9 +197,8 @@ copy_l: AnyLens = PreLens(_copy_fwd, _copy_bwd, "copy_l", expects=Expects(params
 def _add_fwd(p: tuple[()], s: tuple[Any, Any]) -> tuple[tuple[()], Any]:
     match s:
         case (s1, s2):
-            return (), numeric_sum(
-                "add_l", [s1, s2], "input"
-            )  # checked each time: arrays of two shapes would broadcast
+            # checked each time: arrays of two shapes would broadcast
+            return (), numeric_sum("add_l", [s1, s2], "input")
     raise E.not_a_pair("add_l", "its input", "(s1, s2)", s)
 
 
