@@ -581,7 +581,7 @@ def generate(
     """
     as_lens("generate", "lm", lm)
     # float ids are an error, never truncated; another library's ids are read as numpy's (the sampling is numpy's)
-    ids = A.int_array("generate", "prompt", to_numpy(prompt) if is_array(prompt) else prompt).copy()
+    ids = A.int_array("generate", "prompt", prompt).copy()  # any library's ids, brought home
     if ids.ndim == 1:
         ids = ids[None]
     if ids.ndim != 2 or ids.shape[1] == 0:
